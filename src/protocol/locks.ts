@@ -1,0 +1,32 @@
+import { concatHex, keccak256, numberToHex, sha256, type Hex } from 'viem'
+
+/** A hash time lock: `amount` goes to the receiver if the secret of `secrethash` is revealed before `expiration`. */
+export type Lock = {
+  /** Block number from which the lock can no longer be claimed. */
+  expiration: bigint
+  amount: bigint
+  secrethash: Hex
+}
+
+/** keccak256 of no bytes: the locksroot of a channel end with no pending locks. */
+export const LOCKSROOT_OF_NO_LOCKS: Hex = '0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470'
+
+/** The 96-byte encoding: `uint256 expiration || uint256 amount || bytes32 secrethash`. */
+export function encodeLock(lock: Lock): Hex {
+  return concatHex([numberToHex(lock.expiration, { size: 32 }), numberToHex(lock.amount, { size: 32 }), lock.secrethash])
+}
+
+/** The pending locks concatenated in insertion order, as `TokenNetwork.unlock` takes them. */
+export function encodeLocks(locks: readonly Lock[]): Hex {
+  return concatHex(locks.map(encodeLock))
+}
+
+/** keccak256 of the concatenated locks; order matters. */
+export function locksroot(locks: readonly Lock[]): Hex {
+  return locks.length === 0 ? LOCKSROOT_OF_NO_LOCKS : keccak256(encodeLocks(locks))
+}
+
+/** SHA-256 of a 32-byte secret, as the SecretRegistry computes it. */
+export function secrethashOf(secret: Hex): Hex {
+  return sha256(secret)
+}
