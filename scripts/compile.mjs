@@ -80,8 +80,12 @@ if (check) {
   }
   console.log(`contracts up to date: ${names.length} contracts (${Date.now() - t0} ms)`)
 } else {
-  if (existsSync(outDir)) rmSync(outDir, { recursive: true })
+  // Write in place (unchanged files untouched, stale ones removed) so a test run reading them never sees a gap.
   mkdirSync(outDir, { recursive: true })
-  for (const [file, text] of generated) writeFileSync(join(outDir, file), text)
+  for (const file of readdirSync(outDir)) if (!generated.has(file)) rmSync(join(outDir, file))
+  for (const [file, text] of generated) {
+    const path = join(outDir, file)
+    if (!existsSync(path) || readFileSync(path, 'utf8') !== text) writeFileSync(path, text)
+  }
   console.log(`compiled ${names.length} contracts into src/contracts (${Date.now() - t0} ms): ${names.join(', ')}`)
 }
