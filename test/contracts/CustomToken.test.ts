@@ -23,3 +23,12 @@ test('a test token mints to anyone through each of its three mint functions', as
   expect(await read(b)).toBe(18n)
   expect(await client.readContract({ address: token, abi: CustomToken.abi, functionName: 'totalSupply' })).toBe(1023n)
 })
+
+test('transferFrom without allowance reverts with a reason', async () => {
+  const { expectRevert } = await import('../support/revert.ts')
+  const token = await deploy(client, CustomToken, [1000n, 18, 'T', 'T'])
+  await expectRevert(
+    client.simulateContract({ address: token, abi: CustomToken.abi, functionName: 'transferFrom', args: [client.account.address, '0x000000000000000000000000000000000000bEEF', 1n] }),
+    'allowance too low',
+  )
+})
