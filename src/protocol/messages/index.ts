@@ -1,0 +1,7 @@
+export * from './types.ts'
+export { CmdId } from './cmdid.ts'
+export { canonicalJson, metadataHash } from './metadata.ts'
+export { messageHash } from './messageHash.ts'
+export { packEnvelope, packMessage } from './pack.ts'
+export { encodeMessage, parseMessage, readMessage, toWire } from './wire.ts'
+export { decodeMessage, messageSigner, signMessage, type DecodedMessage } from './sign.ts'
