@@ -1,0 +1,217 @@
+import type { Address, Hex } from 'viem'
+import { ZERO_HASH } from '../balanceProof.ts'
+import { LOCKSROOT_OF_NO_LOCKS, type Lock } from '../locks.ts'
+import type { StateChange } from '../state/changes.ts'
+import { getChannel, putChannel, sameAddress, without, type TransitionContext } from '../state/access.ts'
+import type { BalanceData, Effect } from '../state/effects.ts'
+import type { Channel, ChannelEnd, NodeState } from '../state/types.ts'
+import { emptyChannelEnd } from './end.ts'
+import { channelKey } from './key.ts'
+import { actionRejected } from './withdraw.ts'
+
+type Change<T extends StateChange['type']> = Extract<StateChange, { type: T }>
+
+const sameHash = (a: Hex | undefined, b: Hex | undefined) => !!a && !!b && a.toLowerCase() === b.toLowerCase()
+const stateEvent = (c: Channel): Effect => ({ type: 'event', event: { type: 'channelStateChanged', tokenNetwork: c.tokenNetwork, channelId: c.id, state: c.state } })
+
+export function onChannelOpened(state: NodeState, change: Change<'channelOpened'>, out: Effect[]): NodeState {
+  const us = state.address
+  const partner = sameAddress(change.participant1, us) ? change.participant2 : sameAddress(change.participant2, us) ? change.participant1 : undefined
+  if (!partner || getChannel(state, change.tokenNetwork, change.channelId)) return state
+  const channel: Channel = {
+    chainId: state.chainId,
+    tokenNetwork: change.tokenNetwork,
+    token: state.tokenNetworks[change.tokenNetwork]?.token ?? change.tokenNetwork,
+    id: change.channelId,
+    partner,
+    settleTimeout: change.settleTimeout,
+    revealTimeout: change.revealTimeout,
+    openedBlock: change.blockNumber,
+    state: 'opened',
+    our: emptyChannelEnd(us),
+    partnerEnd: emptyChannelEnd(partner),
+  }
+  out.push(stateEvent(channel))
+  return putChannel(state, channel)
+}
+
+/** Applies `update` to the end of `participant` in a channel we are in; other channels are not ours to track. */
+function updateEnd(state: NodeState, tokenNetwork: Address, channelId: bigint, participant: Address, update: (end: ChannelEnd) => ChannelEnd): NodeState {
+  const channel = getChannel(state, tokenNetwork, channelId)
+  if (!channel) return state
+  if (sameAddress(participant, channel.our.address)) return putChannel(state, { ...channel, our: update(channel.our) })
+  if (sameAddress(participant, channel.partner)) return putChannel(state, { ...channel, partnerEnd: update(channel.partnerEnd) })
+  return state
+}
+
+export function onChannelDeposit(state: NodeState, change: Change<'channelDeposit'>): NodeState {
+  return updateEnd(state, change.tokenNetwork, change.channelId, change.participant, (end) =>
+    change.totalDeposit > end.deposit ? { ...end, deposit: change.totalDeposit } : end,
+  )
+}
+
+export function onChannelWithdraw(state: NodeState, change: Change<'channelWithdraw'>): NodeState {
+  return updateEnd(state, change.tokenNetwork, change.channelId, change.participant, (end) => ({
+    ...end,
+    withdrawn: change.totalWithdraw > end.withdrawn ? change.totalWithdraw : end.withdrawn,
+    pendingWithdraws: end.pendingWithdraws.filter((w) => w.totalWithdraw > change.totalWithdraw),
+  }))
+}
+
+/** The user closes: submit the partner's latest balance proof (or none). */
+export function closeChannel(state: NodeState, tokenNetwork: Address, channelId: bigint, out: Effect[]): NodeState {
+  const channel = getChannel(state, tokenNetwork, channelId)
+  if (!channel || channel.state !== 'opened') return actionRejected(state, 'close', channel ? `channel is ${channel.state}` : 'no such channel', out)
+  out.push({ type: 'transaction', transaction: { type: 'close', tokenNetwork, channelId, partner: channel.partner, balanceProof: channel.partnerEnd.balanceProof } })
+  const closing: Channel = { ...channel, state: 'closing' }
+  out.push(stateEvent(closing))
+  return putChannel(state, closing)
+}
+
+export function onChannelClosed(state: NodeState, change: Change<'channelClosed'>, out: Effect[]): NodeState {
+  const channel = getChannel(state, change.tokenNetwork, change.channelId)
+  if (!channel || channel.state === 'closed' || channel.state === 'settling' || channel.state === 'settled') return state
+  const partnerClosed = sameAddress(change.closer, channel.partner)
+  // The closer submitted the other side's proof: ours if the partner closed, the partner's if we did.
+  const nonCloser = partnerClosed ? 'our' : 'partnerEnd'
+  let next: Channel = {
+    ...channel,
+    state: 'closed',
+    closedBlock: change.blockNumber,
+    closer: change.closer,
+    [nonCloser]: { ...channel[nonCloser], onchainBalanceHash: change.nonce > 0n ? change.balanceHash : ZERO_HASH, onchainNonce: change.nonce },
+  }
+  const proof = channel.partnerEnd.balanceProof
+  if (partnerClosed && proof && proof.nonce > 0n && proof.balanceHash !== ZERO_HASH) {
+    // The partner may have closed with an old proof of ours; we answer with its latest proof of its own.
+    out.push({ type: 'transaction', transaction: { type: 'update', tokenNetwork: channel.tokenNetwork, channelId: channel.id, partner: channel.partner, balanceProof: proof } })
+    next = { ...next, updateSent: true }
+  }
+  out.push(stateEvent(next))
+  return putChannel(state, next)
+}
+
+export function onNonClosingUpdated(state: NodeState, change: Change<'nonClosingUpdated'>): NodeState {
+  return updateEnd(state, change.tokenNetwork, change.channelId, change.closer, (end) => ({ ...end, onchainBalanceHash: change.balanceHash, onchainNonce: change.nonce }))
+}
+
+const ZERO_BALANCE: BalanceData = { transferredAmount: 0n, lockedAmount: 0n, locksroot: LOCKSROOT_OF_NO_LOCKS }
+
+/** The balance data whose hash the contract holds for `end`, if we know it. */
+function onchainBalance(end: ChannelEnd, isOurs: boolean): BalanceData | undefined {
+  const hash = end.onchainBalanceHash ?? ZERO_HASH
+  if (hash === ZERO_HASH) return ZERO_BALANCE
+  if (isOurs) {
+    const sent = end.sentProofs?.[hash]
+    return sent && { transferredAmount: sent.transferredAmount, lockedAmount: sent.lockedAmount, locksroot: sent.locksroot }
+  }
+  const bp = end.balanceProof
+  return bp && sameHash(bp.balanceHash, hash) ? { transferredAmount: bp.transferredAmount, lockedAmount: bp.lockedAmount, locksroot: bp.locksroot } : undefined
+}
+
+/** On each block: settle channels whose settle window has passed. */
+export function settleOnBlock(state: NodeState, out: Effect[]): NodeState {
+  let s = state
+  for (const channel of Object.values(state.channels)) {
+    if (channel.state !== 'closed' || channel.closedBlock === undefined) continue
+    if (state.blockNumber <= channel.closedBlock + channel.settleTimeout) continue
+    if (channel.settleNotBefore !== undefined && state.blockNumber < channel.settleNotBefore) continue
+    const ours = onchainBalance(channel.our, true)
+    const theirs = onchainBalance(channel.partnerEnd, false)
+    if (!ours || !theirs) continue // we cannot rebuild a proof the contract holds: leave settling to the partner
+    const ourFirst = ours.transferredAmount + ours.lockedAmount <= theirs.transferredAmount + theirs.lockedAmount
+    const [p1, b1, p2, b2] = ourFirst ? [channel.our.address, ours, channel.partner, theirs] : [channel.partner, theirs, channel.our.address, ours]
+    out.push({ type: 'transaction', transaction: { type: 'settle', tokenNetwork: channel.tokenNetwork, channelId: channel.id, participant1: p1, participant1Balance: b1, participant2: p2, participant2Balance: b2 } })
+    const next: Channel = { ...channel, state: 'settling' }
+    out.push(stateEvent(next))
+    s = putChannel(s, next)
+  }
+  return s
+}
+
+/** The locks whose concatenation hashes to `locksroot` for `end`, if we know them. */
+function locksFor(end: ChannelEnd, locksroot: Hex, isOurs: boolean): Lock[] | undefined {
+  if (isOurs) {
+    const proof = Object.values(end.sentProofs ?? {}).find((p) => sameHash(p.locksroot, locksroot))
+    return proof?.locks
+  }
+  return end.balanceProof && sameHash(end.balanceProof.locksroot, locksroot) ? end.locks.map(({ expiration, amount, secrethash }) => ({ expiration, amount, secrethash })) : undefined
+}
+
+const hasLocks = (root: Hex) => !sameHash(root, LOCKSROOT_OF_NO_LOCKS) && !sameHash(root, ZERO_HASH)
+
+export function onChannelSettled(state: NodeState, change: Change<'channelSettled'>, out: Effect[]): NodeState {
+  const channel = getChannel(state, change.tokenNetwork, change.channelId)
+  if (!channel) return state
+  const ourRoot = sameAddress(change.participant1, channel.our.address) ? change.participant1Locksroot : change.participant2Locksroot
+  const theirRoot = sameAddress(change.participant1, channel.our.address) ? change.participant2Locksroot : change.participant1Locksroot
+  let next: Channel = {
+    ...channel,
+    state: 'settled',
+    settledBlock: change.blockNumber,
+    our: { ...channel.our, settledLocksroot: ourRoot, unlocked: !hasLocks(ourRoot) },
+    partnerEnd: { ...channel.partnerEnd, settledLocksroot: theirRoot, unlocked: !hasLocks(theirRoot) },
+  }
+  // Claim the partner's locks whose secret made it on-chain in time, and take back our unclaimed ones.
+  if (hasLocks(theirRoot)) {
+    const locks = locksFor(channel.partnerEnd, theirRoot, false)
+    const claimable = locks?.some((l) => {
+      const at = state.registeredSecrets[l.secrethash]
+      return at !== undefined && at < l.expiration
+    })
+    if (locks && claimable) out.push({ type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.our.address, sender: channel.partner, locks } })
+    else next = { ...next, partnerEnd: { ...next.partnerEnd, unlocked: true } }
+  }
+  if (hasLocks(ourRoot)) {
+    const locks = locksFor(channel.our, ourRoot, true)
+    const refundable = locks?.some((l) => {
+      const at = state.registeredSecrets[l.secrethash]
+      return at === undefined || at >= l.expiration
+    })
+    if (locks && refundable) out.push({ type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.partner, sender: channel.our.address, locks } })
+    else next = { ...next, our: { ...next.our, unlocked: true } }
+  }
+  out.push(stateEvent(next))
+  return dropTasksOf(removeIfDone(putChannel(state, next), next), channelKey(channel.tokenNetwork, channel.id))
+}
+
+export function onChannelUnlocked(state: NodeState, change: Change<'channelUnlocked'>): NodeState {
+  const channel = getChannel(state, change.tokenNetwork, change.channelId)
+  if (!channel) return state
+  const side = sameAddress(change.sender, channel.our.address) ? 'our' : 'partnerEnd'
+  const next: Channel = { ...channel, [side]: { ...channel[side], unlocked: true } }
+  return removeIfDone(putChannel(state, next), next)
+}
+
+/** A settled channel with nothing left to unlock is forgotten. */
+function removeIfDone(state: NodeState, channel: Channel): NodeState {
+  if (channel.state !== 'settled' || !channel.our.unlocked || !channel.partnerEnd.unlocked) return state
+  return { ...state, channels: without(state.channels, channelKey(channel.tokenNetwork, channel.id)) }
+}
+
+/** Transfers through a settled channel can no longer complete off-chain. */
+function dropTasksOf(state: NodeState, key: string): NodeState {
+  const keep = <T extends { channelKey?: string; payerChannelKey?: string; payeeChannelKey?: string }>(r: Record<Hex, T>) =>
+    Object.fromEntries(Object.entries(r).filter(([, t]) => t.channelKey !== key && t.payerChannelKey !== key && t.payeeChannelKey !== key)) as Record<Hex, T>
+  return { ...state, targets: keep(state.targets), mediators: keep(state.mediators) }
+}
+
+export function onSecretRegistered(state: NodeState, change: Change<'secretRegistered'>): NodeState {
+  if (state.registeredSecrets[change.secrethash] !== undefined) return state
+  return { ...state, registeredSecrets: { ...state.registeredSecrets, [change.secrethash]: change.blockNumber } }
+}
+
+export function onTransactionFailed(state: NodeState, change: Change<'transactionFailed'>, out: Effect[]): NodeState {
+  if (change.tokenNetwork === undefined || change.channelId === undefined) return state
+  const channel = getChannel(state, change.tokenNetwork, change.channelId)
+  if (!channel) return state
+  const back: Partial<Record<string, Channel['state']>> = { close: 'opened', settle: 'closed', cooperativeSettle: 'opened' }
+  const revert = back[change.transaction]
+  if (!revert || (change.transaction === 'close' && channel.state !== 'closing') || (change.transaction !== 'close' && channel.state !== 'settling')) return state
+  // A failed settle is tried again after a reveal timeout, unless the partner's settle lands first.
+  const next: Channel = { ...channel, state: revert, ...(change.transaction === 'settle' ? { settleNotBefore: state.blockNumber + channel.revealTimeout } : {}) }
+  out.push(stateEvent(next))
+  return putChannel(state, next)
+}
+
+export type { TransitionContext }

@@ -1,0 +1,64 @@
+import type { Address } from 'viem'
+import { channelKey } from '../channel/key.ts'
+import type { Channel, NodeState } from './types.ts'
+
+/** Tunables of the protocol that are not part of the state. */
+export type TransitionContext = {
+  /** Blocks after which a chain event is final; lock expiry waits for them (protocol.md §3.8). */
+  confirmationBlocks: bigint
+  /** The most locks one channel end may have pending. */
+  maxPendingLocks: number
+  /** The fee a mediator keeps from each transfer it forwards. */
+  mediationFee: bigint
+}
+
+export const defaultContext: TransitionContext = { confirmationBlocks: 5n, maxPendingLocks: 160, mediationFee: 0n }
+
+export function initialState(parameters: { address: Address; chainId: bigint; blockNumber: bigint; firstMessageId?: bigint }): NodeState {
+  return {
+    address: parameters.address,
+    chainId: parameters.chainId,
+    blockNumber: parameters.blockNumber,
+    nextMessageId: parameters.firstMessageId ?? 1n,
+    tokenNetworks: {},
+    channels: {},
+    initiators: {},
+    mediators: {},
+    targets: {},
+    registeredSecrets: {},
+  }
+}
+
+export const sameAddress = (a: Address | undefined, b: Address | undefined) => !!a && !!b && a.toLowerCase() === b.toLowerCase()
+
+export function getChannel(state: NodeState, tokenNetwork: Address, channelId: bigint): Channel | undefined {
+  return state.channels[channelKey(tokenNetwork, channelId)]
+}
+
+/** The open (or latest) channel with `partner` in a token network. */
+export function channelWith(state: NodeState, tokenNetwork: Address, partner: Address): Channel | undefined {
+  let found: Channel | undefined
+  for (const c of Object.values(state.channels)) {
+    if (!sameAddress(c.tokenNetwork, tokenNetwork) || !sameAddress(c.partner, partner)) continue
+    if (c.state === 'opened') return c
+    if (!found || c.id > found.id) found = c
+  }
+  return found
+}
+
+export function putChannel(state: NodeState, channel: Channel): NodeState {
+  return { ...state, channels: { ...state.channels, [channelKey(channel.tokenNetwork, channel.id)]: channel } }
+}
+
+/** A fresh uint64 message identifier, and the state that will not hand it out again. */
+export function takeMessageId(state: NodeState): [bigint, NodeState] {
+  const id = state.nextMessageId
+  const next = id + 1n >= 2n ** 64n ? 1n : id + 1n
+  return [id, { ...state, nextMessageId: next }]
+}
+
+/** Removes a key from a record without mutating it. */
+export function without<V>(record: Record<string, V>, key: string): Record<string, V> {
+  const { [key]: _, ...rest } = record
+  return rest
+}

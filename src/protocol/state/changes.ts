@@ -1,0 +1,74 @@
+import type { Address, Hex } from 'viem'
+import type { Message, Signed } from '../messages/types.ts'
+
+/**
+ * Everything that can change the node's state. Each comes from outside (a block, a chain event, a user
+ * action, a peer's message, a transaction outcome) and carries all it needs: the core reads no clock and
+ * draws no randomness, so fresh secrets and block numbers arrive here.
+ */
+export type StateChange =
+  | { type: 'block'; blockNumber: bigint }
+  | { type: 'tokenNetworkCreated'; token: Address; tokenNetwork: Address }
+  | {
+      type: 'channelOpened'
+      tokenNetwork: Address
+      channelId: bigint
+      participant1: Address
+      participant2: Address
+      settleTimeout: bigint
+      blockNumber: bigint
+      /** Reveal timeout to use for this channel (the node's default unless the caller chose). */
+      revealTimeout: bigint
+    }
+  | { type: 'channelDeposit'; tokenNetwork: Address; channelId: bigint; participant: Address; totalDeposit: bigint }
+  | { type: 'channelWithdraw'; tokenNetwork: Address; channelId: bigint; participant: Address; totalWithdraw: bigint }
+  | { type: 'channelClosed'; tokenNetwork: Address; channelId: bigint; closer: Address; nonce: bigint; balanceHash: Hex; blockNumber: bigint }
+  | { type: 'nonClosingUpdated'; tokenNetwork: Address; channelId: bigint; closer: Address; nonce: bigint; balanceHash: Hex }
+  | {
+      type: 'channelSettled'
+      tokenNetwork: Address
+      channelId: bigint
+      participant1: Address
+      participant1Amount: bigint
+      participant1Locksroot: Hex
+      participant2: Address
+      participant2Amount: bigint
+      participant2Locksroot: Hex
+      blockNumber: bigint
+    }
+  | {
+      type: 'channelUnlocked'
+      tokenNetwork: Address
+      channelId: bigint
+      receiver: Address
+      sender: Address
+      locksroot: Hex
+      unlockedAmount: bigint
+      returnedTokens: bigint
+    }
+  | { type: 'secretRegistered'; secrethash: Hex; secret: Hex; blockNumber: bigint }
+  | {
+      type: 'initPayment'
+      tokenNetwork: Address
+      target: Address
+      amount: bigint
+      paymentId: bigint
+      /** The payment's secret; absent when the caller gave only its hash (then the resolver is asked). */
+      secret?: Hex
+      secrethash: Hex
+      ownSecret: boolean
+      lockTimeout?: bigint
+      /** Candidate routes in order of preference; each is the hops after us, ending at the target. */
+      routes: Address[][]
+      /** Secrets for retries over further routes, used only when `ownSecret`. */
+      freshSecrets: Hex[]
+    }
+  | { type: 'receive'; message: Signed<Message>; sender: Address }
+  | { type: 'secretResolved'; secrethash: Hex; secret: Hex }
+  | { type: 'closeChannel'; tokenNetwork: Address; channelId: bigint }
+  | { type: 'withdraw'; tokenNetwork: Address; channelId: bigint; totalWithdraw: bigint }
+  | { type: 'coopSettle'; tokenNetwork: Address; channelId: bigint }
+  | { type: 'setRevealTimeout'; tokenNetwork: Address; channelId: bigint; revealTimeout: bigint }
+  | { type: 'transactionFailed'; transaction: TransactionKind; tokenNetwork?: Address; channelId?: bigint; secrethash?: Hex; reason: string }
+
+export type TransactionKind = 'close' | 'update' | 'settle' | 'unlock' | 'registerSecret' | 'setTotalWithdraw' | 'cooperativeSettle'

@@ -1,0 +1,78 @@
+import type { Address, Hex } from 'viem'
+import type { Lock } from '../locks.ts'
+import type { Message } from '../messages/types.ts'
+import type { BalanceProofState } from './types.ts'
+
+/**
+ * What a transition asks the shell to do once the new state is durable. Messages leave unsigned: signing
+ * is deterministic (RFC 6979), so the shell signs exactly what the persisted state holds and a nonce can
+ * never carry two different proofs.
+ */
+export type Effect =
+  | {
+      type: 'send'
+      recipient: Address
+      message: Message
+      /** Channel whose ordered queue carries it; absent for the unordered queue (secret messages, Processed). */
+      channelKey?: string
+    }
+  | { type: 'transaction'; transaction: Transaction }
+  | { type: 'resolveSecret'; request: SecretResolverRequest }
+  | { type: 'event'; event: NodeEvent }
+
+export type BalanceData = { transferredAmount: bigint; lockedAmount: bigint; locksroot: Hex }
+
+export type Transaction =
+  | { type: 'close'; tokenNetwork: Address; channelId: bigint; partner: Address; balanceProof: BalanceProofState | null }
+  | { type: 'update'; tokenNetwork: Address; channelId: bigint; partner: Address; balanceProof: BalanceProofState }
+  | {
+      type: 'settle'
+      tokenNetwork: Address
+      channelId: bigint
+      /** Ordered as the contract wants: the side with the smaller transferred + locked first. */
+      participant1: Address
+      participant1Balance: BalanceData
+      participant2: Address
+      participant2Balance: BalanceData
+    }
+  | { type: 'unlock'; tokenNetwork: Address; channelId: bigint; receiver: Address; sender: Address; locks: Lock[] }
+  | { type: 'registerSecret'; secret: Hex; secrethash: Hex }
+  | {
+      type: 'setTotalWithdraw'
+      tokenNetwork: Address
+      channelId: bigint
+      participant: Address
+      totalWithdraw: bigint
+      expiration: bigint
+      /** The partner's confirmation signature; ours is made by the shell over the same bytes. */
+      partnerSignature: Hex
+    }
+  | {
+      type: 'cooperativeSettle'
+      tokenNetwork: Address
+      channelId: bigint
+      our: { totalWithdraw: bigint; expiration: bigint; partnerSignature: Hex }
+      partner: { address: Address; totalWithdraw: bigint; expiration: bigint; partnerSignature: Hex }
+    }
+
+export type SecretResolverRequest = {
+  token: Address
+  secrethash: Hex
+  amount: bigint
+  paymentIdentifier: bigint
+  paymentSender: Address
+  paymentRecipient: Address
+  expiration: bigint
+  revealTimeout: bigint
+  settleTimeout: bigint
+}
+
+export type NodeEvent =
+  | { type: 'paymentSentSuccess'; token: Address; tokenNetwork: Address; target: Address; amount: bigint; paymentId: bigint; secret: Hex; secrethash: Hex; route: Address[] }
+  | { type: 'paymentSentFailed'; token: Address; tokenNetwork: Address; target: Address; amount: bigint; paymentId: bigint; secrethash: Hex; reason: string }
+  | { type: 'paymentReceivedSuccess'; token: Address; tokenNetwork: Address; initiator: Address; amount: bigint; paymentId: bigint; secrethash: Hex }
+  | { type: 'mediationSucceeded'; tokenNetwork: Address; secrethash: Hex; amount: bigint }
+  | { type: 'messageRejected'; sender: Address; messageType: string; reason: string }
+  | { type: 'channelStateChanged'; tokenNetwork: Address; channelId: bigint; state: string }
+  | { type: 'withdrawExpired'; tokenNetwork: Address; channelId: bigint; totalWithdraw: bigint }
+  | { type: 'actionRejected'; action: string; reason: string }

@@ -1,0 +1,177 @@
+import type { Address, Hex } from 'viem'
+import type { Lock } from '../locks.ts'
+import type { Metadata } from '../messages/types.ts'
+
+/**
+ * The node's whole protocol state: plain data (bigint amounts, hex strings, records), so it survives
+ * structured clone into IndexedDB and a JSON round trip with a bigint replacer. Never mutated: each
+ * transition returns a new state that shares what did not change.
+ */
+export type NodeState = {
+  /** Our address: the signer of our messages and a participant of every channel here. */
+  address: Address
+  chainId: bigint
+  /** The last block whose events have been applied. */
+  blockNumber: bigint
+  /** The next message_identifier to use (uint64). */
+  nextMessageId: bigint
+  /** Token network address -> its token. */
+  tokenNetworks: Record<Address, { token: Address }>
+  /** By channelKey(tokenNetwork, channelIdentifier). Settled channels are removed once nothing is left to unlock. */
+  channels: Record<string, Channel>
+  /** Payments we started, by secrethash. */
+  initiators: Record<Hex, InitiatorPayment>
+  /** Transfers we forward, by secrethash. */
+  mediators: Record<Hex, MediatedTransfer>
+  /** Transfers paid to us, by secrethash. */
+  targets: Record<Hex, TargetTransfer>
+  /** Secrets registered on-chain before their locks expired: secrethash -> block of registration. */
+  registeredSecrets: Record<Hex, bigint>
+}
+
+export type ChannelState = 'opened' | 'closing' | 'closed' | 'settling' | 'settled'
+
+export type Channel = {
+  chainId: bigint
+  tokenNetwork: Address
+  token: Address
+  id: bigint
+  partner: Address
+  settleTimeout: bigint
+  revealTimeout: bigint
+  openedBlock: bigint
+  state: ChannelState
+  closedBlock?: bigint
+  closer?: Address
+  /** Set once our updateNonClosingBalanceProof was sent (or needed none). */
+  updateSent?: boolean
+  settledBlock?: bigint
+  /** After a failed settle transaction: the block from which to try again. */
+  settleNotBefore?: bigint
+  our: ChannelEnd
+  partnerEnd: ChannelEnd
+}
+
+/** A lock in a channel end, in the order it was added; `secret` once known off-chain. */
+export type PendingLock = Lock & { secret?: Hex }
+
+/** What one side of a channel has put in, taken out and sent. */
+export type ChannelEnd = {
+  address: Address
+  /** On-chain total deposit. */
+  deposit: bigint
+  /** On-chain total withdraw. */
+  withdrawn: bigint
+  /** Withdraws this end asked for and the partner has not yet seen on-chain or expired. */
+  pendingWithdraws: PendingWithdraw[]
+  /** The last nonce this end used (0: none yet). */
+  nonce: bigint
+  /** The latest balance proof this end sent; for the partner, with its signature. */
+  balanceProof: BalanceProofState | null
+  /** Pending locks in insertion order (their encoding gives the locksroot). */
+  locks: PendingLock[]
+  /**
+   * For our end: every balance proof we signed, by balance hash, so that after the partner closes with an
+   * older one we can still settle (the contract wants its preimage) and unlock its locks.
+   */
+  sentProofs?: Record<Hex, { transferredAmount: bigint; lockedAmount: bigint; locksroot: Hex; locks: Lock[] }>
+  /** Balance data as the contract holds it after close/update: what settle must be called with. */
+  onchainBalanceHash?: Hex
+  onchainNonce?: bigint
+  /** After settlement: the locksroot the contract kept for this end's locks, with the amount still locked. */
+  settledLocksroot?: Hex
+  settledLockedAmount?: bigint
+  unlocked?: boolean
+}
+
+export type PendingWithdraw = {
+  totalWithdraw: bigint
+  expiration: bigint
+  nonce: bigint
+  messageIdentifier: bigint
+  /** The requester's signature over the withdraw message. */
+  requesterSignature?: Hex
+  /** The partner's confirmation signature (for our own withdraws). */
+  confirmationSignature?: Hex
+  coopSettle?: boolean
+  /** The setTotalWithdraw transaction was sent. */
+  sent?: boolean
+}
+
+export type BalanceProofState = {
+  nonce: bigint
+  transferredAmount: bigint
+  lockedAmount: bigint
+  locksroot: Hex
+  balanceHash: Hex
+  /** additional_hash: the message hash of the message that carried this proof. */
+  messageHash: Hex
+  signature?: Hex
+}
+
+export type PaymentStatus = 'pending' | 'secret_revealed' | 'succeeded' | 'failed'
+
+export type InitiatorPayment = {
+  tokenNetwork: Address
+  token: Address
+  target: Address
+  amount: bigint
+  paymentId: bigint
+  secrethash: Hex
+  /** Unknown while a payment started with only a secret hash has not resolved it. */
+  secret?: Hex
+  /** Whether Sluice made the secret up (then the payment may reroute with a fresh one). */
+  ownSecret: boolean
+  lockTimeout?: bigint
+  /** Routes not tried yet, each a list of hops ending at the target. */
+  remainingRoutes: Address[][]
+  freshSecrets: Hex[]
+  /** The route and lock in flight. */
+  channelKey: string
+  route: Address[]
+  lock: Lock
+  messageIdentifier: bigint
+  startedBlock: bigint
+  status: PaymentStatus
+  failureReason?: string
+  /** The secret request we answered, so only the first one counts. */
+  secretRequested?: boolean
+  /** A secret request waits for the resolver to give the secret. */
+  awaitingResolver?: boolean
+}
+
+export type PayerState = 'pending' | 'secret_revealed' | 'waiting_registration' | 'unlocked' | 'expired'
+export type PayeeState = 'pending' | 'secret_revealed' | 'unlocked' | 'expired' | 'refunded'
+
+export type MediatedTransfer = {
+  secrethash: Hex
+  tokenNetwork: Address
+  paymentId: bigint
+  initiator: Address
+  target: Address
+  payerChannelKey: string
+  payer: Address
+  payerLock: Lock
+  payerState: PayerState
+  payeeChannelKey?: string
+  payee?: Address
+  payeeLock?: Lock
+  payeeState?: PayeeState
+  secret?: Hex
+  metadata: Metadata
+  /** True once we gave the lock back with a RefundTransfer. */
+  refunded?: boolean
+}
+
+export type TargetTransfer = {
+  secrethash: Hex
+  tokenNetwork: Address
+  channelKey: string
+  initiator: Address
+  payer: Address
+  paymentId: bigint
+  lock: Lock
+  secret?: Hex
+  state: 'secret_request' | 'secret_revealed' | 'registering' | 'unlocked' | 'expired'
+  secretRequested?: boolean
+}

@@ -1,0 +1,188 @@
+import { sha256, type Address, type Hex } from 'viem'
+import { channelKey } from '../channel/key.ts'
+import type { Lock } from '../locks.ts'
+import type { RefundTransfer, RevealSecret, SecretRequest, Signed } from '../messages/types.ts'
+import type { StateChange } from '../state/changes.ts'
+import { channelWith, sameAddress, takeMessageId, without, type TransitionContext } from '../state/access.ts'
+import type { Effect } from '../state/effects.ts'
+import type { Channel, InitiatorPayment, NodeState } from '../state/types.ts'
+import { sendLockExpired, sendLockedTransfer, sendUnlock, sendUnordered } from './send.ts'
+import { whyNotUsable } from './usable.ts'
+
+type InitPayment = Extract<StateChange, { type: 'initPayment' }>
+
+/** The lock timeout a payment uses in `channel`: the caller's, or twice the channel's reveal timeout. */
+const lockTimeoutFor = (channel: Channel, lockTimeout?: bigint) => lockTimeout ?? 2n * channel.revealTimeout
+
+function failed(payment: Pick<InitiatorPayment, 'token' | 'tokenNetwork' | 'target' | 'amount' | 'paymentId' | 'secrethash'>, reason: string): Effect {
+  return { type: 'event', event: { type: 'paymentSentFailed', token: payment.token, tokenNetwork: payment.tokenNetwork, target: payment.target, amount: payment.amount, paymentId: payment.paymentId, secrethash: payment.secrethash, reason } }
+}
+
+/**
+ * Sends the payment's lock over the first of `routes` whose first hop can carry it. Returns the state and
+ * the reasons the others could not, or undefined when none could.
+ */
+function tryRoutes(
+  state: NodeState,
+  base: Omit<InitiatorPayment, 'remainingRoutes' | 'channelKey' | 'route' | 'lock' | 'messageIdentifier' | 'status' | 'startedBlock'>,
+  routes: Address[][],
+  ctx: TransitionContext,
+  out: Effect[],
+): { state: NodeState } | { reasons: string[] } {
+  const reasons: string[] = []
+  for (let i = 0; i < routes.length; i++) {
+    const route = routes[i]!
+    if (route.length === 0 || !sameAddress(route.at(-1), base.target)) {
+      reasons.push('route does not end at the target')
+      continue
+    }
+    const channel = channelWith(state, base.tokenNetwork, route[0]!)
+    const timeout = channel ? lockTimeoutFor(channel, base.lockTimeout) : 0n
+    const lock: Lock = { amount: base.amount, expiration: state.blockNumber + timeout - 1n, secrethash: base.secrethash }
+    const why = whyNotUsable(channel, lock.amount, timeout, ctx)
+    if (why) {
+      reasons.push(`via ${route[0]}: ${why}`)
+      continue
+    }
+    const sent = sendLockedTransfer(
+      state,
+      channel!,
+      'LockedTransfer',
+      { paymentId: base.paymentId, token: base.token, lock, target: base.target, initiator: state.address, metadata: { routes: [{ route: [state.address, ...route] }] } },
+      out,
+    )
+    const payment: InitiatorPayment = {
+      ...base,
+      remainingRoutes: routes.slice(i + 1),
+      channelKey: channelKey(channel!.tokenNetwork, channel!.id),
+      route,
+      lock,
+      messageIdentifier: sent.messageIdentifier,
+      startedBlock: state.blockNumber,
+      status: 'pending',
+    }
+    return { state: { ...sent.state, initiators: { ...sent.state.initiators, [base.secrethash]: payment } } }
+  }
+  return { reasons }
+}
+
+/** A new payment: lock the amount towards the first usable route, or fail at once if none is usable. */
+export function initPayment(state: NodeState, change: InitPayment, ctx: TransitionContext, out: Effect[]): NodeState {
+  const token = state.tokenNetworks[change.tokenNetwork]?.token ?? change.tokenNetwork
+  const base = {
+    tokenNetwork: change.tokenNetwork,
+    token,
+    target: change.target,
+    amount: change.amount,
+    paymentId: change.paymentId,
+    secrethash: change.secrethash,
+    ...(change.secret ? { secret: change.secret } : {}),
+    ownSecret: change.ownSecret,
+    ...(change.lockTimeout !== undefined ? { lockTimeout: change.lockTimeout } : {}),
+    freshSecrets: change.freshSecrets,
+  }
+  if (state.initiators[change.secrethash] || state.targets[change.secrethash] || state.mediators[change.secrethash]) {
+    out.push(failed(base, 'the secret hash is already in use by another transfer'))
+    return state
+  }
+  const result = tryRoutes(state, base, change.routes, ctx, out)
+  if ('state' in result) return result.state
+  out.push(failed(base, result.reasons.length ? `no usable route: ${result.reasons.join('; ')}` : 'no route to the target'))
+  return state
+}
+
+/** The target asks for the secret: answer the first valid request, from the resolver if we lack the secret. */
+export function initiatorOnSecretRequest(state: NodeState, message: Signed<SecretRequest>, sender: Address, out: Effect[]): NodeState {
+  const payment = state.initiators[message.secrethash]
+  if (!payment || payment.status !== 'pending' || payment.secretRequested) return state
+  const valid =
+    sameAddress(sender, payment.target) &&
+    message.payment_identifier === payment.paymentId &&
+    message.amount >= payment.amount &&
+    message.expiration === payment.lock.expiration &&
+    state.blockNumber < payment.lock.expiration
+  if (!valid) return state
+  const marked: NodeState = { ...state, initiators: { ...state.initiators, [payment.secrethash]: { ...payment, secretRequested: true, awaitingResolver: !payment.secret } } }
+  if (!payment.secret) {
+    const channel = state.channels[payment.channelKey]!
+    out.push({
+      type: 'resolveSecret',
+      request: { token: payment.token, secrethash: payment.secrethash, amount: payment.amount, paymentIdentifier: payment.paymentId, paymentSender: state.address, paymentRecipient: payment.target, expiration: payment.lock.expiration, revealTimeout: channel.revealTimeout, settleTimeout: channel.settleTimeout },
+    })
+    return marked
+  }
+  const [id, s] = takeMessageId(marked)
+  return sendUnordered(s, payment.target, { type: 'RevealSecret', message_identifier: id, secret: payment.secret }, out)
+}
+
+/** The resolver answered for a payment started with only its secret hash. */
+export function initiatorOnSecretResolved(state: NodeState, secrethash: Hex, secret: Hex, out: Effect[]): NodeState {
+  const payment = state.initiators[secrethash]
+  if (!payment || !payment.awaitingResolver || sha256(secret) !== secrethash.toLowerCase()) return state
+  const [id, s] = takeMessageId({ ...state, initiators: { ...state.initiators, [secrethash]: { ...payment, secret, awaitingResolver: false } } })
+  return sendUnordered(s, payment.target, { type: 'RevealSecret', message_identifier: id, secret }, out)
+}
+
+function succeed(state: NodeState, payment: InitiatorPayment, secret: Hex, out: Effect[]): NodeState {
+  const channel = state.channels[payment.channelKey]
+  let s = state
+  if (channel && channel.state === 'opened') {
+    const sent = sendUnlock(s, channel, payment.secrethash, secret, payment.paymentId, out)
+    if (sent) s = sent.state
+  }
+  out.push({
+    type: 'event',
+    event: { type: 'paymentSentSuccess', token: payment.token, tokenNetwork: payment.tokenNetwork, target: payment.target, amount: payment.amount, paymentId: payment.paymentId, secret, secrethash: payment.secrethash, route: payment.route },
+  })
+  return { ...s, initiators: without(s.initiators, payment.secrethash) as NodeState['initiators'] }
+}
+
+/** Our partner on the route revealed the secret: it has been paid downstream, so we unlock. */
+export function initiatorOnRevealSecret(state: NodeState, message: Signed<RevealSecret>, secrethash: Hex, sender: Address, out: Effect[]): NodeState {
+  const payment = state.initiators[secrethash]
+  if (!payment || payment.status !== 'pending' || !sameAddress(sender, payment.route[0])) return state
+  if (state.blockNumber >= payment.lock.expiration) return state
+  return succeed(state, payment, message.secret, out)
+}
+
+/** The secret was registered on-chain in time: the target can claim it, so the payment is done. */
+export function initiatorOnSecretRegistered(state: NodeState, secrethash: Hex, secret: Hex, blockNumber: bigint, out: Effect[]): NodeState {
+  const payment = state.initiators[secrethash]
+  if (!payment || payment.status !== 'pending' || blockNumber >= payment.lock.expiration) return state
+  return succeed(state, payment, secret, out)
+}
+
+/** A mediator gave our lock back: try the next route with a fresh secret, or fail. */
+export function initiatorOnRefund(state: NodeState, message: Signed<RefundTransfer>, sender: Address, ctx: TransitionContext, out: Effect[]): NodeState {
+  const payment = state.initiators[message.lock.secrethash]
+  if (!payment || payment.status !== 'pending' || !sameAddress(sender, payment.route[0])) return state
+  const retired: NodeState = { ...state, initiators: { ...state.initiators, [payment.secrethash]: { ...payment, status: 'failed', failureReason: 'refunded' } } }
+  const secret = payment.freshSecrets[0]
+  if (!payment.ownSecret || !secret || payment.remainingRoutes.length === 0) {
+    out.push(failed(payment, payment.remainingRoutes.length === 0 ? 'the route failed and no other route is left' : 'the route failed and the payment secret was given by the caller, so it cannot be rerouted'))
+    return retired
+  }
+  // The old lock stays until it expires; the retry is a new transfer with its own secret.
+  const secrethash = sha256(secret)
+  const { remainingRoutes, channelKey: _c, route: _r, lock: _l, messageIdentifier: _m, status: _s, startedBlock: _b, failureReason: _f, secretRequested: _q, awaitingResolver: _a, ...base } = payment
+  const result = tryRoutes(retired, { ...base, secret, secrethash, freshSecrets: payment.freshSecrets.slice(1) }, remainingRoutes, ctx, out)
+  if ('state' in result) return result.state
+  out.push(failed(payment, `no usable route left: ${result.reasons.join('; ')}`))
+  return retired
+}
+
+/** On each block: take back locks that expired unpaid, and fail the payments they carried. */
+export function initiatorOnBlock(state: NodeState, ctx: TransitionContext, out: Effect[]): NodeState {
+  let s = state
+  for (const payment of Object.values(state.initiators)) {
+    if (state.blockNumber < payment.lock.expiration + 2n * ctx.confirmationBlocks) continue
+    const channel = s.channels[payment.channelKey]
+    if (channel && channel.state === 'opened') {
+      const sent = sendLockExpired(s, channel, payment.secrethash, out)
+      if (sent) s = sent.state
+    }
+    if (payment.status === 'pending') out.push(failed(payment, payment.awaitingResolver ? 'the secret resolver gave no secret before the lock expired' : 'lock expired: the target did not claim the payment in time'))
+    s = { ...s, initiators: without(s.initiators, payment.secrethash) as NodeState['initiators'] }
+  }
+  return s
+}

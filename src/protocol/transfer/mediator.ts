@@ -1,0 +1,172 @@
+import type { Address, Hex } from 'viem'
+import { channelKey } from '../channel/key.ts'
+import type { LockedTransfer, RevealSecret, Signed } from '../messages/types.ts'
+import { channelWith, sameAddress, takeMessageId, without, type TransitionContext } from '../state/access.ts'
+import type { Effect } from '../state/effects.ts'
+import type { Channel, MediatedTransfer, NodeState } from '../state/types.ts'
+import { sendLockExpired, sendLockedTransfer, sendUnlock, sendUnordered } from './send.ts'
+import { whyNotUsable } from './usable.ts'
+
+const put = (state: NodeState, task: MediatedTransfer): NodeState => ({ ...state, mediators: { ...state.mediators, [task.secrethash]: task } })
+
+/** The hop after us on the transfer's route, from the metadata the initiator signed. */
+export function nextHop(message: LockedTransfer, us: Address): Address | undefined {
+  for (const { route } of message.metadata.routes) {
+    const i = route.findIndex((a) => sameAddress(a, us))
+    if (i >= 0 && i + 1 < route.length) return route[i + 1]
+  }
+  return undefined
+}
+
+/**
+ * A transfer to forward arrived and was applied in the payer channel: lock the same amount (less our fee) with
+ * the same expiration towards the next hop, or give the lock back to the payer when the next hop cannot take it.
+ */
+export function startMediator(state: NodeState, payerChannel: Channel, message: Signed<LockedTransfer>, ctx: TransitionContext, out: Effect[]): NodeState {
+  const lock = message.lock
+  const task: MediatedTransfer = {
+    secrethash: lock.secrethash,
+    tokenNetwork: payerChannel.tokenNetwork,
+    paymentId: message.payment_identifier,
+    initiator: message.initiator,
+    target: message.target,
+    payerChannelKey: channelKey(payerChannel.tokenNetwork, payerChannel.id),
+    payer: payerChannel.partner,
+    payerLock: lock,
+    payerState: 'pending',
+    metadata: message.metadata,
+  }
+  const hop = nextHop(message, state.address)
+  const payeeChannel = hop && !sameAddress(hop, payerChannel.partner) ? channelWith(state, payerChannel.tokenNetwork, hop) : undefined
+  const amountOut = lock.amount - ctx.mediationFee
+  const why = hop ? whyNotUsable(payeeChannel, amountOut, lock.expiration - state.blockNumber, ctx) : 'no next hop on the route'
+  if (!why) {
+    const payeeLock = { amount: amountOut, expiration: lock.expiration, secrethash: lock.secrethash }
+    const sent = sendLockedTransfer(
+      state,
+      payeeChannel!,
+      'LockedTransfer',
+      { paymentId: message.payment_identifier, token: message.token, lock: payeeLock, target: message.target, initiator: message.initiator, metadata: message.metadata },
+      out,
+    )
+    return put(sent.state, { ...task, payeeChannelKey: channelKey(payeeChannel!.tokenNetwork, payeeChannel!.id), payee: hop!, payeeLock, payeeState: 'pending' })
+  }
+  // Give the lock back so the initiator can try another route; if even that is impossible, let it expire.
+  const refundWhy = whyNotUsable(payerChannel, lock.amount, lock.expiration - state.blockNumber, ctx)
+  if (refundWhy) return put(state, task)
+  const sent = sendLockedTransfer(
+    state,
+    payerChannel,
+    'RefundTransfer',
+    { paymentId: message.payment_identifier, token: message.token, lock, target: message.target, initiator: message.initiator, metadata: message.metadata },
+    out,
+  )
+  return put(sent.state, { ...task, refunded: true })
+}
+
+/** Whether we could still claim the payer's lock off-chain, or have it claimable on-chain already. */
+function payerLockSafe(state: NodeState, task: MediatedTransfer): boolean {
+  const registered = state.registeredSecrets[task.secrethash]
+  if (registered !== undefined && registered < task.payerLock.expiration) return true
+  const payerChannel = state.channels[task.payerChannelKey]
+  return !!payerChannel && payerChannel.state === 'opened' && task.payerLock.expiration - state.blockNumber > payerChannel.revealTimeout
+}
+
+function unlockPayee(state: NodeState, task: MediatedTransfer, out: Effect[]): NodeState {
+  if (!task.secret || task.payeeState !== 'pending' && task.payeeState !== 'secret_revealed') return state
+  const channel = task.payeeChannelKey ? state.channels[task.payeeChannelKey] : undefined
+  if (!channel || channel.state !== 'opened' || state.blockNumber >= task.payeeLock!.expiration) return state
+  const sent = sendUnlock(state, channel, task.secrethash, task.secret, task.paymentId, out)
+  return sent ? finishIfDone(put(sent.state, { ...task, payeeState: 'unlocked' }), task.secrethash, out) : state
+}
+
+/** Drops the task once both sides are resolved. */
+function finishIfDone(state: NodeState, secrethash: Hex, out: Effect[]): NodeState {
+  const task = state.mediators[secrethash]
+  if (!task) return state
+  const payerDone = task.payerState === 'unlocked' || task.payerState === 'expired'
+  const payeeDone = task.payeeState === undefined ? !task.refunded : task.payeeState === 'unlocked' || task.payeeState === 'expired'
+  if (!payerDone || !payeeDone) return state
+  if (task.payerState === 'unlocked' && task.payeeState === 'unlocked')
+    out.push({ type: 'event', event: { type: 'mediationSucceeded', tokenNetwork: task.tokenNetwork, secrethash, amount: task.payerLock.amount } })
+  return { ...state, mediators: without(state.mediators, secrethash) as NodeState['mediators'] }
+}
+
+/** Learnt the secret (from the payee, or on-chain): reveal it to the payer and pay the payee when it is safe. */
+function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out: Effect[]): NodeState {
+  let s = state
+  let t = task
+  if (!t.secret) {
+    t = { ...t, secret, ...(t.payeeState === 'pending' ? { payeeState: 'secret_revealed' as const } : {}) }
+    s = put(s, t)
+    if (t.payerState === 'pending') {
+      const [id, s2] = takeMessageId(s)
+      s = sendUnordered(s2, t.payer, { type: 'RevealSecret', message_identifier: id, secret }, out)
+      t = { ...t, payerState: 'secret_revealed' }
+      s = put(s, t)
+    }
+  }
+  if (payerLockSafe(s, t)) return unlockPayee(s, t, out)
+  if (t.payerState !== 'waiting_registration' && t.payerState !== 'unlocked' && t.payerState !== 'expired' && s.blockNumber < t.payerLock.expiration) {
+    out.push({ type: 'transaction', transaction: { type: 'registerSecret', secret, secrethash: t.secrethash } })
+    s = put(s, { ...t, payerState: 'waiting_registration' })
+  }
+  return s
+}
+
+export function mediatorOnRevealSecret(state: NodeState, message: Signed<RevealSecret>, secrethash: Hex, sender: Address, out: Effect[]): NodeState {
+  const task = state.mediators[secrethash]
+  if (!task || !task.payee || !sameAddress(sender, task.payee)) return state
+  return learnSecret(state, task, message.secret, out)
+}
+
+export function mediatorOnSecretRegistered(state: NodeState, secrethash: Hex, secret: Hex, out: Effect[]): NodeState {
+  const task = state.mediators[secrethash]
+  return task ? learnSecret(state, task, secret, out) : state
+}
+
+/** The payer unlocked (Unlock) or took back (LockExpired) its lock to us. */
+export function mediatorOnPayerResolved(state: NodeState, secrethash: Hex, how: 'unlocked' | 'expired', out: Effect[]): NodeState {
+  const task = state.mediators[secrethash]
+  if (!task) return state
+  return finishIfDone(put(state, { ...task, payerState: how }), secrethash, out)
+}
+
+/** On each block: register a known secret before the payer's lock enters the danger zone; expire unpaid payee locks. */
+export function mediatorOnBlock(state: NodeState, ctx: TransitionContext, out: Effect[]): NodeState {
+  let s = state
+  for (const task of Object.values(state.mediators)) {
+    let t = task
+    if (t.secret && !payerLockSafe(s, t)) s = learnSecret(s, t, t.secret, out)
+    t = s.mediators[task.secrethash] ?? t
+    const expiredAt = t.payerLock.expiration + 2n * ctx.confirmationBlocks
+    if (s.blockNumber >= expiredAt) {
+      const registered = s.registeredSecrets[t.secrethash]
+      const claimable = registered !== undefined && registered < t.payerLock.expiration
+      // Our own lock towards the payee (or back to the payer, after a refund) expired unpaid: take it back.
+      if (!claimable && t.payeeChannelKey && (t.payeeState === 'pending' || t.payeeState === 'secret_revealed')) {
+        const channel = s.channels[t.payeeChannelKey]
+        if (channel?.state === 'opened') s = sendLockExpired(s, channel, t.secrethash, out)?.state ?? s
+        t = { ...t, payeeState: 'expired' }
+        s = put(s, t)
+      }
+      if (t.refunded && !t.payeeChannelKey) {
+        const channel = s.channels[t.payerChannelKey]
+        if (channel?.state === 'opened') s = sendLockExpired(s, channel, t.secrethash, out)?.state ?? s
+        t = { ...t, refunded: false }
+        s = put(s, t)
+      }
+      s = finishIfDone(s, t.secrethash, out)
+    }
+  }
+  return s
+}
+
+/** When the payer's channel closes with the secret known, register it at once: the payer can no longer unlock. */
+export function mediatorOnChannelClosed(state: NodeState, key: string, out: Effect[]): NodeState {
+  let s = state
+  for (const task of Object.values(state.mediators)) {
+    if (task.payerChannelKey === key && task.secret) s = learnSecret(s, task, task.secret, out)
+  }
+  return s
+}

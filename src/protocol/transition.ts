@@ -1,0 +1,118 @@
+import { sha256 } from 'viem'
+import { closeChannel, onChannelClosed, onChannelDeposit, onChannelOpened, onChannelSettled, onChannelUnlocked, onChannelWithdraw, onNonClosingUpdated, onSecretRegistered, onTransactionFailed, settleOnBlock } from './channel/onchain.ts'
+import { getChannel, putChannel, type TransitionContext } from './state/access.ts'
+import { channelKey } from './channel/key.ts'
+import { receiveWithdrawConfirmation, receiveWithdrawExpired, receiveWithdrawRequest, startCoopSettle, startWithdraw, withdrawOnBlock, actionRejected } from './channel/withdraw.ts'
+import type { StateChange } from './state/changes.ts'
+import type { Effect } from './state/effects.ts'
+import type { NodeState } from './state/types.ts'
+import { initPayment, initiatorOnBlock, initiatorOnRevealSecret, initiatorOnSecretRegistered, initiatorOnSecretRequest, initiatorOnSecretResolved } from './transfer/initiator.ts'
+import { mediatorOnBlock, mediatorOnChannelClosed, mediatorOnRevealSecret, mediatorOnSecretRegistered } from './transfer/mediator.ts'
+import { receiveLockExpired, receiveLockedTransfer, receiveUnlock } from './transfer/receive.ts'
+import { targetLearnsSecret, targetOnBlock } from './transfer/target.ts'
+import type { Message, Signed } from './messages/types.ts'
+import type { Address } from 'viem'
+
+export type TransitionResult = { state: NodeState; effects: Effect[] }
+
+/**
+ * The protocol: the node's next state and what must happen because of `change`. Pure: no I/O, no clock, no
+ * randomness; the same inputs always give the same outputs, so replaying the write-ahead log rebuilds the state.
+ */
+export function transition(state: NodeState, change: StateChange, ctx: TransitionContext): TransitionResult {
+  const out: Effect[] = []
+  const next = apply(state, change, ctx, out)
+  return { state: next, effects: out }
+}
+
+function apply(state: NodeState, change: StateChange, ctx: TransitionContext, out: Effect[]): NodeState {
+  switch (change.type) {
+    case 'block': {
+      if (change.blockNumber <= state.blockNumber) return state
+      let s: NodeState = { ...state, blockNumber: change.blockNumber }
+      s = initiatorOnBlock(s, ctx, out)
+      s = mediatorOnBlock(s, ctx, out)
+      s = targetOnBlock(s, out)
+      s = withdrawOnBlock(s, ctx, out)
+      return settleOnBlock(s, out)
+    }
+    case 'tokenNetworkCreated':
+      return state.tokenNetworks[change.tokenNetwork] ? state : { ...state, tokenNetworks: { ...state.tokenNetworks, [change.tokenNetwork]: { token: change.token } } }
+    case 'channelOpened':
+      return onChannelOpened(state, change, out)
+    case 'channelDeposit':
+      return onChannelDeposit(state, change)
+    case 'channelWithdraw':
+      return onChannelWithdraw(state, change)
+    case 'channelClosed': {
+      const s = onChannelClosed(state, change, out)
+      return mediatorOnChannelClosed(s, channelKey(change.tokenNetwork, change.channelId), out)
+    }
+    case 'nonClosingUpdated':
+      return onNonClosingUpdated(state, change)
+    case 'channelSettled':
+      return onChannelSettled(state, change, out)
+    case 'channelUnlocked':
+      return onChannelUnlocked(state, change)
+    case 'secretRegistered': {
+      if (sha256(change.secret) !== change.secrethash.toLowerCase()) return state
+      let s = onSecretRegistered(state, change)
+      s = initiatorOnSecretRegistered(s, change.secrethash, change.secret, change.blockNumber, out)
+      return mediatorOnSecretRegistered(s, change.secrethash, change.secret, out)
+    }
+    case 'initPayment':
+      return initPayment(state, change, ctx, out)
+    case 'secretResolved':
+      return initiatorOnSecretResolved(state, change.secrethash, change.secret, out)
+    case 'closeChannel':
+      return closeChannel(state, change.tokenNetwork, change.channelId, out)
+    case 'withdraw':
+      return startWithdraw(state, change.tokenNetwork, change.channelId, change.totalWithdraw, out)
+    case 'coopSettle':
+      return startCoopSettle(state, change.tokenNetwork, change.channelId, out)
+    case 'setRevealTimeout': {
+      const channel = getChannel(state, change.tokenNetwork, change.channelId)
+      if (!channel) return actionRejected(state, 'setRevealTimeout', 'no such channel', out)
+      if (change.revealTimeout <= 0n || 2n * change.revealTimeout > channel.settleTimeout)
+        return actionRejected(state, 'setRevealTimeout', 'the reveal timeout must be positive and at most half the settle timeout', out)
+      return putChannel(state, { ...channel, revealTimeout: change.revealTimeout })
+    }
+    case 'transactionFailed':
+      return onTransactionFailed(state, change, out)
+    case 'receive':
+      return receive(state, change.message, change.sender, ctx, out)
+  }
+}
+
+function receive(state: NodeState, message: Signed<Message>, sender: Address, ctx: TransitionContext, out: Effect[]): NodeState {
+  switch (message.type) {
+    case 'LockedTransfer':
+    case 'RefundTransfer':
+      return receiveLockedTransfer(state, message, sender, ctx, out)
+    case 'Unlock':
+      return receiveUnlock(state, message, sender, out)
+    case 'LockExpired':
+      return receiveLockExpired(state, message, sender, ctx, out)
+    case 'SecretRequest':
+      return initiatorOnSecretRequest(state, message, sender, out)
+    case 'RevealSecret': {
+      const secrethash = sha256(message.secret)
+      let s = initiatorOnRevealSecret(state, message, secrethash, sender, out)
+      s = mediatorOnRevealSecret(s, message, secrethash, sender, out)
+      return targetLearnsSecret(s, message, secrethash, out)
+    }
+    case 'WithdrawRequest':
+      return receiveWithdrawRequest(state, message, sender, out)
+    case 'WithdrawConfirmation':
+      return receiveWithdrawConfirmation(state, message, sender, out)
+    case 'WithdrawExpired':
+      return receiveWithdrawExpired(state, message, sender, ctx, out)
+    // Acknowledgements are the delivery layer's; capacity, fee and monitoring messages are for services.
+    case 'Processed':
+    case 'Delivered':
+    case 'PFSCapacityUpdate':
+    case 'PFSFeeUpdate':
+    case 'RequestMonitoring':
+      return state
+  }
+}

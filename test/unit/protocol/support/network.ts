@@ -1,0 +1,154 @@
+import { sha256, type Address, type Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { anvilKeys } from '../../../../src/devnet/anvil.ts'
+import { balanceHash } from '../../../../src/protocol/balanceProof.ts'
+import { decodeMessage, encodeMessage, signMessage } from '../../../../src/protocol/messages/index.ts'
+import type { EnvelopeMessage, Message, Signed } from '../../../../src/protocol/messages/types.ts'
+import { defaultContext, initialState, type TransitionContext } from '../../../../src/protocol/state/access.ts'
+import type { StateChange } from '../../../../src/protocol/state/changes.ts'
+import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
+import type { NodeState } from '../../../../src/protocol/state/types.ts'
+import { transition } from '../../../../src/protocol/transition.ts'
+import { ChainModel, type ChainEvent } from './chainModel.ts'
+
+export type SimNode = {
+  name: string
+  key: Hex
+  address: Address
+  state: NodeState
+  events: NodeEvent[]
+  transactions: Transaction[]
+  /** Every message this node signed, in order, with its recipient. */
+  sent: { to: Address; message: Signed<Message> }[]
+  online: boolean
+}
+
+type InFlight = { from: string; to: string; text: string }
+
+const isEnvelope = (m: Message): m is EnvelopeMessage => m.type === 'LockedTransfer' || m.type === 'RefundTransfer' || m.type === 'Unlock' || m.type === 'LockExpired'
+
+/**
+ * Nodes wired only through the pure transition function: messages are really signed, encoded, decoded and
+ * verified on the way; transactions go to a ChainModel; blocks are mined on demand. Every envelope message
+ * ever signed is recorded, so tests can check nonces and proofs across the whole run.
+ */
+export class Network {
+  readonly chain = new ChainModel()
+  readonly nodes: Record<string, SimNode> = {}
+  readonly inFlight: InFlight[] = []
+  /** Every balance proof signed: `${channel}:${signer}:${nonce}` -> balance hash. */
+  readonly proofsByNonce = new Map<string, Hex>()
+  readonly violations: string[] = []
+
+  constructor(names: string[], readonly ctx: TransitionContext = defaultContext) {
+    names.forEach((name, i) => {
+      const key = anvilKeys[i + 1]!
+      const address = privateKeyToAddress(key)
+      this.nodes[name] = { name, key, address, state: initialState({ address, chainId: 31337n, blockNumber: 1n }), events: [], transactions: [], sent: [], online: true }
+    })
+    for (const node of Object.values(this.nodes)) node.state = transition(node.state, { type: 'tokenNetworkCreated', token: this.chain.token, tokenNetwork: this.chain.tokenNetwork }, ctx).state
+  }
+
+  node(name: string): SimNode {
+    return this.nodes[name]!
+  }
+  byAddress(address: Address): SimNode | undefined {
+    return Object.values(this.nodes).find((n) => n.address.toLowerCase() === address.toLowerCase())
+  }
+
+  /** Opens a channel between two nodes with these deposits; returns its id. */
+  async open(a: string, b: string, depositA: bigint, depositB: bigint, settleTimeout = 100n, revealTimeout = 10n): Promise<bigint> {
+    const { id, events } = this.chain.open(this.node(a).address, this.node(b).address, settleTimeout, revealTimeout)
+    await this.applyChainEvents(events)
+    if (depositA > 0n) await this.applyChainEvents(this.chain.deposit(id, this.node(a).address, depositA))
+    if (depositB > 0n) await this.applyChainEvents(this.chain.deposit(id, this.node(b).address, depositB))
+    this.chain.balances.set(this.chain.tokenNetwork.toLowerCase(), (this.chain.balances.get(this.chain.tokenNetwork.toLowerCase()) ?? 0n) + depositA + depositB)
+    return id
+  }
+
+  private async applyChainEvents(events: ChainEvent[]) {
+    for (const e of events) {
+      const targets = e.to === 'all' ? Object.values(this.nodes) : e.to.map((a) => this.byAddress(a)!).filter(Boolean)
+      for (const n of targets) await this.dispatch(n.name, e.change)
+    }
+  }
+
+  /** Runs one state change through a node and carries out its effects. */
+  async dispatch(name: string, change: StateChange): Promise<void> {
+    const node = this.node(name)
+    const { state, effects } = transition(node.state, change, this.ctx)
+    node.state = state
+    for (const effect of effects) {
+      if (effect.type === 'event') node.events.push(effect.event)
+      else if (effect.type === 'transaction') {
+        node.transactions.push(effect.transaction)
+        this.chain.submit(node.address, effect.transaction)
+      } else if (effect.type === 'send') {
+        const signed = await signMessage(node.key, effect.message)
+        node.sent.push({ to: effect.recipient, message: signed })
+        if (isEnvelope(signed)) this.recordProof(node, signed)
+        const to = this.byAddress(effect.recipient)
+        if (to) this.inFlight.push({ from: name, to: to.name, text: encodeMessage(signed) })
+      }
+    }
+  }
+
+  private recordProof(node: SimNode, m: EnvelopeMessage) {
+    const key = `${m.channel_identifier}:${node.name}:${m.nonce}`
+    const hash = balanceHash({ transferredAmount: m.transferred_amount, lockedAmount: m.locked_amount, locksroot: m.locksroot })
+    const seen = this.proofsByNonce.get(key)
+    if (seen !== undefined && seen !== hash) this.violations.push(`${node.name} signed two different balance proofs with nonce ${m.nonce} in channel ${m.channel_identifier}`)
+    this.proofsByNonce.set(key, hash)
+  }
+
+  /** Delivers the oldest in-flight message from `from` to `to` (FIFO per pair), if its recipient is online. */
+  async deliver(index: number, duplicate = false): Promise<boolean> {
+    const deliverable = this.inFlight.filter((m) => this.node(m.to).online)
+    if (deliverable.length === 0) return false
+    const pick = deliverable[index % deliverable.length]!
+    const head = this.inFlight.find((m) => m.from === pick.from && m.to === pick.to)!
+    if (!duplicate) this.inFlight.splice(this.inFlight.indexOf(head), 1)
+    const { message, signer } = await decodeMessage(head.text, this.node(head.from).address)
+    await this.dispatch(head.to, { type: 'receive', message, sender: signer })
+    return true
+  }
+
+  async deliverAll(limit = 10_000): Promise<void> {
+    for (let i = 0; i < limit && (await this.deliver(0)); i++);
+  }
+
+  /** Mines `n` blocks: pending transactions land, their events and the new block reach every node. */
+  async mine(n = 1): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      await this.applyChainEvents(this.chain.mine())
+      for (const node of Object.values(this.nodes)) await this.dispatch(node.name, { type: 'block', blockNumber: this.chain.block })
+    }
+  }
+
+  /** A payment from `from` to `to` over `route` (hops after the initiator), with a fresh deterministic secret. */
+  async pay(from: string, to: string, amount: bigint, paymentId: bigint, routes?: string[][], lockTimeout?: bigint): Promise<Hex> {
+    const secret = sha256(`0x${paymentId.toString(16).padStart(64, '0')}`)
+    const fresh = [1n, 2n, 3n].map((k) => sha256(`0x${(paymentId * 1000n + k).toString(16).padStart(64, '0')}`))
+    const r = (routes ?? [[to]]).map((route) => route.map((n) => this.node(n).address))
+    await this.dispatch(from, {
+      type: 'initPayment', tokenNetwork: this.chain.tokenNetwork, target: this.node(to).address, amount, paymentId,
+      secret, secrethash: sha256(secret), ownSecret: true, routes: r, freshSecrets: fresh, ...(lockTimeout ? { lockTimeout } : {}),
+    })
+    return sha256(secret)
+  }
+
+  /** Restart: the state goes through its serialized form; unacknowledged messages are resent (duplicates). */
+  restart(name: string): void {
+    const node = this.node(name)
+    const text = JSON.stringify(node.state, (_k, v) => (typeof v === 'bigint' ? { $bigint: v.toString() } : v))
+    node.state = JSON.parse(text, (_k, v) => (v && typeof v === 'object' && '$bigint' in v ? BigInt(v.$bigint) : v))
+    for (const { to, message } of node.sent.slice(-3)) {
+      const recipient = this.byAddress(to)
+      if (recipient) this.inFlight.push({ from: name, to: recipient.name, text: encodeMessage(message) })
+    }
+  }
+
+  outcomes(name: string, paymentId: bigint): NodeEvent[] {
+    return this.node(name).events.filter((e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === paymentId)
+  }
+}
