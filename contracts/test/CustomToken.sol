@@ -10,13 +10,16 @@ contract CustomToken is StandardToken {
     string public name;
     string public symbol;
     string public version = "H0.1";
-    uint8 public immutable decimals_;
+    // `_decimals` and `multiplier` are public getters of raiden-contracts' CustomToken too.
+    uint8 public _decimals;
+    uint256 public multiplier;
     address public owner_address;
 
     event Minted(address indexed _to, uint256 indexed _num);
 
     constructor(uint256 initial_supply, uint8 decimal_units, string memory token_name, string memory token_symbol) {
-        decimals_ = decimal_units;
+        _decimals = decimal_units;
+        multiplier = 10 ** uint256(decimal_units);
         name = token_name;
         symbol = token_symbol;
         owner_address = msg.sender;
@@ -24,7 +27,7 @@ contract CustomToken is StandardToken {
     }
 
     function decimals() public view override returns (uint8) {
-        return decimals_;
+        return _decimals;
     }
 
     /// Mints `num` tokens to the caller.
@@ -49,8 +52,9 @@ contract CustomToken is StandardToken {
         require(ok, "transfer failed");
     }
 
+    // Zero is allowed, as in raiden-contracts: a token with no supply is how tests exercise the
+    // contracts' "no total supply" checks.
     function _mint(address to, uint256 num) internal {
-        require(num > 0, "minting zero");
         balances[to] += num;
         _total_supply += num;
         emit Minted(to, num);

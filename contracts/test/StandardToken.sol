@@ -7,7 +7,8 @@ import {Token} from "../lib/Token.sol";
 /// revert) on a zero value or a short balance, while `transferFrom` reverts on a zero value or a short
 /// balance or allowance. The TokenNetwork wraps both in `require`, so either way a failed move stops it.
 abstract contract StandardToken is Token {
-    mapping(address => uint256) internal balances;
+    // Public, as in raiden-contracts' StandardToken (`balances(address)` is part of its ABI).
+    mapping(address => uint256) public balances;
     mapping(address => mapping(address => uint256)) internal allowed;
     uint256 internal _total_supply;
 

@@ -17,8 +17,12 @@ export async function expectRevert(call: Promise<unknown>, reason: string | { pa
   const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null
   if (!reverted) throw error
   if (typeof reason === 'string') {
-    if (reason === 'no reason') expect(reverted.reason ?? reverted.data?.errorName ?? 'no reason').toBe('no reason')
-    else expect(reverted.reason).toBe(reason)
+    // A revert with no data: viem then reports the node's generic message as the reason.
+    if (reason === 'no reason') {
+      expect(reverted.data?.errorName).toBeUndefined()
+      expect(reverted.raw ?? '0x').toBe('0x')
+      expect(reverted.reason).toBe('execution reverted')
+    } else expect(reverted.reason).toBe(reason)
   } else {
     expect(reverted.data?.errorName).toBe('Panic')
     expect(Number(reverted.data?.args?.[0])).toBe(reason.panic)

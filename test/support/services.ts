@@ -1,0 +1,153 @@
+// Fixtures for the service contracts (UserDeposit, ServiceRegistry, OneToN, MonitoringService) on anvil.
+// No vitest imports, so scripts run under tsx can reuse it.
+import { BaseError, decodeErrorResult, encodeDeployData, getAddress, maxUint256, type Abi, type Address, type ContractConstructorArgs, type Hex } from 'viem'
+import { CustomToken, MonitoringService, OneToN, ServiceRegistry, UserDeposit } from '../../src/contracts/index.ts'
+import type { AnvilClient } from './clients.ts'
+import { deploy } from './deploy.ts'
+
+/** Waits for a transaction and fails loudly unless it succeeded. Wrap a `writeContract` promise with it. */
+export async function mined(client: AnvilClient, hash: Promise<Hex> | Hex) {
+  const receipt = await client.waitForTransactionReceipt({ hash: await hash })
+  if (receipt.status !== 'success') throw new Error(`transaction ${receipt.transactionHash} reverted`)
+  return receipt
+}
+
+/** Mines empty blocks until the latest block is `target` (eth_call runs with block.number = latest on anvil). */
+export async function mineTo(client: AnvilClient, target: bigint): Promise<void> {
+  const latest = await client.getBlockNumber()
+  if (target < latest) throw new Error(`block ${target} is already past (latest ${latest})`)
+  if (target > latest) await client.mine({ blocks: Number(target - latest) })
+}
+
+/** Mines one block with exactly this timestamp (ServiceRegistry counts seconds). */
+export async function mineAt(client: AnvilClient, timestamp: bigint): Promise<void> {
+  await client.setNextBlockTimestamp({ timestamp })
+  await client.mine({ blocks: 1 })
+}
+
+export async function latestTimestamp(client: AnvilClient): Promise<bigint> {
+  return (await client.getBlock({ blockTag: 'latest' })).timestamp
+}
+
+/** Registration parameters close to raiden-contracts' test setup, in seconds. */
+export const registryDefaults = {
+  initialPrice: 2000n,
+  priceBumpNumerator: 1n,
+  priceBumpDenominator: 1n,
+  decayConstant: 200n * 86400n,
+  minPrice: 1000n,
+  registrationDuration: 180n * 86400n,
+}
+
+export type ServiceParameters = {
+  /** UserDeposit's cap on the sum of all balances. */
+  wholeBalanceLimit?: bigint
+  /** Chain id OneToN puts in IOUs; anvil's by default. */
+  chainId?: bigint
+  /** A TokenNetworkRegistry for MonitoringService; any contract works for tests that never monitor. */
+  tokenNetworkRegistry?: Address
+  registry?: Partial<typeof registryDefaults>
+}
+
+export type Services = {
+  token: Address
+  userDeposit: Address
+  serviceRegistry: Address
+  oneToN: Address
+  monitoringService: Address
+  chainId: bigint
+}
+
+/**
+ * Deploys the service token, UserDeposit, ServiceRegistry (controller: the deployer), OneToN and
+ * MonitoringService, and wires UserDeposit to the last two, as a deployment does.
+ */
+export async function deployServices(client: AnvilClient, parameters: ServiceParameters = {}): Promise<Services> {
+  const r = { ...registryDefaults, ...parameters.registry }
+  const chainId = parameters.chainId ?? BigInt(await client.getChainId())
+  const token = await deploy(client, CustomToken, [10n ** 27n, 18, 'Service Token', 'SVT'])
+  const userDeposit = await deploy(client, UserDeposit, [token, parameters.wholeBalanceLimit ?? 10n ** 30n])
+  const serviceRegistry = await deploy(client, ServiceRegistry, [
+    token,
+    client.account.address,
+    r.initialPrice,
+    r.priceBumpNumerator,
+    r.priceBumpDenominator,
+    r.decayConstant,
+    r.minPrice,
+    r.registrationDuration,
+  ])
+  const oneToN = await deploy(client, OneToN, [userDeposit, chainId, serviceRegistry])
+  const monitoringService = await deploy(client, MonitoringService, [
+    token,
+    serviceRegistry,
+    userDeposit,
+    parameters.tokenNetworkRegistry ?? token,
+  ])
+  await mined(
+    client,
+    client.writeContract({ address: userDeposit, abi: UserDeposit.abi, functionName: 'init', args: [monitoringService, oneToN] }),
+  )
+  // Receipts give lowercase addresses; contract getters return checksummed ones.
+  return {
+    token: getAddress(token),
+    userDeposit: getAddress(userDeposit),
+    serviceRegistry: getAddress(serviceRegistry),
+    oneToN: getAddress(oneToN),
+    monitoringService: getAddress(monitoringService),
+    chainId,
+  }
+}
+
+/** Mints `amount` service tokens to the caller of `client` and lets `spender` take them. */
+export async function fund(client: AnvilClient, token: Address, spender: Address, amount: bigint): Promise<void> {
+  await mined(client, client.writeContract({ address: token, abi: CustomToken.abi, functionName: 'mint', args: [amount] }))
+  await mined(client, client.writeContract({ address: token, abi: CustomToken.abi, functionName: 'approve', args: [spender, amount] }))
+}
+
+/** Registers (or extends) the service behind `service` in the ServiceRegistry at whatever the price is now. */
+export async function registerService(service: AnvilClient, services: Services) {
+  const price = await service.readContract({ address: services.serviceRegistry, abi: ServiceRegistry.abi, functionName: 'currentPrice' })
+  await fund(service, services.token, services.serviceRegistry, price)
+  return mined(
+    service,
+    service.writeContract({ address: services.serviceRegistry, abi: ServiceRegistry.abi, functionName: 'deposit', args: [maxUint256] }),
+  )
+}
+
+/** Adds `amount` to `beneficiary`'s user deposit, paid by the caller of `payer`. */
+export async function depositToUdc(payer: AnvilClient, services: Services, beneficiary: Address, amount: bigint) {
+  const total = await payer.readContract({ address: services.userDeposit, abi: UserDeposit.abi, functionName: 'total_deposit', args: [beneficiary] })
+  await fund(payer, services.token, services.userDeposit, amount)
+  return mined(
+    payer,
+    payer.writeContract({ address: services.userDeposit, abi: UserDeposit.abi, functionName: 'deposit', args: [beneficiary, total + amount] }),
+  )
+}
+
+export async function udcBalance(client: AnvilClient, services: Services, owner: Address): Promise<bigint> {
+  return client.readContract({ address: services.userDeposit, abi: UserDeposit.abi, functionName: 'balances', args: [owner] })
+}
+
+/**
+ * Runs a constructor through eth_call (nothing is deployed) and returns its revert reason; throws if the
+ * constructor succeeds or reverts without a reason string.
+ */
+export async function constructorRevertReason<const abi extends Abi>(
+  client: AnvilClient,
+  artifact: { abi: abi; bytecode: Hex },
+  args: ContractConstructorArgs<abi>,
+): Promise<string> {
+  const data = encodeDeployData({ abi: artifact.abi, bytecode: artifact.bytecode, args } as never)
+  try {
+    await client.call({ data })
+  } catch (error) {
+    const raw = error instanceof BaseError ? (error.walk((e) => typeof (e as { data?: unknown }).data === 'string') as { data?: Hex } | null) : null
+    if (!raw?.data) throw error
+    const decoded = decodeErrorResult({ abi: [], data: raw.data })
+    if (decoded.errorName !== 'Error') throw new Error(`constructor reverted with ${decoded.errorName}`)
+    return decoded.args[0] as string
+  }
+  throw new Error('expected the constructor to revert, but it succeeded')
+}
+
