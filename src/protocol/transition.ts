@@ -1,5 +1,5 @@
 import { sha256 } from 'viem'
-import { closeChannel, onChannelClosed, onChannelDeposit, onChannelOpened, onChannelSettled, onChannelUnlocked, onChannelWithdraw, onNonClosingUpdated, onSecretRegistered, onTransactionFailed, settleOnBlock } from './channel/onchain.ts'
+import { closeChannel, onChannelClosed, onChannelDeposit, onChannelOpened, onChannelSettled, onChannelUnlocked, onChannelWithdraw, onNonClosingUpdated, onSecretRegistered, onTransactionFailed, settleOnBlock, unlockOnBlock } from './channel/onchain.ts'
 import { getChannel, putChannel, type TransitionContext } from './state/access.ts'
 import { channelKey } from './channel/key.ts'
 import { receiveWithdrawConfirmation, receiveWithdrawExpired, receiveWithdrawRequest, startCoopSettle, startWithdraw, withdrawOnBlock, actionRejected } from './channel/withdraw.ts'
@@ -34,7 +34,8 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
       s = mediatorOnBlock(s, ctx, out)
       s = targetOnBlock(s, out)
       s = withdrawOnBlock(s, ctx, out)
-      return settleOnBlock(s, out)
+      s = settleOnBlock(s, out)
+      return unlockOnBlock(s, out)
     }
     case 'tokenNetworkCreated':
       return state.tokenNetworks[change.tokenNetwork] ? state : { ...state, tokenNetworks: { ...state.tokenNetworks, [change.tokenNetwork]: { token: change.token } } }

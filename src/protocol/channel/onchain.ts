@@ -114,7 +114,9 @@ export function settleOnBlock(state: NodeState, out: Effect[]): NodeState {
   let s = state
   for (const channel of Object.values(state.channels)) {
     if (channel.state !== 'closed' || channel.closedBlock === undefined) continue
-    if (state.blockNumber <= channel.closedBlock + channel.settleTimeout) continue
+    // The closer waits one reveal timeout longer, so the two sides rarely both pay for a settle.
+    const delay = sameAddress(channel.closer, channel.our.address) ? channel.revealTimeout : 0n
+    if (state.blockNumber <= channel.closedBlock + channel.settleTimeout + delay) continue
     if (channel.settleNotBefore !== undefined && state.blockNumber < channel.settleNotBefore) continue
     const ours = onchainBalance(channel.our, true)
     const theirs = onchainBalance(channel.partnerEnd, false)
@@ -125,6 +127,20 @@ export function settleOnBlock(state: NodeState, out: Effect[]): NodeState {
     const next: Channel = { ...channel, state: 'settling' }
     out.push(stateEvent(next))
     s = putChannel(s, next)
+  }
+  return s
+}
+
+/** On each block: refund our locks of settled channels the partner left unlocked. */
+export function unlockOnBlock(state: NodeState, out: Effect[]): NodeState {
+  let s = state
+  for (const channel of Object.values(state.channels)) {
+    const at = channel.our.unlockAt
+    if (channel.state !== 'settled' || channel.our.unlocked || at === undefined || state.blockNumber < at) continue
+    const locks = channel.our.settledLocksroot && locksFor(channel.our, channel.our.settledLocksroot, true)
+    if (locks) out.push({ type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.partner, sender: channel.our.address, locks } })
+    const { unlockAt: _, ...our } = channel.our
+    s = putChannel(s, { ...channel, our })
   }
   return s
 }
@@ -164,12 +180,15 @@ export function onChannelSettled(state: NodeState, change: Change<'channelSettle
   }
   if (hasLocks(ourRoot)) {
     const locks = locksFor(channel.our, ourRoot, true)
-    const refundable = locks?.some((l) => {
+    const claimed = (l: Lock) => {
       const at = state.registeredSecrets[l.secrethash]
-      return at === undefined || at >= l.expiration
-    })
-    if (locks && refundable) out.push({ type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.partner, sender: channel.our.address, locks } })
-    else next = { ...next, our: { ...next.our, unlocked: true } }
+      return at !== undefined && at < l.expiration
+    }
+    if (!locks || locks.every(claimed)) next = { ...next, our: { ...next.our, unlocked: true } }
+    // The partner unlocks what it can claim, which refunds us the rest in the same call; we do it ourselves
+    // at once only when it has nothing to claim, or after a reveal timeout if it did not.
+    else if (!locks.some(claimed)) out.push({ type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.partner, sender: channel.our.address, locks } })
+    else next = { ...next, our: { ...next.our, unlockAt: change.blockNumber + channel.revealTimeout } }
   }
   out.push(stateEvent(next))
   return dropTasksOf(removeIfDone(putChannel(state, next), next), channelKey(channel.tokenNetwork, channel.id))

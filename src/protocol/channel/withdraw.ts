@@ -12,10 +12,12 @@ function rejected(out: Effect[], sender: Address, messageType: string, reason: s
 }
 
 /** Sends a WithdrawRequest for `totalWithdraw`, taking our next nonce; the caller checked it is allowed. */
-function requestWithdraw(state: NodeState, channel: Channel, totalWithdraw: bigint, expiration: bigint, coopSettle: boolean, out: Effect[]): NodeState {
+function requestWithdraw(state: NodeState, channel: Channel, totalWithdraw: bigint, expiration: bigint, coop: 'initiator' | 'partner' | undefined, out: Effect[]): NodeState {
   const [id, s] = takeMessageId(state)
   const nonce = channel.our.nonce + 1n
-  const pending: PendingWithdraw = { totalWithdraw, expiration, nonce, messageIdentifier: id, ...(coopSettle ? { coopSettle } : {}) }
+  // Only the side that starts a cooperative settle flags its request, and only it sends the transaction.
+  const coopSettle = coop === 'initiator'
+  const pending: PendingWithdraw = { totalWithdraw, expiration, nonce, messageIdentifier: id, ...(coop ? { coopSettle: true, coopInitiator: coopSettle } : {}) }
   const next: Channel = { ...channel, our: { ...channel.our, nonce, pendingWithdraws: [...channel.our.pendingWithdraws, pending] } }
   out.push({
     type: 'send',
@@ -41,7 +43,7 @@ export function startWithdraw(state: NodeState, tokenNetwork: Address, channelId
   const channel = getChannel(state, tokenNetwork, channelId)
   const why = whyNotWithdraw(channel, totalWithdraw)
   if (why) return actionRejected(state, 'withdraw', why, out)
-  return requestWithdraw(state, channel!, totalWithdraw, state.blockNumber + 2n * channel!.revealTimeout - 1n, false, out)
+  return requestWithdraw(state, channel!, totalWithdraw, state.blockNumber + 2n * channel!.revealTimeout - 1n, undefined, out)
 }
 
 /** Why a cooperative settle cannot start now, or undefined. */
@@ -65,7 +67,7 @@ export function startCoopSettle(state: NodeState, tokenNetwork: Address, channel
   if (why) return actionRejected(state, 'coopSettle', why, out)
   if (!channel) return state
   const total = channel.our.withdrawn + balance(channel.our, channel.partnerEnd)
-  return requestWithdraw(state, channel, total, state.blockNumber + 2n * channel.revealTimeout - 1n, true, out)
+  return requestWithdraw(state, channel, total, state.blockNumber + 2n * channel.revealTimeout - 1n, 'initiator', out)
 }
 
 export function receiveWithdrawRequest(state: NodeState, message: Signed<WithdrawRequest>, sender: Address, out: Effect[]): NodeState {
@@ -99,7 +101,7 @@ export function receiveWithdrawRequest(state: NodeState, message: Signed<Withdra
   let s = putChannel(state, next)
   if (coop) {
     const ours = next.our.withdrawn + balance(next.our, next.partnerEnd)
-    s = requestWithdraw(s, next, ours, message.expiration, true, out)
+    s = requestWithdraw(s, next, ours, message.expiration, 'partner', out)
     next = getChannel(s, next.tokenNetwork, next.id)!
   }
   return maybeCoopSettle(s, next, out)
@@ -107,7 +109,7 @@ export function receiveWithdrawRequest(state: NodeState, message: Signed<Withdra
 
 /** Sends cooperativeSettle once both withdraws of a coop settle are signed by both. */
 function maybeCoopSettle(state: NodeState, channel: Channel, out: Effect[]): NodeState {
-  const ours = channel.our.pendingWithdraws.find((w) => w.coopSettle && w.confirmationSignature && !w.sent)
+  const ours = channel.our.pendingWithdraws.find((w) => w.coopInitiator && w.confirmationSignature && !w.sent)
   const theirs = channel.partnerEnd.pendingWithdraws.find((w) => w.coopSettle || (ours && w.expiration === ours.expiration))
   if (!ours || !theirs?.requesterSignature) return state
   if (ours.totalWithdraw + theirs.totalWithdraw !== channel.our.deposit + channel.partnerEnd.deposit) return state

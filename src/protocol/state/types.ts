@@ -82,6 +82,8 @@ export type ChannelEnd = {
   settledLocksroot?: Hex
   settledLockedAmount?: bigint
   unlocked?: boolean
+  /** After settlement: the block from which we unlock our locks ourselves if the partner has not. */
+  unlockAt?: bigint
 }
 
 export type PendingWithdraw = {
@@ -93,7 +95,10 @@ export type PendingWithdraw = {
   requesterSignature?: Hex
   /** The partner's confirmation signature (for our own withdraws). */
   confirmationSignature?: Hex
+  /** Part of a cooperative settle: never sent alone with setTotalWithdraw. */
   coopSettle?: boolean
+  /** We started the cooperative settle: we send the cooperativeSettle transaction. */
+  coopInitiator?: boolean
   /** The setTotalWithdraw transaction was sent. */
   sent?: boolean
 }
