@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config'
 import { playwright } from '@vitest/browser-playwright'
+import { secp256k1Wasm } from './scripts/viteSecp256k1Wasm.ts'
 
 // Debian's Chromium (apt `chromium`); scripts/test.mjs finds or installs it and sets CHROMIUM_PATH.
 const chromiumArgs = [
@@ -29,8 +30,10 @@ export default defineConfig({
         },
       },
       {
+        plugins: [secp256k1Wasm()],
         server: { headers: { 'Service-Worker-Allowed': '/' } },
-        optimizeDeps: { include: ['comlink', 'hono', 'idb', 'viem', 'viem/accounts', 'viem/chains'] },
+        // tiny-secp256k1 stays out of pre-bundling so the plugin can swap its WASM loader.
+        optimizeDeps: { include: ['comlink', 'hono', 'idb', 'viem', 'viem/accounts', 'viem/chains', '@noble/curves/secp256k1', '@noble/hashes/sha3', 'uint8array-tools'], exclude: ['tiny-secp256k1'] },
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],

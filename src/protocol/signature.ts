@@ -1,13 +1,48 @@
-import { hashMessage, recoverAddress, type Address, type Hex } from 'viem'
-import { sign, serializeSignature } from 'viem/accounts'
+import { keccak_256 } from '@noble/hashes/sha3'
+import { bytesToHex, getAddress, hexToBytes, type Address, type Hex } from 'viem'
+import { addressOfPublicKey, secp256k1Engine } from './secp256k1.ts'
 
-/** Signs packed data the Raiden way: secp256k1 over EIP-191 `personal_sign` of the raw bytes, v in {27, 28}. */
-export async function signPacked(privateKey: Hex, data: Hex): Promise<Hex> {
-  const signature = await sign({ hash: hashMessage({ raw: data }), privateKey })
-  return serializeSignature(signature)
+const encoder = new TextEncoder()
+const keyCache = new Map<Hex, Uint8Array>()
+
+/** keccak256 of the EIP-191 `personal_sign` form of `data`: "\x19Ethereum Signed Message:\n" + length + data. */
+export function eip191Hash(data: Uint8Array): Uint8Array {
+  const prefix = encoder.encode(`\x19Ethereum Signed Message:\n${data.length}`)
+  const all = new Uint8Array(prefix.length + data.length)
+  all.set(prefix, 0)
+  all.set(data, prefix.length)
+  return keccak_256(all)
 }
 
-/** The address that signed `data` (EIP-191) with `signature`. */
-export async function recoverPackedSigner(data: Hex, signature: Hex): Promise<Address> {
-  return recoverAddress({ hash: hashMessage({ raw: data }), signature })
+const asBytes = (data: Hex | Uint8Array) => (typeof data === 'string' ? hexToBytes(data) : data)
+
+function keyBytes(privateKey: Hex): Uint8Array {
+  let bytes = keyCache.get(privateKey)
+  if (!bytes) {
+    bytes = hexToBytes(privateKey)
+    if (keyCache.size > 64) keyCache.clear()
+    keyCache.set(privateKey, bytes)
+  }
+  return bytes
+}
+
+/** Signs packed data the Raiden way: secp256k1 over EIP-191 of the raw bytes, v in {27, 28}. */
+export function signPackedSync(privateKey: Hex, data: Hex | Uint8Array): Hex {
+  return bytesToHex(secp256k1Engine().sign(eip191Hash(asBytes(data)), keyBytes(privateKey)))
+}
+
+/** The address that signed `data` (EIP-191) with `signature`; throws if none can be recovered. */
+export function recoverPackedSignerSync(data: Hex | Uint8Array, signature: Hex): Address {
+  const sig = hexToBytes(signature)
+  const publicKey = sig.length === 65 ? secp256k1Engine().recover(eip191Hash(asBytes(data)), sig) : null
+  if (!publicKey) throw new Error('signature recovers no public key')
+  return getAddress(bytesToHex(addressOfPublicKey(publicKey)))
+}
+
+export async function signPacked(privateKey: Hex, data: Hex | Uint8Array): Promise<Hex> {
+  return signPackedSync(privateKey, data)
+}
+
+export async function recoverPackedSigner(data: Hex | Uint8Array, signature: Hex): Promise<Address> {
+  return recoverPackedSignerSync(data, signature)
 }

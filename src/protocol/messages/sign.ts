@@ -1,19 +1,19 @@
-import { bytesToHex, type Address, type Hex } from 'viem'
+import type { Address, Hex } from 'viem'
 import { InvalidSignatureError } from '../errors.ts'
-import { recoverPackedSigner, signPacked } from '../signature.ts'
+import { recoverPackedSignerSync, signPackedSync } from '../signature.ts'
 import { packMessage } from './pack.ts'
 import { parseMessage } from './wire.ts'
 import type { Message, Signed } from './types.ts'
 
 /** Signs a message as its sender: EIP-191 over its packed bytes (protocol.md §2.1, §3.3). */
 export async function signMessage<M extends Message>(privateKey: Hex, message: M): Promise<Signed<M>> {
-  return { ...message, signature: await signPacked(privateKey, bytesToHex(packMessage(message))) }
+  return { ...message, signature: signPackedSync(privateKey, packMessage(message)) }
 }
 
 /** The address that signed a message; InvalidSignatureError if the signature recovers no key. */
 export async function messageSigner(message: Signed<Message>): Promise<Address> {
   try {
-    return await recoverPackedSigner(bytesToHex(packMessage(message)), message.signature)
+    return recoverPackedSignerSync(packMessage(message), message.signature)
   } catch (cause) {
     throw new InvalidSignatureError(`cannot recover a signer (${(cause as Error).message.split('\n')[0]})`)
   }

@@ -1,0 +1,39 @@
+// The pure protocol core: how fast messages are packed and signed, verified, and what one whole payment costs.
+import { sha256 } from 'viem'
+import { packMessage } from '../src/protocol/messages/pack.ts'
+import { readMessage } from '../src/protocol/messages/wire.ts'
+import type { LockedTransfer } from '../src/protocol/messages/types.ts'
+import { secp256k1Engine, useWasmSecp256k1 } from '../src/protocol/secp256k1.ts'
+import { recoverPackedSignerSync, signPackedSync } from '../src/protocol/signature.ts'
+import { Network } from '../test/unit/protocol/support/network.ts'
+import fixture from '../test/fixtures/messages/LockedTransfer.json' with { type: 'json' }
+import { cpuMsPerRun, fmt, opsPerSecond } from './measure.ts'
+
+const key = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d' as const
+
+async function paymentCpu(mediated: boolean): Promise<number> {
+  const net = new Network(['A', 'B', 'C'])
+  await net.open('A', 'B', 10n ** 12n, 0n, 1000n, 50n)
+  await net.open('B', 'C', 10n ** 12n, 0n, 1000n, 50n)
+  let id = 1n
+  return cpuMsPerRun(async () => {
+    await net.pay('A', mediated ? 'C' : 'B', 1n, id++, mediated ? [['B', 'C']] : undefined)
+    await net.deliverAll()
+  }, 200)
+}
+
+export async function benchProtocol(): Promise<Record<string, string>> {
+  const transfer = readMessage(fixture.message) as LockedTransfer & { signature: `0x${string}` }
+  const rows: Record<string, string> = {}
+  for (const engine of ['js', 'wasm'] as const) {
+    if (engine === 'wasm') await useWasmSecp256k1()
+    if (secp256k1Engine().name !== engine) throw new Error(`engine ${engine} not available`)
+    const signed = signPackedSync(key, packMessage(transfer))
+    rows[`LockedTransfer packed + signed /s (${engine})`] = fmt(opsPerSecond((i) => signPackedSync(key, packMessage({ ...transfer, message_identifier: BigInt(i) }))))
+    rows[`LockedTransfer packed + verified /s (${engine})`] = fmt(opsPerSecond(() => recoverPackedSignerSync(packMessage(transfer), signed)))
+    rows[`direct payment, CPU ms (${engine})`] = fmt(await paymentCpu(false))
+    rows[`mediated payment A-B-C, CPU ms (${engine})`] = fmt(await paymentCpu(true))
+  }
+  rows['sha256 of a secret /s'] = fmt(opsPerSecond((i) => sha256(`0x${i.toString(16).padStart(64, '0')}`)))
+  return rows
+}

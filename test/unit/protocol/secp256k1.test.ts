@@ -1,0 +1,55 @@
+import fc from 'fast-check'
+import { bytesToHex, hashMessage, hexToBytes, type Hex } from 'viem'
+import { privateKeyToAddress, sign, serializeSignature } from 'viem/accounts'
+import { describe, expect, test } from 'vitest'
+import { secp256k1Engine, useWasmSecp256k1 } from '../../../src/protocol/secp256k1.ts'
+import { eip191Hash, recoverPackedSignerSync, signPackedSync } from '../../../src/protocol/signature.ts'
+
+const key = fc.uint8Array({ minLength: 32, maxLength: 32 }).filter((k) => k.some((b) => b !== 0) && k[0]! < 0xff).map((k) => bytesToHex(k))
+const data = fc.uint8Array({ minLength: 0, maxLength: 300 })
+
+describe('secp256k1 engines', () => {
+  test('the WASM engine loads in Node', async () => {
+    const js = secp256k1Engine()
+    expect(await useWasmSecp256k1()).toBe('wasm')
+    expect(secp256k1Engine()).not.toBe(js)
+  })
+
+  test('JS and WASM sign identically (RFC 6979) and each recovers the other (property)', async () => {
+    await useWasmSecp256k1()
+    const wasm = secp256k1Engine()
+    const { secp256k1 } = await import('@noble/curves/secp256k1')
+    fc.assert(
+      fc.property(key, data, (k, d) => {
+        const hash = eip191Hash(d)
+        const fromWasm = wasm.sign(hash, hexToBytes(k))
+        const noble = secp256k1.sign(hash, hexToBytes(k))
+        expect(bytesToHex(fromWasm.subarray(0, 64))).toBe(bytesToHex(noble.toCompactRawBytes()))
+        expect(fromWasm[64]).toBe(27 + noble.recovery)
+        expect(wasm.recover(hash, fromWasm)).not.toBeNull()
+      }),
+      { numRuns: 50 },
+    )
+  })
+
+  test('signatures match viem\'s EIP-191 signing and recover the signer, with v as 27/28 or 0/1', async () => {
+    await useWasmSecp256k1()
+    await fc.assert(
+      fc.asyncProperty(key, data, async (k, d) => {
+        const ours = signPackedSync(k as Hex, d)
+        const viem = serializeSignature(await sign({ hash: hashMessage({ raw: d }), privateKey: k as Hex }))
+        expect(ours).toBe(viem)
+        expect(recoverPackedSignerSync(d, ours)).toBe(privateKeyToAddress(k as Hex))
+        const v01 = `${ours.slice(0, -2)}${(parseInt(ours.slice(-2), 16) - 27).toString(16).padStart(2, '0')}` as Hex
+        expect(recoverPackedSignerSync(d, v01)).toBe(privateKeyToAddress(k as Hex))
+      }),
+      { numRuns: 30 },
+    )
+  })
+
+  test('a signature of the wrong length or with a bad v recovers nobody', () => {
+    const sig = signPackedSync('0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d', '0x01')
+    expect(() => recoverPackedSignerSync('0x01', `${sig.slice(0, -2)}1d` as Hex)).toThrow(/no public key/)
+    expect(() => recoverPackedSignerSync('0x01', sig.slice(0, -2) as Hex)).toThrow(/no public key/)
+  })
+})
