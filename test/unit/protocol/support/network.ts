@@ -113,6 +113,19 @@ export class Network {
     return true
   }
 
+  /** Delivers the first in-flight message from `from` to `to` of the given type; false if there is none. */
+  async deliverMessage(from: string, to: string, type: Message['type']): Promise<boolean> {
+    for (const m of this.inFlight) {
+      if (m.from !== from || m.to !== to) continue
+      const { message, signer } = await decodeMessage(m.text, this.node(from).address)
+      if (message.type !== type) continue
+      this.inFlight.splice(this.inFlight.indexOf(m), 1)
+      await this.dispatch(to, { type: 'receive', message, sender: signer })
+      return true
+    }
+    return false
+  }
+
   async deliverAll(limit = 10_000): Promise<void> {
     for (let i = 0; i < limit && (await this.deliver(0)); i++);
   }
