@@ -1,16 +1,24 @@
 import type { TestProject } from 'vitest/node'
 import { startAnvil, anvilKeys } from '../src/devnet/anvil.ts'
-import { CustomToken } from '../src/contracts/index.ts'
+import { deployContracts } from '../src/devnet/deploy.ts'
+import type { Deployment } from '../src/devnet/deployment.ts'
 import { anvilClient } from './support/clients.ts'
 
-/** One anvil for the whole run, with a token deployed; browser tests reach it through inject(). */
+/**
+ * One anvil for the whole run with every contract deployed by the same code as `sluice chain`; tests in both
+ * projects reach it through inject('deployment') (and the older shortcuts rpcUrl and tokenAddress).
+ */
 export default async function setup(project: TestProject) {
   const anvil = await startAnvil()
-  const client = anvilClient(anvil.rpcUrl, anvilKeys[0])
-  const hash = await client.deployContract({ abi: CustomToken.abi, bytecode: CustomToken.bytecode, args: [10n ** 24n, 18, 'Test', 'TST'] })
-  const { contractAddress } = await client.waitForTransactionReceipt({ hash })
-  project.provide('rpcUrl', anvil.rpcUrl)
-  project.provide('tokenAddress', contractAddress!)
+  try {
+    const deployment = await deployContracts(anvilClient(anvil.rpcUrl, anvilKeys[0]), { rpcUrl: anvil.rpcUrl })
+    project.provide('deployment', deployment)
+    project.provide('rpcUrl', anvil.rpcUrl)
+    project.provide('tokenAddress', deployment.tokens.TTT)
+  } catch (e) {
+    await anvil.stop()
+    throw e
+  }
   return async () => {
     await anvil.stop()
   }
@@ -18,7 +26,9 @@ export default async function setup(project: TestProject) {
 
 declare module 'vitest' {
   export interface ProvidedContext {
+    deployment: Deployment
     rpcUrl: string
+    /** The first test token (TTT) of the deployment. */
     tokenAddress: `0x${string}`
   }
 }

@@ -1,0 +1,128 @@
+import { resolve } from 'node:path'
+import type { Anvil } from '../devnet/anvil.ts'
+import type { Deployment } from '../devnet/deployment.ts'
+import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag } from './args.ts'
+import { CliError } from './cliError.ts'
+import type { Command } from './command.ts'
+import { formatTable } from './table.ts'
+
+export const chainFlags = {
+  port: integerFlag({
+    description: 'port of the JSON-RPC server; 0 picks a free one',
+    valueName: 'PORT',
+    min: 0,
+    max: 65535,
+    default: 8545,
+  }),
+  blockTime: positiveNumberFlag({
+    description: 'mine a block every SECONDS (default: one block per transaction)',
+    valueName: 'SECONDS',
+  }),
+  maxTokenNetworks: integerFlag({
+    description: 'how many token networks the registry accepts',
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    default: 1000,
+  }),
+  deploymentsDir: stringFlag({
+    description: 'where to write <chainId>.json, relative to the current directory',
+    valueName: 'DIR',
+    default: 'deployments',
+  }),
+}
+
+const usage = `Usage: sluice chain [flags]
+
+Starts a local anvil chain, deploys the Raiden 0.40 contracts, a service token and two test tokens, writes
+the deployment file and runs until Ctrl-C.
+
+Flags:
+${formatFlags(chainFlags)}`
+
+export class PortInUseError extends CliError {
+  override name = 'PortInUseError' as const
+  constructor(readonly port: number) {
+    super(`port ${port} is already in use (choose another with --port, or --port 0 for a free one)`, 2)
+  }
+}
+
+/** Resolves with the first of `signals` to arrive; until then they no longer end the process. */
+function nextSignal(signals: readonly NodeJS.Signals[]): { received: Promise<NodeJS.Signals>; dispose(): void } {
+  let onSignal: (signal: NodeJS.Signals) => void = () => {}
+  const received = new Promise<NodeJS.Signals>((resolve) => (onSignal = resolve))
+  for (const s of signals) process.on(s, onSignal)
+  return { received, dispose: () => signals.forEach((s) => process.off(s, onSignal)) }
+}
+
+function summary(deployment: Deployment, path: string, ms: number, accounts: readonly string[]): string {
+  const contracts = Object.entries(deployment.contracts).map(([name, c]) => [name, c.address, String(c.blockNumber)])
+  const tokens = Object.entries(deployment.tokens).map(([symbol, address]) => [`token ${symbol}`, address, ''])
+  return [
+    `Deployed in ${ms.toFixed(0)} ms (contracts ${deployment.contracts_version}, chain id ${deployment.chainId}):`,
+    '',
+    formatTable(['Contract', 'Address', 'Block'], [...contracts, ['service token', deployment.serviceToken, ''], ...tokens]),
+    '',
+    `Deployment file: ${path}`,
+    `RPC URL: ${deployment.rpcUrl}`,
+    '',
+    "Funded dev accounts (10000 ETH each; anvil's default mnemonic \"test test test test test test test test test test test junk\"):",
+    ...accounts.map((address, i) => `  ${String(i).padStart(2)}  ${address}`),
+    '',
+    'Press Ctrl-C to stop.',
+  ].join('\n')
+}
+
+async function run(argv: readonly string[]): Promise<number> {
+  const parsed = parseFlags(argv, chainFlags)
+  if (parsed.help) {
+    console.log(usage)
+    return 0
+  }
+  const { port, blockTime, maxTokenNetworks, deploymentsDir } = parsed.values
+  // Loaded only now, so that --help and a bad flag answer without loading viem and the contracts.
+  const [anvilModule, { deployContracts }, { deploymentPath, writeDeployment }, { createDevnetClient }, { privateKeyToAddress }] = await Promise.all([
+    import('../devnet/anvil.ts'),
+    import('../devnet/deploy.ts'),
+    import('../devnet/deployment.ts'),
+    import('../devnet/devnetClient.ts'),
+    import('viem/accounts'),
+  ])
+  const { AnvilStartError, anvilKeys, startAnvil } = anvilModule
+  // Listen before anything starts, so a Ctrl-C during the deployment still stops anvil.
+  const stop = nextSignal(['SIGINT', 'SIGTERM'])
+  let anvil: Anvil | undefined
+  try {
+    try {
+      anvil = await startAnvil({ port, blockTime })
+    } catch (e) {
+      if (e instanceof AnvilStartError && /already in use/.test(e.message)) throw new PortInUseError(port)
+      throw e
+    }
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      anvil!.process.once('exit', (code, signal) => resolve({ code, signal })),
+    )
+    const started = performance.now()
+    const client = createDevnetClient({ rpcUrl: anvil.rpcUrl, privateKey: anvilKeys[0] })
+    const deployment = await deployContracts(client, { rpcUrl: anvil.rpcUrl, maxTokenNetworks: BigInt(maxTokenNetworks) })
+    const path = deploymentPath(resolve(deploymentsDir), deployment.chainId)
+    await writeDeployment(path, deployment)
+    console.log(summary(deployment, path, performance.now() - started, anvilKeys.map((key) => privateKeyToAddress(key))))
+
+    const end = await Promise.race([stop.received.then((received) => ({ received })), exited])
+    if ('received' in end) {
+      console.log(`\n${end.received}: stopping anvil`)
+      return 0
+    }
+    // anvil exits 0 when it was stopped on purpose (e.g. a terminal's Ctrl-C reaches the whole process group).
+    if (end.code === 0) {
+      console.log('\nanvil stopped')
+      return 0
+    }
+    throw new CliError(`anvil exited unexpectedly (${end.signal ?? `exit code ${end.code}`})`, 1)
+  } finally {
+    await anvil?.stop()
+    stop.dispose()
+  }
+}
+
+export const chainCommand: Command = { name: 'chain', usage, run }

@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+
+export const sluiceBin = fileURLToPath(new URL('../../bin/sluice.mjs', import.meta.url))
+
+export type SluiceProcess = {
+  child: ChildProcess
+  stdout(): string
+  stderr(): string
+  /** Resolves when stdout matches `pattern`; rejects if the process exits first or after `timeoutMs`. */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+}
+
+/** Runs `node bin/sluice.mjs <args>` in `cwd`, collecting its output. */
+export function startSluice(args: readonly string[], cwd: string): SluiceProcess {
+  const child = spawn(process.execPath, [sluiceBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()))
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString()))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('close', (code, signal) => resolve({ code, signal })),
+  )
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitForOutput(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = pattern.exec(out)
+          if (!match) return false
+          cleanup()
+          resolve(match)
+          return true
+        }
+        const onExit = () => {
+          if (check()) return
+          cleanup()
+          reject(new Error(`sluice exited before printing ${pattern}\nstdout: ${out}\nstderr: ${err}`))
+        }
+        const timer = setTimeout(() => {
+          cleanup()
+          reject(new Error(`no ${pattern} within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`))
+        }, timeoutMs)
+        const cleanup = () => {
+          clearTimeout(timer)
+          child.stdout!.off('data', check)
+          child.off('close', onExit)
+        }
+        if (check()) return
+        child.stdout!.on('data', check)
+        child.once('close', onExit)
+      })
+    },
+  }
+}
+
+/** Runs sluice to completion. */
+export async function runSluice(args: readonly string[], cwd: string) {
+  const p = startSluice(args, cwd)
+  const { code, signal } = await p.exited
+  return { code, signal, stdout: p.stdout(), stderr: p.stderr() }
+}
+
+/** The processes whose parent is `pid`, with their command names, read from /proc (Linux). */
+export function childProcesses(pid: number): { pid: number; name: string }[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        // The name in field 2 may contain spaces, so split the fields after its closing parenthesis.
+        const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+        return Number(fields[1]) === pid ? [{ pid: Number(d), name }] : []
+      } catch {
+        return [] // the process ended while we looked
+      }
+    })
+}
+
+/** Whether a process is still there and not a zombie waiting to be reaped. */
+export function isAlive(pid: number): boolean {
+  if (!existsSync(`/proc/${pid}/stat`)) return false
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
+  } catch {
+    return false
+  }
+}
