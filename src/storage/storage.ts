@@ -1,0 +1,151 @@
+import type { Address, Hex } from 'viem'
+import type { Message } from '../protocol/messages/types.ts'
+import type { StateChange } from '../protocol/state/changes.ts'
+import type { NodeEvent, Transaction } from '../protocol/state/effects.ts'
+import type { NodeState } from '../protocol/state/types.ts'
+
+/**
+ * The storage port: what the node runtime needs from a durable store, whatever the engine (IndexedDB in the
+ * browser, LevelDB headless, memory for throwaway nodes). Values hold bigints; each adapter encodes them.
+ *
+ * Write-ahead: the runtime computes a batch of transitions in memory, then `commit`s the state changes together
+ * with everything their effects must leave behind (outbox messages, transaction intents, events) in one atomic,
+ * durable write, and only then lets any effect out of the node. `load` gives back all of it after a restart.
+ */
+export interface Storage {
+  /** Applies everything in `batch` atomically; resolves once it is durable (survives a crash or kill -9). */
+  commit(batch: Commit): Promise<void>
+  /** Everything needed to resume: meta, the latest snapshot, the changes after it in order, open outbox and transactions. */
+  load(): Promise<Loaded>
+  /** Payment history, oldest first, filtered by token and partner, paged without loading the rest. */
+  payments(query: PaymentQuery): Promise<PaymentRecord[]>
+  /** Node events (debug), oldest first, paged. */
+  events(query: { limit?: number; offset?: number }): Promise<StoredEvent[]>
+  /** Raw chain events kept for the debug API, filtered and ordered by (block, log index). */
+  chainEvents(query: ChainEventQuery): Promise<StoredChainEvent[]>
+  /** The whole store as plain data (for backup); `importDump` refuses a dump of another node or an older one. */
+  exportDump(): Promise<StorageDump>
+  importDump(dump: StorageDump): Promise<void>
+  close(): Promise<void>
+}
+
+/** Which database: one per chain, token network registry and node address. */
+export type StorageIdentity = { chainId: bigint; registry: Address; address: Address }
+
+export const STORAGE_SCHEMA_VERSION = 1
+
+export type Meta = StorageIdentity & {
+  schemaVersion: number
+  /** The last block whose events are part of the stored state. */
+  syncedBlock: bigint
+  createdAt: number
+}
+
+export type StoredChange = { seq: number; time: number; change: StateChange }
+
+export type Snapshot = { seq: number; state: NodeState }
+
+/** A message waiting for its acknowledgement; `key` is unique per message (recipient + type + message id). */
+export type OutboxRecord = {
+  key: string
+  recipient: Address
+  /** Unsigned: the runtime signs it (deterministically) each time it sends it. */
+  message: Message
+  /** The channel's ordered queue it belongs to, if any. */
+  channelKey?: string
+  queuedAt: number
+  attempts: number
+  nextAttemptAt: number
+}
+
+export type TransactionRecord = {
+  key: string
+  transaction: Transaction
+  createdAt: number
+  status: 'pending' | 'sent'
+  hash?: Hex
+  nonce?: number
+}
+
+export type StoredEvent = { seq: number; time: number; event: NodeEvent }
+
+/** One row of the payment history: sent success, sent failed or received success (rest-api.md). */
+export type PaymentRecord = {
+  seq: number
+  /** Milliseconds since the epoch at which the event was written (log_time). */
+  time: number
+  event: 'EventPaymentSentSuccess' | 'EventPaymentSentFailed' | 'EventPaymentReceivedSuccess'
+  token: Address
+  /** Target for sent payments, initiator for received ones. */
+  partner: Address
+  amount: bigint
+  identifier: bigint
+  secrethash: Hex
+  reason?: string
+}
+
+export type PaymentQuery = { token?: Address; partner?: Address; limit?: number; offset?: number }
+
+export type StoredChainEvent = {
+  blockNumber: bigint
+  logIndex: number
+  transactionHash: Hex
+  /** Contract that emitted it (registry, token network, secret registry, user deposit). */
+  address: Address
+  name: string
+  args: Record<string, unknown>
+  /** For filtering: the token network and channel it concerns, and the participants, when it has them. */
+  tokenNetwork?: Address
+  channelId?: bigint
+  participants?: Address[]
+}
+
+export type ChainEventQuery = { address?: Address; tokenNetwork?: Address; channelId?: bigint; fromBlock?: bigint; toBlock?: bigint }
+
+export type Commit = {
+  changes?: StoredChange[]
+  snapshot?: Snapshot
+  /** Drop stored changes with seq <= this (they are inside a durable snapshot). */
+  pruneChangesUpTo?: number
+  events?: StoredEvent[]
+  payments?: PaymentRecord[]
+  chainEvents?: StoredChainEvent[]
+  outbox?: { put?: OutboxRecord[]; delete?: string[] }
+  transactions?: { put?: TransactionRecord[]; delete?: string[] }
+  meta?: Partial<Meta>
+}
+
+export type Loaded = {
+  meta?: Meta
+  snapshot?: Snapshot
+  changes: StoredChange[]
+  outbox: OutboxRecord[]
+  transactions: TransactionRecord[]
+}
+
+/** A whole store as plain data; the first row's meta says whose it is. */
+export type StorageDump = {
+  format: 'sluice-dump'
+  meta: Meta
+  snapshot?: Snapshot
+  changes: StoredChange[]
+  events: StoredEvent[]
+  payments: PaymentRecord[]
+  chainEvents: StoredChainEvent[]
+  outbox: OutboxRecord[]
+  transactions: TransactionRecord[]
+}
+
+export class StorageError extends Error {
+  override name: string = 'StorageError'
+}
+
+/** Another instance already holds this node's store (another tab, another process). */
+export class StorageLockedError extends StorageError {
+  override name = 'StorageLockedError' as const
+}
+
+/** A dump of another node, another chain, or older than what is stored. */
+export class DumpRejectedError extends StorageError {
+  override name = 'DumpRejectedError' as const
+}
