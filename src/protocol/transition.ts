@@ -3,6 +3,7 @@ import { closeChannel, onChannelClosed, onChannelDeposit, onChannelOpened, onCha
 import { getChannel, putChannel, type TransitionContext } from './state/access.ts'
 import { channelKey } from './channel/key.ts'
 import { receiveWithdrawConfirmation, receiveWithdrawExpired, receiveWithdrawRequest, startCoopSettle, startWithdraw, withdrawOnBlock, actionRejected } from './channel/withdraw.ts'
+import { graphOnAmounts, graphOnClosed, graphOnOpened, graphOnSettled } from './routing/graph.ts'
 import type { StateChange } from './state/changes.ts'
 import type { Effect } from './state/effects.ts'
 import type { NodeState } from './state/types.ts'
@@ -38,21 +39,21 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
       return unlockOnBlock(s, out)
     }
     case 'tokenNetworkCreated':
-      return state.tokenNetworks[change.tokenNetwork] ? state : { ...state, tokenNetworks: { ...state.tokenNetworks, [change.tokenNetwork]: { token: change.token } } }
+      return state.tokenNetworks[change.tokenNetwork] ? state : { ...state, tokenNetworks: { ...state.tokenNetworks, [change.tokenNetwork]: { token: change.token, graph: {} } } }
     case 'channelOpened':
-      return onChannelOpened(state, change, out)
+      return onChannelOpened(graphOnOpened(state, change), change, out)
     case 'channelDeposit':
-      return onChannelDeposit(state, change)
+      return onChannelDeposit(graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { deposit: change.totalDeposit }), change)
     case 'channelWithdraw':
-      return onChannelWithdraw(state, change)
+      return onChannelWithdraw(graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { withdrawn: change.totalWithdraw }), change)
     case 'channelClosed': {
-      const s = onChannelClosed(state, change, out)
+      const s = onChannelClosed(graphOnClosed(state, change.tokenNetwork, change.channelId), change, out)
       return mediatorOnChannelClosed(s, channelKey(change.tokenNetwork, change.channelId), out)
     }
     case 'nonClosingUpdated':
       return onNonClosingUpdated(state, change)
     case 'channelSettled':
-      return onChannelSettled(state, change, out)
+      return onChannelSettled(graphOnSettled(state, change.tokenNetwork, change.channelId), change, out)
     case 'channelUnlocked':
       return onChannelUnlocked(state, change)
     case 'secretRegistered': {

@@ -15,8 +15,8 @@ export type NodeState = {
   blockNumber: bigint
   /** The next message_identifier to use (uint64). */
   nextMessageId: bigint
-  /** Token network address -> its token. */
-  tokenNetworks: Record<Address, { token: Address }>
+  /** Token network address -> its token and its channel graph (every channel, ours or not, for routing). */
+  tokenNetworks: Record<Address, TokenNetworkState>
   /** By channelKey(tokenNetwork, channelIdentifier). Settled channels are removed once nothing is left to unlock. */
   channels: Record<string, Channel>
   /** Payments we started, by secrethash. */
@@ -27,6 +27,23 @@ export type NodeState = {
   targets: Record<Hex, TargetTransfer>
   /** Secrets registered on-chain before their locks expired: secrethash -> block of registration. */
   registeredSecrets: Record<Hex, bigint>
+}
+
+export type TokenNetworkState = {
+  token: Address
+  /** By channel id (decimal). Removed once settled. */
+  graph: Record<string, GraphChannel>
+}
+
+/** What the chain says publicly about a channel: enough to find routes. */
+export type GraphChannel = {
+  participant1: Address
+  participant2: Address
+  deposit1: bigint
+  deposit2: bigint
+  withdrawn1: bigint
+  withdrawn2: bigint
+  open: boolean
 }
 
 export type ChannelState = 'opened' | 'closing' | 'closed' | 'settling' | 'settled'

@@ -67,10 +67,8 @@ export class Network {
   }
 
   private async applyChainEvents(events: ChainEvent[]) {
-    for (const e of events) {
-      const targets = e.to === 'all' ? Object.values(this.nodes) : e.to.map((a) => this.byAddress(a)!).filter(Boolean)
-      for (const n of targets) await this.dispatch(n.name, e.change)
-    }
+    // The chain is public: every node sees every event (it needs other channels for routing).
+    for (const e of events) for (const n of Object.values(this.nodes)) await this.dispatch(n.name, e.change)
   }
 
   /** Runs one state change through a node and carries out its effects. */
