@@ -1,0 +1,180 @@
+import type { TransitionContext } from '../protocol/state/access.ts'
+import type { StateChange } from '../protocol/state/changes.ts'
+import type { Effect } from '../protocol/state/effects.ts'
+import type { NodeState } from '../protocol/state/types.ts'
+import { transition } from '../protocol/transition.ts'
+import type { Commit, Meta, OutboxRecord, Storage, StoredChainEvent, TransactionRecord } from '../storage/storage.ts'
+import { outboxRecord, paymentRecord, storedEvent, transactionRecord } from './records.ts'
+
+/** What one committed change produced, handed to the shell to carry out once it is durable. */
+export type Applied = {
+  seq: number
+  change: StateChange
+  effects: Effect[]
+  outbox: OutboxRecord[]
+  transactions: TransactionRecord[]
+}
+
+export type Input = {
+  change: StateChange
+  /** Raw chain events stored with the change (debug API). */
+  chainEvents?: StoredChainEvent[]
+  meta?: Partial<Meta>
+}
+
+export type EngineParameters = {
+  state: NodeState
+  /** The seq of the last stored change. */
+  seq: number
+  ctx: TransitionContext
+  storage: Storage
+  now: () => number
+  /** Take a snapshot (and drop the changes it covers) after this many changes. */
+  snapshotEvery?: number
+  /** Called after each durable commit with what it applied, in order. */
+  onApplied: (applied: Applied[]) => void
+}
+
+/**
+ * The one ordered dispatch loop: input -> transition (in memory) -> one durable commit of the changes and of
+ * everything their effects leave behind -> effects handed out. Changes that arrive while a commit is in flight
+ * are applied together in the next one (group commit), which is what makes durable storage fast enough.
+ */
+export class Engine {
+  private state: NodeState
+  private seq: number
+  private sinceSnapshot = 0
+  private queue: { input: Input; resolve: (a: Applied) => void; reject: (e: unknown) => void }[] = []
+  private pendingDeletes: { outbox: string[]; transactions: string[]; transactionPuts: TransactionRecord[] } = { outbox: [], transactions: [], transactionPuts: [] }
+  private running = false
+  private failed: unknown
+  private idle: Promise<void> = Promise.resolve()
+  private markIdle: () => void = () => {}
+
+  constructor(private readonly p: EngineParameters) {
+    this.state = p.state
+    this.seq = p.seq
+  }
+
+  /** The latest applied state (already durable, or about to be: read-only use). */
+  get current(): NodeState {
+    return this.state
+  }
+
+  get lastSeq(): number {
+    return this.seq
+  }
+
+  /** Queues a change; resolves with what it produced once that is durable. */
+  dispatch(change: StateChange, extra: Omit<Input, 'change'> = {}): Promise<Applied> {
+    if (this.failed) return Promise.reject(this.failed)
+    return new Promise((resolve, reject) => {
+      this.queue.push({ input: { change, ...extra }, resolve, reject })
+      this.kick()
+    })
+  }
+
+  /** Outbox entries acknowledged by peers, and transaction records done: deleted in the next commit. */
+  forget(outbox: string[], transactions: string[] = []): void {
+    this.pendingDeletes.outbox.push(...outbox)
+    this.pendingDeletes.transactions.push(...transactions)
+    this.kick()
+  }
+
+  /** Updates a transaction record (e.g. its hash once sent) in the next commit. */
+  updateTransaction(record: TransactionRecord): void {
+    this.pendingDeletes.transactionPuts.push(record)
+    this.kick()
+  }
+
+  /** Resolves when nothing is queued or being committed. */
+  async settled(): Promise<void> {
+    while (this.running || this.queue.length) await this.idle
+  }
+
+  private kick() {
+    if (this.running || this.failed) return
+    this.running = true
+    this.idle = new Promise((r) => (this.markIdle = r))
+    queueMicrotask(() => void this.loop())
+  }
+
+  private async loop() {
+    try {
+      while (this.queue.length || this.pendingDeletes.outbox.length || this.pendingDeletes.transactions.length || this.pendingDeletes.transactionPuts.length) {
+        const batch = this.queue.splice(0)
+        const deletes = this.pendingDeletes
+        this.pendingDeletes = { outbox: [], transactions: [], transactionPuts: [] }
+        const now = this.p.now()
+        const commit: Required<Pick<Commit, 'changes' | 'events' | 'payments' | 'chainEvents'>> & Commit = {
+          changes: [],
+          events: [],
+          payments: [],
+          chainEvents: [],
+          outbox: { put: [], delete: deletes.outbox },
+          transactions: { put: [...deletes.transactionPuts], delete: deletes.transactions },
+        }
+        let state = this.state
+        let seq = this.seq
+        const applied: Applied[] = []
+        for (const { input } of batch) {
+          seq++
+          const result = transition(state, input.change, this.p.ctx)
+          state = result.state
+          const outbox: OutboxRecord[] = []
+          const transactions: TransactionRecord[] = []
+          result.effects.forEach((effect, i) => {
+            if (effect.type === 'send') outbox.push(outboxRecord(effect, now))
+            else if (effect.type === 'transaction') transactions.push(transactionRecord(effect, seq, i, now))
+            else if (effect.type === 'event') {
+              commit.events.push(storedEvent(effect.event, seq, now))
+              const payment = paymentRecord(effect.event, seq, now)
+              if (payment) commit.payments.push(payment)
+            }
+          })
+          commit.changes.push({ seq, time: now, change: input.change })
+          commit.outbox!.put!.push(...outbox)
+          commit.transactions!.put!.push(...transactions)
+          if (input.chainEvents) commit.chainEvents.push(...input.chainEvents)
+          if (input.meta) commit.meta = { ...commit.meta, ...input.meta }
+          applied.push({ seq, change: input.change, effects: result.effects, outbox, transactions })
+        }
+        this.sinceSnapshot += batch.length
+        if (this.sinceSnapshot >= (this.p.snapshotEvery ?? 500)) {
+          commit.snapshot = { seq, state }
+          commit.pruneChangesUpTo = seq
+          this.sinceSnapshot = 0
+        }
+        try {
+          await this.p.storage.commit(commit)
+        } catch (error) {
+          // Nothing of this batch is durable, so nothing of it may take effect: stop, and let the shell report it.
+          this.failed = error
+          for (const b of batch) b.reject(error)
+          for (const q of this.queue.splice(0)) q.reject(error)
+          throw error
+        }
+        this.state = state
+        this.seq = seq
+        batch.forEach((b, i) => b.resolve(applied[i]!))
+        if (applied.length) this.p.onApplied(applied)
+      }
+    } catch {
+      // Reported through the rejected dispatches; the engine stays stopped.
+    } finally {
+      this.running = false
+      this.markIdle()
+    }
+  }
+}
+
+/** Rebuilds the state from a snapshot and the changes after it (their effects were stored when they happened). */
+export function replay(base: NodeState, baseSeq: number, changes: { seq: number; change: StateChange }[], ctx: TransitionContext): { state: NodeState; seq: number } {
+  let state = base
+  let seq = baseSeq
+  for (const c of changes) {
+    state = transition(state, c.change, ctx).state
+    seq = c.seq
+  }
+  return { state, seq }
+}

@@ -1,0 +1,48 @@
+import type { Address } from 'viem'
+import type { Effect, NodeEvent } from '../protocol/state/effects.ts'
+import type { OutboxRecord, PaymentRecord, StoredEvent, TransactionRecord } from '../storage/storage.ts'
+
+/** The outbox key of a message: unique per recipient, type and message identifier. */
+export function outboxKey(recipient: Address, type: string, messageIdentifier: bigint): string {
+  return `${recipient.toLowerCase()}:${type}:${messageIdentifier}`
+}
+
+function messageId(message: Extract<Effect, { type: 'send' }>['message']): bigint {
+  if ('message_identifier' in message) return message.message_identifier
+  if ('delivered_message_identifier' in message) return message.delivered_message_identifier
+  return 0n
+}
+
+export function outboxRecord(effect: Extract<Effect, { type: 'send' }>, now: number): OutboxRecord {
+  return {
+    key: outboxKey(effect.recipient, effect.message.type, messageId(effect.message)),
+    recipient: effect.recipient,
+    message: effect.message,
+    ...(effect.channelKey ? { channelKey: effect.channelKey } : {}),
+    queuedAt: now,
+    attempts: 0,
+    nextAttemptAt: now,
+  }
+}
+
+export function transactionRecord(effect: Extract<Effect, { type: 'transaction' }>, seq: number, index: number, now: number): TransactionRecord {
+  return { key: `tx:${String(seq).padStart(12, '0')}:${index}`, transaction: effect.transaction, createdAt: now, status: 'pending' }
+}
+
+/** The payment history row an event makes, if it is one of the three payment events. */
+export function paymentRecord(event: NodeEvent, seq: number, time: number): PaymentRecord | undefined {
+  switch (event.type) {
+    case 'paymentSentSuccess':
+      return { seq, time, event: 'EventPaymentSentSuccess', token: event.token, partner: event.target, amount: event.amount, identifier: event.paymentId, secrethash: event.secrethash }
+    case 'paymentSentFailed':
+      return { seq, time, event: 'EventPaymentSentFailed', token: event.token, partner: event.target, amount: event.amount, identifier: event.paymentId, secrethash: event.secrethash, reason: event.reason }
+    case 'paymentReceivedSuccess':
+      return { seq, time, event: 'EventPaymentReceivedSuccess', token: event.token, partner: event.initiator, amount: event.amount, identifier: event.paymentId, secrethash: event.secrethash }
+    default:
+      return undefined
+  }
+}
+
+export function storedEvent(event: NodeEvent, seq: number, time: number): StoredEvent {
+  return { seq, time, event }
+}
