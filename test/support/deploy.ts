@@ -1,4 +1,4 @@
-import type { Abi, Address, ContractConstructorArgs, Hex } from 'viem'
+import { getAddress, type Abi, type Address, type ContractConstructorArgs, type Hex } from 'viem'
 import type { AnvilClient } from './clients.ts'
 
 type Artifact<abi extends Abi> = { abi: abi; bytecode: Hex }
@@ -12,5 +12,5 @@ export async function deploy<const abi extends Abi>(
   const hash = await client.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, args: args[0] } as never)
   const receipt = await client.waitForTransactionReceipt({ hash })
   if (receipt.status !== 'success' || !receipt.contractAddress) throw new Error(`deploying failed (${receipt.status})`)
-  return receipt.contractAddress
+  return getAddress(receipt.contractAddress)
 }
