@@ -1,0 +1,104 @@
+import { getAddress, type Address, type Log, type PublicClient } from 'viem'
+import { decodeChainEvent, eventSelectors, type EventSource, type SyncedChainEvent } from './chainEvents.ts'
+import { getLogsByChunk, getLogsChunk, LogChunkSize } from './getLogsByChunk.ts'
+
+/** The contracts whose events the node follows. */
+export type ChainContracts = {
+  tokenNetworkRegistry: Address
+  secretRegistry: Address
+  /** UserDeposit, for the BalanceReduced / WithdrawPlanned notifications; skipped when absent. */
+  userDeposit?: Address
+}
+
+export type SyncChainEventsParameters = {
+  contracts: ChainContracts
+  /** Token networks created before `fromBlock` (from the node's state); those created in the range are found here. */
+  tokenNetworks?: readonly Address[]
+  fromBlock: bigint
+  toBlock: bigint
+  /** Reveal timeout put into every channelOpened state change. */
+  defaultRevealTimeout: bigint
+  /** Adaptive eth_getLogs range; pass the same one to every sync of an endpoint. A fresh default one otherwise. */
+  chunkSize?: LogChunkSize
+  /** Called after each chunk: the last block whose events are all fetched. */
+  onProgress?: (syncedTo: bigint) => void
+}
+
+export type SyncChainEventsReturnType = {
+  /** Every followed event of the range, ordered by (block, log index); those of other people's channels too. */
+  events: SyncedChainEvent[]
+  /** Every token network known after the range: the given ones and those created in it, in creation order. */
+  tokenNetworks: Address[]
+}
+
+const registrySelectors = eventSelectors('registry')
+const tokenNetworkSelectors = eventSelectors('tokenNetwork')
+const secretRegistrySelectors = eventSelectors('secretRegistry')
+const userDepositSelectors = eventSelectors('userDeposit')
+
+/**
+ * Fetches and decodes the events of [fromBlock, toBlock] the node needs: the registry's TokenNetworkCreated,
+ * every token network's channel events, SecretRevealed, and UserDeposit's BalanceReduced/WithdrawPlanned.
+ *
+ * One eth_getLogs per chunk covers all known contracts. A token network created inside a chunk is not in that
+ * request's address list, so its events from its creation block to the chunk's end are fetched right after
+ * (a contract emits nothing before it exists), and later chunks include it.
+ */
+export async function syncChainEvents(client: PublicClient, parameters: SyncChainEventsParameters): Promise<SyncChainEventsReturnType> {
+  const { contracts, fromBlock, toBlock, defaultRevealTimeout, onProgress } = parameters
+  const chunkSize = parameters.chunkSize ?? new LogChunkSize()
+  const registry = getAddress(contracts.tokenNetworkRegistry)
+  const secretRegistry = getAddress(contracts.secretRegistry)
+  const userDeposit = contracts.userDeposit && getAddress(contracts.userDeposit)
+  const tokenNetworks = (parameters.tokenNetworks ?? []).map((a) => getAddress(a))
+  const known = new Set<Address>(tokenNetworks)
+
+  const sourceOf = (address: Address): EventSource | undefined => {
+    if (address === registry) return 'registry'
+    if (address === secretRegistry) return 'secretRegistry'
+    if (address === userDeposit) return 'userDeposit'
+    return known.has(address) ? 'tokenNetwork' : undefined
+  }
+  const events: SyncedChainEvent[] = []
+  const decodeAll = (logs: Log[]) => {
+    for (const log of logs) {
+      const source = sourceOf(getAddress(log.address))
+      const synced = source && decodeChainEvent({ source, log, defaultRevealTimeout })
+      if (synced) events.push(synced)
+    }
+  }
+  const selectors = [...registrySelectors, ...tokenNetworkSelectors, ...secretRegistrySelectors, ...(userDeposit ? userDepositSelectors : [])]
+
+  let from = fromBlock
+  while (from <= toBlock) {
+    const address = [registry, secretRegistry, ...(userDeposit ? [userDeposit] : []), ...tokenNetworks]
+    const chunk = await getLogsChunk(client, { address, eventSelectors: selectors, fromBlock: from, toBlock, chunkSize })
+    const before = events.length
+    decodeAll(chunk.logs)
+
+    const newNetworks: Address[] = []
+    let firstCreation = chunk.toBlock
+    for (const { event, change } of events.slice(before)) {
+      if (change?.type !== 'tokenNetworkCreated' || known.has(change.tokenNetwork)) continue
+      known.add(change.tokenNetwork)
+      tokenNetworks.push(change.tokenNetwork)
+      newNetworks.push(change.tokenNetwork)
+      if (event.blockNumber < firstCreation) firstCreation = event.blockNumber
+    }
+    if (newNetworks.length > 0)
+      decodeAll(
+        await getLogsByChunk(client, {
+          address: newNetworks,
+          eventSelectors: tokenNetworkSelectors,
+          fromBlock: firstCreation,
+          toBlock: chunk.toBlock,
+          chunkSize,
+        }),
+      )
+    onProgress?.(chunk.toBlock)
+    from = chunk.toBlock + 1n
+  }
+
+  events.sort((a, b) => (a.event.blockNumber === b.event.blockNumber ? a.event.logIndex - b.event.logIndex : a.event.blockNumber < b.event.blockNumber ? -1 : 1))
+  return { events, tokenNetworks }
+}

@@ -1,0 +1,106 @@
+import { formatLog, numberToHex, type Address, type Hex, type Log, type PublicClient } from 'viem'
+import { ChainRpcError } from './errors.ts'
+
+export type LogChunkSizeParameters = {
+  /** Blocks asked for in the first eth_getLogs; 100,000 by default (as Raiden's getLogsByChunk$). */
+  initial?: bigint
+  /** The smallest range tried before giving up; 100 by default. */
+  min?: bigint
+  /** The largest range ever asked for; `initial` by default. */
+  max?: bigint
+  /** Consecutive successes after which the range doubles again; 4 by default. */
+  growAfter?: number
+}
+
+/**
+ * How many blocks one eth_getLogs asks for, adapted to what the endpoint accepts: halved on a failure (too
+ * many results, range too large, timeout), doubled back after a few successes. Keep one per endpoint so
+ * what was learnt carries over from one sync to the next.
+ */
+export class LogChunkSize {
+  readonly min: bigint
+  readonly max: bigint
+  readonly growAfter: number
+  private size: bigint
+  private successes = 0
+
+  constructor({ initial = 100_000n, min = 100n, max = initial, growAfter = 4 }: LogChunkSizeParameters = {}) {
+    if (min < 1n || max < min) throw new RangeError(`invalid log chunk bounds ${min}..${max}`)
+    this.min = min
+    this.max = max
+    this.growAfter = growAfter
+    this.size = clamp(initial, min, max)
+  }
+
+  get current(): bigint {
+    return this.size
+  }
+
+  succeeded(): void {
+    if (++this.successes < this.growAfter) return
+    this.successes = 0
+    this.size = clamp(this.size * 2n, this.min, this.max)
+  }
+
+  /** Halves below the span that failed; false when the span was already at the floor (give up). */
+  failed(span: bigint): boolean {
+    this.successes = 0
+    if (span <= this.min) return false
+    this.size = clamp(span / 2n, this.min, this.max)
+    return true
+  }
+}
+
+export type GetLogsByChunkParameters = {
+  address: readonly Address[]
+  /** topics[0] alternatives: the event selectors wanted. */
+  eventSelectors: readonly Hex[]
+  fromBlock: bigint
+  toBlock: bigint
+  chunkSize: LogChunkSize
+  /** Called after each chunk with the last block it covered. */
+  onChunk?: (toBlock: bigint, logs: Log[]) => void
+}
+
+/**
+ * One eth_getLogs over as much of [fromBlock, toBlock] as the chunk size allows, shrinking and retrying on
+ * failure. Returns the logs and the last block covered. No viem retry: a refused range is answered by a
+ * smaller range, not by asking the same again after a backoff.
+ */
+export async function getLogsChunk(
+  client: PublicClient,
+  { address, eventSelectors, fromBlock, toBlock, chunkSize }: Omit<GetLogsByChunkParameters, 'onChunk'>,
+): Promise<{ logs: Log[]; toBlock: bigint }> {
+  for (;;) {
+    const end = min(toBlock, fromBlock + chunkSize.current - 1n)
+    try {
+      const logs = await client.request(
+        {
+          method: 'eth_getLogs',
+          params: [{ address: [...address], topics: [[...eventSelectors]], fromBlock: numberToHex(fromBlock), toBlock: numberToHex(end) }],
+        },
+        { retryCount: 0 },
+      )
+      chunkSize.succeeded()
+      return { logs: logs.map((log) => formatLog(log)), toBlock: end }
+    } catch (e) {
+      if (!chunkSize.failed(end - fromBlock + 1n)) throw new ChainRpcError('eth_getLogs', e)
+    }
+  }
+}
+
+/** All logs of [fromBlock, toBlock] for the addresses and events, fetched in adaptive chunks, in chain order. */
+export async function getLogsByChunk(client: PublicClient, parameters: GetLogsByChunkParameters): Promise<Log[]> {
+  const all: Log[] = []
+  let from = parameters.fromBlock
+  while (from <= parameters.toBlock) {
+    const { logs, toBlock } = await getLogsChunk(client, { ...parameters, fromBlock: from })
+    all.push(...logs)
+    parameters.onChunk?.(toBlock, logs)
+    from = toBlock + 1n
+  }
+  return all
+}
+
+const min = (a: bigint, b: bigint) => (a < b ? a : b)
+const clamp = (v: bigint, lo: bigint, hi: bigint) => (v < lo ? lo : v > hi ? hi : v)

@@ -1,0 +1,211 @@
+import { createPublicClient, http, type PublicClient } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
+import { createBlockWatcher, type BlockRange, type BlockWatcherEvent, type ChainReorg } from '../../../src/chain/blockWatcher.ts'
+import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
+import { createDevnetClient, type DevnetClient } from '../../../src/devnet/devnetClient.ts'
+
+// The watcher needs blocks, not contracts: a bare anvil.
+let anvil: Anvil
+let devnet: DevnetClient
+let client: PublicClient
+beforeAll(async () => {
+  anvil = await startAnvil()
+  devnet = createDevnetClient({ rpcUrl: anvil.rpcUrl, privateKey: anvilKeys[0] })
+  client = createPublicClient({ transport: http(anvil.rpcUrl), cacheTime: 0, pollingInterval: 10 })
+})
+afterAll(() => anvil.stop())
+
+let start: bigint
+beforeEach(async () => {
+  await devnet.mine({ blocks: 1 })
+  start = await devnet.getBlockNumber()
+})
+
+const latest = () => devnet.getBlockNumber()
+
+/** A block that differs from whatever was mined at its height before: it carries a transaction. */
+async function mineDifferentBlock(): Promise<void> {
+  await devnet.sendTransaction({ to: privateKeyToAccount(generatePrivateKey()).address, value: 1n })
+}
+
+async function pollRange(watcher: ReturnType<typeof createBlockWatcher>): Promise<BlockRange> {
+  const event = await watcher.poll()
+  if (event?.type !== 'blocks') throw new Error(`expected a range, got ${JSON.stringify(event, (_, v) => (typeof v === 'bigint' ? `${v}` : v))}`)
+  return event
+}
+
+describe('createBlockWatcher', () => {
+  test('hands out confirmed ranges, again until acknowledged, and reports progress', async () => {
+    const watcher = createBlockWatcher(client, { fromBlock: start, confirmations: 3n })
+    expect(await watcher.poll()).toBeUndefined()
+    await devnet.mine({ blocks: 10 })
+
+    const range = await pollRange(watcher)
+    expect(range).toMatchObject({ fromBlock: start + 1n, toBlock: start + 7n, latestBlock: start + 10n })
+    expect(watcher.progress()).toEqual({ syncedBlock: start, confirmedBlock: start + 7n, latestBlock: start + 10n, blocksToSync: 7n })
+    // Not acknowledged: the same range comes again.
+    expect(await pollRange(watcher)).toMatchObject({ fromBlock: start + 1n, toBlock: start + 7n })
+
+    watcher.synced(range)
+    expect(watcher.progress()).toMatchObject({ syncedBlock: start + 7n, blocksToSync: 0n })
+    expect(await watcher.poll()).toBeUndefined()
+    // The tail's hashes are the chain's.
+    const last = range.tail.at(-1)!
+    expect(last.number).toBe(start + 7n)
+    expect(last.hash).toBe((await devnet.getBlock({ blockNumber: start + 7n })).hash)
+  })
+
+  test('splits a long catch-up into ranges of at most maxRange', async () => {
+    await devnet.mine({ blocks: 25 })
+    const watcher = createBlockWatcher(client, { fromBlock: start, confirmations: 0n, maxRange: 10n })
+    const ranges: [bigint, bigint][] = []
+    for (let event = await watcher.poll(); event?.type === 'blocks'; event = await watcher.poll()) {
+      ranges.push([event.fromBlock, event.toBlock])
+      watcher.synced(event)
+    }
+    expect(ranges).toEqual([
+      [start + 1n, start + 10n],
+      [start + 11n, start + 20n],
+      [start + 21n, start + 25n],
+    ])
+  })
+
+  test('reports a reorg of synced blocks (anvil snapshot, revert, other blocks) and resyncs from the fork', async () => {
+    const watcher = createBlockWatcher(client, { fromBlock: start - 1n, confirmations: 0n })
+    watcher.synced(await pollRange(watcher))
+    const forkPoint = await latest()
+    expect(watcher.progress().syncedBlock).toBe(forkPoint)
+
+    const snapshot = await devnet.snapshot()
+    await devnet.mine({ blocks: 3 })
+    const doomed = await pollRange(watcher)
+    expect(doomed).toMatchObject({ fromBlock: forkPoint + 1n, toBlock: forkPoint + 3n })
+    watcher.synced(doomed)
+
+    // Another chain of the same length replaces the three blocks.
+    await devnet.revert({ id: snapshot })
+    await mineDifferentBlock()
+    await devnet.mine({ blocks: 2 })
+    expect(await latest()).toBe(forkPoint + 3n)
+
+    const reorg = (await watcher.poll()) as ChainReorg
+    expect(reorg).toMatchObject({ type: 'reorg', commonAncestor: forkPoint, resyncFrom: forkPoint + 1n, deep: false })
+    expect(reorg.replacedBlock).toEqual(doomed.tail.at(-1))
+    expect(watcher.progress().syncedBlock).toBe(forkPoint)
+
+    const resync = await pollRange(watcher)
+    expect(resync).toMatchObject({ fromBlock: forkPoint + 1n, toBlock: forkPoint + 3n })
+    expect(resync.tail.map((b) => b.hash)).not.toContain(doomed.tail[0]!.hash)
+    watcher.synced(resync)
+    expect(await watcher.poll()).toBeUndefined()
+  })
+
+  test('a fork that is longer than the synced chain is found while fetching the new range', async () => {
+    const watcher = createBlockWatcher(client, { fromBlock: start - 1n, confirmations: 1n })
+    await devnet.mine({ blocks: 2 })
+    watcher.synced(await pollRange(watcher))
+    // The fork starts above the latest block, which is one above the confirmed (synced) head.
+    const forkPoint = await latest()
+    const snapshot = await devnet.snapshot()
+    await devnet.mine({ blocks: 2 })
+    watcher.synced(await pollRange(watcher))
+    expect(watcher.progress().syncedBlock).toBe(forkPoint + 1n)
+
+    await devnet.revert({ id: snapshot })
+    await mineDifferentBlock()
+    await devnet.mine({ blocks: 5 })
+    expect(await watcher.poll()).toMatchObject({ type: 'reorg', commonAncestor: forkPoint, resyncFrom: forkPoint + 1n })
+    expect(await pollRange(watcher)).toMatchObject({ fromBlock: forkPoint + 1n, toBlock: (await latest()) - 1n })
+  })
+
+  test('a fork below every remembered block is a deep reorg from the oldest of them', async () => {
+    const watcher = createBlockWatcher(client, { fromBlock: start - 1n, confirmations: 0n, reorgDepth: 2 })
+    const snapshot = await devnet.snapshot()
+    await devnet.mine({ blocks: 4 })
+    watcher.synced(await pollRange(watcher))
+    const remembered = watcher.recentBlocks()
+    expect(remembered.map((b) => b.number)).toEqual([start + 3n, start + 4n])
+
+    await devnet.revert({ id: snapshot })
+    await mineDifferentBlock()
+    await devnet.mine({ blocks: 3 })
+    expect(await watcher.poll()).toMatchObject({ type: 'reorg', deep: true, resyncFrom: start + 3n, commonAncestor: start + 2n })
+  })
+
+  test('resumes from a last synced block, and with remembered hashes sees a reorg that happened meanwhile', async () => {
+    const first = createBlockWatcher(client, { fromBlock: start - 1n, confirmations: 0n })
+    const snapshot = await devnet.snapshot()
+    await devnet.mine({ blocks: 3 })
+    first.synced(await pollRange(first))
+    const { syncedBlock } = first.progress()
+    expect(syncedBlock).toBe(start + 3n)
+    const persisted = first.recentBlocks()
+
+    // A plain restart continues after the given block.
+    await devnet.mine({ blocks: 2 })
+    const plain = createBlockWatcher(client, { fromBlock: syncedBlock, confirmations: 0n })
+    expect(await pollRange(plain)).toMatchObject({ fromBlock: syncedBlock + 1n, toBlock: syncedBlock + 2n })
+
+    // While the node is down the synced blocks are replaced by a chain of the same height.
+    await devnet.revert({ id: snapshot })
+    await mineDifferentBlock()
+    await devnet.mine({ blocks: 2 })
+    expect(await latest()).toBe(syncedBlock)
+    // Without the hashes nothing can be told apart; with them the reorg is reported.
+    expect(await createBlockWatcher(client, { fromBlock: syncedBlock, confirmations: 0n }).poll()).toBeUndefined()
+    const resumed = createBlockWatcher(client, { fromBlock: syncedBlock, confirmations: 0n, recentBlocks: persisted })
+    expect(await resumed.poll()).toMatchObject({ type: 'reorg', commonAncestor: start, resyncFrom: start + 1n, deep: false })
+  })
+
+  test('start() drives the handler, acknowledges what it handled, and retries what failed', async () => {
+    const watcher = createBlockWatcher(client, { fromBlock: start, confirmations: 0n, pollingInterval: 10 })
+    const seen: BlockWatcherEvent[] = []
+    const errors: unknown[] = []
+    let failOnce = true
+    watcher.start(
+      (event) => {
+        if (failOnce) {
+          failOnce = false
+          throw new Error('handler failed')
+        }
+        seen.push(event)
+      },
+      (e) => errors.push(e),
+    )
+    await devnet.mine({ blocks: 2 })
+    const target = start + 2n
+    for (let i = 0; i < 300 && watcher.progress().syncedBlock < target; i++) await new Promise((r) => setTimeout(r, 10))
+    await watcher.stop()
+    expect(errors).toHaveLength(1)
+    expect(watcher.progress().syncedBlock).toBe(target)
+    // The failed range came again: what was handled covers every block once, in order.
+    const covered = seen.flatMap((e) => (e.type === 'blocks' ? Array.from({ length: Number(e.toBlock - e.fromBlock + 1n) }, (_, i) => e.fromBlock + BigInt(i)) : []))
+    expect(covered).toEqual([start + 1n, start + 2n])
+
+    // Stopped: new blocks are not handled.
+    await devnet.mine({ blocks: 1 })
+    await new Promise((r) => setTimeout(r, 50))
+    expect(watcher.progress().syncedBlock).toBe(target)
+  })
+
+  test('start() delivers a reorg again when its handler failed, then the resync', async () => {
+    const watcher = createBlockWatcher(client, { fromBlock: start - 1n, confirmations: 0n, pollingInterval: 10 })
+    const snapshot = await devnet.snapshot()
+    await devnet.mine({ blocks: 2 })
+    watcher.synced(await pollRange(watcher))
+    await devnet.revert({ id: snapshot })
+    await mineDifferentBlock()
+    await devnet.mine({ blocks: 1 })
+
+    const seen: string[] = []
+    let reorgFailures = 1
+    watcher.start((event) => {
+      seen.push(event.type === 'reorg' ? `reorg from ${event.resyncFrom - start}` : `blocks ${event.fromBlock - start}..${event.toBlock - start}`)
+      if (event.type === 'reorg' && reorgFailures-- > 0) throw new Error('not now')
+    })
+    for (let i = 0; i < 300 && seen.length < 3; i++) await new Promise((r) => setTimeout(r, 10))
+    await watcher.stop()
+    expect(seen).toEqual(['reorg from 1', 'reorg from 1', 'blocks 1..2'])
+  })
+})
