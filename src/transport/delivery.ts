@@ -1,0 +1,338 @@
+import type { Address } from 'viem'
+import type { InvalidMessageError, InvalidSignatureError } from '../protocol/errors.ts'
+import { decodeMessage } from '../protocol/messages/sign.ts'
+import type { Message, Signed } from '../protocol/messages/types.ts'
+import type { OutboxRecord } from '../storage/storage.ts'
+import { awaitsStateAnswer, retrievableId } from './acknowledgement.ts'
+import { defaultBackoff, type Backoff } from './backoff.ts'
+import { OutboxQueues, type PendingMessage } from './outboxQueues.ts'
+import { RecentMap } from './recentMap.ts'
+import type { Transport } from './transport.ts'
+
+export type DeliveryParameters = {
+  transport: Transport
+  /** This node's address: messages signed by it that come back are dropped. */
+  address: Address
+  /** Signs a message as this node and encodes it as one wire line (deterministic: the same message, the same line). */
+  sign: (message: Message) => string | Promise<string>
+  /**
+   * A verified message for the state machine, with its recovered signer (never the transport's claim).
+   * Delivered and Processed are consumed here and not handed up; everything else is, once (see `redeliverAfterMs`).
+   */
+  onMessage: (message: Signed<Message>, sender: Address) => void
+  /** Outbox keys that are done (acknowledged, or sent once if nothing acknowledges them): delete them in the next commit. */
+  onAcknowledged: (keys: string[]) => void
+  /** Retry schedule; defaults to 300 ms doubling up to 60 s. */
+  backoff?: Partial<Backoff>
+  now?: () => number
+  /** How many received messages (and our answers to them) to remember for deduplication. Default 4096. */
+  memory?: number
+  /**
+   * A resend of a balance proof or withdraw message that the state machine has not answered yet (no Processed
+   * or WithdrawConfirmation from us) is handed up again once this long has passed since it last was: the state
+   * machine may accept now what it refused before (it had not yet seen the channel on chain, say). Default 5 s.
+   */
+  redeliverAfterMs?: number
+  /** Told about what is dropped or fails: for logs and metrics. */
+  log?: (event: DeliveryLogEvent) => void
+}
+
+export type DeliveryLogEvent =
+  | { type: 'invalidLine'; from: Address; line: string; error: InvalidMessageError | InvalidSignatureError | Error }
+  | { type: 'ownMessage'; from: Address; line: string }
+  | { type: 'sendFailed'; to: Address; error: unknown }
+  | { type: 'signFailed'; key: string; error: unknown }
+  | { type: 'handlerFailed'; error: unknown }
+
+export type DeliveryStats = {
+  /** Messages waiting for acknowledgement. */
+  pending: number
+  sendCalls: number
+  linesSent: number
+  /** Sends of a message after its first one. */
+  retries: number
+  /** Valid messages received (duplicates included). */
+  received: number
+  invalid: number
+  duplicates: number
+  /** Duplicates handed up again because the state machine had not answered them (`redeliverAfterMs`). */
+  redelivered: number
+  /** Outbox keys reported done through `onAcknowledged`. */
+  acknowledged: number
+}
+
+/**
+ * At-least-once delivery of protocol messages over a best-effort Transport (protocol.md §3.5, design.md §5).
+ * The runtime hands it outbox records it has already committed, and deletes the keys it reports done.
+ */
+export type Delivery = {
+  /** Starts the transport, then sends everything enqueued so far. */
+  start(): Promise<void>
+  /**
+   * Sends these committed outbox records at once, then retries each with backoff until acknowledged. Also how
+   * to resume after a restart: enqueue `Loaded.outbox`. A key already pending is ignored. Records' stored
+   * `attempts`/`nextAttemptAt` are not used: the schedule lives in memory and starts over. Ignored after `stop`
+   * (the records are durable: the next start resends them).
+   */
+  enqueue(records: readonly OutboxRecord[]): void
+  /** Stops retrying these keys (the runtime no longer wants them sent: an expired withdraw, a settled channel). */
+  cancel(keys: readonly string[]): void
+  /** What is waiting for acknowledgement, with in-memory attempt counts. */
+  pending(): OutboxRecord[]
+  stats(): DeliveryStats
+  /** Stops timers, waits for sends and receives in progress, then stops the transport. */
+  stop(): Promise<void>
+}
+
+type Received = { handedAt: number }
+
+/** Creates the delivery layer between the runtime and `transport`. */
+export function createDelivery(parameters: DeliveryParameters): Delivery {
+  const { transport, sign, onMessage, onAcknowledged, log } = parameters
+  const now = parameters.now ?? Date.now
+  const backoff: Backoff = { ...defaultBackoff, ...parameters.backoff }
+  const memory = parameters.memory ?? 4096
+  const redeliverAfterMs = parameters.redeliverAfterMs ?? 5_000
+  const me = parameters.address.toLowerCase()
+
+  const queues = new OutboxQueues(backoff)
+  /** Received messages by `signer|type|id` and by signature (two keys each). */
+  const received = new RecentMap<string, Received>(memory * 2)
+  /** Our answers (Processed, WithdrawConfirmation) by `peer|id`, to repeat at once when the peer resends. */
+  const answers = new RecentMap<string, Message[]>(memory)
+  /** One-shot messages (Delivered, repeated answers) for the next flush: never queued, never retried. */
+  const oneShot = new Map<string, { to: Address; messages: Message[] }>()
+  const stats: DeliveryStats = { pending: 0, sendCalls: 0, linesSent: 0, retries: 0, received: 0, invalid: 0, duplicates: 0, redelivered: 0, acknowledged: 0 }
+
+  let started = false
+  let stopped = false
+  let flushScheduled = false
+  let flushing: Promise<void> | undefined
+  let flushAgain = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let receiving: Promise<void> = Promise.resolve()
+
+  const acknowledge = (keys: string[]) => {
+    if (keys.length === 0) return
+    stats.acknowledged += keys.length
+    try {
+      onAcknowledged(keys)
+    } catch (error) {
+      log?.({ type: 'handlerFailed', error })
+    }
+  }
+
+  const sendOnce = (to: Address, message: Message) => {
+    const slot = oneShot.get(to.toLowerCase())
+    if (slot) slot.messages.push(message)
+    else oneShot.set(to.toLowerCase(), { to, messages: [message] })
+  }
+
+  const rememberAnswer = (record: OutboxRecord) => {
+    const type = record.message.type
+    if (type !== 'Processed' && type !== 'WithdrawConfirmation') return
+    const key = `${record.recipient.toLowerCase()}|${record.message.message_identifier}`
+    answers.set(key, [...(answers.get(key) ?? []).filter((m) => m.type !== type), record.message])
+  }
+
+  // Batching: everything enqueued or answered in the same tick goes out in one flush, one send per peer.
+  const scheduleFlush = () => {
+    if (!started || stopped || flushScheduled) return
+    flushScheduled = true
+    queueMicrotask(() => {
+      flushScheduled = false
+      void flush()
+    })
+  }
+
+  const flush = (): Promise<void> => {
+    if (flushing) {
+      flushAgain = true
+      return flushing
+    }
+    flushing = (async () => {
+      do {
+        flushAgain = false
+        await flushOnce()
+      } while (flushAgain && !stopped)
+    })().finally(() => {
+      flushing = undefined
+      armTimer()
+    })
+    return flushing
+  }
+
+  const lineOf = async (p: PendingMessage): Promise<string | undefined> => {
+    if (p.line === undefined) {
+      try {
+        p.line = await sign(p.record.message)
+      } catch (error) {
+        log?.({ type: 'signFailed', key: p.record.key, error })
+        return undefined
+      }
+    }
+    return p.line
+  }
+
+  const flushOnce = async () => {
+    if (stopped) return
+    const { due, finished } = queues.takeDue(now())
+    const extra = new Map(oneShot)
+    oneShot.clear()
+    const peers = new Set([...extra.keys(), ...due.keys()])
+    await Promise.all(
+      [...peers].map(async (peer) => {
+        const pendings = due.get(peer) ?? []
+        const to = extra.get(peer)?.to ?? pendings[0]!.record.recipient
+        const lines: string[] = []
+        for (const message of extra.get(peer)?.messages ?? []) {
+          try {
+            lines.push(await sign(message))
+          } catch (error) {
+            log?.({ type: 'signFailed', key: `one-shot ${message.type}`, error })
+          }
+        }
+        for (const p of pendings) {
+          const line = await lineOf(p)
+          if (line === undefined) continue
+          lines.push(line)
+          if (p.sends > 1) stats.retries++
+        }
+        if (lines.length === 0 || stopped) return
+        stats.sendCalls++
+        stats.linesSent += lines.length
+        try {
+          await transport.send(to, lines)
+        } catch (error) {
+          log?.({ type: 'sendFailed', to, error })
+        }
+      }),
+    )
+    acknowledge(finished)
+  }
+
+  const armTimer = () => {
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+    if (!started || stopped) return
+    const next = queues.nextDueAt()
+    if (next === undefined) return
+    timer = setTimeout(() => {
+      timer = undefined
+      void flush()
+    }, Math.max(0, next - now()))
+  }
+
+  /** Hands a message up unless it is a resend already handed up; answers what we already answered. */
+  const handUp = (message: Signed<Message>, signer: Address, id: bigint | undefined) => {
+    const byId = id === undefined ? undefined : `${signer.toLowerCase()}|${message.type}|${id}`
+    const bySignature = message.signature.toLowerCase()
+    const prior = (byId === undefined ? undefined : received.get(byId)) ?? received.get(bySignature)
+    if (prior) {
+      stats.duplicates++
+      const answered = id === undefined ? undefined : answers.get(`${signer.toLowerCase()}|${id}`)
+      if (answered) {
+        // Our Processed (or confirmation) was lost or is still retrying: repeat it now rather than at its next retry.
+        for (const answer of answered) sendOnce(signer, answer)
+        return
+      }
+      if (!awaitsStateAnswer(message) || now() - prior.handedAt < redeliverAfterMs) return
+      prior.handedAt = now()
+      stats.redelivered++
+    } else {
+      const entry: Received = { handedAt: now() }
+      if (byId !== undefined) received.set(byId, entry)
+      received.set(bySignature, entry)
+    }
+    try {
+      onMessage(message, signer)
+    } catch (error) {
+      log?.({ type: 'handlerFailed', error })
+    }
+  }
+
+  const receive = async (lines: string[], from: Address) => {
+    const done: string[] = []
+    for (const line of lines) {
+      if (stopped) return
+      let decoded
+      try {
+        decoded = await decodeMessage(line)
+      } catch (error) {
+        stats.invalid++
+        log?.({ type: 'invalidLine', from, line, error: error as Error })
+        continue
+      }
+      const { message, signer } = decoded
+      if (signer.toLowerCase() === me) {
+        stats.invalid++
+        log?.({ type: 'ownMessage', from, line })
+        continue
+      }
+      stats.received++
+      if (message.type === 'Delivered') {
+        done.push(...queues.delivered(signer, message.delivered_message_identifier))
+        continue
+      }
+      const id = retrievableId(message)
+      // Every retrievable message and every Processed is answered with Delivered at once, duplicates too (§3.5).
+      if (id !== undefined) sendOnce(signer, { type: 'Delivered', delivered_message_identifier: id })
+      if (message.type === 'Processed') {
+        done.push(...queues.processed(signer, message.message_identifier))
+        continue
+      }
+      if (message.type === 'WithdrawConfirmation') done.push(...queues.withdrawConfirmed(signer, message.message_identifier))
+      handUp(message, signer, id)
+    }
+    acknowledge(done)
+    scheduleFlush()
+  }
+
+  return {
+    async start() {
+      if (started) return
+      started = true
+      transport.onPeerSeen?.((peer) => {
+        if (queues.peerSeen(peer, now()) > 0) scheduleFlush()
+      })
+      await transport.start((lines, from) => {
+        if (stopped) return
+        // One batch at a time, in arrival order: the state machine must see a channel's messages in order.
+        receiving = receiving.then(() => receive(lines, from))
+      })
+      scheduleFlush()
+    },
+
+    enqueue(records) {
+      if (stopped) return
+      const t = now()
+      for (const record of records) {
+        rememberAnswer(record)
+        queues.add(record, t)
+      }
+      scheduleFlush()
+    },
+
+    cancel(keys) {
+      queues.remove(keys)
+    },
+
+    pending() {
+      return queues.records()
+    },
+
+    stats() {
+      return { ...stats, pending: queues.size }
+    },
+
+    async stop() {
+      if (stopped) return
+      stopped = true
+      if (timer !== undefined) clearTimeout(timer)
+      timer = undefined
+      await flushing
+      await receiving
+      await transport.stop()
+    },
+  }
+}

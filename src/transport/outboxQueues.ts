@@ -1,0 +1,173 @@
+import type { Address } from 'viem'
+import type { Message } from '../protocol/messages/types.ts'
+import type { OutboxRecord } from '../storage/storage.ts'
+import { retrievableId } from './acknowledgement.ts'
+import { retryDelay, type Backoff } from './backoff.ts'
+
+/** One message waiting for its acknowledgement, with its retry schedule (kept in memory only). */
+export type PendingMessage = {
+  readonly record: OutboxRecord
+  readonly peer: string
+  readonly id: bigint | undefined
+  /** Enqueue order: breaks ties in a channel queue and orders everything else. */
+  readonly seq: number
+  /** Sends since the last reset (the backoff exponent); reset when the peer is seen again. */
+  attempts: number
+  nextAttemptAt: number
+  /** Every send, for statistics. */
+  sends: number
+  /** The signed wire line, made on the first send: signing is deterministic, so it never changes. */
+  line?: string
+}
+
+/** What is due now, per recipient (lowercase address), in sending order. */
+export type DueMessages = Map<string, PendingMessage[]>
+
+const nonceOf = (message: Message): bigint | undefined => ('nonce' in message ? message.nonce : undefined)
+
+/** Channel-queue order: by nonce (what the receiver enforces), then by enqueue order. */
+function before(a: PendingMessage, b: PendingMessage): boolean {
+  const na = nonceOf(a.record.message)
+  const nb = nonceOf(b.record.message)
+  if (na !== undefined && nb !== undefined && na !== nb) return na < nb
+  return a.seq < b.seq
+}
+
+const queueOf = (p: PendingMessage) => (p.record.channelKey === undefined ? undefined : `${p.peer}|${p.record.channelKey}`)
+
+/**
+ * The messages waiting for acknowledgement, in Raiden's queues (protocol.md §3.5): one ordered queue per
+ * (recipient, channel) for balance proofs and withdraw messages, one unordered queue per recipient for the rest.
+ * Applies the removal rules and decides what is due; it keeps no timers and does no I/O.
+ */
+export class OutboxQueues {
+  readonly #pending = new Map<string, PendingMessage>()
+  #seq = 0
+
+  constructor(readonly backoff: Backoff) {}
+
+  get size(): number {
+    return this.#pending.size
+  }
+
+  /** Adds a record, due at once; false if its key is already pending (a record is queued once). */
+  add(record: OutboxRecord, now: number): boolean {
+    if (this.#pending.has(record.key)) return false
+    this.#pending.set(record.key, {
+      record,
+      peer: record.recipient.toLowerCase(),
+      id: retrievableId(record.message),
+      seq: this.#seq++,
+      attempts: 0,
+      nextAttemptAt: now,
+      sends: 0,
+    })
+    return true
+  }
+
+  /** Removes these keys; returns those that were pending. */
+  remove(keys: readonly string[]): string[] {
+    return keys.filter((key) => this.#pending.delete(key))
+  }
+
+  /** The pending records, with their in-memory attempt counts. */
+  records(): OutboxRecord[] {
+    return [...this.#pending.values()].map((p) => ({ ...p.record, attempts: p.attempts, nextAttemptAt: p.nextAttemptAt }))
+  }
+
+  /** When the earliest retry is due, or undefined if nothing is pending. */
+  nextDueAt(): number | undefined {
+    let next: number | undefined
+    for (const p of this.#pending.values()) if (next === undefined || p.nextAttemptAt < next) next = p.nextAttemptAt
+    return next
+  }
+
+  /** The peer is back: everything to it is due now, and its backoff starts over. */
+  peerSeen(peer: Address, now: number): number {
+    let count = 0
+    for (const p of this.#pending.values())
+      if (p.peer === peer.toLowerCase()) {
+        p.attempts = 0
+        p.nextAttemptAt = now
+        count++
+      }
+    return count
+  }
+
+  /**
+   * Takes what is due at `now` and schedules its next attempt. In a channel queue a due retry brings along the
+   * messages before it, in nonce order: the receiver accepts a balance proof only after its predecessors, so
+   * resending one alone is useless if an earlier one was lost. First sends go alone (the earlier ones are in
+   * flight). Messages nothing acknowledges (no message_identifier) are sent once and listed in `finished`.
+   */
+  takeDue(now: number): { due: DueMessages; finished: string[] } {
+    const due: DueMessages = new Map()
+    const finished: string[] = []
+    const channelQueues = new Map<string, PendingMessage[]>()
+    const chosen: PendingMessage[] = []
+    for (const p of this.#pending.values()) {
+      const queue = queueOf(p)
+      if (queue === undefined) {
+        if (p.nextAttemptAt <= now) chosen.push(p)
+      } else {
+        const list = channelQueues.get(queue)
+        if (list) list.push(p)
+        else channelQueues.set(queue, [p])
+      }
+    }
+    for (const list of channelQueues.values()) {
+      list.sort((a, b) => (before(a, b) ? -1 : 1))
+      let last = list.length - 1
+      while (last >= 0 && list[last]!.nextAttemptAt > now) last--
+      if (last < 0) continue
+      const retrying = list.slice(0, last + 1).some((p) => p.nextAttemptAt <= now && p.attempts > 0)
+      chosen.push(...list.slice(0, last + 1).filter((p) => retrying || p.nextAttemptAt <= now))
+    }
+    for (const p of chosen) {
+      p.attempts++
+      p.sends++
+      p.nextAttemptAt = now + retryDelay(this.backoff, p.attempts)
+      const list = due.get(p.peer)
+      if (list) list.push(p)
+      else due.set(p.peer, [p])
+      if (p.id === undefined) {
+        this.#pending.delete(p.record.key)
+        finished.push(p.record.key)
+      }
+    }
+    return { due, finished }
+  }
+
+  /**
+   * `Processed(id)` from `peer`: removes every message to it with that id, from all queues, except a
+   * WithdrawRequest (only its WithdrawConfirmation answers it). A Processed of a channel-queue message also
+   * proves its predecessors were applied (the receiver enforces nonce order), so they go too: a lost Processed
+   * then never leaves an older message retrying forever.
+   */
+  processed(peer: Address, id: bigint): string[] {
+    const from = peer.toLowerCase()
+    const hits = this.#select((p) => p.peer === from && p.id === id && p.record.message.type !== 'WithdrawRequest')
+    const implied = this.#select(
+      (p) =>
+        p.record.message.type !== 'WithdrawRequest' &&
+        hits.some((hit) => queueOf(hit) !== undefined && queueOf(hit) === queueOf(p) && before(p, hit)),
+    )
+    return this.remove([...hits, ...implied].map((p) => p.record.key))
+  }
+
+  /** `Delivered(id)` from `peer`: removes messages to it with that id from its unordered queue only. */
+  delivered(peer: Address, id: bigint): string[] {
+    const from = peer.toLowerCase()
+    return this.remove(this.#select((p) => p.peer === from && p.id === id && p.record.channelKey === undefined).map((p) => p.record.key))
+  }
+
+  /** `WithdrawConfirmation` with `id` from `peer`: removes our WithdrawRequest to it with that id. */
+  withdrawConfirmed(peer: Address, id: bigint): string[] {
+    const from = peer.toLowerCase()
+    return this.remove(this.#select((p) => p.peer === from && p.id === id && p.record.message.type === 'WithdrawRequest').map((p) => p.record.key))
+  }
+
+  #select(predicate: (p: PendingMessage) => boolean): PendingMessage[] {
+    return [...this.#pending.values()].filter(predicate)
+  }
+}

@@ -1,0 +1,341 @@
+import { privateKeyToAddress } from 'viem/accounts'
+import { afterEach, describe, expect, test } from 'vitest'
+import { anvilKeys } from '../../../src/devnet/anvil.ts'
+import { encodeMessage, signMessage } from '../../../src/protocol/messages/index.ts'
+import type { Message } from '../../../src/protocol/messages/types.ts'
+import { MemoryVolume, openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
+import { createBroadcastChannelTransport } from '../../../src/transport/broadcastChannelTransport.ts'
+import { createDelivery } from '../../../src/transport/delivery.ts'
+import { lineSigner } from '../../../src/transport/lineSigner.ts'
+import { TOKEN_NETWORK, capacityUpdate, channelKeyOf, processed, record, secretRequest, unlock, withdrawConfirmation, withdrawRequest } from './messages.ts'
+import { eventually, freshChannel, postRaw, sentLines, settle, sleep, testNode, type TestNode, type TestNodeOptions } from './support.ts'
+
+const ch = channelKeyOf(7n)
+const nodes: TestNode[] = []
+afterEach(async () => {
+  await Promise.all(nodes.splice(0).map((n) => n.delivery.stop()))
+})
+
+async function start(index: number, options: TestNodeOptions): Promise<TestNode> {
+  const node = testNode(index, options)
+  nodes.push(node)
+  await node.delivery.start()
+  return node
+}
+
+const line = async (index: number, message: Message) => encodeMessage(await signMessage(anvilKeys[index]!, message))
+const receivedTypes = (node: TestNode) => node.received.map((r) => `${r.message.type}:${'message_identifier' in r.message ? r.message.message_identifier : ''}`)
+
+describe('delivery', () => {
+  test('sends a channel queue in nonce order; the peer applies all; acknowledged keys come back', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName })
+    const b = await start(2, { channelName, answers: true })
+    await settle(a, b)
+    const records = [3n, 1n, 2n].map((n) => record(b.address, unlock(10n + n, n), ch))
+    a.put(records)
+    await eventually(() => expect(a.outbox.size).toBe(0))
+    expect(receivedTypes(b)).toEqual(['Unlock:11', 'Unlock:12', 'Unlock:13'])
+    expect(b.received.every((r) => r.sender === a.address)).toBe(true)
+    expect([...a.acknowledged].sort()).toEqual(records.map((r) => r.key).sort())
+    // B's Processed were answered with Delivered by A, so B's outbox empties too.
+    await eventually(() => expect(b.outbox.size).toBe(0))
+    expect(a.delivery.stats()).toMatchObject({ pending: 0, invalid: 0 })
+  })
+
+  test('retries a balance proof with backoff until Processed arrives, then stops', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 10, maxMs: 40 } })
+    const b = await start(2, { channelName })
+    await settle(a, b)
+    a.put([record(b.address, unlock(1n, 1n), ch)])
+    await eventually(() => expect(b.delivery.stats().received).toBeGreaterThanOrEqual(4))
+    expect(a.delivery.stats().retries).toBeGreaterThanOrEqual(3)
+    expect(a.delivery.stats().pending).toBe(1)
+    expect(b.received).toHaveLength(1) // the resends are duplicates: handed up once
+    b.put([record(a.address, processed(1n))])
+    await eventually(() => expect(a.outbox.size).toBe(0))
+    await sleep(60)
+    const sent = sentLines(a, 'Unlock').length
+    await sleep(100)
+    expect(sentLines(a, 'Unlock')).toHaveLength(sent)
+  })
+
+  test('answers every retrievable message and Processed with one Delivered, never retried; Delivered itself gets no answer', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 5000 } })
+    const b = await start(2, { channelName, backoff: { initialMs: 5000 } })
+    await settle(a, b)
+    a.put([record(b.address, secretRequest(1n)), record(b.address, unlock(2n, 1n), ch)])
+    b.put([record(a.address, processed(9n))])
+    await eventually(() => expect(a.delivery.stats().received).toBe(3)) // Processed(9) + 2 Delivered
+    await sleep(50)
+    expect(sentLines(b, 'Delivered').map((m) => m.delivered_message_identifier).sort()).toEqual(['1', '2'])
+    expect(sentLines(a, 'Delivered').map((m) => m.delivered_message_identifier)).toEqual(['9'])
+    expect(b.received.map((r) => r.message.type).sort()).toEqual(['SecretRequest', 'Unlock'])
+    expect(a.received).toEqual([]) // Processed and Delivered stay in the delivery layer
+  })
+
+  test('Delivered removes an unordered message but not a balance proof', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 5000 } })
+    const b = await start(2, { channelName })
+    await settle(a, b)
+    const request = record(b.address, secretRequest(1n))
+    const proof = record(b.address, unlock(2n, 1n), ch)
+    a.put([request, proof])
+    await eventually(() => expect(a.acknowledged).toEqual([request.key]))
+    await eventually(() => expect(a.delivery.stats().received).toBe(2))
+    expect(a.delivery.pending().map((r) => r.key)).toEqual([proof.key])
+  })
+
+  test('Processed from X removes messages to X with that id from every queue, and not those to another peer', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 5000 } })
+    const b = await start(2, { channelName })
+    const c = await start(3, { channelName })
+    await settle(a, b, c)
+    const toB = [record(b.address, unlock(5n, 1n), ch), record(b.address, processed(5n))]
+    const toC = record(c.address, unlock(5n, 1n), ch)
+    // A owes B a Processed(5) too (same id), so B's Processed(5) removes it as well (§3.5: all queues).
+    a.put([...toB, toC])
+    await eventually(() => expect(c.received).toHaveLength(1))
+    b.put([record(a.address, processed(5n))])
+    await eventually(() => expect([...a.acknowledged].sort()).toEqual(toB.map((r) => r.key).sort()))
+    expect(a.delivery.pending().map((r) => r.key)).toEqual([toC.key])
+  })
+
+  test('a Processed of a later message drops the earlier ones of its channel queue (a lost Processed does not strand them)', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 5000 } })
+    const b = await start(2, { channelName })
+    await settle(a, b)
+    const records = [1n, 2n, 3n].map((n) => record(b.address, unlock(20n + n, n), ch))
+    a.put(records)
+    await eventually(() => expect(b.received).toHaveLength(3))
+    b.put([record(a.address, processed(22n))])
+    await eventually(() => expect([...a.acknowledged].sort()).toEqual([records[0]!.key, records[1]!.key].sort()))
+    expect(a.delivery.pending().map((r) => r.key)).toEqual([records[2]!.key])
+  })
+
+  test('a WithdrawRequest is removed only by the WithdrawConfirmation with its id', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 20, maxMs: 40 } })
+    const b = await start(2, { channelName })
+    await settle(a, b)
+    const request = withdrawRequest(7n, 1n, a.address)
+    a.put([record(b.address, request, ch), record(b.address, unlock(8n, 2n), ch)])
+    await eventually(() => expect(b.received).toHaveLength(2))
+    b.put([record(a.address, processed(7n)), record(a.address, processed(8n))])
+    await eventually(() => expect(a.acknowledged).toEqual([record(b.address, unlock(8n, 2n), ch).key]))
+    await sleep(60) // the Processed(7) arrived too and removed nothing: the request is still retried
+    expect(a.delivery.pending().map((r) => r.message.type)).toEqual(['WithdrawRequest'])
+    const retriedBefore = sentLines(a, 'WithdrawRequest').length
+    await eventually(() => expect(sentLines(a, 'WithdrawRequest').length).toBeGreaterThan(retriedBefore))
+    b.put([record(a.address, withdrawConfirmation(request, 1n), ch)])
+    await eventually(() => expect(a.outbox.size).toBe(0))
+    expect(a.received.map((r) => r.message.type)).toEqual(['WithdrawConfirmation'])
+  })
+
+  test('a lost Processed is recovered by the retry of the Processed itself', async () => {
+    const channelName = freshChannel()
+    // A would retry only after a minute: it is B's retry of its Processed that must get through.
+    const a = await start(1, { channelName, backoff: { initialMs: 60_000 } })
+    const b = await start(2, { channelName, answers: true, backoff: { initialMs: 20, maxMs: 40 } })
+    await settle(a, b)
+    let lost = 0
+    b.drop = (l) => JSON.parse(l).type === 'Processed' && lost++ === 0
+    a.put([record(b.address, unlock(1n, 1n), ch)])
+    await eventually(() => expect(a.outbox.size).toBe(0))
+    expect(lost).toBeGreaterThanOrEqual(2)
+    expect(sentLines(a, 'Unlock')).toHaveLength(1)
+    // A's Delivered for the Processed ends B's retries.
+    await eventually(() => expect(b.outbox.size).toBe(0))
+    expect(b.acknowledged).toEqual([record(a.address, processed(1n)).key])
+  })
+
+  test('a resend of a message already answered is answered again at once, and not handed up again', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 20, maxMs: 40 } })
+    // B would retry its Processed only after a minute: the resend from A must trigger the repeat.
+    const b = await start(2, { channelName, answers: true, backoff: { initialMs: 60_000 } })
+    await settle(a, b)
+    let lost = 0
+    b.drop = (l) => JSON.parse(l).type === 'Processed' && lost++ === 0
+    a.put([record(b.address, unlock(1n, 1n), ch)])
+    await eventually(() => expect(a.outbox.size).toBe(0))
+    expect(sentLines(a, 'Unlock').length).toBeGreaterThanOrEqual(2)
+    expect(b.received).toHaveLength(1)
+    expect(b.delivery.stats().duplicates).toBeGreaterThanOrEqual(1)
+    expect(b.delivery.stats().retries).toBe(0) // the repeat was not B's own retry
+  })
+
+  test('suppresses duplicates (same sender, type and id; or same signature) but still answers each with Delivered', async () => {
+    const channelName = freshChannel()
+    const b = await start(2, { channelName, redeliverAfterMs: 60_000 })
+    const sender = privateKeyToAddress(anvilKeys[1]!)
+    const proof = await line(1, unlock(1n, 1n))
+    const request = await line(1, secretRequest(2n))
+    const capacity = await line(1, capacityUpdate(sender, b.address))
+    postRaw(channelName, b.address, sender, [proof, request, capacity])
+    postRaw(channelName, b.address, sender, [proof, request, capacity])
+    // The same type and id with other content (another signature) is a duplicate too.
+    postRaw(channelName, b.address, sender, [await line(1, { ...secretRequest(2n), amount: 6n })])
+    await eventually(() => expect(b.delivery.stats().received).toBe(7))
+    expect(receivedTypes(b)).toEqual(['Unlock:1', 'SecretRequest:2', 'PFSCapacityUpdate:'])
+    expect(b.delivery.stats().duplicates).toBe(4)
+    await eventually(() => expect(sentLines(b, 'Delivered', sender).map((m) => m.delivered_message_identifier)).toEqual(['1', '2', '1', '2', '2']))
+  })
+
+  test('hands an unanswered balance proof up again after redeliverAfterMs, but never a duplicate secret message', async () => {
+    const channelName = freshChannel()
+    const b = await start(2, { channelName, redeliverAfterMs: 50 })
+    const sender = privateKeyToAddress(anvilKeys[1]!)
+    const lines = [await line(1, unlock(1n, 1n)), await line(1, secretRequest(2n))]
+    postRaw(channelName, b.address, sender, lines)
+    postRaw(channelName, b.address, sender, lines)
+    await eventually(() => expect(b.delivery.stats().received).toBe(4))
+    expect(receivedTypes(b)).toEqual(['Unlock:1', 'SecretRequest:2'])
+    await sleep(60)
+    postRaw(channelName, b.address, sender, lines)
+    await eventually(() => expect(b.delivery.stats().received).toBe(6))
+    expect(receivedTypes(b)).toEqual(['Unlock:1', 'SecretRequest:2', 'Unlock:1'])
+    expect(b.delivery.stats().redelivered).toBe(1)
+  })
+
+  test('resends at once when the peer is seen, without waiting for the backoff', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 60_000 } })
+    const bAddress = privateKeyToAddress(anvilKeys[2]!)
+    a.put([record(bAddress, unlock(1n, 1n), ch)])
+    await eventually(() => expect(a.sends).toHaveLength(1)) // lost: B is not there
+    const b = await start(2, { channelName, answers: true })
+    await eventually(() => expect(a.outbox.size).toBe(0))
+    expect(b.received).toHaveLength(1)
+    expect(sentLines(a, 'Unlock')).toHaveLength(2)
+  })
+
+  test('resumes from the stored outbox after a restart: everything pending goes out at once; acknowledged keys get deleted', async () => {
+    const channelName = freshChannel()
+    const key = anvilKeys[1]!
+    const address = privateKeyToAddress(key)
+    const bAddress = privateKeyToAddress(anvilKeys[2]!)
+    const identity = { chainId: 31337n, registry: TOKEN_NETWORK, address }
+    const volume = new MemoryVolume()
+    // What the runtime does: commit the outbox puts with the state change, then enqueue; delete what is acknowledged.
+    const run = async () => {
+      const storage = await openMemoryStorage(identity, { volume })
+      const sends: number[] = []
+      const transport = createBroadcastChannelTransport({ address, channelName })
+      const delivery = createDelivery({
+        transport: { ...transport, send: (to, lines) => (sends.push(lines.length), transport.send(to, lines)) },
+        address,
+        sign: lineSigner(key),
+        backoff: { initialMs: 60_000 },
+        onMessage: () => {},
+        onAcknowledged: (keys) => void storage.commit({ outbox: { delete: keys } }),
+      })
+      const { outbox } = await storage.load()
+      delivery.enqueue(outbox)
+      await delivery.start()
+      return { storage, delivery, loaded: outbox, sends }
+    }
+    const first = await run()
+    const records = [record(bAddress, unlock(1n, 1n), ch), record(bAddress, unlock(2n, 2n), ch), record(bAddress, secretRequest(3n))]
+    await first.storage.commit({ outbox: { put: records } })
+    first.delivery.enqueue(records)
+    await eventually(() => expect(first.delivery.stats().sendCalls).toBe(1)) // lost: B is not there yet
+    await first.delivery.stop()
+    await first.storage.close()
+
+    const b = await start(2, { channelName, answers: true })
+    await sleep(20)
+    const again = await run()
+    expect(again.loaded.map((r) => r.key).sort()).toEqual(records.map((r) => r.key).sort())
+    await eventually(async () => expect((await again.storage.load()).outbox).toEqual([]))
+    expect(receivedTypes(b).sort()).toEqual(['SecretRequest:3', 'Unlock:1', 'Unlock:2'])
+    expect(receivedTypes(b).filter((t) => t.startsWith('Unlock'))).toEqual(['Unlock:1', 'Unlock:2'])
+    // At start, not on a retry (a minute away) or on presence: the first send carried all three.
+    expect(again.sends[0]).toBe(3)
+    await again.delivery.stop()
+    await again.storage.close()
+  })
+
+  test('drops invalid lines (counted and logged) and still takes the valid ones of the batch', async () => {
+    const channelName = freshChannel()
+    const b = await start(2, { channelName })
+    const sender = privateKeyToAddress(anvilKeys[1]!)
+    const good = await line(1, secretRequest(1n))
+    const badSignature = good.replace(/"signature":"0x[0-9a-f]{128}/, `"signature":"0x${'00'.repeat(64)}`)
+    const missingField = JSON.stringify({ ...JSON.parse(good), amount: undefined })
+    postRaw(channelName, b.address, sender, ['not json', '{"type":"Ping"}', badSignature, missingField, good])
+    await eventually(() => expect(b.received).toHaveLength(1))
+    expect(b.delivery.stats().invalid).toBe(4)
+    expect(b.logs.map((e) => (e.type === 'invalidLine' ? e.error.name : e.type))).toEqual([
+      'InvalidMessageError',
+      'InvalidMessageError',
+      'InvalidSignatureError',
+      'InvalidMessageError',
+    ])
+  })
+
+  test('hands a message up with its true signer, not the sender the channel claims, and acknowledges to the signer', async () => {
+    const channelName = freshChannel()
+    const b = await start(2, { channelName })
+    const claimed = privateKeyToAddress(anvilKeys[3]!)
+    const signer = privateKeyToAddress(anvilKeys[4]!)
+    postRaw(channelName, b.address, claimed, [await line(4, secretRequest(1n))])
+    await eventually(() => expect(b.received).toHaveLength(1))
+    expect(b.received[0]!.sender).toBe(signer)
+    await eventually(() => expect(b.sends.map((s) => s.to)).toEqual([signer]))
+  })
+
+  test('drops messages signed by this node itself', async () => {
+    const channelName = freshChannel()
+    const b = await start(2, { channelName })
+    postRaw(channelName, b.address, privateKeyToAddress(anvilKeys[1]!), [await line(2, secretRequest(1n))])
+    await eventually(() => expect(b.logs.map((e) => e.type)).toEqual(['ownMessage']))
+    expect(b.received).toEqual([])
+  })
+
+  test('batches: what is queued in the same tick goes to each peer in one send; a received batch is answered in one', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 5000 } })
+    const b = await start(2, { channelName, backoff: { initialMs: 5000 } })
+    const c = await start(3, { channelName, backoff: { initialMs: 5000 } })
+    await settle(a, b, c)
+    a.put([record(b.address, secretRequest(1n))])
+    a.put([record(b.address, secretRequest(2n)), record(c.address, secretRequest(3n))])
+    a.put([record(b.address, unlock(4n, 1n), ch)])
+    await eventually(() => expect(a.delivery.stats().received).toBe(4))
+    expect(a.sends.map((s) => [s.to, s.lines.length])).toHaveLength(2)
+    expect(a.sends.map((s) => [s.to, s.lines.length])).toEqual(expect.arrayContaining([[b.address, 3], [c.address, 1]]))
+    expect(b.sends.map((s) => [s.to, s.lines.length])).toEqual([[a.address, 3]])
+  })
+
+  test('a message nothing acknowledges is sent once and reported done', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 10 } })
+    const b = await start(2, { channelName })
+    await settle(a, b)
+    const update = record(b.address, capacityUpdate(a.address, b.address))
+    a.put([update])
+    await eventually(() => expect(a.acknowledged).toEqual([update.key]))
+    await sleep(50)
+    expect(a.sends).toHaveLength(1)
+    expect(b.received).toHaveLength(1)
+  })
+
+  test('cancel stops the retries of a message', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 10, maxMs: 10 } })
+    const proof = record(privateKeyToAddress(anvilKeys[2]!), unlock(1n, 1n), ch)
+    a.put([proof])
+    await eventually(() => expect(a.sends.length).toBeGreaterThanOrEqual(2))
+    a.delivery.cancel([proof.key])
+    const count = a.sends.length
+    await sleep(50)
+    expect(a.sends.length).toBeLessThanOrEqual(count + 1) // at most one send already under way
+    expect(a.delivery.stats().pending).toBe(0)
+  })
+})

@@ -1,0 +1,134 @@
+import type { Address, Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { vi } from 'vitest'
+import { anvilKeys } from '../../../src/devnet/anvil.ts'
+import type { Message, Signed } from '../../../src/protocol/messages/types.ts'
+import type { OutboxRecord } from '../../../src/storage/storage.ts'
+import type { Backoff } from '../../../src/transport/backoff.ts'
+import { createBroadcastChannelTransport } from '../../../src/transport/broadcastChannelTransport.ts'
+import { createDelivery, type Delivery, type DeliveryLogEvent } from '../../../src/transport/delivery.ts'
+import { lineSigner } from '../../../src/transport/lineSigner.ts'
+import type { Transport } from '../../../src/transport/transport.ts'
+import { answerOf } from './messages.ts'
+
+let channelCounter = 0
+/** A channel name of its own for each test, so tests never hear each other. */
+export const freshChannel = () => `sluice-test-${process.pid}-${++channelCounter}`
+
+export type TestNode = {
+  name: string
+  key: Hex
+  address: Address
+  delivery: Delivery
+  /** Peers the transport reported online. */
+  peers: Address[]
+  /** Every transport.send call, before any line is dropped. */
+  sends: { to: Address; lines: string[] }[]
+  /** What the runtime got: messages handed up, keys reported done. */
+  received: { message: Signed<Message>; sender: Address }[]
+  acknowledged: string[]
+  logs: DeliveryLogEvent[]
+  /** The "durable outbox": records put by the runtime, deleted when acknowledged. */
+  outbox: Map<string, OutboxRecord>
+  /** Drops outgoing lines for which it returns true (a lossy medium). */
+  drop: (line: string, to: Address) => boolean
+  /** Commits and enqueues records, as the runtime does. */
+  put(records: OutboxRecord[]): void
+}
+
+export type TestNodeOptions = {
+  channelName: string
+  /** Answers balance proofs and withdraw messages like the state machine (Processed, WithdrawConfirmation). */
+  answers?: boolean
+  backoff?: Partial<Backoff>
+  redeliverAfterMs?: number
+  /** Outbox records from before a restart. */
+  outbox?: OutboxRecord[]
+}
+
+/** Wraps a transport to record sends and to lose lines on purpose. */
+function observed(inner: Transport, node: Pick<TestNode, 'sends' | 'drop' | 'peers'>): Transport {
+  return {
+    start: (onMessages) => inner.start(onMessages),
+    async send(to, lines) {
+      node.sends.push({ to, lines })
+      const kept = lines.filter((line) => !node.drop(line, to))
+      if (kept.length > 0) await inner.send(to, kept)
+    },
+    onPeerSeen: (listener) =>
+      inner.onPeerSeen!((peer) => {
+        node.peers.push(peer)
+        listener(peer)
+      }),
+    stop: () => inner.stop(),
+  }
+}
+
+/** A delivery instance on a real BroadcastChannel with a tiny fake runtime around it (anvil key `index`). */
+export function testNode(index: number, options: TestNodeOptions): TestNode {
+  const key = anvilKeys[index]!
+  const address = privateKeyToAddress(key)
+  const node = {
+    name: `node${index}`,
+    key,
+    address,
+    peers: [],
+    sends: [],
+    received: [],
+    acknowledged: [],
+    logs: [],
+    outbox: new Map((options.outbox ?? []).map((r) => [r.key, r])),
+    drop: () => false,
+  } as unknown as TestNode
+  let nonce = 100n
+  node.delivery = createDelivery({
+    transport: observed(createBroadcastChannelTransport({ address, channelName: options.channelName }), node),
+    address,
+    sign: lineSigner(key),
+    backoff: { initialMs: options.backoff?.initialMs ?? 30, maxMs: options.backoff?.maxMs ?? Math.max(200, options.backoff?.initialMs ?? 0) },
+    ...(options.redeliverAfterMs === undefined ? {} : { redeliverAfterMs: options.redeliverAfterMs }),
+    onMessage(message, sender) {
+      node.received.push({ message, sender })
+      const answer = options.answers ? answerOf(message, sender, ++nonce) : undefined
+      if (answer) node.put([answer])
+    },
+    onAcknowledged(keys) {
+      node.acknowledged.push(...keys)
+      for (const k of keys) node.outbox.delete(k)
+    },
+    log: (event) => node.logs.push(event),
+  })
+  node.put = (records) => {
+    for (const r of records) node.outbox.set(r.key, r)
+    node.delivery.enqueue(records)
+  }
+  node.delivery.enqueue([...node.outbox.values()])
+  return node
+}
+
+/** Lines of one message type among a node's sends (optionally to one peer). */
+export function sentLines(node: TestNode, type: string, to?: Address): Record<string, unknown>[] {
+  return node.sends
+    .filter((s) => to === undefined || s.to.toLowerCase() === to.toLowerCase())
+    .flatMap((s) => s.lines.map((l) => JSON.parse(l) as Record<string, unknown>))
+    .filter((m) => m.type === type)
+}
+
+/** Waits until every node has seen every other one online, so presence resends are over before a test acts. */
+/** vi.waitFor with room for a loaded 2-core machine (signing in pure JS is slow there). */
+export const eventually = <T>(check: () => T) => vi.waitFor(check, { timeout: 5_000, interval: 10 })
+
+export async function settle(...nodes: TestNode[]): Promise<void> {
+  await eventually(() => {
+    for (const n of nodes) for (const m of nodes) if (n !== m && !n.peers.includes(m.address)) throw new Error(`${n.name} has not seen ${m.name}`)
+  })
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Posts raw lines on a channel as if from `from` (which the channel does not authenticate). */
+export function postRaw(channelName: string, to: Address, from: Address, lines: string[]): void {
+  const channel = new BroadcastChannel(channelName)
+  channel.postMessage({ kind: 'lines', to, from, lines })
+  channel.close()
+}
