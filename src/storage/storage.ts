@@ -67,10 +67,12 @@ export type TransactionRecord = {
   nonce?: number
 }
 
+/** `seq` is the event's own key (unique among events, not the seq of the change that caused it). */
 export type StoredEvent = { seq: number; time: number; event: NodeEvent }
 
 /** One row of the payment history: sent success, sent failed or received success (rest-api.md). */
 export type PaymentRecord = {
+  /** The row's key, unique among payments; the history is ordered by it. */
   seq: number
   /** Milliseconds since the epoch at which the event was written (log_time). */
   time: number
@@ -102,6 +104,15 @@ export type StoredChainEvent = {
 
 export type ChainEventQuery = { address?: Address; tokenNetwork?: Address; channelId?: bigint; fromBlock?: bigint; toBlock?: bigint }
 
+/**
+ * Applied in this order: changes, then `pruneChangesUpTo` (so it also drops changes of this same batch), then
+ * everything else; within outbox and transactions, puts before deletes (a key both put and deleted is gone).
+ * Meta is merged into the stored meta; it may not change the identity or the schema version.
+ * The change log is append-only: a change whose seq is already stored fails the whole commit. Events, payments
+ * and chain events written again under their key (seq, or block and log index) replace the row. Block numbers
+ * must be safe integers (IndexedDB keys cannot be bigints). What the call sees is what is stored: changing the
+ * batch's objects afterwards, even before the promise resolves, does not reach the store.
+ */
 export type Commit = {
   changes?: StoredChange[]
   snapshot?: Snapshot
@@ -116,7 +127,8 @@ export type Commit = {
 }
 
 export type Loaded = {
-  meta?: Meta
+  /** Written when the store is created, so always there. */
+  meta: Meta
   snapshot?: Snapshot
   changes: StoredChange[]
   outbox: OutboxRecord[]
@@ -143,6 +155,16 @@ export class StorageError extends Error {
 /** Another instance already holds this node's store (another tab, another process). */
 export class StorageLockedError extends StorageError {
   override name = 'StorageLockedError' as const
+}
+
+/** The store was closed (by `close`, or by the engine because another connection upgrades or deletes it). */
+export class StorageClosedError extends StorageError {
+  override name = 'StorageClosedError' as const
+}
+
+/** The stored data has a schema newer than this code knows (written by a newer Sluice). */
+export class StorageVersionError extends StorageError {
+  override name = 'StorageVersionError' as const
 }
 
 /** A dump of another node, another chain, or older than what is stored. */

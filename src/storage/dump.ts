@@ -1,0 +1,67 @@
+import { checkCommit } from './checkCommit.ts'
+import { sameIdentity } from './identity.ts'
+import { DumpRejectedError, STORAGE_SCHEMA_VERSION, StorageError, type Meta, type StorageDump, type StorageIdentity } from './storage.ts'
+
+/** How far a store's state goes: the seq of its snapshot or of its last change, whichever is later (-1: none). */
+export function progressOf(snapshotSeq: number | undefined, lastChangeSeq: number | undefined): number {
+  return Math.max(snapshotSeq ?? -1, lastChangeSeq ?? -1)
+}
+
+/** What is stored now, to compare a dump against. */
+export type StoredProgress = { meta: Meta; progress: number }
+
+/**
+ * Checks that `dump` may replace the store of `identity`: well formed, same chain, registry and node, same schema,
+ * and not older than what is stored (fewer changes or an earlier synced block), so a stale backup can never roll
+ * back signed balance proofs. Equal is accepted: importing the same dump twice is harmless.
+ */
+export function checkDump(dump: unknown, identity: StorageIdentity, stored: StoredProgress): StorageDump {
+  const d = checkShape(dump)
+  if (!sameIdentity(d.meta, identity)) {
+    const what = d.meta.chainId !== identity.chainId ? 'chain' : d.meta.registry.toLowerCase() !== identity.registry.toLowerCase() ? 'token network registry' : 'node address'
+    throw new DumpRejectedError(`the dump belongs to another ${what} (chain ${d.meta.chainId}, registry ${d.meta.registry}, address ${d.meta.address})`)
+  }
+  if (d.meta.schemaVersion !== STORAGE_SCHEMA_VERSION) {
+    throw new DumpRejectedError(`the dump has schema version ${d.meta.schemaVersion}; this node reads version ${STORAGE_SCHEMA_VERSION}`)
+  }
+  try {
+    checkCommit({ changes: d.changes, snapshot: d.snapshot, events: d.events, payments: d.payments, chainEvents: d.chainEvents, outbox: { put: d.outbox }, transactions: { put: d.transactions } }, identity)
+  } catch (e) {
+    if (e instanceof StorageError) throw new DumpRejectedError(`the dump holds an invalid row: ${e.message}`, { cause: e })
+    throw e
+  }
+  const progress = progressOf(d.snapshot?.seq, d.changes.reduce((max, c) => Math.max(max, c.seq), -1))
+  if (progress < stored.progress) throw new DumpRejectedError(`the dump is older than the stored state (it reaches seq ${progress}, the store seq ${stored.progress})`)
+  if (d.meta.syncedBlock < stored.meta.syncedBlock) {
+    throw new DumpRejectedError(`the dump is older than the stored state (synced to block ${d.meta.syncedBlock}, the store to ${stored.meta.syncedBlock})`)
+  }
+  return d
+}
+
+const LISTS = ['changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions'] as const
+
+function checkShape(dump: unknown): StorageDump {
+  if (!isObject(dump) || dump.format !== 'sluice-dump') throw new DumpRejectedError('not a Sluice dump (format is not "sluice-dump")')
+  const meta = dump.meta
+  if (
+    !isObject(meta) ||
+    typeof meta.chainId !== 'bigint' ||
+    typeof meta.registry !== 'string' ||
+    typeof meta.address !== 'string' ||
+    typeof meta.schemaVersion !== 'number' ||
+    typeof meta.syncedBlock !== 'bigint' ||
+    typeof meta.createdAt !== 'number'
+  ) {
+    throw new DumpRejectedError('the dump has no valid meta (were its bigints decoded?)')
+  }
+  for (const list of LISTS) {
+    const rows = dump[list]
+    if (!Array.isArray(rows) || !rows.every(isObject)) throw new DumpRejectedError(`the dump's ${list} is not a list of records`)
+  }
+  if (dump.snapshot !== undefined && !isObject(dump.snapshot)) throw new DumpRejectedError("the dump's snapshot is not a record")
+  return dump as StorageDump
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,77 @@
+import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb'
+import { initialMeta } from './meta.ts'
+import type { Meta, OutboxRecord, PaymentRecord, Snapshot, StorageIdentity, StoredChainEvent, StoredChange, StoredEvent, TransactionRecord } from './storage.ts'
+
+/** Keys of the single rows of the meta and snapshot stores. */
+export const META_KEY = 'meta'
+export const SNAPSHOT_KEY = 'snapshot'
+
+/** A payment with its lower-case token and partner beside it, for the indexes. */
+export type PaymentRow = { seq: number; token: string; partner: string; record: PaymentRecord }
+
+/**
+ * A chain event with its keys beside it: IndexedDB keys cannot be bigints, so the block number is kept as a
+ * number (a safe integer, checked on commit) and the channel id as a decimal string (only compared for equality).
+ */
+export type ChainEventRow = { block: number; logIndex: number; address: string; tokenNetwork?: string; channel?: string; record: StoredChainEvent }
+
+export interface SluiceDbSchema extends DBSchema {
+  meta: { key: string; value: Meta }
+  snapshot: { key: string; value: Snapshot }
+  changes: { key: number; value: StoredChange }
+  events: { key: number; value: StoredEvent }
+  payments: { key: number; value: PaymentRow; indexes: { token: [string, number]; partner: [string, number]; tokenPartner: [string, string, number] } }
+  chainEvents: {
+    key: [number, number]
+    value: ChainEventRow
+    indexes: { address: [string, number, number]; tokenNetwork: [string, number, number]; channel: [string, number, number] }
+  }
+  outbox: { key: string; value: OutboxRecord }
+  transactions: { key: string; value: TransactionRecord }
+}
+
+export type SluiceDb = IDBPDatabase<SluiceDbSchema>
+export type UpgradeTransaction = IDBPTransaction<SluiceDbSchema, StoreNames<SluiceDbSchema>[], 'versionchange'>
+
+/**
+ * Step `v` takes a database at version v - 1 to version v, inside the upgrade transaction. Steps run one after
+ * another from the stored version, so a store several versions behind goes through each step in order.
+ */
+export type IdbMigration = (db: SluiceDb, tx: UpgradeTransaction, identity: StorageIdentity) => void
+
+export const idbMigrations: Record<number, IdbMigration> = {
+  1(db, tx, identity) {
+    db.createObjectStore('meta')
+    db.createObjectStore('snapshot')
+    db.createObjectStore('changes', { keyPath: 'seq' })
+    db.createObjectStore('events', { keyPath: 'seq' })
+    const payments = db.createObjectStore('payments', { keyPath: 'seq' })
+    payments.createIndex('token', ['token', 'seq'])
+    payments.createIndex('partner', ['partner', 'seq'])
+    payments.createIndex('tokenPartner', ['token', 'partner', 'seq'])
+    const chainEvents = db.createObjectStore('chainEvents', { keyPath: ['block', 'logIndex'] })
+    // Rows without a token network or channel have no entry in that index (a compound key path must resolve fully).
+    chainEvents.createIndex('address', ['address', 'block', 'logIndex'])
+    chainEvents.createIndex('tokenNetwork', ['tokenNetwork', 'block', 'logIndex'])
+    chainEvents.createIndex('channel', ['channel', 'block', 'logIndex'])
+    db.createObjectStore('outbox', { keyPath: 'key' })
+    db.createObjectStore('transactions', { keyPath: 'key' })
+    // A failure aborts the upgrade transaction, and with it the open: nothing to handle here.
+    tx.objectStore('meta').put(initialMeta(identity), META_KEY).catch(() => {})
+  },
+}
+
+export function paymentRow(p: PaymentRecord): PaymentRow {
+  return { seq: p.seq, token: p.token.toLowerCase(), partner: p.partner.toLowerCase(), record: p }
+}
+
+export function chainEventRow(e: StoredChainEvent): ChainEventRow {
+  return {
+    block: Number(e.blockNumber),
+    logIndex: e.logIndex,
+    address: e.address.toLowerCase(),
+    ...(e.tokenNetwork !== undefined ? { tokenNetwork: e.tokenNetwork.toLowerCase() } : {}),
+    ...(e.channelId !== undefined ? { channel: e.channelId.toString() } : {}),
+    record: e,
+  }
+}

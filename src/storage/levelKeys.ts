@@ -1,0 +1,81 @@
+import type { PaymentRecord, StorageIdentity, StoredChainEvent } from './storage.ts'
+
+/**
+ * The LevelDB key layout. Keys are strings ordered byte-wise, so numbers are zero-padded to a fixed width
+ * (lexicographic order = numeric order) and each kind of row has a prefix ending in `!`. Secondary indexes
+ * are extra keys with an empty value whose suffix is the primary key's suffix, written in the same batch as
+ * the row: a filtered, paged query is one range scan over an index.
+ */
+export const META_KEY = 'meta'
+export const SNAPSHOT_KEY = 'snapshot'
+
+/** Safe integers have at most 16 decimal digits; uint256 at most 78. */
+const pad = (n: number) => n.toString().padStart(16, '0')
+const padUint256 = (n: bigint) => n.toString().padStart(78, '0')
+
+export const CHANGES = 'c!'
+export const EVENTS = 'e!'
+export const PAYMENTS = 'p!'
+export const CHAIN_EVENTS = 'ce!'
+export const OUTBOX = 'o!'
+export const TRANSACTIONS = 'tx!'
+
+export const changeKey = (seq: number) => CHANGES + pad(seq)
+export const eventKey = (seq: number) => EVENTS + pad(seq)
+export const paymentKey = (seq: number) => PAYMENTS + pad(seq)
+export const outboxKey = (key: string) => OUTBOX + key
+export const transactionKey = (key: string) => TRANSACTIONS + key
+
+/** The payment indexes' prefixes: by token, by partner, by token and partner (addresses lower case). */
+export function paymentIndexPrefix(token: string | undefined, partner: string | undefined): string {
+  const t = token?.toLowerCase()
+  const p = partner?.toLowerCase()
+  return t !== undefined && p !== undefined ? `ptp!${t}!${p}!` : t !== undefined ? `pt!${t}!` : p !== undefined ? `pp!${p}!` : PAYMENTS
+}
+
+export function paymentIndexKeys(p: PaymentRecord): string[] {
+  const seq = pad(p.seq)
+  return [paymentIndexPrefix(p.token, undefined) + seq, paymentIndexPrefix(undefined, p.partner) + seq, paymentIndexPrefix(p.token, p.partner) + seq]
+}
+
+/** A payment index key names its row by its last 16 characters (the seq). */
+export const paymentKeyOfIndexKey = (key: string) => PAYMENTS + key.slice(-16)
+
+/** `<block>!<logIndex>`: the position of a chain event, shared by its row and its index keys. */
+const position = (e: StoredChainEvent) => `${pad(Number(e.blockNumber))}!${pad(e.logIndex)}`
+
+export const chainEventKey = (e: StoredChainEvent) => CHAIN_EVENTS + position(e)
+
+/** The chain event indexes' prefixes; the narrowest one the query allows (channel, token network, address). */
+export function chainEventIndexPrefix(query: { address?: string; tokenNetwork?: string; channelId?: bigint }): string {
+  if (query.channelId !== undefined) return `cech!${padUint256(query.channelId)}!`
+  if (query.tokenNetwork !== undefined) return `cetn!${query.tokenNetwork.toLowerCase()}!`
+  if (query.address !== undefined) return `cea!${query.address.toLowerCase()}!`
+  return CHAIN_EVENTS
+}
+
+export function chainEventIndexKeys(e: StoredChainEvent): string[] {
+  const at = position(e)
+  const keys = [chainEventIndexPrefix({ address: e.address }) + at]
+  if (e.tokenNetwork !== undefined) keys.push(chainEventIndexPrefix({ tokenNetwork: e.tokenNetwork }) + at)
+  if (e.channelId !== undefined) keys.push(chainEventIndexPrefix({ channelId: e.channelId }) + at)
+  return keys
+}
+
+/** A chain event index key names its row by its last 33 characters (`<block>!<logIndex>`). */
+export const chainEventKeyOfIndexKey = (key: string) => CHAIN_EVENTS + key.slice(-33)
+
+/** Keys under `prefix` whose block is within [from, to]: after the block comes `!`, and `"` sorts right after it. */
+export function blockRange(prefix: string, from: number, to: number): { gte: string; lt: string } {
+  return { gte: `${prefix}${pad(from)}!`, lt: `${prefix}${pad(to)}"` }
+}
+
+/** Every key that starts with `prefix` (which ends in `!`; `"` is the next character). */
+export function prefixRange(prefix: string): { gte: string; lt: string } {
+  return { gte: prefix, lt: `${prefix.slice(0, -1)}"` }
+}
+
+/** The store's directory name under the data directory: `<chainId>-<registry>-<address>`, lower case. */
+export function levelDirName(identity: StorageIdentity): string {
+  return `${identity.chainId}-${identity.registry.toLowerCase()}-${identity.address.toLowerCase()}`
+}

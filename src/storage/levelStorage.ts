@@ -1,0 +1,382 @@
+import { ClassicLevel } from 'classic-level'
+import { join } from 'node:path'
+import { deserialize, serialize } from 'node:v8'
+import { asStorageError } from './asStorageError.ts'
+import { checkCommit } from './checkCommit.ts'
+import { checkDump, progressOf } from './dump.ts'
+import { checkIdentity, sameIdentity } from './identity.ts'
+import {
+  blockRange,
+  CHAIN_EVENTS,
+  chainEventIndexKeys,
+  chainEventIndexPrefix,
+  chainEventKey,
+  chainEventKeyOfIndexKey,
+  CHANGES,
+  changeKey,
+  EVENTS,
+  eventKey,
+  levelDirName,
+  META_KEY,
+  OUTBOX,
+  outboxKey,
+  PAYMENTS,
+  paymentIndexKeys,
+  paymentIndexPrefix,
+  paymentKey,
+  paymentKeyOfIndexKey,
+  prefixRange,
+  SNAPSHOT_KEY,
+  TRANSACTIONS,
+  transactionKey,
+} from './levelKeys.ts'
+import { initialMeta, mergeMeta } from './meta.ts'
+import { blockSpan, chainEventMatches, checkPage } from './queries.ts'
+import {
+  STORAGE_SCHEMA_VERSION,
+  StorageClosedError,
+  StorageError,
+  StorageLockedError,
+  StorageVersionError,
+  type ChainEventQuery,
+  type Commit,
+  type Loaded,
+  type Meta,
+  type PaymentQuery,
+  type PaymentRecord,
+  type Snapshot,
+  type Storage,
+  type StorageDump,
+  type StorageIdentity,
+  type StoredChainEvent,
+  type StoredChange,
+  type StoredEvent,
+} from './storage.ts'
+
+// The only module that may import classic-level or node:*: the browser bundle never reaches it.
+
+export type OpenLevelStorageOptions = { dataDir: string }
+
+type LevelDb = ClassicLevel<string, Uint8Array>
+type Op = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string }
+type Range = { gte?: string; gt?: string; lt?: string; lte?: string }
+
+// node:v8 is the structured clone format: bigints and nested data, fast; a value it cannot clone throws.
+const encode = (value: unknown): Uint8Array => serialize(value)
+const decode = <T>(bytes: Uint8Array): T => deserialize(bytes) as T
+const EMPTY = new Uint8Array(0)
+const put = (key: string, value: unknown): Op => ({ type: 'put', key, value: encode(value) })
+
+/** Where the store of `identity` lives: `<dataDir>/<chainId>-<registry>-<address>` (lower case). */
+export function levelLocation(identity: StorageIdentity, dataDir: string): string {
+  return join(dataDir, levelDirName(identity))
+}
+
+/**
+ * Opens the node's LevelDB store for the headless node. Every commit is one batch written with `sync: true`
+ * (fsync), so a resolved commit survives kill -9 and power loss. LevelDB's LOCK file keeps a second process
+ * (or a second open in this one) out: that open fails with StorageLockedError.
+ */
+export async function openLevelStorage(identity: StorageIdentity, options: OpenLevelStorageOptions): Promise<Storage> {
+  checkIdentity(identity)
+  const location = levelLocation(identity, options.dataDir)
+  const db: LevelDb = new ClassicLevel<string, Uint8Array>(location, { keyEncoding: 'utf8', valueEncoding: 'view' })
+  try {
+    await db.open()
+  } catch (e) {
+    if (hasCode(e, 'LEVEL_LOCKED')) throw new StorageLockedError(`the store ${location} is open in another process or instance`, { cause: e })
+    throw asStorageError(e, `opening ${location}`)
+  }
+  try {
+    return new LevelStorage(identity, db, await migrate(db, identity))
+  } catch (e) {
+    await db.close().catch(() => {})
+    throw asStorageError(e, `opening ${location}`)
+  }
+}
+
+/**
+ * Step `v` takes a store at schema version v - 1 to v; it returns the writes to make, and the runner adds the
+ * meta with the new version to the same synced batch, so each step is atomic and an interrupted run resumes.
+ */
+type LevelMigration = (db: LevelDb) => Promise<Op[]>
+
+const levelMigrations: Record<number, LevelMigration> = {
+  // A new store: nothing but its meta. Anything already there is not a Sluice store, so leave it alone.
+  async 1(db) {
+    for await (const key of db.keys({ limit: 1 })) throw new StorageError(`the directory holds a LevelDB store that is not Sluice's (found key ${key}, no meta)`)
+    return []
+  },
+}
+
+async function migrate(db: LevelDb, identity: StorageIdentity): Promise<Meta> {
+  const stored = await db.get(META_KEY)
+  let meta = stored ? decode<Meta>(stored) : undefined
+  if (meta && !sameIdentity(meta, identity)) throw new StorageError(`the store at ${db.location} belongs to another node (${meta.chainId}, ${meta.registry}, ${meta.address})`)
+  const from = meta?.schemaVersion ?? 0
+  if (from > STORAGE_SCHEMA_VERSION) {
+    throw new StorageVersionError(`the store at ${db.location} has schema version ${from}, newer than ${STORAGE_SCHEMA_VERSION} (written by a newer Sluice)`)
+  }
+  for (let v = from + 1; v <= STORAGE_SCHEMA_VERSION; v++) {
+    const step = levelMigrations[v]
+    if (!step) throw new StorageError(`no migration to schema version ${v}`)
+    const ops = await step(db)
+    meta = { ...(meta ?? initialMeta(identity)), schemaVersion: v }
+    await db.batch([...ops, put(META_KEY, meta)], { sync: true })
+  }
+  if (!meta) throw new StorageError(`the store at ${db.location} has no meta`)
+  return meta
+}
+
+/**
+ * A commit encoded when it is called, so that the caller changing its objects afterwards cannot reach the store,
+ * and a value that cannot be encoded fails the call before anything is written. What needs the stored data
+ * (append-only check, old index keys, keys to prune) is looked up when its turn to write comes.
+ */
+type Planned = {
+  changeSeqs: number[]
+  paymentKeys: string[]
+  chainEventKeys: string[]
+  prune?: number
+  /** Rows and their index entries, in batch order. */
+  puts: Op[]
+  /** Outbox and transaction deletes: after the puts, so a key both put and deleted is gone. */
+  deletes: Op[]
+  meta?: Partial<Meta>
+}
+
+function plan(batch: Commit): Planned {
+  const prune = batch.pruneChangesUpTo
+  const puts: Op[] = []
+  for (const c of batch.changes ?? []) if (prune === undefined || c.seq > prune) puts.push(put(changeKey(c.seq), c))
+  if (batch.snapshot) puts.push(put(SNAPSHOT_KEY, batch.snapshot))
+  for (const e of batch.events ?? []) puts.push(put(eventKey(e.seq), e))
+  for (const p of batch.payments ?? []) {
+    puts.push(put(paymentKey(p.seq), p))
+    for (const key of paymentIndexKeys(p)) puts.push({ type: 'put', key, value: EMPTY })
+  }
+  for (const e of batch.chainEvents ?? []) {
+    puts.push(put(chainEventKey(e), e))
+    for (const key of chainEventIndexKeys(e)) puts.push({ type: 'put', key, value: EMPTY })
+  }
+  for (const r of batch.outbox?.put ?? []) puts.push(put(outboxKey(r.key), r))
+  for (const r of batch.transactions?.put ?? []) puts.push(put(transactionKey(r.key), r))
+  const deletes: Op[] = [
+    ...(batch.outbox?.delete ?? []).map((k): Op => ({ type: 'del', key: outboxKey(k) })),
+    ...(batch.transactions?.delete ?? []).map((k): Op => ({ type: 'del', key: transactionKey(k) })),
+  ]
+  return {
+    changeSeqs: (batch.changes ?? []).map((c) => c.seq),
+    paymentKeys: (batch.payments ?? []).map((p) => paymentKey(p.seq)),
+    chainEventKeys: (batch.chainEvents ?? []).map(chainEventKey),
+    ...(prune !== undefined ? { prune } : {}),
+    puts,
+    deletes,
+    ...(batch.meta ? { meta: { ...batch.meta } } : {}),
+  }
+}
+
+class LevelStorage implements Storage {
+  #closed = false
+  // Writes run one at a time: each reads (old index entries, keys to prune) before its batch.
+  #writes: Promise<unknown> = Promise.resolve()
+  readonly #reads = new Set<Promise<unknown>>()
+
+  constructor(
+    private readonly identity: StorageIdentity,
+    private readonly db: LevelDb,
+    private meta: Meta,
+  ) {}
+
+  async commit(batch: Commit): Promise<void> {
+    this.usable()
+    checkCommit(batch, this.identity)
+    let planned: Planned
+    try {
+      planned = plan(batch)
+    } catch (e) {
+      throw asStorageError(e, 'commit')
+    }
+    await this.serial(() => this.write(planned), 'commit')
+  }
+
+  private async write(planned: Planned): Promise<void> {
+    const db = this.db
+    const stored = planned.changeSeqs.length > 0 ? await db.hasMany(planned.changeSeqs.map(changeKey)) : []
+    const again = planned.changeSeqs.find((_, i) => stored[i])
+    if (again !== undefined) throw new StorageError(`change ${again} is already stored (the log is append-only)`)
+    // A row written again (same seq or position) may have other index keys than before: drop the old ones first.
+    const dropped: Op[] = []
+    for (const [keys, indexKeys] of [
+      [planned.paymentKeys, (row: Uint8Array) => paymentIndexKeys(decode<PaymentRecord>(row))],
+      [planned.chainEventKeys, (row: Uint8Array) => chainEventIndexKeys(decode<StoredChainEvent>(row))],
+    ] as const) {
+      if (keys.length === 0) continue
+      for (const old of await db.getMany(keys)) if (old) for (const key of indexKeys(old)) dropped.push({ type: 'del', key })
+    }
+    if (planned.prune !== undefined) for await (const key of db.keys({ gte: CHANGES, lte: changeKey(planned.prune) })) dropped.push({ type: 'del', key })
+    const meta = mergeMeta(this.meta, planned.meta)
+    const ops = [...dropped, ...planned.puts, ...planned.deletes, ...(planned.meta ? [put(META_KEY, meta)] : [])]
+    if (ops.length === 0) return
+    // One batch: LevelDB applies it atomically; sync makes it durable before the promise resolves.
+    await db.batch(ops, { sync: true })
+    this.meta = meta
+  }
+
+  async load(): Promise<Loaded> {
+    this.usable()
+    return this.read('load', async (snapshot) => {
+      const [meta, snap] = await this.db.getMany([META_KEY, SNAPSHOT_KEY], { snapshot })
+      if (!meta) throw new StorageError('the store has no meta')
+      const state = snap ? decode<Snapshot>(snap) : undefined
+      const changes = prefixRange(CHANGES)
+      return {
+        meta: decode<Meta>(meta),
+        ...(state ? { snapshot: state } : {}),
+        changes: await this.values<StoredChange>(state ? { gt: changeKey(state.seq), lt: changes.lt } : changes, snapshot),
+        outbox: await this.values({ ...prefixRange(OUTBOX) }, snapshot),
+        transactions: await this.values({ ...prefixRange(TRANSACTIONS) }, snapshot),
+      }
+    })
+  }
+
+  async payments(query: PaymentQuery): Promise<PaymentRecord[]> {
+    this.usable()
+    const { offset, limit } = checkPage(query)
+    if (limit === 0) return []
+    return this.read('payments', async (snapshot) => {
+      const prefix = paymentIndexPrefix(query.token, query.partner)
+      const keys = await this.keys({ ...prefixRange(prefix) }, offset, limit, snapshot)
+      return this.getMany<PaymentRecord>(prefix === PAYMENTS ? keys : keys.map(paymentKeyOfIndexKey), snapshot)
+    })
+  }
+
+  async events(query: { limit?: number; offset?: number }): Promise<StoredEvent[]> {
+    this.usable()
+    const { offset, limit } = checkPage(query)
+    if (limit === 0) return []
+    return this.read('events', async (snapshot) => this.getMany<StoredEvent>(await this.keys({ ...prefixRange(EVENTS) }, offset, limit, snapshot), snapshot))
+  }
+
+  async chainEvents(query: ChainEventQuery): Promise<StoredChainEvent[]> {
+    this.usable()
+    const span = blockSpan(query)
+    if (!span) return []
+    return this.read('chainEvents', async (snapshot) => {
+      const prefix = chainEventIndexPrefix(query)
+      const keys = await this.keys(blockRange(prefix, span.from, span.to), 0, Infinity, snapshot)
+      const rows = await this.getMany<StoredChainEvent>(prefix === CHAIN_EVENTS ? keys : keys.map(chainEventKeyOfIndexKey), snapshot)
+      return rows.filter((e) => chainEventMatches(e, query))
+    })
+  }
+
+  async exportDump(): Promise<StorageDump> {
+    this.usable()
+    return this.read('exportDump', async (snapshot) => {
+      const [meta, snap] = await this.db.getMany([META_KEY, SNAPSHOT_KEY], { snapshot })
+      if (!meta) throw new StorageError('the store has no meta')
+      return {
+        format: 'sluice-dump',
+        meta: decode<Meta>(meta),
+        ...(snap ? { snapshot: decode<Snapshot>(snap) } : {}),
+        changes: await this.values({ ...prefixRange(CHANGES) }, snapshot),
+        events: await this.values({ ...prefixRange(EVENTS) }, snapshot),
+        payments: await this.values({ ...prefixRange(PAYMENTS) }, snapshot),
+        chainEvents: await this.values({ ...prefixRange(CHAIN_EVENTS) }, snapshot),
+        outbox: await this.values({ ...prefixRange(OUTBOX) }, snapshot),
+        transactions: await this.values({ ...prefixRange(TRANSACTIONS) }, snapshot),
+      }
+    })
+  }
+
+  async importDump(dump: StorageDump): Promise<void> {
+    this.usable()
+    await this.serial(async () => {
+      const db = this.db
+      const [snap] = await db.getMany([SNAPSHOT_KEY])
+      const lastChange = await db.keys({ ...prefixRange(CHANGES), reverse: true, limit: 1 }).all()
+      const progress = progressOf(snap ? decode<Snapshot>(snap).seq : undefined, lastChange[0] === undefined ? undefined : Number(lastChange[0].slice(CHANGES.length)))
+      const d = checkDump(dump, this.identity, { meta: this.meta, progress })
+      // Everything goes and the dump comes in, in one synced batch: a crash leaves the old store or the new one.
+      const ops: Op[] = []
+      for await (const key of db.keys()) ops.push({ type: 'del', key })
+      ops.push(put(META_KEY, d.meta))
+      if (d.snapshot) ops.push(put(SNAPSHOT_KEY, d.snapshot))
+      for (const c of d.changes) ops.push(put(changeKey(c.seq), c))
+      for (const e of d.events) ops.push(put(eventKey(e.seq), e))
+      for (const p of d.payments) {
+        ops.push(put(paymentKey(p.seq), p))
+        for (const key of paymentIndexKeys(p)) ops.push({ type: 'put', key, value: EMPTY })
+      }
+      for (const e of d.chainEvents) {
+        ops.push(put(chainEventKey(e), e))
+        for (const key of chainEventIndexKeys(e)) ops.push({ type: 'put', key, value: EMPTY })
+      }
+      for (const r of d.outbox) ops.push(put(outboxKey(r.key), r))
+      for (const r of d.transactions) ops.push(put(transactionKey(r.key), r))
+      await db.batch(ops, { sync: true })
+      this.meta = d.meta
+    }, 'importDump')
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    // Let what was asked before the close finish, rather than fail it half-way.
+    await this.#writes
+    await Promise.allSettled([...this.#reads])
+    await this.db.close()
+  }
+
+  private usable(): void {
+    if (this.#closed) throw new StorageClosedError('the store is closed')
+  }
+
+  private serial<T>(work: () => Promise<T>, what: string): Promise<T> {
+    const result = this.#writes.then(work)
+    this.#writes = result.catch(() => {})
+    return result.catch((e) => {
+      throw asStorageError(e, what)
+    })
+  }
+
+  /** Runs several reads against one point-in-time view, so a commit in between cannot tear the result. */
+  private async read<T>(what: string, reads: (snapshot: LevelSnapshot) => Promise<T>): Promise<T> {
+    const snapshot = this.db.snapshot()
+    const work = reads(snapshot)
+    this.#reads.add(work)
+    try {
+      return await work
+    } catch (e) {
+      throw asStorageError(e, what)
+    } finally {
+      this.#reads.delete(work)
+      await snapshot.close()
+    }
+  }
+
+  /** Keys of a range from `offset`, at most `limit`: a key-only scan, so rows before the page are not decoded. */
+  private async keys(range: Range, offset: number, limit: number, snapshot: LevelSnapshot): Promise<string[]> {
+    const keys = await this.db.keys({ ...range, limit: limit === Infinity ? -1 : offset + limit, snapshot }).all()
+    return keys.slice(offset)
+  }
+
+  private async getMany<T>(keys: string[], snapshot: LevelSnapshot): Promise<T[]> {
+    const values = await this.db.getMany(keys, { snapshot })
+    return values.map((v, i) => {
+      if (!v) throw new StorageError(`index entry without its row: ${keys[i]}`)
+      return decode<T>(v)
+    })
+  }
+
+  private async values<T>(range: Range, snapshot: LevelSnapshot): Promise<T[]> {
+    return (await this.db.values({ ...range, snapshot }).all()).map((v) => decode<T>(v))
+  }
+}
+
+type LevelSnapshot = ReturnType<LevelDb['snapshot']>
+
+function hasCode(error: unknown, code: string): boolean {
+  for (let e = error; e instanceof Error; e = e.cause) if ((e as { code?: unknown }).code === code) return true
+  return false
+}

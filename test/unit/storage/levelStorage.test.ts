@@ -1,0 +1,109 @@
+import { spawn } from 'node:child_process'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { serialize } from 'node:v8'
+import { ClassicLevel } from 'classic-level'
+import { afterAll, beforeAll, expect, test } from 'vitest'
+import { levelLocation, openLevelStorage } from '../../../src/storage/levelStorage.ts'
+import { STORAGE_SCHEMA_VERSION, StorageError, StorageVersionError, type StorageIdentity } from '../../../src/storage/storage.ts'
+import { describeStorageContract } from './storageContract.ts'
+import { change, newIdentity } from './support/records.ts'
+
+let dataDir = ''
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'sluice-level-'))
+})
+afterAll(async () => {
+  await rm(dataDir, { recursive: true, force: true })
+})
+
+describeStorageContract('LevelDB', {
+  open: (identity) => openLevelStorage(identity, { dataDir }),
+  destroy: (identity) => rm(levelLocation(identity, dataDir), { recursive: true, force: true }),
+  singleInstance: true,
+})
+
+const child = new URL('./support/levelChild.ts', import.meta.url).pathname
+// `--import tsx` resolves from the working directory: the repository root, wherever the tests were started.
+const repoRoot = new URL('../../../', import.meta.url).pathname
+
+/** Runs the child script; `onLine` sees each complete line of its output as it comes. */
+function runChild(args: string[], onLine: (line: string, kill: () => void) => void = () => {}): Promise<{ lines: string[]; signal: NodeJS.Signals | null }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', child, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] })
+  const lines: string[] = []
+  let partial = ''
+  proc.stdout.setEncoding('utf8')
+  proc.stdout.on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n')
+    partial = parts.pop()!
+    for (const line of parts) {
+      lines.push(line)
+      onLine(line, () => proc.kill('SIGKILL'))
+    }
+  })
+  return new Promise((resolve, reject) => {
+    proc.on('error', reject)
+    proc.on('close', (code, signal) => (signal === null && code !== 0 ? reject(new Error(`child exited with ${code}`)) : resolve({ lines, signal })))
+  })
+}
+
+const childArgs = (mode: string, identity: StorageIdentity) => [mode, dataDir, identity.chainId.toString(), identity.registry, identity.address]
+
+test('the store lives in <dataDir>/<chainId>-<registry>-<address>, lower case', async () => {
+  const identity = newIdentity()
+  const storage = await openLevelStorage(identity, { dataDir })
+  await storage.close()
+  expect(await readdir(dataDir)).toContain(`31337-${identity.registry.toLowerCase()}-${identity.address.toLowerCase()}`)
+  expect(levelLocation(identity, dataDir)).toBe(join(dataDir, `31337-${identity.registry.toLowerCase()}-${identity.address.toLowerCase()}`))
+})
+
+test('every commit a killed process saw resolve is there after kill -9, and the log is a gap-free prefix', async () => {
+  const identity = newIdentity()
+  const committed: number[] = []
+  // Twice: the second process resumes the log of the first and is killed mid-loop too.
+  for (const killAfter of [150, 300]) {
+    const { signal } = await runChild(childArgs('commit-loop', identity), (line, kill) => {
+      committed.push(Number(line))
+      if (committed.length === killAfter) kill()
+    })
+    expect(signal).toBe('SIGKILL')
+  }
+  expect(committed).toEqual(Array.from({ length: committed.length }, (_, i) => i + 1))
+  const storage = await openLevelStorage(identity, { dataDir })
+  const loaded = await storage.load()
+  await storage.close()
+  const seqs = loaded.changes.map((c) => c.seq)
+  const last = seqs.at(-1)!
+  expect(last).toBeGreaterThanOrEqual(committed.at(-1)!)
+  expect(seqs).toEqual(Array.from({ length: last }, (_, i) => i + 1))
+  // Each commit landed whole: the outbox and meta belong to the last change, never to an earlier or later one.
+  expect(loaded.outbox.map((r) => r.key)).toEqual([`m${last}`])
+  expect(loaded.meta.syncedBlock).toBe(BigInt(last))
+})
+
+test('a second process cannot open a store this one holds, and can once it is closed', async () => {
+  const identity = newIdentity()
+  const storage = await openLevelStorage(identity, { dataDir })
+  await storage.commit({ changes: [change(1)] })
+  expect((await runChild(childArgs('try-open', identity))).lines).toEqual(['StorageLockedError'])
+  await storage.close()
+  expect((await runChild(childArgs('try-open', identity))).lines).toEqual(['opened'])
+})
+
+test('a store written by a newer schema is refused with StorageVersionError, a foreign LevelDB with StorageError', async () => {
+  const newer = newIdentity()
+  await (await openLevelStorage(newer, { dataDir })).close()
+  const db = new ClassicLevel<string, Uint8Array>(levelLocation(newer, dataDir), { valueEncoding: 'view' })
+  const meta = { ...newer, schemaVersion: STORAGE_SCHEMA_VERSION + 1, syncedBlock: 0n, createdAt: 0 }
+  await db.put('meta', serialize(meta))
+  await db.close()
+  await expect(openLevelStorage(newer, { dataDir })).rejects.toBeInstanceOf(StorageVersionError)
+
+  const foreign = newIdentity()
+  const other = new ClassicLevel<string, string>(levelLocation(foreign, dataDir))
+  await other.put('someone', 'else')
+  await other.close()
+  await expect(openLevelStorage(foreign, { dataDir })).rejects.toThrow(StorageError)
+  await expect(openLevelStorage(foreign, { dataDir })).rejects.toThrow(/not Sluice/)
+})

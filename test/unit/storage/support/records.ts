@@ -1,0 +1,96 @@
+import { getAddress, keccak256, toHex, type Address, type Hex } from 'viem'
+import type { NodeState } from '../../../../src/protocol/state/types.ts'
+import type {
+  OutboxRecord,
+  PaymentRecord,
+  Snapshot,
+  StorageIdentity,
+  StoredChainEvent,
+  StoredChange,
+  StoredEvent,
+  TransactionRecord,
+} from '../../../../src/storage/storage.ts'
+
+// Rows for storage tests: realistic shapes from the protocol types, with bigints where the node has them.
+// Changes, outbox and transaction records are deterministic (equal when built with the same arguments).
+
+export const BIG = 2n ** 255n
+
+export function randomAddress(): Address {
+  return getAddress(toHex(crypto.getRandomValues(new Uint8Array(20))))
+}
+
+export function randomHash(): Hex {
+  return toHex(crypto.getRandomValues(new Uint8Array(32)))
+}
+
+/** A fresh node identity, so every test has its own store. */
+export function newIdentity(): StorageIdentity {
+  return { chainId: 31337n, registry: randomAddress(), address: randomAddress() }
+}
+
+const tokenNetwork = randomAddress()
+const partner = randomAddress()
+
+export function change(seq: number, amount = BIG): StoredChange {
+  return { seq, time: 1_700_000_000_000 + seq, change: { type: 'channelDeposit', tokenNetwork, channelId: BigInt(seq), participant: partner, totalDeposit: amount } }
+}
+
+export function snapshot(seq: number, address: Address, blockNumber = BIG): Snapshot {
+  // Cast: the storage does not read the state, and this keeps the fixture valid as the protocol state grows.
+  const state = {
+    address,
+    chainId: 31337n,
+    blockNumber,
+    nextMessageId: BigInt(seq),
+    tokenNetworks: { [tokenNetwork]: { token: randomAddress(), graph: {} } },
+    channels: {},
+    initiators: {},
+    mediators: {},
+    targets: {},
+    registeredSecrets: { [randomHash()]: BIG },
+  } as NodeState
+  return { seq, state }
+}
+
+export function outbox(key: string, attempts = 0): OutboxRecord {
+  return {
+    key,
+    recipient: partner,
+    message: { type: 'SecretRequest', message_identifier: 12n, payment_identifier: BIG, secrethash: keccak256(toHex(key)), amount: BIG, expiration: 1300n },
+    channelKey: `${tokenNetwork}:7`,
+    queuedAt: 1_700_000_000_000,
+    attempts,
+    nextAttemptAt: 1_700_000_000_500,
+  }
+}
+
+export function transaction(key: string, status: TransactionRecord['status'] = 'pending'): TransactionRecord {
+  return {
+    key,
+    transaction: { type: 'registerSecret', secret: keccak256(toHex(key)), secrethash: keccak256(keccak256(toHex(key))) },
+    createdAt: 1_700_000_000_000,
+    status,
+    ...(status === 'sent' ? { hash: keccak256(toHex(`tx ${key}`)), nonce: 4 } : {}),
+  }
+}
+
+export function event(seq: number): StoredEvent {
+  return { seq, time: 1_700_000_000_000 + seq, event: { type: 'channelStateChanged', tokenNetwork, channelId: BIG, state: 'opened' } }
+}
+
+export function payment(seq: number, token: Address, to: Address, amount = BigInt(seq)): PaymentRecord {
+  return { seq, time: 1_700_000_000_000 + seq, event: 'EventPaymentSentSuccess', token, partner: to, amount, identifier: BigInt(seq), secrethash: randomHash() }
+}
+
+export function chainEvent(blockNumber: bigint, logIndex: number, fields: Partial<StoredChainEvent> = {}): StoredChainEvent {
+  return {
+    blockNumber,
+    logIndex,
+    transactionHash: randomHash(),
+    address: fields.tokenNetwork ?? tokenNetwork,
+    name: 'ChannelNewDeposit',
+    args: { total_deposit: BIG, participant: partner },
+    ...fields,
+  }
+}
