@@ -135,7 +135,15 @@ export function receiveWithdrawConfirmation(state: NodeState, message: Signed<Wi
   if (!sameAddress(sender, channel.partner) || !sameAddress(message.participant, state.address)) return fail('not a confirmation of our withdraw by the partner')
   if (message.chain_id !== channel.chainId) return fail('wrong chain id')
   const pending = channel.our.pendingWithdraws.find((w) => w.totalWithdraw === message.total_withdraw && w.expiration === message.expiration)
-  if (!pending) return fail('no matching withdraw request')
+  if (!pending) {
+    const expired = channel.our.expiredWithdraws?.some((w) => w.totalWithdraw === message.total_withdraw && w.expiration === message.expiration)
+    if (!expired) return fail('no matching withdraw request')
+    // A late confirmation of a withdraw we declared expired: keep nonces in step, do nothing else.
+    if (message.nonce <= channel.partnerEnd.nonce) return sendProcessed(state, sender, message.message_identifier, out)
+    if (message.nonce !== channel.partnerEnd.nonce + 1n) return fail(`nonce ${message.nonce} is not ${channel.partnerEnd.nonce + 1n}`)
+    const next: Channel = { ...channel, partnerEnd: { ...channel.partnerEnd, nonce: message.nonce } }
+    return sendProcessed(putChannel(state, next), sender, message.message_identifier, out)
+  }
   if (pending.confirmationSignature) return sendProcessed(state, sender, message.message_identifier, out)
   if (message.nonce !== channel.partnerEnd.nonce + 1n) return fail(`nonce ${message.nonce} is not ${channel.partnerEnd.nonce + 1n}`)
   const confirmed: PendingWithdraw = { ...pending, confirmationSignature: message.signature }
@@ -183,7 +191,8 @@ export function withdrawOnBlock(state: NodeState, ctx: TransitionContext, out: E
       const [id, s2] = takeMessageId(s)
       s = s2
       const nonce = next.our.nonce + 1n
-      next = { ...next, our: { ...next.our, nonce, pendingWithdraws: next.our.pendingWithdraws.filter((p) => p !== w) } }
+      const expiredWithdraws = [...(next.our.expiredWithdraws ?? []), { totalWithdraw: w.totalWithdraw, expiration: w.expiration }].slice(-16)
+      next = { ...next, our: { ...next.our, nonce, expiredWithdraws, pendingWithdraws: next.our.pendingWithdraws.filter((p) => p !== w) } }
       out.push({
         type: 'send',
         recipient: channel.partner,

@@ -81,6 +81,11 @@ export type ChannelEnd = {
   withdrawn: bigint
   /** Withdraws this end asked for and the partner has not yet seen on-chain or expired. */
   pendingWithdraws: PendingWithdraw[]
+  /**
+   * Our last withdraws that expired: a confirmation can still arrive for one, and it must be applied (it used
+   * the partner's nonce) though it is no longer acted on.
+   */
+  expiredWithdraws?: { totalWithdraw: bigint; expiration: bigint }[]
   /** The last nonce this end used (0: none yet). */
   nonce: bigint
   /** The latest balance proof this end sent; for the partner, with its signature. */

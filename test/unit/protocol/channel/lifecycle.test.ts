@@ -43,6 +43,9 @@ describe('withdraw', () => {
     await net.deliverAll()
     expect(channelOf(net, 'B', 'A').partnerEnd.pendingWithdraws).toEqual([])
     expect(channelOf(net, 'B', 'A').partnerEnd.nonce).toBe(channelOf(net, 'A', 'B').our.nonce)
+    // B's confirmation reached A after A had declared the withdraw expired: A still applies its nonce.
+    expect(channelOf(net, 'A', 'B').partnerEnd.nonce).toBe(channelOf(net, 'B', 'A').our.nonce)
+    expect(channelOf(net, 'B', 'A').our.nonce).toBe(1n)
     expect(balance(channelOf(net, 'A', 'B').our, channelOf(net, 'A', 'B').partnerEnd)).toBe(100n)
   })
 })
