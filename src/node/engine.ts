@@ -127,8 +127,10 @@ export class Engine {
             if (effect.type === 'send') outbox.push(outboxRecord(effect, now))
             else if (effect.type === 'transaction') transactions.push(transactionRecord(effect, seq, i, now))
             else if (effect.type === 'event') {
-              commit.events.push(storedEvent(effect.event, seq, now))
-              const payment = paymentRecord(effect.event, seq, now)
+              // Events and payments need keys of their own: the change's seq, then the effect's place in it.
+              const key = seq * 1000 + Math.min(i, 999)
+              commit.events.push(storedEvent(effect.event, key, now))
+              const payment = paymentRecord(effect.event, key, now)
               if (payment) commit.payments.push(payment)
             }
           })

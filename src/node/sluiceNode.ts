@@ -1,0 +1,378 @@
+import { bytesToHex, sha256, type Address, type Hex } from 'viem'
+import {
+  createBlockWatcher,
+  createChainClient,
+  createTransactionQueue,
+  LogChunkSize,
+  openChannel as sendOpenChannel,
+  sendProtocolTransaction,
+  setTotalDeposit as sendSetTotalDeposit,
+  syncChainEvents,
+  transactionFailedChange,
+  type BlockWatcher,
+  type BlockWatcherEvent,
+  type ChainClient,
+  type TransactionQueue,
+} from '../chain/index.ts'
+import type { Deployment } from '../devnet/deployment.ts'
+import { channelWith, defaultContext, initialState, type TransitionContext } from '../protocol/state/access.ts'
+import type { StateChange } from '../protocol/state/changes.ts'
+import type { NodeEvent, SecretResolverRequest } from '../protocol/state/effects.ts'
+import type { Channel, NodeState } from '../protocol/state/types.ts'
+import { findRoutes } from '../protocol/routing/findRoutes.ts'
+import { useWasmSecp256k1 } from '../protocol/secp256k1.ts'
+import type { Storage, StorageIdentity, TransactionRecord } from '../storage/storage.ts'
+import { createDelivery, type Delivery } from '../transport/delivery.ts'
+import { lineSigner } from '../transport/lineSigner.ts'
+import type { Transport } from '../transport/transport.ts'
+import { Engine, replay, type Applied } from './engine.ts'
+import { EventBus } from './eventBus.ts'
+import { NodeStoppedError, PaymentFailedError, NoRouteError, ChannelNotFoundError, InvalidPaymentError } from './errors.ts'
+
+export type NodeOptions = {
+  rpcUrl: string
+  deployment: Deployment
+  privateKey: Hex
+  /** Opens this node's store (one per chain, registry and address). */
+  storage: (identity: StorageIdentity) => Promise<Storage>
+  transport: (address: Address) => Transport
+  /** Blocks on top of a block before its events count (5 by default; 0 suits a local dev chain). */
+  confirmations?: bigint
+  /** Milliseconds between looks at the chain. */
+  pollingInterval?: number
+  defaultRevealTimeout?: bigint
+  defaultSettleTimeout?: bigint
+  /** Where to ask for the secret of a payment started with only its hash (rest-api.md, secret resolver). */
+  resolverEndpoint?: string
+  /** Delivery retry backoff. */
+  backoff?: { initialMs?: number; maxMs?: number }
+  snapshotEvery?: number
+  context?: Partial<TransitionContext>
+}
+
+export type NodeStatus = { status: 'syncing' | 'ready' | 'stopped'; blocksToSync: bigint; syncedBlock: bigint }
+
+export type NodeNotice = NodeEvent | { type: 'status'; status: NodeStatus } | { type: 'error'; error: unknown; where: string }
+
+export type PayParameters = {
+  tokenNetwork: Address
+  target: Address
+  amount: bigint
+  paymentId?: bigint
+  secret?: Hex
+  secrethash?: Hex
+  lockTimeout?: bigint
+}
+
+export type PaymentResult = Extract<NodeEvent, { type: 'paymentSentSuccess' }>
+
+const randomBytes32 = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
+const randomUint64 = (): bigint => BigInt(bytesToHex(crypto.getRandomValues(new Uint8Array(8)))) || 1n
+
+/**
+ * One node: the pure protocol core behind an engine that makes every change durable before its effects, wired
+ * to the chain (sync and transactions), the delivery layer and the store. The same class runs headless in Node
+ * and inside a browser worker.
+ */
+export class SluiceNode {
+  readonly notices = new EventBus<NodeNotice>()
+  private engine!: Engine
+  private delivery!: Delivery
+  private watcher!: BlockWatcher
+  private queue!: TransactionQueue
+  private storage!: Storage
+  private transport!: Transport
+  private readonly chunkSize = new LogChunkSize()
+  private readonly ctx: TransitionContext
+  private statusValue: NodeStatus = { status: 'syncing', blocksToSync: 0n, syncedBlock: 0n }
+  private stopping = false
+  private readonly runningTransactions = new Set<string>()
+
+  private constructor(
+    readonly options: NodeOptions,
+    readonly chain: ChainClient,
+  ) {
+    this.ctx = { ...defaultContext, ...options.context, ...(options.confirmations !== undefined ? { confirmationBlocks: options.confirmations } : {}) }
+  }
+
+  get address(): Address {
+    return this.chain.address
+  }
+
+  get state(): NodeState {
+    return this.engine.current
+  }
+
+  get status(): NodeStatus {
+    return this.statusValue
+  }
+
+  static async start(options: NodeOptions): Promise<SluiceNode> {
+    await useWasmSecp256k1()
+    const chain = await createChainClient({ rpcUrl: options.rpcUrl, privateKey: options.privateKey, chainId: options.deployment.chainId, ...(options.pollingInterval ? { pollingInterval: options.pollingInterval } : {}) })
+    const node = new SluiceNode(options, chain)
+    await node.boot()
+    return node
+  }
+
+  private get registry(): Address {
+    return this.options.deployment.contracts.TokenNetworkRegistry.address
+  }
+
+  private async boot() {
+    const { deployment } = this.options
+    this.storage = await this.options.storage({ chainId: BigInt(deployment.chainId), registry: this.registry, address: this.address })
+    const loaded = await this.storage.load()
+    const deployedAt = BigInt(deployment.contracts.TokenNetworkRegistry.blockNumber)
+    const base = loaded.snapshot?.state ?? initialState({ address: this.address, chainId: BigInt(deployment.chainId), blockNumber: deployedAt - 1n, firstMessageId: BigInt(Date.now()) })
+    const { state, seq } = replay(base, loaded.snapshot?.seq ?? 0, loaded.changes, this.ctx)
+    const syncedBlock = loaded.meta.syncedBlock > 0n ? loaded.meta.syncedBlock : deployedAt - 1n
+    this.statusValue = { status: 'syncing', blocksToSync: 0n, syncedBlock }
+    this.engine = new Engine({ state, seq, ctx: this.ctx, storage: this.storage, now: Date.now, snapshotEvery: this.options.snapshotEvery ?? 500, onApplied: (a) => this.onApplied(a) })
+    this.queue = createTransactionQueue(this.chain)
+    this.transport = this.options.transport(this.address)
+    this.delivery = createDelivery({
+      transport: this.transport,
+      address: this.address,
+      sign: lineSigner(this.options.privateKey),
+      onMessage: (message, sender) => void this.engine.dispatch({ type: 'receive', message, sender }).catch((error) => this.fail('receive', error)),
+      onAcknowledged: (keys) => this.engine.forget(keys),
+      ...(this.options.backoff ? { backoff: this.options.backoff } : {}),
+    })
+    // Unacknowledged messages go out again, and transactions that were pending are checked again.
+    this.delivery.enqueue(loaded.outbox)
+    await this.delivery.start()
+    for (const record of loaded.transactions) this.runTransaction(record)
+
+    this.watcher = createBlockWatcher(this.chain.publicClient, {
+      fromBlock: syncedBlock,
+      confirmations: this.ctx.confirmationBlocks,
+      ...(this.options.pollingInterval ? { pollingInterval: this.options.pollingInterval } : {}),
+    })
+    // Catch up before serving: the first sync can be long, and the status tells how far it is.
+    for (;;) {
+      const event = await this.watcher.poll()
+      if (!event) break
+      await this.onChainEvent(event)
+      if (event.type === 'blocks') this.watcher.synced(event)
+    }
+    this.setStatus('ready')
+    this.watcher.start(
+      (event) => this.onChainEvent(event),
+      (error) => this.fail('chain sync', error),
+    )
+  }
+
+  private setStatus(status: NodeStatus['status']) {
+    const progress = this.watcher?.progress()
+    this.statusValue = { status, blocksToSync: progress?.blocksToSync ?? 0n, syncedBlock: this.engine.current.blockNumber }
+    this.notices.publish({ type: 'status', status: this.statusValue })
+  }
+
+  private fail(where: string, error: unknown) {
+    if (!this.stopping) this.notices.publish({ type: 'error', error, where })
+  }
+
+  private async onChainEvent(event: BlockWatcherEvent): Promise<void> {
+    if (event.type === 'reorg') {
+      // Only confirmed blocks are acted on; a reorg deeper than that is reported, and the range synced again.
+      this.fail('chain reorg', new Error(`blocks from ${event.resyncFrom} were replaced${event.deep ? ' (deeper than remembered)' : ''}`))
+      return
+    }
+    const { deployment } = this.options
+    const known = Object.keys(this.engine.current.tokenNetworks) as Address[]
+    const { events } = await syncChainEvents(this.chain.publicClient, {
+      contracts: { tokenNetworkRegistry: this.registry, secretRegistry: deployment.contracts.SecretRegistry.address, userDeposit: deployment.contracts.UserDeposit.address },
+      tokenNetworks: known,
+      fromBlock: event.fromBlock,
+      toBlock: event.toBlock,
+      defaultRevealTimeout: this.options.defaultRevealTimeout ?? 50n,
+      chunkSize: this.chunkSize,
+    })
+    // All of the range and the block itself go into one commit: either the range is synced, or none of it.
+    const pending: Promise<Applied>[] = []
+    for (const e of events) {
+      if (e.change) pending.push(this.engine.dispatch(e.change, { chainEvents: [e.event] }))
+    }
+    const rawOnly = events.filter((e) => !e.change).map((e) => e.event)
+    pending.push(this.engine.dispatch({ type: 'block', blockNumber: event.toBlock }, { meta: { syncedBlock: event.toBlock }, chainEvents: rawOnly }))
+    await Promise.all(pending)
+    const progress = this.watcher.progress()
+    this.statusValue = { ...this.statusValue, blocksToSync: progress.blocksToSync, syncedBlock: event.toBlock }
+  }
+
+  private onApplied(applied: Applied[]) {
+    for (const a of applied) {
+      if (a.outbox.length) this.delivery.enqueue(a.outbox)
+      for (const record of a.transactions) this.runTransaction(record)
+      for (const effect of a.effects) {
+        if (effect.type === 'event') this.notices.publish(effect.event)
+        else if (effect.type === 'resolveSecret') void this.resolveSecret(effect.request)
+      }
+    }
+  }
+
+  /** Carries out a stored transaction intent; its record is dropped once it is mined or has failed for good. */
+  private runTransaction(record: TransactionRecord) {
+    if (this.runningTransactions.has(record.key)) return
+    this.runningTransactions.add(record.key)
+    const done = () => {
+      this.runningTransactions.delete(record.key)
+      this.engine.forget([], [record.key])
+    }
+    const run = async () => {
+      if (record.status === 'sent' && record.hash) {
+        // Sent before a restart: it may have been mined meanwhile.
+        const receipt = await this.chain.publicClient.getTransactionReceipt({ hash: record.hash }).catch(() => undefined)
+        if (receipt) {
+          if (receipt.status !== 'success') await this.engine.dispatch(transactionFailedChange(record.transaction, new Error('reverted')))
+          return done()
+        }
+      }
+      try {
+        await sendProtocolTransaction(record.transaction, {
+          queue: this.queue,
+          signer: this.chain,
+          secretRegistry: this.options.deployment.contracts.SecretRegistry.address,
+          onSubmitted: ({ hash, nonce }) => this.engine.updateTransaction({ ...record, status: 'sent', hash, nonce }),
+        })
+      } catch (error) {
+        if (this.stopping) return
+        this.fail(`transaction ${record.transaction.type}`, error)
+        await this.engine.dispatch(transactionFailedChange(record.transaction, error))
+      }
+      done()
+    }
+    void run().catch((error) => this.fail('transaction', error))
+  }
+
+  private async resolveSecret(request: SecretResolverRequest) {
+    const endpoint = this.options.resolverEndpoint
+    if (!endpoint) return
+    try {
+      const response = await fetch(endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          token: request.token,
+          secrethash: request.secrethash,
+          amount: request.amount.toString(),
+          payment_identifier: request.paymentIdentifier.toString(),
+          payment_sender: request.paymentSender,
+          payment_recipient: request.paymentRecipient,
+          expiration: request.expiration.toString(),
+          reveal_timeout: request.revealTimeout.toString(),
+          settle_timeout: request.settleTimeout.toString(),
+        }),
+      })
+      if (!response.ok) throw new Error(`resolver answered ${response.status}`)
+      const body = (await response.json()) as { secret?: unknown }
+      if (typeof body.secret !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(body.secret)) throw new Error('resolver gave no 32-byte secret')
+      await this.engine.dispatch({ type: 'secretResolved', secrethash: request.secrethash, secret: body.secret as Hex })
+    } catch (error) {
+      this.fail('secret resolver', error)
+    }
+  }
+
+  // ---- actions ---------------------------------------------------------------------------------------------
+
+  /** Dispatches a change and waits until it is durable (its effects are under way). */
+  dispatch(change: StateChange): Promise<Applied> {
+    if (this.stopping) return Promise.reject(new NodeStoppedError())
+    return this.engine.dispatch(change)
+  }
+
+  /** Resolves once the state has synced the given block (chain events up to it are applied). */
+  async waitForBlock(blockNumber: bigint, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    while (this.engine.current.blockNumber < blockNumber) {
+      if (this.stopping) throw new NodeStoppedError()
+      if (Date.now() > deadline) throw new Error(`block ${blockNumber} not synced within ${timeoutMs} ms`)
+      const event = await this.watcher.poll()
+      if (event) {
+        await this.onChainEvent(event)
+        if (event.type === 'blocks') this.watcher.synced(event)
+      } else await new Promise((r) => setTimeout(r, 20))
+    }
+    await this.engine.settled()
+  }
+
+  channel(tokenNetwork: Address, partner: Address): Channel | undefined {
+    return channelWith(this.engine.current, tokenNetwork, partner)
+  }
+
+  /** Opens a channel (with our deposit, if any) and returns it once the node has synced its opening. */
+  async openChannel({ tokenNetwork, partner, settleTimeout, revealTimeout, totalDeposit }: { tokenNetwork: Address; partner: Address; settleTimeout?: bigint; revealTimeout?: bigint; totalDeposit?: bigint }): Promise<Channel> {
+    const sent = await sendOpenChannel(this.chain, this.queue, { tokenNetwork, partner, settleTimeout: settleTimeout ?? this.options.defaultSettleTimeout ?? 500n, ...(totalDeposit ? { totalDeposit } : {}) })
+    await this.waitForBlock(sent.receipt.blockNumber)
+    if (revealTimeout !== undefined) await this.engine.dispatch({ type: 'setRevealTimeout', tokenNetwork, channelId: sent.channelId, revealTimeout })
+    const channel = this.channel(tokenNetwork, partner)
+    if (!channel) throw new ChannelNotFoundError(`channel ${sent.channelId} was opened but not synced`)
+    return channel
+  }
+
+  async deposit({ tokenNetwork, partner, totalDeposit }: { tokenNetwork: Address; partner: Address; totalDeposit: bigint }): Promise<Channel> {
+    const channel = this.channel(tokenNetwork, partner)
+    if (!channel) throw new ChannelNotFoundError(`no channel with ${partner}`)
+    const sent = await sendSetTotalDeposit(this.chain, this.queue, { tokenNetwork, channelId: channel.id, partner, totalDeposit })
+    await this.waitForBlock(sent.receipt.blockNumber)
+    return this.channel(tokenNetwork, partner)!
+  }
+
+  /**
+   * Pays `amount` to `target`: directly if we share a channel, else over routes through the network. Resolves
+   * once the payment succeeded (our Unlock is on its way); throws PaymentFailedError or NoRouteError.
+   */
+  async pay(p: PayParameters): Promise<PaymentResult> {
+    if (p.amount <= 0n) throw new InvalidPaymentError('amount must be positive')
+    if (p.secret && p.secrethash && sha256(p.secret) !== p.secrethash.toLowerCase()) throw new InvalidPaymentError('secret_hash is not the SHA-256 of the secret')
+    const secret = p.secret ?? (p.secrethash ? undefined : randomBytes32())
+    const secrethash = p.secrethash ?? sha256(secret!)
+    const paymentId = p.paymentId ?? randomUint64()
+    const routes = findRoutes(this.engine.current, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount })
+    if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
+    const outcome = this.notices.next(
+      (e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === paymentId && e.target.toLowerCase() === p.target.toLowerCase(),
+    )
+    await this.dispatch({
+      type: 'initPayment',
+      tokenNetwork: p.tokenNetwork,
+      target: p.target,
+      amount: p.amount,
+      paymentId,
+      ...(secret ? { secret } : {}),
+      secrethash,
+      ownSecret: !p.secret && !p.secrethash,
+      ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
+      routes,
+      freshSecrets: !p.secret && !p.secrethash ? [randomBytes32(), randomBytes32()] : [],
+    })
+    const result = await outcome
+    if (result.type === 'paymentSentFailed') throw new PaymentFailedError(result.reason)
+    return result as PaymentResult
+  }
+
+  async close(tokenNetwork: Address, partner: Address): Promise<Channel> {
+    const channel = this.channel(tokenNetwork, partner)
+    if (!channel) throw new ChannelNotFoundError(`no channel with ${partner}`)
+    await this.dispatch({ type: 'closeChannel', tokenNetwork, channelId: channel.id })
+    return this.channel(tokenNetwork, partner)!
+  }
+
+  async withdraw(tokenNetwork: Address, partner: Address, totalWithdraw: bigint): Promise<void> {
+    const channel = this.channel(tokenNetwork, partner)
+    if (!channel) throw new ChannelNotFoundError(`no channel with ${partner}`)
+    await this.dispatch({ type: 'withdraw', tokenNetwork, channelId: channel.id, totalWithdraw })
+  }
+
+  /** Stops syncing, delivering and accepting work; waits for what is being committed, then closes the store. */
+  async stop(): Promise<void> {
+    if (this.stopping) return
+    this.stopping = true
+    await this.watcher?.stop()
+    await this.delivery?.stop()
+    await this.engine?.settled()
+    await this.storage?.close()
+    this.statusValue = { ...this.statusValue, status: 'stopped' }
+  }
+}

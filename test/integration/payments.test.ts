@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { anvilKeys } from '../../src/devnet/anvil.ts'
+import { balance } from '../../src/protocol/channel/amounts.ts'
+import type { SluiceNode } from '../../src/node/sluiceNode.ts'
+import { startDevnet, startNode, type Devnet } from './support/devnet.ts'
+
+const [keyA, keyB, keyC] = [anvilKeys[1], anvilKeys[2], anvilKeys[3]]
+let net: Devnet
+let a: SluiceNode
+let b: SluiceNode
+let c: SluiceNode
+
+beforeAll(async () => {
+  net = await startDevnet([keyA, keyB, keyC])
+  ;[a, b, c] = await Promise.all([startNode(net, keyA), startNode(net, keyB), startNode(net, keyC)])
+  await a.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 1000n })
+  await b.openChannel({ tokenNetwork: net.tokenNetwork, partner: c.address, totalDeposit: 1000n })
+  // Every node syncs every channel (the graph is public) before routing over it.
+  const head = await a.chain.publicClient.getBlockNumber()
+  await Promise.all([a, b, c].map((n) => n.waitForBlock(head)))
+}, 60_000)
+
+afterAll(async () => {
+  await Promise.all([a, b, c].map((n) => n?.stop()))
+  await net?.stop()
+})
+
+const own = (n: SluiceNode, partner: SluiceNode) => {
+  const ch = n.channel(net.tokenNetwork, partner.address)!
+  return balance(ch.our, ch.partnerEnd)
+}
+
+async function eventually(check: () => void, ms = 10_000) {
+  const deadline = Date.now() + ms
+  for (;;) {
+    try {
+      return check()
+    } catch (e) {
+      if (Date.now() > deadline) throw e
+      await new Promise((r) => setTimeout(r, 25))
+    }
+  }
+}
+
+describe('three nodes on anvil (A-B, B-C)', () => {
+  test('a direct payment A→B', async () => {
+    const result = await a.pay({ tokenNetwork: net.tokenNetwork, target: b.address, amount: 10n })
+    expect(result.amount).toBe(10n)
+    await eventually(() => expect(own(b, a)).toBe(10n))
+    expect(own(a, b)).toBe(990n)
+  })
+
+  test('a mediated payment A→B→C', async () => {
+    const result = await a.pay({ tokenNetwork: net.tokenNetwork, target: c.address, amount: 7n })
+    expect(result.route).toEqual([b.address, c.address])
+    await eventually(() => expect(own(c, b)).toBe(7n))
+    expect(own(b, c)).toBe(993n)
+  })
+})

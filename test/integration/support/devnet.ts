@@ -1,0 +1,57 @@
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Address, Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { createChainClient, createTransactionQueue, mintTokens, registerToken } from '../../../src/chain/index.ts'
+import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
+import { deployContracts, type DeployContractsReturnType } from '../../../src/devnet/deploy.ts'
+import { createDevnetClient } from '../../../src/devnet/devnetClient.ts'
+import { SluiceNode, type NodeOptions } from '../../../src/node/sluiceNode.ts'
+import { openLevelStorage } from '../../../src/storage/levelStorage.ts'
+import { openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
+import { createBroadcastChannelTransport } from '../../../src/transport/broadcastChannelTransport.ts'
+
+export type Devnet = {
+  anvil: Anvil
+  deployment: DeployContractsReturnType
+  token: Address
+  tokenNetwork: Address
+  channelName: string
+  dataDir: string
+  stop(): Promise<void>
+}
+
+/** anvil with every contract deployed and the test token TTT registered; nodes' keys get minted tokens. */
+export async function startDevnet(keys: readonly Hex[], mint = 10n ** 21n): Promise<Devnet> {
+  const anvil = await startAnvil()
+  const client = createDevnetClient({ rpcUrl: anvil.rpcUrl, privateKey: anvilKeys[0] })
+  const deployment = await deployContracts(client, { rpcUrl: anvil.rpcUrl })
+  const deployer = await createChainClient({ rpcUrl: anvil.rpcUrl, privateKey: anvilKeys[0], pollingInterval: 50 })
+  const queue = createTransactionQueue(deployer)
+  const token = deployment.tokens.TTT
+  const { tokenNetwork } = await registerToken(deployer, queue, { registry: deployment.contracts.TokenNetworkRegistry.address, token })
+  for (const key of keys) await mintTokens(deployer, queue, { token, amount: mint, to: privateKeyToAddress(key) })
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-it-'))
+  return { anvil, deployment, token, tokenNetwork, channelName: `sluice-it-${Math.random()}`, dataDir, stop: () => anvil.stop() }
+}
+
+export type StartNodeOptions = { durable?: boolean } & Partial<NodeOptions>
+
+/** A node on the devnet: BroadcastChannel transport, memory or LevelDB storage, no confirmations, fast polling. */
+export function startNode(net: Devnet, key: Hex, options: StartNodeOptions = {}): Promise<SluiceNode> {
+  const { durable, ...rest } = options
+  return SluiceNode.start({
+    rpcUrl: net.anvil.rpcUrl,
+    deployment: net.deployment,
+    privateKey: key,
+    storage: (identity) => (durable ? openLevelStorage(identity, { dataDir: net.dataDir }) : openMemoryStorage(identity)),
+    transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
+    confirmations: 0n,
+    pollingInterval: 50,
+    defaultRevealTimeout: 10n,
+    defaultSettleTimeout: 40n,
+    backoff: { initialMs: 100, maxMs: 1000 },
+    ...rest,
+  })
+}
