@@ -26,6 +26,7 @@ import { createDelivery, type Delivery } from '../transport/delivery.ts'
 import { lineSigner } from '../transport/lineSigner.ts'
 import type { Transport } from '../transport/transport.ts'
 import { Engine, replay, type Applied } from './engine.ts'
+import { Semaphore } from './semaphore.ts'
 import { EventBus } from './eventBus.ts'
 import { NodeStoppedError, PaymentFailedError, NoRouteError, ChannelNotFoundError, InvalidPaymentError } from './errors.ts'
 
@@ -87,12 +88,18 @@ export class SluiceNode {
   private statusValue: NodeStatus = { status: 'syncing', blocksToSync: 0n, syncedBlock: 0n }
   private stopping = false
   private readonly runningTransactions = new Set<string>()
+  /**
+   * Payments in flight at once. A channel end holds at most `maxPendingLocks` locks, so more concurrent
+   * payments than that would fail; instead they wait here for a slot.
+   */
+  private readonly paymentSlots: Semaphore
 
   private constructor(
     readonly options: NodeOptions,
     readonly chain: ChainClient,
   ) {
     this.ctx = { ...defaultContext, ...options.context, ...(options.confirmations !== undefined ? { confirmationBlocks: options.confirmations } : {}) }
+    this.paymentSlots = new Semaphore(Math.max(1, this.ctx.maxPendingLocks - 32))
   }
 
   get address(): Address {
@@ -329,6 +336,15 @@ export class SluiceNode {
     const secret = p.secret ?? (p.secrethash ? undefined : randomBytes32())
     const secrethash = p.secrethash ?? sha256(secret!)
     const paymentId = p.paymentId ?? randomUint64()
+    const release = await this.paymentSlots.acquire()
+    try {
+      return await this.payNow(p, paymentId, secret, secrethash)
+    } finally {
+      release()
+    }
+  }
+
+  private async payNow(p: PayParameters, paymentId: bigint, secret: Hex | undefined, secrethash: Hex): Promise<PaymentResult> {
     const routes = findRoutes(this.engine.current, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount })
     if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
     const outcome = this.notices.next(

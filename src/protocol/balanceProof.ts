@@ -1,4 +1,6 @@
-import { concatHex, encodePacked, keccak256, type Address, type Hex } from 'viem'
+import { concatHex, encodePacked, type Address, type Hex } from 'viem'
+import { keccak256Hex } from './keccak.ts'
+import { PackedWriter } from './packedWriter.ts'
 import { LOCKSROOT_OF_NO_LOCKS } from './locks.ts'
 import { MessageTypeId } from './messageTypeId.ts'
 
@@ -28,7 +30,7 @@ export type BalanceProof = BalanceData & {
 export function balanceHash({ transferredAmount, lockedAmount, locksroot }: BalanceData): Hex {
   if (transferredAmount === 0n && lockedAmount === 0n && (locksroot === LOCKSROOT_OF_NO_LOCKS || locksroot === ZERO_HASH))
     return ZERO_HASH
-  return keccak256(encodePacked(['uint256', 'uint256', 'bytes32'], [transferredAmount, lockedAmount, locksroot]))
+  return keccak256Hex(new PackedWriter(96).uint(transferredAmount, 32).uint(lockedAmount, 32).fixed(locksroot, 32).done())
 }
 
 function packProof(type: bigint, bp: Omit<BalanceProof, keyof BalanceData> & { balanceHash: Hex }): Hex {

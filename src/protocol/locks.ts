@@ -1,4 +1,6 @@
-import { concatHex, keccak256, numberToHex, sha256, type Hex } from 'viem'
+import { bytesToHex, sha256, type Hex } from 'viem'
+import { keccak256Hex } from './keccak.ts'
+import { PackedWriter } from './packedWriter.ts'
 
 /** A hash time lock: `amount` goes to the receiver if the secret of `secrethash` is revealed before `expiration`. */
 export type Lock = {
@@ -13,17 +15,24 @@ export const LOCKSROOT_OF_NO_LOCKS: Hex = '0xc5d2460186f7233c927e7db2dcc703c0e50
 
 /** The 96-byte encoding: `uint256 expiration || uint256 amount || bytes32 secrethash`. */
 export function encodeLock(lock: Lock): Hex {
-  return concatHex([numberToHex(lock.expiration, { size: 32 }), numberToHex(lock.amount, { size: 32 }), lock.secrethash])
+  return bytesToHex(packLocks([lock]))
+}
+
+/** The locks' 96-byte encodings, concatenated in order, as bytes. */
+export function packLocks(locks: readonly Lock[]): Uint8Array {
+  const w = new PackedWriter(96 * locks.length)
+  for (const l of locks) w.uint(l.expiration, 32).uint(l.amount, 32).fixed(l.secrethash, 32)
+  return w.done()
 }
 
 /** The pending locks concatenated in insertion order, as `TokenNetwork.unlock` takes them. */
 export function encodeLocks(locks: readonly Lock[]): Hex {
-  return concatHex(locks.map(encodeLock))
+  return bytesToHex(packLocks(locks))
 }
 
 /** keccak256 of the concatenated locks; order matters. */
 export function locksroot(locks: readonly Lock[]): Hex {
-  return locks.length === 0 ? LOCKSROOT_OF_NO_LOCKS : keccak256(encodeLocks(locks))
+  return locks.length === 0 ? LOCKSROOT_OF_NO_LOCKS : keccak256Hex(packLocks(locks))
 }
 
 /** SHA-256 of a 32-byte secret, as the SecretRegistry computes it. */

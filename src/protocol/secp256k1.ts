@@ -1,5 +1,5 @@
 import { secp256k1 } from '@noble/curves/secp256k1'
-import { keccak_256 } from '@noble/hashes/sha3'
+import { keccak256Bytes, useWasmKeccak } from './keccak.ts'
 
 /**
  * The secp256k1 operations the node needs, behind one small interface with two engines: pure JS (noble, always
@@ -49,6 +49,7 @@ export function secp256k1Engine(): Secp256k1Engine {
 
 /** Switches to the WASM engine if it loads; returns the engine in use. Safe to call more than once. */
 export async function useWasmSecp256k1(): Promise<Secp256k1Engine['name']> {
+  await useWasmKeccak()
   if (engine.name === 'wasm') return 'wasm'
   try {
     const tiny = await import('tiny-secp256k1')
@@ -79,5 +80,5 @@ export async function useWasmSecp256k1(): Promise<Secp256k1Engine['name']> {
 
 /** The Ethereum address bytes of a 64-byte public key. */
 export function addressOfPublicKey(publicKey: Uint8Array): Uint8Array {
-  return keccak_256(publicKey).subarray(12)
+  return keccak256Bytes(publicKey).subarray(12)
 }

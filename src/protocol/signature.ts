@@ -1,4 +1,4 @@
-import { keccak_256 } from '@noble/hashes/sha3'
+import { keccak256Bytes } from './keccak.ts'
 import { bytesToHex, getAddress, hexToBytes, type Address, type Hex } from 'viem'
 import { addressOfPublicKey, secp256k1Engine } from './secp256k1.ts'
 
@@ -11,7 +11,7 @@ export function eip191Hash(data: Uint8Array): Uint8Array {
   const all = new Uint8Array(prefix.length + data.length)
   all.set(prefix, 0)
   all.set(data, prefix.length)
-  return keccak_256(all)
+  return keccak256Bytes(all)
 }
 
 const asBytes = (data: Hex | Uint8Array) => (typeof data === 'string' ? hexToBytes(data) : data)

@@ -100,6 +100,8 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
   const received = new RecentMap<string, Received>(memory * 2)
   /** Our answers (Processed, WithdrawConfirmation) by `peer|id`, to repeat at once when the peer resends. */
   const answers = new RecentMap<string, Message[]>(memory)
+  /** Lines already decoded and verified, by their exact text. */
+  const verified = new RecentMap<string, { message: Signed<Message>; signer: Address }>(memory)
   /** One-shot messages (Delivered, repeated answers) for the next flush: never queued, never retried. */
   const oneShot = new Map<string, { to: Address; messages: Message[] }>()
   const stats: DeliveryStats = { pending: 0, sendCalls: 0, linesSent: 0, retries: 0, received: 0, invalid: 0, duplicates: 0, redelivered: 0, acknowledged: 0 }
@@ -255,13 +257,17 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     const done: string[] = []
     for (const line of lines) {
       if (stopped) return
-      let decoded
-      try {
-        decoded = await decodeMessage(line)
-      } catch (error) {
-        stats.invalid++
-        log?.({ type: 'invalidLine', from, line, error: error as Error })
-        continue
+      // A resend is the same text: its signer was recovered already (recovery is the costly part).
+      let decoded = verified.get(line)
+      if (!decoded) {
+        try {
+          decoded = await decodeMessage(line)
+        } catch (error) {
+          stats.invalid++
+          log?.({ type: 'invalidLine', from, line, error: error as Error })
+          continue
+        }
+        verified.set(line, decoded)
       }
       const { message, signer } = decoded
       if (signer.toLowerCase() === me) {
@@ -275,8 +281,9 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         continue
       }
       const id = retrievableId(message)
-      // Every retrievable message and every Processed is answered with Delivered at once, duplicates too (§3.5).
-      if (id !== undefined) sendOnce(signer, { type: 'Delivered', delivered_message_identifier: id })
+      // Delivered answers, at once and for duplicates too (§3.5), what nothing else acknowledges: not balance
+      // proofs and withdraw messages (their Processed or confirmation does), and not Processed (never retried).
+      if (id !== undefined && !awaitsStateAnswer(message) && message.type !== 'Processed') sendOnce(signer, { type: 'Delivered', delivered_message_identifier: id })
       if (message.type === 'Processed') {
         done.push(...queues.processed(signer, message.message_identifier))
         continue

@@ -3,6 +3,7 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { balance } from '../../src/protocol/channel/amounts.ts'
 import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { startDevnet, startNode, type Devnet } from './support/devnet.ts'
+import { eventually } from './support/eventually.ts'
 
 const [keyA, keyB, keyC] = [anvilKeys[1], anvilKeys[2], anvilKeys[3]]
 let net: Devnet
@@ -13,7 +14,7 @@ let c: SluiceNode
 beforeAll(async () => {
   net = await startDevnet([keyA, keyB, keyC])
   ;[a, b, c] = await Promise.all([startNode(net, keyA), startNode(net, keyB), startNode(net, keyC)])
-  await a.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 1000n })
+  await a.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 5000n })
   await b.openChannel({ tokenNetwork: net.tokenNetwork, partner: c.address, totalDeposit: 1000n })
   // Every node syncs every channel (the graph is public) before routing over it.
   const head = await a.chain.publicClient.getBlockNumber()
@@ -30,24 +31,13 @@ const own = (n: SluiceNode, partner: SluiceNode) => {
   return balance(ch.our, ch.partnerEnd)
 }
 
-async function eventually(check: () => void, ms = 10_000) {
-  const deadline = Date.now() + ms
-  for (;;) {
-    try {
-      return check()
-    } catch (e) {
-      if (Date.now() > deadline) throw e
-      await new Promise((r) => setTimeout(r, 25))
-    }
-  }
-}
 
 describe('three nodes on anvil (A-B, B-C)', () => {
   test('a direct payment A→B', async () => {
     const result = await a.pay({ tokenNetwork: net.tokenNetwork, target: b.address, amount: 10n })
     expect(result.amount).toBe(10n)
     await eventually(() => expect(own(b, a)).toBe(10n))
-    expect(own(a, b)).toBe(990n)
+    expect(own(a, b)).toBe(4990n)
   })
 
   test('a mediated payment A→B→C', async () => {
@@ -56,4 +46,17 @@ describe('three nodes on anvil (A-B, B-C)', () => {
     await eventually(() => expect(own(c, b)).toBe(7n))
     expect(own(b, c)).toBe(993n)
   })
+
+  test('1,000 concurrent payments A→B all succeed and move exactly their sum', async () => {
+    const before = own(a, b)
+    const t0 = performance.now()
+    const results = await Promise.allSettled(Array.from({ length: 1000 }, () => a.pay({ tokenNetwork: net.tokenNetwork, target: b.address, amount: 1n })))
+    const failed = results.filter((r) => r.status === 'rejected')
+    expect(failed.map((f) => String((f as PromiseRejectedResult).reason)).slice(0, 3)).toEqual([])
+    console.log(`1,000 concurrent direct payments in ${Math.round(performance.now() - t0)} ms`)
+    expect(own(a, b)).toBe(before - 1000n)
+    await eventually(() => expect(own(b, a)).toBe(1000n + 10n + 7n)) // the 7 of the mediated payment stayed with B on this side
+    const ab = a.channel(net.tokenNetwork, b.address)!
+    expect(ab.our.locks).toEqual([])
+  }, 120_000)
 })

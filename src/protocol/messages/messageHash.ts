@@ -1,4 +1,5 @@
-import { keccak256, type Hex } from 'viem'
+import type { Hex } from 'viem'
+import { keccak256Hex as keccak256 } from '../keccak.ts'
 import { PackedWriter } from '../packedWriter.ts'
 import { CmdId } from './cmdid.ts'
 import { metadataHash } from './metadata.ts'

@@ -1,4 +1,5 @@
-import { keccak256, stringToBytes, type Hex } from 'viem'
+import { stringToBytes, type Hex } from 'viem'
+import { keccak256Hex } from '../keccak.ts'
 
 /**
  * Canonical JSON (RFC 8785 for the values Raiden metadata holds): object keys sorted by code unit,
@@ -22,5 +23,5 @@ export function canonicalJson(value: unknown): string {
 
 /** keccak256 of the canonical JSON of a LockedTransfer's metadata (the last 32 bytes of its message hash). */
 export function metadataHash(metadata: unknown): Hex {
-  return keccak256(stringToBytes(canonicalJson(metadata)))
+  return keccak256Hex(stringToBytes(canonicalJson(metadata)))
 }

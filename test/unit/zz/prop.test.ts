@@ -1,0 +1,150 @@
+import fc from 'fast-check'
+import { describe, expect, test } from 'vitest'
+import { balance, withdrawTotal } from '../../../src/protocol/channel/amounts.ts'
+import type { Message } from '../../../src/protocol/messages/types.ts'
+import type { Channel } from '../../../src/protocol/state/types.ts'
+import { Network } from '../protocol/support/network.ts'
+
+const names = ['A', 'B', 'C'] as const
+type Name = (typeof names)[number]
+
+type Step =
+  | { kind: 'pay'; from: Name; to: Name; amount: bigint }
+  | { kind: 'deliver'; index: number; duplicate: boolean }
+  | { kind: 'mine'; blocks: number }
+  | { kind: 'offline'; node: Name; online: boolean }
+  | { kind: 'withdraw'; node: Name; amount: bigint }
+  | { kind: 'restart'; node: Name }
+  | { kind: 'close'; node: Name }
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 8, arbitrary: fc.record({ kind: fc.constant('pay' as const), from: fc.constantFrom(...names), to: fc.constantFrom(...names), amount: fc.bigInt({ min: 1n, max: 60n }) }) },
+  { weight: 10, arbitrary: fc.record({ kind: fc.constant('deliver' as const), index: fc.nat(20), duplicate: fc.boolean() }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('mine' as const), blocks: fc.integer({ min: 1, max: 8 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('offline' as const), node: fc.constantFrom(...names), online: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('withdraw' as const), node: fc.constantFrom(...names), amount: fc.bigInt({ min: 1n, max: 40n }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('restart' as const), node: fc.constantFrom(...names) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const), node: fc.constantFrom('A', 'C') }) },
+)
+
+/** The two sides of one channel, in the view of each of its two nodes. */
+function views(net: Network): { key: string; a: Channel; b: Channel | undefined }[] {
+  const all: { key: string; a: Channel; b: Channel | undefined }[] = []
+  for (const n of names) {
+    for (const [key, c] of Object.entries(net.node(n).state.channels)) {
+      const partner = net.byAddress(c.partner)!
+      all.push({ key, a: c, b: partner.state.channels[key] })
+    }
+  }
+  return all
+}
+
+function checkAlways(net: Network) {
+  for (const { a } of views(net)) {
+    // Whatever happens, the two sides together hold exactly what the contract holds for the channel.
+    expect(balance(a.our, a.partnerEnd) + balance(a.partnerEnd, a.our)).toBe(a.our.deposit + a.partnerEnd.deposit - withdrawTotal(a.our) - withdrawTotal(a.partnerEnd))
+    expect(balance(a.our, a.partnerEnd)).toBeGreaterThanOrEqual(0n)
+  }
+  expect(net.violations).toEqual([])
+}
+
+async function run(net: Network, steps: Step[], payments: Map<bigint, Name>) {
+  const mid: Record<Name, Name[]> = { A: ['B', 'C'], B: [], C: ['B', 'A'] }
+  let paymentId = 1n
+  for (const s of steps) {
+    switch (s.kind) {
+      case 'pay': {
+        if (s.from === s.to) break
+        const direct = (s.from === 'A' && s.to === 'B') || (s.from === 'B') || (s.to === 'B')
+        const routes = direct ? [[s.to]] : [mid[s.from]]
+        await net.pay(s.from, s.to, s.amount, paymentId, routes)
+        payments.set(paymentId, s.from)
+        paymentId++
+        break
+      }
+      case 'deliver':
+        await net.deliver(s.index, s.duplicate)
+        break
+      case 'mine':
+        await net.mine(s.blocks)
+        break
+      case 'offline':
+        net.node(s.node).online = s.online
+        break
+      case 'withdraw': {
+        const c = Object.values(net.node(s.node).state.channels)[0]
+        if (c && c.state === 'opened' && withdrawTotal(c.our) + s.amount <= c.our.deposit) {
+          await net.dispatch(s.node, { type: 'withdraw', tokenNetwork: c.tokenNetwork, channelId: c.id, totalWithdraw: withdrawTotal(c.our) + s.amount })
+        }
+        break
+      }
+      case 'restart':
+        net.restart(s.node)
+        break
+      case 'close': {
+        const c = Object.values(net.node(s.node).state.channels)[0]
+        if (c) await net.dispatch(s.node, { type: 'closeChannel', tokenNetwork: c.tokenNetwork, channelId: c.id })
+        break
+      }
+    }
+    checkAlways(net)
+  }
+}
+
+/** Brings everyone online and lets every message arrive and every lock, withdraw and settle window pass. */
+async function quiesce(net: Network) {
+  for (const n of names) net.node(n).online = true
+  for (let i = 0; i < 160; i++) {
+    await net.deliverAll()
+    await net.mine(1)
+  }
+  await net.deliverAll()
+}
+
+describe('three nodes A-B-C wired only through the pure transition (property)', () => {
+  test('balances are conserved, nonces strictly increase, payments all end, and views agree after quiet', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 15, maxLength: 60 }), async (steps) => {
+        const net = new Network([...names])
+        await net.open('A', 'B', 200n, 150n, 100n, 10n)
+        await net.open('B', 'C', 150n, 200n, 100n, 10n)
+        const payments = new Map<bigint, Name>()
+        await run(net, steps, payments)
+        await quiesce(net)
+        checkAlways(net)
+
+        // Every payment ended exactly once, as a success or a failure.
+        for (const [id, from] of payments) {
+          const outcomes = net.outcomes(from, id)
+          expect(outcomes.length, `payment ${id} from ${from}`).toBe(1)
+        }
+        // Each node's nonces strictly increase in every channel (over every message that spends one).
+        for (const n of names) {
+          const last = new Map<string, bigint>()
+          for (const { message } of net.node(n).sent) {
+            const m = message as Message & { nonce?: bigint; channel_identifier?: bigint }
+            if (m.nonce === undefined || m.channel_identifier === undefined) continue
+            const k = `${m.channel_identifier}`
+            const prev = last.get(k) ?? 0n
+            expect(m.nonce, `${n} ${m.type}`).toBeGreaterThan(prev)
+            last.set(k, m.nonce)
+          }
+        }
+        // After quiet, both ends of every open channel see the same channel.
+        for (const { key, a, b } of views(net)) {
+          if (!b || a.state !== 'opened' || b.state !== 'opened') continue
+          const strip = (c: Channel['our']) => ({ deposit: c.deposit, withdrawn: c.withdrawn, nonce: c.nonce, locks: c.locks.map(({ secret: _, ...l }) => l), pending: c.pendingWithdraws.map((w) => w.totalWithdraw), t: c.balanceProof?.transferredAmount ?? 0n, l: c.balanceProof?.lockedAmount ?? 0n })
+          expect(strip(a.our), key).toEqual(strip(b.partnerEnd))
+          expect(strip(a.partnerEnd), key).toEqual(strip(b.our))
+          expect(a.our.locks, 'no lock is left pending after quiet').toEqual([])
+        }
+        // No transfer task is left hanging.
+        for (const n of names) {
+          expect(net.node(n).state.initiators).toEqual({})
+          expect(net.node(n).state.mediators).toEqual({})
+        }
+      }),
+      { numRuns: 300, endOnFailure: true },
+    )
+  })
+})
