@@ -87,6 +87,8 @@ export class SluiceNode {
   private readonly ctx: TransitionContext
   private statusValue: NodeStatus = { status: 'syncing', blocksToSync: 0n, syncedBlock: 0n }
   private stopping = false
+  /** Aborted on stop: whatever waits for an outcome (a payment's) gives up with NodeStoppedError. */
+  private readonly stopped = new AbortController()
   private readonly runningTransactions = new Set<string>()
   /**
    * Payments in flight at once. A channel end holds at most `maxPendingLocks` locks, so more concurrent
@@ -349,7 +351,9 @@ export class SluiceNode {
     if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
     const outcome = this.notices.next(
       (e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === paymentId && e.target.toLowerCase() === p.target.toLowerCase(),
+      this.stopped.signal,
     )
+    outcome.catch(() => {}) // if the dispatch below fails first, this rejection is not the one reported
     await this.dispatch({
       type: 'initPayment',
       tokenNetwork: p.tokenNetwork,
@@ -385,6 +389,7 @@ export class SluiceNode {
   async stop(): Promise<void> {
     if (this.stopping) return
     this.stopping = true
+    this.stopped.abort(new NodeStoppedError())
     await this.watcher?.stop()
     await this.delivery?.stop()
     await this.engine?.settled()
