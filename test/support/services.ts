@@ -108,7 +108,9 @@ export async function fund(client: AnvilClient, token: Address, spender: Address
 /** Registers (or extends) the service behind `service` in the ServiceRegistry at whatever the price is now. */
 export async function registerService(service: AnvilClient, services: Services) {
   const price = await service.readContract({ address: services.serviceRegistry, abi: ServiceRegistry.abi, functionName: 'currentPrice' })
-  await fund(service, services.token, services.serviceRegistry, price)
+  // The price is read at one block's timestamp and charged at the next one's; under load anvil's clock can make
+  // the charged price the higher one, so allow twice the price (the registry takes only the current price).
+  await fund(service, services.token, services.serviceRegistry, 2n * price)
   return mined(
     service,
     service.writeContract({ address: services.serviceRegistry, abi: ServiceRegistry.abi, functionName: 'deposit', args: [maxUint256] }),
