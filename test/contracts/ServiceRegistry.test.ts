@@ -145,9 +145,11 @@ describe('price', () => {
 
 describe('deposit', () => {
   test('registers a new service for registration_duration, locking the price in a Deposit contract', async () => {
-    const price = await readRegistry('currentPrice')
+    const [setPrice, setPriceAt] = [await readRegistry('set_price'), await readRegistry('set_price_at')]
     const receipt = await registerService(service, s)
     const event = await depositEvent(receipt)
+    // The price of the moment the deposit was mined.
+    const price = await client.readContract({ ...registry(), functionName: 'decayedPrice', args: [setPrice, event.timestamp - setPriceAt] })
     const a = service.account.address
     expect(event.service).toBe(a)
     expect(event.deposit_amount).toBe(price)
@@ -185,10 +187,12 @@ describe('deposit', () => {
   })
 
   test('a limit below the current price is refused', async () => {
-    const price = await readRegistry('currentPrice')
-    await fund(service, s.token, s.serviceRegistry, price)
-    await expectRevert(service.simulateContract({ ...registry(), functionName: 'deposit', args: [price - 1n] }), 'not enough limit')
-    expect((await service.simulateContract({ ...registry(), functionName: 'deposit', args: [price] })).result).toBe(true)
+    await fund(service, s.token, s.serviceRegistry, await readRegistry('currentPrice'))
+    // Read and simulate at one block, so both see the same timestamp (the price decays every second).
+    const blockNumber = await service.getBlockNumber()
+    const price = await service.readContract({ ...registry(), functionName: 'currentPrice', blockNumber })
+    await expectRevert(service.simulateContract({ ...registry(), functionName: 'deposit', args: [price - 1n], blockNumber }), 'not enough limit')
+    expect((await service.simulateContract({ ...registry(), functionName: 'deposit', args: [price], blockNumber })).result).toBe(true)
   })
 
   test('without an allowance the token refuses to move the deposit', async () => {

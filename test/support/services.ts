@@ -107,14 +107,20 @@ export async function fund(client: AnvilClient, token: Address, spender: Address
 
 /** Registers (or extends) the service behind `service` in the ServiceRegistry at whatever the price is now. */
 export async function registerService(service: AnvilClient, services: Services) {
-  const price = await service.readContract({ address: services.serviceRegistry, abi: ServiceRegistry.abi, functionName: 'currentPrice' })
-  // The price is read at one block's timestamp and charged at the next one's; under load anvil's clock can make
-  // the charged price the higher one, so allow twice the price (the registry takes only the current price).
-  await fund(service, services.token, services.serviceRegistry, 2n * price)
-  return mined(
-    service,
-    service.writeContract({ address: services.serviceRegistry, abi: ServiceRegistry.abi, functionName: 'deposit', args: [maxUint256] }),
-  )
+  // The price decays every second, so pin the timestamps of the three blocks this takes and fund exactly the
+  // price the registry will charge in the last one (reading currentPrice now races anvil's clock under load).
+  const registry = { address: services.serviceRegistry, abi: ServiceRegistry.abi } as const
+  const latest = (await service.getBlock()).timestamp
+  const now = BigInt(Math.floor(Date.now() / 1000))
+  const at = (latest > now ? latest : now) + 3n
+  const [setPrice, setPriceAt] = await Promise.all([service.readContract({ ...registry, functionName: 'set_price' }), service.readContract({ ...registry, functionName: 'set_price_at' })])
+  const price = await service.readContract({ ...registry, functionName: 'decayedPrice', args: [setPrice, at - setPriceAt] })
+  await service.setNextBlockTimestamp({ timestamp: at - 2n })
+  await mined(service, service.writeContract({ address: services.token, abi: CustomToken.abi, functionName: 'mint', args: [price] }))
+  await service.setNextBlockTimestamp({ timestamp: at - 1n })
+  await mined(service, service.writeContract({ address: services.token, abi: CustomToken.abi, functionName: 'approve', args: [services.serviceRegistry, price] }))
+  await service.setNextBlockTimestamp({ timestamp: at })
+  return mined(service, service.writeContract({ ...registry, functionName: 'deposit', args: [maxUint256] }))
 }
 
 /** Adds `amount` to `beneficiary`'s user deposit, paid by the caller of `payer`. */
