@@ -20,15 +20,18 @@ export class EventBus<E> {
   /** Resolves with the first event matching `predicate`. */
   next(predicate: (event: E) => boolean, signal?: AbortSignal): Promise<E> {
     return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason)
+      const onAbort = () => {
+        off()
+        reject(signal!.reason)
+      }
       const off = this.subscribe((event) => {
         if (!predicate(event)) return
         off()
+        signal?.removeEventListener('abort', onAbort)
         resolve(event)
       })
-      signal?.addEventListener('abort', () => {
-        off()
-        reject(signal.reason)
-      })
+      signal?.addEventListener('abort', onAbort, { once: true })
     })
   }
 }

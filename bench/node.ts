@@ -1,0 +1,73 @@
+// The node runtime end to end: three nodes, each in its own worker thread with LevelDB storage, on anvil.
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
+import type { Address } from 'viem'
+import { anvilKeys } from '../src/devnet/anvil.ts'
+import { startDevnet } from '../test/integration/support/devnet.ts'
+import { fmt } from './measure.ts'
+
+type NodeWorker = { call<T>(method: string, ...args: unknown[]): Promise<T>; worker: Worker }
+
+async function spawnNode(workerData: object): Promise<NodeWorker> {
+  const worker = new Worker(new URL('./nodeWorker.mjs', import.meta.url), { workerData })
+  const pending = new Map<number, (m: { result?: unknown; error?: string }) => void>()
+  let id = 0
+  await new Promise<void>((resolve, reject) => {
+    worker.once('error', reject)
+    worker.on('message', (m: { ready?: boolean; id?: number; result?: unknown; error?: string }) => {
+      if (m.ready) return resolve()
+      pending.get(m.id!)?.(m)
+      pending.delete(m.id!)
+    })
+  })
+  return {
+    worker,
+    call: <T>(method: string, ...args: unknown[]) =>
+      new Promise<T>((resolve, reject) => {
+        pending.set(++id, (m) => (m.error ? reject(new Error(m.error)) : resolve(m.result as T)))
+        worker.postMessage({ id, method, args })
+      }),
+  }
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+
+export async function benchNode(): Promise<Record<string, string>> {
+  const keys = [anvilKeys[1], anvilKeys[2], anvilKeys[3]]
+  const net = await startDevnet(keys, 10n ** 21n)
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-'))
+  const nodes = await Promise.all(keys.map((key) => spawnNode({ rpcUrl: net.anvil.rpcUrl, deployment: net.deployment, key, dataDir, channelName: net.channelName })))
+  const [a, b, c] = nodes as [NodeWorker, NodeWorker, NodeWorker]
+  const [addrB, addrC] = await Promise.all([b.call<Address>('address'), c.call<Address>('address')])
+  await a.call('openChannel', net.tokenNetwork, addrB, 10n ** 20n)
+  await b.call('openChannel', net.tokenNetwork, addrC, 10n ** 20n)
+  const { createPublicClient, http } = await import('viem')
+  const head = await createPublicClient({ transport: http(net.anvil.rpcUrl) }).getBlockNumber()
+  await Promise.all(nodes.map((n) => n.call('waitForBlock', head)))
+
+  const rows: Record<string, string> = {}
+  await a.call('payMany', net.tokenNetwork, addrB, 200, 32) // warm-up
+  const direct = 2000
+  const t0 = performance.now()
+  const directLatencies = await a.call<number[]>('payMany', net.tokenNetwork, addrB, direct, 32)
+  const seconds = (performance.now() - t0) / 1000
+  rows[`direct payments/s, 32 in flight (${direct} payments)`] = fmt(direct / seconds)
+  rows['direct payment latency p50 / p99, 32 in flight (ms)'] = `${fmt(percentile(directLatencies, 50))} / ${fmt(percentile(directLatencies, 99))}`
+
+  await a.call('payMany', net.tokenNetwork, addrC, 20, 1) // warm-up
+  const mediated = await a.call<number[]>('payMany', net.tokenNetwork, addrC, 300, 1)
+  rows['mediated payment A-B-C latency p50 (ms), one at a time'] = fmt(percentile(mediated, 50))
+  rows['mediated payment A-B-C latency p99 (ms), one at a time'] = fmt(percentile(mediated, 99))
+  const single = await a.call<number[]>('payMany', net.tokenNetwork, addrB, 300, 1)
+  rows['direct payment latency p50 (ms), one at a time'] = fmt(percentile(single, 50))
+
+  await Promise.all(nodes.map((n) => n.call('stop')))
+  await Promise.all(nodes.map((n) => n.worker.terminate()))
+  await net.stop()
+  return rows
+}
