@@ -125,7 +125,7 @@ class IdbStorage implements Storage {
     try {
       // Every row is queued (and so cloned) synchronously, in this call: the caller changing its objects later
       // cannot reach the store, and a value that cannot be cloned throws before the transaction can commit.
-      if (batch.changes) {
+      if (batch.changes?.length) {
         const changes = tx.objectStore('changes')
         // add, not put: the log is append-only, and a seq that exists fails the whole commit.
         for (const c of batch.changes) quiet(changes.add(c))

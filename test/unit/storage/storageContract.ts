@@ -110,6 +110,13 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect(loaded.transactions.map((r) => r.key)).toEqual(['t1'])
     })
 
+    test('a commit with empty lists (only an outbox delete, say) is fine', async () => {
+      const storage = await open()
+      await storage.commit({ outbox: { put: [outbox('a')] } })
+      await storage.commit({ changes: [], events: [], payments: [], chainEvents: [], outbox: { put: [], delete: ['a'] }, transactions: { put: [], delete: [] } })
+      expect((await storage.load()).outbox).toEqual([])
+    })
+
     test('bigints up to 2^255 survive in every kind of row', async () => {
       const identity = newIdentity()
       const storage = await open(identity)
