@@ -4,7 +4,7 @@ import { ZERO_HASH, packBalanceProofCounter } from '../protocol/balanceProof.ts'
 import { encodeLocks } from '../protocol/locks.ts'
 import { MessageTypeId } from '../protocol/messageTypeId.ts'
 import type { StateChange } from '../protocol/state/changes.ts'
-import type { Transaction } from '../protocol/state/effects.ts'
+import type { ChainTransaction, Transaction } from '../protocol/state/effects.ts'
 import type { BalanceProofState } from '../protocol/state/types.ts'
 import { packWithdraw } from '../protocol/withdraw.ts'
 import type { ChainClient } from './chainClient.ts'
@@ -30,7 +30,7 @@ export type ProtocolTransactionCallParameters = {
  * - setTotalWithdraw / cooperativeSettle: our signatures over the 200-byte withdraw messages (§2.6) beside the
  *   partner's.
  */
-export function protocolTransactionCall(tx: Transaction, { signer, secretRegistry }: ProtocolTransactionCallParameters): ChainCall {
+export function protocolTransactionCall(tx: ChainTransaction, { signer, secretRegistry }: ProtocolTransactionCallParameters): ChainCall {
   const chainId = BigInt(signer.chainId)
   switch (tx.type) {
     case 'close': {
@@ -139,7 +139,7 @@ export function protocolTransactionCall(tx: Transaction, { signer, secretRegistr
 export type SendProtocolTransactionParameters = ProtocolTransactionCallParameters & { queue: TransactionQueue } & SendOptions
 
 /** Builds the call of a protocol `Transaction` effect and sends it through the account's queue. */
-export function sendProtocolTransaction(tx: Transaction, { queue, onSubmitted, ...parameters }: SendProtocolTransactionParameters): Promise<SentTransaction> {
+export function sendProtocolTransaction(tx: ChainTransaction, { queue, onSubmitted, ...parameters }: SendProtocolTransactionParameters): Promise<SentTransaction> {
   return queue.send(protocolTransactionCall(tx, parameters), onSubmitted ? { onSubmitted } : {})
 }
 
@@ -154,7 +154,7 @@ export function transactionFailedChange(tx: Transaction, error: unknown): Extrac
       : ((error as { shortMessage?: string }).shortMessage ?? (error instanceof Error ? error.message : String(error)))
   return {
     type: 'transactionFailed',
-    transaction: tx.type,
+    transaction: tx.type === 'settleWithHistory' ? 'settle' : tx.type === 'unlockWithHistory' ? 'unlock' : tx.type,
     ...('tokenNetwork' in tx ? { tokenNetwork: tx.tokenNetwork, channelId: tx.channelId } : {}),
     ...(tx.type === 'registerSecret' ? { secrethash: tx.secrethash } : {}),
     reason,

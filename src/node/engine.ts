@@ -4,7 +4,7 @@ import type { Effect } from '../protocol/state/effects.ts'
 import type { NodeState } from '../protocol/state/types.ts'
 import { transition } from '../protocol/transition.ts'
 import type { Commit, Meta, OutboxRecord, Storage, StoredChainEvent, TransactionRecord } from '../storage/storage.ts'
-import { outboxRecord, paymentRecord, storedEvent, transactionRecord } from './records.ts'
+import { outboxRecord, paymentRecord, sentHistory, storedEvent, transactionRecord } from './records.ts'
 
 /** What one committed change produced, handed to the shell to carry out once it is durable. */
 export type Applied = {
@@ -106,8 +106,10 @@ export class Engine {
         const deletes = this.pendingDeletes
         this.pendingDeletes = { outbox: [], transactions: [], transactionPuts: [] }
         const now = this.p.now()
-        const commit: Required<Pick<Commit, 'changes' | 'events' | 'payments' | 'chainEvents'>> & Commit = {
+        const commit: Required<Pick<Commit, 'changes' | 'events' | 'payments' | 'chainEvents' | 'sentProofs' | 'sentLocks'>> & Commit = {
           changes: [],
+          sentProofs: [],
+          sentLocks: [],
           events: [],
           payments: [],
           chainEvents: [],
@@ -119,12 +121,18 @@ export class Engine {
         const applied: Applied[] = []
         for (const { input } of batch) {
           seq++
+          const before = state
           const result = transition(state, input.change, this.p.ctx)
           state = result.state
           const outbox: OutboxRecord[] = []
           const transactions: TransactionRecord[] = []
           result.effects.forEach((effect, i) => {
-            if (effect.type === 'send') outbox.push(outboxRecord(effect, now))
+            if (effect.type === 'send') {
+              outbox.push(outboxRecord(effect, now))
+              const { proof, lock } = sentHistory(effect, before)
+              if (proof) commit.sentProofs.push(proof)
+              if (lock) commit.sentLocks.push(lock)
+            }
             else if (effect.type === 'transaction') transactions.push(transactionRecord(effect, seq, i, now))
             else if (effect.type === 'event') {
               // Events and payments need keys of their own: the change's seq, then the effect's place in it.

@@ -1,6 +1,9 @@
 import type { Address } from 'viem'
 import type { Effect, NodeEvent } from '../protocol/state/effects.ts'
-import type { OutboxRecord, PaymentRecord, StoredEvent, TransactionRecord } from '../storage/storage.ts'
+import { sha256 } from 'viem'
+import { balanceHash } from '../protocol/balanceProof.ts'
+import type { NodeState } from '../protocol/state/types.ts'
+import type { OutboxRecord, PaymentRecord, SentLockRecord, SentProofRecord, StoredEvent, TransactionRecord } from '../storage/storage.ts'
 
 /** The outbox key of a message: unique per recipient, type and message identifier. */
 export function outboxKey(recipient: Address, type: string, messageIdentifier: bigint): string {
@@ -45,4 +48,29 @@ export function paymentRecord(event: NodeEvent, seq: number, time: number): Paym
 
 export function storedEvent(event: NodeEvent, seq: number, time: number): StoredEvent {
   return { seq, time, event }
+}
+
+/**
+ * What a balance-proof message we send leaves in the stored history: the proof by its balance hash, and our lock
+ * it added (with the nonce it came in) or removed (with the nonce it left in). `before` is the state before the
+ * transition that sent it, which still holds the lock being removed and the nonce that added it.
+ */
+export function sentHistory(effect: Extract<Effect, { type: 'send' }>, before: NodeState): { proof?: SentProofRecord; lock?: SentLockRecord } {
+  const m = effect.message
+  const channelKey = effect.channelKey
+  if (!channelKey || (m.type !== 'LockedTransfer' && m.type !== 'RefundTransfer' && m.type !== 'Unlock' && m.type !== 'LockExpired')) return {}
+  const proof: SentProofRecord = {
+    channelKey,
+    balanceHash: balanceHash({ transferredAmount: m.transferred_amount, lockedAmount: m.locked_amount, locksroot: m.locksroot }),
+    nonce: m.nonce,
+    transferredAmount: m.transferred_amount,
+    lockedAmount: m.locked_amount,
+    locksroot: m.locksroot,
+  }
+  if (m.type === 'LockedTransfer' || m.type === 'RefundTransfer')
+    return { proof, lock: { channelKey, secrethash: m.lock.secrethash, expiration: m.lock.expiration, amount: m.lock.amount, addedNonce: m.nonce } }
+  const secrethash = m.type === 'Unlock' ? sha256(m.secret) : m.secrethash
+  const lock = before.channels[channelKey]?.our.locks.find((l) => l.secrethash.toLowerCase() === secrethash.toLowerCase())
+  if (!lock || lock.nonce === undefined) return { proof }
+  return { proof, lock: { channelKey, secrethash: lock.secrethash, expiration: lock.expiration, amount: lock.amount, addedNonce: lock.nonce, removedNonce: m.nonce } }
 }

@@ -17,7 +17,8 @@ import {
 import type { Deployment } from '../devnet/deployment.ts'
 import { channelWith, defaultContext, initialState, type TransitionContext } from '../protocol/state/access.ts'
 import type { StateChange } from '../protocol/state/changes.ts'
-import type { NodeEvent, SecretResolverRequest } from '../protocol/state/effects.ts'
+import type { ChainTransaction, NodeEvent, SecretResolverRequest, Transaction } from '../protocol/state/effects.ts'
+import { channelKey } from '../protocol/channel/key.ts'
 import type { Channel, NodeState } from '../protocol/state/types.ts'
 import { findRoutes } from '../protocol/routing/findRoutes.ts'
 import { useWasmSecp256k1 } from '../protocol/secp256k1.ts'
@@ -239,7 +240,8 @@ export class SluiceNode {
         }
       }
       try {
-        await sendProtocolTransaction(record.transaction, {
+        const transaction = await this.resolveFromHistory(record.transaction)
+        await sendProtocolTransaction(transaction, {
           queue: this.queue,
           signer: this.chain,
           secretRegistry: this.options.deployment.contracts.SecretRegistry.address,
@@ -253,6 +255,27 @@ export class SluiceNode {
       done()
     }
     void run().catch((error) => this.fail('transaction', error))
+  }
+
+  /** Turns a transaction that needs our stored proof history into the one the chain layer sends. */
+  private async resolveFromHistory(tx: Transaction): Promise<ChainTransaction> {
+    if (tx.type === 'settleWithHistory') {
+      const key = channelKey(tx.tokenNetwork, tx.channelId)
+      const proof = await this.storage.sentProof(key, tx.ourBalanceHash)
+      if (!proof) throw new Error(`no stored proof of ours with balance hash ${tx.ourBalanceHash}`)
+      const ours = { transferredAmount: proof.transferredAmount, lockedAmount: proof.lockedAmount, locksroot: proof.locksroot }
+      const theirs = tx.partnerBalance
+      // The contract wants the side with the smaller transferred + locked first.
+      const ourFirst = ours.transferredAmount + ours.lockedAmount <= theirs.transferredAmount + theirs.lockedAmount
+      return ourFirst
+        ? { type: 'settle', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, participant1: tx.our, participant1Balance: ours, participant2: tx.partner, participant2Balance: theirs }
+        : { type: 'settle', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, participant1: tx.partner, participant1Balance: theirs, participant2: tx.our, participant2Balance: ours }
+    }
+    if (tx.type === 'unlockWithHistory') {
+      const locks = await this.storage.sentLocks(channelKey(tx.tokenNetwork, tx.channelId), tx.nonce)
+      return { type: 'unlock', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, receiver: tx.receiver, sender: tx.sender, locks: locks.map(({ expiration, amount, secrethash }) => ({ expiration, amount, secrethash })) }
+    }
+    return tx
   }
 
   private async resolveSecret(request: SecretResolverRequest) {

@@ -1,5 +1,6 @@
 import { isAddress } from 'viem'
 import { checkMetaPatch } from './meta.ts'
+import { checkSentLock, checkSentProof } from './sentRecords.ts'
 import { StorageError, type Commit, type StorageIdentity, type StoredChainEvent } from './storage.ts'
 
 const MAX_UINT256 = 2n ** 256n - 1n
@@ -32,6 +33,9 @@ export function checkCommit(batch: Commit, identity: StorageIdentity): void {
     for (const record of part?.put ?? []) checkKey(record.key)
     for (const key of part?.delete ?? []) checkKey(key)
   }
+  // The same key twice in one commit is allowed for these: the last one wins (a lock added and removed in one batch).
+  for (const p of batch.sentProofs ?? []) checkSentProof(p)
+  for (const l of batch.sentLocks ?? []) checkSentLock(l)
   if (batch.meta) checkMetaPatch(batch.meta, identity)
 }
 

@@ -11,9 +11,10 @@ export function progressOf(snapshotSeq: number | undefined, lastChangeSeq: numbe
 export type StoredProgress = { meta: Meta; progress: number }
 
 /**
- * Checks that `dump` may replace the store of `identity`: well formed, same chain, registry and node, same schema,
- * and not older than what is stored (fewer changes or an earlier synced block), so a stale backup can never roll
- * back signed balance proofs. Equal is accepted: importing the same dump twice is harmless.
+ * Checks that `dump` may replace the store of `identity`: well formed, same chain, registry and node, a schema
+ * version this code reads, and not older than what is stored (fewer changes or an earlier synced block), so a stale
+ * backup can never roll back signed balance proofs. Equal is accepted: importing the same dump twice is harmless.
+ * Gives back the dump itself, or a copy with its meta at STORAGE_SCHEMA_VERSION when it was older.
  */
 export function checkDump(dump: unknown, identity: StorageIdentity, stored: StoredProgress): StorageDump {
   const d = checkShape(dump)
@@ -21,11 +22,25 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
     const what = d.meta.chainId !== identity.chainId ? 'chain' : d.meta.registry.toLowerCase() !== identity.registry.toLowerCase() ? 'token network registry' : 'node address'
     throw new DumpRejectedError(`the dump belongs to another ${what} (chain ${d.meta.chainId}, registry ${d.meta.registry}, address ${d.meta.address})`)
   }
-  if (d.meta.schemaVersion !== STORAGE_SCHEMA_VERSION) {
-    throw new DumpRejectedError(`the dump has schema version ${d.meta.schemaVersion}; this node reads version ${STORAGE_SCHEMA_VERSION}`)
+  // An older dump is a subset of this format (version 2 added sent proofs and locks): it comes in as this version.
+  if (!Number.isInteger(d.meta.schemaVersion) || d.meta.schemaVersion < 1 || d.meta.schemaVersion > STORAGE_SCHEMA_VERSION) {
+    throw new DumpRejectedError(`the dump has schema version ${d.meta.schemaVersion}; this node reads versions 1 to ${STORAGE_SCHEMA_VERSION}`)
   }
   try {
-    checkCommit({ changes: d.changes, snapshot: d.snapshot, events: d.events, payments: d.payments, chainEvents: d.chainEvents, outbox: { put: d.outbox }, transactions: { put: d.transactions } }, identity)
+    checkCommit(
+      {
+        changes: d.changes,
+        snapshot: d.snapshot,
+        events: d.events,
+        payments: d.payments,
+        chainEvents: d.chainEvents,
+        outbox: { put: d.outbox },
+        transactions: { put: d.transactions },
+        sentProofs: d.sentProofs ?? [],
+        sentLocks: d.sentLocks ?? [],
+      },
+      identity,
+    )
   } catch (e) {
     if (e instanceof StorageError) throw new DumpRejectedError(`the dump holds an invalid row: ${e.message}`, { cause: e })
     throw e
@@ -35,10 +50,12 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
   if (d.meta.syncedBlock < stored.meta.syncedBlock) {
     throw new DumpRejectedError(`the dump is older than the stored state (synced to block ${d.meta.syncedBlock}, the store to ${stored.meta.syncedBlock})`)
   }
-  return d
+  return d.meta.schemaVersion === STORAGE_SCHEMA_VERSION ? d : { ...d, meta: { ...d.meta, schemaVersion: STORAGE_SCHEMA_VERSION } }
 }
 
 const LISTS = ['changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions'] as const
+/** Absent from dumps of schema version 1. */
+const OPTIONAL_LISTS = ['sentProofs', 'sentLocks'] as const
 
 function checkShape(dump: unknown): StorageDump {
   if (!isObject(dump) || dump.format !== 'sluice-dump') throw new DumpRejectedError('not a Sluice dump (format is not "sluice-dump")')
@@ -57,6 +74,10 @@ function checkShape(dump: unknown): StorageDump {
   for (const list of LISTS) {
     const rows = dump[list]
     if (!Array.isArray(rows) || !rows.every(isObject)) throw new DumpRejectedError(`the dump's ${list} is not a list of records`)
+  }
+  for (const list of OPTIONAL_LISTS) {
+    const rows = dump[list]
+    if (rows !== undefined && (!Array.isArray(rows) || !rows.every(isObject))) throw new DumpRejectedError(`the dump's ${list} is not a list of records`)
   }
   if (dump.snapshot !== undefined && !isObject(dump.snapshot)) throw new DumpRejectedError("the dump's snapshot is not a record")
   return dump as StorageDump

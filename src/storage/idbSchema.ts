@@ -1,6 +1,19 @@
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb'
 import { initialMeta } from './meta.ts'
-import type { Meta, OutboxRecord, PaymentRecord, Snapshot, StorageIdentity, StoredChainEvent, StoredChange, StoredEvent, TransactionRecord } from './storage.ts'
+import { hashKey, padNonce } from './sentRecords.ts'
+import type {
+  Meta,
+  OutboxRecord,
+  PaymentRecord,
+  SentLockRecord,
+  SentProofRecord,
+  Snapshot,
+  StorageIdentity,
+  StoredChainEvent,
+  StoredChange,
+  StoredEvent,
+  TransactionRecord,
+} from './storage.ts'
 
 /** Keys of the single rows of the meta and snapshot stores. */
 export const META_KEY = 'meta'
@@ -15,6 +28,15 @@ export type PaymentRow = { seq: number; token: string; partner: string; record: 
  */
 export type ChainEventRow = { block: number; logIndex: number; address: string; tokenNetwork?: string; channel?: string; record: StoredChainEvent }
 
+/** A sent proof keyed by its channel and lower-case balance hash. */
+export type SentProofRow = { channelKey: string; hash: string; record: SentProofRecord }
+
+/**
+ * A sent lock keyed by channel, addedNonce (zero-padded decimal: keys cannot be bigints, and string order is then
+ * numeric order) and lower-case secret hash: the locks of one channel added up to a nonce are one key range.
+ */
+export type SentLockRow = { channelKey: string; added: string; hash: string; record: SentLockRecord }
+
 export interface SluiceDbSchema extends DBSchema {
   meta: { key: string; value: Meta }
   snapshot: { key: string; value: Snapshot }
@@ -28,6 +50,8 @@ export interface SluiceDbSchema extends DBSchema {
   }
   outbox: { key: string; value: OutboxRecord }
   transactions: { key: string; value: TransactionRecord }
+  sentProofs: { key: [string, string]; value: SentProofRow }
+  sentLocks: { key: [string, string, string]; value: SentLockRow }
 }
 
 export type SluiceDb = IDBPDatabase<SluiceDbSchema>
@@ -35,7 +59,8 @@ export type UpgradeTransaction = IDBPTransaction<SluiceDbSchema, StoreNames<Slui
 
 /**
  * Step `v` takes a database at version v - 1 to version v, inside the upgrade transaction. Steps run one after
- * another from the stored version, so a store several versions behind goes through each step in order.
+ * another from the stored version, so a store several versions behind goes through each step in order. The
+ * database version is STORAGE_SCHEMA_VERSION; the runner then sets the meta row's schemaVersion to it.
  */
 export type IdbMigration = (db: SluiceDb, tx: UpgradeTransaction, identity: StorageIdentity) => void
 
@@ -57,7 +82,12 @@ export const idbMigrations: Record<number, IdbMigration> = {
     db.createObjectStore('outbox', { keyPath: 'key' })
     db.createObjectStore('transactions', { keyPath: 'key' })
     // A failure aborts the upgrade transaction, and with it the open: nothing to handle here.
-    tx.objectStore('meta').put(initialMeta(identity), META_KEY).catch(() => {})
+    tx.objectStore('meta').put({ ...initialMeta(identity), schemaVersion: 1 }, META_KEY).catch(() => {})
+  },
+  // Sent balance proofs and sent locks (kept out of the state); nothing existing changes.
+  2(db) {
+    db.createObjectStore('sentProofs', { keyPath: ['channelKey', 'hash'] })
+    db.createObjectStore('sentLocks', { keyPath: ['channelKey', 'added', 'hash'] })
   },
 }
 
@@ -74,4 +104,12 @@ export function chainEventRow(e: StoredChainEvent): ChainEventRow {
     ...(e.channelId !== undefined ? { channel: e.channelId.toString() } : {}),
     record: e,
   }
+}
+
+export function sentProofRow(p: SentProofRecord): SentProofRow {
+  return { channelKey: p.channelKey, hash: hashKey(p.balanceHash), record: p }
+}
+
+export function sentLockRow(l: SentLockRecord): SentLockRow {
+  return { channelKey: l.channelKey, added: padNonce(l.addedNonce), hash: hashKey(l.secrethash), record: l }
 }

@@ -1,11 +1,13 @@
 import { openDB, type IDBPTransaction, type StoreNames } from 'idb'
+import type { Hex } from 'viem'
 import { asStorageError } from './asStorageError.ts'
 import { checkCommit } from './checkCommit.ts'
 import { checkDump, progressOf } from './dump.ts'
 import { checkIdentity, sameIdentity, storageName } from './identity.ts'
-import { chainEventRow, idbMigrations, META_KEY, paymentRow, SNAPSHOT_KEY, type SluiceDb, type SluiceDbSchema } from './idbSchema.ts'
+import { chainEventRow, idbMigrations, META_KEY, paymentRow, sentLockRow, sentProofRow, SNAPSHOT_KEY, type SluiceDb, type SluiceDbSchema } from './idbSchema.ts'
 import { mergeMeta } from './meta.ts'
 import { blockSpan, chainEventMatches, checkPage } from './queries.ts'
+import { lockAlive, padNonce, sentLocksQuery, sentProofQuery } from './sentRecords.ts'
 import {
   STORAGE_SCHEMA_VERSION,
   StorageClosedError,
@@ -17,6 +19,8 @@ import {
   type Loaded,
   type PaymentQuery,
   type PaymentRecord,
+  type SentLockRecord,
+  type SentProofRecord,
   type Storage,
   type StorageDump,
   type StorageIdentity,
@@ -31,7 +35,7 @@ export type OpenIdbStorageOptions = {
 }
 
 type StoreName = StoreNames<SluiceDbSchema>
-const ALL_STORES: StoreName[] = ['meta', 'snapshot', 'changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions']
+const ALL_STORES: StoreName[] = ['meta', 'snapshot', 'changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions', 'sentProofs', 'sentLocks']
 
 /**
  * Opens the node's IndexedDB store: database `sluice:<chainId>:<registry>:<address>`, upgraded step by step to
@@ -58,11 +62,20 @@ async function connect(name: string, identity: StorageIdentity, release: () => v
   const blocked = new Promise<never>((_, reject) => (rejectBlocked = reject))
   const opening = openDB<SluiceDbSchema>(name, STORAGE_SCHEMA_VERSION, {
     upgrade(db, oldVersion, newVersion, tx) {
-      for (let v = oldVersion + 1; v <= (newVersion ?? oldVersion); v++) {
+      const to = newVersion ?? oldVersion
+      for (let v = oldVersion + 1; v <= to; v++) {
         const step = idbMigrations[v]
         if (!step) throw new StorageError(`no migration to schema version ${v}`)
         step(db, tx, identity)
       }
+      // The meta row says which schema the data has: the one the steps took it to. Without meta it is not our
+      // database, which the open refuses below. A failure aborts the upgrade, and with it the open.
+      if (!db.objectStoreNames.contains('meta')) return
+      const meta = tx.objectStore('meta')
+      meta
+        .get(META_KEY)
+        .then((m) => (m && m.schemaVersion !== to ? meta.put({ ...m, schemaVersion: to }, META_KEY) : undefined))
+        .catch(() => {})
     },
     // An older connection that ignores versionchange keeps our upgrade waiting: fail now rather than hang.
     blocked() {
@@ -139,6 +152,9 @@ class IdbStorage implements Storage {
       for (const k of batch.outbox?.delete ?? []) quiet(tx.objectStore('outbox').delete(k))
       for (const r of batch.transactions?.put ?? []) quiet(tx.objectStore('transactions').put(r))
       for (const k of batch.transactions?.delete ?? []) quiet(tx.objectStore('transactions').delete(k))
+      // put replaces a row of the same key: the same proof recorded again, a lock written again with removedNonce.
+      for (const p of batch.sentProofs ?? []) quiet(tx.objectStore('sentProofs').put(sentProofRow(p)))
+      for (const l of batch.sentLocks ?? []) quiet(tx.objectStore('sentLocks').put(sentLockRow(l)))
       if (patch) {
         // Read-merge-write inside the transaction: IndexedDB runs overlapping write transactions one at a time.
         const meta = await tx.objectStore('meta').get(META_KEY)
@@ -207,6 +223,22 @@ class IdbStorage implements Storage {
     return rows.map((row) => row.record).filter((e) => chainEventMatches(e, query))
   }
 
+  async sentProof(channelKey: string, balanceHash: Hex): Promise<SentProofRecord | undefined> {
+    this.usable()
+    const q = sentProofQuery(channelKey, balanceHash)
+    return (await this.db.get('sentProofs', [q.channelKey, q.hash]))?.record
+  }
+
+  async sentLocks(channelKey: string, nonce: bigint): Promise<SentLockRecord[]> {
+    this.usable()
+    const q = sentLocksQuery(channelKey, nonce)
+    if (!q) return []
+    // The channel's locks added up to `nonce`, in key order (addedNonce, then secret hash): [] sorts after every
+    // string, and [channelKey] before every longer key that starts with it.
+    const rows = await this.db.getAll('sentLocks', IDBKeyRange.bound([q.channelKey], [q.channelKey, padNonce(q.nonce), []]))
+    return rows.map((row) => row.record).filter((l) => lockAlive(l, q.nonce))
+  }
+
   async exportDump(): Promise<StorageDump> {
     this.usable()
     const tx = this.db.transaction(ALL_STORES, 'readonly')
@@ -218,6 +250,8 @@ class IdbStorage implements Storage {
     const chainEvents = await tx.objectStore('chainEvents').getAll()
     const outbox = await tx.objectStore('outbox').getAll()
     const transactions = await tx.objectStore('transactions').getAll()
+    const sentProofs = await tx.objectStore('sentProofs').getAll()
+    const sentLocks = await tx.objectStore('sentLocks').getAll()
     if (!meta) throw new StorageError('the store has no meta')
     return {
       format: 'sluice-dump',
@@ -229,6 +263,8 @@ class IdbStorage implements Storage {
       chainEvents: chainEvents.map((row) => row.record),
       outbox,
       transactions,
+      sentProofs: sentProofs.map((row) => row.record),
+      sentLocks: sentLocks.map((row) => row.record),
     }
   }
 
@@ -255,6 +291,8 @@ class IdbStorage implements Storage {
       for (const e of d.chainEvents) quiet(tx.objectStore('chainEvents').put(chainEventRow(e)))
       for (const r of d.outbox) quiet(tx.objectStore('outbox').put(r))
       for (const r of d.transactions) quiet(tx.objectStore('transactions').put(r))
+      for (const p of d.sentProofs ?? []) quiet(tx.objectStore('sentProofs').put(sentProofRow(p)))
+      for (const l of d.sentLocks ?? []) quiet(tx.objectStore('sentLocks').put(sentLockRow(l)))
     } catch (e) {
       throw await abort(tx, e, 'importDump')
     }
@@ -300,6 +338,8 @@ function storesOf(batch: Commit): StoreName[] {
   if (batch.chainEvents?.length) stores.push('chainEvents')
   if (batch.outbox?.put?.length || batch.outbox?.delete?.length) stores.push('outbox')
   if (batch.transactions?.put?.length || batch.transactions?.delete?.length) stores.push('transactions')
+  if (batch.sentProofs?.length) stores.push('sentProofs')
+  if (batch.sentLocks?.length) stores.push('sentLocks')
   if (batch.meta) stores.push('meta')
   return stores
 }

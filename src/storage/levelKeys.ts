@@ -1,4 +1,5 @@
-import type { PaymentRecord, StorageIdentity, StoredChainEvent } from './storage.ts'
+import { hashKey, lockSuffix, padNonce } from './sentRecords.ts'
+import type { PaymentRecord, SentLockRecord, SentProofRecord, StorageIdentity, StoredChainEvent } from './storage.ts'
 
 /**
  * The LevelDB key layout. Keys are strings ordered byte-wise, so numbers are zero-padded to a fixed width
@@ -20,11 +21,29 @@ export const CHAIN_EVENTS = 'ce!'
 export const OUTBOX = 'o!'
 export const TRANSACTIONS = 'tx!'
 
+export const SENT_PROOFS = 'sp!'
+export const SENT_LOCKS = 'sl!'
+
 export const changeKey = (seq: number) => CHANGES + pad(seq)
 export const eventKey = (seq: number) => EVENTS + pad(seq)
 export const paymentKey = (seq: number) => PAYMENTS + pad(seq)
 export const outboxKey = (key: string) => OUTBOX + key
 export const transactionKey = (key: string) => TRANSACTIONS + key
+
+/** `sp!<channelKey>!<balanceHash, lower case>`: looked up by exact key. */
+export const sentProofKey = (channelKey: string, balanceHash: string) => `${SENT_PROOFS}${channelKey}!${hashKey(balanceHash)}`
+export const sentProofKeyOf = (p: SentProofRecord) => sentProofKey(p.channelKey, p.balanceHash)
+
+/** `sl!<channelKey>!<addedNonce, 20 digits>!<secrethash, lower case>`: a channel's locks in the order they were added. */
+export const sentLockKey = (l: SentLockRecord) => `${SENT_LOCKS}${l.channelKey}!${lockSuffix(l)}`
+
+/**
+ * The keys of the locks of `channelKey` added at or before `nonce`: after the padded nonce comes `!`, and `"` sorts
+ * right after it. A channel key holding `!` could bring another channel's keys into the range: filter the rows.
+ */
+export function sentLocksRange(channelKey: string, nonce: bigint): { gte: string; lt: string } {
+  return { gte: `${SENT_LOCKS}${channelKey}!${padNonce(0n)}!`, lt: `${SENT_LOCKS}${channelKey}!${padNonce(nonce)}"` }
+}
 
 /** The payment indexes' prefixes: by token, by partner, by token and partner (addresses lower case). */
 export function paymentIndexPrefix(token: string | undefined, partner: string | undefined): string {

@@ -1,4 +1,5 @@
 import { ClassicLevel } from 'classic-level'
+import type { Hex } from 'viem'
 import { join } from 'node:path'
 import { deserialize, serialize } from 'node:v8'
 import { asStorageError } from './asStorageError.ts'
@@ -26,12 +27,19 @@ import {
   paymentKey,
   paymentKeyOfIndexKey,
   prefixRange,
+  SENT_LOCKS,
+  SENT_PROOFS,
+  sentLockKey,
+  sentLocksRange,
+  sentProofKey,
+  sentProofKeyOf,
   SNAPSHOT_KEY,
   TRANSACTIONS,
   transactionKey,
 } from './levelKeys.ts'
 import { initialMeta, mergeMeta } from './meta.ts'
 import { blockSpan, chainEventMatches, checkPage } from './queries.ts'
+import { lockAlive, sentLocksQuery, sentProofQuery } from './sentRecords.ts'
 import {
   STORAGE_SCHEMA_VERSION,
   StorageClosedError,
@@ -44,6 +52,8 @@ import {
   type Meta,
   type PaymentQuery,
   type PaymentRecord,
+  type SentLockRecord,
+  type SentProofRecord,
   type Snapshot,
   type Storage,
   type StorageDump,
@@ -107,6 +117,10 @@ const levelMigrations: Record<number, LevelMigration> = {
     for await (const key of db.keys({ limit: 1 })) throw new StorageError(`the directory holds a LevelDB store that is not Sluice's (found key ${key}, no meta)`)
     return []
   },
+  // Sent proofs and sent locks: new key prefixes, empty in a store of version 1; nothing to convert.
+  async 2() {
+    return []
+  },
 }
 
 async function migrate(db: LevelDb, identity: StorageIdentity): Promise<Meta> {
@@ -161,6 +175,9 @@ function plan(batch: Commit): Planned {
   }
   for (const r of batch.outbox?.put ?? []) puts.push(put(outboxKey(r.key), r))
   for (const r of batch.transactions?.put ?? []) puts.push(put(transactionKey(r.key), r))
+  // No index keys: a put under the same key replaces the row (a lock written again with its removedNonce).
+  for (const p of batch.sentProofs ?? []) puts.push(put(sentProofKeyOf(p), p))
+  for (const l of batch.sentLocks ?? []) puts.push(put(sentLockKey(l), l))
   const deletes: Op[] = [
     ...(batch.outbox?.delete ?? []).map((k): Op => ({ type: 'del', key: outboxKey(k) })),
     ...(batch.transactions?.delete ?? []).map((k): Op => ({ type: 'del', key: transactionKey(k) })),
@@ -270,6 +287,25 @@ class LevelStorage implements Storage {
     })
   }
 
+  async sentProof(channelKey: string, balanceHash: Hex): Promise<SentProofRecord | undefined> {
+    this.usable()
+    const q = sentProofQuery(channelKey, balanceHash)
+    return this.read('sentProof', async (snapshot) => {
+      const [row] = await this.db.getMany([sentProofKey(q.channelKey, q.hash)], { snapshot })
+      return row ? decode<SentProofRecord>(row) : undefined
+    })
+  }
+
+  async sentLocks(channelKey: string, nonce: bigint): Promise<SentLockRecord[]> {
+    this.usable()
+    const q = sentLocksQuery(channelKey, nonce)
+    if (!q) return []
+    return this.read('sentLocks', async (snapshot) => {
+      const rows = await this.values<SentLockRecord>(sentLocksRange(q.channelKey, q.nonce), snapshot)
+      return rows.filter((l) => l.channelKey === q.channelKey && lockAlive(l, q.nonce))
+    })
+  }
+
   async exportDump(): Promise<StorageDump> {
     this.usable()
     return this.read('exportDump', async (snapshot) => {
@@ -285,6 +321,8 @@ class LevelStorage implements Storage {
         chainEvents: await this.values({ ...prefixRange(CHAIN_EVENTS) }, snapshot),
         outbox: await this.values({ ...prefixRange(OUTBOX) }, snapshot),
         transactions: await this.values({ ...prefixRange(TRANSACTIONS) }, snapshot),
+        sentProofs: await this.values({ ...prefixRange(SENT_PROOFS) }, snapshot),
+        sentLocks: await this.values({ ...prefixRange(SENT_LOCKS) }, snapshot),
       }
     })
   }
@@ -314,6 +352,8 @@ class LevelStorage implements Storage {
       }
       for (const r of d.outbox) ops.push(put(outboxKey(r.key), r))
       for (const r of d.transactions) ops.push(put(transactionKey(r.key), r))
+      for (const p of d.sentProofs ?? []) ops.push(put(sentProofKeyOf(p), p))
+      for (const l of d.sentLocks ?? []) ops.push(put(sentLockKey(l), l))
       await db.batch(ops, { sync: true })
       this.meta = d.meta
     }, 'importDump')

@@ -2,7 +2,9 @@ import { checkCommit } from './checkCommit.ts'
 import { checkDump, progressOf } from './dump.ts'
 import { checkIdentity, storageName } from './identity.ts'
 import { initialMeta, mergeMeta } from './meta.ts'
+import type { Hex } from 'viem'
 import { blockSpan, chainEventMatches, checkPage, paymentMatches } from './queries.ts'
+import { byAdded, byProofKey, hashKey, lockAlive, lockSuffix, sentLocksQuery, sentProofQuery } from './sentRecords.ts'
 import {
   StorageClosedError,
   StorageError,
@@ -14,6 +16,8 @@ import {
   type OutboxRecord,
   type PaymentQuery,
   type PaymentRecord,
+  type SentLockRecord,
+  type SentProofRecord,
   type Snapshot,
   type Storage,
   type StorageDump,
@@ -33,6 +37,10 @@ type MemoryData = {
   chainEvents: Map<string, StoredChainEvent>
   outbox: Map<string, OutboxRecord>
   transactions: Map<string, TransactionRecord>
+  /** By channel, then lower-case balance hash. */
+  sentProofs: Map<string, Map<string, SentProofRecord>>
+  /** By channel, then `<addedNonce padded>!<secrethash>`: a query reads one channel's locks only. */
+  sentLocks: Map<string, Map<string, SentLockRecord>>
 }
 
 /**
@@ -49,7 +57,7 @@ export class MemoryVolume {
     if (this.#open.has(name)) throw new StorageLockedError(`the store ${name} is already open in this memory volume`)
     let data = this.#stores.get(name)
     if (!data) {
-      data = { meta: initialMeta(identity), changes: new Map(), events: new Map(), payments: new Map(), chainEvents: new Map(), outbox: new Map(), transactions: new Map() }
+      data = { meta: initialMeta(identity), changes: new Map(), events: new Map(), payments: new Map(), chainEvents: new Map(), outbox: new Map(), transactions: new Map(), sentProofs: new Map(), sentLocks: new Map() }
       this.#stores.set(name, data)
     }
     this.#open.add(name)
@@ -114,6 +122,8 @@ class MemoryStorage implements Storage {
     for (const k of b.outbox?.delete ?? []) d.outbox.delete(k)
     for (const r of b.transactions?.put ?? []) d.transactions.set(r.key, r)
     for (const k of b.transactions?.delete ?? []) d.transactions.delete(k)
+    for (const p of b.sentProofs ?? []) putSentProof(d, p)
+    for (const l of b.sentLocks ?? []) putSentLock(d, l)
     d.meta = meta
   }
 
@@ -146,6 +156,20 @@ class MemoryStorage implements Storage {
     return clone([...this.data.chainEvents.values()].filter((e) => chainEventMatches(e, query)).sort(byPosition), 'chainEvents')
   }
 
+  async sentProof(channelKey: string, balanceHash: Hex): Promise<SentProofRecord | undefined> {
+    this.usable()
+    const q = sentProofQuery(channelKey, balanceHash)
+    return clone(this.data.sentProofs.get(q.channelKey)?.get(q.hash), 'sentProof')
+  }
+
+  async sentLocks(channelKey: string, nonce: bigint): Promise<SentLockRecord[]> {
+    this.usable()
+    const q = sentLocksQuery(channelKey, nonce)
+    if (!q) return []
+    const locks = [...(this.data.sentLocks.get(q.channelKey)?.values() ?? [])]
+    return clone(locks.filter((l) => lockAlive(l, q.nonce)).sort(byAdded), 'sentLocks')
+  }
+
   async exportDump(): Promise<StorageDump> {
     this.usable()
     const d = this.data
@@ -160,6 +184,8 @@ class MemoryStorage implements Storage {
         chainEvents: [...d.chainEvents.values()].sort(byPosition),
         outbox: [...d.outbox.values()],
         transactions: [...d.transactions.values()],
+        sentProofs: [...d.sentProofs.values()].flatMap((m) => [...m.values()]).sort(byProofKey),
+        sentLocks: [...d.sentLocks.values()].flatMap((m) => [...m.values()]).sort((a, b) => (a.channelKey === b.channelKey ? byAdded(a, b) : a.channelKey < b.channelKey ? -1 : 1)),
       },
       'exportDump',
     )
@@ -178,6 +204,10 @@ class MemoryStorage implements Storage {
     d.chainEvents = new Map(checked.chainEvents.map((e) => [chainEventKey(e), e]))
     d.outbox = new Map(checked.outbox.map((r) => [r.key, r]))
     d.transactions = new Map(checked.transactions.map((r) => [r.key, r]))
+    d.sentProofs = new Map()
+    d.sentLocks = new Map()
+    for (const p of checked.sentProofs ?? []) putSentProof(d, p)
+    for (const l of checked.sentLocks ?? []) putSentLock(d, l)
   }
 
   async close(): Promise<void> {
@@ -189,6 +219,18 @@ class MemoryStorage implements Storage {
   private usable(): void {
     if (this.#closed) throw new StorageClosedError('the store is closed')
   }
+}
+
+function putSentProof(d: MemoryData, p: SentProofRecord): void {
+  let channel = d.sentProofs.get(p.channelKey)
+  if (!channel) d.sentProofs.set(p.channelKey, (channel = new Map()))
+  channel.set(hashKey(p.balanceHash), p)
+}
+
+function putSentLock(d: MemoryData, l: SentLockRecord): void {
+  let channel = d.sentLocks.get(l.channelKey)
+  if (!channel) d.sentLocks.set(l.channelKey, (channel = new Map()))
+  channel.set(lockSuffix(l), l)
 }
 
 function clone<T>(value: T, what: string): T {

@@ -23,6 +23,10 @@ export interface Storage {
   events(query: { limit?: number; offset?: number }): Promise<StoredEvent[]>
   /** Raw chain events kept for the debug API, filtered and ordered by (block, log index). */
   chainEvents(query: ChainEventQuery): Promise<StoredChainEvent[]>
+  /** A balance proof we signed in a channel, by its balance hash (to settle after a close with an old one). */
+  sentProof(channelKey: string, balanceHash: Hex): Promise<SentProofRecord | undefined>
+  /** Our locks that were pending in the proof with this nonce, in the order they were added (for unlock). */
+  sentLocks(channelKey: string, nonce: bigint): Promise<SentLockRecord[]>
   /** The whole store as plain data (for backup); `importDump` refuses a dump of another node or an older one. */
   exportDump(): Promise<StorageDump>
   importDump(dump: StorageDump): Promise<void>
@@ -32,7 +36,7 @@ export interface Storage {
 /** Which database: one per chain, token network registry and node address. */
 export type StorageIdentity = { chainId: bigint; registry: Address; address: Address }
 
-export const STORAGE_SCHEMA_VERSION = 1
+export const STORAGE_SCHEMA_VERSION = 2
 
 export type Meta = StorageIdentity & {
   schemaVersion: number
@@ -102,6 +106,33 @@ export type StoredChainEvent = {
   participants?: Address[]
 }
 
+/**
+ * A balance proof we signed, kept so that we can settle whichever of our proofs the partner closes with: the
+ * contract wants its preimage. Kept out of the state, which would otherwise grow with every message.
+ */
+export type SentProofRecord = {
+  channelKey: string
+  balanceHash: Hex
+  nonce: bigint
+  transferredAmount: bigint
+  lockedAmount: bigint
+  locksroot: Hex
+}
+
+/**
+ * One of our locks in a channel: pending in every proof from `addedNonce` until `removedNonce` (excluded). Written
+ * when the lock is added and again, with `removedNonce`, when it is unlocked or expired; key: channel, secret
+ * hash and addedNonce.
+ */
+export type SentLockRecord = {
+  channelKey: string
+  secrethash: Hex
+  expiration: bigint
+  amount: bigint
+  addedNonce: bigint
+  removedNonce?: bigint
+}
+
 export type ChainEventQuery = { address?: Address; tokenNetwork?: Address; channelId?: bigint; fromBlock?: bigint; toBlock?: bigint }
 
 /**
@@ -123,6 +154,9 @@ export type Commit = {
   chainEvents?: StoredChainEvent[]
   outbox?: { put?: OutboxRecord[]; delete?: string[] }
   transactions?: { put?: TransactionRecord[]; delete?: string[] }
+  sentProofs?: SentProofRecord[]
+  /** Put by key (channelKey, secrethash, addedNonce): a second put with removedNonce replaces the first. */
+  sentLocks?: SentLockRecord[]
   meta?: Partial<Meta>
 }
 
@@ -146,6 +180,8 @@ export type StorageDump = {
   chainEvents: StoredChainEvent[]
   outbox: OutboxRecord[]
   transactions: TransactionRecord[]
+  sentProofs?: SentProofRecord[]
+  sentLocks?: SentLockRecord[]
 }
 
 export class StorageError extends Error {

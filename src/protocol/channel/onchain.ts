@@ -97,14 +97,10 @@ export function onNonClosingUpdated(state: NodeState, change: Change<'nonClosing
 
 const ZERO_BALANCE: BalanceData = { transferredAmount: 0n, lockedAmount: 0n, locksroot: LOCKSROOT_OF_NO_LOCKS }
 
-/** The balance data whose hash the contract holds for `end`, if we know it. */
-function onchainBalance(end: ChannelEnd, isOurs: boolean): BalanceData | undefined {
+/** The balance data whose hash the contract holds for `end`, if it is the latest proof the state knows. */
+function onchainBalance(end: ChannelEnd): BalanceData | undefined {
   const hash = end.onchainBalanceHash ?? ZERO_HASH
   if (hash === ZERO_HASH) return ZERO_BALANCE
-  if (isOurs) {
-    const sent = end.sentProofs?.[hash]
-    return sent && { transferredAmount: sent.transferredAmount, lockedAmount: sent.lockedAmount, locksroot: sent.locksroot }
-  }
   const bp = end.balanceProof
   return bp && sameHash(bp.balanceHash, hash) ? { transferredAmount: bp.transferredAmount, lockedAmount: bp.lockedAmount, locksroot: bp.locksroot } : undefined
 }
@@ -118,9 +114,17 @@ export function settleOnBlock(state: NodeState, out: Effect[]): NodeState {
     const delay = sameAddress(channel.closer, channel.our.address) ? channel.revealTimeout : 0n
     if (state.blockNumber <= channel.closedBlock + channel.settleTimeout + delay) continue
     if (channel.settleNotBefore !== undefined && state.blockNumber < channel.settleNotBefore) continue
-    const ours = onchainBalance(channel.our, true)
-    const theirs = onchainBalance(channel.partnerEnd, false)
-    if (!ours || !theirs) continue // we cannot rebuild a proof the contract holds: leave settling to the partner
+    const ours = onchainBalance(channel.our)
+    const theirs = onchainBalance(channel.partnerEnd)
+    if (!theirs) continue // we cannot rebuild a proof the contract holds: leave settling to the partner
+    if (!ours) {
+      // The partner closed with an older proof of ours: its preimage is in the stored history.
+      out.push({ type: 'transaction', transaction: { type: 'settleWithHistory', tokenNetwork: channel.tokenNetwork, channelId: channel.id, our: channel.our.address, ourBalanceHash: channel.our.onchainBalanceHash!, partner: channel.partner, partnerBalance: theirs } })
+      const next: Channel = { ...channel, state: 'settling' }
+      out.push(stateEvent(next))
+      s = putChannel(s, next)
+      continue
+    }
     const ourFirst = ours.transferredAmount + ours.lockedAmount <= theirs.transferredAmount + theirs.lockedAmount
     const [p1, b1, p2, b2] = ourFirst ? [channel.our.address, ours, channel.partner, theirs] : [channel.partner, theirs, channel.our.address, ours]
     out.push({ type: 'transaction', transaction: { type: 'settle', tokenNetwork: channel.tokenNetwork, channelId: channel.id, participant1: p1, participant1Balance: b1, participant2: p2, participant2Balance: b2 } })
@@ -137,20 +141,17 @@ export function unlockOnBlock(state: NodeState, out: Effect[]): NodeState {
   for (const channel of Object.values(state.channels)) {
     const at = channel.our.unlockAt
     if (channel.state !== 'settled' || channel.our.unlocked || at === undefined || state.blockNumber < at) continue
-    const locks = channel.our.settledLocksroot && locksFor(channel.our, channel.our.settledLocksroot, true)
+    const locks = channel.our.settledLocksroot && locksFor(channel.our, channel.our.settledLocksroot)
     if (locks) out.push({ type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.partner, sender: channel.our.address, locks } })
+    else out.push({ type: 'transaction', transaction: { type: 'unlockWithHistory', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.partner, sender: channel.our.address, nonce: channel.our.onchainNonce ?? 0n } })
     const { unlockAt: _, ...our } = channel.our
     s = putChannel(s, { ...channel, our })
   }
   return s
 }
 
-/** The locks whose concatenation hashes to `locksroot` for `end`, if we know them. */
-function locksFor(end: ChannelEnd, locksroot: Hex, isOurs: boolean): Lock[] | undefined {
-  if (isOurs) {
-    const proof = Object.values(end.sentProofs ?? {}).find((p) => sameHash(p.locksroot, locksroot))
-    return proof?.locks
-  }
+/** The locks whose concatenation hashes to `locksroot` for `end`, if they are its latest proof's. */
+function locksFor(end: ChannelEnd, locksroot: Hex): Lock[] | undefined {
   return end.balanceProof && sameHash(end.balanceProof.locksroot, locksroot) ? end.locks.map(({ expiration, amount, secrethash }) => ({ expiration, amount, secrethash })) : undefined
 }
 
@@ -170,7 +171,7 @@ export function onChannelSettled(state: NodeState, change: Change<'channelSettle
   }
   // Claim the partner's locks whose secret made it on-chain in time, and take back our unclaimed ones.
   if (hasLocks(theirRoot)) {
-    const locks = locksFor(channel.partnerEnd, theirRoot, false)
+    const locks = locksFor(channel.partnerEnd, theirRoot)
     const claimable = locks?.some((l) => {
       const at = state.registeredSecrets[l.secrethash]
       return at !== undefined && at < l.expiration
@@ -179,12 +180,15 @@ export function onChannelSettled(state: NodeState, change: Change<'channelSettle
     else next = { ...next, partnerEnd: { ...next.partnerEnd, unlocked: true } }
   }
   if (hasLocks(ourRoot)) {
-    const locks = locksFor(channel.our, ourRoot, true)
+    const locks = locksFor(channel.our, ourRoot)
     const claimed = (l: Lock) => {
       const at = state.registeredSecrets[l.secrethash]
       return at !== undefined && at < l.expiration
     }
-    if (!locks || locks.every(claimed)) next = { ...next, our: { ...next.our, unlocked: true } }
+    // Settled on an older proof of ours: its locks are in the stored history. Whether the partner can claim some
+    // is unknown here, so leave the unlock to it for a reveal timeout, as when it can.
+    if (!locks) next = { ...next, our: { ...next.our, unlockAt: change.blockNumber + channel.revealTimeout } }
+    else if (locks.every(claimed)) next = { ...next, our: { ...next.our, unlocked: true } }
     // The partner unlocks what it can claim, which refunds us the rest in the same call; we do it ourselves
     // at once only when it has nothing to claim, or after a reveal timeout if it did not.
     else if (!locks.some(claimed)) out.push({ type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.partner, sender: channel.our.address, locks } })

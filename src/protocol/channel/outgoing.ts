@@ -43,7 +43,6 @@ export function nextOwnProof<M extends EnvelopeMessage>(
         nonce,
         locks,
         balanceProof: { nonce, transferredAmount, lockedAmount, locksroot: root, balanceHash: hash, messageHash: messageHash(message) },
-        sentProofs: { ...channel.our.sentProofs, [hash]: { transferredAmount, lockedAmount, locksroot: root, locks: plainLocks } },
       },
     },
   }

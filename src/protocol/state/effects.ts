@@ -36,6 +36,13 @@ export type Transaction =
       participant2Balance: BalanceData
     }
   | { type: 'unlock'; tokenNetwork: Address; channelId: bigint; receiver: Address; sender: Address; locks: Lock[] }
+  /**
+   * Settle after the partner closed with one of our older proofs: the state keeps only the latest, so the shell
+   * looks up the preimage of `ourBalanceHash` in the stored history, orders the sides and sends a `settle`.
+   */
+  | { type: 'settleWithHistory'; tokenNetwork: Address; channelId: bigint; our: Address; ourBalanceHash: Hex; partner: Address; partnerBalance: BalanceData }
+  /** Unlock our locks of an older proof: the shell takes them from the stored lock history at `nonce`. */
+  | { type: 'unlockWithHistory'; tokenNetwork: Address; channelId: bigint; receiver: Address; sender: Address; nonce: bigint }
   | { type: 'registerSecret'; secret: Hex; secrethash: Hex }
   | {
       type: 'setTotalWithdraw'
@@ -54,6 +61,9 @@ export type Transaction =
       our: { totalWithdraw: bigint; expiration: bigint; partnerSignature: Hex }
       partner: { address: Address; totalWithdraw: bigint; expiration: bigint; partnerSignature: Hex }
     }
+
+/** The transactions the chain layer sends: those that need the stored history are resolved into these first. */
+export type ChainTransaction = Exclude<Transaction, { type: 'settleWithHistory' | 'unlockWithHistory' }>
 
 export type SecretResolverRequest = {
   token: Address

@@ -69,8 +69,11 @@ export type Channel = {
   partnerEnd: ChannelEnd
 }
 
-/** A lock in a channel end, in the order it was added; `secret` once known off-chain. */
-export type PendingLock = Lock & { secret?: Hex }
+/**
+ * A lock in a channel end, in the order it was added; `secret` once known off-chain. Our own locks carry the
+ * nonce of the proof that added them: the storage keeps their history by it (see SentLockRecord).
+ */
+export type PendingLock = Lock & { secret?: Hex; nonce?: bigint }
 
 /** What one side of a channel has put in, taken out and sent. */
 export type ChannelEnd = {
@@ -92,11 +95,6 @@ export type ChannelEnd = {
   balanceProof: BalanceProofState | null
   /** Pending locks in insertion order (their encoding gives the locksroot). */
   locks: PendingLock[]
-  /**
-   * For our end: every balance proof we signed, by balance hash, so that after the partner closes with an
-   * older one we can still settle (the contract wants its preimage) and unlock its locks.
-   */
-  sentProofs?: Record<Hex, { transferredAmount: bigint; lockedAmount: bigint; locksroot: Hex; locks: Lock[] }>
   /** Balance data as the contract holds it after close/update: what settle must be called with. */
   onchainBalanceHash?: Hex
   onchainNonce?: bigint

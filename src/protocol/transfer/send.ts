@@ -32,7 +32,8 @@ export function sendLockedTransfer(
   out: Effect[],
 ): Sent {
   const [id, s] = takeMessageId(state)
-  const { channel: next, message } = nextOwnProof(channel, id, [...channel.our.locks, fields.lock], transferred(channel.our), (env) => ({
+  const added = { ...fields.lock, nonce: channel.our.nonce + 1n }
+  const { channel: next, message } = nextOwnProof(channel, id, [...channel.our.locks, added], transferred(channel.our), (env) => ({
     type,
     ...env,
     payment_identifier: fields.paymentId,

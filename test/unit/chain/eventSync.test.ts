@@ -12,7 +12,7 @@ import { balanceHash, packBalanceProof } from '../../../src/protocol/balanceProo
 import { LOCKSROOT_OF_NO_LOCKS, locksroot, secrethashOf, type Lock } from '../../../src/protocol/locks.ts'
 import { signPackedSync } from '../../../src/protocol/signature.ts'
 import type { StateChange } from '../../../src/protocol/state/changes.ts'
-import type { Transaction } from '../../../src/protocol/state/effects.ts'
+import type { ChainTransaction as Transaction } from '../../../src/protocol/state/effects.ts'
 import type { BalanceProofState } from '../../../src/protocol/state/types.ts'
 import { packWithdraw } from '../../../src/protocol/withdraw.ts'
 import { startChainTestbed, type Account, type ChainTestbed } from './chainTestbed.ts'

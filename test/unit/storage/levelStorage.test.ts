@@ -2,13 +2,13 @@ import { spawn } from 'node:child_process'
 import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { serialize } from 'node:v8'
+import { deserialize, serialize } from 'node:v8'
 import { ClassicLevel } from 'classic-level'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { levelLocation, openLevelStorage } from '../../../src/storage/levelStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageError, StorageVersionError, type StorageIdentity } from '../../../src/storage/storage.ts'
 import { describeStorageContract } from './storageContract.ts'
-import { change, newIdentity } from './support/records.ts'
+import { change, newChannelKey, newIdentity, outbox, sentLock, sentProof } from './support/records.ts'
 
 let dataDir = ''
 beforeAll(async () => {
@@ -106,4 +106,33 @@ test('a store written by a newer schema is refused with StorageVersionError, a f
   await other.close()
   await expect(openLevelStorage(foreign, { dataDir })).rejects.toThrow(StorageError)
   await expect(openLevelStorage(foreign, { dataDir })).rejects.toThrow(/not Sluice/)
+})
+
+test('a store of schema version 1 is upgraded: its rows are kept, its meta says version 2, and sent proofs and locks work', async () => {
+  const identity = newIdentity()
+  // As Sluice with schema version 1 left it (its key layout, frozen here).
+  const old = new ClassicLevel<string, Uint8Array>(levelLocation(identity, dataDir), { valueEncoding: 'view' })
+  await old.batch([
+    { type: 'put', key: 'meta', value: serialize({ ...identity, schemaVersion: 1, syncedBlock: 7n, createdAt: 1 }) },
+    { type: 'put', key: 'c!0000000000000001', value: serialize(change(1)) },
+    { type: 'put', key: 'o!a', value: serialize(outbox('a')) },
+  ])
+  await old.close()
+  const storage = await openLevelStorage(identity, { dataDir })
+  const loaded = await storage.load()
+  expect(loaded.meta).toEqual({ ...identity, schemaVersion: STORAGE_SCHEMA_VERSION, syncedBlock: 7n, createdAt: 1 })
+  expect(loaded.changes).toEqual([change(1)])
+  expect(loaded.outbox).toEqual([outbox('a')])
+  const ck = newChannelKey()
+  const [proof, lock] = [sentProof(ck, 1n), sentLock(ck, 12n)]
+  await storage.commit({ changes: [change(2)], sentProofs: [proof], sentLocks: [lock] })
+  expect(await storage.sentProof(ck, proof.balanceHash)).toEqual(proof)
+  expect(await storage.sentLocks(ck, 12n)).toEqual([lock])
+  await storage.close()
+  const raw = new ClassicLevel<string, Uint8Array>(levelLocation(identity, dataDir), { valueEncoding: 'view' })
+  expect((deserialize((await raw.get('meta'))!) as { schemaVersion: number }).schemaVersion).toBe(STORAGE_SCHEMA_VERSION)
+  // The key layout: sent proofs by channel and balance hash, sent locks by channel, padded addedNonce and secret hash.
+  const keys = await raw.keys({ gte: 's', lt: 't' }).all()
+  expect(keys).toEqual([`sl!${ck}!00000000000000000012!${lock.secrethash.toLowerCase()}`, `sp!${ck}!${proof.balanceHash.toLowerCase()}`])
+  await raw.close()
 })

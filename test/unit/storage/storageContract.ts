@@ -8,11 +8,13 @@ import {
   StorageError,
   StorageLockedError,
   type Commit,
+  type SentLockRecord,
+  type SentProofRecord,
   type Storage,
   type StorageDump,
   type StorageIdentity,
 } from '../../../src/storage/storage.ts'
-import { BIG, chainEvent, change, event, newIdentity, outbox, payment, randomAddress, snapshot, transaction } from './support/records.ts'
+import { BIG, chainEvent, change, event, newChannelKey, newIdentity, outbox, payment, randomAddress, randomHash, sentLock, sentProof, snapshot, transaction } from './support/records.ts'
 
 /** How the shared suite reaches one adapter. */
 export type StorageUnderTest = {
@@ -43,7 +45,10 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
     /** One of every kind of row, and a meta change. */
     function everything(identity: StorageIdentity): Commit {
       const token = randomAddress()
+      const [ck1, ck2] = [CHANNEL_1, CHANNEL_2]
       return {
+        sentProofs: [sentProof(ck1, 1n), sentProof(ck1, 2n), sentProof(ck2, 1n)],
+        sentLocks: [sentLock(ck1, 1n), sentLock(ck1, 2n, 4n), sentLock(ck2, 3n)],
         changes: [change(1), change(2), change(3)],
         snapshot: snapshot(2, identity.address),
         events: [event(1), event(2)],
@@ -272,6 +277,26 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       // The indexes were rebuilt, not only the rows.
       expect(await storage.payments({ token: all.payments![0]!.token, partner: all.payments![1]!.partner })).toEqual([all.payments![1]])
       expect(await storage.chainEvents({ channelId: BIG })).toEqual([all.chainEvents![0]])
+      expect(await storage.sentProof(CHANNEL_1, all.sentProofs![1]!.balanceHash)).toEqual(all.sentProofs![1])
+      expect(await storage.sentLocks(CHANNEL_1, 3n)).toEqual(all.sentLocks!.slice(0, 2))
+      expect(await storage.sentLocks(CHANNEL_2, 3n)).toEqual([all.sentLocks![2]])
+    })
+
+    test('importDump takes a dump of schema version 1 (no sent proofs or locks) and stores it as this version', async () => {
+      const identity = newIdentity()
+      const storage = await open(identity)
+      await storage.commit({ changes: [change(1)], meta: { syncedBlock: 3n } })
+      const { sentProofs: _p, sentLocks: _l, ...rest } = await storage.exportDump()
+      const v1: StorageDump = { ...rest, meta: { ...rest.meta, schemaVersion: 1 }, changes: [change(1), change(2)] }
+      await storage.importDump(v1)
+      const dump = await storage.exportDump()
+      expect(dump.meta.schemaVersion).toBe(STORAGE_SCHEMA_VERSION)
+      expect(dump.changes.map((c) => c.seq)).toEqual([1, 2])
+      expect(dump.sentProofs).toEqual([])
+      expect(dump.sentLocks).toEqual([])
+      expect((await storage.load()).meta.schemaVersion).toBe(STORAGE_SCHEMA_VERSION)
+      await storage.commit({ sentProofs: [sentProof(CHANNEL_1, 1n)] })
+      await expect(storage.importDump({ ...v1, meta: { ...v1.meta, schemaVersion: 0 } })).rejects.toBeInstanceOf(DumpRejectedError)
     })
 
     test('importDump refuses a dump of another node, chain or registry, or not a dump at all, and keeps the store', async () => {
@@ -288,6 +313,9 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
         JSON.parse(jsonStringify(dump)), // bigints not decoded
         { ...dump, changes: 'none' },
         { ...dump, changes: [...dump.changes, { ...change(9), seq: -1 }] },
+        { ...dump, sentLocks: 'none' },
+        { ...dump, sentProofs: [...dump.sentProofs!, { ...sentProof(CHANNEL_1, 1n), nonce: 1 }] },
+        { ...dump, sentLocks: [...dump.sentLocks!, { ...sentLock(CHANNEL_1, 1n), secrethash: '0x12' }] },
       ]
       for (const bad of refused) await expect(storage.importDump(bad as StorageDump)).rejects.toBeInstanceOf(DumpRejectedError)
       await expect(storage.importDump({ ...dump, meta: { ...dump.meta, address: randomAddress() } })).rejects.toThrow(/another node address/)
@@ -330,6 +358,10 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect(await storage.load()).toEqual(before.loaded)
       expect(sortDump(await storage.exportDump())).toEqual(sortDump(before.dump))
       expect(await storage.payments({ limit: 1, offset: 1 })).toEqual(before.payments)
+      const all = before.dump
+      for (const p of all.sentProofs!) expect(await storage.sentProof(p.channelKey, p.balanceHash)).toEqual(p)
+      expect((await storage.sentLocks(CHANNEL_1, 2n)).map((l) => l.addedNonce)).toEqual([1n, 2n])
+      expect((await storage.sentLocks(CHANNEL_1, 4n)).map((l) => l.addedNonce)).toEqual([1n])
       await storage.commit({ changes: [change(5)] })
       expect((await storage.load()).changes.map((c) => c.seq)).toEqual([3, 4, 5])
     })
@@ -350,6 +382,8 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       }
       await expect(storage.commit(failing)).rejects.toBeInstanceOf(StorageError)
       expect(sortDump(await storage.exportDump())).toEqual(sortDump(before))
+      expect(await storage.sentProof(CHANNEL_1, failing.sentProofs![0]!.balanceHash)).toBeUndefined()
+      expect(await storage.sentLocks(CHANNEL_1, 10n)).toEqual([])
       // Nothing half-written blocks the next commit of the same seqs.
       await storage.commit({ changes: [change(2), change(3)] })
       expect((await storage.load()).changes.map((c) => c.seq)).toEqual([1, 2, 3])
@@ -404,9 +438,137 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       const storage = await open()
       await storage.close()
       await storage.close()
-      for (const call of [() => storage.load(), () => storage.commit({}), () => storage.payments({}), () => storage.events({}), () => storage.chainEvents({}), () => storage.exportDump()]) {
+      for (const call of [
+        () => storage.load(),
+        () => storage.commit({}),
+        () => storage.payments({}),
+        () => storage.events({}),
+        () => storage.chainEvents({}),
+        () => storage.sentProof(CHANNEL_1, randomHash()),
+        () => storage.sentLocks(CHANNEL_1, 1n),
+        () => storage.exportDump(),
+      ]) {
         await expect(call()).rejects.toBeInstanceOf(StorageClosedError)
       }
+    })
+
+    test('sent proofs are put, replaced under their channel and balance hash, and found by them', async () => {
+      const storage = await open()
+      const [ck1, ck2] = [newChannelKey(), newChannelKey()]
+      const first = sentProof(ck1, 1n)
+      const sameHashOtherChannel = sentProof(ck2, 7n, { balanceHash: first.balanceHash })
+      await storage.commit({ sentProofs: [first, sentProof(ck1, 2n), sameHashOtherChannel] })
+      expect(await storage.sentProof(ck1, first.balanceHash)).toEqual(first)
+      expect(await storage.sentProof(ck2, first.balanceHash)).toEqual(sameHashOtherChannel)
+      // The balance hash in other letter case is the same key.
+      expect(await storage.sentProof(ck1, first.balanceHash.toUpperCase().replace('0X', '0x') as typeof first.balanceHash)).toEqual(first)
+      expect(await storage.sentProof(ck1, randomHash())).toBeUndefined()
+      expect(await storage.sentProof(newChannelKey(), first.balanceHash)).toBeUndefined()
+      // Recorded again (the same proof, or other fields under the same key): replaced, not duplicated.
+      await storage.commit({ sentProofs: [first] })
+      const replaced = { ...first, transferredAmount: 5n, nonce: 2n ** 64n - 1n }
+      await storage.commit({ sentProofs: [replaced] })
+      expect(await storage.sentProof(ck1, first.balanceHash)).toEqual(replaced)
+      expect((await storage.exportDump()).sentProofs).toHaveLength(3)
+      // A copy: changing what came back does not change the store.
+      const got = (await storage.sentProof(ck1, first.balanceHash))!
+      got.nonce = 0n
+      expect((await storage.sentProof(ck1, first.balanceHash))!.nonce).toBe(2n ** 64n - 1n)
+    })
+
+    test('sentLocks gives the locks of a channel alive at a nonce, ordered by addedNonce then secret hash', async () => {
+      const storage = await open()
+      const [ck, other] = [newChannelKey(), newChannelKey()]
+      const hashes = Array.from({ length: 3 }, randomHash).sort((a, b) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1))
+      const never = sentLock(ck, 1n)
+      const removedAfter = sentLock(ck, 3n, 9n)
+      const removedAt = sentLock(ck, 2n, 5n)
+      const removedBefore = sentLock(ck, 1n, 4n)
+      const atNonce = sentLock(ck, 5n)
+      const later = sentLock(ck, 6n)
+      // Same addedNonce: by secret hash; 9 < 10 < 100 as numbers, not as strings.
+      const tie = [sentLock(ck, 4n, undefined, hashes[2]!), sentLock(ck, 4n, undefined, hashes[0]!), sentLock(ck, 4n, 12n, hashes[1]!)]
+      const nine = sentLock(ck, 9n)
+      const ten = sentLock(ck, 10n)
+      const hundred = sentLock(ck, 100n)
+      const otherChannel = [sentLock(other, 1n), sentLock(other, 4n)]
+      // Written out of order, over several commits; removedAfter and removedAt first without their removedNonce.
+      const { removedNonce: _a, ...removedAtAdded } = removedAt
+      const { removedNonce: _b, ...removedAfterAdded } = removedAfter
+      await storage.commit({ sentLocks: [hundred, later, ...tie, otherChannel[0]!, removedAtAdded] })
+      await storage.commit({ sentLocks: [ten, atNonce, never, nine, removedBefore, otherChannel[1]!] })
+      await storage.commit({ sentLocks: [{ ...removedAfter }] })
+      await storage.commit({ sentLocks: [removedAfterAdded] })
+      expect(await storage.sentLocks(ck, 3n)).toEqual(sortLocks([never, removedBefore, removedAtAdded, removedAfterAdded]))
+      expect(await storage.sentLocks(ck, 9n)).toContainEqual(removedAfterAdded)
+      // Written again with their removedNonce: replaced.
+      await storage.commit({ sentLocks: [removedAt, removedAfter] })
+      const byHash = [tie[1]!, tie[2]!, tie[0]!]
+      // At 5: removedAt (removed exactly at 5) is not alive, nor removedBefore; atNonce (added at 5) is.
+      expect(await storage.sentLocks(ck, 5n)).toEqual([never, removedAfter, ...byHash, atNonce])
+      expect(await storage.sentLocks(ck, 4n)).toEqual([never, removedAt, removedAfter, ...byHash])
+      expect(await storage.sentLocks(ck, 0n)).toEqual([])
+      expect(await storage.sentLocks(ck, -1n)).toEqual([])
+      expect(await storage.sentLocks(ck, 12n)).toEqual([never, tie[1], tie[0], atNonce, later, nine, ten])
+      expect(await storage.sentLocks(ck, 2n ** 80n)).toEqual([never, tie[1], tie[0], atNonce, later, nine, ten, hundred])
+      expect(await storage.sentLocks(other, 4n)).toEqual(otherChannel)
+      expect(await storage.sentLocks(newChannelKey(), 4n)).toEqual([])
+      expect((await storage.exportDump()).sentLocks).toHaveLength(14)
+      await expect(storage.sentLocks(ck, 4 as unknown as bigint)).rejects.toBeInstanceOf(StorageError)
+      await expect(storage.sentLocks('', 4n)).rejects.toBeInstanceOf(StorageError)
+      await expect(storage.sentProof(ck, '0x12')).rejects.toBeInstanceOf(StorageError)
+    })
+
+    test('nonces over the whole uint64 range are ordered numerically', async () => {
+      const storage = await open()
+      const ck = newChannelKey()
+      const max = 2n ** 64n - 1n
+      const locks = [sentLock(ck, max), sentLock(ck, 2n ** 63n, max), sentLock(ck, 2n ** 32n), sentLock(ck, 0n, 1n)]
+      await storage.commit({ sentLocks: locks })
+      expect(await storage.sentLocks(ck, max)).toEqual([locks[2], locks[0]])
+      expect(await storage.sentLocks(ck, max - 1n)).toEqual([locks[2], locks[1]])
+      expect(await storage.sentLocks(ck, 0n)).toEqual([locks[3]])
+    })
+
+    test('a lock added and removed in one commit is stored as the last put says, with the rest of the commit', async () => {
+      const identity = newIdentity()
+      const storage = await open(identity)
+      const ck = newChannelKey()
+      const { removedNonce: _, ...added } = sentLock(ck, 3n, 4n)
+      const proof = sentProof(ck, 3n)
+      await storage.commit({ changes: [change(1)], sentProofs: [proof, proof], sentLocks: [added, { ...added, removedNonce: 4n }], meta: { syncedBlock: 2n } })
+      expect(await storage.sentLocks(ck, 3n)).toEqual([{ ...added, removedNonce: 4n }])
+      expect(await storage.sentLocks(ck, 4n)).toEqual([])
+      expect(await storage.sentProof(ck, proof.balanceHash)).toEqual(proof)
+      expect((await storage.load()).changes).toEqual([change(1)])
+    })
+
+    test('sent proofs and locks that no adapter could key are refused, and the commit writes nothing', async () => {
+      const storage = await open()
+      const ck = newChannelKey()
+      const bad: [SentProofRecord[], SentLockRecord[]][] = [
+        [[{ ...sentProof(ck, 1n), nonce: 1 as unknown as bigint }], []],
+        [[{ ...sentProof(ck, 1n), nonce: 2n ** 64n }], []],
+        [[{ ...sentProof(ck, 1n), balanceHash: '0xabc' }], []],
+        [[{ ...sentProof(ck, 1n), locksroot: 'zz' as SentProofRecord['locksroot'] }], []],
+        [[{ ...sentProof(ck, 1n), transferredAmount: -1n }], []],
+        [[{ ...sentProof(ck, 1n), channelKey: '' }], []],
+        [[], [{ ...sentLock(ck, 1n), addedNonce: 1 as unknown as bigint }]],
+        [[], [{ ...sentLock(ck, 1n), addedNonce: -1n }]],
+        [[], [{ ...sentLock(ck, 1n), amount: 2n ** 256n }]],
+        [[], [{ ...sentLock(ck, 1n), expiration: '5' as unknown as bigint }]],
+        [[], [sentLock(ck, 3n, 3n)]],
+        [[], [{ ...sentLock(ck, 1n), removedNonce: 4 as unknown as bigint }]],
+        [[], [{ ...sentLock(ck, 1n), secrethash: '0x' }]],
+        [[], [{ ...sentLock(ck, 1n), channelKey: 7 as unknown as string }]],
+      ]
+      const good = sentProof(ck, 1n)
+      for (const [sentProofs, sentLocks] of bad) {
+        await expect(storage.commit({ changes: [change(1)], sentProofs: [good, ...sentProofs], sentLocks: [sentLock(ck, 1n), ...sentLocks] })).rejects.toBeInstanceOf(StorageError)
+      }
+      expect((await storage.load()).changes).toEqual([])
+      expect(await storage.sentProof(ck, good.balanceHash)).toBeUndefined()
+      expect(await storage.sentLocks(ck, 5n)).toEqual([])
     })
 
     if (adapter.singleInstance) {
@@ -429,7 +591,28 @@ function sortByKey<T extends { key: string }>(rows: T[]): T[] {
   return [...rows].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
 }
 
-/** Outbox and transaction order is not part of the contract: compare dumps with them sorted. */
+/** Channels of the rows `everything` makes. */
+const CHANNEL_1 = newChannelKey()
+const CHANNEL_2 = newChannelKey()
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+function sortLocks(locks: SentLockRecord[]): SentLockRecord[] {
+  return [...locks].sort(
+    (a, b) =>
+      compare(a.channelKey, b.channelKey) ||
+      (a.addedNonce < b.addedNonce ? -1 : a.addedNonce > b.addedNonce ? 1 : 0) ||
+      compare(a.secrethash.toLowerCase(), b.secrethash.toLowerCase()),
+  )
+}
+
+/** The order of outbox, transactions, sent proofs and sent locks in a dump is not part of the contract: compare dumps with them sorted. */
 function sortDump(dump: StorageDump): StorageDump {
-  return { ...dump, outbox: sortByKey(dump.outbox), transactions: sortByKey(dump.transactions) }
+  return {
+    ...dump,
+    outbox: sortByKey(dump.outbox),
+    transactions: sortByKey(dump.transactions),
+    sentProofs: [...(dump.sentProofs ?? [])].sort((a, b) => compare(a.channelKey, b.channelKey) || compare(a.balanceHash.toLowerCase(), b.balanceHash.toLowerCase())),
+    sentLocks: sortLocks(dump.sentLocks ?? []),
+  }
 }

@@ -88,7 +88,8 @@ describe('close, update, settle, unlock', () => {
     await net.mine(1)
     expect(channelOf(net, 'A', 'B').state).toBe('closed')
     await net.mine(100)
-    expect(net.node('A').transactions.some((t) => t.type === 'settle') || net.node('B').transactions.some((t) => t.type === 'settle')).toBe(true)
+    // A's on-chain proof is an old one: A settles with it from the stored history.
+    expect(net.node('A').transactions.some((t) => t.type === 'settleWithHistory')).toBe(true)
     await net.mine(1)
     expect(tokens(net, 'A')).toBe(100n - 10n + 7n)
     expect(tokens(net, 'B')).toBe(100n + 10n - 7n)
@@ -117,6 +118,24 @@ describe('close, update, settle, unlock', () => {
     expect(tokens(net, 'A')).toBe(80n)
     expect(tokens(net, 'B')).toBe(20n)
     expect(net.chain.failures).toEqual([])
+  })
+
+  test('locks of an older proof the chain settled on come back from the stored history when nobody claims them', async () => {
+    const net = new Network(['A', 'B'])
+    const id = await net.open('A', 'B', 100n, 0n)
+    net.node('B').online = false
+    await net.pay('A', 'B', 20n, 1n)
+    await net.pay('A', 'B', 30n, 2n)
+    net.node('B').online = true
+    await net.deliver(0) // B gets only the first LockedTransfer: the chain will hold that older proof of A's
+    net.inFlight.length = 0
+    await net.dispatch('B', { type: 'closeChannel', tokenNetwork: net.chain.tokenNetwork, channelId: id })
+    await net.mine(130)
+    expect(net.node('A').transactions.map((t) => t.type)).toEqual(expect.arrayContaining(['settleWithHistory', 'unlockWithHistory']))
+    expect(tokens(net, 'A')).toBe(100n)
+    expect(tokens(net, 'B')).toBe(0n)
+    expect(net.chain.failures).toEqual([])
+    expect(net.node('A').state.channels).toEqual({})
   })
 })
 

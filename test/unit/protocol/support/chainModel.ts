@@ -2,7 +2,7 @@ import { sha256, type Address, type Hex } from 'viem'
 import { balanceHash, ZERO_HASH } from '../../../../src/protocol/balanceProof.ts'
 import { LOCKSROOT_OF_NO_LOCKS, locksroot, type Lock } from '../../../../src/protocol/locks.ts'
 import type { StateChange } from '../../../../src/protocol/state/changes.ts'
-import type { Transaction } from '../../../../src/protocol/state/effects.ts'
+import type { ChainTransaction as Transaction } from '../../../../src/protocol/state/effects.ts'
 import { settlementAmounts } from '../../../support/settlement.ts'
 
 type Side = { deposit: bigint; withdrawn: bigint; balanceHash: Hex; nonce: bigint; isCloser: boolean }

@@ -6,7 +6,10 @@ import { decodeMessage, encodeMessage, signMessage } from '../../../../src/proto
 import type { EnvelopeMessage, Message, Signed } from '../../../../src/protocol/messages/types.ts'
 import { defaultContext, initialState, type TransitionContext } from '../../../../src/protocol/state/access.ts'
 import type { StateChange } from '../../../../src/protocol/state/changes.ts'
-import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
+import type { ChainTransaction, NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
+import { channelKey } from '../../../../src/protocol/channel/key.ts'
+import { sentHistory } from '../../../../src/node/records.ts'
+import type { SentLockRecord, SentProofRecord } from '../../../../src/storage/storage.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
 import { ChainModel, type ChainEvent } from './chainModel.ts'
@@ -74,14 +77,19 @@ export class Network {
   /** Runs one state change through a node and carries out its effects. */
   async dispatch(name: string, change: StateChange): Promise<void> {
     const node = this.node(name)
+    const before = node.state
     const { state, effects } = transition(node.state, change, this.ctx)
     node.state = state
     for (const effect of effects) {
       if (effect.type === 'event') node.events.push(effect.event)
       else if (effect.type === 'transaction') {
         node.transactions.push(effect.transaction)
-        this.chain.submit(node.address, effect.transaction)
+        this.chain.submit(node.address, this.resolve(name, effect.transaction))
       } else if (effect.type === 'send') {
+        // The history the runtime would store with the commit (src/node/records.ts).
+        const { proof, lock } = sentHistory(effect, before)
+        if (proof) this.history.proofs.set(`${name}:${proof.channelKey}:${proof.balanceHash}`, proof)
+        if (lock) this.history.locks.set(`${name}:${lock.channelKey}:${lock.secrethash}:${lock.addedNonce}`, lock)
         const signed = await signMessage(node.key, effect.message)
         node.sent.push({ to: effect.recipient, message: signed })
         if (isEnvelope(signed)) this.recordProof(node, signed)
@@ -97,6 +105,30 @@ export class Network {
     const seen = this.proofsByNonce.get(key)
     if (seen !== undefined && seen !== hash) this.violations.push(`${node.name} signed two different balance proofs with nonce ${m.nonce} in channel ${m.channel_identifier}`)
     this.proofsByNonce.set(key, hash)
+  }
+
+  readonly history = { proofs: new Map<string, SentProofRecord>(), locks: new Map<string, SentLockRecord>() }
+
+  /** What the runtime does with the stored history before a transaction reaches the chain. */
+  private resolve(name: string, tx: Transaction): ChainTransaction {
+    if (tx.type === 'settleWithHistory') {
+      const proof = this.history.proofs.get(`${name}:${channelKey(tx.tokenNetwork, tx.channelId)}:${tx.ourBalanceHash}`)!
+      const ours = { transferredAmount: proof.transferredAmount, lockedAmount: proof.lockedAmount, locksroot: proof.locksroot }
+      const theirs = tx.partnerBalance
+      const ourFirst = ours.transferredAmount + ours.lockedAmount <= theirs.transferredAmount + theirs.lockedAmount
+      return ourFirst
+        ? { type: 'settle', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, participant1: tx.our, participant1Balance: ours, participant2: tx.partner, participant2Balance: theirs }
+        : { type: 'settle', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, participant1: tx.partner, participant1Balance: theirs, participant2: tx.our, participant2Balance: ours }
+    }
+    if (tx.type === 'unlockWithHistory') {
+      const key = channelKey(tx.tokenNetwork, tx.channelId)
+      const locks = [...this.history.locks.values()]
+        .filter((l) => l.channelKey === key && l.addedNonce <= tx.nonce && (l.removedNonce === undefined || l.removedNonce > tx.nonce))
+        .sort((a, b) => (a.addedNonce < b.addedNonce ? -1 : 1))
+        .map(({ expiration, amount, secrethash }) => ({ expiration, amount, secrethash }))
+      return { type: 'unlock', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, receiver: tx.receiver, sender: tx.sender, locks }
+    }
+    return tx
   }
 
   /** Delivers the oldest in-flight message from `from` to `to` (FIFO per pair), if its recipient is online. */

@@ -3,6 +3,8 @@ import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import type {
   OutboxRecord,
   PaymentRecord,
+  SentLockRecord,
+  SentProofRecord,
   Snapshot,
   StorageIdentity,
   StoredChainEvent,
@@ -93,4 +95,19 @@ export function chainEvent(blockNumber: bigint, logIndex: number, fields: Partia
     args: { total_deposit: BIG, participant: partner },
     ...fields,
   }
+}
+
+/** A sent balance proof of `channelKey`; its balance hash is random unless given. */
+export function sentProof(channelKey: string, nonce: bigint, fields: Partial<SentProofRecord> = {}): SentProofRecord {
+  return { channelKey, balanceHash: randomHash(), nonce, transferredAmount: BIG, lockedAmount: nonce * 10n, locksroot: randomHash(), ...fields }
+}
+
+/** A sent lock of `channelKey` added at `addedNonce` (removed at `removedNonce` when given); random secret hash unless given. */
+export function sentLock(channelKey: string, addedNonce: bigint, removedNonce?: bigint, secrethash: Hex = randomHash()): SentLockRecord {
+  return { channelKey, secrethash, expiration: 1000n + addedNonce, amount: BIG, addedNonce, ...(removedNonce !== undefined ? { removedNonce } : {}) }
+}
+
+/** A channel key as the protocol makes them (token network, lower case, and channel id). */
+export function newChannelKey(): string {
+  return `${randomAddress().toLowerCase()}:${crypto.getRandomValues(new Uint32Array(1))[0]}`
 }
