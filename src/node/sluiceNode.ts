@@ -88,8 +88,9 @@ export class SluiceNode {
   private readonly ctx: TransitionContext
   private statusValue: NodeStatus = { status: 'syncing', blocksToSync: 0n, syncedBlock: 0n }
   private stopping = false
-  /** Aborted on stop: whatever waits for an outcome (a payment's) gives up with NodeStoppedError. */
-  private readonly stopped = new AbortController()
+  /** Rejects on stop: whatever waits for an outcome (a payment's) races it and gives up with NodeStoppedError. */
+  private readonly whenStopped: Promise<never>
+  private rejectStopped: (error: Error) => void = () => {}
   private readonly runningTransactions = new Set<string>()
   /**
    * Payments in flight at once. A channel end holds at most `maxPendingLocks` locks, so more concurrent
@@ -103,6 +104,8 @@ export class SluiceNode {
   ) {
     this.ctx = { ...defaultContext, ...options.context, ...(options.confirmations !== undefined ? { confirmationBlocks: options.confirmations } : {}) }
     this.paymentSlots = new Semaphore(Math.max(1, this.ctx.maxPendingLocks - 32))
+    this.whenStopped = new Promise<never>((_, reject) => (this.rejectStopped = reject))
+    this.whenStopped.catch(() => {})
   }
 
   get address(): Address {
@@ -374,9 +377,7 @@ export class SluiceNode {
     if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
     const outcome = this.notices.next(
       (e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === paymentId && e.target.toLowerCase() === p.target.toLowerCase(),
-      this.stopped.signal,
     )
-    outcome.catch(() => {}) // if the dispatch below fails first, this rejection is not the one reported
     await this.dispatch({
       type: 'initPayment',
       tokenNetwork: p.tokenNetwork,
@@ -390,7 +391,7 @@ export class SluiceNode {
       routes,
       freshSecrets: !p.secret && !p.secrethash ? [randomBytes32(), randomBytes32()] : [],
     })
-    const result = await outcome
+    const result = await Promise.race([outcome, this.whenStopped])
     if (result.type === 'paymentSentFailed') throw new PaymentFailedError(result.reason)
     return result as PaymentResult
   }
@@ -412,7 +413,7 @@ export class SluiceNode {
   async stop(): Promise<void> {
     if (this.stopping) return
     this.stopping = true
-    this.stopped.abort(new NodeStoppedError())
+    this.rejectStopped(new NodeStoppedError())
     await this.watcher?.stop()
     await this.delivery?.stop()
     await this.engine?.settled()
