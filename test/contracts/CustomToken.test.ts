@@ -1,7 +1,8 @@
 import { parseEventLogs, type Address, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { afterAll, beforeAll, expect, test } from 'vitest'
 import { CustomToken } from '../../src/contracts/index.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../src/devnet/anvil.ts'
+import { snapshotEach } from '../support/chainSuite.ts'
 import { anvilClient, type AnvilClient } from '../support/clients.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
@@ -11,7 +12,6 @@ let client: AnvilClient // deployer: owner of the initial supply
 let alice: AnvilClient
 let bob: AnvilClient
 let token: Address
-let snapshot: Hex
 const BEEF = '0x000000000000000000000000000000000000bEEF' as const
 
 const t = () => ({ address: token, abi: CustomToken.abi }) as const
@@ -31,12 +31,7 @@ beforeAll(async () => {
   token = await deploy(client, CustomToken, [1000n, 6, 'Test Token', 'TT'])
 })
 afterAll(() => anvil.stop())
-beforeEach(async () => {
-  snapshot = await client.snapshot()
-})
-afterEach(async () => {
-  await client.revert({ id: snapshot })
-})
+snapshotEach(() => client)
 
 test('a test token mints to anyone through each of its three mint functions', async () => {
   const [a, b] = [client.account.address, BEEF]

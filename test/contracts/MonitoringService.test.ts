@@ -1,15 +1,5 @@
-import {
-  encodePacked,
-  getAddress,
-  keccak256,
-  parseEventLogs,
-  toFunctionSelector,
-  toHex,
-  zeroAddress,
-  type Address,
-  type Hex,
-} from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
+import { encodePacked, getAddress, keccak256, parseEventLogs, toFunctionSelector, toHex, zeroAddress, type Address, type Hex,  } from 'viem'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { CustomToken, MonitoringService, OneToN, SecretRegistry, TokenNetwork, TokenNetworkRegistry } from '../../src/contracts/index.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../src/devnet/anvil.ts'
 import { ZERO_HASH, balanceHash, packBalanceProof, packBalanceProofCounter } from '../../src/protocol/balanceProof.ts'
@@ -18,6 +8,7 @@ import { LOCKSROOT_OF_NO_LOCKS } from '../../src/protocol/locks.ts'
 import { MessageTypeId } from '../../src/protocol/messageTypeId.ts'
 import { packRewardProof, type RewardProof } from '../../src/protocol/rewardProof.ts'
 import { signPacked } from '../../src/protocol/signature.ts'
+import { snapshotEach } from '../support/chainSuite.ts'
 import { anvilClient, type AnvilClient } from '../support/clients.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
@@ -59,7 +50,6 @@ let tnRegistry: Address
 let tokenNetwork: Address
 let channelToken: Address
 let chainId: bigint
-let snapshot: Hex
 
 const msc = () => ({ address: s.monitoringService, abi: MonitoringService.abi }) as const
 const tn = () => ({ address: tokenNetwork, abi: TokenNetwork.abi }) as const
@@ -187,12 +177,7 @@ beforeAll(async () => {
   await depositToUdc(node, s, node.account.address, 100n)
 })
 afterAll(() => anvil.stop())
-beforeEach(async () => {
-  snapshot = await client.snapshot()
-})
-afterEach(async () => {
-  await client.revert({ id: snapshot })
-})
+snapshotEach(() => client)
 
 describe('deployment', () => {
   test('exposes the token, the service registry, the user deposit and the token network registry', async () => {

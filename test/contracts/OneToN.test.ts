@@ -1,9 +1,10 @@
 import { concatHex, encodePacked, keccak256, parseEventLogs, sliceHex, type Address, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { OneToN } from '../../src/contracts/index.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../src/devnet/anvil.ts'
 import { packIou, type Iou } from '../../src/protocol/iou.ts'
 import { signPacked } from '../../src/protocol/signature.ts'
+import { snapshotEach } from '../support/chainSuite.ts'
 import { anvilClient, type AnvilClient } from '../support/clients.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
@@ -16,7 +17,6 @@ let bob: AnvilClient // pays for routes too
 let pfs: AnvilClient // a registered pathfinding service
 let stranger: AnvilClient // never registers
 let s: Services
-let snapshot: Hex
 
 const oneToN = () => ({ address: s.oneToN, abi: OneToN.abi }) as const
 const keyOf = new Map<string, Hex>()
@@ -61,12 +61,7 @@ beforeAll(async () => {
   await depositToUdc(bob, s, bob.account.address, 30n)
 })
 afterAll(() => anvil.stop())
-beforeEach(async () => {
-  snapshot = await client.snapshot()
-})
-afterEach(async () => {
-  await client.revert({ id: snapshot })
-})
+snapshotEach(() => client)
 
 test('exposes the user deposit, the service registry and the chain id it was deployed with', async () => {
   expect(await client.readContract({ ...oneToN(), functionName: 'deposit_contract' })).toBe(s.userDeposit)

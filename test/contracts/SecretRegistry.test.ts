@@ -1,23 +1,13 @@
 import { parseEventLogs, sha256, keccak256, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { SecretRegistry } from '../../src/contracts/index.ts'
-import { mined, secretFor, startChain, type ChainFixture, type Party } from '../support/tokenNetwork.ts'
+import { useChain } from '../support/chainSuite.ts'
+import { mined, secretFor, type ChainFixture, type Party } from '../support/tokenNetwork.ts'
 
 let fx: ChainFixture
 let alice: Party
 let bob: Party
-let snapshot: Hex
-beforeAll(async () => {
-  fx = await startChain()
-  ;[alice, bob] = fx.parties as [Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain((t) => ({ fx, parties: [alice, bob] } = t))
 
 const register = async (who: Party, secret: Hex) =>
   mined(who.client, await who.client.writeContract({ address: fx.secretRegistry, abi: SecretRegistry.abi, functionName: 'registerSecret', args: [secret] }))

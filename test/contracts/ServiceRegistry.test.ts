@@ -1,7 +1,8 @@
-import { getAddress, maxUint256, parseEventLogs, zeroAddress, type Address, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
+import { getAddress, maxUint256, parseEventLogs, zeroAddress, type Address } from 'viem'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { CustomToken, Deposit, ServiceRegistry } from '../../src/contracts/index.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../src/devnet/anvil.ts'
+import { snapshotEach } from '../support/chainSuite.ts'
 import { anvilClient, type AnvilClient } from '../support/clients.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
@@ -32,7 +33,6 @@ let client: AnvilClient // deployer and controller
 let service: AnvilClient
 let other: AnvilClient
 let s: Services
-let snapshot: Hex
 
 const registry = () => ({ address: s.serviceRegistry, abi: ServiceRegistry.abi }) as const
 type RegistryGetter =
@@ -58,12 +58,7 @@ beforeAll(async () => {
   s = await deployServices(client)
 })
 afterAll(() => anvil.stop())
-beforeEach(async () => {
-  snapshot = await client.snapshot()
-})
-afterEach(async () => {
-  await client.revert({ id: snapshot })
-})
+snapshotEach(() => client)
 
 describe('deployment', () => {
   test('stores the token, the controller given (not the deployer) and every parameter', async () => {

@@ -1,9 +1,10 @@
 // A whole channel life on anvil, the way two nodes would drive it: open, fund, withdraw, pay off-chain with
 // balance proofs and locks, close, update, settle, unlock both directions. Every token is accounted for.
 import { type Hex } from 'viem'
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { TokenNetwork } from '../../src/contracts/index.ts'
 import { locksroot, type Lock } from '../../src/protocol/locks.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { expectRevert } from '../support/revert.ts'
 import { fairFinalBalance, isClaimable, settlementAmounts } from '../support/settlement.ts'
 import {
@@ -22,7 +23,6 @@ import {
   settleSide,
   signBalanceProof,
   simulateTokenNetwork,
-  startChain,
   tokenBalance,
   tokenNetworkEvents,
   unlock,
@@ -35,11 +35,7 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
+useChain({ isolate: false }, (t) => ({ fx, parties: [A, B, C] } = t))
 
 const SETTLE_TIMEOUT = 20n
 

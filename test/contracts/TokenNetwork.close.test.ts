@@ -1,6 +1,7 @@
-import { keccak256, toHex, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { keccak256, toHex } from 'viem'
+import { expect, test } from 'vitest'
 import { MessageTypeId } from '../../src/protocol/messageTypeId.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
   ChannelState,
@@ -20,7 +21,6 @@ import {
   signBalanceProof,
   signCounter,
   simulateTokenNetwork,
-  startChain,
   tokenNetworkEvents,
   type ChainFixture,
   type Party,
@@ -28,20 +28,8 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
 let channel: bigint
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-  channel = await openFundedChannel(fx, A, B, 100n, 50n)
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
 
 const proofOfB = (nonce = 3n, transferred = 20n) => signBalanceProof(fx, B, channel, { nonce, transferred })
 

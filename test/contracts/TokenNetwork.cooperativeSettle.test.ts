@@ -1,6 +1,6 @@
-import { type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { TokenNetwork } from '../../src/contracts/index.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
   ChannelState,
@@ -14,7 +14,6 @@ import {
   sendTokenNetwork,
   signWithdraw,
   simulateTokenNetwork,
-  startChain,
   tokenBalance,
   tokenNetworkEvents,
   withdraw,
@@ -26,20 +25,8 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
 let channel: bigint
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-  channel = await openFundedChannel(fx, A, B, 100n, 50n)
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
 
 const simulateCoop = (d1: WithdrawInput, d2: WithdrawInput, id = channel, sender: Party = C) =>
   simulateTokenNetwork(fx, sender, 'cooperativeSettle', [id, d1, d2])

@@ -1,6 +1,7 @@
-import { zeroAddress, type Address, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { zeroAddress, type Address } from 'viem'
+import { expect, test } from 'vitest'
 import { TokenNetwork } from '../../src/contracts/index.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
@@ -21,7 +22,6 @@ import {
   settleChannel,
   settleSide,
   simulateTokenNetwork,
-  startChain,
   tokenBalance,
   tokenNetworkEvents,
   type ChainFixture,
@@ -30,20 +30,8 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
 let channel: bigint
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-  channel = await openChannel(fx, A, B)
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain({ channel: [0n, 0n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
 
 const simulateDeposit = (who: Party, participant: Address, total: bigint, partner: Address, id = channel) =>
   simulateTokenNetwork(fx, who, 'setTotalDeposit', [id, participant, total, partner])

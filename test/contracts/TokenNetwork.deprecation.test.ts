@@ -1,7 +1,7 @@
-import { type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { TokenNetwork } from '../../src/contracts/index.ts'
 import { locksroot, type Lock } from '../../src/protocol/locks.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
   DEFAULT_SETTLE_TIMEOUT,
@@ -17,7 +17,6 @@ import {
   settleSide,
   signBalanceProof,
   simulateTokenNetwork,
-  startChain,
   tokenNetworkEvents,
   unlock,
   updateNonClosingBalanceProof,
@@ -29,18 +28,7 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain((t) => ({ fx, parties: [A, B, C] } = t))
 
 const deprecated = () => fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'safety_deprecation_switch' })
 const deprecate = () => sendTokenNetwork(fx, fx.controller, 'deprecate', [])

@@ -1,6 +1,7 @@
-import { zeroAddress, type Address, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { zeroAddress, type Address } from 'viem'
+import { expect, test } from 'vitest'
 import { CustomToken, TokenNetwork } from '../../src/contracts/index.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
   DEFAULT_SETTLE_TIMEOUT,
@@ -14,7 +15,6 @@ import {
   openChannel,
   sendTokenNetwork,
   simulateTokenNetwork,
-  startChain,
   type ChainFixture,
   type Party,
 } from '../support/tokenNetwork.ts'
@@ -24,18 +24,7 @@ const NETWORK_LIMIT = 250n
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party, D: Party
-let snapshot: Hex
-beforeAll(async () => {
-  fx = await startChain({ participantDepositLimit: PARTICIPANT_LIMIT, networkDepositLimit: NETWORK_LIMIT })
-  ;[A, B, C, D] = fx.parties as [Party, Party, Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain({ deploy: { participantDepositLimit: PARTICIPANT_LIMIT, networkDepositLimit: NETWORK_LIMIT } }, (t) => ({ fx, parties: [A, B, C, D] } = t))
 
 const limit = (functionName: 'channel_participant_deposit_limit' | 'token_network_deposit_limit') =>
   fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName })

@@ -1,6 +1,7 @@
-import { keccak256, encodePacked, zeroAddress, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { keccak256, encodePacked, zeroAddress } from 'viem'
+import { expect, test } from 'vitest'
 import { TokenNetwork } from '../../src/contracts/index.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
   ChannelState,
@@ -20,25 +21,13 @@ import {
   simulateTokenNetwork,
   tokenBalance,
   tokenNetworkEvents,
-  startChain,
   type ChainFixture,
   type Party,
 } from '../support/tokenNetwork.ts'
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain((t) => ({ fx, parties: [A, B, C] } = t))
 
 function read<F extends 'channel_counter' | 'safety_deprecation_switch'>(functionName: F) {
   return fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName })

@@ -1,7 +1,8 @@
-import { keccak256, toHex, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { keccak256, toHex } from 'viem'
+import { beforeEach, expect, test } from 'vitest'
 import { TokenNetwork } from '../../src/contracts/index.ts'
 import { locksroot, type Lock } from '../../src/protocol/locks.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
@@ -17,7 +18,6 @@ import {
   fakeTokenBytecode,
   mineTo,
   openChannel,
-  openFundedChannel,
   participantInfo,
   passSettleWindow,
   secretFor,
@@ -28,7 +28,6 @@ import {
   settleSide,
   signBalanceProof,
   simulateTokenNetwork,
-  startChain,
   tokenBalance,
   tokenNetworkEvents,
   updateNonClosingBalanceProof,
@@ -40,23 +39,13 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
 let channel: bigint
 let proofOfA: SignedBalanceProof
 let proofOfB: SignedBalanceProof
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
+useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
 beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-  channel = await openFundedChannel(fx, A, B, 100n, 50n)
   proofOfA = await signBalanceProof(fx, A, channel, { nonce: 3n, transferred: 30n })
   proofOfB = await signBalanceProof(fx, B, channel, { nonce: 2n, transferred: 10n })
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
 })
 
 /** A closes with B's proof, B updates with A's. */

@@ -1,9 +1,10 @@
 // Settlement arithmetic (protocol.md §1.5) on-chain against the reference model in test/support/settlement.ts.
 import fc from 'fast-check'
-import { keccak256, toHex, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { keccak256, toHex } from 'viem'
+import { expect, test } from 'vitest'
 import { CustomToken } from '../../src/contracts/index.ts'
 import { locksroot, type Lock } from '../../src/protocol/locks.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { fairFinalBalance, inSettleOrder, settlementAmounts, MAX_UINT256, type SideState } from '../support/settlement.ts'
 import {
   blockNumber,
@@ -18,7 +19,6 @@ import {
   settleChannel,
   settleSide,
   signBalanceProof,
-  startChain,
   tokenBalance,
   unlock,
   updateNonClosingBalanceProof,
@@ -30,18 +30,7 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party
-let snapshot: Hex
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B] = fx.parties as [Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain((t) => ({ fx, parties: [A, B] } = t))
 
 /** A's and B's stored deposit/withdrawn and the transferred/locked of the proof each signed (submitted by the other). */
 type Scenario = { a: SideState; b: SideState; closer: 'A' | 'B' }

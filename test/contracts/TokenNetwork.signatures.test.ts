@@ -2,26 +2,25 @@
 // field: signing any other bytes makes the contract refuse it. Also ECVerify's handling of v and lengths.
 import { concatHex, keccak256, size, toHex, type Hex } from 'viem'
 import { serializeSignature, sign } from 'viem/accounts'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { balanceHash, packBalanceProof, packBalanceProofCounter } from '../../src/protocol/balanceProof.ts'
 import { LOCKSROOT_OF_NO_LOCKS } from '../../src/protocol/locks.ts'
 import { MessageTypeId } from '../../src/protocol/messageTypeId.ts'
 import { recoverPackedSigner, signPacked } from '../../src/protocol/signature.ts'
 import { packWithdraw } from '../../src/protocol/withdraw.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
   EMPTY_SIGNATURE,
   ZERO,
   closeArgs,
   closeChannel,
-  openFundedChannel,
   participantInfo,
   sendTokenNetwork,
   signBalanceProof,
   signCounter,
   signWithdraw,
   simulateTokenNetwork,
-  startChain,
   updateArgs,
   withV,
   withdrawInput,
@@ -34,20 +33,8 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
 let channel: bigint
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-  channel = await openFundedChannel(fx, A, B, 100n, 50n)
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
 
 const OTHER_HASH = keccak256(toHex('something else'))
 const data = { nonce: 5n, transferred: 20n, locked: 3n, locksroot: keccak256(toHex('locks')), additionalHash: keccak256(toHex('message')) }

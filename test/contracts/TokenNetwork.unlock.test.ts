@@ -1,7 +1,8 @@
 import { concatHex, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { TokenNetwork } from '../../src/contracts/index.ts'
 import { encodeLock, encodeLocks, locksroot, type Lock } from '../../src/protocol/locks.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
@@ -30,7 +31,6 @@ import {
   settledChannelWithLocks,
   signBalanceProof,
   simulateTokenNetwork,
-  startChain,
   tokenBalance,
   tokenNetworkEvents,
   unlock,
@@ -42,18 +42,7 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain((t) => ({ fx, parties: [A, B, C] } = t))
 
 const simulateUnlock = (id: bigint, receiver: Party, sender: Party, locks: Hex, caller: Party = C) =>
   simulateTokenNetwork(fx, caller, 'unlock', [id, receiver.address, sender.address, locks])

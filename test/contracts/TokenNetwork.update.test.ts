@@ -1,6 +1,6 @@
-import { type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { beforeEach, expect, test } from 'vitest'
 import { MessageTypeId } from '../../src/protocol/messageTypeId.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
   ZERO,
@@ -16,7 +16,6 @@ import {
   signBalanceProof,
   signCounter,
   simulateTokenNetwork,
-  startChain,
   tokenNetworkEvents,
   updateArgs,
   updateNonClosingBalanceProof,
@@ -27,22 +26,12 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
 let channel: bigint
 // A closes with B's proof; B then updates with A's proof.
 let proofOfB: SignedBalanceProof
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
+useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
 beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-  channel = await openFundedChannel(fx, A, B, 100n, 50n)
   proofOfB = await signBalanceProof(fx, B, channel, { nonce: 4n, transferred: 10n })
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
 })
 
 const proofOfA = (nonce = 5n, transferred = 30n) => signBalanceProof(fx, A, channel, { nonce, transferred })

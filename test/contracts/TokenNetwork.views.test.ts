@@ -1,7 +1,8 @@
-import { encodePacked, keccak256, zeroAddress, type Abi, type AbiParameter, type Address, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { encodePacked, keccak256, zeroAddress, type Abi, type AbiParameter, type Address } from 'viem'
+import { expect, test } from 'vitest'
 import { SecretRegistry, TokenNetwork, TokenNetworkRegistry } from '../../src/contracts/index.ts'
 import { locksroot, type Lock } from '../../src/protocol/locks.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
   ChannelState,
@@ -21,7 +22,6 @@ import {
   settleChannel,
   settleSide,
   signBalanceProof,
-  startChain,
   unlock,
   withdraw,
   type ChainFixture,
@@ -30,18 +30,7 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain((t) => ({ fx, parties: [A, B, C] } = t))
 
 // ------------------------------------------------------------------------------------------------ ABI compatibility
 

@@ -1,6 +1,6 @@
-import { type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { TokenNetwork } from '../../src/contracts/index.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
@@ -21,7 +21,6 @@ import {
   settleSide,
   signWithdraw,
   simulateTokenNetwork,
-  startChain,
   tokenBalance,
   tokenNetworkEvents,
   withdraw,
@@ -33,20 +32,8 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-let snapshot: Hex
 let channel: bigint
-beforeAll(async () => {
-  fx = await startChain()
-  ;[A, B, C] = fx.parties as [Party, Party, Party]
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-  channel = await openFundedChannel(fx, A, B, 100n, 50n)
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
 
 const args = (w: WithdrawInput, id = channel) =>
   [id, w.participant, w.total_withdraw, w.expiration_block, w.participant_signature, w.partner_signature] as const

@@ -1,6 +1,7 @@
-import { getAddress, parseEventLogs, zeroAddress, type Address, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
+import { getAddress, parseEventLogs, zeroAddress, type Address } from 'viem'
+import { expect, test } from 'vitest'
 import { CustomToken, TokenNetwork, TokenNetworkRegistry } from '../../src/contracts/index.ts'
+import { useChain } from '../support/chainSuite.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
 import {
@@ -11,25 +12,13 @@ import {
   deployRevertReason,
   fakeTokenBytecode,
   mined,
-  startChain,
   type ChainFixture,
   type Party,
 } from '../support/tokenNetwork.ts'
 
 let fx: ChainFixture
 let stranger: Party
-let snapshot: Hex
-beforeAll(async () => {
-  fx = await startChain()
-  stranger = fx.parties[0]!
-})
-afterAll(() => fx.stop())
-beforeEach(async () => {
-  snapshot = await fx.controller.client.snapshot()
-})
-afterEach(async () => {
-  await fx.controller.client.revert({ id: snapshot })
-})
+useChain((t) => ({ fx, parties: [stranger] } = t))
 
 const newToken = async () => getAddress(await deploy(fx.controller.client, CustomToken, [1000n, 18, 'New', 'NEW']))
 const newRegistry = async (maxTokenNetworks: bigint) =>

@@ -1,7 +1,8 @@
-import { parseEventLogs, zeroAddress, type Address, type Hex } from 'viem'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
+import { parseEventLogs, zeroAddress, type Address } from 'viem'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { CustomToken, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../src/devnet/anvil.ts'
+import { snapshotEach } from '../support/chainSuite.ts'
 import { anvilClient, type AnvilClient } from '../support/clients.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
@@ -12,7 +13,6 @@ let client: AnvilClient // deployer
 let alice: AnvilClient
 let bob: AnvilClient
 let s: Services
-let snapshot: Hex
 
 const udc = () => ({ address: s.userDeposit, abi: UserDeposit.abi }) as const
 const read = {
@@ -42,12 +42,7 @@ beforeAll(async () => {
   s = await deployServices(client, { wholeBalanceLimit: 10_000n })
 })
 afterAll(() => anvil.stop())
-beforeEach(async () => {
-  snapshot = await client.snapshot()
-})
-afterEach(async () => {
-  await client.revert({ id: snapshot })
-})
+snapshotEach(() => client)
 
 describe('deployment', () => {
   test('exposes the token, the limit, the wired services and a withdraw delay of 100 blocks', async () => {
