@@ -8,7 +8,8 @@ import { settlementAmounts } from '../../../support/settlement.ts'
 type Side = { deposit: bigint; withdrawn: bigint; balanceHash: Hex; nonce: bigint; isCloser: boolean }
 type ModelChannel = { id: bigint; a: Address; b: Address; settleTimeout: bigint; state: 'opened' | 'closed' | 'settled'; closedBlock?: bigint; sides: Record<string, Side> }
 
-export type ChainEvent = { to: Address[] | 'all'; change: StateChange }
+/** An event of the model chain: public, so every node sees it. */
+export type ChainEvent = { change: StateChange }
 
 /**
  * A model of the contracts' rules that the pure-core simulations need (deposit, withdraw, close, update,
@@ -38,14 +39,14 @@ export class ChainModel {
     const id = ++this.counter
     const side = (): Side => ({ deposit: 0n, withdrawn: 0n, balanceHash: ZERO_HASH, nonce: 0n, isCloser: false })
     this.channels.set(id, { id, a, b, settleTimeout, state: 'opened', sides: { [a.toLowerCase()]: side(), [b.toLowerCase()]: side() } })
-    return { id, events: [{ to: [a, b], change: { type: 'channelOpened', tokenNetwork: this.tokenNetwork, channelId: id, participant1: a, participant2: b, settleTimeout, blockNumber: this.block, revealTimeout } }] }
+    return { id, events: [{ change: { type: 'channelOpened', tokenNetwork: this.tokenNetwork, channelId: id, participant1: a, participant2: b, settleTimeout, blockNumber: this.block, revealTimeout } }] }
   }
 
   deposit(id: bigint, who: Address, total: bigint): ChainEvent[] {
     const c = this.channels.get(id)!
     const side = c.sides[who.toLowerCase()]!
     side.deposit = total
-    return [{ to: [c.a, c.b], change: { type: 'channelDeposit', tokenNetwork: this.tokenNetwork, channelId: id, participant: who, totalDeposit: total } }]
+    return [{ change: { type: 'channelDeposit', tokenNetwork: this.tokenNetwork, channelId: id, participant: who, totalDeposit: total } }]
   }
 
   submit(from: Address, tx: Transaction) {
@@ -72,11 +73,10 @@ export class ChainModel {
       if (this.secrets.has(tx.secrethash)) return []
       if (sha256(tx.secret) !== tx.secrethash) return 'bad secret'
       this.secrets.set(tx.secrethash, this.block)
-      return [{ to: 'all', change: { type: 'secretRegistered', secrethash: tx.secrethash, secret: tx.secret, blockNumber: this.block } }]
+      return [{ change: { type: 'secretRegistered', secrethash: tx.secrethash, secret: tx.secret, blockNumber: this.block } }]
     }
     const c = this.channels.get(tx.channelId)
     if (!c) return 'no channel'
-    const to = [c.a, c.b]
     const side = (a: Address) => c.sides[a.toLowerCase()]!
     switch (tx.type) {
       case 'close': {
@@ -86,7 +86,7 @@ export class ChainModel {
         side(from).isCloser = true
         const bp = tx.balanceProof
         if (bp && bp.nonce > 0n) Object.assign(side(tx.partner), { balanceHash: bp.balanceHash, nonce: bp.nonce })
-        return [{ to, change: { type: 'channelClosed', tokenNetwork: tn, channelId: c.id, closer: from, nonce: bp?.nonce ?? 0n, balanceHash: bp?.balanceHash ?? ZERO_HASH, blockNumber: this.block } }]
+        return [{ change: { type: 'channelClosed', tokenNetwork: tn, channelId: c.id, closer: from, nonce: bp?.nonce ?? 0n, balanceHash: bp?.balanceHash ?? ZERO_HASH, blockNumber: this.block } }]
       }
       case 'update': {
         if (c.state !== 'closed') return 'channel not closed'
@@ -94,7 +94,7 @@ export class ChainModel {
         if (!closer.isCloser) return 'incorrect signature order'
         if (tx.balanceProof.nonce <= closer.nonce) return 'nonce reused'
         Object.assign(closer, { balanceHash: tx.balanceProof.balanceHash, nonce: tx.balanceProof.nonce })
-        return [{ to, change: { type: 'nonClosingUpdated', tokenNetwork: tn, channelId: c.id, closer: tx.partner, nonce: tx.balanceProof.nonce, balanceHash: tx.balanceProof.balanceHash } }]
+        return [{ change: { type: 'nonClosingUpdated', tokenNetwork: tn, channelId: c.id, closer: tx.partner, nonce: tx.balanceProof.nonce, balanceHash: tx.balanceProof.balanceHash } }]
       }
       case 'settle': {
         if (c.state !== 'closed') return 'channel not closed'
@@ -113,7 +113,6 @@ export class ChainModel {
         if (amounts.sl1 > 0n) this.unlockRecords.set(key(tx.participant1, tx.participant2), { locksroot: tx.participant1Balance.locksroot, amount: amounts.sl1 })
         if (amounts.sl2 > 0n) this.unlockRecords.set(key(tx.participant2, tx.participant1), { locksroot: tx.participant2Balance.locksroot, amount: amounts.sl2 })
         return [{
-          to,
           change: { type: 'channelSettled', tokenNetwork: tn, channelId: c.id, participant1: tx.participant1, participant1Amount: amounts.s1, participant1Locksroot: tx.participant1Balance.locksroot, participant2: tx.participant2, participant2Amount: amounts.s2, participant2Locksroot: tx.participant2Balance.locksroot, blockNumber: this.block },
         }]
       }
@@ -131,7 +130,7 @@ export class ChainModel {
         this.unlockRecords.delete(key)
         this.pay(tx.receiver, unlocked)
         this.pay(tx.sender, record.amount - unlocked)
-        return [{ to, change: { type: 'channelUnlocked', tokenNetwork: tn, channelId: c.id, receiver: tx.receiver, sender: tx.sender, locksroot: root, unlockedAmount: unlocked, returnedTokens: record.amount - unlocked } }]
+        return [{ change: { type: 'channelUnlocked', tokenNetwork: tn, channelId: c.id, receiver: tx.receiver, sender: tx.sender, locksroot: root, unlockedAmount: unlocked, returnedTokens: record.amount - unlocked } }]
       }
       case 'setTotalWithdraw': {
         if (c.state !== 'opened') return 'channel not open'
@@ -142,7 +141,7 @@ export class ChainModel {
         if (tx.totalWithdraw <= s.withdrawn) return 'amount is zero'
         this.pay(tx.participant, tx.totalWithdraw - s.withdrawn)
         s.withdrawn = tx.totalWithdraw
-        return [{ to, change: { type: 'channelWithdraw', tokenNetwork: tn, channelId: c.id, participant: tx.participant, totalWithdraw: tx.totalWithdraw } }]
+        return [{ change: { type: 'channelWithdraw', tokenNetwork: tn, channelId: c.id, participant: tx.participant, totalWithdraw: tx.totalWithdraw } }]
       }
       case 'cooperativeSettle': {
         if (c.state !== 'opened') return 'channel not open'
@@ -154,7 +153,6 @@ export class ChainModel {
         this.pay(partner, tx.partner.totalWithdraw - side(partner).withdrawn)
         c.state = 'settled'
         return [{
-          to,
           change: { type: 'channelSettled', tokenNetwork: tn, channelId: c.id, participant1: from, participant1Amount: tx.our.totalWithdraw, participant1Locksroot: ZERO_HASH, participant2: partner, participant2Amount: tx.partner.totalWithdraw, participant2Locksroot: ZERO_HASH, blockNumber: this.block },
         }]
       }
