@@ -17,8 +17,7 @@ import {
 import type { Deployment } from '../devnet/deployment.ts'
 import { channelWith, defaultContext, initialState, type TransitionContext } from '../protocol/state/access.ts'
 import type { StateChange } from '../protocol/state/changes.ts'
-import type { ChainTransaction, NodeEvent, SecretResolverRequest, Transaction } from '../protocol/state/effects.ts'
-import { channelKey } from '../protocol/channel/key.ts'
+import type { NodeEvent, SecretResolverRequest } from '../protocol/state/effects.ts'
 import type { Channel, NodeState } from '../protocol/state/types.ts'
 import { findRoutes } from '../protocol/routing/findRoutes.ts'
 import { useWasmSecp256k1 } from '../protocol/secp256k1.ts'
@@ -27,6 +26,7 @@ import { createDelivery, type Delivery } from '../transport/delivery.ts'
 import { lineSigner } from '../transport/lineSigner.ts'
 import type { Transport } from '../transport/transport.ts'
 import { Engine, replay, type Applied } from './engine.ts'
+import { resolveFromHistory } from './history.ts'
 import { Semaphore } from './semaphore.ts'
 import { EventBus } from './eventBus.ts'
 import { NodeStoppedError, PaymentFailedError, NoRouteError, ChannelNotFoundError, InvalidPaymentError } from './errors.ts'
@@ -163,12 +163,7 @@ export class SluiceNode {
       ...(this.options.pollingInterval ? { pollingInterval: this.options.pollingInterval } : {}),
     })
     // Catch up before serving: the first sync can be long, and the status tells how far it is.
-    for (;;) {
-      const event = await this.watcher.poll()
-      if (!event) break
-      await this.onChainEvent(event)
-      if (event.type === 'blocks') this.watcher.synced(event)
-    }
+    while (await this.syncOnce());
     this.setStatus('ready')
     this.watcher.start(
       (event) => this.onChainEvent(event),
@@ -184,6 +179,15 @@ export class SluiceNode {
 
   private fail(where: string, error: unknown) {
     if (!this.stopping) this.notices.publish({ type: 'error', error, where })
+  }
+
+  /** Looks at the chain once and applies what is new; false when there was nothing. */
+  private async syncOnce(): Promise<boolean> {
+    const event = await this.watcher.poll()
+    if (!event) return false
+    await this.onChainEvent(event)
+    if (event.type === 'blocks') this.watcher.synced(event)
+    return true
   }
 
   private async onChainEvent(event: BlockWatcherEvent): Promise<void> {
@@ -243,7 +247,7 @@ export class SluiceNode {
         }
       }
       try {
-        const transaction = await this.resolveFromHistory(record.transaction)
+        const transaction = await resolveFromHistory(record.transaction, this.storage)
         await sendProtocolTransaction(transaction, {
           queue: this.queue,
           signer: this.chain,
@@ -258,27 +262,6 @@ export class SluiceNode {
       done()
     }
     void run().catch((error) => this.fail('transaction', error))
-  }
-
-  /** Turns a transaction that needs our stored proof history into the one the chain layer sends. */
-  private async resolveFromHistory(tx: Transaction): Promise<ChainTransaction> {
-    if (tx.type === 'settleWithHistory') {
-      const key = channelKey(tx.tokenNetwork, tx.channelId)
-      const proof = await this.storage.sentProof(key, tx.ourBalanceHash)
-      if (!proof) throw new Error(`no stored proof of ours with balance hash ${tx.ourBalanceHash}`)
-      const ours = { transferredAmount: proof.transferredAmount, lockedAmount: proof.lockedAmount, locksroot: proof.locksroot }
-      const theirs = tx.partnerBalance
-      // The contract wants the side with the smaller transferred + locked first.
-      const ourFirst = ours.transferredAmount + ours.lockedAmount <= theirs.transferredAmount + theirs.lockedAmount
-      return ourFirst
-        ? { type: 'settle', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, participant1: tx.our, participant1Balance: ours, participant2: tx.partner, participant2Balance: theirs }
-        : { type: 'settle', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, participant1: tx.partner, participant1Balance: theirs, participant2: tx.our, participant2Balance: ours }
-    }
-    if (tx.type === 'unlockWithHistory') {
-      const locks = await this.storage.sentLocks(channelKey(tx.tokenNetwork, tx.channelId), tx.nonce)
-      return { type: 'unlock', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, receiver: tx.receiver, sender: tx.sender, locks: locks.map(({ expiration, amount, secrethash }) => ({ expiration, amount, secrethash })) }
-    }
-    return tx
   }
 
   private async resolveSecret(request: SecretResolverRequest) {
@@ -323,11 +306,7 @@ export class SluiceNode {
     while (this.engine.current.blockNumber < blockNumber) {
       if (this.stopping) throw new NodeStoppedError()
       if (Date.now() > deadline) throw new Error(`block ${blockNumber} not synced within ${timeoutMs} ms`)
-      const event = await this.watcher.poll()
-      if (event) {
-        await this.onChainEvent(event)
-        if (event.type === 'blocks') this.watcher.synced(event)
-      } else await new Promise((r) => setTimeout(r, 20))
+      if (!(await this.syncOnce())) await new Promise((r) => setTimeout(r, 20))
     }
     await this.engine.settled()
   }

@@ -5,6 +5,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, expect, inject, test } from 'vitest'
 import { createChainClient, createTransactionQueue, mintTokens, registerToken } from '../../src/chain/index.ts'
 import { CustomToken } from '../../src/contracts/index.ts'
+import { eventually } from '../integration/support/eventually.ts'
 import type { NodeWorkerApi } from './fixtures/nodeWorker.ts'
 
 const workers: Worker[] = []
@@ -15,17 +16,6 @@ function spawn(): Comlink.Remote<NodeWorkerApi> {
 }
 afterAll(() => workers.forEach((w) => w.terminate()))
 
-async function eventually<T>(check: () => Promise<T>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    try {
-      return await check()
-    } catch (e) {
-      if (Date.now() > deadline) throw e
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
-}
 
 test('two nodes in two workers open a channel, pay, and one resumes from IndexedDB after its worker is reloaded', async () => {
   const rpcUrl = inject('rpcUrl')

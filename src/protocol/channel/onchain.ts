@@ -6,6 +6,7 @@ import { getChannel, putChannel, sameAddress, without, type TransitionContext } 
 import type { BalanceData, Effect } from '../state/effects.ts'
 import type { Channel, ChannelEnd, NodeState } from '../state/types.ts'
 import { emptyChannelEnd } from './end.ts'
+import { orderedSettle } from './settleOrder.ts'
 import { channelKey } from './key.ts'
 import { actionRejected } from './withdraw.ts'
 
@@ -125,9 +126,7 @@ export function settleOnBlock(state: NodeState, out: Effect[]): NodeState {
       s = putChannel(s, next)
       continue
     }
-    const ourFirst = ours.transferredAmount + ours.lockedAmount <= theirs.transferredAmount + theirs.lockedAmount
-    const [p1, b1, p2, b2] = ourFirst ? [channel.our.address, ours, channel.partner, theirs] : [channel.partner, theirs, channel.our.address, ours]
-    out.push({ type: 'transaction', transaction: { type: 'settle', tokenNetwork: channel.tokenNetwork, channelId: channel.id, participant1: p1, participant1Balance: b1, participant2: p2, participant2Balance: b2 } })
+    out.push({ type: 'transaction', transaction: orderedSettle(channel.tokenNetwork, channel.id, { address: channel.our.address, balance: ours }, { address: channel.partner, balance: theirs }) })
     const next: Channel = { ...channel, state: 'settling' }
     out.push(stateEvent(next))
     s = putChannel(s, next)

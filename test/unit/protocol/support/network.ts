@@ -6,10 +6,11 @@ import { decodeMessage, encodeMessage, signMessage } from '../../../../src/proto
 import type { EnvelopeMessage, Message, Signed } from '../../../../src/protocol/messages/types.ts'
 import { defaultContext, initialState, type TransitionContext } from '../../../../src/protocol/state/access.ts'
 import type { StateChange } from '../../../../src/protocol/state/changes.ts'
-import type { ChainTransaction, NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
-import { channelKey } from '../../../../src/protocol/channel/key.ts'
+import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
+import { resolveFromHistory } from '../../../../src/node/history.ts'
+import { byAdded, lockAlive } from '../../../../src/storage/sentRecords.ts'
 import { sentHistory } from '../../../../src/node/records.ts'
-import type { SentLockRecord, SentProofRecord } from '../../../../src/storage/storage.ts'
+import type { SentLockRecord, SentProofRecord, Storage } from '../../../../src/storage/storage.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
 import { ChainModel, type ChainEvent } from './chainModel.ts'
@@ -84,7 +85,7 @@ export class Network {
       if (effect.type === 'event') node.events.push(effect.event)
       else if (effect.type === 'transaction') {
         node.transactions.push(effect.transaction)
-        this.chain.submit(node.address, this.resolve(name, effect.transaction))
+        this.chain.submit(node.address, await resolveFromHistory(effect.transaction, this.historyOf(name)))
       } else if (effect.type === 'send') {
         // The history the runtime would store with the commit (src/node/records.ts).
         const { proof, lock } = sentHistory(effect, before)
@@ -109,26 +110,13 @@ export class Network {
 
   readonly history = { proofs: new Map<string, SentProofRecord>(), locks: new Map<string, SentLockRecord>() }
 
-  /** What the runtime does with the stored history before a transaction reaches the chain. */
-  private resolve(name: string, tx: Transaction): ChainTransaction {
-    if (tx.type === 'settleWithHistory') {
-      const proof = this.history.proofs.get(`${name}:${channelKey(tx.tokenNetwork, tx.channelId)}:${tx.ourBalanceHash}`)!
-      const ours = { transferredAmount: proof.transferredAmount, lockedAmount: proof.lockedAmount, locksroot: proof.locksroot }
-      const theirs = tx.partnerBalance
-      const ourFirst = ours.transferredAmount + ours.lockedAmount <= theirs.transferredAmount + theirs.lockedAmount
-      return ourFirst
-        ? { type: 'settle', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, participant1: tx.our, participant1Balance: ours, participant2: tx.partner, participant2Balance: theirs }
-        : { type: 'settle', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, participant1: tx.partner, participant1Balance: theirs, participant2: tx.our, participant2Balance: ours }
+  /** The stored history as the runtime's storage answers it, over what this run recorded. */
+  private historyOf(name: string): Pick<Storage, 'sentProof' | 'sentLocks'> {
+    return {
+      sentProof: async (key, hash) => this.history.proofs.get(`${name}:${key}:${hash}`),
+      sentLocks: async (key, nonce) =>
+        [...this.history.locks.entries()].filter(([k, l]) => k.startsWith(`${name}:`) && l.channelKey === key && lockAlive(l, nonce)).map(([, l]) => l).sort(byAdded),
     }
-    if (tx.type === 'unlockWithHistory') {
-      const key = channelKey(tx.tokenNetwork, tx.channelId)
-      const locks = [...this.history.locks.values()]
-        .filter((l) => l.channelKey === key && l.addedNonce <= tx.nonce && (l.removedNonce === undefined || l.removedNonce > tx.nonce))
-        .sort((a, b) => (a.addedNonce < b.addedNonce ? -1 : 1))
-        .map(({ expiration, amount, secrethash }) => ({ expiration, amount, secrethash }))
-      return { type: 'unlock', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, receiver: tx.receiver, sender: tx.sender, locks }
-    }
-    return tx
   }
 
   /** Delivers the oldest in-flight message from `from` to `to` (FIFO per pair), if its recipient is online. */
