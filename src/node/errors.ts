@@ -28,3 +28,28 @@ export class PaymentFailedError extends NodeError {
     super(`payment failed: ${reason}`)
   }
 }
+
+/** The request conflicts with the state (a deposit that does not increase, a closed channel, a reused id). */
+export class ConflictError extends NodeError {
+  override name = 'ConflictError' as const
+}
+
+/** Not enough tokens for what was asked (gas shortfalls are the chain layer's InsufficientFundsForGasError). */
+export class InsufficientBalanceError extends NodeError {
+  override name = 'InsufficientBalanceError' as const
+}
+
+/** A token with no token network, or a contract the node was not configured with. */
+export class NotFoundError extends NodeError {
+  override name = 'NotFoundError' as const
+}
+
+/** A contract limit would be exceeded (the registry's maximum number of token networks). */
+export class LimitReachedError extends NodeError {
+  override name = 'LimitReachedError' as const
+}
+
+/** The action exists only on test networks (the node runs with environment production). */
+export class DisabledInProductionError extends NodeError {
+  override name = 'DisabledInProductionError' as const
+}

@@ -81,8 +81,10 @@ export class SluiceNode {
   private engine!: Engine
   private delivery!: Delivery
   private watcher!: BlockWatcher
-  private queue!: TransactionQueue
-  private storage!: Storage
+  /** This account's ordered transaction queue: every on-chain action of the node goes through it. */
+  queue!: TransactionQueue
+  /** The node's store (payment history, events, chain events); services read it, only the engine writes. */
+  storage!: Storage
   private transport!: Transport
   private readonly chunkSize = new LogChunkSize()
   private readonly ctx: TransitionContext
@@ -120,12 +122,27 @@ export class SluiceNode {
     return this.statusValue
   }
 
+  /** Creates the node and runs it: resolves once it has caught up with the chain and is ready. */
   static async start(options: NodeOptions): Promise<SluiceNode> {
+    const node = await SluiceNode.create(options)
+    await node.run()
+    return node
+  }
+
+  /**
+   * Creates the node without starting it, so that its status can be watched while `run()` catches up with
+   * the chain (the REST API answers /status during the first sync).
+   */
+  static async create(options: NodeOptions): Promise<SluiceNode> {
     await useWasmSecp256k1()
     const chain = await createChainClient({ rpcUrl: options.rpcUrl, privateKey: options.privateKey, chainId: options.deployment.chainId, ...(options.pollingInterval ? { pollingInterval: options.pollingInterval } : {}) })
-    const node = new SluiceNode(options, chain)
-    await node.boot()
-    return node
+    return new SluiceNode(options, chain)
+  }
+
+  /** Opens the store, replays it, resumes deliveries and transactions, and catches up with the chain. */
+  async run(): Promise<void> {
+    if (this.engine) throw new Error('the node is already running')
+    await this.boot()
   }
 
   private get registry(): Address {

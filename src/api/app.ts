@@ -1,0 +1,69 @@
+import { Hono, type Context } from 'hono'
+import type { ApiContext } from './context.ts'
+import { ApiError, toApiError } from './errors.ts'
+import { Resources, stringify } from './resource.ts'
+import { nodeRoutes } from './routes/node.ts'
+
+export const API_BASE_PATH = '/api/v1'
+
+/** Paths answered while the node syncs (the rest is 503 until it is ready). */
+const UNGATED = new Set(['/status', '/openapi.json', '/events'])
+
+export type Api = {
+  /** The Hono app; its routes start with /api/v1. */
+  app: Hono
+  resources: Resources
+  /** From now on every request is 503 (shutdown in progress). */
+  shuttingDown(): void
+}
+
+export type CreateApiParameters = Omit<ApiContext, 'basePath'> & {
+  /**
+   * Called once after a request failed with an error nothing maps to a status (a bug): the API then answers
+   * 503 to everything, so no further request acts on a state that may be wrong; the owner should stop the node.
+   */
+  onInternalError?(error: unknown): void
+}
+
+/** Builds the REST API of `rest-api.md` for one node. Serve `app.fetch` (Node HTTP server, service worker). */
+export function createApi({ onInternalError, ...context }: CreateApiParameters): Api {
+  const ctx: ApiContext = { ...context, basePath: API_BASE_PATH }
+  const resources = new Resources()
+  nodeRoutes(resources, ctx)
+
+  let closed: string | undefined
+  const app = new Hono({ strict: true }).basePath(API_BASE_PATH)
+  app.use(async (c, next) => {
+    if (closed) throw new ApiError(503, closed)
+    await next()
+  })
+  resources.mount(app, (_c, path) => {
+    const status = ctx.node.status
+    if (status.status !== 'ready' && !UNGATED.has(path)) {
+      const progress = status.status === 'syncing' ? ` (syncing, ${status.blocksToSync} blocks to go)` : ''
+      throw new ApiError(503, `Service unavailable. Try again later.${progress}`)
+    }
+  })
+  app.notFound((c) => errorResponse(c, new ApiError(404, 'invalid endpoint')))
+  app.onError((error, c) => {
+    const known = toApiError(error)
+    if (known) return errorResponse(c, known)
+    if (!closed) {
+      closed = 'The API stopped after an internal error; restart the node'
+      onInternalError?.(error)
+    }
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
+    return errorResponse(c, new ApiError(500, `internal error: ${message}`))
+  })
+  return {
+    app,
+    resources,
+    shuttingDown: () => {
+      closed ??= 'The API is shutting down'
+    },
+  }
+}
+
+function errorResponse(c: Context, error: ApiError): Response {
+  return c.body(stringify({ errors: error.message }), error.status, { 'content-type': 'application/json', ...error.headers })
+}

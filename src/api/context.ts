@@ -1,0 +1,17 @@
+import type { SluiceNode } from '../node/sluiceNode.ts'
+
+export type Environment = 'development' | 'production'
+
+/** What every resource module gets: the node and the settings the API reports. */
+export type ApiContext = {
+  node: SluiceNode
+  /** The package version (GET /version). */
+  version: string
+  /** `production` disables token registration and minting (501), as the Raiden node's default does. */
+  environment: Environment
+  pathfindingServiceAddress: string | null
+  /** The API's own base path, for links (partners' `channel`). */
+  basePath: string
+  /** POST /shutdown: stops the API and the node; set by whoever serves the API. */
+  shutdown(): void
+}

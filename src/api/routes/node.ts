@@ -1,0 +1,83 @@
+import type { ApiContext } from '../context.ts'
+import type { Resources } from '../resource.ts'
+import { json } from '../resource.ts'
+
+const addressSchema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
+
+/** Who the node is and how it runs: address, version, status, settings, contracts, shutdown. */
+export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
+  resources.add('/address', {
+    GET: {
+      doc: { summary: "The node's address", responses: { 200: 'Address object' }, schema: { type: 'object', properties: { our_address: addressSchema } } },
+      handler: (c) => json(c, { our_address: ctx.node.address }),
+    },
+  })
+  resources.add('/version', {
+    GET: {
+      doc: { summary: 'The node software version', responses: { 200: 'Version object' }, schema: { type: 'object', properties: { version: { type: 'string' } } } },
+      handler: (c) => json(c, { version: ctx.version }),
+    },
+  })
+  resources.add('/status', {
+    GET: {
+      doc: {
+        summary: 'Whether the node is ready, syncing (with the blocks still to sync) or unavailable',
+        description: 'Answered during the initial sync too. blocks_to_sync is a decimal string, as rest-api.md says.',
+        responses: { 200: 'Status object' },
+        schema: { type: 'object', properties: { status: { enum: ['ready', 'syncing', 'unavailable'] }, blocks_to_sync: { type: 'string' } }, required: ['status'] },
+      },
+      handler: (c) => {
+        const { status, blocksToSync } = ctx.node.status
+        if (status === 'ready') return json(c, { status: 'ready' })
+        if (status === 'syncing') return json(c, { status: 'syncing', blocks_to_sync: blocksToSync })
+        return json(c, { status: 'unavailable' })
+      },
+    },
+  })
+  resources.add('/settings', {
+    GET: {
+      doc: { summary: 'Node settings', responses: { 200: 'Settings object' }, schema: { type: 'object', properties: { pathfinding_service_address: { type: ['string', 'null'] } } } },
+      handler: (c) => json(c, { pathfinding_service_address: ctx.pathfindingServiceAddress }),
+    },
+  })
+  resources.add('/contracts', {
+    GET: {
+      doc: {
+        summary: 'The on-chain contracts the node uses',
+        responses: { 200: 'Contracts object' },
+        schema: {
+          type: 'object',
+          properties: Object.fromEntries(
+            ['contracts_version', 'token_network_registry_address', 'secret_registry_address', 'service_registry_address', 'user_deposit_address', 'monitoring_service_address', 'one_to_n_address'].map((k) => [k, { type: 'string' }]),
+          ),
+        },
+      },
+      handler: (c) => {
+        const { deployment } = ctx.node.options
+        return json(c, {
+          contracts_version: deployment.contracts_version,
+          token_network_registry_address: deployment.contracts.TokenNetworkRegistry.address,
+          secret_registry_address: deployment.contracts.SecretRegistry.address,
+          service_registry_address: deployment.contracts.ServiceRegistry.address,
+          user_deposit_address: deployment.contracts.UserDeposit.address,
+          monitoring_service_address: deployment.contracts.MonitoringService.address,
+          one_to_n_address: deployment.contracts.OneToN.address,
+        })
+      },
+    },
+  })
+  resources.add('/shutdown', {
+    POST: {
+      doc: {
+        summary: 'Stops the node',
+        description: 'Answers at once; later requests get 503 while the node finishes what it is committing and stops.',
+        responses: { 200: 'Shutdown result' },
+        schema: { type: 'object', properties: { status: { const: 'shutdown' } } },
+      },
+      handler: (c) => {
+        ctx.shutdown()
+        return json(c, { status: 'shutdown' })
+      },
+    },
+  })
+}

@@ -1,0 +1,115 @@
+import { getAddress } from 'viem'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { anvilKeys } from '../../src/devnet/anvil.ts'
+import { SluiceNode } from '../../src/node/sluiceNode.ts'
+import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
+import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
+import { serveNode, startApiNet, type ApiNet } from './support/apiNet.ts'
+
+let net: ApiNet
+beforeAll(async () => {
+  net = await startApiNet({ nodes: 1 })
+})
+afterAll(() => net?.stopAll())
+
+describe('node information', () => {
+  it('GET /address is the node address, EIP-55', async () => {
+    const r = await net.nodes[0]!.get('/address')
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).toMatch(/^application\/json/)
+    expect(r.body).toEqual({ our_address: net.nodes[0]!.node.address })
+    expect(getAddress(r.body.our_address)).toBe(r.body.our_address)
+  })
+
+  it('GET /version, /settings, /status', async () => {
+    const n = net.nodes[0]!
+    expect((await n.get('/version')).body).toEqual({ version: '0.1.0' })
+    expect((await n.get('/settings')).body).toEqual({ pathfinding_service_address: null })
+    expect(await n.get('/status')).toMatchObject({ status: 200, body: { status: 'ready' } })
+  })
+
+  it('GET /contracts names every deployed contract', async () => {
+    const c = net.deployment.contracts
+    expect((await net.nodes[0]!.get('/contracts')).body).toEqual({
+      contracts_version: '0.40.0',
+      token_network_registry_address: c.TokenNetworkRegistry.address,
+      secret_registry_address: c.SecretRegistry.address,
+      service_registry_address: c.ServiceRegistry.address,
+      user_deposit_address: c.UserDeposit.address,
+      monitoring_service_address: c.MonitoringService.address,
+      one_to_n_address: c.OneToN.address,
+    })
+  })
+
+  it('an unknown path, or a trailing slash, is 404 with an errors body', async () => {
+    for (const path of ['/nothing', '/address/', '/channels/x/y/z']) {
+      const r = await net.nodes[0]!.get(path)
+      expect(r.status, path).toBe(404)
+      expect(r.body, path).toEqual({ errors: 'invalid endpoint' })
+    }
+  })
+
+  it('a method a path does not serve is 405 with Allow and an errors body', async () => {
+    const r = await net.nodes[0]!.request('DELETE', '/address')
+    expect(r.status).toBe(405)
+    expect(r.headers.get('allow')).toBe('GET')
+    expect(typeof r.body.errors).toBe('string')
+  })
+})
+
+describe('503 while syncing, then ready', () => {
+  it('answers /status with blocks to sync while the rest is 503', async () => {
+    const node = await SluiceNode.create({
+      rpcUrl: net.anvil.rpcUrl,
+      deployment: net.deployment,
+      privateKey: anvilKeys[5]!,
+      storage: (identity) => openMemoryStorage(identity),
+      transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
+      confirmations: 0n,
+      pollingInterval: 50,
+    })
+    const served = await serveNode(node)
+    try {
+      const status = await served.get('/status')
+      expect(status.status).toBe(200)
+      expect(status.body.status).toBe('syncing')
+      expect(status.body.blocks_to_sync).toMatch(/^\d+$/)
+      const address = await served.get('/address')
+      expect(address.status).toBe(503)
+      expect(address.body.errors).toMatch(/Try again later/)
+      await node.run()
+      expect((await served.get('/status')).body).toEqual({ status: 'ready' })
+      expect((await served.get('/address')).status).toBe(200)
+    } finally {
+      await served.server.close(100)
+      await node.stop()
+    }
+  })
+})
+
+describe('POST /shutdown', () => {
+  it('answers shutdown, then every request is 503', async () => {
+    const node = await SluiceNode.start({
+      rpcUrl: net.anvil.rpcUrl,
+      deployment: net.deployment,
+      privateKey: anvilKeys[6]!,
+      storage: (identity) => openMemoryStorage(identity),
+      transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
+      confirmations: 0n,
+      pollingInterval: 50,
+    })
+    const served = await serveNode(node)
+    try {
+      expect(await served.request('POST', '/shutdown')).toMatchObject({ status: 200, body: { status: 'shutdown' } })
+      expect(served.shutdowns).toBe(1)
+      for (const path of ['/address', '/status', '/nothing']) {
+        const r = await served.get(path)
+        expect(r.status, path).toBe(503)
+        expect(r.body.errors).toMatch(/shutting down/)
+      }
+    } finally {
+      await served.server.close(100)
+      await node.stop()
+    }
+  })
+})

@@ -1,0 +1,82 @@
+import type { Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { createApi, type Api } from '../../../src/api/app.ts'
+import type { Environment } from '../../../src/api/context.ts'
+import { listen, type HttpServer } from '../../../src/cli/httpServer.ts'
+import { anvilKeys } from '../../../src/devnet/anvil.ts'
+import type { SluiceNode } from '../../../src/node/sluiceNode.ts'
+import { startDevnet, startNode, type Devnet, type StartNodeOptions } from '../../integration/support/devnet.ts'
+
+export type Reply = { status: number; body: any; text: string; headers: Headers }
+
+/** A client of one node's REST API over real HTTP. */
+export type ApiClient = {
+  url: string
+  request(method: string, path: string, body?: unknown): Promise<Reply>
+  get(path: string): Promise<Reply>
+}
+
+export type ApiNode = ApiClient & { node: SluiceNode; api: Api; server: HttpServer; internalErrors: unknown[]; shutdowns: number }
+
+export type ApiNet = Devnet & { nodes: ApiNode[]; stopAll(): Promise<void> }
+
+export function apiClient(url: string): ApiClient {
+  const request = async (method: string, path: string, body?: unknown): Promise<Reply> => {
+    const init: RequestInit = { method, headers: { 'content-type': 'application/json' } }
+    if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body)
+    const response = await fetch(`${url}${path}`, init)
+    const text = await response.text()
+    let parsed: unknown
+    try {
+      parsed = text ? JSON.parse(text) : undefined
+    } catch {
+      parsed = undefined
+    }
+    return { status: response.status, body: parsed, text, headers: response.headers }
+  }
+  return { url, request, get: (path) => request('GET', path) }
+}
+
+/** Serves one started node's API over HTTP on a free port. */
+export async function serveNode(node: SluiceNode, { environment = 'development' }: { environment?: Environment } = {}): Promise<ApiNode> {
+  const internalErrors: unknown[] = []
+  let out!: ApiNode
+  const api = createApi({
+    node,
+    version: '0.1.0',
+    environment,
+    pathfindingServiceAddress: null,
+    shutdown: () => {
+      out.shutdowns++
+      api.shuttingDown()
+    },
+    onInternalError: (error) => internalErrors.push(error),
+  })
+  const server = await listen(api.app.fetch, { host: '127.0.0.1', port: 0 })
+  const client = apiClient(`${server.url}/api/v1`)
+  out = { ...client, node, api, server, internalErrors, shutdowns: 0 }
+  return out
+}
+
+export type StartApiNetOptions = { nodes?: number; environment?: Environment; node?: StartNodeOptions }
+
+/** anvil with the contracts and TTT registered, and `nodes` nodes (funded dev keys 1..n), each served over HTTP. */
+export async function startApiNet({ nodes = 2, environment, node: nodeOptions }: StartApiNetOptions = {}): Promise<ApiNet> {
+  const keys = anvilKeys.slice(1, 1 + nodes) as Hex[]
+  const net = await startDevnet(keys)
+  const started: ApiNode[] = []
+  for (const key of keys) started.push(await serveNode(await startNode(net, key, nodeOptions), environment ? { environment } : {}))
+  return {
+    ...net,
+    nodes: started,
+    stopAll: async () => {
+      for (const n of started) {
+        await n.server.close(100)
+        await n.node.stop()
+      }
+      await net.stop()
+    },
+  }
+}
+
+export const addressOf = (key: Hex) => privateKeyToAddress(key)
