@@ -3,6 +3,18 @@ import type { ApiContext } from './context.ts'
 import { ApiError, toApiError } from './errors.ts'
 import { Resources, stringify } from './resource.ts'
 import { nodeRoutes } from './routes/node.ts'
+import { channelsRoutes } from './routes/channels.ts'
+import { tokensRoutes } from './routes/tokens.ts'
+import { paymentsRoutes } from './routes/payments.ts'
+import { pendingTransfersRoutes } from './routes/pendingTransfers.ts'
+import { debugRoutes } from './routes/debug.ts'
+import { userDepositRoutes } from './routes/userDeposit.ts'
+import { testingRoutes } from './routes/testing.ts'
+import { connectionsRoutes } from './routes/connections.ts'
+import { notificationsRoutes } from './routes/notifications.ts'
+import { eventsRoutes } from './routes/events.ts'
+import { stateRoutes } from './routes/state.ts'
+import { openapiRoutes } from './routes/openapi.ts'
 
 export const API_BASE_PATH = '/api/v1'
 
@@ -30,6 +42,18 @@ export function createApi({ onInternalError, ...context }: CreateApiParameters):
   const ctx: ApiContext = { ...context, basePath: API_BASE_PATH }
   const resources = new Resources()
   nodeRoutes(resources, ctx)
+  channelsRoutes(resources, ctx)
+  tokensRoutes(resources, ctx)
+  paymentsRoutes(resources, ctx)
+  pendingTransfersRoutes(resources, ctx)
+  debugRoutes(resources, ctx)
+  userDepositRoutes(resources, ctx)
+  testingRoutes(resources, ctx)
+  connectionsRoutes(resources, ctx)
+  notificationsRoutes(resources, ctx)
+  eventsRoutes(resources, ctx)
+  stateRoutes(resources, ctx)
+  openapiRoutes(resources, ctx)
 
   let closed: string | undefined
   const app = new Hono({ strict: true }).basePath(API_BASE_PATH)

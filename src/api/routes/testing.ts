@@ -1,0 +1,7 @@
+import type { ApiContext } from '../context.ts'
+import type { Resources } from '../resource.ts'
+
+export function testingRoutes(resources: Resources, ctx: ApiContext): void {
+  void resources
+  void ctx
+}
