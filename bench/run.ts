@@ -1,5 +1,7 @@
 // `npm run bench`: every benchmark, printed as Markdown tables.
+import { benchApi } from './api.ts'
 import { benchNode } from './node.ts'
+import { profilePayment } from './profile.ts'
 import { benchProtocol } from './protocol.ts'
 import { benchStorage } from './storage.ts'
 
@@ -12,3 +14,5 @@ console.log(`Sluice benchmarks, ${new Date().toISOString()}, Node ${process.vers
 table('Protocol core (one process: signing, encoding, decoding, verifying and every transition; payments include all their messages)', await benchProtocol())
 table('Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', await benchStorage())
 table('Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', await benchNode())
+table('REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', await benchApi())
+table('CPU profile of one direct payment (both nodes in one process, LevelDB sync writes; self time per payment)', await profilePayment())

@@ -29,7 +29,7 @@ export type Api = {
   shuttingDown(): void
 }
 
-export type CreateApiParameters = Omit<ApiContext, 'basePath'> & {
+export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing'> & {
   /**
    * Called once after a request failed with an error nothing maps to a status (a bug): the API then answers
    * 503 to everything, so no further request acts on a state that may be wrong; the owner should stop the node.
@@ -39,7 +39,8 @@ export type CreateApiParameters = Omit<ApiContext, 'basePath'> & {
 
 /** Builds the REST API of `rest-api.md` for one node. Serve `app.fetch` (Node HTTP server, service worker). */
 export function createApi({ onInternalError, ...context }: CreateApiParameters): Api {
-  const ctx: ApiContext = { ...context, basePath: API_BASE_PATH }
+  const closing = new AbortController()
+  const ctx: ApiContext = { ...context, basePath: API_BASE_PATH, closing: closing.signal }
   const resources = new Resources()
   nodeRoutes(resources, ctx)
   channelsRoutes(resources, ctx)
@@ -74,6 +75,7 @@ export function createApi({ onInternalError, ...context }: CreateApiParameters):
     if (known) return errorResponse(c, known)
     if (!closed) {
       closed = 'The API stopped after an internal error; restart the node'
+      closing.abort()
       onInternalError?.(error)
     }
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
@@ -84,6 +86,7 @@ export function createApi({ onInternalError, ...context }: CreateApiParameters):
     resources,
     shuttingDown: () => {
       closed ??= 'The API is shutting down'
+      closing.abort()
     },
   }
 }

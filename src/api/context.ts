@@ -14,4 +14,6 @@ export type ApiContext = {
   basePath: string
   /** POST /shutdown: stops the API and the node; set by whoever serves the API. */
   shutdown(): void
+  /** Aborted when the API closes (shutdown or internal error): long-lived answers (event streams) end then. */
+  closing: AbortSignal
 }

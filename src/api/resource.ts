@@ -16,6 +16,8 @@ export type RouteDoc = {
   /** Status -> what it means here; the schema of the success answer goes in `schema`. */
   responses: Partial<Record<number, string>>
   schema?: Schema
+  /** Media type of the success answer; application/json unless said (text/event-stream for /events). */
+  contentType?: string
 }
 
 export type Route = { method: Method; path: string; doc: RouteDoc; handler: (c: Context) => Promise<Response> | Response }

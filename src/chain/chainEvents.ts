@@ -68,6 +68,8 @@ export function decodeChainEvent({ source, log, defaultRevealTimeout }: DecodeCh
     blockNumber,
     logIndex: log.logIndex,
     transactionHash: log.transactionHash,
+    ...(log.transactionIndex !== null ? { transactionIndex: log.transactionIndex } : {}),
+    ...(log.blockHash !== null ? { blockHash: log.blockHash } : {}),
     address,
     name: decoded.eventName,
     args: { ...decoded.args } as Record<string, unknown>,

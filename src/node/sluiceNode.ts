@@ -154,7 +154,9 @@ export class SluiceNode {
     this.storage = await this.options.storage({ chainId: BigInt(deployment.chainId), registry: this.registry, address: this.address })
     const loaded = await this.storage.load()
     const deployedAt = BigInt(deployment.contracts.TokenNetworkRegistry.blockNumber)
-    const base = loaded.snapshot?.state ?? initialState({ address: this.address, chainId: BigInt(deployment.chainId), blockNumber: deployedAt - 1n, firstMessageId: BigInt(Date.now()) })
+    // The first message id comes from the store, not the clock: a replay from the start (no snapshot yet, or a
+    // restored dump) must rebuild exactly the messages and balance proofs that were signed and sent.
+    const base = loaded.snapshot?.state ?? initialState({ address: this.address, chainId: BigInt(deployment.chainId), blockNumber: deployedAt - 1n, firstMessageId: BigInt(loaded.meta.createdAt) })
     const { state, seq } = replay(base, loaded.snapshot?.seq ?? 0, loaded.changes, this.ctx)
     const syncedBlock = loaded.meta.syncedBlock > 0n ? loaded.meta.syncedBlock : deployedAt - 1n
     this.statusValue = { status: 'syncing', blocksToSync: 0n, syncedBlock }
@@ -180,7 +182,9 @@ export class SluiceNode {
       ...(this.options.pollingInterval ? { pollingInterval: this.options.pollingInterval } : {}),
     })
     // Catch up before serving: the first sync can be long, and the status tells how far it is.
-    while (await this.syncOnce());
+    while (!this.stopping && (await this.syncOnce()));
+    // Stopped during the first sync (Ctrl-C while catching up): never start watching after stop().
+    if (this.stopping) throw new NodeStoppedError()
     this.setStatus('ready')
     this.watcher.start(
       (event) => this.onChainEvent(event),
@@ -288,22 +292,26 @@ export class SluiceNode {
       const response = await fetch(endpoint, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          token: request.token,
-          secrethash: request.secrethash,
-          amount: request.amount.toString(),
-          payment_identifier: request.paymentIdentifier.toString(),
-          payment_sender: request.paymentSender,
-          payment_recipient: request.paymentRecipient,
-          expiration: request.expiration.toString(),
-          reveal_timeout: request.revealTimeout.toString(),
-          settle_timeout: request.settleTimeout.toString(),
-        }),
+        // rest-api.md types the numbers as JSON integers: written digit for digit (JSON.stringify cannot write a bigint).
+        body: JSON.stringify(
+          {
+            token: request.token,
+            secrethash: request.secrethash,
+            amount: request.amount,
+            payment_identifier: request.paymentIdentifier,
+            payment_sender: request.paymentSender,
+            payment_recipient: request.paymentRecipient,
+            expiration: request.expiration,
+            reveal_timeout: request.revealTimeout,
+            settle_timeout: request.settleTimeout,
+          },
+          (_, v) => (typeof v === 'bigint' ? `#int:${v}` : v),
+        ).replace(/"#int:(\d+)"/g, '$1'),
       })
       if (!response.ok) throw new Error(`resolver answered ${response.status}`)
       const body = (await response.json()) as { secret?: unknown }
       if (typeof body.secret !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(body.secret)) throw new Error('resolver gave no 32-byte secret')
-      await this.engine.dispatch({ type: 'secretResolved', secrethash: request.secrethash, secret: body.secret as Hex })
+      await this.engine.dispatch({ type: 'secretResolved', secrethash: request.secrethash, secret: body.secret.toLowerCase() as Hex })
     } catch (error) {
       this.fail('secret resolver', error)
     }
@@ -415,5 +423,7 @@ export class SluiceNode {
     await this.engine?.settled()
     await this.storage?.close()
     this.statusValue = { ...this.statusValue, status: 'stopped' }
+    // Subscribers that outlive the node (the API's event streams) learn here that nothing more will come.
+    this.notices.publish({ type: 'status', status: this.statusValue })
   }
 }

@@ -43,9 +43,9 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
     case 'channelOpened':
       return onChannelOpened(graphOnOpened(state, change), change, out)
     case 'channelDeposit':
-      return onChannelDeposit(graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { deposit: change.totalDeposit }), change)
+      return onChannelDeposit(graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { deposit: change.totalDeposit }), change, out)
     case 'channelWithdraw':
-      return onChannelWithdraw(graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { withdrawn: change.totalWithdraw }), change)
+      return onChannelWithdraw(graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { withdrawn: change.totalWithdraw }), change, out)
     case 'channelClosed': {
       const s = onChannelClosed(graphOnClosed(state, change.tokenNetwork, change.channelId), change, out)
       return mediatorOnChannelClosed(s, channelKey(change.tokenNetwork, change.channelId), out)

@@ -96,6 +96,9 @@ export type StoredChainEvent = {
   blockNumber: bigint
   logIndex: number
   transactionHash: Hex
+  /** Absent in events stored before these were kept (the debug API then reads them from the receipt). */
+  transactionIndex?: number
+  blockHash?: Hex
   /** Contract that emitted it (registry, token network, secret registry, user deposit). */
   address: Address
   name: string

@@ -1,7 +1,118 @@
+import type { Context } from 'hono'
+import type { Address } from 'viem'
+import { readChainEvents, readNodeEvents, type ChainEventScope } from '../../node/debugEvents.ts'
+import type { StoredChainEvent, StoredEvent } from '../../storage/storage.ts'
 import type { ApiContext } from '../context.ts'
-import type { Resources } from '../resource.ts'
+import { integer, optional, readQuery, UINT64_MAX } from '../input.ts'
+import { json, type Resources, type RouteDoc } from '../resource.ts'
 
+const blockQuery = {
+  from_block: optional(integer({ max: UINT64_MAX, description: 'first block (inclusive), 0..2^64-1' })),
+  to_block: optional(integer({ max: UINT64_MAX, description: 'last block (inclusive), 0..2^64-1' })),
+}
+
+const pageQuery = {
+  limit: optional(integer({ rangeStatus: 400, description: 'at most this many events' })),
+  offset: optional(integer({ rangeStatus: 400, description: 'skip this many events first' })),
+}
+
+const chainEventSchema = {
+  type: 'object',
+  properties: {
+    args: { type: 'object', description: "the event's arguments by their ABI names; integers as decimal strings" },
+    event: { type: 'string' },
+    logIndex: { type: 'integer' },
+    transactionIndex: { type: ['integer', 'null'] },
+    transactionHash: { type: 'string' },
+    address: { type: 'string' },
+    blockHash: { type: ['string', 'null'] },
+    block_number: { type: 'integer' },
+  },
+  required: ['args', 'event', 'logIndex', 'transactionIndex', 'transactionHash', 'address', 'blockHash', 'block_number'],
+}
+
+/** A chain event as the earlier revisions' debug endpoints gave it (rest-api.md, Blockchain events). */
+export function chainEventEntry(e: StoredChainEvent): Record<string, unknown> {
+  return {
+    args: e.args,
+    event: e.name,
+    logIndex: e.logIndex,
+    transactionIndex: e.transactionIndex ?? null,
+    transactionHash: e.transactionHash,
+    address: e.address,
+    blockHash: e.blockHash ?? null,
+    // Stored block numbers are safe integers; the earlier revisions gave them as JSON integers.
+    block_number: Number(e.blockNumber),
+  }
+}
+
+/** Raiden-style names: `tokenNetwork` was `token_network_identifier`, `paymentId` the `identifier`. */
+const fieldNames: Record<string, string> = { tokenNetwork: 'token_network_identifier', paymentId: 'identifier', token: 'token_address', channelId: 'channel_identifier' }
+const snake = (name: string) => fieldNames[name] ?? name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+
+/** A node event: `event` (EventPaymentSentSuccess...), `log_time`, and the event's own fields in snake case. */
+export function nodeEventEntry(e: StoredEvent, registry: Address): Record<string, unknown> {
+  const { type, ...fields } = e.event
+  const out: Record<string, unknown> = { event: `Event${type[0]!.toUpperCase()}${type.slice(1)}`, log_time: new Date(e.time).toISOString() }
+  for (const [name, value] of Object.entries(fields)) out[snake(name)] = value
+  if ('tokenNetwork' in fields) out.payment_network_identifier = registry
+  return out
+}
+
+/** The debug endpoints of earlier revisions: raw chain events and the node's own events. */
 export function debugRoutes(resources: Resources, ctx: ApiContext): void {
-  void resources
-  void ctx
+  const chainDoc = (summary: string, responses: RouteDoc['responses']): RouteDoc => ({
+    summary,
+    description: 'Oldest first (block, then log index). from_block and to_block are inclusive bounds.',
+    query: blockQuery,
+    responses: {
+      200: 'array of blockchain events',
+      400: 'from_block or to_block is not an integer, or an unknown query parameter',
+      409: 'from_block or to_block is outside 0..2^64-1',
+      ...responses,
+    },
+    schema: { type: 'array', items: chainEventSchema },
+  })
+  const chainEvents = async (c: Context, scope: ChainEventScope) => {
+    const { from_block, to_block } = readQuery(c.req.url, blockQuery)
+    const events = await readChainEvents(ctx.node, scope, { ...(from_block !== undefined ? { fromBlock: from_block } : {}), ...(to_block !== undefined ? { toBlock: to_block } : {}) })
+    return json(c, events.map(chainEventEntry))
+  }
+  const token = (c: Context) => c.req.param('token_address') as Address
+  const notFound = 'token_address is not EIP-55, or no token network is registered for it'
+
+  resources.add('/_debug/blockchain_events/network', {
+    GET: { doc: chainDoc('TokenNetworkCreated events of the token network registry', {}), handler: (c) => chainEvents(c, { of: 'network' }) },
+  })
+  resources.add('/_debug/blockchain_events/tokens/:token_address', {
+    GET: { doc: chainDoc("Every event of a token's token network contract", { 404: notFound }), handler: (c) => chainEvents(c, { of: 'tokenNetwork', token: token(c) }) },
+  })
+  resources.add('/_debug/blockchain_events/payment_networks/:token_address/channels', {
+    GET: { doc: chainDoc("Events of every channel of a token's token network", { 404: notFound }), handler: (c) => chainEvents(c, { of: 'channels', token: token(c) }) },
+  })
+  resources.add('/_debug/blockchain_events/payment_networks/:token_address/channels/:partner_address', {
+    GET: {
+      doc: chainDoc('Events of our channel with a partner', { 404: `${notFound}; or partner_address is not EIP-55, or we have no channel with the partner` }),
+      handler: (c) => chainEvents(c, { of: 'channels', token: token(c), partner: c.req.param('partner_address') as Address }),
+    },
+  })
+  resources.add('/_debug/node_events', {
+    GET: {
+      doc: {
+        summary: "The node's own events, oldest first",
+        description:
+          'Each has event (EventPaymentSentSuccess, EventPaymentSentFailed, EventPaymentReceivedSuccess, EventMediationSucceeded, EventChannelStateChanged...), log_time (ISO 8601, UTC, milliseconds) and its fields in snake case. Messages sent (SendLockedTransfer, SendSecretReveal) are not node events here.',
+        query: pageQuery,
+        responses: { 200: 'array of node events', 400: 'limit or offset is not a non-negative integer, or an unknown query parameter' },
+        schema: { type: 'array', items: { type: 'object', properties: { event: { type: 'string' }, log_time: { type: 'string', format: 'date-time' } }, required: ['event', 'log_time'] } },
+      },
+      handler: async (c) => {
+        const { limit, offset } = readQuery(c.req.url, pageQuery)
+        const clamp = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : n)
+        const events = await readNodeEvents(ctx.node, { ...(limit !== undefined ? { limit: clamp(limit) } : {}), ...(offset !== undefined ? { offset: clamp(offset) } : {}) })
+        const registry = ctx.node.options.deployment.contracts.TokenNetworkRegistry.address
+        return json(c, events.map((e) => nodeEventEntry(e, registry)))
+      },
+    },
+  })
 }

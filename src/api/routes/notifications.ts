@@ -1,7 +1,37 @@
+import { notificationsOf } from '../../node/notifications.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
+import { json } from '../resource.ts'
 
+/** GET /notifications: the conditions that need the user's attention. */
 export function notificationsRoutes(resources: Resources, ctx: ApiContext): void {
-  void resources
-  void ctx
+  // Started with the API, so the conditions are checked from the node's start on, not from the first read.
+  const service = () => notificationsOf(ctx.node, { version: ctx.version })
+  service()
+  resources.add('/notifications', {
+    GET: {
+      doc: {
+        summary: 'Conditions that need attention',
+        description:
+          'Ids: low_service_token (the UserDeposit balance is below the minimum services need), missing_gas_reserve (the native balance is below the gas estimated to close, settle and unlock every channel), ' +
+          'version_outdated and version_security_warning (from the release feed, when the node has one). Each stays listed while its condition holds and goes at the first check after it stops holding: ' +
+          'reading is not destructive. Checked when the node is ready and then every few blocks. urgency is low, normal or critical.',
+        responses: { 200: 'array of Notification objects (empty when nothing needs attention)' },
+        schema: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: {
+              id: { enum: ['low_service_token', 'missing_gas_reserve', 'version_outdated', 'version_security_warning'] },
+              summary: { type: 'string' },
+              body: { type: 'string' },
+              urgency: { enum: ['low', 'normal', 'critical'] },
+            },
+            required: ['id', 'summary', 'body', 'urgency'],
+          },
+        },
+      },
+      handler: async (c) => json(c, await service().list()),
+    },
+  })
 }

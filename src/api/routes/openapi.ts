@@ -1,7 +1,157 @@
 import type { ApiContext } from '../context.ts'
-import type { Resources } from '../resource.ts'
+import type { Schema, Shape } from '../input.ts'
+import { json, type Resources, type Route } from '../resource.ts'
 
+/** The error body of every answer that is not a success (rest-api.md, Errors). */
+const errorSchema = { type: 'object', properties: { errors: { type: 'string' } }, required: ['errors'], additionalProperties: false }
+
+/** Statuses any route can answer (rest-api.md: 500 and 503 can follow any endpoint), unless its doc says more. */
+const commonResponses: Record<number, string> = {
+  500: 'internal error: the API stops answering (503) until the node is restarted',
+  503: 'the API is unavailable: initial sync, or shutting down',
+}
+
+/** GET /openapi.json: the OpenAPI 3.1 document of every route, generated from the routes' own docs. */
 export function openapiRoutes(resources: Resources, ctx: ApiContext): void {
-  void resources
-  void ctx
+  // Built at the first request, when every module has added its routes, and kept: routes do not change later.
+  let document: string | undefined
+  resources.add('/openapi.json', {
+    GET: {
+      doc: {
+        summary: 'This OpenAPI 3.1 document',
+        description: 'Generated from the same field parsers that validate each request, so it cannot drift from what the API accepts. Answered while the node syncs.',
+        responses: { 200: 'the OpenAPI document' },
+        schema: { type: 'object', required: ['openapi', 'info', 'paths'], properties: { openapi: { type: 'string' } } },
+      },
+      handler: (c) => {
+        document ??= JSON.stringify(openApiDocument(resources.routes, { version: ctx.version, basePath: ctx.basePath }))
+        return c.body(document, 200, { 'content-type': 'application/json' })
+      },
+    },
+  })
+}
+
+export type OpenApiDocument = {
+  openapi: '3.1.0'
+  info: { title: string; version: string; description: string }
+  jsonSchemaDialect: string
+  servers: { url: string }[]
+  paths: Record<string, Record<string, unknown>>
+  components: { schemas: Record<string, Schema> }
+}
+
+/** `/channels/:token_address` -> `/channels/{token_address}`, with the names of its parameters. */
+export function openApiPath(path: string): { path: string; parameters: string[] } {
+  const parameters: string[] = []
+  // Hono may give a parameter a pattern (`:id{[0-9]+}`): the document names the parameter only.
+  const converted = path.replace(/:([A-Za-z_][A-Za-z0-9_]*)(\{[^}]*\})?/g, (_, name: string) => {
+    parameters.push(name)
+    return `{${name}}`
+  })
+  return { path: converted, parameters }
+}
+
+/** The OpenAPI 3.1 document of `routes`. */
+export function openApiDocument(routes: readonly Route[], { version, basePath }: { version: string; basePath: string }): OpenApiDocument {
+  const paths: OpenApiDocument['paths'] = {}
+  for (const route of routes) {
+    const { path, parameters } = openApiPath(route.path)
+    const item = (paths[path] ??= parameters.length ? { parameters: parameters.map(pathParameter) } : {})
+    item[route.method.toLowerCase()] = operation(route)
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Sluice REST API',
+      version,
+      description:
+        'The REST API of a Sluice node (Raiden-compatible payment channels). Amounts, identifiers and block numbers are decimal strings in answers; requests take a JSON integer or a decimal string. Every answer that is not a success has the body {"errors": "..."}.',
+    },
+    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
+    servers: [{ url: basePath }],
+    paths,
+    components: { schemas: { Error: errorSchema } },
+  }
+}
+
+function pathParameter(name: string) {
+  const isAddress = name.endsWith('_address')
+  return {
+    name,
+    in: 'path',
+    required: true,
+    description: isAddress ? 'EIP-55 checksummed address (any other form is 404)' : name,
+    schema: isAddress ? { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' } : { type: 'string' },
+  }
+}
+
+function operation(route: Route) {
+  const { doc } = route
+  const op: Record<string, unknown> = {
+    operationId: operationId(route),
+    summary: doc.summary,
+    ...(doc.description ? { description: doc.description } : {}),
+  }
+  if (doc.query && Object.keys(doc.query).length) {
+    op.parameters = Object.entries(doc.query).map(([name, field]) => ({ name, in: 'query', required: !field.optional, schema: field.schema }))
+  }
+  if (doc.body) {
+    op.requestBody = {
+      required: true,
+      content: { 'application/json': { schema: doc.bodyOneOf ? oneFieldOf(doc.body) : objectOf(doc.body) } },
+    }
+  }
+  const responses: Record<string, unknown> = {}
+  for (const [status, description] of Object.entries({ ...commonResponses, ...doc.responses })) {
+    const code = Number(status)
+    if (description === undefined) continue
+    responses[status] = response(code, description, route)
+  }
+  op.responses = responses
+  return op
+}
+
+function response(status: number, description: string, route: Route) {
+  if (status >= 400) return { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }
+  // No body: 204, and a redirect (its Location says where).
+  if (status === 204 || (status >= 300 && status < 400)) return { description }
+  const contentType = route.doc.contentType ?? 'application/json'
+  return { description, content: { [contentType]: { schema: route.doc.schema ?? {} } } }
+}
+
+/** A body with the fields of `shape`: the required ones are those not optional; nothing else is accepted. */
+export function objectOf(shape: Shape): Schema {
+  const required = Object.entries(shape)
+    .filter(([, field]) => !field.optional)
+    .map(([name]) => name)
+  return {
+    type: 'object',
+    properties: Object.fromEntries(Object.entries(shape).map(([name, field]) => [name, field.schema])),
+    ...(required.length ? { required } : {}),
+    additionalProperties: false,
+  }
+}
+
+/** A body with exactly one of the fields of `shape` (PATCH /channels, POST /user_deposit). */
+function oneFieldOf(shape: Shape): Schema {
+  return {
+    oneOf: Object.entries(shape).map(([name, field]) => ({
+      type: 'object',
+      properties: { [name]: field.schema },
+      required: [name],
+      additionalProperties: false,
+    })),
+  }
+}
+
+/** `PATCH /channels/:token_address/:partner_address` -> `patchChannelsByTokenAddressByPartnerAddress`. */
+function operationId({ method, path }: Route): string {
+  const words = path
+    .split('/')
+    .filter(Boolean)
+    .map((segment) => (segment.startsWith(':') ? `by_${segment.slice(1).replace(/\{.*$/, '')}` : segment))
+    .join('_')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+  return method.toLowerCase() + words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')
 }

@@ -1,7 +1,69 @@
+import type { Context } from 'hono'
+import type { Address } from 'viem'
+import { pendingTransfers, type PendingTransfer } from '../../node/pendingTransfers.ts'
 import type { ApiContext } from '../context.ts'
-import type { Resources } from '../resource.ts'
+import { json, type Resources, type RouteDoc } from '../resource.ts'
 
+const address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
+const decimal = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
+
+const entrySchema = {
+  type: 'object',
+  properties: {
+    channel_identifier: decimal,
+    initiator: address,
+    target: address,
+    locked_amount: { ...decimal, description: "the amount of this transfer's lock" },
+    transferred_amount: { ...decimal, description: "what the lock's sender has transferred in that channel so far" },
+    payment_identifier: decimal,
+    role: { enum: ['initiator', 'mediator', 'target'] },
+    token_address: address,
+    token_network_address: address,
+  },
+  required: ['channel_identifier', 'initiator', 'target', 'locked_amount', 'transferred_amount', 'payment_identifier', 'role', 'token_address', 'token_network_address'],
+}
+
+export function pendingTransferEntry(t: PendingTransfer): Record<string, unknown> {
+  return {
+    channel_identifier: t.channelId,
+    initiator: t.initiator,
+    target: t.target,
+    locked_amount: t.lockedAmount,
+    transferred_amount: t.transferredAmount,
+    payment_identifier: t.paymentId,
+    role: t.role,
+    token_address: t.token,
+    token_network_address: t.tokenNetwork,
+  }
+}
+
+/** Transfers in flight that this node initiates, mediates or receives. */
 export function pendingTransfersRoutes(resources: Resources, ctx: ApiContext): void {
-  void resources
-  void ctx
+  const doc = (summary: string, responses: RouteDoc['responses']): RouteDoc => ({
+    summary,
+    description:
+      'One entry per transfer whose lock is pending. The channel is our outgoing one for an initiator and the incoming one for a mediator or a target (as the Raiden node reports them).',
+    responses: { 200: 'array of Pending transfer entries', ...responses },
+    schema: { type: 'array', items: entrySchema },
+  })
+  const list = (c: Context, token?: Address, partner?: Address) =>
+    json(c, pendingTransfers(ctx.node.state, { ...(token ? { token } : {}), ...(partner ? { partner } : {}) }).map(pendingTransferEntry))
+
+  resources.add('/pending_transfers', {
+    GET: { doc: doc('All pending transfers', {}), handler: (c) => list(c) },
+  })
+  resources.add('/pending_transfers/:token_address', {
+    GET: {
+      doc: doc('Pending transfers of one token', { 404: 'token_address is not an EIP-55 address, or no token network is registered for it' }),
+      handler: (c) => list(c, c.req.param('token_address') as Address),
+    },
+  })
+  resources.add('/pending_transfers/:token_address/:partner_address', {
+    GET: {
+      doc: doc('Pending transfers in our channel with one partner', {
+        404: 'an address is not EIP-55, no token network is registered for the token, or we have no channel with the partner',
+      }),
+      handler: (c) => list(c, c.req.param('token_address') as Address, c.req.param('partner_address') as Address),
+    },
+  })
 }

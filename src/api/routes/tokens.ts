@@ -1,7 +1,83 @@
+import { getAddress, type Address } from 'viem'
+import { unsettledChannels } from '../../node/channelActions.ts'
+import { NotFoundError } from '../../node/errors.ts'
+import { knownTokens, registerToken, tokenNetworkOf } from '../../node/tokenActions.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
+import { json } from '../resource.ts'
 
+const addressSchema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
+
+/** Tokens registered in the node's registry, their token networks and partners, and registering a token. */
 export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
-  void resources
-  void ctx
+  const { node } = ctx
+
+  /** The token network of a path's token, or 404. */
+  const networkOf = (token: Address): Address => {
+    const tokenNetwork = tokenNetworkOf(node.state, token)
+    if (!tokenNetwork) throw new NotFoundError(`No token network registered for token "${token}"`)
+    return tokenNetwork
+  }
+
+  resources.add('/tokens', {
+    GET: {
+      doc: {
+        summary: 'Every token registered in the registry that the node knows, with or without channels',
+        responses: { 200: 'array of token addresses' },
+        schema: { type: 'array', items: addressSchema },
+      },
+      handler: (c) => json(c, knownTokens(node.state)),
+    },
+  })
+
+  resources.add('/tokens/:token_address', {
+    GET: {
+      doc: {
+        summary: 'The token network of a token',
+        responses: { 200: 'the token network address, a JSON string', 404: 'token_address is not EIP-55, or the token has no token network' },
+        schema: addressSchema,
+      },
+      handler: (c) => json(c, networkOf(c.req.param('token_address') as Address)),
+    },
+    PUT: {
+      doc: {
+        summary: 'Registers a token: creates its token network (without deposit limits) and returns once the node has synced it',
+        description: 'Concurrent registrations of one token are handled one after the other: the first gets 201, the next 409.',
+        responses: {
+          201: 'Token registration result',
+          402: 'not enough ETH for gas',
+          403: "the registry's maximum number of token networks is reached",
+          404: 'token_address is not EIP-55',
+          409: 'the token is already registered, is the zero address, has no code or no totalSupply() (not ERC20), or the registering transaction failed',
+          501: 'the node runs with environment production: registration is for test networks only',
+          503: 'the node is syncing or shutting down',
+        },
+        schema: { type: 'object', properties: { token_network_address: addressSchema }, required: ['token_network_address'] },
+      },
+      handler: async (c) => {
+        const tokenNetwork = await registerToken(node, c.req.param('token_address') as Address, { environment: ctx.environment })
+        return json(c, { token_network_address: tokenNetwork }, 201)
+      },
+    },
+  })
+
+  resources.add('/tokens/:token_address/partners', {
+    GET: {
+      doc: {
+        summary: 'The partners of our unsettled channels of a token, each with the path of its channel resource',
+        description: 'An unknown token is 404, as rest-api.md says (the Raiden node answers []). The channel link is a plain path: no 302.',
+        responses: { 200: 'array of Partner entries', 404: 'token_address is not EIP-55, or the token has no token network' },
+        schema: {
+          type: 'array',
+          items: { type: 'object', properties: { partner_address: addressSchema, channel: { type: 'string' } }, required: ['partner_address', 'channel'] },
+        },
+      },
+      handler: (c) => {
+        const token = c.req.param('token_address') as Address
+        // One entry per partner: a closed channel and a newer open one with the same partner share a link.
+        const partners = [...new Set(unsettledChannels(node.state, networkOf(token)).map((channel) => getAddress(channel.partner)))]
+        return json(c, partners.map((partner) => ({ partner_address: partner, channel: `${ctx.basePath}/channels/${token}/${partner}` })))
+      },
+    },
+  })
 }

@@ -45,13 +45,27 @@ function updateEnd(state: NodeState, tokenNetwork: Address, channelId: bigint, p
   return state
 }
 
-export function onChannelDeposit(state: NodeState, change: Change<'channelDeposit'>): NodeState {
+export function onChannelDeposit(state: NodeState, change: Change<'channelDeposit'>, out: Effect[]): NodeState {
+  // Only a deposit that grows an end of one of our channels is news (the API's push events).
+  const end = endOf(getChannel(state, change.tokenNetwork, change.channelId), change.participant)
+  if (end && change.totalDeposit > end.deposit) {
+    out.push({ type: 'event', event: { type: 'channelDeposit', tokenNetwork: change.tokenNetwork, channelId: change.channelId, participant: change.participant, totalDeposit: change.totalDeposit } })
+  }
   return updateEnd(state, change.tokenNetwork, change.channelId, change.participant, (end) =>
     change.totalDeposit > end.deposit ? { ...end, deposit: change.totalDeposit } : end,
   )
 }
 
-export function onChannelWithdraw(state: NodeState, change: Change<'channelWithdraw'>): NodeState {
+function endOf(channel: Channel | undefined, participant: Address): ChannelEnd | undefined {
+  if (!channel) return undefined
+  return sameAddress(participant, channel.our.address) ? channel.our : sameAddress(participant, channel.partner) ? channel.partnerEnd : undefined
+}
+
+export function onChannelWithdraw(state: NodeState, change: Change<'channelWithdraw'>, out: Effect[]): NodeState {
+  const end = endOf(getChannel(state, change.tokenNetwork, change.channelId), change.participant)
+  if (end && change.totalWithdraw > end.withdrawn) {
+    out.push({ type: 'event', event: { type: 'channelWithdraw', tokenNetwork: change.tokenNetwork, channelId: change.channelId, participant: change.participant, totalWithdraw: change.totalWithdraw } })
+  }
   return updateEnd(state, change.tokenNetwork, change.channelId, change.participant, (end) => ({
     ...end,
     withdrawn: change.totalWithdraw > end.withdrawn ? change.totalWithdraw : end.withdrawn,

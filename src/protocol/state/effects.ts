@@ -85,4 +85,7 @@ export type NodeEvent =
   | { type: 'messageRejected'; sender: Address; messageType: string; reason: string }
   | { type: 'channelStateChanged'; tokenNetwork: Address; channelId: bigint; state: string }
   | { type: 'withdrawExpired'; tokenNetwork: Address; channelId: bigint; totalWithdraw: bigint }
+  /** A participant's on-chain total deposit / total withdraw in one of our channels grew. */
+  | { type: 'channelDeposit'; tokenNetwork: Address; channelId: bigint; participant: Address; totalDeposit: bigint }
+  | { type: 'channelWithdraw'; tokenNetwork: Address; channelId: bigint; participant: Address; totalWithdraw: bigint }
   | { type: 'actionRejected'; action: string; reason: string }

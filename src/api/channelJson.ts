@@ -1,0 +1,73 @@
+import { getAddress, type Address } from 'viem'
+import { balance } from '../protocol/channel/amounts.ts'
+import type { Channel, ChannelState } from '../protocol/state/types.ts'
+import type { Schema } from './input.ts'
+
+/** The Channel object of rest-api.md, field for field and in its order; amounts are bigints (`json()` writes them as strings). */
+export type ChannelJson = {
+  channel_identifier: bigint
+  token_network_address: Address
+  partner_address: Address
+  token_address: Address
+  balance: bigint
+  total_deposit: bigint
+  total_withdraw: bigint
+  state: 'opened' | 'closed' | 'settled'
+  settle_timeout: bigint
+  reveal_timeout: bigint
+}
+
+/**
+ * rest-api.md knows three states; the node has two more, for a transaction on its way. Each maps to what the
+ * channel is on-chain until that transaction is mined: `closing` is still open there (and goes back to opened
+ * if the close fails), `settling` is still closed.
+ */
+export const apiChannelState: Record<ChannelState, ChannelJson['state']> = {
+  opened: 'opened',
+  closing: 'opened',
+  closed: 'closed',
+  settling: 'closed',
+  settled: 'settled',
+}
+
+/**
+ * A channel as the API shows it. `balance` is Raiden's: our deposit, minus our withdraw total (the higher of the
+ * on-chain one and one we asked for and is not expired), minus what we transferred, plus what the partner
+ * transferred to us. Locked amounts are not subtracted: a pending lock is still ours until its secret is revealed
+ * and unlocked, and comes back to us if it expires. `total_withdraw` is the on-chain one, as rest-api.md defines it.
+ */
+export function channelJson(channel: Channel): ChannelJson {
+  return {
+    channel_identifier: channel.id,
+    token_network_address: getAddress(channel.tokenNetwork),
+    partner_address: getAddress(channel.partner),
+    token_address: getAddress(channel.token),
+    balance: balance(channel.our, channel.partnerEnd),
+    total_deposit: channel.our.deposit,
+    total_withdraw: channel.our.withdrawn,
+    state: apiChannelState[channel.state],
+    settle_timeout: channel.settleTimeout,
+    reveal_timeout: channel.revealTimeout,
+  }
+}
+
+const address: Schema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
+const decimal: Schema = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
+
+/** The JSON Schema of a Channel object (openapi.json). */
+export const channelSchema: Schema = {
+  type: 'object',
+  properties: {
+    channel_identifier: decimal,
+    token_network_address: address,
+    partner_address: address,
+    token_address: address,
+    balance: { ...decimal, description: 'our deposit - our withdraw total - our transferred + partner transferred; locked amounts are not subtracted' },
+    total_deposit: decimal,
+    total_withdraw: { ...decimal, description: 'withdrawn on-chain by us' },
+    state: { enum: ['opened', 'closed', 'settled'], description: 'closing shows as opened and settling as closed until the transaction is mined' },
+    settle_timeout: decimal,
+    reveal_timeout: decimal,
+  },
+  required: ['channel_identifier', 'token_network_address', 'partner_address', 'token_address', 'balance', 'total_deposit', 'total_withdraw', 'state', 'settle_timeout', 'reveal_timeout'],
+}

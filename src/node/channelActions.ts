@@ -1,0 +1,278 @@
+import { isAddressEqual, type Address } from 'viem'
+import {
+  InsufficientFundsForGasError,
+  ChainRpcError,
+  readRegistryLimits,
+  readTokenBalance,
+  readTokenNetworkInfo,
+  TransactionRevertedError,
+  type TokenNetworkInfo,
+} from '../chain/index.ts'
+import { distributable, UINT256_MAX, withdrawTotal } from '../protocol/channel/amounts.ts'
+import type { Effect } from '../protocol/state/effects.ts'
+import type { Channel, NodeState } from '../protocol/state/types.ts'
+import { ChannelNotFoundError, ConflictError, InsufficientBalanceError, NodeStoppedError } from './errors.ts'
+import type { NodeNotice, SluiceNode } from './sluiceNode.ts'
+import { channelGas, readGasCost, readGasReserve } from './gasReserve.ts'
+import { tokenNetworkOf } from './tokenActions.ts'
+
+/**
+ * The user's channel actions with the checks the Raiden node's RaidenAPI makes before acting (timeouts, limits,
+ * balances, channel states), so a refused request changes nothing. Each action returns once its outcome is
+ * synced into the node's state: the REST API is blocking (rest-api.md, general convention 6).
+ */
+
+/** Gas of setTotalWithdraw (bench/gas.md); gasReserve.ts has the calls of a channel's life but not this one. */
+const SET_TOTAL_WITHDRAW_GAS = 105_983n
+
+/** Channels still to settle (a settled channel only waits in the state for its unlocks), optionally of one token network. */
+export function unsettledChannels(state: NodeState, tokenNetwork?: Address): Channel[] {
+  const order = (a: Channel, b: Channel) => {
+    const [x, y] = [a.tokenNetwork.toLowerCase(), b.tokenNetwork.toLowerCase()]
+    if (x !== y) return x < y ? -1 : 1
+    return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+  }
+  return Object.values(state.channels)
+    .filter((c) => c.state !== 'settled' && (!tokenNetwork || isAddressEqual(c.tokenNetwork, tokenNetwork)))
+    .sort(order)
+}
+
+/** Our channel with `partner` for `token`: the open one, else the latest (closed or settled, until it is forgotten). */
+export function channelOf(node: SluiceNode, token: Address, partner: Address): Channel | undefined {
+  const tokenNetwork = tokenNetworkOf(node.state, token)
+  return tokenNetwork ? node.channel(tokenNetwork, partner) : undefined
+}
+
+/** Why these timeouts are not acceptable for a channel, or undefined (Raiden's `_raise_for_invalid_channel_timeouts`). */
+export function whyInvalidTimeouts({ settleTimeout, revealTimeout, settlementTimeoutMin, settlementTimeoutMax }: { settleTimeout: bigint; revealTimeout: bigint; settlementTimeoutMin?: bigint; settlementTimeoutMax?: bigint }): string | undefined {
+  if (revealTimeout <= 0n) return 'reveal_timeout should be larger than zero'
+  if (settleTimeout < 2n * revealTimeout) return `settle_timeout (${settleTimeout}) can not be smaller than double the reveal_timeout (${revealTimeout})`
+  if (settlementTimeoutMin !== undefined && settleTimeout < settlementTimeoutMin) return `settlement timeout should be at least ${settlementTimeoutMin}`
+  if (settlementTimeoutMax !== undefined && settleTimeout > settlementTimeoutMax) return `settlement timeout exceeds max of ${settlementTimeoutMax}`
+  return undefined
+}
+
+export type OpenChannelParameters = { token: Address; partner: Address; totalDeposit?: bigint; settleTimeout?: bigint; revealTimeout?: bigint }
+
+/** The channel, and whether this call opened it (false: it was open already, as Raiden's 200 on a repeated PUT). */
+export type OpenChannelResult = { channel: Channel; created: boolean }
+
+/**
+ * Opens a channel with `partner` (with our first deposit in the same transaction), after every check that can
+ * be made beforehand. An open channel with the partner is returned as it is (`created: false`), topped up when
+ * `totalDeposit` exceeds its deposit; a channel being closed or settled is a conflict.
+ */
+export async function openChannel(node: SluiceNode, { token, partner, totalDeposit, settleTimeout: askedSettle, revealTimeout: askedReveal }: OpenChannelParameters): Promise<OpenChannelResult> {
+  if (isAddressEqual(partner, node.address)) throw new ConflictError('Using the same address for both participants is forbidden')
+  await ensureContract(node, token)
+  // Registered before anything is read from the token: a contract that is no token fails every read.
+  const tokenNetwork = tokenNetworkOf(node.state, token)
+  if (!tokenNetwork) throw new ConflictError(`Token network for token ${token} does not exist`)
+  if (totalDeposit !== undefined && totalDeposit > 0n) {
+    const available = await readTokenBalance(node.chain, { token })
+    if (available < totalDeposit) throw new InsufficientBalanceError(`Not enough balance to deposit. Available=${available} Needed=${totalDeposit}`)
+  }
+  const settleTimeout = askedSettle ?? node.options.defaultSettleTimeout ?? 500n
+  const revealTimeout = askedReveal ?? node.options.defaultRevealTimeout ?? 50n
+  const limits = await readRegistryLimits(node.chain, { registry: node.options.deployment.contracts.TokenNetworkRegistry.address })
+  const invalid = whyInvalidTimeouts({ settleTimeout, revealTimeout, ...limits })
+  if (invalid) throw new ConflictError(invalid)
+  const info = await readTokenNetworkInfo(node.chain, { tokenNetwork })
+  if (info.deprecated) throw new ConflictError('This token network has been deprecated; new channels cannot be opened')
+
+  // One open (or top-up) per partner at a time: a second request waits, then finds the channel (Raiden's lock).
+  return node.queue.exclusive(channelSection(tokenNetwork, partner), async () => {
+    const existing = node.channel(tokenNetwork, partner)
+    if (existing && existing.state !== 'settled') {
+      if (existing.state !== 'opened') throw new ConflictError(`Channel with ${partner} is not in an open state (it is ${existing.state})`)
+      // A repeated PUT is idempotent (0 means no deposit, as on the Raiden node); a larger total_deposit tops the
+      // channel up, a smaller one cannot be undone.
+      if (!totalDeposit || totalDeposit === existing.our.deposit) return { channel: existing, created: false }
+      return { channel: await depositChecked(node, existing, totalDeposit, info), created: false }
+    }
+    if (totalDeposit !== undefined && totalDeposit > 0n) await ensureDepositFits(node, info, tokenNetwork, totalDeposit, totalDeposit, 0n)
+    // Raiden's gas reserve: enough ETH to finish the life of every channel, this one included.
+    const reserve = await readGasReserve(node, { channelsToOpen: 1 })
+    if (!reserve.enough) throw new InsufficientFundsForGasError(node.address, reserve.balance, reserve.required)
+    const channel = await node.openChannel({ tokenNetwork, partner, settleTimeout, revealTimeout, ...(totalDeposit ? { totalDeposit } : {}) })
+    return { channel, created: true }
+  })
+}
+
+export type ChannelActionParameters = { token: Address; partner: Address }
+
+/** Raises our deposit to `totalDeposit` (the new total, not the increment) and returns once it is synced. */
+export async function depositToChannel(node: SluiceNode, { token, partner, totalDeposit }: ChannelActionParameters & { totalDeposit: bigint }): Promise<Channel> {
+  const channel = requireChannel(node, token, partner)
+  return node.queue.exclusive(channelSection(channel.tokenNetwork, partner), async () => {
+    // Read again inside the section: a deposit that just finished changed it.
+    const current = node.channel(channel.tokenNetwork, partner) ?? channel
+    return depositChecked(node, current, totalDeposit, await readTokenNetworkInfo(node.chain, { tokenNetwork: channel.tokenNetwork }))
+  })
+}
+
+/**
+ * Raises our withdrawn total to `totalWithdraw`: asks the partner to co-sign, sends setTotalWithdraw and returns
+ * once the withdraw is synced from the chain. If the partner does not confirm before the request expires (it is
+ * offline, or refuses), or the channel closes meanwhile, this is a ConflictError.
+ */
+export async function withdrawFromChannel(node: SluiceNode, { token, partner, totalWithdraw }: ChannelActionParameters & { totalWithdraw: bigint }): Promise<Channel> {
+  const channel = requireChannel(node, token, partner)
+  if (channel.state !== 'opened') throw new ConflictError(`Can't withdraw from a channel that is ${channel.state}`)
+  const current = withdrawTotal(channel.our)
+  if (totalWithdraw <= current) throw new ConflictError(`Total withdraw ${totalWithdraw} did not increase (it is ${current})`)
+  const free = distributable(channel.our, channel.partnerEnd)
+  if (totalWithdraw - current > free) throw new ConflictError(`The withdraw of ${totalWithdraw - current} is bigger than the current balance of ${free}`)
+  await ensureGasFor(node, SET_TOTAL_WITHDRAW_GAS)
+
+  const { tokenNetwork, id } = channel
+  const description = `TokenNetwork.setTotalWithdraw(${id})`
+  return untilSettled(node, async (watch) => {
+    rejectIfRefused(await node.dispatch({ type: 'withdraw', tokenNetwork, channelId: id, totalWithdraw }), 'withdraw')
+    return watch((notice) => {
+      if (notice?.type === 'withdrawExpired' && isAddressEqual(notice.tokenNetwork, tokenNetwork) && notice.channelId === id && notice.totalWithdraw === totalWithdraw)
+        throw new ConflictError(`The withdraw of ${totalWithdraw} expired before it reached the chain: the partner did not confirm it in time`)
+      if (notice?.type === 'error' && notice.where === 'transaction setTotalWithdraw') {
+        const error = notice.error
+        if (error instanceof InsufficientFundsForGasError || (error instanceof TransactionRevertedError && error.description === description)) throw error
+      }
+      if (notice) return undefined
+      const now = node.channel(tokenNetwork, partner)
+      if (now && now.id === id && now.our.withdrawn >= totalWithdraw) return now
+      if (!now || now.id !== id || now.state !== 'opened') throw new ConflictError(`The channel was ${now?.id === id ? now.state : 'closed'} before the withdraw reached the chain`)
+      return undefined
+    })
+  })
+}
+
+/** Closes the channel unilaterally and returns it once the close is mined and synced (state closed). */
+export async function closeChannel(node: SluiceNode, { token, partner }: ChannelActionParameters): Promise<Channel> {
+  const channel = requireChannel(node, token, partner)
+  if (channel.state !== 'opened') throw new ConflictError(`Attempted to close a channel that is ${channel.state}`)
+  await ensureGasFor(node, channelGas.closeChannel)
+
+  const { tokenNetwork, id } = channel
+  let failure: unknown
+  return untilSettled(node, async (watch) => {
+    // Accepted, the change left the channel `closing`: from here, `opened` again means the transaction failed.
+    rejectIfRefused(await node.dispatch({ type: 'closeChannel', tokenNetwork, channelId: id }), 'close')
+    return watch((notice) => {
+      if (notice?.type === 'error' && notice.where === 'transaction close') failure = notice.error
+      if (notice) return undefined
+      const now = node.channel(tokenNetwork, partner)
+      if (!now || now.id !== id) throw new ConflictError('The channel was settled and removed while closing')
+      if (now.state === 'opened') {
+        if (failure instanceof Error) throw failure
+        throw new ConflictError('The close transaction failed')
+      }
+      return now.state === 'closing' ? undefined : now
+    })
+  })
+}
+
+/** Changes the channel's reveal timeout (local only: no transaction). */
+export async function setRevealTimeout(node: SluiceNode, { token, partner, revealTimeout }: ChannelActionParameters & { revealTimeout: bigint }): Promise<Channel> {
+  const channel = requireChannel(node, token, partner)
+  if (channel.state !== 'opened') throw new ConflictError(`Can't update the reveal timeout of a channel that is ${channel.state}`)
+  const invalid = whyInvalidTimeouts({ settleTimeout: channel.settleTimeout, revealTimeout })
+  if (invalid) throw new ConflictError(invalid)
+  rejectIfRefused(await node.dispatch({ type: 'setRevealTimeout', tokenNetwork: channel.tokenNetwork, channelId: channel.id, revealTimeout }), 'setRevealTimeout')
+  return node.channel(channel.tokenNetwork, partner)!
+}
+
+// ---- helpers ------------------------------------------------------------------------------------------------
+
+function channelSection(tokenNetwork: Address, partner: Address): string {
+  return `channel:${tokenNetwork}:${partner}`.toLowerCase()
+}
+
+/** The channel a PATCH acts on; a missing one is a ChannelNotFoundError (409, as Raiden answers a PATCH). */
+function requireChannel(node: SluiceNode, token: Address, partner: Address): Channel {
+  const channel = channelOf(node, token, partner)
+  if (!channel) throw new ChannelNotFoundError(`Requested channel for token ${token} and partner ${partner} not found`)
+  return channel
+}
+
+/** Throws InsufficientFundsForGasError unless the node can pay for `gas` now: checked before acting, so a refusal changes nothing. */
+async function ensureGasFor(node: SluiceNode, gas: bigint): Promise<void> {
+  const cost = await readGasCost(node, gas)
+  if (!cost.enough) throw new InsufficientFundsForGasError(node.address, cost.balance, cost.required)
+}
+
+/** A token is a contract: an address without code would make every read of it fail. */
+async function ensureContract(node: SluiceNode, token: Address): Promise<void> {
+  let code: string | undefined
+  try {
+    code = await node.chain.publicClient.getCode({ address: token })
+  } catch (e) {
+    throw new ChainRpcError('eth_getCode', e)
+  }
+  if (!code || code === '0x') throw new ConflictError(`Address ${token} does not contain code`)
+}
+
+/** The deposit checks of Raiden's `set_total_channel_deposit`, in its order; then the deposit. Runs in the channel's section. */
+async function depositChecked(node: SluiceNode, channel: Channel, totalDeposit: bigint, info: TokenNetworkInfo): Promise<Channel> {
+  if (channel.state !== 'opened') throw new ConflictError(`Can't set the total deposit of a channel that is ${channel.state}`)
+  if (info.deprecated) throw new ConflictError('This token network has been deprecated')
+  if (totalDeposit <= channel.our.deposit) throw new ConflictError(`Total deposit did not increase (it is ${channel.our.deposit})`)
+  const added = totalDeposit - channel.our.deposit
+  const available = await readTokenBalance(node.chain, { token: info.token })
+  if (available < added) throw new InsufficientBalanceError(`Not enough balance to deposit. Available=${available} Needed=${added}`)
+  await ensureDepositFits(node, info, channel.tokenNetwork, totalDeposit, added, channel.partnerEnd.deposit)
+  return node.deposit({ tokenNetwork: channel.tokenNetwork, partner: channel.partner, totalDeposit })
+}
+
+/** The contract's deposit limits: the whole network's, ours per channel, and the channel total's uint256 bound. */
+async function ensureDepositFits(node: SluiceNode, info: TokenNetworkInfo, tokenNetwork: Address, totalDeposit: bigint, added: bigint, partnerDeposit: bigint): Promise<void> {
+  const held = await readTokenBalance(node.chain, { token: info.token, owner: tokenNetwork })
+  if (held + added > info.tokenNetworkDepositLimit) throw new ConflictError(`Deposit of ${added} would have exceeded the token network deposit limit`)
+  if (totalDeposit > info.channelParticipantDepositLimit) throw new ConflictError(`Deposit of ${totalDeposit} is larger than the channel participant deposit limit`)
+  if (totalDeposit + partnerDeposit > UINT256_MAX) throw new ConflictError('Deposit overflow')
+}
+
+/** A user action the protocol refused (it reports `actionRejected`): a conflict with the channel's state. */
+function rejectIfRefused(applied: { effects: Effect[] }, action: string): void {
+  for (const effect of applied.effects)
+    if (effect.type === 'event' && effect.event.type === 'actionRejected' && effect.event.action === action) throw new ConflictError(`${action} refused: ${effect.event.reason}`)
+}
+
+type Check<T> = (notice: NodeNotice | undefined) => T | undefined
+type Watch = <T>(check: Check<T>) => Promise<T>
+
+/**
+ * Runs `act` with a `watch` that resolves once `check` gives a value. `check` sees each notice of the node (from
+ * before `act` runs, so none is missed), then, once they are all seen, `undefined`: the moment to judge the
+ * state. That happens at every notice and every 50 ms (deposits and withdraws synced from the chain publish no
+ * notice). A check that throws rejects; so does the node stopping.
+ */
+async function untilSettled<T>(node: SluiceNode, act: (watch: Watch) => Promise<T>): Promise<T> {
+  const seen: NodeNotice[] = []
+  let wake: (() => void) | undefined
+  const off = node.notices.subscribe((notice) => {
+    seen.push(notice)
+    wake?.()
+  })
+  try {
+    return await act(async (check) => {
+      for (;;) {
+        for (let notice = seen.shift(); notice; notice = seen.shift()) {
+          const done = check(notice)
+          if (done !== undefined) return done
+        }
+        const done = check(undefined)
+        if (done !== undefined) return done
+        if (node.status.status === 'stopped') throw new NodeStoppedError()
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 50)
+          wake = () => {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+        wake = undefined
+      }
+    })
+  } finally {
+    off()
+  }
+}

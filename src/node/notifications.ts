@@ -1,0 +1,226 @@
+import { readGasReserve } from './gasReserve.ts'
+import type { SluiceNode } from './sluiceNode.ts'
+import { readOwnUserDeposit } from './userDeposit.ts'
+
+export type NotificationId = 'low_service_token' | 'missing_gas_reserve' | 'version_outdated' | 'version_security_warning'
+
+/** `critical`: funds or security are at stake; `normal`: something to act on soon; `low`: informational. */
+export type NotificationUrgency = 'low' | 'normal' | 'critical'
+
+export type Notification = { id: NotificationId; summary: string; body: string; urgency: NotificationUrgency }
+
+export type NotificationsOptions = {
+  /** The node software's version, compared with the release feed. */
+  version: string
+  /**
+   * A URL answering JSON `{"latest": "0.2.0", "security": ["0.1.0"]}`: the latest release and the versions with
+   * a known security problem. Without it neither version notification is ever raised.
+   */
+  releaseFeedUrl?: string
+  /** Service tokens (smallest unit) the UDC must hold for services; 5.5e18 by default (Raiden's MIN_REI_THRESHOLD). */
+  minServiceTokenBalance?: bigint
+  /** Blocks between two checks (there is also one as soon as the node is ready); 10 by default. */
+  checkEveryBlocks?: bigint
+  /** Milliseconds to wait for the release feed; 5000 by default. */
+  feedTimeoutMs?: number
+}
+
+const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
+
+/**
+ * The conditions that need the user's attention (rest-api.md, Notifications). Each is raised by its condition
+ * and cleared by the first check that finds it no longer holds, so reading the list does not empty it (unlike
+ * the Raiden node, whose read is destructive). Checked once the node is ready and then every `checkEveryBlocks`
+ * blocks:
+ * - low_service_token: the UDC balance that services can count on (planned withdrawals excluded) is below the
+ *   minimum. Never raised without a UDC.
+ * - missing_gas_reserve: the native balance is below the estimated gas, at the current gas price, to close,
+ *   settle and unlock every channel the node has (gasReserve.ts).
+ * - version_outdated / version_security_warning: from the release feed, when one is configured. A feed that
+ *   cannot be read leaves these two as they were.
+ */
+export class NodeNotifications {
+  private readonly raised = new Map<NotificationId, Notification>()
+  private readonly options: Required<Omit<NotificationsOptions, 'releaseFeedUrl'>> & Pick<NotificationsOptions, 'releaseFeedUrl'>
+  private lastCheckedBlock: bigint | undefined
+  private stopped = false
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private checking: Promise<void> | undefined
+  private readonly firstCheck: Promise<void>
+  private resolveFirst: () => void = () => {}
+
+  constructor(
+    private readonly node: SluiceNode,
+    options: NotificationsOptions,
+  ) {
+    this.options = { minServiceTokenBalance: DEFAULT_MIN_SERVICE_TOKEN_BALANCE, checkEveryBlocks: 10n, feedTimeoutMs: 5_000, ...options }
+    if (this.options.checkEveryBlocks < 1n) throw new RangeError('checkEveryBlocks must be at least 1')
+    this.firstCheck = new Promise((resolve) => (this.resolveFirst = resolve))
+    this.schedule(0)
+  }
+
+  /** The notifications raised now, oldest first. Waits for the first check while the node is ready (so a list read at start is not empty by accident). */
+  async list(): Promise<Notification[]> {
+    if (this.node.status.status === 'ready') await this.firstCheck
+    return [...this.raised.values()]
+  }
+
+  /** Checks every condition now (also called by the block schedule). */
+  check(): Promise<void> {
+    this.checking ??= this.checkAll().finally(() => {
+      this.checking = undefined
+      this.resolveFirst()
+    })
+    return this.checking
+  }
+
+  stop(): void {
+    this.stopped = true
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.resolveFirst()
+  }
+
+  private schedule(ms: number) {
+    if (this.stopped) return
+    this.timer = setTimeout(() => void this.tick(), ms)
+    ;(this.timer as { unref?: () => void }).unref?.()
+  }
+
+  private async tick() {
+    const { status } = this.node.status
+    if (status === 'stopped') return this.stop()
+    if (status === 'ready') {
+      const block = this.node.state.blockNumber
+      if (this.lastCheckedBlock === undefined || block >= this.lastCheckedBlock + this.options.checkEveryBlocks) {
+        this.lastCheckedBlock = block
+        await this.check()
+      }
+    }
+    this.schedule(Math.min(this.node.options.pollingInterval ?? 1_000, 1_000))
+  }
+
+  private async checkAll() {
+    const results = await Promise.allSettled([this.checkServiceToken(), this.checkGasReserve(), this.checkVersion()])
+    for (const r of results) if (r.status === 'rejected' && !this.stopped) this.node.notices.publish({ type: 'error', error: r.reason, where: 'notifications' })
+  }
+
+  private set(id: NotificationId, notification: Omit<Notification, 'id'> | undefined) {
+    if (!notification) this.raised.delete(id)
+    else this.raised.set(id, { id, ...notification })
+  }
+
+  private async checkServiceToken() {
+    const info = await readOwnUserDeposit(this.node)
+    const min = this.options.minServiceTokenBalance
+    this.set(
+      'low_service_token',
+      info && info.effectiveBalance < min
+        ? {
+            summary: 'Service token balance too low',
+            body: `The balance of ${this.node.address} in the UserDeposit contract ${info.userDeposit} that services can use is ${info.effectiveBalance} (planned withdrawals excluded), below the minimum of ${min} (smallest unit of the service token ${info.token}). Pathfinding and monitoring cannot be paid: deposit more with POST /user_deposit.`,
+            urgency: 'normal',
+          }
+        : undefined,
+    )
+  }
+
+  private async checkGasReserve() {
+    const reserve = await readGasReserve(this.node)
+    const channels = Object.values(this.node.state.channels).length
+    this.set(
+      'missing_gas_reserve',
+      reserve.enough
+        ? undefined
+        : {
+            summary: 'Native balance below the gas reserve',
+            body: `The account ${this.node.address} holds ${reserve.balance} wei, but closing, settling and unlocking its ${channels} channel(s) is estimated to need ${reserve.required} wei (${reserve.gas} gas at ${reserve.gasPrice} wei, plus 10%). On-chain transactions that protect the channels' funds may fail: top up the account.`,
+            urgency: 'critical',
+          },
+    )
+  }
+
+  private async checkVersion() {
+    const url = this.options.releaseFeedUrl
+    if (!url) return
+    const feed = await readReleaseFeed(url, this.options.feedTimeoutMs)
+    const current = this.options.version
+    this.set(
+      'version_outdated',
+      compareVersions(current, feed.latest) < 0
+        ? { summary: 'Your version is outdated', body: `You are running version ${current}; the latest release is ${feed.latest}. It is time to update.`, urgency: 'normal' }
+        : undefined,
+    )
+    this.set(
+      'version_security_warning',
+      feed.security.includes(current)
+        ? {
+            summary: 'Security update required',
+            body: `Version ${current}, which you are running, has a known security problem. Update to ${feed.latest} as soon as possible.`,
+            urgency: 'critical',
+          }
+        : undefined,
+    )
+  }
+}
+
+export type ReleaseFeed = { latest: string; security: string[] }
+
+const VERSION = /^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$/
+
+/** Reads and checks the release feed; throws when it is unreachable, slow or not of the expected shape. */
+export async function readReleaseFeed(url: string, timeoutMs = 5_000): Promise<ReleaseFeed> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } })
+  if (!response.ok) throw new Error(`release feed ${url} answered ${response.status}`)
+  const body = (await response.json()) as { latest?: unknown; security?: unknown }
+  const security = body.security ?? []
+  if (typeof body.latest !== 'string' || !VERSION.test(body.latest)) throw new Error(`release feed ${url}: latest is not a version`)
+  if (!Array.isArray(security) || !security.every((v) => typeof v === 'string')) throw new Error(`release feed ${url}: security is not a list of versions`)
+  return { latest: body.latest, security: security as string[] }
+}
+
+/**
+ * Semantic-version order: major, minor and patch numerically; a pre-release (1.0.0-rc.1) comes before its
+ * release; build metadata is ignored. A version that does not parse is never called older.
+ */
+export function compareVersions(a: string, b: string): number {
+  const pa = VERSION.exec(a)
+  const pb = VERSION.exec(b)
+  if (!pa || !pb) return 0
+  for (let i = 1; i <= 3; i++) {
+    const d = Number(pa[i]) - Number(pb[i])
+    if (d !== 0) return Math.sign(d)
+  }
+  const [ra, rb] = [pa[4], pb[4]]
+  if (ra === rb) return 0
+  if (ra === undefined) return 1
+  if (rb === undefined) return -1
+  const xa = ra.split('.')
+  const xb = rb.split('.')
+  for (let i = 0; i < Math.max(xa.length, xb.length); i++) {
+    const [x, y] = [xa[i], xb[i]]
+    if (x === undefined) return -1
+    if (y === undefined) return 1
+    const [nx, ny] = [/^\d+$/.test(x) ? Number(x) : undefined, /^\d+$/.test(y) ? Number(y) : undefined]
+    if (nx !== undefined && ny !== undefined) {
+      if (nx !== ny) return Math.sign(nx - ny)
+    } else if (nx !== undefined) return -1
+    else if (ny !== undefined) return 1
+    else if (x !== y) return x < y ? -1 : 1
+  }
+  return 0
+}
+
+const services = new WeakMap<SluiceNode, NodeNotifications>()
+
+/** Starts the notifications of `node` with these options, replacing (and stopping) any it had. */
+export function startNotifications(node: SluiceNode, options: NotificationsOptions): NodeNotifications {
+  services.get(node)?.stop()
+  const service = new NodeNotifications(node, options)
+  services.set(node, service)
+  return service
+}
+
+/** The notifications service of `node`, started with `options` if it has none yet. */
+export function notificationsOf(node: SluiceNode, options: NotificationsOptions): NodeNotifications {
+  return services.get(node) ?? startNotifications(node, options)
+}

@@ -1,0 +1,20 @@
+import type { Address, Hex } from 'viem'
+import { mintTokens, TokenNotMintableError } from '../chain/index.ts'
+import type { SluiceNode } from './sluiceNode.ts'
+
+/**
+ * Mints `value` of a test token to `to`, paid by the node, with the token's first mint function that accepts
+ * the call (mint(address,uint256), mintFor(uint256,address), increaseSupply(uint256,address)). A token without
+ * one, an address without code, or a mint the token refuses (no minter role, supply overflow) is
+ * TokenNotMintableError (400); a node without gas money, InsufficientFundsForGasError (402).
+ */
+export async function mintTestTokens(node: Pick<SluiceNode, 'chain' | 'queue'>, { token, to, value }: { token: Address; to: Address; value: bigint }): Promise<{ transactionHash: Hex }> {
+  try {
+    const sent = await mintTokens(node.chain, node.queue, { token, to, amount: value })
+    return { transactionHash: sent.hash }
+  } catch (error) {
+    // The eth_call accepted the mint but the transaction reverted (the token changed meanwhile): still a refusal.
+    if (error instanceof Error && error.name === 'TransactionRevertedError') throw new TokenNotMintableError(token, error)
+    throw error
+  }
+}

@@ -1,0 +1,182 @@
+import fc from 'fast-check'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { anvilKeys } from '../../src/devnet/anvil.ts'
+import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
+import { SluiceNode } from '../../src/node/sluiceNode.ts'
+import { toPushEvent } from '../../src/api/routes/events.ts'
+import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
+import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
+import { eventually } from '../integration/support/eventually.ts'
+import { serveNode, startApiNet, type ApiNet } from './support/apiNet.ts'
+import { openEvents, type SseClient, type SseEvent } from './support/sse.ts'
+
+let net: ApiNet
+beforeAll(async () => {
+  net = await startApiNet({ nodes: 2 })
+})
+afterAll(() => net?.stopAll())
+
+/** How many subscribers the node's notice bus has: every stream must give its own back. */
+const listeners = (node: SluiceNode) => (node.notices as unknown as { listeners: Set<unknown> }).listeners.size
+const named = (name: string, data: Record<string, unknown> = {}) => (e: SseEvent) => e.event === name && Object.entries(data).every(([k, v]) => e.data[k] === v)
+const mine = (blocks: number) => createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] }).mine({ blocks })
+
+function expectIncreasingIds(stream: SseClient) {
+  expect(stream.events.map((e) => Number(e.id))).toEqual(stream.events.map((_, i) => i + 1))
+}
+
+describe('GET /events', () => {
+  it('starts with the status, sends heartbeat comments, and gives its listener back when the client leaves', async () => {
+    const a = net.nodes[0]!
+    const before = listeners(a.node)
+    const stream = await openEvents(`${a.url}/events?heartbeat=1`)
+    expect(stream.status).toBe(200)
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/)
+    expect(await stream.next(() => true)).toEqual({ event: 'status', data: { status: 'ready' }, id: '1', retry: 2000 })
+    expect(listeners(a.node)).toBe(before + 1)
+    await eventually(() => expect(stream.comments.filter((c) => c === 'heartbeat').length).toBeGreaterThanOrEqual(2), 5_000)
+    stream.close()
+    await eventually(() => expect(listeners(a.node)).toBe(before), 5_000)
+  })
+
+  it("pushes a channel's whole life and its payments to both participants, amounts as decimal strings", async () => {
+    const [a, b] = net.nodes as [(typeof net.nodes)[0], (typeof net.nodes)[0]]
+    const [sa, sb] = await Promise.all([openEvents(`${a.url}/events`), openEvents(`${b.url}/events`)])
+    const tokenNetwork = net.tokenNetwork
+    const channel = await a.node.openChannel({ tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
+    const ids = { token_network_address: tokenNetwork, token_address: net.token, channel_identifier: String(channel.id) }
+    for (const [stream, partner] of [[sa, b.node.address], [sb, a.node.address]] as const) {
+      expect((await stream.next(named('channel_opened'))).data).toEqual({ ...ids, partner_address: partner, state: 'opened' })
+      expect((await stream.next(named('channel_deposit', { participant: a.node.address }))).data).toEqual({ ...ids, partner_address: partner, participant: a.node.address, total_deposit: '1000' })
+    }
+
+    await b.node.waitForBlock(channel.openedBlock)
+    await b.node.deposit({ tokenNetwork, partner: a.node.address, totalDeposit: 500n })
+    for (const stream of [sa, sb]) expect((await stream.next(named('channel_deposit', { participant: b.node.address }))).data.total_deposit).toBe('500')
+
+    const paid = await a.node.pay({ tokenNetwork, target: b.node.address, amount: 70n, paymentId: 1234n })
+    const sent = await sa.next(named('payment_sent_success'))
+    expect(sent.data).toEqual({
+      event: 'EventPaymentSentSuccess',
+      amount: '70',
+      target: b.node.address,
+      identifier: '1234',
+      token_address: net.token,
+      secret_hash: paid.secrethash,
+      log_time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    })
+    const received = await sb.next(named('payment_received_success'))
+    expect(received.data).toMatchObject({ event: 'EventPaymentReceivedSuccess', amount: '70', initiator: a.node.address, identifier: '1234', token_address: net.token, secret_hash: paid.secrethash })
+
+    await a.node.withdraw(tokenNetwork, b.node.address, 100n)
+    for (const stream of [sa, sb]) expect((await stream.next(named('channel_withdraw'))).data).toMatchObject({ ...ids, participant: a.node.address, total_withdraw: '100' })
+
+    await a.node.close(tokenNetwork, b.node.address)
+    expect((await sa.next(named('channel_closing'))).data).toMatchObject({ ...ids, state: 'closing' })
+    for (const stream of [sa, sb]) await stream.next(named('channel_closed'))
+    await mine(Number(channel.settleTimeout) + 2)
+    for (const stream of [sa, sb]) expect((await stream.next(named('channel_settled'), 30_000)).data).toMatchObject({ ...ids, state: 'settled' })
+
+    for (const stream of [sa, sb]) {
+      expectIncreasingIds(stream)
+      // Every event is JSON with its name, and nothing in it is a JSON number (amounts are decimal strings).
+      for (const e of stream.events) for (const value of Object.values(e.data)) expect(typeof value).not.toBe('number')
+      stream.close()
+    }
+  })
+
+  it('maps every node notice to a named event with decimal strings', () => {
+    const node = net.nodes[0]!.node
+    const token = net.token
+    const tokenNetwork = net.tokenNetwork
+    const target = net.nodes[1]!.node.address
+    const secrethash = `0x${'ab'.repeat(32)}` as const
+    const failed = toPushEvent({ type: 'paymentSentFailed', token, tokenNetwork, target, amount: 5n, paymentId: 9n, secrethash, reason: 'lock expired' }, node)
+    expect(failed).toEqual({
+      event: 'payment_sent_failed',
+      data: { event: 'EventPaymentSentFailed', target, identifier: 9n, log_time: expect.any(String), token_address: token, reason: 'lock expired', amount: 5n, secret_hash: secrethash },
+    })
+    expect(toPushEvent({ type: 'mediationSucceeded', tokenNetwork, secrethash, amount: 3n }, node)).toEqual({ event: 'payment_mediated', data: { token_network_address: tokenNetwork, token_address: token, amount: 3n, secret_hash: secrethash } })
+    expect(toPushEvent({ type: 'messageRejected', sender: target, messageType: 'LockedTransfer', reason: 'bad nonce' }, node)).toEqual({ event: 'message_rejected', data: { sender: target, message_type: 'LockedTransfer', reason: 'bad nonce' } })
+    expect(toPushEvent({ type: 'actionRejected', action: 'close', reason: 'no such channel' }, node)).toEqual({ event: 'action_rejected', data: { action: 'close', reason: 'no such channel' } })
+    expect(toPushEvent({ type: 'error', where: 'chain sync', error: new Error('rpc down\nwith details') }, node)).toEqual({ event: 'node_error', data: { where: 'chain sync', message: 'rpc down' } })
+    expect(toPushEvent({ type: 'withdrawExpired', tokenNetwork, channelId: 77n, totalWithdraw: 4n }, node)).toEqual({
+      event: 'channel_withdraw_expired',
+      data: { token_network_address: tokenNetwork, token_address: token, partner_address: null, channel_identifier: 77n, total_withdraw: 4n },
+    })
+  })
+
+  it('answers while the node syncs, pushes the status changes, and ends when the API shuts down or the node stops', async () => {
+    const node = await SluiceNode.create({
+      rpcUrl: net.anvil.rpcUrl,
+      deployment: net.deployment,
+      privateKey: anvilKeys[5]!,
+      storage: (identity) => openMemoryStorage(identity),
+      transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
+      confirmations: 0n,
+      pollingInterval: 50,
+    })
+    // Two APIs on one node: shutting one down ends its streams only.
+    const [first, second] = [await serveNode(node), await serveNode(node)]
+    try {
+      expect((await first.get('/address')).status).toBe(503)
+      const s1 = await openEvents(`${first.url}/events`)
+      const s2 = await openEvents(`${second.url}/events`)
+      const syncing = await s1.next(() => true)
+      expect(syncing.event).toBe('status')
+      expect(syncing.data).toEqual({ status: 'syncing', blocks_to_sync: expect.stringMatching(/^\d+$/) })
+      await node.run()
+      await s1.next(named('status', { status: 'ready' }))
+      await s2.next(named('status', { status: 'ready' }))
+      expect(listeners(node)).toBe(2)
+
+      second.api.shuttingDown()
+      await s2.ended
+      expect((await second.get('/events')).status).toBe(503)
+      expect(listeners(node)).toBe(1)
+
+      await node.stop()
+      await s1.ended
+      expect(s1.events.at(-1)).toMatchObject({ event: 'status', data: { status: 'unavailable' } })
+      expectIncreasingIds(s1)
+      expect(listeners(node)).toBe(0)
+      // A stopped node has nothing more to push.
+      const late = await first.get('/events')
+      expect(late.status).toBe(503)
+      expect(late.body.errors).toMatch(/stopped/)
+    } finally {
+      await first.server.close(100)
+      await second.server.close(100)
+      await node.stop()
+    }
+  })
+
+  it('rejects a bad heartbeat or an unknown query parameter with 400, before streaming', async () => {
+    const a = net.nodes[0]!
+    for (const query of ['heartbeat=0', 'heartbeat=301', 'heartbeat=abc', 'heartbeat=1.5', 'heartbeat=-1', 'heartbeat=', 'heartbeat=1&heartbeat=2', 'foo=1']) {
+      const r = await a.get(`/events?${query}`)
+      expect(r.status, query).toBe(400)
+      expect(r.headers.get('content-type'), query).toMatch(/^application\/json/)
+      expect(typeof r.body.errors, query).toBe('string')
+    }
+  })
+
+  it('fuzz: any heartbeat value is a stream (1 to 300) or a 400, never a 500, and leaves no listener behind', async () => {
+    const a = net.nodes[0]!
+    const before = listeners(a.node)
+    const channelsBefore = JSON.stringify(a.node.state.channels, (_, v) => (typeof v === 'bigint' ? v.toString() : v))
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.string(), fc.integer({ min: -5, max: 400 }).map(String), fc.constantFrom('1', '15', '300', '01', '1e2', '0x10', ' 5')), async (value) => {
+        const abort = new AbortController()
+        const response = await fetch(`${a.url}/events?heartbeat=${encodeURIComponent(value)}`, { signal: abort.signal })
+        const valid = /^(0|[1-9]\d*)$/.test(value) && Number(value) >= 1 && Number(value) <= 300
+        expect(response.status, value).toBe(valid ? 200 : 400)
+        abort.abort()
+        await response.body?.cancel().catch(() => {})
+      }),
+      { numRuns: 60 },
+    )
+    await eventually(() => expect(listeners(a.node)).toBe(before), 5_000)
+    expect(JSON.stringify(a.node.state.channels, (_, v) => (typeof v === 'bigint' ? v.toString() : v))).toBe(channelsBefore)
+  })
+})

@@ -1,0 +1,203 @@
+import fc from 'fast-check'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { parseEther } from 'viem'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { mintTokens } from '../../src/chain/index.ts'
+import { anvilKeys } from '../../src/devnet/anvil.ts'
+import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
+import { compareVersions, startNotifications } from '../../src/node/notifications.ts'
+import { eventually } from '../integration/support/eventually.ts'
+import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
+
+let net: ApiNet
+let a: ApiNode
+let b: ApiNode
+let devnet: ReturnType<typeof createDevnetClient>
+
+/** A real release feed on loopback; `feed` is what it answers next (a status and a body). */
+let feedServer: Server
+let feedUrl: string
+let feed: { status: number; body: string } = { status: 200, body: '{"latest":"0.1.0","security":[]}' }
+let feedRequests = 0
+
+beforeAll(async () => {
+  net = await startApiNet({ nodes: 2 })
+  ;[a, b] = net.nodes as [ApiNode, ApiNode]
+  devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] })
+  feedServer = createServer((_req, res) => {
+    feedRequests++
+    res.writeHead(feed.status, { 'content-type': 'application/json' }).end(feed.body)
+  })
+  await new Promise<void>((resolve) => feedServer.listen(0, '127.0.0.1', resolve))
+  feedUrl = `http://127.0.0.1:${(feedServer.address() as AddressInfo).port}/releases.json`
+})
+afterAll(async () => {
+  await new Promise((resolve) => feedServer?.close(resolve))
+  await net?.stopAll()
+})
+
+const ids = async (n: ApiNode = a) => {
+  const r = await n.get('/notifications')
+  expect(r.status).toBe(200)
+  return (r.body as { id: string }[]).map((x) => x.id).sort()
+}
+type Listed = { id: string; summary: string; body: string; urgency: string }
+const notification = async (id: string, n: ApiNode = a) => ((await n.get('/notifications')).body as Listed[]).find((x) => x.id === id)
+/** Mines one block and waits until the node has synced it (the checks run every block in these tests). */
+const block = async () => {
+  await devnet.mine({ blocks: 1 })
+  const head = await devnet.getBlockNumber()
+  await a.node.waitForBlock(head)
+}
+
+describe('GET /notifications as served (no release feed)', () => {
+  it('lists low_service_token at start (empty UserDeposit), never a version notification; reading is not destructive', async () => {
+    const r = await a.get('/notifications')
+    expect(r.status).toBe(200)
+    expect(Array.isArray(r.body)).toBe(true)
+    expect(r.body).toEqual([
+      {
+        id: 'low_service_token',
+        summary: 'Service token balance too low',
+        body: expect.stringMatching(/is 0 \(planned withdrawals excluded\), below the minimum of 5500000000000000000/),
+        urgency: 'normal',
+      },
+    ])
+    expect((await a.get('/notifications')).body).toEqual(r.body)
+  })
+
+  it('other methods are 405', async () => {
+    for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
+      const r = await a.request(method, '/notifications')
+      expect(r.status, method).toBe(405)
+      expect(r.headers.get('allow')).toBe('GET')
+    }
+  })
+})
+
+describe('each notification is raised by its condition and cleared when it no longer holds', () => {
+  beforeAll(() => {
+    startNotifications(a.node, { version: '0.1.0', minServiceTokenBalance: 100n, checkEveryBlocks: 1n })
+  })
+
+  it('low_service_token: goes once the UDC holds the minimum, comes back when a planned withdrawal lowers it', async () => {
+    expect(await ids()).toContain('low_service_token')
+    await mintTokens(a.node.chain, a.node.queue, { token: net.deployment.serviceToken, amount: 1000n })
+    expect((await a.request('POST', '/user_deposit', { total_deposit: '99' })).status).toBe(200)
+    await block()
+    await eventually(async () => expect((await notification('low_service_token'))?.body).toMatch(/is 99 /))
+    expect((await a.request('POST', '/user_deposit', { total_deposit: '100' })).status).toBe(200)
+    await block()
+    await eventually(async () => expect(await ids()).not.toContain('low_service_token'))
+    expect((await a.request('POST', '/user_deposit', { planned_withdraw_amount: '1' })).status).toBe(200)
+    await block()
+    await eventually(async () => expect(await ids()).toContain('low_service_token'))
+    expect((await a.request('POST', '/user_deposit', { total_deposit: '200' })).status).toBe(200)
+    await block()
+    await eventually(async () => expect(await ids()).not.toContain('low_service_token'))
+  })
+
+  it('missing_gas_reserve: only with channels to close; raised when the balance is below their gas, cleared when topped up', async () => {
+    // No channel: nothing to close, settle or unlock, so even an empty account needs no reserve.
+    await devnet.setBalance({ address: a.node.address, value: 0n })
+    await block()
+    await block()
+    expect(await ids()).not.toContain('missing_gas_reserve')
+    await devnet.setBalance({ address: a.node.address, value: parseEther('10000') })
+
+    await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 10n })
+    await block()
+    expect(await ids()).not.toContain('missing_gas_reserve')
+    await devnet.setBalance({ address: a.node.address, value: 1000n })
+    await block()
+    await eventually(async () => expect(await ids()).toContain('missing_gas_reserve'))
+    const raised = await notification('missing_gas_reserve')
+    expect(raised).toMatchObject({ summary: 'Native balance below the gas reserve', urgency: 'critical' })
+    expect(raised?.body).toMatch(/holds 1000 wei, but closing, settling and unlocking its 1 channel\(s\) is estimated to need \d+ wei/)
+    await devnet.setBalance({ address: a.node.address, value: parseEther('10000') })
+    await block()
+    await eventually(async () => expect(await ids()).not.toContain('missing_gas_reserve'))
+  })
+})
+
+describe('version notifications from a release feed', () => {
+  beforeAll(() => {
+    feed = { status: 200, body: JSON.stringify({ latest: '0.2.0', security: ['0.1.0'] }) }
+    startNotifications(a.node, { version: '0.1.0', releaseFeedUrl: feedUrl, minServiceTokenBalance: 0n, checkEveryBlocks: 1n })
+  })
+
+  it('an outdated version with a security problem raises both', async () => {
+    const r = await a.get('/notifications')
+    expect(r.body).toEqual([
+      { id: 'version_outdated', summary: 'Your version is outdated', body: expect.stringMatching(/running version 0\.1\.0; the latest release is 0\.2\.0/), urgency: 'normal' },
+      { id: 'version_security_warning', summary: 'Security update required', body: expect.stringMatching(/Version 0\.1\.0.*known security problem/), urgency: 'critical' },
+    ])
+    expect(feedRequests).toBeGreaterThan(0)
+  })
+
+  it('a feed that cannot be read leaves them as they were', async () => {
+    for (const broken of [
+      { status: 500, body: '{}' },
+      { status: 200, body: 'not json' },
+      { status: 200, body: '{"latest": 2}' },
+      { status: 200, body: '{"latest": "0.3.0", "security": "0.1.0"}' },
+    ]) {
+      feed = broken
+      // Two more reads of the feed: checks run one after the other, so the first has been applied.
+      for (let i = 0; i < 2; i++) {
+        const asked = feedRequests
+        await block()
+        await eventually(() => expect(feedRequests).toBeGreaterThan(asked))
+      }
+      expect(await ids()).toEqual(['version_outdated', 'version_security_warning'])
+    }
+  })
+
+  it('a newer release without a security note raises only version_outdated; the current release clears both', async () => {
+    feed = { status: 200, body: JSON.stringify({ latest: '0.1.1', security: ['0.0.9'] }) }
+    await block()
+    await eventually(async () => expect(await ids()).toEqual(['version_outdated']))
+    feed = { status: 200, body: JSON.stringify({ latest: '0.1.0' }) }
+    await block()
+    await eventually(async () => expect(await ids()).toEqual([]))
+    // An older "latest" (a feed behind the node) is no reason to warn either.
+    feed = { status: 200, body: JSON.stringify({ latest: '0.0.5', security: [] }) }
+    await block()
+    await block()
+    expect(await ids()).toEqual([])
+  })
+
+  it('semantic-version order: numeric parts, pre-releases before their release', () => {
+    expect(compareVersions('0.1.0', '0.2.0')).toBe(-1)
+    expect(compareVersions('0.10.0', '0.9.9')).toBe(1)
+    expect(compareVersions('1.0.0-rc.1', '1.0.0')).toBe(-1)
+    expect(compareVersions('1.0.0-rc.2', '1.0.0-rc.10')).toBe(-1)
+    expect(compareVersions('v1.2.3', '1.2.3+build.5')).toBe(0)
+    expect(compareVersions('garbage', '1.0.0')).toBe(0)
+    fc.assert(
+      fc.property(fc.tuple(fc.nat(20), fc.nat(20), fc.nat(20)), fc.tuple(fc.nat(20), fc.nat(20), fc.nat(20)), (x, y) => {
+        const [vx, vy] = [x.join('.'), y.join('.')]
+        expect(compareVersions(vx, vy)).toBe(-compareVersions(vy, vx))
+        expect(compareVersions(vx, vx)).toBe(0)
+      }),
+    )
+  })
+})
+
+describe('GET /notifications: fuzzing', () => {
+  it('any method, query and body: never a 500, and the list does not change by being asked', async () => {
+    const before = await a.get('/notifications')
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'), fc.string(), fc.oneof(fc.jsonValue(), fc.string()), async (method, query, body) => {
+        const r = await a.request(method, `/notifications?${encodeURIComponent(query)}`, method === 'GET' ? undefined : typeof body === 'string' ? body : JSON.stringify(body))
+        expect([200, 405]).toContain(r.status)
+        if (r.status === 200) expect(r.body).toEqual(before.body)
+        else expect(typeof r.body.errors).toBe('string')
+      }),
+      { numRuns: 60 },
+    )
+    expect((await a.get('/notifications')).body).toEqual(before.body)
+    expect(a.internalErrors).toEqual([])
+  })
+})
