@@ -3,11 +3,13 @@ import { parentPort, workerData } from 'node:worker_threads'
 import type { Address, Hex } from 'viem'
 import type { Deployment } from '../src/devnet/deployment.ts'
 import { SluiceNode } from '../src/node/sluiceNode.ts'
+import { useNativeSecp256k1 } from '../src/protocol/secp256k1Native.ts'
 import { openLevelStorage } from '../src/storage/levelStorage.ts'
 import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
 
 const { rpcUrl, deployment, key, dataDir, channelName } = workerData as { rpcUrl: string; deployment: Deployment; key: Hex; dataDir: string; channelName: string }
 
+await useNativeSecp256k1()
 const node = await SluiceNode.start({
   rpcUrl,
   deployment,

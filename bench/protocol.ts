@@ -4,6 +4,7 @@ import { packMessage } from '../src/protocol/messages/pack.ts'
 import { readMessage } from '../src/protocol/messages/wire.ts'
 import type { LockedTransfer } from '../src/protocol/messages/types.ts'
 import { secp256k1Engine, useWasmSecp256k1 } from '../src/protocol/secp256k1.ts'
+import { useNativeSecp256k1 } from '../src/protocol/secp256k1Native.ts'
 import { recoverPackedSignerSync, signPackedSync } from '../src/protocol/signature.ts'
 import { Network } from '../test/unit/protocol/support/network.ts'
 import fixture from '../test/fixtures/messages/LockedTransfer.json' with { type: 'json' }
@@ -25,8 +26,9 @@ async function paymentCpu(mediated: boolean): Promise<number> {
 export async function benchProtocol(): Promise<Record<string, string>> {
   const transfer = readMessage(fixture.message) as LockedTransfer & { signature: `0x${string}` }
   const rows: Record<string, string> = {}
-  for (const engine of ['js', 'wasm'] as const) {
+  for (const engine of ['js', 'wasm', 'native'] as const) {
     if (engine === 'wasm') await useWasmSecp256k1()
+    if (engine === 'native') await useNativeSecp256k1()
     if (secp256k1Engine().name !== engine) throw new Error(`engine ${engine} not available`)
     const signed = signPackedSync(key, packMessage(transfer))
     rows[`LockedTransfer packed + signed /s (${engine})`] = fmt(opsPerSecond((i) => signPackedSync(key, packMessage({ ...transfer, message_identifier: BigInt(i) }))))

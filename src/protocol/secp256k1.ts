@@ -7,7 +7,7 @@ import { keccak256Bytes, useWasmKeccak } from './keccak.ts'
  * faster here. `useWasmSecp256k1()` switches to WASM where it loads, in Node and in the browser alike.
  */
 export type Secp256k1Engine = {
-  name: 'js' | 'wasm'
+  name: 'js' | 'wasm' | 'native'
   /** 65 bytes r || s || v with v in {27, 28}; deterministic (RFC 6979), low s. */
   sign(hash: Uint8Array, privateKey: Uint8Array): Uint8Array
   /** The 64-byte public key (x || y) that made `signature` over `hash`, or null. */
@@ -15,7 +15,7 @@ export type Secp256k1Engine = {
 }
 
 /** v as 0/1 from a 65-byte signature whose last byte is 0, 1, 27 or 28; -1 otherwise. */
-function recoveryId(signature: Uint8Array): number {
+export function recoveryId(signature: Uint8Array): number {
   const v = signature[64]!
   return v === 27 || v === 28 ? v - 27 : v === 0 || v === 1 ? v : -1
 }
@@ -47,10 +47,18 @@ export function secp256k1Engine(): Secp256k1Engine {
   return engine
 }
 
-/** Switches to the WASM engine if it loads; returns the engine in use. Safe to call more than once. */
+/** Installs an engine made elsewhere (the native one of the headless node: src/protocol/secp256k1Native.ts). */
+export function setSecp256k1Engine(next: Secp256k1Engine): void {
+  engine = next
+}
+
+/**
+ * Switches to the WASM engine if it loads, unless a faster one (native) is already in use; returns the engine
+ * in use. Safe to call more than once.
+ */
 export async function useWasmSecp256k1(): Promise<Secp256k1Engine['name']> {
   await useWasmKeccak()
-  if (engine.name === 'wasm') return 'wasm'
+  if (engine.name !== 'js') return engine.name
   try {
     const tiny = await import('tiny-secp256k1')
     engine = {

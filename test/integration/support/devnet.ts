@@ -8,6 +8,7 @@ import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
 import { deployContracts, type DeployContractsReturnType } from '../../../src/devnet/deploy.ts'
 import { createDevnetClient } from '../../../src/devnet/devnetClient.ts'
 import { SluiceNode, type NodeOptions } from '../../../src/node/sluiceNode.ts'
+import { useNativeSecp256k1 } from '../../../src/protocol/secp256k1Native.ts'
 import { openLevelStorage } from '../../../src/storage/levelStorage.ts'
 import { openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
 import { createBroadcastChannelTransport } from '../../../src/transport/broadcastChannelTransport.ts'
@@ -39,8 +40,9 @@ export async function startDevnet(keys: readonly Hex[], mint = 10n ** 21n): Prom
 export type StartNodeOptions = { durable?: boolean } & Partial<NodeOptions>
 
 /** A node on the devnet: BroadcastChannel transport, memory or LevelDB storage, no confirmations, fast polling. */
-export function startNode(net: Devnet, key: Hex, options: StartNodeOptions = {}): Promise<SluiceNode> {
+export async function startNode(net: Devnet, key: Hex, options: StartNodeOptions = {}): Promise<SluiceNode> {
   const { durable, ...rest } = options
+  await useNativeSecp256k1()
   return SluiceNode.start({
     rpcUrl: net.anvil.rpcUrl,
     deployment: net.deployment,
