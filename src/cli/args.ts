@@ -10,6 +10,8 @@ export type FlagSpec<T = unknown, HasDefault extends boolean = boolean> = {
   expected: string
   parse(raw: string): T | undefined
   default: HasDefault extends true ? T : undefined
+  /** A switch: `--flag` alone means true (`--flag=false` is allowed); it never takes the next argument. */
+  switch?: true
 }
 
 export type FlagSpecs = Record<string, FlagSpec>
@@ -87,6 +89,7 @@ export function parseFlags<const specs extends FlagSpecs>(argv: readonly string[
     const spec = specs[key]!
     let value: string | undefined
     if (eq !== -1) value = arg.slice(eq + 1)
+    else if (spec.switch) value = 'true'
     else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) value = argv[++i]
     if (value === undefined || value === '') throw new MissingFlagValueError(name, spec.valueName)
     if (raw.has(key)) throw new RepeatedFlagError(name)
@@ -108,11 +111,11 @@ export function parseFlags<const specs extends FlagSpecs>(argv: readonly string[
 
 /** The flags part of a command's usage, one aligned line per flag. */
 export function formatFlags(specs: FlagSpecs): string {
-  const heads = Object.entries(specs).map(([key, spec]) => `${flagName(key)} <${spec.valueName}>`)
+  const heads = Object.entries(specs).map(([key, spec]) => (spec.switch ? flagName(key) : `${flagName(key)} <${spec.valueName}>`))
   const width = Math.max(...heads.map((h) => h.length))
   return Object.values(specs)
     .map((spec, i) => {
-      const shown = spec.default === undefined ? '' : ` (default: ${String(spec.default)})`
+      const shown = spec.default === undefined || spec.switch ? '' : ` (default: ${String(spec.default)})`
       return `  ${heads[i]!.padEnd(width)}  ${spec.description}${shown}`
     })
     .join('\n')
@@ -152,4 +155,9 @@ export function stringFlag(options: FlagOptions<string> & { default: string }): 
 export function stringFlag(options: FlagOptions<string>): FlagSpec<string, false>
 export function stringFlag(options: FlagOptions<string>): FlagSpec<string> {
   return flag(options, 'TEXT', 'non-empty text', (raw) => raw)
+}
+
+/** A switch, off unless given: `--json`. */
+export function switchFlag(options: { description: string }): FlagSpec<boolean, true> {
+  return { description: options.description, valueName: '', expected: 'true or false', parse: (raw) => (raw === 'true' ? true : raw === 'false' ? false : undefined), default: false, switch: true }
 }

@@ -7,6 +7,18 @@ const commands: Record<string, { summary: string; load(): Promise<Command> }> = 
     summary: 'start a local anvil chain with the contracts deployed',
     load: async () => (await import('./chain.ts')).chainCommand,
   },
+  serve: {
+    summary: 'run one node and serve its REST API over HTTP',
+    load: async () => (await import('./serve.ts')).serveCommand,
+  },
+  devnet: {
+    summary: 'anvil, contracts, tokens and N funded nodes with their REST APIs, in one process',
+    load: async () => (await import('./devnet.ts')).devnetCommand,
+  },
+  relay: {
+    summary: 'run a libp2p relay (circuit relay and presence hub) for nodes to meet',
+    load: async () => (await import('./relay.ts')).relayCommand,
+  },
 }
 
 export const usage = `Usage: sluice <command> [flags]

@@ -167,7 +167,13 @@ export class SluiceNode {
       transport: this.transport,
       address: this.address,
       sign: lineSigner(this.options.privateKey),
-      onMessage: (message, sender) => void this.engine.dispatch({ type: 'receive', message, sender }).catch((error) => this.fail('receive', error)),
+      // The promise tells delivery when the message is durable: its Delivered waits for that (a crash between
+      // the two would lose a SecretRequest or RevealSecret its sender no longer retries).
+      onMessage: (message, sender) => {
+        const applied = this.engine.dispatch({ type: 'receive', message, sender })
+        applied.catch((error) => this.fail('receive', error))
+        return applied
+      },
       onAcknowledged: (keys) => this.engine.forget(keys),
       ...(this.options.backoff ? { backoff: this.options.backoff } : {}),
     })

@@ -18,8 +18,11 @@ export type DeliveryParameters = {
   /**
    * A verified message for the state machine, with its recovered signer (never the transport's claim).
    * Delivered and Processed are consumed here and not handed up; everything else is, once (see `redeliverAfterMs`).
+   * Return a promise that settles once the message is durably applied: the Delivered that acknowledges it (a
+   * SecretRequest, a RevealSecret) then waits for it, and is not sent if it rejects. Otherwise a crash between
+   * our Delivered and the commit would lose a message its sender no longer retries.
    */
-  onMessage: (message: Signed<Message>, sender: Address) => void
+  onMessage: (message: Signed<Message>, sender: Address) => void | Promise<unknown>
   /** Outbox keys that are done (acknowledged, or sent once if nothing acknowledges them): delete them in the next commit. */
   onAcknowledged: (keys: string[]) => void
   /** Retry schedule; defaults to 300 ms doubling up to 60 s. */
@@ -84,7 +87,8 @@ export type Delivery = {
   stop(): Promise<void>
 }
 
-type Received = { handedAt: number }
+/** When a received message was last handed up, and (if the handler said) when that hand-up became durable. */
+type Received = { handedAt: number; applied?: Promise<unknown>; failed?: boolean }
 
 /** Creates the delivery layer between the runtime and `transport`. */
 export function createDelivery(parameters: DeliveryParameters): Delivery {
@@ -225,32 +229,67 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     }, Math.max(0, next - now()))
   }
 
-  /** Hands a message up unless it is a resend already handed up; answers what we already answered. */
-  const handUp = (message: Signed<Message>, signer: Address, id: bigint | undefined) => {
+  /**
+   * Hands a message up unless it is a resend already handed up; answers what we already answered. Returns when
+   * the message (or its first copy) is durably applied, if the handler tells.
+   */
+  const handUp = (message: Signed<Message>, signer: Address, id: bigint | undefined): Promise<unknown> | undefined => {
     const byId = id === undefined ? undefined : `${signer.toLowerCase()}|${message.type}|${id}`
     const bySignature = message.signature.toLowerCase()
     const prior = (byId === undefined ? undefined : received.get(byId)) ?? received.get(bySignature)
+    if (prior?.failed) {
+      // Applying it failed (the handler reported why): this resend is the next chance.
+      prior.handedAt = now()
+      return hand(prior, message, signer)
+    }
     if (prior) {
       stats.duplicates++
       const answered = id === undefined ? undefined : answers.get(`${signer.toLowerCase()}|${id}`)
       if (answered) {
         // Our Processed (or confirmation) was lost or is still retrying: repeat it now rather than at its next retry.
         for (const answer of answered) sendOnce(signer, answer)
-        return
+        return prior.applied
       }
-      if (!awaitsStateAnswer(message) || now() - prior.handedAt < redeliverAfterMs) return
+      if (!awaitsStateAnswer(message) || now() - prior.handedAt < redeliverAfterMs) return prior.applied
       prior.handedAt = now()
       stats.redelivered++
-    } else {
-      const entry: Received = { handedAt: now() }
-      if (byId !== undefined) received.set(byId, entry)
-      received.set(bySignature, entry)
+      return hand(prior, message, signer)
     }
+    const entry: Received = { handedAt: now() }
+    if (byId !== undefined) received.set(byId, entry)
+    received.set(bySignature, entry)
+    return hand(entry, message, signer)
+  }
+
+  const hand = (entry: Received, message: Signed<Message>, signer: Address): Promise<unknown> | undefined => {
+    entry.failed = false
+    entry.applied = undefined
     try {
-      onMessage(message, signer)
+      const applied = onMessage(message, signer)
+      if (!applied) return undefined
+      entry.applied = applied
+      // A failed apply is the handler's to report; here it only means no Delivered, and the next resend is handed up.
+      applied.catch(() => {
+        if (entry.applied === applied) entry.failed = true
+      })
+      return applied
     } catch (error) {
       log?.({ type: 'handlerFailed', error })
+      return undefined
     }
+  }
+
+  /** Delivered(id) to `to`, once `applied` (if any) has made the message durable. */
+  const deliveredAfter = (to: Address, id: bigint, applied: Promise<unknown> | undefined) => {
+    const delivered: Message = { type: 'Delivered', delivered_message_identifier: id }
+    if (!applied) return sendOnce(to, delivered)
+    applied.then(
+      () => {
+        sendOnce(to, delivered)
+        scheduleFlush()
+      },
+      () => {},
+    )
   }
 
   const receive = async (lines: string[], from: Address) => {
@@ -281,15 +320,16 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         continue
       }
       const id = retrievableId(message)
-      // Delivered answers, at once and for duplicates too (§3.5), what nothing else acknowledges: not balance
-      // proofs and withdraw messages (their Processed or confirmation does), and not Processed (never retried).
-      if (id !== undefined && !awaitsStateAnswer(message) && message.type !== 'Processed') sendOnce(signer, { type: 'Delivered', delivered_message_identifier: id })
       if (message.type === 'Processed') {
         done.push(...queues.processed(signer, message.message_identifier))
         continue
       }
       if (message.type === 'WithdrawConfirmation') done.push(...queues.withdrawConfirmed(signer, message.message_identifier))
-      handUp(message, signer, id)
+      const applied = handUp(message, signer, id)
+      // Delivered answers, for duplicates too (§3.5), what nothing else acknowledges: not balance proofs and
+      // withdraw messages (their Processed or confirmation does), and not Processed (never retried). It goes
+      // once the message is durable, at once if the handler does not say when.
+      if (id !== undefined && !awaitsStateAnswer(message)) deliveredAfter(signer, id, applied)
     }
     acknowledge(done)
     scheduleFlush()

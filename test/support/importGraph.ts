@@ -32,7 +32,7 @@ export function importGraph(entry: string): ImportGraph {
 
 /** Packages that exist only in Node: its built-ins, and the few dependencies that need them. */
 export const isNodeOnly = (specifier: string) =>
-  specifier.startsWith('node:') || builtinModules.includes(specifier.split('/')[0]!) || ['classic-level', 'fake-indexeddb', 'tsx'].includes(specifier)
+  specifier.startsWith('node:') || builtinModules.includes(specifier.split('/')[0]!) || ['classic-level', 'fake-indexeddb', 'tsx', 'ws'].includes(specifier)
 
 /** `module: package` for every Node-only package reachable from `entry`. */
 export function nodeOnlyImports(entry: string): string[] {

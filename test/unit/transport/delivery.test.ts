@@ -79,6 +79,35 @@ describe('delivery', () => {
     expect(b.outbox.size).toBe(0)
   })
 
+  test('acknowledges a secret message only once the runtime has made it durable; a failed apply gets no Delivered and its resend is handed up again', async () => {
+    const channelName = freshChannel()
+    const applies: { resolve(): void; reject(e: Error): void }[] = []
+    const a = await start(1, { channelName, backoff: { initialMs: 150, maxMs: 150 } })
+    const b = await start(2, {
+      channelName,
+      applied: () => new Promise<void>((resolve, reject) => applies.push({ resolve, reject })),
+    })
+    await settle(a, b)
+    a.put([record(b.address, secretRequest(1n))])
+    await eventually(() => expect(receivedTypes(b)).toEqual(['SecretRequest:1']))
+    await sleep(30)
+    // Handed up, not yet durable: a crash now must leave the sender retrying, so no Delivered yet.
+    expect(sentLines(b, 'Delivered')).toEqual([])
+    applies[0]!.reject(new Error('the commit failed'))
+    // The retry reaches the state machine again (the first apply failed), and is acknowledged once durable.
+    await eventually(() => expect(receivedTypes(b)).toEqual(['SecretRequest:1', 'SecretRequest:1']))
+    expect(sentLines(b, 'Delivered')).toEqual([])
+    expect(a.outbox.size).toBe(1)
+    applies[1]!.resolve()
+    await eventually(() => expect(sentLines(b, 'Delivered').map((m) => m.delivered_message_identifier)).toEqual(['1']))
+    await eventually(() => expect(a.outbox.size).toBe(0))
+    // Later resends of it are answered at once: it is durable now.
+    const resend = await line(1, secretRequest(1n))
+    postRaw(channelName, b.address, a.address, [resend])
+    await eventually(() => expect(sentLines(b, 'Delivered')).toHaveLength(2))
+    expect(receivedTypes(b)).toHaveLength(2)
+  })
+
   test('Delivered removes an unordered message but not a balance proof', async () => {
     const channelName = freshChannel()
     const a = await start(1, { channelName, backoff: { initialMs: 5000 } })

@@ -44,6 +44,8 @@ export type TestNodeOptions = {
   redeliverAfterMs?: number
   /** Outbox records from before a restart. */
   outbox?: OutboxRecord[]
+  /** When the fake runtime has made a handed-up message durable (what onMessage returns); at once if absent. */
+  applied?: (message: Signed<Message>) => Promise<unknown> | undefined
 }
 
 /** Wraps a transport to record sends and to lose lines on purpose. */
@@ -91,6 +93,7 @@ export function testNode(index: number, options: TestNodeOptions): TestNode {
       node.received.push({ message, sender })
       const answer = options.answers ? answerOf(message, sender, ++nonce) : undefined
       if (answer) node.put([answer])
+      return options.applied?.(message)
     },
     onAcknowledged(keys) {
       node.acknowledged.push(...keys)

@@ -1,0 +1,193 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import type { Address, Hex } from 'viem'
+import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag, switchFlag, type FlagSpec } from './args.ts'
+import { CliError } from './cliError.ts'
+import type { Command } from './command.ts'
+import type { ServedNode } from './servedNode.ts'
+import { formatTable } from './table.ts'
+
+/** anvil's dev keys: #0 deploys and funds, #1.. are the nodes. */
+const MAX_NODES = 9
+
+export const devnetFlags = {
+  nodes: integerFlag({ description: 'how many nodes (anvil dev keys 1..N)', valueName: 'N', min: 1, max: MAX_NODES, default: 3 }),
+  channels: switchFlag({ description: 'open a line of TTT channels 0-1, 1-2, ..., funded on both sides' }),
+  json: switchFlag({ description: 'print one line of JSON once every node is ready, and nothing else on stdout' }),
+  portBase: integerFlag({ description: 'REST API of node i on port PORT+i (127.0.0.1); 0 gives each a free port', valueName: 'PORT', min: 0, max: 65535 - MAX_NODES, default: 5001 }),
+  rpcPort: integerFlag({ description: "anvil's JSON-RPC port; 0 picks a free one", valueName: 'PORT', min: 0, max: 65535, default: 0 }),
+  blockTime: positiveNumberFlag({ description: 'mine a block every SECONDS (default: one block per transaction)', valueName: 'SECONDS' }),
+  storage: { description: 'where the nodes keep their state: level (LevelDB files) or memory', valueName: 'KIND', expected: 'level or memory', parse: (raw: string) => (raw === 'level' || raw === 'memory' ? raw : undefined), default: 'level' } as FlagSpec<'level' | 'memory', true>,
+  dataDir: stringFlag({ description: 'where to write the deployment file and the stores (default: a temporary directory, removed at exit)', valueName: 'DIR' }),
+}
+
+const usage = `Usage: sluice devnet [flags]
+
+One process with a whole network for development: anvil with the contracts deployed, test tokens TTT and TT2
+registered, and N nodes (anvil dev keys 1..N) funded with ETH, 1000 TTT, 1000 TT2 and 100 service tokens in
+the UserDeposit, talking over a BroadcastChannel, each serving its REST API on 127.0.0.1. Runs until Ctrl-C.
+
+Flags:
+${formatFlags(devnetFlags)}`
+
+/** What each node gets: 1000 tokens of 18 decimals of TTT and TT2, and 100 service tokens in the UserDeposit. */
+const TOKENS_PER_NODE = 1000n * 10n ** 18n
+const SERVICE_DEPOSIT = 100n * 10n ** 18n
+/** Each side's deposit in the --channels line. */
+const CHANNEL_DEPOSIT = 100n * 10n ** 18n
+
+export type DevnetSummary = {
+  rpcUrl: string
+  deployment: string
+  tokens: Record<string, Address>
+  nodes: { address: Address; api: string }[]
+}
+
+async function run(argv: readonly string[]): Promise<number> {
+  const parsed = parseFlags(argv, devnetFlags)
+  if (parsed.help) {
+    console.log(usage)
+    return 0
+  }
+  const flags = parsed.values
+  const [{ AnvilStartError, anvilKeys, startAnvil }, { deployContracts }, { deploymentPath, writeDeployment }, { createDevnetClient }, chain, { SluiceNode }, { openLevelStorage }, { openMemoryStorage }, { createBroadcastChannelTransport }, { serveNode, nextSignal, describeError }] =
+    await Promise.all([
+      import('../devnet/anvil.ts'),
+      import('../devnet/deploy.ts'),
+      import('../devnet/deployment.ts'),
+      import('../devnet/devnetClient.ts'),
+      import('../chain/index.ts'),
+      import('../node/sluiceNode.ts'),
+      import('../storage/levelStorage.ts'),
+      import('../storage/memoryStorage.ts'),
+      import('../transport/broadcastChannelTransport.ts'),
+      import('./servedNode.ts'),
+    ])
+  // With --json, stdout carries the one line only: everything else goes to stderr.
+  const log = flags.json ? (line: string) => console.error(line) : (line: string) => console.log(line)
+  const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  const ownDir = flags.dataDir === undefined
+  const dataDir = flags.dataDir ? resolve(flags.dataDir) : await mkdtemp(join(tmpdir(), 'sluice-devnet-'))
+  let anvil: Awaited<ReturnType<typeof startAnvil>> | undefined
+  const served: ServedNode[] = []
+  const stopAll = async () => {
+    await Promise.all(served.map((s) => s.stop(1_000).catch(() => {})))
+    await anvil?.stop()
+    if (ownDir) await rm(dataDir, { recursive: true, force: true })
+  }
+  try {
+    const setUp = async (): Promise<DevnetSummary> => {
+      try {
+        anvil = await startAnvil({ port: flags.rpcPort, ...(flags.blockTime ? { blockTime: flags.blockTime } : {}) })
+      } catch (e) {
+        if (e instanceof AnvilStartError && /already in use/.test(e.message)) throw new CliError(`port ${flags.rpcPort} is already in use (choose another with --rpc-port, or 0)`, 2)
+        throw e
+      }
+      const rpcUrl = anvil.rpcUrl
+      const deployment = await deployContracts(createDevnetClient({ rpcUrl, privateKey: anvilKeys[0] }), { rpcUrl })
+      const path = deploymentPath(join(dataDir, 'deployments'), deployment.chainId)
+      await writeDeployment(path, deployment)
+      log(`anvil at ${rpcUrl}; contracts deployed; deployment file ${path}`)
+
+      // The deployer registers the tokens and funds every node, one transaction after the other.
+      const deployer = await chain.createChainClient({ rpcUrl, privateKey: anvilKeys[0], pollingInterval: 50 })
+      const queue = chain.createTransactionQueue(deployer)
+      const registry = deployment.contracts.TokenNetworkRegistry.address
+      const tokenNetworks: Record<string, Address> = {}
+      for (const [symbol, token] of Object.entries(deployment.tokens)) tokenNetworks[symbol] = (await chain.registerToken(deployer, queue, { registry, token })).tokenNetwork
+      const keys = anvilKeys.slice(1, 1 + flags.nodes) as Hex[]
+      const { privateKeyToAddress } = await import('viem/accounts')
+      await chain.mintTokens(deployer, queue, { token: deployment.serviceToken, amount: SERVICE_DEPOSIT * BigInt(keys.length) })
+      for (const key of keys) {
+        const to = privateKeyToAddress(key)
+        for (const token of Object.values(deployment.tokens)) await chain.mintTokens(deployer, queue, { token, amount: TOKENS_PER_NODE, to })
+        await chain.depositToUserDeposit(deployer, queue, { userDeposit: deployment.contracts.UserDeposit.address, totalDeposit: SERVICE_DEPOSIT, beneficiary: to })
+      }
+      log(`tokens registered (${Object.keys(tokenNetworks).join(', ')}); ${keys.length} accounts funded`)
+
+      const channelName = `sluice-devnet-${process.pid}-${Date.now()}`
+      await mkdir(join(dataDir, 'nodes'), { recursive: true })
+      await (await import('../protocol/secp256k1Native.ts')).useNativeSecp256k1()
+      for (const [i, key] of keys.entries()) {
+        const node = await SluiceNode.create({
+          rpcUrl,
+          deployment,
+          privateKey: key,
+          storage: (identity) => (flags.storage === 'memory' ? openMemoryStorage(identity) : openLevelStorage(identity, { dataDir: join(dataDir, 'nodes') })),
+          transport: (address) => createBroadcastChannelTransport({ address, channelName }),
+          confirmations: 0n,
+          pollingInterval: 100,
+          defaultRevealTimeout: 10n,
+          defaultSettleTimeout: 40n,
+          backoff: { initialMs: 200, maxMs: 2_000 },
+        })
+        served.push(await serveNode({ node, host: '127.0.0.1', port: flags.portBase === 0 ? 0 : flags.portBase + i, environment: 'development' }))
+      }
+      await Promise.all(served.map((s) => s.run()))
+      const failed = served.find((s) => s.node.status.status !== 'ready')
+      if (failed) throw new CliError(`node ${failed.node.address} did not start`, 1)
+
+      if (flags.channels) {
+        const tokenNetwork = tokenNetworks.TTT!
+        for (let i = 0; i + 1 < served.length; i++) {
+          const [a, b] = [served[i]!.node, served[i + 1]!.node]
+          const channel = await a.openChannel({ tokenNetwork, partner: b.address, totalDeposit: CHANNEL_DEPOSIT })
+          await b.waitForBlock(channel.openedBlock)
+          await b.deposit({ tokenNetwork, partner: a.address, totalDeposit: CHANNEL_DEPOSIT })
+        }
+        const head = await deployer.publicClient.getBlockNumber()
+        await Promise.all(served.map((s) => s.node.waitForBlock(head)))
+        log(`channels open: ${served.map((_, i) => i).join('-')} (TTT, ${CHANNEL_DEPOSIT} on each side)`)
+      }
+      return { rpcUrl, deployment: path, tokens: deployment.tokens, nodes: served.map((s) => ({ address: s.node.address, api: s.apiUrl })) }
+    }
+
+    const settingUp = setUp()
+    // A Ctrl-C during the set-up stops everything; the set-up then fails on its own, which is no news.
+    settingUp.catch(() => {})
+    const ready = await Promise.race([settingUp, signal.received.then((s) => s)])
+    if (typeof ready === 'string') {
+      log(`${ready}: stopping`)
+      return 0
+    }
+    if (flags.json) console.log(JSON.stringify(ready))
+    else {
+      console.log(formatTable(['Node', 'Address', 'REST API'], ready.nodes.map((n, i) => [String(i), n.address, n.api])))
+      console.log('')
+      console.log(formatTable(['Token', 'Address'], Object.entries(ready.tokens)))
+      console.log('')
+      console.log(`RPC URL: ${ready.rpcUrl}`)
+      console.log(`Deployment file: ${ready.deployment}`)
+      console.log('')
+      console.log('Press Ctrl-C to stop.')
+    }
+
+    // One node's POST /shutdown stops that node only; a bug (internal error) or anvil's end stops everything.
+    const problems = new Promise<string>((resolveProblem) => {
+      for (const s of served) {
+        void s.stopRequested.then(async (request) => {
+          if (request.reason === 'shutdown') {
+            log(`node ${s.node.address}: POST /shutdown, stopping it`)
+            await s.stop()
+            return
+          }
+          resolveProblem(`node ${s.node.address}: ${request.reason}: ${describeError(request.error)}`)
+        })
+      }
+      anvil!.process.once('exit', (code, sig) => resolveProblem(`anvil exited (${sig ?? `exit code ${code}`})`))
+    })
+    const end = await Promise.race([signal.received.then((s) => ({ signal: s })), problems.then((problem) => ({ problem }))])
+    if ('signal' in end) {
+      log(`${end.signal}: stopping`)
+      return 0
+    }
+    console.error(`sluice devnet: ${end.problem}; stopping everything`)
+    return 1
+  } finally {
+    await stopAll()
+    signal.dispose()
+  }
+}
+
+export const devnetCommand: Command = { name: 'devnet', usage, run }

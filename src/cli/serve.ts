@@ -1,0 +1,243 @@
+import { readFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import type { Hex } from 'viem'
+import { formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import { CliError, UsageError } from './cliError.ts'
+import type { Command } from './command.ts'
+
+/** `HOST:PORT`, `[::1]:PORT`; port 0 picks a free one. */
+export type HostPort = { host: string; port: number }
+
+function flagOf<T>(description: string, valueName: string, expected: string, parse: (raw: string) => T | undefined): FlagSpec<T, false> {
+  return { description, valueName, expected, parse, default: undefined }
+}
+
+export function parseHostPort(raw: string): HostPort | undefined {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(raw)
+  if (!m) return undefined
+  const port = Number(m[3])
+  return port <= 65535 ? { host: (m[1] ?? m[2])!, port } : undefined
+}
+
+export function parseUrl(raw: string, protocols: readonly string[]): string | undefined {
+  try {
+    const url = new URL(raw)
+    return protocols.includes(url.protocol) && url.hostname ? raw : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const choice = <const T extends string>(values: readonly T[]) => (raw: string) => (values as readonly string[]).includes(raw) ? (raw as T) : undefined
+
+export const transports = ['broadcast'] as const
+export type TransportName = (typeof transports)[number]
+
+export const serveFlags = {
+  rpc: flagOf('JSON-RPC endpoint of the chain (http, https, ws or wss)', 'URL', 'an http(s) or ws(s) URL', (raw) => parseUrl(raw, ['http:', 'https:', 'ws:', 'wss:'])),
+  deployment: stringFlag({ description: 'the deployment file (sluice chain writes deployments/<chainId>.json)', valueName: 'FILE' }),
+  key: flagOf('the private key, 32 bytes of hex (or use --keystore)', 'HEX', '32 bytes of hex (64 hex digits, 0x optional)', (raw) => (/^(0x)?[0-9a-fA-F]{64}$/.test(raw) ? (`0x${raw.replace(/^0x/, '').toLowerCase()}` as Hex) : undefined)),
+  keystore: stringFlag({ description: 'an Ethereum JSON keystore (v3, scrypt or pbkdf2) holding the key', valueName: 'FILE' }),
+  passwordFile: stringFlag({ description: "a file whose first line is the keystore's password (else it is asked on the terminal)", valueName: 'FILE' }),
+  api: { ...flagOf('where the REST API listens', 'HOST:PORT', 'HOST:PORT (port 0 picks a free one)', (raw) => (parseHostPort(raw) ? raw : undefined)), default: '127.0.0.1:5001' } as FlagSpec<string, true>,
+  dataDir: stringFlag({ description: "where the node's LevelDB store lives (created if missing)", valueName: 'DIR' }),
+  resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) => parseUrl(raw, ['http:', 'https:'])),
+  pathfindingServiceAddress: flagOf('URL of a pathfinding service, shown by GET /settings', 'URL', 'an http(s) URL', (raw) => parseUrl(raw, ['http:', 'https:'])),
+  environment: { ...flagOf('production disables token registration and minting (501)', 'NAME', 'development or production', choice(['development', 'production'] as const)), default: 'production' } as FlagSpec<'development' | 'production', true>,
+  confirmations: integerFlag({ description: 'blocks on top of a block before its events count', valueName: 'N', min: 0, max: 1000, default: 5 }),
+  pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
+  defaultRevealTimeout: integerFlag({ description: 'reveal timeout of new channels, in blocks', valueName: 'BLOCKS', min: 1, max: 1_000_000, default: 50 }),
+  defaultSettleTimeout: integerFlag({ description: 'settle timeout of channels this node opens, in blocks', valueName: 'BLOCKS', min: 1, max: 10_000_000, default: 500 }),
+  transport: { ...flagOf('how messages reach other nodes; broadcast reaches only nodes in this process', 'NAME', transports.join(' or '), choice(transports)), default: 'broadcast' } as FlagSpec<TransportName, true>,
+  import: stringFlag({ description: 'restore a state dump (GET /_state/export) into the store before starting', valueName: 'FILE' }),
+}
+
+const usage = `Usage: sluice serve --rpc URL --deployment FILE (--key HEX | --keystore FILE) --data-dir DIR [flags]
+
+Runs one node with durable storage and serves its REST API (rest-api.md) at http://HOST:PORT/api/v1. The API
+answers /status at once and the rest once the node has caught up with the chain. POST /shutdown, Ctrl-C or
+SIGTERM stop it; an internal error stops it with exit code 1.
+
+Transport: until the libp2p adapter lands, the only transport is broadcast (a BroadcastChannel), which reaches
+nodes in the same process only: a node started by \`sluice serve\` has no peers (use \`sluice devnet\`).
+
+Flags:
+${formatFlags(serveFlags)}`
+
+class MissingFlagError extends UsageError {
+  override name = 'MissingFlagError' as const
+  constructor(flag: string) {
+    super(`${flag} is required`)
+  }
+}
+
+/** A problem with what the flags point at (a file, the chain, the store): one line, exit code 2. */
+export class StartupError extends CliError {
+  override name = 'StartupError' as const
+  constructor(message: string) {
+    super(message, 2)
+  }
+}
+
+async function readText(path: string, what: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8')
+  } catch (e) {
+    throw new StartupError(`cannot read the ${what} ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+  }
+}
+
+/** Asks for a password on the terminal without echoing it. */
+async function askPassword(prompt: string): Promise<string> {
+  if (!process.stdin.isTTY) throw new StartupError('--keystore needs --password-file when standard input is not a terminal')
+  const { createInterface } = await import('node:readline')
+  return new Promise((resolvePassword) => {
+    const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true })
+    const write = (rl as unknown as { _writeToOutput: (s: string) => void })._writeToOutput.bind(rl)
+    // Show the prompt, then nothing of what is typed.
+    ;(rl as unknown as { _writeToOutput: (s: string) => void })._writeToOutput = (s: string) => {
+      if (s.startsWith(prompt)) write(prompt)
+    }
+    rl.question(prompt, (answer) => {
+      rl.close()
+      process.stderr.write('\n')
+      resolvePassword(answer)
+    })
+  })
+}
+
+export async function loadPrivateKey({ key, keystore, passwordFile }: { key?: Hex | undefined; keystore?: string | undefined; passwordFile?: string | undefined }): Promise<Hex> {
+  if (key && keystore) throw new UsageError('give either --key or --keystore, not both')
+  if (passwordFile && !keystore) throw new UsageError('--password-file goes with --keystore')
+  if (key) return key
+  if (!keystore) throw new UsageError('--key or --keystore is required')
+  const { decryptKeystore, KeystoreError } = await import('../chain/keystore.ts')
+  const text = await readText(keystore, 'keystore')
+  // The password is the file's first line: editors add a final newline that is no part of it.
+  const password = passwordFile ? (await readText(passwordFile, 'password file')).split(/\r?\n/)[0]! : await askPassword('Keystore password: ')
+  try {
+    return await decryptKeystore(text, password)
+  } catch (e) {
+    if (e instanceof KeystoreError) throw new StartupError(`${keystore}: ${e.message}`)
+    throw e
+  }
+}
+
+async function run(argv: readonly string[]): Promise<number> {
+  const parsed = parseFlags(argv, serveFlags)
+  if (parsed.help) {
+    console.log(usage)
+    return 0
+  }
+  const flags = parsed.values
+  if (!flags.rpc) throw new MissingFlagError('--rpc')
+  if (!flags.deployment) throw new MissingFlagError('--deployment')
+  if (!flags.dataDir) throw new MissingFlagError('--data-dir')
+  const privateKey = await loadPrivateKey(flags)
+
+  const [{ readDeployment }, { SluiceNode }, { openLevelStorage }, { createBroadcastChannelTransport }, { jsonParse }, { serveNode, nextSignal, describeError }, { privateKeyToAddress }] = await Promise.all([
+    import('../devnet/deployment.ts'),
+    import('../node/sluiceNode.ts'),
+    import('../storage/levelStorage.ts'),
+    import('../transport/broadcastChannelTransport.ts'),
+    import('../storage/json.ts'),
+    import('./servedNode.ts'),
+    import('viem/accounts'),
+  ])
+  let deployment: Awaited<ReturnType<typeof readDeployment>>
+  try {
+    deployment = await readDeployment(resolve(flags.deployment))
+  } catch (e) {
+    if (e instanceof Error && /^(DeploymentNotFoundError|DeploymentSyntaxError|InvalidDeploymentError)$/.test(e.name)) throw new StartupError(e.message)
+    throw e
+  }
+  let dump: unknown
+  if (flags.import) {
+    try {
+      dump = jsonParse(await readText(flags.import, 'state dump'))
+    } catch (e) {
+      if (e instanceof SyntaxError) throw new StartupError(`the state dump ${flags.import} is not JSON: ${e.message}`)
+      throw e
+    }
+  }
+
+  // Listen before anything long starts, so a Ctrl-C during the sync still stops cleanly.
+  const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  try {
+    const address = privateKeyToAddress(privateKey)
+    const registry = deployment.contracts.TokenNetworkRegistry.address
+    let storage: Awaited<ReturnType<typeof openLevelStorage>> | undefined
+    let node: Awaited<ReturnType<typeof SluiceNode.create>>
+    try {
+      await (await import('../protocol/secp256k1Native.ts')).useNativeSecp256k1()
+      node = await SluiceNode.create({
+        rpcUrl: flags.rpc,
+        deployment: { ...deployment, rpcUrl: flags.rpc },
+        privateKey,
+        // Opened below, before the API listens: a store in use or a refused dump is a startup error.
+        storage: async () => storage!,
+        transport: (self) => createBroadcastChannelTransport({ address: self, channelName: `sluice-${deployment.chainId}-${registry.toLowerCase()}` }),
+        confirmations: BigInt(flags.confirmations),
+        pollingInterval: flags.pollingInterval,
+        defaultRevealTimeout: BigInt(flags.defaultRevealTimeout),
+        defaultSettleTimeout: BigInt(flags.defaultSettleTimeout),
+        ...(flags.resolverEndpoint ? { resolverEndpoint: flags.resolverEndpoint } : {}),
+      })
+    } catch (e) {
+      if (e instanceof Error && (e.name === 'ChainRpcError' || e.name === 'ChainIdMismatchError')) throw new StartupError(`--rpc ${flags.rpc}: ${describeError(e)}`)
+      throw e
+    }
+    const code = await node.chain.publicClient.getCode({ address: registry }).catch(() => undefined)
+    if (!code || code === '0x') throw new StartupError(`the chain at ${flags.rpc} has no TokenNetworkRegistry at ${registry} (is the deployment file of this chain?)`)
+
+    try {
+      storage = await openLevelStorage({ chainId: BigInt(deployment.chainId), registry, address }, { dataDir: resolve(flags.dataDir) })
+    } catch (e) {
+      if (e instanceof Error && e.name === 'StorageLockedError') throw new StartupError(`${e.message}: is another node running on --data-dir ${flags.dataDir}?`)
+      if (e instanceof Error && e.name.startsWith('Storage')) throw new StartupError(`cannot open the store in ${flags.dataDir}: ${e.message}`)
+      throw e
+    }
+    let served: Awaited<ReturnType<typeof serveNode>>
+    try {
+      if (dump !== undefined) {
+        try {
+          await storage.importDump(dump as never)
+        } catch (e) {
+          // The store refuses a dump of another chain, registry or address, or one older than itself.
+          if (e instanceof Error && (e.name === 'DumpRejectedError' || e.name === 'StorageError')) throw new StartupError(`--import ${flags.import}: ${e.message}`)
+          throw e
+        }
+        console.log(`Imported the state dump ${flags.import}`)
+      }
+      const api = parseHostPort(flags.api)!
+      served = await serveNode({ node, host: api.host, port: api.port, environment: flags.environment, pathfindingServiceAddress: flags.pathfindingServiceAddress ?? null })
+    } catch (e) {
+      await storage.close()
+      throw e
+    }
+
+    const offNotices = node.notices.subscribe((notice) => {
+      if (notice.type === 'error') console.error(`node: ${notice.where}: ${describeError(notice.error)}`)
+      if (notice.type === 'status' && notice.status.status === 'ready') console.log(`Ready: synced to block ${notice.status.syncedBlock}`)
+    })
+    console.log(`Sluice node ${address} on chain ${deployment.chainId} (${flags.environment}), data in ${resolve(flags.dataDir)}`)
+    console.log(`Transport: ${flags.transport} (reaches nodes in this process only)`)
+    console.log(`REST API: ${served.apiUrl}`)
+    void served.run()
+    try {
+      const end = await Promise.race([signal.received.then((s) => ({ reason: 'signal' as const, signal: s })), served.stopRequested])
+      if (end.reason === 'signal') console.log(`${end.signal}: stopping`)
+      else if (end.reason === 'shutdown') console.log('POST /shutdown: stopping')
+      else console.error(`sluice serve: ${end.reason === 'internal error' ? 'internal error in the API' : 'the node failed'}: ${describeError(end.error)}; stopping`)
+      await served.stop()
+      console.log('stopped')
+      return end.reason === 'internal error' || end.reason === 'node failed' ? 1 : 0
+    } finally {
+      offNotices()
+    }
+  } finally {
+    signal.dispose()
+  }
+}
+
+export const serveCommand: Command = { name: 'serve', usage, run }

@@ -1,0 +1,76 @@
+import './nodePolyfills.ts'
+import { circuitRelayServer, type CircuitRelayService } from '@libp2p/circuit-relay-v2'
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import { gossipsub, TopicValidatorResult, type GossipSub } from '@libp2p/gossipsub'
+import { identify } from '@libp2p/identify'
+import type { PrivateKey } from '@libp2p/interface'
+import { noise } from '@libp2p/noise'
+import { webSockets } from '@libp2p/websockets'
+import { yamux } from '@libp2p/yamux'
+import { createLibp2p } from 'libp2p'
+import type { Hex } from 'viem'
+import { addressOfPeer, libp2pPrivateKey } from './peerIdentity.ts'
+import { readAnnouncement } from './presence.ts'
+import { presenceTopic as defaultPresenceTopic } from './protocol.ts'
+
+export type StartRelayParameters = {
+  /** Multiaddrs to listen on, e.g. `/ip4/0.0.0.0/tcp/9090/ws` (port 0 picks a free one). */
+  listen: readonly string[]
+  /** A 32-byte secp256k1 key, so that the relay keeps its PeerId across restarts; a new Ed25519 key if absent. */
+  privateKey?: Hex
+  /** How many peers may hold a reservation at once (default 1000; libp2p's default of 15 is far too few). */
+  maxReservations?: number
+  /** The presence topic the relay joins as a hub (default `sluice/presence/1`). */
+  presenceTopic?: string
+}
+
+export type Relay = {
+  readonly peerId: string
+  /** The addresses clients configure: each listen address with /p2p/<relay peer id>. */
+  readonly multiaddrs: string[]
+  /** How many peers hold a reservation now. */
+  reservations(): number
+  stop(): Promise<void>
+}
+
+/**
+ * A relay/bootstrap node (Node only): a circuit relay v2 server through which browser and Node nodes reach each
+ * other by PeerId, and the gossipsub hub of the presence topic. Relayed connections have no data or time limit
+ * (libp2p's defaults, 128 KiB and 2 min per connection, cut payment traffic short: transport.md §7.4).
+ */
+export async function startRelay(parameters: StartRelayParameters): Promise<Relay> {
+  const topic = parameters.presenceTopic ?? defaultPresenceTopic
+  const privateKey: PrivateKey = parameters.privateKey ? libp2pPrivateKey(parameters.privateKey) : await generateKeyPair('Ed25519')
+  const node = await createLibp2p<{ identify: unknown; relay: CircuitRelayService; pubsub: GossipSub }>({
+    privateKey,
+    addresses: { listen: [...parameters.listen] },
+    transports: [webSockets()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    // Every client holds one connection to its relay; the default cap would turn clients away.
+    connectionManager: { maxConnections: 10_000 },
+    services: {
+      identify: identify(),
+      relay: circuitRelayServer({
+        reservations: { maxReservations: parameters.maxReservations ?? 1000, applyDefaultLimit: false },
+        maxInboundHopStreams: 10_000,
+        maxOutboundStopStreams: 10_000,
+      }),
+      // A hub keeps every subscriber in its mesh (Dhi), so an announcement reaches all of them in one hop.
+      pubsub: gossipsub({ allowPublishToZeroTopicPeers: true, runOnLimitedConnection: true, doPX: false, Dhi: 10_000 }),
+    },
+  })
+  const pubsub = node.services.pubsub
+  pubsub.topicValidators.set(topic, (_peer, msg) =>
+    msg.type === 'signed' && addressOfPeer(msg.from) && readAnnouncement(msg.data) ? TopicValidatorResult.Accept : TopicValidatorResult.Reject,
+  )
+  pubsub.subscribe(topic)
+  return {
+    peerId: node.peerId.toString(),
+    multiaddrs: node.getMultiaddrs().map(String),
+    reservations: () => node.services.relay.reservations.size,
+    stop: async () => {
+      await node.stop()
+    },
+  }
+}

@@ -1,0 +1,167 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createPublicClient, http, type Address } from 'viem'
+import { afterAll, describe, expect, test } from 'vitest'
+import { CustomToken, UserDeposit } from '../../src/contracts/index.ts'
+import { anvilKeys } from '../../src/devnet/anvil.ts'
+import { privateKeyToAddress } from 'viem/accounts'
+import { eventually } from '../integration/support/eventually.ts'
+import { call, startDevnetCommand, type DevnetJson } from './devnetProcess.ts'
+import { childProcesses, isAlive, runSluice, startSluice } from './sluiceProcess.ts'
+
+const dirs: string[] = []
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-devnet-test-'))
+  dirs.push(dir)
+  return dir
+}
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+
+const refused = (url: string) =>
+  fetch(url).then(
+    () => false,
+    () => true,
+  )
+
+describe('sluice devnet', () => {
+  test('--json: one line once ready; funded nodes; PUT /channels and POST /payments between two nodes; SIGTERM stops everything', async () => {
+    const { sluice, info, anvilPid } = await startDevnetCommand(['--nodes', '2', '--port-base', '0'])
+    // Exactly one line on stdout, with the documented keys.
+    expect(sluice.stdout().trim().split('\n')).toHaveLength(1)
+    expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes'])
+    expect(Object.keys(info.tokens)).toEqual(['TTT', 'TT2'])
+    expect(info.nodes.map((n) => n.address)).toEqual([privateKeyToAddress(anvilKeys[1]), privateKeyToAddress(anvilKeys[2])])
+    for (const n of info.nodes) expect(n.api).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/)
+    const deployment = JSON.parse(readFileSync(info.deployment, 'utf8'))
+    expect(deployment.rpcUrl).toBe(info.rpcUrl)
+
+    const [a, b] = info.nodes as [DevnetJson['nodes'][0], DevnetJson['nodes'][0]]
+    for (const n of info.nodes) {
+      expect(await call('GET', `${n.api}/address`)).toEqual({ status: 200, body: { our_address: n.address } })
+      expect((await call('GET', `${n.api}/status`)).body).toEqual({ status: 'ready' })
+      // Both test tokens have a token network.
+      expect(((await call('GET', `${n.api}/tokens`)).body as string[]).sort()).toEqual(Object.values(info.tokens).sort())
+    }
+    // Funded: native currency, 1000 TTT and TT2, 100 service tokens in the UserDeposit.
+    const client = createPublicClient({ transport: http(info.rpcUrl) })
+    for (const n of info.nodes) {
+      expect(await client.getBalance({ address: n.address })).toBeGreaterThan(10n ** 18n)
+      for (const token of Object.values(info.tokens)) expect(await client.readContract({ address: token, abi: CustomToken.abi, functionName: 'balanceOf', args: [n.address] })).toBe(1000n * 10n ** 18n)
+      expect(await client.readContract({ address: deployment.contracts.UserDeposit.address, abi: UserDeposit.abi, functionName: 'effectiveBalance', args: [n.address] })).toBe(100n * 10n ** 18n)
+    }
+
+    const opened = await call('PUT', `${a.api}/channels`, { partner_address: b.address, token_address: info.tokens.TTT, total_deposit: '1000', settle_timeout: '40' })
+    expect(opened.status).toBe(201)
+    expect(opened.body).toMatchObject({ partner_address: b.address, token_address: info.tokens.TTT, total_deposit: '1000', state: 'opened' })
+    const paid = await call('POST', `${a.api}/payments/${info.tokens.TTT}/${b.address}`, { amount: '10', identifier: '7' })
+    expect(paid).toMatchObject({ status: 200, body: { amount: '10', identifier: '7', target_address: b.address } })
+    await eventually(async () => expect((await call('GET', `${b.api}/channels/${info.tokens.TTT}/${a.address}`)).body.balance).toBe('10'))
+
+    sluice.child.kill('SIGTERM')
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    expect(isAlive(anvilPid)).toBe(false)
+    for (const n of info.nodes) expect(await refused(`${n.api}/status`)).toBe(true)
+    // Its temporary directory (deployment file, stores) is gone with it.
+    expect(existsSync(info.deployment)).toBe(false)
+  })
+
+  test('--channels: a line of funded channels on consecutive ports from --port-base, a mediated payment, a table; Ctrl-C stops it', async () => {
+    const base = await freePorts(3)
+    const sluice = startSluice(['devnet', '--nodes', '3', '--channels', '--port-base', String(base)], tempDir())
+    await sluice.waitForOutput(/Press Ctrl-C to stop\./, 120_000)
+    const out = sluice.stdout()
+    const apis = [...out.matchAll(/^(\d)\s+(0x[0-9a-fA-F]{40})\s+(\S+)$/gm)].map((m) => ({ index: Number(m[1]), address: m[2] as Address, api: m[3]! }))
+    expect(apis.map((n) => n.api)).toEqual([0, 1, 2].map((i) => `http://127.0.0.1:${base + i}/api/v1`))
+    expect(out).toMatch(/^TTT\s+0x[0-9a-fA-F]{40}$/m)
+    expect(out).toMatch(/^RPC URL: http:\/\/127\.0\.0\.1:\d+$/m)
+    const token = /^TTT\s+(0x[0-9a-fA-F]{40})$/m.exec(out)![1]!
+    const anvilPid = childProcesses(sluice.child.pid!).find((p) => p.name === 'anvil')!.pid
+
+    const [n0, n1, n2] = apis as [(typeof apis)[0], (typeof apis)[0], (typeof apis)[0]]
+    const channelsOf1 = (await call('GET', `${n1.api}/channels`)).body as { partner_address: string; total_deposit: string; balance: string; state: string }[]
+    expect(channelsOf1.map((c) => c.partner_address).sort()).toEqual([n0.address, n2.address].sort())
+    for (const c of channelsOf1) expect(c).toMatchObject({ state: 'opened', total_deposit: String(100n * 10n ** 18n), balance: String(100n * 10n ** 18n) })
+    expect(((await call('GET', `${n0.api}/channels`)).body as unknown[]).length).toBe(1)
+
+    const paid = await call('POST', `${n0.api}/payments/${token}/${n2.address}`, { amount: '5' })
+    expect(paid.status).toBe(200)
+    await eventually(async () => expect((await call('GET', `${n2.api}/channels/${token}/${n1.address}`)).body.balance).toBe(String(100n * 10n ** 18n + 5n)))
+
+    sluice.child.kill('SIGINT')
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    expect(isAlive(anvilPid)).toBe(false)
+    for (const n of apis) expect(await refused(`${n.api}/status`)).toBe(true)
+  })
+
+  test('POST /shutdown stops that node only', async () => {
+    const { sluice, info, anvilPid } = await startDevnetCommand(['--nodes', '2', '--port-base', '0', '--storage', 'memory'])
+    const [a, b] = info.nodes as [DevnetJson['nodes'][0], DevnetJson['nodes'][0]]
+    expect((await call('POST', `${a.api}/shutdown`)).body).toEqual({ status: 'shutdown' })
+    await eventually(async () => expect(await refused(`${a.api}/status`)).toBe(true))
+    expect((await call('GET', `${b.api}/status`)).body).toEqual({ status: 'ready' })
+    sluice.child.kill('SIGTERM')
+    expect((await sluice.exited).code).toBe(0)
+    expect(isAlive(anvilPid)).toBe(false)
+  })
+
+  describe('bad options exit 2 with one line on stderr, leaving nothing behind', () => {
+    let server: Server
+    afterAll(() => server?.close())
+
+    test.concurrent.each([
+      [['--nodes', '0'], /--nodes must be an integer from 1 to 9, got "0"/],
+      [['--nodes', '10'], /--nodes must be an integer from 1 to 9, got "10"/],
+      [['--port-base', 'x'], /--port-base must be an integer/],
+      [['--storage', 'disk'], /--storage must be level or memory, got "disk"/],
+      [['--channels=maybe'], /--channels must be true or false, got "maybe"/],
+      [['--json', 'now'], /unexpected argument "now"/],
+    ])('%j', async (args, message) => {
+      const { code, stdout, stderr } = await runSluice(['devnet', ...args], tempDir())
+      expect(code).toBe(2)
+      expect(stdout).toBe('')
+      expect(stderr).toMatch(/^sluice devnet: /)
+      expect(stderr).toMatch(message)
+      expect(stderr.split('\n')).toHaveLength(2)
+    })
+
+    test('an API port in use', async () => {
+      server = createServer()
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+      const port = (server.address() as { port: number }).port
+      const sluice = startSluice(['devnet', '--nodes', '1', '--port-base', String(port)], tempDir())
+      let anvilPid: number | undefined
+      const watch = setInterval(() => (anvilPid ??= childProcesses(sluice.child.pid!).find((p) => p.name === 'anvil')?.pid), 20)
+      const { code } = await sluice.exited
+      clearInterval(watch)
+      expect(code).toBe(2)
+      expect(sluice.stderr()).toMatch(new RegExp(`^sluice devnet: 127\\.0\\.0\\.1:${port} is already in use[^\\n]*\\n$`))
+      if (anvilPid) expect(isAlive(anvilPid)).toBe(false)
+    })
+  })
+})
+
+/** The first of `count` consecutive free ports from a random start (the test needs --port-base to be its own). */
+async function freePorts(count: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000)
+    const servers: Server[] = []
+    try {
+      for (let i = 0; i < count; i++) {
+        const s = createServer()
+        await new Promise<void>((resolve, reject) => {
+          s.once('error', reject)
+          s.listen(base + i, '127.0.0.1', resolve)
+        })
+        servers.push(s)
+      }
+      return base
+    } catch {
+      // taken: try another
+    } finally {
+      await Promise.all(servers.map((s) => new Promise((r) => s.close(r))))
+    }
+  }
+  throw new Error('no free ports')
+}

@@ -1,0 +1,22 @@
+import { tmpdir } from 'node:os'
+import type { Address } from 'viem'
+import { childProcesses, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+
+export type DevnetJson = { rpcUrl: string; deployment: string; tokens: Record<string, Address>; nodes: { address: Address; api: string }[] }
+
+/** Starts `sluice devnet --json` and resolves with its one line once every node is ready. */
+export async function startDevnetCommand(args: string[], cwd: string = tmpdir()): Promise<{ sluice: SluiceProcess; info: DevnetJson; anvilPid: number }> {
+  const sluice = startSluice(['devnet', '--json', ...args], cwd)
+  const [line] = await sluice.waitForOutput(/^\{.*\}\n/m, 120_000)
+  const info = JSON.parse(line!) as DevnetJson
+  const anvil = childProcesses(sluice.child.pid!).find((p) => p.name === 'anvil')
+  if (!anvil) throw new Error('no anvil child process')
+  return { sluice, info, anvilPid: anvil.pid }
+}
+
+export async function call(method: string, url: string, body?: unknown) {
+  const r = await fetch(url, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  const text = await r.text()
+  return { status: r.status, body: text ? JSON.parse(text) : undefined }
+}
+

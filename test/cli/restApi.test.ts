@@ -1,0 +1,129 @@
+import { readFileSync } from 'node:fs'
+import type { Address } from 'viem'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { startDevnetCommand, type DevnetJson } from './devnetProcess.ts'
+import type { SluiceProcess } from './sluiceProcess.ts'
+
+/**
+ * Every endpoint of rest-api.md (and the three Sluice adds: /events, /openapi.json, /_state/export), called
+ * against `sluice devnet` over HTTP with the request the spec documents for it, in an order that keeps each
+ * request meaningful (a channel exists before it is patched, the node shuts down last). The answer must be one
+ * the spec allows for that request: never 404 (no such route), 405 (method missing) or 500.
+ */
+type Ctx = { A: Address; B: Address; TTT: Address; TT2: Address; SVT: Address; rpcUrl: string }
+type Case = {
+  /** `METHOD /path/{param}` as in rest-api.md; params are filled from `params`. */
+  endpoint: string
+  params?: (c: Ctx) => Record<string, string>
+  query?: string
+  body?: (c: Ctx) => unknown
+  /** Mine blocks while the request waits (DELETE /connections settles, which takes settle_timeout blocks). */
+  mine?: boolean
+}
+
+const tokenAndPartner = (c: Ctx) => ({ token_address: c.TTT, partner_address: c.B })
+const hundredTokens = 100n * 10n ** 18n
+
+const cases: Case[] = [
+  { endpoint: 'GET /address' },
+  { endpoint: 'GET /version' },
+  { endpoint: 'GET /status' },
+  { endpoint: 'GET /settings' },
+  { endpoint: 'GET /contracts' },
+  { endpoint: 'GET /notifications' },
+  { endpoint: 'GET /tokens' },
+  { endpoint: 'GET /tokens/{token_address}', params: (c) => ({ token_address: c.TTT }) },
+  { endpoint: 'GET /tokens/{token_address}/partners', params: (c) => ({ token_address: c.TTT }) },
+  { endpoint: 'PUT /tokens/{token_address}', params: (c) => ({ token_address: c.SVT }) },
+  { endpoint: 'GET /channels' },
+  { endpoint: 'GET /channels/{token_address}', params: (c) => ({ token_address: c.TTT }) },
+  { endpoint: 'GET /channels/{token_address}/{partner_address}', params: tokenAndPartner },
+  { endpoint: 'PUT /channels', body: (c) => ({ partner_address: c.B, token_address: c.TT2, total_deposit: '1000', settle_timeout: '40', reveal_timeout: '10' }) },
+  { endpoint: 'PATCH /channels/{token_address}/{partner_address}', params: tokenAndPartner, body: () => ({ total_deposit: String(hundredTokens + 100n) }) },
+  { endpoint: 'PATCH /channels/{token_address}/{partner_address}', params: tokenAndPartner, body: () => ({ reveal_timeout: '12' }) },
+  { endpoint: 'PATCH /channels/{token_address}/{partner_address}', params: tokenAndPartner, body: () => ({ total_withdraw: '50' }) },
+  { endpoint: 'POST /payments/{token_address}/{target_address}', params: (c) => ({ token_address: c.TTT, target_address: c.B }), body: () => ({ amount: '5', identifier: '42' }) },
+  { endpoint: 'GET /payments', query: 'limit=10&offset=0' },
+  { endpoint: 'GET /payments/{token_address}', params: (c) => ({ token_address: c.TTT }), query: 'limit=10&offset=0' },
+  { endpoint: 'GET /payments/{token_address}/{partner_address}', params: tokenAndPartner, query: 'limit=10&offset=0' },
+  { endpoint: 'GET /pending_transfers' },
+  { endpoint: 'GET /pending_transfers/{token_address}', params: (c) => ({ token_address: c.TTT }) },
+  { endpoint: 'GET /pending_transfers/{token_address}/{partner_address}', params: tokenAndPartner },
+  { endpoint: 'POST /_testing/tokens/{token_address}/mint', params: (c) => ({ token_address: c.SVT }), body: (c) => ({ to: c.A, value: '1000' }) },
+  { endpoint: 'POST /user_deposit', body: () => ({ total_deposit: String(hundredTokens + 500n) }) },
+  { endpoint: 'POST /user_deposit', body: () => ({ planned_withdraw_amount: '100' }) },
+  // Too early (100 blocks after planning): 409, which the spec gives for this request.
+  { endpoint: 'POST /user_deposit', body: () => ({ withdraw_amount: '100' }) },
+  { endpoint: 'GET /_debug/blockchain_events/network', query: 'from_block=0&to_block=100000' },
+  { endpoint: 'GET /_debug/blockchain_events/tokens/{token_address}', params: (c) => ({ token_address: c.TTT }) },
+  { endpoint: 'GET /_debug/blockchain_events/payment_networks/{token_address}/channels', params: (c) => ({ token_address: c.TTT }) },
+  { endpoint: 'GET /_debug/blockchain_events/payment_networks/{token_address}/channels/{partner_address}', params: tokenAndPartner },
+  { endpoint: 'GET /_debug/node_events', query: 'limit=10&offset=0' },
+  { endpoint: 'GET /connections' },
+  { endpoint: 'PUT /connections/{token_address}', params: (c) => ({ token_address: c.TT2 }), body: () => ({ funds: '1000', initial_channel_target: '1', joinable_funds_target: 0.4 }) },
+  { endpoint: 'DELETE /connections/{token_address}', params: (c) => ({ token_address: c.TT2 }), mine: true },
+  { endpoint: 'PATCH /channels/{token_address}/{partner_address}', params: tokenAndPartner, body: () => ({ state: 'closed' }) },
+  { endpoint: 'GET /events' },
+  { endpoint: 'GET /openapi.json' },
+  { endpoint: 'GET /_state/export' },
+  { endpoint: 'POST /shutdown' },
+]
+
+let sluice: SluiceProcess
+let info: DevnetJson
+let ctx: Ctx
+beforeAll(async () => {
+  ;({ sluice, info } = await startDevnetCommand(['--nodes', '2', '--channels', '--port-base', '0']))
+  const deployment = JSON.parse(readFileSync(info.deployment, 'utf8')) as { serviceToken: Address }
+  ctx = { A: info.nodes[0]!.address, B: info.nodes[1]!.address, TTT: info.tokens.TTT!, TT2: info.tokens.TT2!, SVT: deployment.serviceToken, rpcUrl: info.rpcUrl }
+}, 180_000)
+afterAll(async () => {
+  if (!sluice) return
+  sluice.child.kill('SIGTERM')
+  await sluice.exited
+})
+
+const template = (endpoint: string) => endpoint.replace(/\{[^}]+\}/g, '{}')
+
+async function mineWhile<T>(rpcUrl: string, work: Promise<T>): Promise<T> {
+  let done = false
+  void work.finally(() => (done = true)).catch(() => {})
+  const mining = (async () => {
+    for (let i = 0; i < 400 && !done; i++) {
+      await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'anvil_mine', params: ['0x5'] }) })
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  })()
+  const result = await work
+  await mining
+  return result
+}
+
+describe('every endpoint of rest-api.md against sluice devnet', () => {
+  test('the list covers every route the node documents in /openapi.json', async () => {
+    const doc = (await (await fetch(`${info.nodes[0]!.api}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> }
+    const listed = new Set(cases.map((c) => template(c.endpoint)))
+    const documented = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).filter((k) => k !== 'parameters').map((m) => `${m.toUpperCase()} ${template(path)}`))
+    expect(documented.filter((e) => !listed.has(e))).toEqual([])
+  })
+
+  test.each(cases.map((c, i) => [`${i + 1}. ${c.endpoint}${c.body ? ` ${JSON.stringify(c.body({ A: '0xA', B: '0xB', TTT: '0xTTT', TT2: '0xTT2', SVT: '0xSVT', rpcUrl: '' } as never))}` : ''}`, c] as const))('%s', async (_, c) => {
+    const [method, pattern] = c.endpoint.split(' ') as [string, string]
+    const params = c.params?.(ctx) ?? {}
+    const path = pattern.replace(/\{([^}]+)\}/g, (_, name: string) => params[name]!)
+    const url = `${info.nodes[0]!.api}${path}${c.query ? `?${c.query}` : ''}`
+    const abort = new AbortController()
+    const timer = setTimeout(() => abort.abort(), 90_000)
+    const request = fetch(url, {
+      method,
+      signal: abort.signal,
+      headers: { 'content-type': 'application/json' },
+      ...(c.body ? { body: JSON.stringify(c.body(ctx)) } : {}),
+    })
+    const response = await (c.mine ? mineWhile(ctx.rpcUrl, request) : request)
+    // The event stream stays open: its head is the answer.
+    const text = response.headers.get('content-type')?.startsWith('text/event-stream') ? (abort.abort(), '(event stream)') : await response.text()
+    clearTimeout(timer)
+    expect([404, 405, 500], `${c.endpoint} answered ${response.status}: ${text.slice(0, 300)}`).not.toContain(response.status)
+  }, 120_000)
+})

@@ -1,0 +1,221 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { anvilKeys } from '../../src/devnet/anvil.ts'
+import { writeDeployment } from '../../src/devnet/deployment.ts'
+import { jsonParse } from '../../src/storage/json.ts'
+import { eventually } from '../integration/support/eventually.ts'
+import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import { runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+
+const dirs: string[] = []
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-serve-'))
+  dirs.push(dir)
+  return dir
+}
+
+let net: Devnet
+let deploymentFile: string
+const key = anvilKeys[1] as Hex
+beforeAll(async () => {
+  net = await startDevnet([key])
+  deploymentFile = join(tempDir(), 'deployment.json')
+  await writeDeployment(deploymentFile, net.deployment)
+})
+afterAll(async () => {
+  await net?.stop()
+  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+})
+
+const baseArgs = (dataDir: string, ...more: string[]) => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--data-dir', dataDir, '--api', '127.0.0.1:0', '--confirmations', '0', '--polling-interval', '50', '--environment', 'development', ...more]
+
+/** Starts `sluice serve` and resolves with its API base URL once it listens. */
+async function startServe(args: string[]): Promise<{ sluice: SluiceProcess; api: string }> {
+  const sluice = startSluice(args, tempDir())
+  const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, 60_000)
+  return { sluice, api: api! }
+}
+
+const get = async (url: string) => {
+  const r = await fetch(url)
+  return { status: r.status, body: (await r.json()) as any, text: '' }
+}
+
+async function refused(url: string): Promise<boolean> {
+  return fetch(url).then(
+    () => false,
+    () => true,
+  )
+}
+
+async function waitReady(api: string) {
+  await eventually(async () => expect((await get(`${api}/status`)).body).toEqual({ status: 'ready' }), 30_000)
+}
+
+describe('sluice serve', () => {
+  test('--help lists the flags and exits 0', async () => {
+    const { code, stdout } = await runSluice(['serve', '--help'], tempDir())
+    expect(code).toBe(0)
+    for (const flag of ['--rpc <URL>', '--deployment <FILE>', '--key <HEX>', '--keystore <FILE>', '--password-file <FILE>', '--api <HOST:PORT>', '--data-dir <DIR>', '--resolver-endpoint <URL>', '--environment <NAME>', '--confirmations <N>', '--transport <NAME>', '--import <FILE>']) {
+      expect(stdout).toContain(flag)
+    }
+    expect(stdout).toMatch(/--transport <NAME> .*\(default: broadcast\)/)
+    expect(stdout).toMatch(/--api <HOST:PORT> .*\(default: 127\.0\.0\.1:5001\)/)
+  })
+
+  test('serves the API before the sync is done, answers over HTTP, and stops on SIGTERM freeing its port', async () => {
+    const { sluice, api } = await startServe(baseArgs(tempDir(), '--key', key))
+    // The server listened before the node was ready: its line comes first, and /status answers meanwhile.
+    const status = await get(`${api}/status`)
+    expect(status.status).toBe(200)
+    expect(['syncing', 'ready']).toContain(status.body.status)
+    await waitReady(api)
+    const out = sluice.stdout()
+    expect(out.indexOf('REST API:')).toBeLessThan(out.indexOf('Ready: synced to block'))
+    expect((await get(`${api}/address`)).body).toEqual({ our_address: privateKeyToAddress(key) })
+    expect((await get(`${api}/tokens`)).body).toEqual([net.token])
+    expect(out).toContain('Transport: broadcast')
+
+    sluice.child.kill('SIGTERM')
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    expect(sluice.stdout()).toMatch(/SIGTERM: stopping\nstopped\n$/)
+    expect(await refused(`${api}/status`)).toBe(true)
+  })
+
+  test('POST /shutdown answers, then the process stops with exit code 0', async () => {
+    const { sluice, api } = await startServe(baseArgs(tempDir(), '--key', key))
+    await waitReady(api)
+    const r = await fetch(`${api}/shutdown`, { method: 'POST' })
+    expect(r.status).toBe(200)
+    expect(await r.json()).toEqual({ status: 'shutdown' })
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    expect(sluice.stdout()).toContain('POST /shutdown: stopping')
+    expect(await refused(`${api}/status`)).toBe(true)
+  })
+
+  test('reads the key from a v3 keystore with --password-file', async () => {
+    // The PBKDF2 test vector of the Web3 Secret Storage Definition.
+    const dir = tempDir()
+    const keystore = join(dir, 'keystore.json')
+    writeFileSync(
+      keystore,
+      JSON.stringify({
+        crypto: {
+          cipher: 'aes-128-ctr',
+          cipherparams: { iv: '6087dab2f9fdbbfaddc31a909735c1e6' },
+          ciphertext: '5318b4d5bcd28de64ee5559e671353e16f075ecae9f99c7a79a38af5f869aa46',
+          kdf: 'pbkdf2',
+          kdfparams: { c: 262144, dklen: 32, prf: 'hmac-sha256', salt: 'ae3cd4e7013836a3df6bd7241b12db061dbe2c6785853cce422d148a624ce0bd' },
+          mac: '517ead924a9d0dc3124507e3393d175ce3ff7c1e96529c6c555ce9e51205e9b2',
+        },
+        version: 3,
+      }),
+    )
+    writeFileSync(join(dir, 'password'), 'testpassword\n')
+    writeFileSync(join(dir, 'wrong'), 'nope\n')
+    const bad = await runSluice(baseArgs(tempDir(), '--keystore', keystore, '--password-file', join(dir, 'wrong')), dir)
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/^sluice serve: .*keystore\.json: wrong password for the keystore[^\n]*\n$/)
+
+    const { sluice, api } = await startServe(baseArgs(tempDir(), '--keystore', keystore, '--password-file', join(dir, 'password')))
+    expect((await get(`${api}/status`)).status).toBe(200)
+    await waitReady(api)
+    expect((await get(`${api}/address`)).body).toEqual({ our_address: privateKeyToAddress('0x7a28b5ba57c53603b0b07b56bba752f7784bf506fa95edc395f5cf6c7514fe9d') })
+    sluice.child.kill('SIGINT')
+    expect((await sluice.exited).code).toBe(0)
+  })
+
+  test('--import restores an exported state into a new data directory; a dump of another node, an older one, or a store in use is refused', async () => {
+    const dataDir = tempDir()
+    const first = await startServe(baseArgs(dataDir, '--key', key))
+    await waitReady(first.api)
+    const exported = await fetch(`${first.api}/_state/export`)
+    expect(exported.status).toBe(200)
+    const dumpFile = join(tempDir(), 'state.json')
+    const text = await exported.text()
+    writeFileSync(dumpFile, text)
+    const dump = jsonParse(text) as { meta: { createdAt: number } }
+
+    // The store is held by the running node: a second one on the same directory is refused at once.
+    const busy = await runSluice(baseArgs(dataDir, '--key', key, '--import', dumpFile), tempDir())
+    expect(busy.code).toBe(2)
+    expect(busy.stderr).toMatch(/is another node running on --data-dir/)
+    expect(busy.stderr.trim().split('\n')).toHaveLength(1)
+
+    // The node moves on (more blocks synced), so the dump becomes older than its store.
+    await fetch(`${net.anvil.rpcUrl}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x5'] }) })
+    await eventually(async () => {
+      const again = jsonParse(await (await fetch(`${first.api}/_state/export`)).text()) as { meta: { syncedBlock: bigint } }
+      expect(again.meta.syncedBlock).toBeGreaterThan((jsonParse(text) as { meta: { syncedBlock: bigint } }).meta.syncedBlock)
+    }, 20_000)
+    first.sluice.child.kill('SIGTERM')
+    expect((await first.sluice.exited).code).toBe(0)
+    const older = await runSluice(baseArgs(dataDir, '--key', key, '--import', dumpFile), tempDir())
+    expect(older.code).toBe(2)
+    expect(older.stderr).toMatch(/^sluice serve: --import .*state\.json: the dump is older than the stored state[^\n]*\n$/)
+
+    const otherKey = anvilKeys[2] as Hex
+    const other = await runSluice(baseArgs(tempDir(), '--key', otherKey, '--import', dumpFile), tempDir())
+    expect(other.code).toBe(2)
+    expect(other.stderr).toMatch(/^sluice serve: --import .*: the dump belongs to another node address[^\n]*\n$/)
+
+    // Into a fresh directory: the restored store is the exported one (same creation time and history).
+    const restored = await startServe(baseArgs(tempDir(), '--key', key, '--import', dumpFile))
+    expect(restored.sluice.stdout()).toContain(`Imported the state dump ${dumpFile}`)
+    await waitReady(restored.api)
+    const after = jsonParse(await (await fetch(`${restored.api}/_state/export`)).text()) as { meta: { createdAt: number } }
+    expect(after.meta.createdAt).toBe(dump.meta.createdAt)
+    restored.sluice.child.kill('SIGTERM')
+    expect((await restored.sluice.exited).code).toBe(0)
+  })
+
+  describe('bad options exit 2 with one line on stderr', () => {
+    let server: Server
+    let busyPort = 0
+    let keystoreFile = ''
+    beforeAll(async () => {
+      keystoreFile = join(tempDir(), 'keystore.json')
+      writeFileSync(keystoreFile, '{"version": 3}')
+      server = createServer()
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+      busyPort = (server.address() as { port: number }).port
+    })
+    afterAll(() => server?.close())
+
+    const cases: [string, () => string[], RegExp][] = [
+      ['no --rpc', () => ['serve', '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir()], /--rpc is required/],
+      ['no --deployment', () => ['serve', '--rpc', net.anvil.rpcUrl, '--key', key, '--data-dir', tempDir()], /--deployment is required/],
+      ['no --data-dir', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key], /--data-dir is required/],
+      ['no key', () => baseArgs(tempDir()), /--key or --keystore is required/],
+      ['both keys', () => baseArgs(tempDir(), '--key', key, '--keystore', 'k.json'), /either --key or --keystore, not both/],
+      ['a bad URL', () => ['serve', '--rpc', 'localhost:8545', '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir()], /--rpc must be an http\(s\) or ws\(s\) URL, got "localhost:8545"/],
+      ['a bad key', () => baseArgs(tempDir(), '--key', '0x1234'), /--key must be 32 bytes of hex/],
+      ['a bad --api', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir(), '--api', '5001'], /--api must be HOST:PORT/],
+      ['a bad --environment', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir(), '--environment', 'staging'], /--environment must be development or production, got "staging"/],
+      ['an unknown --transport', () => baseArgs(tempDir(), '--key', key, '--transport', 'libp2p'), /--transport must be broadcast, got "libp2p"/],
+      ['a missing deployment file', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', '/nonexistent/d.json', '--key', key, '--data-dir', tempDir()], /no deployment file at \/nonexistent\/d\.json/],
+      ['a keystore without a password on a non-terminal', () => baseArgs(tempDir(), '--keystore', keystoreFile), /--keystore needs --password-file when standard input is not a terminal/],
+      ['an unreadable keystore', () => baseArgs(tempDir(), '--keystore', '/nonexistent/k.json', '--password-file', '/nonexistent/p'), /cannot read the keystore \/nonexistent\/k\.json: ENOENT/],
+      ['an unreachable RPC', () => ['serve', '--rpc', 'http://127.0.0.1:1', '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir()], /--rpc http:\/\/127\.0\.0\.1:1: ChainRpcError/],
+      ['a missing dump', () => baseArgs(tempDir(), '--key', key, '--import', '/nonexistent/dump.json'), /cannot read the state dump/],
+      ['a port in use', () => [...baseArgs(tempDir(), '--key', key), '--api', `127.0.0.1:${busyPort}`], /127\.0\.0\.1:\d+ is already in use/],
+    ]
+    test.concurrent.each(cases)('%s', async (_, args, message) => {
+      let argv = args()
+      // --api given twice: keep the last one (the case's own).
+      const apis = argv.flatMap((a, i) => (a === '--api' ? [i] : []))
+      if (apis.length > 1) argv = argv.filter((_, i) => i !== apis[0] && i !== apis[0]! + 1)
+      const { code, stdout, stderr } = await runSluice(argv, tempDir())
+      expect(stderr).toMatch(/^sluice serve: /)
+      expect(stderr).toMatch(message)
+      expect(stderr.endsWith('\n') && stderr.split('\n').length).toBe(2)
+      expect(code).toBe(2)
+      expect(stdout).toBe('')
+    })
+  })
+})

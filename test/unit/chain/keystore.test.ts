@@ -1,0 +1,91 @@
+import fc from 'fast-check'
+import { describe, expect, test } from 'vitest'
+import { decryptKeystore, InvalidKeystoreError, KeystoreError, WrongPasswordError } from '../../../src/chain/keystore.ts'
+
+// The test vectors of the Web3 Secret Storage Definition (ethereum/wiki), password "testpassword".
+const PRIVATE_KEY = '0x7a28b5ba57c53603b0b07b56bba752f7784bf506fa95edc395f5cf6c7514fe9d'
+const pbkdf2Vector = {
+  crypto: {
+    cipher: 'aes-128-ctr',
+    cipherparams: { iv: '6087dab2f9fdbbfaddc31a909735c1e6' },
+    ciphertext: '5318b4d5bcd28de64ee5559e671353e16f075ecae9f99c7a79a38af5f869aa46',
+    kdf: 'pbkdf2',
+    kdfparams: { c: 262144, dklen: 32, prf: 'hmac-sha256', salt: 'ae3cd4e7013836a3df6bd7241b12db061dbe2c6785853cce422d148a624ce0bd' },
+    mac: '517ead924a9d0dc3124507e3393d175ce3ff7c1e96529c6c555ce9e51205e9b2',
+  },
+  id: '3198bc9c-6672-5ab3-d995-4942343ae5b6',
+  version: 3,
+}
+const scryptVector = {
+  crypto: {
+    cipher: 'aes-128-ctr',
+    cipherparams: { iv: '83dbcc02d8ccb40e466191a123791e0e' },
+    ciphertext: 'd172bf743a674da9cdad04534d56926ef8358534d458fffccd4e6ad2fbde479c',
+    kdf: 'scrypt',
+    kdfparams: { dklen: 32, n: 262144, r: 1, p: 8, salt: 'ab0c7876052600dd703518d6fc3fe8984592145b591fc8fb5c6d43190334ba19' },
+    mac: '2103ac29920d71da29f15d75b4a16dbe95cfd7ff8faea1056c33131d846e3097',
+  },
+  id: '3198bc9c-6672-5ab3-d995-4942343ae5b6',
+  version: 3,
+}
+
+const withCrypto = (patch: Record<string, unknown>) => ({ ...pbkdf2Vector, crypto: { ...pbkdf2Vector.crypto, ...patch } })
+
+describe('decryptKeystore', () => {
+  test('decrypts the PBKDF2 test vector, as an object or as JSON text', async () => {
+    expect(await decryptKeystore(pbkdf2Vector, 'testpassword')).toBe(PRIVATE_KEY)
+    expect(await decryptKeystore(JSON.stringify(pbkdf2Vector), 'testpassword')).toBe(PRIVATE_KEY)
+  })
+
+  test('decrypts the scrypt test vector', async () => {
+    expect(await decryptKeystore(JSON.stringify(scryptVector), 'testpassword')).toBe(PRIVATE_KEY)
+  })
+
+  test('reads `Crypto` (old tools) and 0x-prefixed hex', async () => {
+    const { crypto, ...rest } = pbkdf2Vector
+    const old = { ...rest, Crypto: { ...crypto, ciphertext: `0x${crypto.ciphertext}`, mac: `0x${crypto.mac}` } }
+    expect(await decryptKeystore(old, 'testpassword')).toBe(PRIVATE_KEY)
+  })
+
+  test('a wrong password fails on the MAC', async () => {
+    await expect(decryptKeystore(pbkdf2Vector, 'testpassworD')).rejects.toBeInstanceOf(WrongPasswordError)
+    // A changed ciphertext is caught the same way, never decrypted into another key.
+    await expect(decryptKeystore(withCrypto({ ciphertext: `6${pbkdf2Vector.crypto.ciphertext.slice(1)}` }), 'testpassword')).rejects.toBeInstanceOf(WrongPasswordError)
+  })
+
+  test.each([
+    ['not JSON', '{"version": 3', /not JSON/],
+    ['version 2', { ...pbkdf2Vector, version: 2 }, /version is 2, not 3/],
+    ['no crypto', { version: 3 }, /no crypto object/],
+    ['another cipher', withCrypto({ cipher: 'aes-128-cbc' }), /unsupported cipher aes-128-cbc/],
+    ['another kdf', withCrypto({ kdf: 'argon2' }), /unsupported kdf "argon2"/],
+    ['another prf', withCrypto({ kdfparams: { ...pbkdf2Vector.crypto.kdfparams, prf: 'hmac-sha512' } }), /unsupported pbkdf2 prf/],
+    ['a short iv', withCrypto({ cipherparams: { iv: 'abcd' } }), /cipherparams\.iv must be 16 bytes of hex/],
+    ['bad hex', withCrypto({ mac: 'zz'.repeat(32) }), /mac must be 32 bytes of hex/],
+    ['scrypt n not a power of two', { ...scryptVector, crypto: { ...scryptVector.crypto, kdfparams: { ...scryptVector.crypto.kdfparams, n: 1000 } } }, /power of two/],
+    ['scrypt asking for 4 GiB', { ...scryptVector, crypto: { ...scryptVector.crypto, kdfparams: { ...scryptVector.crypto.kdfparams, n: 2 ** 22, r: 8 } } }, /need more than 1024 MiB/],
+    ['pbkdf2 with 2^40 rounds', withCrypto({ kdfparams: { ...pbkdf2Vector.crypto.kdfparams, c: 2 ** 40 } }), /kdfparams\.c must be an integer/],
+  ])('refuses %s with a clear message', async (_, keystore, message) => {
+    const error = await decryptKeystore(keystore, 'testpassword').catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(InvalidKeystoreError)
+    expect((error as Error).message).toMatch(message)
+  })
+
+  test('fuzz: any JSON value is refused with a KeystoreError, never another exception', async () => {
+    const cheap = { ...pbkdf2Vector.crypto.kdfparams, c: 1 }
+    const arbitraryKeystore = fc.oneof(
+      fc.jsonValue(),
+      fc.record({ version: fc.oneof(fc.constant(3), fc.jsonValue()), crypto: fc.oneof(fc.jsonValue(), fc.record({ cipher: fc.constantFrom('aes-128-ctr', 'x'), cipherparams: fc.oneof(fc.jsonValue(), fc.record({ iv: fc.string() })), ciphertext: fc.oneof(fc.string(), fc.constant(pbkdf2Vector.crypto.ciphertext)), kdf: fc.constantFrom('pbkdf2', 'scrypt', 'x'), kdfparams: fc.oneof(fc.jsonValue(), fc.constant(cheap), fc.record({ n: fc.integer(), r: fc.integer(), p: fc.integer(), dklen: fc.integer(), salt: fc.string() })), mac: fc.oneof(fc.string(), fc.constant(pbkdf2Vector.crypto.mac)) })) }),
+    )
+    await fc.assert(
+      fc.asyncProperty(arbitraryKeystore, fc.string(), async (keystore, password) => {
+        const error = await decryptKeystore(keystore, password).then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+        expect(error).toBeInstanceOf(KeystoreError)
+      }),
+      { numRuns: 300 },
+    )
+  })
+})

@@ -1,0 +1,314 @@
+import '../../../src/transport/libp2p/nodePolyfills.ts'
+import { circuitRelayTransport } from '@libp2p/circuit-relay-v2'
+import { identify } from '@libp2p/identify'
+import { noise } from '@libp2p/noise'
+import { lpStream } from '@libp2p/utils'
+import { webSockets } from '@libp2p/websockets'
+import { yamux } from '@libp2p/yamux'
+import { multiaddr } from '@multiformats/multiaddr'
+import { createLibp2p } from 'libp2p'
+import type { Address, Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest'
+import { anvilKeys } from '../../../src/devnet/anvil.ts'
+import { PeerUnknownError, PeerUnreachableError, TransportClosedError, TransportError } from '../../../src/transport/errors.ts'
+import { createLibp2pTransport, type Libp2pTransport, type Libp2pTransportLogEvent } from '../../../src/transport/libp2p/libp2pTransport.ts'
+import { libp2pPrivateKey, peerIdOfKey } from '../../../src/transport/libp2p/peerIdentity.ts'
+import { messageProtocol } from '../../../src/transport/libp2p/protocol.ts'
+import { startRelay, type Relay } from '../../../src/transport/libp2p/relay.ts'
+import { sleep } from './support.ts'
+
+const [keyA, keyB, keyC] = [anvilKeys[4], anvilKeys[5], anvilKeys[6]]
+const [A, B, C] = [privateKeyToAddress(keyA), privateKeyToAddress(keyB), privateKeyToAddress(keyC)]
+
+const eventually = <T>(check: () => T | Promise<T>, timeout = 5_000) => vi.waitFor(check, { timeout, interval: 10 })
+
+let relay: Relay
+beforeAll(async () => {
+  relay = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
+})
+afterAll(async () => {
+  await relay?.stop()
+})
+
+type Node = {
+  transport: Libp2pTransport
+  inbox: { lines: string[]; from: Address }[]
+  /** Lines received, in order, whatever the batches. */
+  lines(): string[]
+  peers: Address[]
+  logs: Libp2pTransportLogEvent[]
+}
+
+const running: Libp2pTransport[] = []
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((t) => t.stop()))
+})
+
+async function started(key: Hex, relays = relay.multiaddrs, onLines?: (lines: string[], from: Address) => void): Promise<Node> {
+  const logs: Libp2pTransportLogEvent[] = []
+  const transport = createLibp2pTransport({ privateKey: key, relays, log: (e) => logs.push(e) })
+  const inbox: Node['inbox'] = []
+  const peers: Address[] = []
+  transport.onPeerSeen!((peer) => peers.push(peer))
+  await transport.start((lines, from) => {
+    inbox.push({ lines, from })
+    onLines?.(lines, from)
+  })
+  running.push(transport)
+  return { transport, inbox, lines: () => inbox.flatMap((m) => m.lines), peers, logs }
+}
+
+/** A libp2p node with `key` and the same stack as the transport, but none of its logic (no presence, no handler). */
+const bareNode = (key: Hex) =>
+  createLibp2p({
+    privateKey: libp2pPrivateKey(key),
+    transports: [webSockets(), circuitRelayTransport()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    services: { identify: identify() },
+  })
+
+async function stopped(node: Node) {
+  running.splice(running.indexOf(node.transport), 1)
+  await node.transport.stop()
+}
+
+describe('libp2p transport (two or three nodes and a relay, in process)', () => {
+  test('each node hears of the other through presence, then lines arrive with the authenticated sender address', async () => {
+    const [a, b] = await Promise.all([started(keyA), started(keyB)])
+    expect(a.transport.addresses()).toEqual([expect.stringMatching(new RegExp(`/p2p-circuit/p2p/${a.transport.peerId}$`))])
+    await eventually(() => {
+      expect(a.peers).toContain(B)
+      expect(b.peers).toContain(A)
+    })
+    const t0 = performance.now()
+    await a.transport.send(B, ['{"type":"one"}', '{"type":"two"}'])
+    await eventually(() => expect(b.inbox).toEqual([{ lines: ['{"type":"one"}', '{"type":"two"}'], from: A }]), 5_000)
+    console.log(`first message A→B (dial through the relay + stream + frame): ${(performance.now() - t0).toFixed(1)} ms`)
+    expect(a.inbox).toEqual([])
+  })
+
+  test('a node that joins later is told about those already there, and they about it', async () => {
+    const [a, b] = await Promise.all([started(keyA), started(keyB)])
+    await eventually(() => expect(a.peers).toContain(B))
+    const t0 = performance.now()
+    const c = await started(keyC)
+    await eventually(() => {
+      expect(new Set(c.peers)).toEqual(new Set([A, B]))
+      expect(a.peers).toContain(C)
+      expect(b.peers).toContain(C)
+    })
+    console.log(`a newcomer knows both others ${(performance.now() - t0).toFixed(0)} ms after its start began`)
+    await c.transport.send(A, ['to a'])
+    await a.transport.send(C, ['to c'])
+    await eventually(() => {
+      expect(a.inbox).toEqual([{ lines: ['to a'], from: C }])
+      expect(c.inbox).toEqual([{ lines: ['to c'], from: A }])
+    })
+  })
+
+  test('both directions at once, many batches in flight, all in order over one reused stream per direction', async () => {
+    const [a, b] = await Promise.all([started(keyA), started(keyB)])
+    await eventually(() => expect([a.peers, b.peers]).toEqual([expect.arrayContaining([B]), expect.arrayContaining([A])]))
+    const n = 500
+    const t0 = performance.now()
+    await Promise.all(
+      Array.from({ length: n }, (_, i) => [a.transport.send(B, [`a${i}`, `a${i}'`]), b.transport.send(A, [`b${i}`])]).flat(),
+    )
+    await eventually(() => {
+      expect(b.lines()).toHaveLength(2 * n)
+      expect(a.lines()).toHaveLength(n)
+    }, 20_000)
+    const ms = performance.now() - t0
+    console.log(`${3 * n} lines in ${2 * n} batches, both ways at once: ${ms.toFixed(0)} ms (${((2 * n) / (ms / 1000)).toFixed(0)} batches/s)`)
+    expect(b.lines()).toEqual(Array.from({ length: n }, (_, i) => [`a${i}`, `a${i}'`]).flat())
+    expect(a.lines()).toEqual(Array.from({ length: n }, (_, i) => `b${i}`))
+    expect(b.inbox.every((m) => m.from === A)).toBe(true)
+    expect(a.inbox.every((m) => m.from === B)).toBe(true)
+    expect(a.transport.stats().streamsOpened).toBe(1)
+    expect(b.transport.stats().streamsOpened).toBe(1)
+    expect(a.transport.stats().framesSent).toBe(n)
+  })
+
+  test('round trips: a line answered at once by its receiver comes back within milliseconds', async () => {
+    let pong: (() => void) | undefined
+    // B echoes every ping from its receive callback; A's callback ends the round trip.
+    const a = await started(keyA, relay.multiaddrs, () => pong?.())
+    const b: Node = await started(keyB, relay.multiaddrs, (lines) => void b.transport.send(A, lines.map((l) => `re:${l}`)))
+    await eventually(() => expect([a.peers, b.peers]).toEqual([expect.arrayContaining([B]), expect.arrayContaining([A])]))
+    const roundTrip = async (line: string) => {
+      const back = new Promise<void>((resolve) => (pong = resolve))
+      const t = performance.now()
+      await a.transport.send(B, [line])
+      await back
+      return performance.now() - t
+    }
+    const cold = await roundTrip('first')
+    const rtts: number[] = []
+    for (let i = 0; i < 300; i++) rtts.push(await roundTrip(`ping${i}`))
+    rtts.sort((x, y) => x - y)
+    const p = (q: number) => rtts[Math.floor(q * (rtts.length - 1))]!
+    console.log(`round trip A→B→A through the relay: first ${cold.toFixed(1)} ms (both streams opened), then p50 ${p(0.5).toFixed(2)} ms, p99 ${p(0.99).toFixed(2)} ms`)
+    expect(a.lines().slice(-1)).toEqual(['re:ping299'])
+    expect(p(0.5)).toBeLessThan(100)
+  })
+
+  test('a batch larger than a frame is split, and arrives whole', async () => {
+    const [a, b] = await Promise.all([started(keyA), started(keyB)])
+    await eventually(() => expect(a.peers).toContain(B))
+    const lines = Array.from({ length: 3000 }, (_, i) => `${i}:${'x'.repeat(500)}`)
+    await a.transport.send(B, lines)
+    await eventually(() => expect(b.lines()).toEqual(lines), 10_000)
+    expect(b.inbox.length).toBeGreaterThan(1)
+    expect(a.transport.stats().framesSent).toBe(b.inbox.length)
+  })
+
+  test('a send to an address never seen rejects at once', async () => {
+    const a = await started(keyA)
+    const t0 = performance.now()
+    await expect(a.transport.send(C, ['x'])).rejects.toBeInstanceOf(PeerUnknownError)
+    expect(performance.now() - t0).toBeLessThan(50)
+  })
+
+  test('a send to a peer that went offline fails within milliseconds, and never hangs', async () => {
+    const [a, b] = await Promise.all([started(keyA), started(keyB)])
+    await eventually(() => expect(a.peers).toContain(B))
+    await a.transport.send(B, ['hello'])
+    await eventually(() => expect(b.lines()).toEqual(['hello']))
+    const stoppedAt = performance.now()
+    await stopped(b)
+    // The stream may outlive the peer by a moment (the relay has to notice); then every dial fails fast.
+    const durations: number[] = []
+    let firstFailure: number | undefined
+    while (firstFailure === undefined) {
+      const t = performance.now()
+      const error = await a.transport.send(B, ['lost']).then(() => undefined, (e: unknown) => e)
+      durations.push(performance.now() - t)
+      if (error) {
+        expect(error).toBeInstanceOf(PeerUnreachableError)
+        expect(String((error as Error).message)).toMatch(/NO_RESERVATION|closed|reset|abort/i)
+        firstFailure = performance.now() - stoppedAt
+      } else await sleep(5)
+      expect(performance.now() - stoppedAt).toBeLessThan(3_000)
+    }
+    const t = performance.now()
+    await expect(a.transport.send(B, ['lost'])).rejects.toBeInstanceOf(PeerUnreachableError)
+    const offline = performance.now() - t
+    console.log(`offline peer: first failed send ${firstFailure.toFixed(0)} ms after it stopped; a send to it then fails in ${offline.toFixed(1)} ms`)
+    expect(offline).toBeLessThan(500)
+    expect(Math.max(...durations)).toBeLessThan(1_000)
+  })
+
+  test('a peer that restarts with the same key is reported again and reachable again', async () => {
+    const [a, b] = await Promise.all([started(keyA), started(keyB)])
+    await eventually(() => expect(a.peers).toContain(B))
+    await a.transport.send(B, ['before'])
+    await eventually(() => expect(b.lines()).toEqual(['before']))
+    await stopped(b)
+    await eventually(async () => {
+      await expect(a.transport.send(B, ['x'])).rejects.toBeInstanceOf(PeerUnreachableError)
+    }, 3_000)
+    const seenBefore = a.peers.length
+    const t0 = performance.now()
+    const b2 = await started(keyB)
+    const startedIn = performance.now() - t0
+    await eventually(() => expect(a.peers.length).toBeGreaterThan(seenBefore))
+    const seenIn = performance.now() - t0
+    expect(a.peers.at(-1)).toBe(B)
+    // What the delivery layer does on onPeerSeen: send again, now.
+    await a.transport.send(B, ['after'])
+    await eventually(() => expect(b2.inbox).toEqual([{ lines: ['after'], from: A }]))
+    console.log(
+      `restart with the same key: started in ${startedIn.toFixed(0)} ms, seen by the partner at ${seenIn.toFixed(0)} ms, message delivered at ${(performance.now() - t0).toFixed(0)} ms`,
+    )
+    // And the restarted node can answer: it learnt the partner from the partner's answer to its announcement.
+    await b2.transport.send(A, ['back'])
+    await eventually(() => expect(a.inbox).toEqual([{ lines: ['back'], from: B }]))
+  })
+
+  test('a peer that connects to us is known and reported without any announcement, and answered over that connection', async () => {
+    const b = await started(keyB)
+    // A bare libp2p node with A's key that never joins the presence topic: B can only learn of it from its connection.
+    const bare = await bareNode(keyA)
+    const received: string[] = []
+    await bare.handle(messageProtocol, async (stream) => {
+      const lp = lpStream(stream)
+      for (;;) received.push(...(JSON.parse(new TextDecoder().decode((await lp.read()).subarray())) as string[]))
+    }, { runOnLimitedConnection: true })
+    try {
+      await expect(b.transport.send(A, ['too early'])).rejects.toBeInstanceOf(PeerUnknownError)
+      const stream = await bare.dialProtocol(multiaddr(`${relay.multiaddrs[0]}/p2p-circuit/p2p/${b.transport.peerId}`), messageProtocol, { runOnLimitedConnection: true })
+      await lpStream(stream).write(new TextEncoder().encode('["hi"]'))
+      await eventually(() => expect(b.inbox).toEqual([{ lines: ['hi'], from: A }]))
+      expect(b.peers).toContain(A)
+      expect(b.logs).toContainEqual({ type: 'peerSeen', peer: A, how: 'connection' })
+      await b.transport.send(A, ['hi back'])
+      await eventually(() => expect(received).toEqual(['hi back']))
+    } finally {
+      await bare.stop()
+    }
+  })
+
+  test('both nodes find each other again after the relay restarts', async () => {
+    const first = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'], privateKey: anvilKeys[9] })
+    const relays = first.multiaddrs
+    try {
+      const [a, b] = await Promise.all([started(keyA, relays), started(keyB, relays)])
+      await eventually(() => expect(a.peers).toContain(B))
+      await first.stop()
+      await eventually(() => expect(a.logs.some((e) => e.type === 'relayLost')).toBe(true))
+      const port = multiaddr(relays[0]!).getComponents().find((c) => c.name === 'tcp')!.value
+      const second = await startRelay({ listen: [`/ip4/127.0.0.1/tcp/${port}/ws`], privateKey: anvilKeys[9] })
+      try {
+        const t0 = performance.now()
+        await eventually(async () => {
+          await a.transport.send(B, ['through the new relay'])
+          expect(b.lines()).toContain('through the new relay')
+        }, 20_000)
+        console.log(`relay restart: messages flow again ${(performance.now() - t0).toFixed(0)} ms after the relay is back`)
+      } finally {
+        await second.stop()
+      }
+    } finally {
+      await first.stop()
+    }
+  }, 40_000)
+
+  test('frames that are not JSON lines are dropped and the stream closed; the transport keeps working', async () => {
+    const b = await started(keyB)
+    // A bare libp2p peer with A's key speaks the protocol, but sends garbage.
+    const rogue = await bareNode(keyA)
+    try {
+      const stream = await rogue.dialProtocol(multiaddr(`${relay.multiaddrs[0]}/p2p-circuit/p2p/${b.transport.peerId}`), messageProtocol, { runOnLimitedConnection: true })
+      const lp = lpStream(stream)
+      await lp.write(new TextEncoder().encode('{"not":"lines"}'))
+      await eventually(() => expect(b.logs).toContainEqual({ type: 'invalidFrame', from: A }))
+      expect(b.inbox).toEqual([])
+      const again = await rogue.dialProtocol(peerIdOfKey(keyB), messageProtocol, { runOnLimitedConnection: true })
+      await lpStream(again).write(new TextEncoder().encode('["fine"]'))
+      await eventually(() => expect(b.inbox).toEqual([{ lines: ['fine'], from: A }]))
+    } finally {
+      await rogue.stop()
+    }
+  })
+
+  test('start twice, send before start or after stop: typed errors', async () => {
+    const idle = createLibp2pTransport({ privateKey: keyC, relays: relay.multiaddrs })
+    await expect(idle.send(A, ['x'])).rejects.toBeInstanceOf(TransportClosedError)
+    // A stop while starting waits for the start, then undoes it; the transport can start again after.
+    const starting = idle.start(() => {})
+    await idle.stop()
+    await starting
+    await expect(idle.send(A, ['x'])).rejects.toBeInstanceOf(TransportClosedError)
+    await idle.start(() => {})
+    expect(idle.addresses()).toHaveLength(1)
+    await idle.stop()
+    const a = await started(keyA)
+    await expect(a.transport.start(() => {})).rejects.toBeInstanceOf(TransportError)
+    await stopped(a)
+    await expect(a.transport.send(B, ['x'])).rejects.toBeInstanceOf(TransportClosedError)
+    expect(() => createLibp2pTransport({ privateKey: keyA, relays: ['/ip4/127.0.0.1/tcp/1/ws'] })).toThrow(/no \/p2p\/<relay peer id>/)
+    expect(() => createLibp2pTransport({ privateKey: keyA, relays: ['nonsense'] })).toThrow(/not a multiaddr/)
+  })
+})
