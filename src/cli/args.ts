@@ -12,6 +12,8 @@ export type FlagSpec<T = unknown, HasDefault extends boolean = boolean> = {
   default: HasDefault extends true ? T : undefined
   /** A switch: `--flag` alone means true (`--flag=false` is allowed); it never takes the next argument. */
   switch?: true
+  /** May be given more than once: `parse` gets the values joined with commas (`--relay a --relay b` is `a,b`). */
+  repeatable?: true
 }
 
 export type FlagSpecs = Record<string, FlagSpec>
@@ -92,8 +94,9 @@ export function parseFlags<const specs extends FlagSpecs>(argv: readonly string[
     else if (spec.switch) value = 'true'
     else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) value = argv[++i]
     if (value === undefined || value === '') throw new MissingFlagValueError(name, spec.valueName)
-    if (raw.has(key)) throw new RepeatedFlagError(name)
-    raw.set(key, value)
+    const earlier = raw.get(key)
+    if (earlier !== undefined && !spec.repeatable) throw new RepeatedFlagError(name)
+    raw.set(key, earlier === undefined ? value : `${earlier},${value}`)
   }
   const values: Record<string, unknown> = {}
   for (const [key, spec] of Object.entries(specs)) {

@@ -20,13 +20,16 @@ export const devnetFlags = {
   blockTime: positiveNumberFlag({ description: 'mine a block every SECONDS (default: one block per transaction)', valueName: 'SECONDS' }),
   storage: { description: 'where the nodes keep their state: level (LevelDB files) or memory', valueName: 'KIND', expected: 'level or memory', parse: (raw: string) => (raw === 'level' || raw === 'memory' ? raw : undefined), default: 'level' } as FlagSpec<'level' | 'memory', true>,
   dataDir: stringFlag({ description: 'where to write the deployment file and the stores (default: a temporary directory, removed at exit)', valueName: 'DIR' }),
+  transport: { description: 'how the nodes talk: broadcast (a BroadcastChannel in this process) or libp2p (through a relay this command starts on 127.0.0.1)', valueName: 'NAME', expected: 'broadcast or libp2p', parse: (raw: string) => (raw === 'broadcast' || raw === 'libp2p' ? raw : undefined), default: 'broadcast' } as FlagSpec<'broadcast' | 'libp2p', true>,
 }
 
 const usage = `Usage: sluice devnet [flags]
 
 One process with a whole network for development: anvil with the contracts deployed, test tokens TTT and TT2
 registered, and N nodes (anvil dev keys 1..N) funded with ETH, 1000 TTT, 1000 TT2 and 100 service tokens in
-the UserDeposit, talking over a BroadcastChannel, each serving its REST API on 127.0.0.1. Runs until Ctrl-C.
+the UserDeposit, talking over a BroadcastChannel (or, with --transport libp2p, over libp2p through a relay it
+starts on 127.0.0.1, as nodes in separate processes do), each serving its REST API on 127.0.0.1. Runs until
+Ctrl-C.
 
 Flags:
 ${formatFlags(devnetFlags)}`
@@ -42,7 +45,12 @@ export type DevnetSummary = {
   deployment: string
   tokens: Record<string, Address>
   nodes: { address: Address; api: string }[]
+  /** With --transport libp2p only: the multiaddr of the relay the nodes use (other nodes can use it too). */
+  relay?: string
 }
+
+/** How long a libp2p devnet waits, once the nodes run, for each to have seen every other (presence). */
+const PRESENCE_WAIT_MS = 10_000
 
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, devnetFlags)
@@ -70,9 +78,11 @@ async function run(argv: readonly string[]): Promise<number> {
   const ownDir = flags.dataDir === undefined
   const dataDir = flags.dataDir ? resolve(flags.dataDir) : await mkdtemp(join(tmpdir(), 'sluice-devnet-'))
   let anvil: Awaited<ReturnType<typeof startAnvil>> | undefined
+  let relay: import('../transport/libp2p/relay.ts').Relay | undefined
   const served: ServedNode[] = []
   const stopAll = async () => {
     await Promise.all(served.map((s) => s.stop(1_000).catch(() => {})))
+    await relay?.stop().catch(() => {})
     await anvil?.stop()
     if (ownDir) await rm(dataDir, { recursive: true, force: true })
   }
@@ -107,6 +117,15 @@ async function run(argv: readonly string[]): Promise<number> {
       log(`tokens registered (${Object.keys(tokenNetworks).join(', ')}); ${keys.length} accounts funded`)
 
       const channelName = `sluice-devnet-${process.pid}-${Date.now()}`
+      let libp2p: { relays: string[]; create: typeof import('../transport/libp2p/libp2pTransport.ts').createLibp2pTransport; transports: import('../transport/libp2p/libp2pTransport.ts').Libp2pTransport[] } | undefined
+      if (flags.transport === 'libp2p') {
+        // relay.ts loads the Node 20 polyfills (nodePolyfills.ts) before libp2p.
+        const { startRelay } = await import('../transport/libp2p/relay.ts')
+        const { createLibp2pTransport } = await import('../transport/libp2p/libp2pTransport.ts')
+        relay = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
+        libp2p = { relays: relay.multiaddrs, create: createLibp2pTransport, transports: [] }
+        log(`libp2p relay at ${relay.multiaddrs.join(', ')}`)
+      }
       await mkdir(join(dataDir, 'nodes'), { recursive: true })
       await (await import('../protocol/secp256k1Native.ts')).useNativeSecp256k1()
       for (const [i, key] of keys.entries()) {
@@ -115,7 +134,12 @@ async function run(argv: readonly string[]): Promise<number> {
           deployment,
           privateKey: key,
           storage: (identity) => (flags.storage === 'memory' ? openMemoryStorage(identity) : openLevelStorage(identity, { dataDir: join(dataDir, 'nodes') })),
-          transport: (address) => createBroadcastChannelTransport({ address, channelName }),
+          transport: (address) => {
+            if (!libp2p) return createBroadcastChannelTransport({ address, channelName })
+            const transport = libp2p.create({ privateKey: key, relays: libp2p.relays, announceIntervalMs: 5_000 })
+            libp2p.transports.push(transport)
+            return transport
+          },
           confirmations: 0n,
           pollingInterval: 100,
           defaultRevealTimeout: 10n,
@@ -127,6 +151,15 @@ async function run(argv: readonly string[]): Promise<number> {
       await Promise.all(served.map((s) => s.run()))
       const failed = served.find((s) => s.node.status.status !== 'ready')
       if (failed) throw new CliError(`node ${failed.node.address} did not start`, 1)
+      if (libp2p) {
+        // Presence takes a gossipsub heartbeat or two: wait until every node knows every other, so that the first
+        // payment goes out at once (if one is slow, its messages still go out when it is seen: delivery retries).
+        const others = libp2p.transports.length - 1
+        const deadline = Date.now() + PRESENCE_WAIT_MS
+        while (libp2p.transports.some((t) => t.stats().knownPeers < others) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+        const known = Math.min(...libp2p.transports.map((t) => t.stats().knownPeers))
+        if (known < others) log(`libp2p: not every node has seen every other yet (after ${PRESENCE_WAIT_MS / 1000} s); messages go out once they have`)
+      }
 
       if (flags.channels) {
         const tokenNetwork = tokenNetworks.TTT!
@@ -140,7 +173,13 @@ async function run(argv: readonly string[]): Promise<number> {
         await Promise.all(served.map((s) => s.node.waitForBlock(head)))
         log(`channels open: ${served.map((_, i) => i).join('-')} (TTT, ${CHANNEL_DEPOSIT} on each side)`)
       }
-      return { rpcUrl, deployment: path, tokens: deployment.tokens, nodes: served.map((s) => ({ address: s.node.address, api: s.apiUrl })) }
+      return {
+        rpcUrl,
+        deployment: path,
+        tokens: deployment.tokens,
+        nodes: served.map((s) => ({ address: s.node.address, api: s.apiUrl })),
+        ...(relay ? { relay: relay.multiaddrs[0]! } : {}),
+      }
     }
 
     const settingUp = setUp()
@@ -158,6 +197,7 @@ async function run(argv: readonly string[]): Promise<number> {
       console.log(formatTable(['Token', 'Address'], Object.entries(ready.tokens)))
       console.log('')
       console.log(`RPC URL: ${ready.rpcUrl}`)
+      if (ready.relay) console.log(`libp2p relay: ${ready.relay}`)
       console.log(`Deployment file: ${ready.deployment}`)
       console.log('')
       console.log('Press Ctrl-C to stop.')

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Hex } from 'viem'
-import { formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import { formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, type FlagSpec } from './args.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
 
@@ -30,8 +30,34 @@ export function parseUrl(raw: string, protocols: readonly string[]): string | un
 
 const choice = <const T extends string>(values: readonly T[]) => (raw: string) => (values as readonly string[]).includes(raw) ? (raw as T) : undefined
 
-export const transports = ['broadcast'] as const
+export const transports = ['libp2p', 'broadcast'] as const
 export type TransportName = (typeof transports)[number]
+
+const relayExpected = 'a WebSockets multiaddr ending in /p2p/<relay peer id>, as `sluice relay` prints it'
+
+/** `--relay` values: one or more multiaddrs, the flag repeated or comma-separated (checked fully by `checkRelays`). */
+function parseRelays(raw: string): string[] | undefined {
+  const relays = raw.split(',').map((r) => r.trim())
+  return relays.every((r) => r.startsWith('/')) ? relays : undefined
+}
+
+/**
+ * Each relay must be what createLibp2pTransport can use: a multiaddr over WebSockets (the only transport a node
+ * dials a relay with) ending in the relay's peer id. Loads the multiaddr parser only now, so --help stays fast.
+ */
+export async function checkRelays(relays: readonly string[]): Promise<void> {
+  const [{ multiaddr }, { peerIdFromString }] = await Promise.all([import('@multiformats/multiaddr'), import('@libp2p/peer-id')])
+  for (const relay of relays) {
+    try {
+      const components = multiaddr(relay).getComponents()
+      const last = components.at(-1)
+      if (!components.some((c) => c.name === 'ws' || c.name === 'wss') || last?.name !== 'p2p' || !last.value) throw new Error('not a relay address')
+      peerIdFromString(last.value)
+    } catch {
+      throw new InvalidFlagValueError('--relay', relay, relayExpected)
+    }
+  }
+}
 
 export const serveFlags = {
   rpc: flagOf('JSON-RPC endpoint of the chain (http, https, ws or wss)', 'URL', 'an http(s) or ws(s) URL', (raw) => parseUrl(raw, ['http:', 'https:', 'ws:', 'wss:'])),
@@ -48,7 +74,8 @@ export const serveFlags = {
   pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
   defaultRevealTimeout: integerFlag({ description: 'reveal timeout of new channels, in blocks', valueName: 'BLOCKS', min: 1, max: 1_000_000, default: 50 }),
   defaultSettleTimeout: integerFlag({ description: 'settle timeout of channels this node opens, in blocks', valueName: 'BLOCKS', min: 1, max: 10_000_000, default: 500 }),
-  transport: { ...flagOf('how messages reach other nodes; broadcast reaches only nodes in this process', 'NAME', transports.join(' or '), choice(transports)), default: 'broadcast' } as FlagSpec<TransportName, true>,
+  transport: flagOf('how messages reach other nodes: libp2p through --relay, or broadcast to nodes in this process only (default: libp2p with --relay, else broadcast)', 'NAME', transports.join(' or '), choice(transports)),
+  relay: { ...flagOf('a libp2p relay (`sluice relay` prints its multiaddrs); repeat the flag or separate with commas for several', 'MULTIADDR', relayExpected, parseRelays), repeatable: true } as FlagSpec<string[], false>,
   import: stringFlag({ description: 'restore a state dump (GET /_state/export) into the store before starting', valueName: 'FILE' }),
 }
 
@@ -58,8 +85,10 @@ Runs one node with durable storage and serves its REST API (rest-api.md) at http
 answers /status at once and the rest once the node has caught up with the chain. POST /shutdown, Ctrl-C or
 SIGTERM stop it; an internal error stops it with exit code 1.
 
-Transport: until the libp2p adapter lands, the only transport is broadcast (a BroadcastChannel), which reaches
-nodes in the same process only: a node started by \`sluice serve\` has no peers (use \`sluice devnet\`).
+Transport: libp2p reaches nodes in other processes and on other machines, through one or more relays
+(\`sluice relay\`, given with --relay): the node's Ethereum key is its libp2p identity, and nodes find each other
+by presence announcements on the relays. broadcast (a BroadcastChannel) reaches nodes in the same process only,
+so a node started with it has no peers (\`sluice devnet\` runs several in one process).
 
 Flags:
 ${formatFlags(serveFlags)}`
@@ -133,13 +162,21 @@ async function run(argv: readonly string[]): Promise<number> {
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
   if (!flags.dataDir) throw new MissingFlagError('--data-dir')
+  const relays = flags.relay ?? []
+  const transport: TransportName = flags.transport ?? (relays.length > 0 ? 'libp2p' : 'broadcast')
+  if (transport === 'libp2p' && relays.length === 0) throw new UsageError('--transport libp2p needs --relay MULTIADDR (what `sluice relay` prints)')
+  if (transport !== 'libp2p' && relays.length > 0) throw new UsageError('--relay goes with --transport libp2p')
+  if (relays.length > 0) await checkRelays(relays)
   const privateKey = await loadPrivateKey(flags)
 
-  const [{ readDeployment }, { SluiceNode }, { openLevelStorage }, { createBroadcastChannelTransport }, { jsonParse }, { serveNode, nextSignal, describeError }, { privateKeyToAddress }] = await Promise.all([
+  // libp2p 3.x needs Promise.withResolvers and a global WebSocket on Node 20: the polyfills load before it.
+  if (transport === 'libp2p') await import('../transport/libp2p/nodePolyfills.ts')
+  const [{ readDeployment }, { SluiceNode }, { openLevelStorage }, { createBroadcastChannelTransport }, { createLibp2pTransport }, { jsonParse }, { serveNode, nextSignal, describeError }, { privateKeyToAddress }] = await Promise.all([
     import('../devnet/deployment.ts'),
     import('../node/sluiceNode.ts'),
     import('../storage/levelStorage.ts'),
     import('../transport/broadcastChannelTransport.ts'),
+    transport === 'libp2p' ? import('../transport/libp2p/libp2pTransport.ts') : { createLibp2pTransport: undefined },
     import('../storage/json.ts'),
     import('./servedNode.ts'),
     import('viem/accounts'),
@@ -168,6 +205,8 @@ async function run(argv: readonly string[]): Promise<number> {
     const registry = deployment.contracts.TokenNetworkRegistry.address
     let storage: Awaited<ReturnType<typeof openLevelStorage>> | undefined
     let node: Awaited<ReturnType<typeof SluiceNode.create>>
+    // The node starts its transport when it runs and stops it when it stops (node.stop -> delivery -> transport).
+    const libp2p = createLibp2pTransport?.({ privateKey, relays, log: libp2pLog(console) })
     try {
       await (await import('../protocol/secp256k1Native.ts')).useNativeSecp256k1()
       node = await SluiceNode.create({
@@ -176,7 +215,7 @@ async function run(argv: readonly string[]): Promise<number> {
         privateKey,
         // Opened below, before the API listens: a store in use or a refused dump is a startup error.
         storage: async () => storage!,
-        transport: (self) => createBroadcastChannelTransport({ address: self, channelName: `sluice-${deployment.chainId}-${registry.toLowerCase()}` }),
+        transport: (self) => libp2p ?? createBroadcastChannelTransport({ address: self, channelName: `sluice-${deployment.chainId}-${registry.toLowerCase()}` }),
         confirmations: BigInt(flags.confirmations),
         pollingInterval: flags.pollingInterval,
         defaultRevealTimeout: BigInt(flags.defaultRevealTimeout),
@@ -221,7 +260,8 @@ async function run(argv: readonly string[]): Promise<number> {
       if (notice.type === 'status' && notice.status.status === 'ready') console.log(`Ready: synced to block ${notice.status.syncedBlock}`)
     })
     console.log(`Sluice node ${address} on chain ${deployment.chainId} (${flags.environment}), data in ${resolve(flags.dataDir)}`)
-    console.log(`Transport: ${flags.transport} (reaches nodes in this process only)`)
+    if (libp2p) console.log(`Transport: libp2p, peer id ${libp2p.peerId}, relay ${relays.join(', ')}`)
+    else console.log('Transport: broadcast (reaches nodes in this process only)')
     console.log(`REST API: ${served.apiUrl}`)
     void served.run()
     try {
@@ -237,6 +277,37 @@ async function run(argv: readonly string[]): Promise<number> {
     }
   } finally {
     signal.dispose()
+  }
+}
+
+type Libp2pLogEvent = Parameters<NonNullable<import('../transport/libp2p/libp2pTransport.ts').Libp2pTransportParameters['log']>>[0]
+
+/**
+ * What the operator should hear of the libp2p transport: when the node becomes reachable, when it cannot get a
+ * reservation, and when it loses a relay it had and gets it back (not every failed redial while it is away).
+ */
+export function libp2pLog(out: { log(line: string): void; error(line: string): void }): (event: Libp2pLogEvent) => void {
+  const connected = new Set<string>()
+  const lost = new Set<string>()
+  return (event) => {
+    switch (event.type) {
+      case 'relayConnected':
+        connected.add(event.relay)
+        if (lost.delete(event.relay)) out.log(`libp2p: reconnected to the relay ${event.relay}`)
+        break
+      case 'relayLost':
+        if (connected.delete(event.relay)) {
+          lost.add(event.relay)
+          out.error(`libp2p: lost the relay ${event.relay}; reconnecting`)
+        }
+        break
+      case 'reserved':
+        out.log(`libp2p: reachable at ${event.addresses.join(', ')}`)
+        break
+      case 'noReservation':
+        out.error(`libp2p: no reservation on any relay after ${Math.round(event.afterMs / 1000)} s (is the relay up?); still trying`)
+        break
+    }
   }
 }
 

@@ -77,6 +77,18 @@ describe('parseFlags', () => {
     expect((error as Error).message).toBe(message)
   })
 
+  test('a repeatable flag may be given more than once: its parser gets the values joined with commas', () => {
+    const repeatable = { relay: { ...stringFlag({ description: 'relays' }), parse: (raw: string) => raw.split(','), repeatable: true as const } }
+    const values = (argv: string[]) => {
+      const result = parseFlags(argv, repeatable)
+      if (result.help) throw new Error('unexpected help')
+      return result.values.relay
+    }
+    expect(values(['--relay', '/a', '--relay=/b,/c'])).toEqual(['/a', '/b', '/c'])
+    expect(values(['--relay', '/a'])).toEqual(['/a'])
+    expect(values([])).toBeUndefined()
+  })
+
   test('accepts decimals for positive numbers and the bounds of integers', () => {
     expect(parse(['--block-time', '.25']).blockTime).toBe(0.25)
     expect(parse(['--block-time', '3.']).blockTime).toBe(3)

@@ -95,6 +95,33 @@ describe('sluice devnet', () => {
     for (const n of apis) expect(await refused(`${n.api}/status`)).toBe(true)
   })
 
+  test('--transport libp2p: the nodes talk through a relay it starts (its multiaddr in the --json line); a payment over REST; SIGTERM stops everything', async () => {
+    const t0 = performance.now()
+    const { sluice, info, anvilPid } = await startDevnetCommand(['--nodes', '2', '--channels', '--port-base', '0', '--storage', 'memory', '--transport', 'libp2p'])
+    const tReady = performance.now()
+    // The documented keys, in their order, and the relay last.
+    expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes', 'relay'])
+    expect(info.relay).toMatch(/^\/ip4\/127\.0\.0\.1\/tcp\/\d+\/ws\/p2p\/\w+$/)
+    expect(sluice.stderr()).toContain(`libp2p relay at ${info.relay}`)
+
+    const [a, b] = info.nodes as [DevnetJson['nodes'][0], DevnetJson['nodes'][0]]
+    const deposit = String(100n * 10n ** 18n)
+    expect((await call('GET', `${a.api}/channels/${info.tokens.TTT}/${b.address}`)).body).toMatchObject({ state: 'opened', total_deposit: deposit, balance: deposit })
+    const paid = await call('POST', `${a.api}/payments/${info.tokens.TTT}/${b.address}`, { amount: '5', identifier: '11' })
+    expect(paid).toMatchObject({ status: 200, body: { amount: '5', identifier: '11', target_address: b.address } })
+    await eventually(async () => expect((await call('GET', `${b.api}/channels/${info.tokens.TTT}/${a.address}`)).body.balance).toBe(String(100n * 10n ** 18n + 5n)))
+    expect((await call('GET', `${b.api}/payments/${info.tokens.TTT}`)).body).toEqual([expect.objectContaining({ event: 'EventPaymentReceivedSuccess', initiator: a.address, amount: '5', identifier: '11' })])
+    const tPaid = performance.now()
+
+    sluice.child.kill('SIGTERM')
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    expect(isAlive(anvilPid)).toBe(false)
+    // The relay stopped with it: nothing listens on its port any more.
+    const port = Number(/\/tcp\/(\d+)\//.exec(info.relay!)![1])
+    expect(await refused(`http://127.0.0.1:${port}/`)).toBe(true)
+    console.log(`devnet over libp2p: ready (2 nodes, channel) ${Math.round(tReady - t0)} ms, payment ${Math.round(tPaid - tReady)} ms`)
+  })
+
   test('POST /shutdown stops that node only', async () => {
     const { sluice, info, anvilPid } = await startDevnetCommand(['--nodes', '2', '--port-base', '0', '--storage', 'memory'])
     const [a, b] = info.nodes as [DevnetJson['nodes'][0], DevnetJson['nodes'][0]]
@@ -115,6 +142,7 @@ describe('sluice devnet', () => {
       [['--nodes', '10'], /--nodes must be an integer from 1 to 9, got "10"/],
       [['--port-base', 'x'], /--port-base must be an integer/],
       [['--storage', 'disk'], /--storage must be level or memory, got "disk"/],
+      [['--transport', 'nostr'], /--transport must be broadcast or libp2p, got "nostr"/],
       [['--channels=maybe'], /--channels must be true or false, got "maybe"/],
       [['--json', 'now'], /unexpected argument "now"/],
     ])('%j', async (args, message) => {

@@ -2,7 +2,8 @@ import { tmpdir } from 'node:os'
 import type { Address } from 'viem'
 import { childProcesses, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
-export type DevnetJson = { rpcUrl: string; deployment: string; tokens: Record<string, Address>; nodes: { address: Address; api: string }[] }
+/** The --json line; `relay` only with --transport libp2p. */
+export type DevnetJson = { rpcUrl: string; deployment: string; tokens: Record<string, Address>; nodes: { address: Address; api: string }[]; relay?: string }
 
 /** Starts `sluice devnet --json` and resolves with its one line once every node is ready. */
 export async function startDevnetCommand(args: string[], cwd: string = tmpdir()): Promise<{ sluice: SluiceProcess; info: DevnetJson; anvilPid: number }> {

@@ -32,6 +32,10 @@ afterAll(async () => {
   dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
 })
 
+/** A well-formed relay address (nothing listens there: these cases fail before any dial). */
+const relayPeer = '12D3KooWKU7okcWxSUvkMzho4KjaAfaXTxvr4pjova2NLypqc72H'
+const relayExample = `/ip4/127.0.0.1/tcp/9090/ws/p2p/${relayPeer}`
+
 const baseArgs = (dataDir: string, ...more: string[]) => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--data-dir', dataDir, '--api', '127.0.0.1:0', '--confirmations', '0', '--polling-interval', '50', '--environment', 'development', ...more]
 
 /** Starts `sluice serve` and resolves with its API base URL once it listens. */
@@ -61,10 +65,10 @@ describe('sluice serve', () => {
   test('--help lists the flags and exits 0', async () => {
     const { code, stdout } = await runSluice(['serve', '--help'], tempDir())
     expect(code).toBe(0)
-    for (const flag of ['--rpc <URL>', '--deployment <FILE>', '--key <HEX>', '--keystore <FILE>', '--password-file <FILE>', '--api <HOST:PORT>', '--data-dir <DIR>', '--resolver-endpoint <URL>', '--environment <NAME>', '--confirmations <N>', '--transport <NAME>', '--import <FILE>']) {
+    for (const flag of ['--rpc <URL>', '--deployment <FILE>', '--key <HEX>', '--keystore <FILE>', '--password-file <FILE>', '--api <HOST:PORT>', '--data-dir <DIR>', '--resolver-endpoint <URL>', '--environment <NAME>', '--confirmations <N>', '--transport <NAME>', '--relay <MULTIADDR>', '--import <FILE>']) {
       expect(stdout).toContain(flag)
     }
-    expect(stdout).toMatch(/--transport <NAME> .*\(default: broadcast\)/)
+    expect(stdout).toMatch(/--transport <NAME> .*\(default: libp2p with --relay, else broadcast\)/)
     expect(stdout).toMatch(/--api <HOST:PORT> .*\(default: 127\.0\.0\.1:5001\)/)
   })
 
@@ -197,7 +201,14 @@ describe('sluice serve', () => {
       ['a bad key', () => baseArgs(tempDir(), '--key', '0x1234'), /--key must be 32 bytes of hex/],
       ['a bad --api', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir(), '--api', '5001'], /--api must be HOST:PORT/],
       ['a bad --environment', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir(), '--environment', 'staging'], /--environment must be development or production, got "staging"/],
-      ['an unknown --transport', () => baseArgs(tempDir(), '--key', key, '--transport', 'libp2p'), /--transport must be broadcast, got "libp2p"/],
+      ['an unknown --transport', () => baseArgs(tempDir(), '--key', key, '--transport', 'nostr'), /--transport must be libp2p or broadcast, got "nostr"/],
+      ['--transport libp2p without --relay', () => baseArgs(tempDir(), '--key', key, '--transport', 'libp2p'), /--transport libp2p needs --relay MULTIADDR/],
+      ['--relay with --transport broadcast', () => baseArgs(tempDir(), '--key', key, '--transport', 'broadcast', '--relay', relayExample), /--relay goes with --transport libp2p/],
+      ['a --relay that is no multiaddr', () => baseArgs(tempDir(), '--key', key, '--relay', 'relay.example.org:9090'), /--relay must be a WebSockets multiaddr ending in \/p2p\/<relay peer id>.*, got "relay\.example\.org:9090"/],
+      ['a --relay that does not parse', () => baseArgs(tempDir(), '--key', key, '--relay', '/ip4/999.0.0.1/tcp/9090/ws/p2p/' + relayPeer), /--relay must be a WebSockets multiaddr/],
+      ['a --relay without its peer id', () => baseArgs(tempDir(), '--key', key, '--relay', '/ip4/127.0.0.1/tcp/9090/ws'), /--relay must be a WebSockets multiaddr .*, got "\/ip4\/127\.0\.0\.1\/tcp\/9090\/ws"/],
+      ['a --relay that is not WebSockets', () => baseArgs(tempDir(), '--key', key, '--relay', '/ip4/127.0.0.1/tcp/9090/p2p/' + relayPeer), /--relay must be a WebSockets multiaddr/],
+      ['a bad second --relay', () => baseArgs(tempDir(), '--key', key, '--relay', relayExample, '--relay', '/ip4/127.0.0.1/tcp/9090/ws/p2p/notapeerid'), /--relay must be a WebSockets multiaddr .*, got "\/ip4\/127\.0\.0\.1\/tcp\/9090\/ws\/p2p\/notapeerid"/],
       ['a missing deployment file', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', '/nonexistent/d.json', '--key', key, '--data-dir', tempDir()], /no deployment file at \/nonexistent\/d\.json/],
       ['a keystore without a password on a non-terminal', () => baseArgs(tempDir(), '--keystore', keystoreFile), /--keystore needs --password-file when standard input is not a terminal/],
       ['an unreadable keystore', () => baseArgs(tempDir(), '--keystore', '/nonexistent/k.json', '--password-file', '/nonexistent/p'), /cannot read the keystore \/nonexistent\/k\.json: ENOENT/],

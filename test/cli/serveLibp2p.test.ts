@@ -1,0 +1,141 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { anvilKeys } from '../../src/devnet/anvil.ts'
+import { writeDeployment } from '../../src/devnet/deployment.ts'
+import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
+import { eventually } from '../integration/support/eventually.ts'
+import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import { call } from './devnetProcess.ts'
+import { startSluice, type SluiceProcess } from './sluiceProcess.ts'
+
+/**
+ * `sluice serve` nodes in separate processes pay each other over libp2p: a real `sluice relay` process, two
+ * `sluice serve` processes (different keys and data directories), everything through their REST APIs over HTTP.
+ */
+
+const dirs: string[] = []
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-serve-libp2p-'))
+  dirs.push(dir)
+  return dir
+}
+
+const [keyA, keyB] = [anvilKeys[1] as Hex, anvilKeys[2] as Hex]
+const [addressA, addressB] = [privateKeyToAddress(keyA), privateKeyToAddress(keyB)]
+let net: Devnet
+let deploymentFile: string
+let relay: SluiceProcess | undefined
+let relayAddress: string
+const started: SluiceProcess[] = []
+
+beforeAll(async () => {
+  const relayDir = tempDir()
+  relay = startSluice(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'], relayDir)
+  ;[net] = await Promise.all([startDevnet([keyA, keyB]), relay.waitForOutput(/Press Ctrl-C to stop/)])
+  relayAddress = /^ {2}(\/\S+)$/m.exec(relay.stdout())![1]!
+  deploymentFile = join(tempDir(), 'deployment.json')
+  await writeDeployment(deploymentFile, net.deployment)
+})
+
+afterAll(async () => {
+  // Whatever a failed test left running.
+  for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL')
+  if (relay) {
+    relay.child.kill('SIGTERM')
+    await relay.exited
+  }
+  await net?.stop()
+  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+})
+
+const serveArgs = (key: Hex, ...more: string[]) => [
+  'serve',
+  '--rpc',
+  net.anvil.rpcUrl,
+  '--deployment',
+  deploymentFile,
+  '--key',
+  key,
+  '--data-dir',
+  tempDir(),
+  '--api',
+  '127.0.0.1:0',
+  '--confirmations',
+  '0',
+  '--polling-interval',
+  '50',
+  '--environment',
+  'development',
+  ...more,
+]
+
+async function startServe(args: string[]): Promise<{ sluice: SluiceProcess; api: string }> {
+  const sluice = startSluice(args, tempDir())
+  started.push(sluice)
+  const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, 60_000)
+  return { sluice, api: api! }
+}
+
+async function waitReady(api: string) {
+  await eventually(async () => expect((await call('GET', `${api}/status`)).body).toEqual({ status: 'ready' }), 60_000)
+}
+
+describe('sluice serve over libp2p', () => {
+  test('two serve processes meet through a sluice relay and pay each other over REST; SIGTERM stops both with exit code 0', async () => {
+    const t0 = performance.now()
+    // A names the transport; B gets libp2p as the default that --relay implies.
+    const [a, b] = await Promise.all([startServe(serveArgs(keyA, '--transport', 'libp2p', '--relay', relayAddress)), startServe(serveArgs(keyB, '--relay', relayAddress))])
+    await Promise.all([waitReady(a.api), waitReady(b.api)])
+    const tReady = performance.now()
+    for (const [node, key] of [
+      [a, keyA],
+      [b, keyB],
+    ] as const) {
+      const peerId = peerIdOfKey(key).toString()
+      expect(node.sluice.stdout()).toContain(`Transport: libp2p, peer id ${peerId}, relay ${relayAddress}`)
+      // The reservation on the relay: the node is reachable at a circuit address ending in its own peer id.
+      await node.sluice.waitForOutput(new RegExp(`libp2p: reachable at ${relayAddress.replace(/[/.]/g, '\\$&')}/p2p-circuit/p2p/${peerId}`), 15_000)
+    }
+
+    const opened = await call('PUT', `${a.api}/channels`, { partner_address: addressB, token_address: net.token, total_deposit: '1000' })
+    expect(opened.status).toBe(201)
+    expect(opened.body).toMatchObject({ partner_address: addressB, token_address: net.token, total_deposit: '1000', balance: '1000', state: 'opened' })
+    const tOpened = performance.now()
+    // The payment needs B to have seen A's presence and synced the channel; the delivery layer retries until it has.
+    const paid = await call('POST', `${a.api}/payments/${net.token}/${addressB}`, { amount: '10', identifier: '7' })
+    expect(paid).toMatchObject({ status: 200, body: { initiator_address: addressA, target_address: addressB, token_address: net.token, amount: '10', identifier: '7' } })
+    const tPaid = performance.now()
+
+    // B, in its own process, holds what A sent over libp2p: its channel balance and its payment history say so.
+    await eventually(async () => expect((await call('GET', `${b.api}/channels/${net.token}/${addressA}`)).body).toMatchObject({ partner_address: addressA, balance: '10', state: 'opened' }))
+    expect((await call('GET', `${a.api}/channels/${net.token}/${addressB}`)).body).toMatchObject({ balance: '990', total_deposit: '1000' })
+    await eventually(async () => {
+      const history = await call('GET', `${b.api}/payments/${net.token}`)
+      expect(history.status).toBe(200)
+      expect(history.body).toEqual([expect.objectContaining({ event: 'EventPaymentReceivedSuccess', initiator: addressA, amount: '10', identifier: '7', token_address: net.token })])
+    })
+    expect((await call('GET', `${a.api}/payments/${net.token}/${addressB}`)).body).toEqual([expect.objectContaining({ event: 'EventPaymentSentSuccess', target: addressB, amount: '10', identifier: '7' })])
+
+    // A second payment, the other way: B's messages reach A as well.
+    expect((await call('POST', `${b.api}/payments/${net.token}/${addressA}`, { amount: '3', identifier: '8' })).status).toBe(200)
+    await eventually(async () => expect((await call('GET', `${a.api}/channels/${net.token}/${addressB}`)).body.balance).toBe('993'))
+    const tBack = performance.now()
+
+    for (const node of [a, b]) node.sluice.child.kill('SIGTERM')
+    for (const node of [a, b]) {
+      expect(await node.sluice.exited).toEqual({ code: 0, signal: null })
+      expect(node.sluice.stdout()).toMatch(/SIGTERM: stopping\nstopped\n$/)
+      expect(node.sluice.stderr()).toBe('')
+    }
+    const tStopped = performance.now()
+    console.log(
+      `serve over libp2p: both ready ${Math.round(tReady - t0)} ms, channel opened ${Math.round(tOpened - tReady)} ms, ` +
+        `first payment ${Math.round(tPaid - tOpened)} ms, one back ${Math.round(tBack - tPaid)} ms, both stopped in ${Math.round(tStopped - tBack)} ms`,
+    )
+  })
+})
+
