@@ -1,4 +1,4 @@
-import { bytesToHex, sha256, type Address, type Hex } from 'viem'
+import { bytesToHex, hexToBytes, sha256, type Address, type Hex } from 'viem'
 import {
   createBlockWatcher,
   createChainClient,
@@ -21,6 +21,9 @@ import type { NodeEvent, SecretResolverRequest } from '../protocol/state/effects
 import type { Channel, NodeState } from '../protocol/state/types.ts'
 import { findRoutes } from '../protocol/routing/findRoutes.ts'
 import { useWasmSecp256k1 } from '../protocol/secp256k1.ts'
+import { decryptSecret, encryptSecret } from '../protocol/secretCipher.ts'
+import { knownPublicKey } from '../protocol/signature.ts'
+import type { Message, Signed } from '../protocol/messages/types.ts'
 import type { Storage, StorageIdentity, TransactionRecord } from '../storage/storage.ts'
 import { createDelivery, type Delivery } from '../transport/delivery.ts'
 import { lineSigner } from '../transport/lineSigner.ts'
@@ -50,6 +53,13 @@ export type NodeOptions = {
   backoff?: { initialMs?: number; maxMs?: number }
   snapshotEvery?: number
   context?: Partial<TransitionContext>
+  /**
+   * Put each payment's secret in its LockedTransfer's metadata, encrypted to the target (protocol.md §3.9, the
+   * light client's format), when the target's public key is known: the target then needs no SecretRequest and
+   * RevealSecret from us. On by default; `false` for peers that mishandle the extra metadata field. Secrets that
+   * arrive this way are used whatever this says.
+   */
+  encryptSecret?: boolean
 }
 
 export type NodeStatus = { status: 'syncing' | 'ready' | 'stopped'; blocksToSync: bigint; syncedBlock: bigint }
@@ -99,6 +109,7 @@ export class SluiceNode {
    * payments than that would fail; instead they wait here for a slot.
    */
   private readonly paymentSlots: Semaphore
+  private privateKeyBytes: Uint8Array | undefined
 
   private constructor(
     readonly options: NodeOptions,
@@ -170,7 +181,8 @@ export class SluiceNode {
       // The promise tells delivery when the message is durable: its Delivered waits for that (a crash between
       // the two would lose a SecretRequest or RevealSecret its sender no longer retries).
       onMessage: (message, sender) => {
-        const applied = this.engine.dispatch({ type: 'receive', message, sender })
+        const decryptedSecret = this.secretFromMetadata(message)
+        const applied = this.engine.dispatch({ type: 'receive', message, sender, ...(decryptedSecret ? { decryptedSecret } : {}) })
         applied.catch((error) => this.fail('receive', error))
         return applied
       },
@@ -196,6 +208,31 @@ export class SluiceNode {
       (event) => this.onChainEvent(event),
       (error) => this.fail('chain sync', error),
     )
+  }
+
+  /** The secret the initiator encrypted to us in a LockedTransfer's metadata, if any opens (the core checks it fits). */
+  private secretFromMetadata(message: Signed<Message>) {
+    if (message.type !== 'LockedTransfer' || typeof message.metadata.secret !== 'string') return undefined
+    if (message.target.toLowerCase() !== this.address.toLowerCase()) return undefined
+    this.privateKeyBytes ??= hexToBytes(this.options.privateKey)
+    return decryptSecret(message.metadata.secret, this.privateKeyBytes)
+  }
+
+  /** `secret` encrypted to `target` for the LockedTransfer's metadata, when enabled and the target's key is known. */
+  private secretForTarget(target: Address, secret: Hex | undefined, amount: bigint, paymentId: bigint): Hex | undefined {
+    if (!secret || this.options.encryptSecret === false) return undefined
+    const targetPublicKey = knownPublicKey(target)
+    if (!targetPublicKey) return undefined
+    try {
+      return encryptSecret({
+        payload: { secret, amount, paymentId },
+        targetPublicKey,
+        ephemeralPrivateKey: crypto.getRandomValues(new Uint8Array(32)),
+        nonce: crypto.getRandomValues(new Uint8Array(16)),
+      })
+    } catch {
+      return undefined // an ephemeral key out of range (about 2^-128): the target asks for the secret instead
+    }
   }
 
   private setStatus(status: NodeStatus['status']) {
@@ -385,6 +422,7 @@ export class SluiceNode {
   private async payNow(p: PayParameters, paymentId: bigint, secret: Hex | undefined, secrethash: Hex): Promise<PaymentResult> {
     const routes = findRoutes(this.engine.current, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount })
     if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
+    const encryptedSecret = this.secretForTarget(p.target, secret, p.amount, paymentId)
     const outcome = this.notices.next(
       (e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === paymentId && e.target.toLowerCase() === p.target.toLowerCase(),
     )
@@ -400,6 +438,7 @@ export class SluiceNode {
       ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
       routes,
       freshSecrets: !p.secret && !p.secrethash ? [randomBytes32(), randomBytes32()] : [],
+      ...(encryptedSecret ? { encryptedSecret } : {}),
     })
     const result = await Promise.race([outcome, this.whenStopped])
     if (result.type === 'paymentSentFailed') throw new PaymentFailedError(result.reason)

@@ -12,6 +12,10 @@ export type Secp256k1Engine = {
   sign(hash: Uint8Array, privateKey: Uint8Array): Uint8Array
   /** The 64-byte public key (x || y) that made `signature` over `hash`, or null. */
   recover(hash: Uint8Array, signature: Uint8Array): Uint8Array | null
+  /** The 65-byte uncompressed public key (0x04 || x || y) of `privateKey`. */
+  publicKey(privateKey: Uint8Array): Uint8Array
+  /** ECDH: `point` (SEC1, 33 or 65 bytes) times `scalar`, as a 65-byte uncompressed point; throws if either is invalid. */
+  multiply(point: Uint8Array, scalar: Uint8Array): Uint8Array
 }
 
 /** v as 0/1 from a 65-byte signature whose last byte is 0, 1, 27 or 28; -1 otherwise. */
@@ -39,6 +43,8 @@ const jsEngine: Secp256k1Engine = {
       return null
     }
   },
+  publicKey: (privateKey) => secp256k1.getPublicKey(privateKey, false),
+  multiply: (point, scalar) => secp256k1.getSharedSecret(scalar, point, false),
 }
 
 let engine: Secp256k1Engine = jsEngine
@@ -78,6 +84,16 @@ export async function useWasmSecp256k1(): Promise<Secp256k1Engine['name']> {
         } catch {
           return null
         }
+      },
+      publicKey(privateKey) {
+        const point = tiny.pointFromScalar(privateKey, false)
+        if (!point) throw new Error('invalid private key')
+        return point
+      },
+      multiply(point, scalar) {
+        const product = tiny.pointMultiply(point, scalar, false)
+        if (!product) throw new Error('the product is the point at infinity')
+        return product
       },
     }
   } catch {

@@ -5,6 +5,8 @@ import { recoveryId, secp256k1Engine, setSecp256k1Engine, useWasmSecp256k1, type
 type NativeBindings = {
   ecdsaSign(hash: Uint8Array, privateKey: Uint8Array, options?: object, output?: Uint8Array): { signature: Uint8Array; recid: number }
   ecdsaRecover(signature: Uint8Array, recid: number, hash: Uint8Array, compressed: boolean, output?: Uint8Array): Uint8Array
+  publicKeyCreate(privateKey: Uint8Array, compressed: boolean): Uint8Array
+  publicKeyTweakMul(publicKey: Uint8Array, tweak: Uint8Array, compressed: boolean): Uint8Array
 }
 
 /**
@@ -42,6 +44,8 @@ export async function useNativeSecp256k1(): Promise<Secp256k1Engine['name']> {
         return null
       }
     },
+    publicKey: (privateKey) => native.publicKeyCreate(privateKey, false),
+    multiply: (point, scalar) => native.publicKeyTweakMul(point, scalar, false),
   })
   return 'native'
 }

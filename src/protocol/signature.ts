@@ -36,7 +36,27 @@ export function recoverPackedSignerSync(data: Hex | Uint8Array, signature: Hex):
   const sig = hexToBytes(signature)
   const publicKey = sig.length === 65 ? secp256k1Engine().recover(eip191Hash(asBytes(data)), sig) : null
   if (!publicKey) throw new Error('signature recovers no public key')
-  return getAddress(bytesToHex(addressOfPublicKey(publicKey)))
+  const address = bytesToHex(addressOfPublicKey(publicKey))
+  rememberPublicKey(address, publicKey)
+  return getAddress(address)
+}
+
+/**
+ * Public keys of the signers we recovered lately, by lowercase address: what we need to encrypt a payment's secret
+ * to its target (secretCipher.ts). Recovery finds them for free; a direct partner's is known after any message.
+ */
+const publicKeys = new Map<string, Uint8Array>()
+const MAX_PUBLIC_KEYS = 4096
+
+function rememberPublicKey(lowercaseAddress: string, publicKey: Uint8Array) {
+  if (publicKeys.has(lowercaseAddress)) return
+  if (publicKeys.size >= MAX_PUBLIC_KEYS) publicKeys.delete(publicKeys.keys().next().value!)
+  publicKeys.set(lowercaseAddress, publicKey.slice())
+}
+
+/** The 64-byte public key (x || y) of `address` if a signature of it was recovered lately, else undefined. */
+export function knownPublicKey(address: Address): Uint8Array | undefined {
+  return publicKeys.get(address.toLowerCase())
 }
 
 export async function signPacked(privateKey: Hex, data: Hex | Uint8Array): Promise<Hex> {

@@ -4,7 +4,7 @@ import { getChannel, putChannel, type TransitionContext } from './state/access.t
 import { channelKey } from './channel/key.ts'
 import { receiveWithdrawConfirmation, receiveWithdrawExpired, receiveWithdrawRequest, startCoopSettle, startWithdraw, withdrawOnBlock, actionRejected } from './channel/withdraw.ts'
 import { graphOnAmounts, graphOnClosed, graphOnOpened, graphOnSettled } from './routing/graph.ts'
-import type { StateChange } from './state/changes.ts'
+import type { DecryptedSecret, StateChange } from './state/changes.ts'
 import type { Effect } from './state/effects.ts'
 import type { NodeState } from './state/types.ts'
 import { initPayment, initiatorOnBlock, initiatorOnRevealSecret, initiatorOnSecretRegistered, initiatorOnSecretRequest, initiatorOnSecretResolved } from './transfer/initiator.ts'
@@ -82,13 +82,14 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
     case 'transactionFailed':
       return onTransactionFailed(state, change, out)
     case 'receive':
-      return receive(state, change.message, change.sender, ctx, out)
+      return receive(state, change.message, change.sender, ctx, out, change.decryptedSecret)
   }
 }
 
-function receive(state: NodeState, message: Signed<Message>, sender: Address, ctx: TransitionContext, out: Effect[]): NodeState {
+function receive(state: NodeState, message: Signed<Message>, sender: Address, ctx: TransitionContext, out: Effect[], decryptedSecret?: DecryptedSecret): NodeState {
   switch (message.type) {
     case 'LockedTransfer':
+      return receiveLockedTransfer(state, message, sender, ctx, out, decryptedSecret)
     case 'RefundTransfer':
       return receiveLockedTransfer(state, message, sender, ctx, out)
     case 'Unlock':

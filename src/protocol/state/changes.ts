@@ -62,13 +62,30 @@ export type StateChange =
       routes: Address[][]
       /** Secrets for retries over further routes, used only when `ownSecret`. */
       freshSecrets: Hex[]
+      /**
+       * `secret` encrypted to the target (secretCipher.ts), for the LockedTransfer's `metadata.secret`: the target
+       * then skips the SecretRequest. The shell makes it (it holds the randomness and the target's public key).
+       */
+      encryptedSecret?: Hex
     }
-  | { type: 'receive'; message: Signed<Message>; sender: Address }
+  | {
+      type: 'receive'
+      message: Signed<Message>
+      sender: Address
+      /**
+       * What the shell decrypted from a LockedTransfer's `metadata.secret` with our key. The core checks it against
+       * the lock (hash, amount, payment id) and asks for the secret as usual when it does not fit.
+       */
+      decryptedSecret?: DecryptedSecret
+    }
   | { type: 'secretResolved'; secrethash: Hex; secret: Hex }
   | { type: 'closeChannel'; tokenNetwork: Address; channelId: bigint }
   | { type: 'withdraw'; tokenNetwork: Address; channelId: bigint; totalWithdraw: bigint }
   | { type: 'coopSettle'; tokenNetwork: Address; channelId: bigint }
   | { type: 'setRevealTimeout'; tokenNetwork: Address; channelId: bigint; revealTimeout: bigint }
   | { type: 'transactionFailed'; transaction: TransactionKind; tokenNetwork?: Address; channelId?: bigint; secrethash?: Hex; reason: string }
+
+/** A payment secret the shell decrypted from a LockedTransfer's `metadata.secret` (secretCipher.ts). */
+export type DecryptedSecret = { secret: Hex; amount: bigint; paymentId?: bigint }
 
 export type TransactionKind = 'close' | 'update' | 'settle' | 'unlock' | 'registerSecret' | 'setTotalWithdraw' | 'cooperativeSettle'

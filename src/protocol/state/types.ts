@@ -151,6 +151,8 @@ export type InitiatorPayment = {
   /** Routes not tried yet, each a list of hops ending at the target. */
   remainingRoutes: Address[][]
   freshSecrets: Hex[]
+  /** `secret` encrypted to the target, sent as the LockedTransfer's `metadata.secret` (first route only). */
+  encryptedSecret?: Hex
   /** The route and lock in flight. */
   channelKey: string
   route: Address[]

@@ -48,7 +48,7 @@ function tryRoutes(
       state,
       channel!,
       'LockedTransfer',
-      { paymentId: base.paymentId, token: base.token, lock, target: base.target, initiator: state.address, metadata: { routes: [{ route: [state.address, ...route] }] } },
+      { paymentId: base.paymentId, token: base.token, lock, target: base.target, initiator: state.address, metadata: { routes: [{ route: [state.address, ...route] }], ...(base.encryptedSecret ? { secret: base.encryptedSecret } : {}) } },
       out,
     )
     const payment: InitiatorPayment = {
@@ -80,6 +80,7 @@ export function initPayment(state: NodeState, change: InitPayment, ctx: Transiti
     ownSecret: change.ownSecret,
     ...(change.lockTimeout !== undefined ? { lockTimeout: change.lockTimeout } : {}),
     freshSecrets: change.freshSecrets,
+    ...(change.encryptedSecret && change.secret ? { encryptedSecret: change.encryptedSecret } : {}),
   }
   if (state.initiators[change.secrethash] || state.targets[change.secrethash] || state.mediators[change.secrethash]) {
     out.push(failed(base, 'the secret hash is already in use by another transfer'))
@@ -164,7 +165,7 @@ export function initiatorOnRefund(state: NodeState, message: Signed<RefundTransf
   }
   // The old lock stays until it expires; the retry is a new transfer with its own secret.
   const secrethash = sha256(secret)
-  const { remainingRoutes, channelKey: _c, route: _r, lock: _l, messageIdentifier: _m, status: _s, startedBlock: _b, failureReason: _f, secretRequested: _q, awaitingResolver: _a, ...base } = payment
+  const { remainingRoutes, channelKey: _c, route: _r, lock: _l, messageIdentifier: _m, status: _s, startedBlock: _b, failureReason: _f, secretRequested: _q, awaitingResolver: _a, encryptedSecret: _e, ...base } = payment
   const result = tryRoutes(retired, { ...base, secret, secrethash, freshSecrets: payment.freshSecrets.slice(1) }, remainingRoutes, ctx, out)
   if ('state' in result) return result.state
   out.push(failed(payment, `no usable route left: ${result.reasons.join('; ')}`))

@@ -4,6 +4,7 @@ import { isAlreadyApplied, receivePartnerProof, type Verdict } from '../channel/
 import { channelKey } from '../channel/key.ts'
 import type { EnvelopeMessage, LockExpired, LockedTransfer, RefundTransfer, Signed, Unlock } from '../messages/types.ts'
 import { getChannel, putChannel, sameAddress, type TransitionContext } from '../state/access.ts'
+import type { DecryptedSecret } from '../state/changes.ts'
 import type { Effect } from '../state/effects.ts'
 import type { Channel, ChannelEnd, NodeState } from '../state/types.ts'
 import { initiatorOnRefund } from './initiator.ts'
@@ -54,6 +55,7 @@ export function receiveLockedTransfer(
   sender: Address,
   ctx: TransitionContext,
   out: Effect[],
+  decryptedSecret?: DecryptedSecret,
 ): NodeState {
   const lock = message.lock
   return receiveEnvelope(
@@ -78,7 +80,7 @@ export function receiveLockedTransfer(
     },
     (s, channel) => {
       if (message.type === 'RefundTransfer') return initiatorOnRefund(s, message, sender, ctx, out)
-      if (sameAddress(message.target, s.address)) return startTarget(s, channel, message, out)
+      if (sameAddress(message.target, s.address)) return startTarget(s, channel, message, out, decryptedSecret)
       if (s.initiators[lock.secrethash] || s.mediators[lock.secrethash]) return s // a transfer coming back to us (a loop): let it expire
       return startMediator(s, channel, message, ctx, out)
     },

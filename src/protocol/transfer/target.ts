@@ -1,13 +1,28 @@
-import type { Hex } from 'viem'
+import { sha256, type Hex } from 'viem'
 import { channelKey } from '../channel/key.ts'
 import type { LockedTransfer, RevealSecret, Signed } from '../messages/types.ts'
 import { putChannel, sameAddress, takeMessageId, without } from '../state/access.ts'
+import type { DecryptedSecret } from '../state/changes.ts'
 import type { Effect } from '../state/effects.ts'
 import type { Channel, NodeState, TargetTransfer } from '../state/types.ts'
 import { sendUnordered } from './send.ts'
 
-/** A transfer to us arrived and was applied: ask the initiator for the secret while it is safe to wait. */
-export function startTarget(state: NodeState, channel: Channel, message: Signed<LockedTransfer>, out: Effect[]): NodeState {
+/**
+ * Whether a secret decrypted from the transfer's metadata may stand for the initiator's RevealSecret: it must open
+ * this lock, and promise no more than the lock carries for this payment (the light client's own checks).
+ */
+function secretFits(message: LockedTransfer, decrypted: DecryptedSecret | undefined): decrypted is DecryptedSecret {
+  if (!decrypted) return false
+  if (sha256(decrypted.secret) !== message.lock.secrethash.toLowerCase()) return false
+  if (decrypted.amount > message.lock.amount) return false
+  return decrypted.paymentId === undefined || decrypted.paymentId === message.payment_identifier
+}
+
+/**
+ * A transfer to us arrived and was applied. While it is safe to wait, learn the secret: from the metadata if the
+ * initiator put it there for us (then reveal to our payer at once), else by asking the initiator for it.
+ */
+export function startTarget(state: NodeState, channel: Channel, message: Signed<LockedTransfer>, out: Effect[], decrypted?: DecryptedSecret): NodeState {
   const task: TargetTransfer = {
     secrethash: message.lock.secrethash,
     tokenNetwork: channel.tokenNetwork,
@@ -20,17 +35,29 @@ export function startTarget(state: NodeState, channel: Channel, message: Signed<
   }
   let s: NodeState = { ...state, targets: { ...state.targets, [task.secrethash]: task } }
   // In the danger zone the secret could not be revealed off-chain in time: let the lock expire instead.
-  if (message.lock.expiration - s.blockNumber > channel.revealTimeout) {
-    const [id, s2] = takeMessageId(s)
-    s = sendUnordered(
-      s2,
-      message.initiator,
-      { type: 'SecretRequest', message_identifier: id, payment_identifier: message.payment_identifier, secrethash: message.lock.secrethash, amount: message.lock.amount, expiration: message.lock.expiration },
-      out,
-    )
-    s = { ...s, targets: { ...s.targets, [task.secrethash]: { ...task, secretRequested: true } } }
+  if (message.lock.expiration - s.blockNumber <= channel.revealTimeout) return s
+  if (secretFits(message, decrypted)) return learnSecret(s, task, decrypted.secret, out)
+  const [id, s2] = takeMessageId(s)
+  s = sendUnordered(
+    s2,
+    message.initiator,
+    { type: 'SecretRequest', message_identifier: id, payment_identifier: message.payment_identifier, secrethash: message.lock.secrethash, amount: message.lock.amount, expiration: message.lock.expiration },
+    out,
+  )
+  return { ...s, targets: { ...s.targets, [task.secrethash]: { ...task, secretRequested: true } } }
+}
+
+/** Keeps the secret on the task and on the partner's lock, and reveals it backwards to our payer so it unlocks. */
+function learnSecret(state: NodeState, task: TargetTransfer, secret: Hex, out: Effect[]): NodeState {
+  const secrethash = task.secrethash
+  const channel = state.channels[task.channelKey]
+  let s: NodeState = { ...state, targets: { ...state.targets, [secrethash]: { ...task, secret, state: 'secret_revealed' } } }
+  if (channel) {
+    const locks = channel.partnerEnd.locks.map((l) => (l.secrethash === secrethash ? { ...l, secret } : l))
+    s = putChannel(s, { ...channel, partnerEnd: { ...channel.partnerEnd, locks } })
   }
-  return s
+  const [id, s2] = takeMessageId(s)
+  return sendUnordered(s2, task.payer, { type: 'RevealSecret', message_identifier: id, secret }, out)
 }
 
 /** The initiator revealed the secret: keep it, and reveal it backwards to our payer so it unlocks. */
@@ -38,14 +65,7 @@ export function targetLearnsSecret(state: NodeState, message: Signed<RevealSecre
   const task = state.targets[secrethash]
   if (!task || task.secret || task.state === 'expired') return state
   if (state.blockNumber >= task.lock.expiration) return state
-  const channel = state.channels[task.channelKey]
-  let s: NodeState = { ...state, targets: { ...state.targets, [secrethash]: { ...task, secret: message.secret, state: 'secret_revealed' } } }
-  if (channel) {
-    const locks = channel.partnerEnd.locks.map((l) => (l.secrethash === secrethash ? { ...l, secret: message.secret } : l))
-    s = putChannel(s, { ...channel, partnerEnd: { ...channel.partnerEnd, locks } })
-  }
-  const [id, s2] = takeMessageId(s)
-  return sendUnordered(s2, task.payer, { type: 'RevealSecret', message_identifier: id, secret: message.secret }, out)
+  return learnSecret(state, task, message.secret, out)
 }
 
 /** On each block: register the secret on-chain when waiting longer for the Unlock would risk the payment. */

@@ -1,4 +1,4 @@
-import { sha256, type Address, type Hex } from 'viem'
+import { hexToBytes, sha256, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { anvilKeys } from '../../../../src/devnet/anvil.ts'
 import { balanceHash } from '../../../../src/protocol/balanceProof.ts'
@@ -13,6 +13,8 @@ import { sentHistory } from '../../../../src/node/records.ts'
 import type { SentLockRecord, SentProofRecord, Storage } from '../../../../src/storage/storage.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
+import { decryptSecret, encryptSecret } from '../../../../src/protocol/secretCipher.ts'
+import { secp256k1Engine } from '../../../../src/protocol/secp256k1.ts'
 import { ChainModel, type ChainEvent } from './chainModel.ts'
 
 export type SimNode = {
@@ -43,6 +45,12 @@ export class Network {
   /** Every balance proof signed: `${channel}:${signer}:${nonce}` -> balance hash. */
   readonly proofsByNonce = new Map<string, Hex>()
   readonly violations: string[] = []
+
+  /**
+   * Which payments carry their secret in the metadata, encrypted to the target (as the runtime does when it knows
+   * the target's key); the others go through SecretRequest / RevealSecret. By default none.
+   */
+  secretInMetadata: (paymentId: bigint) => boolean = () => false
 
   constructor(names: string[], readonly ctx: TransitionContext = defaultContext) {
     names.forEach((name, i) => {
@@ -127,7 +135,7 @@ export class Network {
     const head = this.inFlight.find((m) => m.from === pick.from && m.to === pick.to)!
     if (!duplicate) this.inFlight.splice(this.inFlight.indexOf(head), 1)
     const { message, signer } = await decodeMessage(head.text, this.node(head.from).address)
-    await this.dispatch(head.to, { type: 'receive', message, sender: signer })
+    await this.dispatch(head.to, this.received(head.to, message, signer))
     return true
   }
 
@@ -138,10 +146,20 @@ export class Network {
       const { message, signer } = await decodeMessage(m.text, this.node(from).address)
       if (message.type !== type) continue
       this.inFlight.splice(this.inFlight.indexOf(m), 1)
-      await this.dispatch(to, { type: 'receive', message, sender: signer })
+      await this.dispatch(to, this.received(to, message, signer))
       return true
     }
     return false
+  }
+
+  /** The receive change the runtime makes: with the secret decrypted from the metadata when it is for us. */
+  private received(to: string, message: Signed<Message>, sender: Address): StateChange {
+    const node = this.node(to)
+    if (message.type !== 'LockedTransfer' || typeof message.metadata.secret !== 'string' || message.target.toLowerCase() !== node.address.toLowerCase()) {
+      return { type: 'receive', message, sender }
+    }
+    const decryptedSecret = decryptSecret(message.metadata.secret, hexToBytes(node.key))
+    return { type: 'receive', message, sender, ...(decryptedSecret ? { decryptedSecret } : {}) }
   }
 
   async deliverAll(limit = 10_000): Promise<void> {
@@ -161,9 +179,19 @@ export class Network {
     const secret = sha256(`0x${paymentId.toString(16).padStart(64, '0')}`)
     const fresh = [1n, 2n, 3n].map((k) => sha256(`0x${(paymentId * 1000n + k).toString(16).padStart(64, '0')}`))
     const r = (routes ?? [[to]]).map((route) => route.map((n) => this.node(n).address))
+    // Deterministic randomness, so a failing property run replays exactly.
+    const encryptedSecret = this.secretInMetadata(paymentId)
+      ? encryptSecret({
+          payload: { secret, amount, paymentId },
+          targetPublicKey: secp256k1Engine().publicKey(hexToBytes(this.node(to).key)),
+          ephemeralPrivateKey: hexToBytes(sha256(`0x${(paymentId * 1000n + 999n).toString(16).padStart(64, '0')}`)),
+          nonce: hexToBytes(sha256(secret)).subarray(0, 16),
+        })
+      : undefined
     await this.dispatch(from, {
       type: 'initPayment', tokenNetwork: this.chain.tokenNetwork, target: this.node(to).address, amount, paymentId,
       secret, secrethash: sha256(secret), ownSecret: true, routes: r, freshSecrets: fresh, ...(lockTimeout ? { lockTimeout } : {}),
+      ...(encryptedSecret ? { encryptedSecret } : {}),
     })
     return sha256(secret)
   }
