@@ -19,7 +19,7 @@ export type Secp256k1Engine = {
 }
 
 /** v as 0/1 from a 65-byte signature whose last byte is 0, 1, 27 or 28; -1 otherwise. */
-export function recoveryId(signature: Uint8Array): number {
+function recoveryId(signature: Uint8Array): number {
   const v = signature[64]!
   return v === 27 || v === 28 ? v - 27 : v === 0 || v === 1 ? v : -1
 }
@@ -67,39 +67,59 @@ export async function useWasmSecp256k1(): Promise<Secp256k1Engine['name']> {
   if (engine.name !== 'js') return engine.name
   try {
     const tiny = await import('tiny-secp256k1')
-    engine = {
-      name: 'wasm',
-      sign(hash, privateKey) {
-        const { signature, recoveryId: id } = tiny.signRecoverable(hash, privateKey)
-        const out = new Uint8Array(65)
-        out.set(signature, 0)
-        out[64] = 27 + id
-        return out
-      },
-      recover(hash, signature) {
-        const id = recoveryId(signature)
-        if (signature.length !== 65 || id < 0) return null
-        try {
-          return tiny.recover(hash, signature.subarray(0, 64), id as 0 | 1, false)?.subarray(1) ?? null
-        } catch {
-          return null
-        }
-      },
-      publicKey(privateKey) {
-        const point = tiny.pointFromScalar(privateKey, false)
-        if (!point) throw new Error('invalid private key')
-        return point
-      },
-      multiply(point, scalar) {
-        const product = tiny.pointMultiply(point, scalar, false)
-        if (!product) throw new Error('the product is the point at infinity')
-        return product
-      },
-    }
+    engine = libsecp256k1Engine('wasm', {
+      sign: (hash, privateKey) => tiny.signRecoverable(hash, privateKey),
+      recover: (hash, signature, id) => tiny.recover(hash, signature, id as 0 | 1, false),
+      publicKey: (privateKey) => tiny.pointFromScalar(privateKey, false),
+      multiply: (point, scalar) => tiny.pointMultiply(point, scalar, false),
+    })
   } catch {
     // No WASM here (or the bundler could not load it): the JS engine stays, only slower.
   }
   return engine.name
+}
+
+/** What a libsecp256k1 binding offers (WASM or native): compact signatures, 65-byte uncompressed points. */
+export type Libsecp256k1Binding = {
+  sign(hash: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recoveryId: number }
+  /** May throw or give null for an invalid signature. */
+  recover(hash: Uint8Array, signature: Uint8Array, recoveryId: number): Uint8Array | null
+  publicKey(privateKey: Uint8Array): Uint8Array | null
+  multiply(point: Uint8Array, scalar: Uint8Array): Uint8Array | null
+}
+
+/** An engine over a libsecp256k1 binding: Ethereum's 65-byte signatures (v 27/28) and 64-byte public keys. */
+export function libsecp256k1Engine(name: 'wasm' | 'native', lib: Libsecp256k1Binding): Secp256k1Engine {
+  return {
+    name,
+    sign(hash, privateKey) {
+      // libsecp256k1 signs deterministically (RFC 6979) with low s, as noble does: the same bytes everywhere.
+      const { signature, recoveryId: id } = lib.sign(hash, privateKey)
+      const out = new Uint8Array(65)
+      out.set(signature, 0)
+      out[64] = 27 + id
+      return out
+    },
+    recover(hash, signature) {
+      const id = recoveryId(signature)
+      if (signature.length !== 65 || id < 0) return null
+      try {
+        return lib.recover(hash, signature.subarray(0, 64), id)?.subarray(1) ?? null
+      } catch {
+        return null
+      }
+    },
+    publicKey(privateKey) {
+      const point = lib.publicKey(privateKey)
+      if (!point) throw new Error('invalid private key')
+      return point
+    },
+    multiply(point, scalar) {
+      const product = lib.multiply(point, scalar)
+      if (!product) throw new Error('the product is the point at infinity')
+      return product
+    },
+  }
 }
 
 /** The Ethereum address bytes of a 64-byte public key. */

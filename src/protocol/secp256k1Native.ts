@@ -1,6 +1,6 @@
 // Node only: nothing the browser loads imports this module (test/unit/node/browserSafe.test.ts checks it).
 import { createRequire } from 'node:module'
-import { recoveryId, secp256k1Engine, setSecp256k1Engine, useWasmSecp256k1, type Secp256k1Engine } from './secp256k1.ts'
+import { libsecp256k1Engine, secp256k1Engine, setSecp256k1Engine, useWasmSecp256k1, type Secp256k1Engine } from './secp256k1.ts'
 
 type NativeBindings = {
   ecdsaSign(hash: Uint8Array, privateKey: Uint8Array, options?: object, output?: Uint8Array): { signature: Uint8Array; recid: number }
@@ -25,27 +25,16 @@ export async function useNativeSecp256k1(): Promise<Secp256k1Engine['name']> {
     return useWasmSecp256k1()
   }
   await useWasmSecp256k1() // Keccak in WASM, whatever the curve engine
-  setSecp256k1Engine({
-    name: 'native',
-    sign(hash, privateKey) {
-      // libsecp256k1 signs deterministically (RFC 6979) with low s, like the other engines: same bytes.
-      const { signature, recid } = native.ecdsaSign(hash, privateKey)
-      const out = new Uint8Array(65)
-      out.set(signature, 0)
-      out[64] = 27 + recid
-      return out
-    },
-    recover(hash, signature) {
-      const id = recoveryId(signature)
-      if (signature.length !== 65 || id < 0) return null
-      try {
-        return native.ecdsaRecover(signature.subarray(0, 64), id, hash, false).subarray(1)
-      } catch {
-        return null
-      }
-    },
-    publicKey: (privateKey) => native.publicKeyCreate(privateKey, false),
-    multiply: (point, scalar) => native.publicKeyTweakMul(point, scalar, false),
-  })
+  setSecp256k1Engine(
+    libsecp256k1Engine('native', {
+      sign: (hash, privateKey) => {
+        const { signature, recid } = native.ecdsaSign(hash, privateKey)
+        return { signature, recoveryId: recid }
+      },
+      recover: (hash, signature, id) => native.ecdsaRecover(signature, id, hash, false),
+      publicKey: (privateKey) => native.publicKeyCreate(privateKey, false),
+      multiply: (point, scalar) => native.publicKeyTweakMul(point, scalar, false),
+    }),
+  )
   return 'native'
 }

@@ -4,10 +4,8 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { toPushEvent } from '../../src/api/routes/events.ts'
-import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
-import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
 import { eventually } from '../integration/support/eventually.ts'
-import { serveNode, startApiNet, type ApiNet } from './support/apiNet.ts'
+import { serveNode, startApiNet, type ApiNet, createNode } from './support/apiNet.ts'
 import { openEvents, type SseClient, type SseEvent } from './support/sse.ts'
 
 let net: ApiNet
@@ -107,15 +105,7 @@ describe('GET /events', () => {
   })
 
   it('answers while the node syncs, pushes the status changes, and ends when the API shuts down or the node stops', async () => {
-    const node = await SluiceNode.create({
-      rpcUrl: net.anvil.rpcUrl,
-      deployment: net.deployment,
-      privateKey: anvilKeys[5]!,
-      storage: (identity) => openMemoryStorage(identity),
-      transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
-      confirmations: 0n,
-      pollingInterval: 50,
-    })
+    const node = await createNode(net, anvilKeys[5]!)
     // Two APIs on one node: shutting one down ends its streams only.
     const [first, second] = [await serveNode(node), await serveNode(node)]
     try {

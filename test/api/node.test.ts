@@ -2,9 +2,7 @@ import { getAddress } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { SluiceNode } from '../../src/node/sluiceNode.ts'
-import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
-import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
-import { serveNode, startApiNet, type ApiNet } from './support/apiNet.ts'
+import { serveNode, startApiNet, type ApiNet, createNode, memoryNodeOptions } from './support/apiNet.ts'
 
 let net: ApiNet
 beforeAll(async () => {
@@ -59,15 +57,7 @@ describe('node information', () => {
 
 describe('503 while syncing, then ready', () => {
   it('answers /status with blocks to sync while the rest is 503', async () => {
-    const node = await SluiceNode.create({
-      rpcUrl: net.anvil.rpcUrl,
-      deployment: net.deployment,
-      privateKey: anvilKeys[5]!,
-      storage: (identity) => openMemoryStorage(identity),
-      transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
-      confirmations: 0n,
-      pollingInterval: 50,
-    })
+    const node = await createNode(net, anvilKeys[5]!)
     const served = await serveNode(node)
     try {
       const status = await served.get('/status')
@@ -89,15 +79,7 @@ describe('503 while syncing, then ready', () => {
 
 describe('POST /shutdown', () => {
   it('answers shutdown, then every request is 503', async () => {
-    const node = await SluiceNode.start({
-      rpcUrl: net.anvil.rpcUrl,
-      deployment: net.deployment,
-      privateKey: anvilKeys[6]!,
-      storage: (identity) => openMemoryStorage(identity),
-      transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
-      confirmations: 0n,
-      pollingInterval: 50,
-    })
+    const node = await SluiceNode.start(memoryNodeOptions(net, anvilKeys[6]!))
     const served = await serveNode(node)
     try {
       expect(await served.request('POST', '/shutdown')).toMatchObject({ status: 200, body: { status: 'shutdown' } })

@@ -2,10 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { address, integer, oneOf, optional } from '../../src/api/input.ts'
 import { objectOf, openApiDocument, openApiPath } from '../../src/api/routes/openapi.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
-import { SluiceNode } from '../../src/node/sluiceNode.ts'
-import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
-import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
-import { serveNode, startApiNet, type ApiNet } from './support/apiNet.ts'
+import { serveNode, startApiNet, type ApiNet, createNode } from './support/apiNet.ts'
 import { checkOpenApi31 } from './support/openapiCheck.ts'
 
 let net: ApiNet
@@ -111,14 +108,7 @@ describe('GET /openapi.json', () => {
   })
 
   it('is answered while the node syncs', async () => {
-    const node = await SluiceNode.create({
-      rpcUrl: net.anvil.rpcUrl,
-      deployment: net.deployment,
-      privateKey: anvilKeys[7]!,
-      storage: (identity) => openMemoryStorage(identity),
-      transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
-      confirmations: 0n,
-    })
+    const node = await createNode(net, anvilKeys[7]!)
     const served = await serveNode(node)
     try {
       expect((await served.get('/address')).status).toBe(503)

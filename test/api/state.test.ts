@@ -10,7 +10,7 @@ import { openLevelStorage } from '../../src/storage/levelStorage.ts'
 import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
 import type { StorageDump } from '../../src/storage/storage.ts'
 import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
-import { serveNode, startApiNet, type ApiNet } from './support/apiNet.ts'
+import { serveNode, startApiNet, type ApiNet, createNode } from './support/apiNet.ts'
 
 let net: ApiNet
 beforeAll(async () => {
@@ -66,14 +66,7 @@ describe('GET /_state/export', () => {
   })
 
   it('is 503 while the node syncs', async () => {
-    const node = await SluiceNode.create({
-      rpcUrl: net.anvil.rpcUrl,
-      deployment: net.deployment,
-      privateKey: anvilKeys[8]!,
-      storage: (identity) => openMemoryStorage(identity),
-      transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
-      confirmations: 0n,
-    })
+    const node = await createNode(net, anvilKeys[8]!)
     const served = await serveNode(node)
     try {
       const r = await served.get('/_state/export')
