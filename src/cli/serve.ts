@@ -68,6 +68,8 @@ export const serveFlags = {
   api: { ...flagOf('where the REST API listens', 'HOST:PORT', 'HOST:PORT (port 0 picks a free one)', (raw) => (parseHostPort(raw) ? raw : undefined)), default: '127.0.0.1:5001' } as FlagSpec<string, true>,
   dataDir: stringFlag({ description: "where the node's LevelDB store lives (created if missing)", valueName: 'DIR' }),
   resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) => parseUrl(raw, ['http:', 'https:'])),
+  releaseFeedUrl: flagOf('http(s) URL of the release feed {"latest", "security": [...]} behind the version notifications', 'URL', 'an http(s) URL', (raw) => parseUrl(raw, ['http:', 'https:'])),
+  minServiceTokenBalance: flagOf('service tokens (smallest unit) the UserDeposit must hold, else the low_service_token notification', 'AMOUNT', 'a decimal integer', (raw) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) < 2n ** 256n ? BigInt(raw) : undefined)),
   pathfindingServiceAddress: flagOf('URL of a pathfinding service, shown by GET /settings', 'URL', 'an http(s) URL', (raw) => parseUrl(raw, ['http:', 'https:'])),
   environment: { ...flagOf('production disables token registration and minting (501)', 'NAME', 'development or production', choice(['development', 'production'] as const)), default: 'production' } as FlagSpec<'development' | 'production', true>,
   confirmations: integerFlag({ description: 'blocks on top of a block before its events count', valueName: 'N', min: 0, max: 1000, default: 5 }),
@@ -221,6 +223,8 @@ async function run(argv: readonly string[]): Promise<number> {
         defaultRevealTimeout: BigInt(flags.defaultRevealTimeout),
         defaultSettleTimeout: BigInt(flags.defaultSettleTimeout),
         ...(flags.resolverEndpoint ? { resolverEndpoint: flags.resolverEndpoint } : {}),
+        ...(flags.releaseFeedUrl ? { releaseFeedUrl: flags.releaseFeedUrl } : {}),
+        ...(flags.minServiceTokenBalance !== undefined ? { minServiceTokenBalance: flags.minServiceTokenBalance } : {}),
       })
     } catch (e) {
       if (e instanceof Error && (e.name === 'ChainRpcError' || e.name === 'ChainIdMismatchError')) throw new StartupError(`--rpc ${flags.rpc}: ${describeError(e)}`)

@@ -60,6 +60,13 @@ export type NodeOptions = {
    * arrive this way are used whatever this says.
    */
   encryptSecret?: boolean
+  /**
+   * A URL answering `{"latest": "0.2.0", "security": ["0.1.0"]}`: the notifications version_outdated and
+   * version_security_warning come from it (neither is raised without it).
+   */
+  releaseFeedUrl?: string
+  /** Service tokens the UserDeposit must hold before low_service_token goes away (5.5e18 by default). */
+  minServiceTokenBalance?: bigint
 }
 
 export type NodeStatus = { status: 'syncing' | 'ready' | 'stopped'; blocksToSync: bigint; syncedBlock: bigint }

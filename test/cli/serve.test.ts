@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:net'
+import { createServer as createHttpServer } from 'node:http'
+import { createServer, type AddressInfo, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Hex } from 'viem'
@@ -100,6 +101,24 @@ describe('sluice serve', () => {
     expect(await sluice.exited).toEqual({ code: 0, signal: null })
     expect(sluice.stdout()).toContain('POST /shutdown: stopping')
     expect(await refused(`${api}/status`)).toBe(true)
+  })
+
+  test('--release-feed-url and --min-service-token-balance drive GET /notifications', async () => {
+    // A real release feed over HTTP, as a project would publish it.
+    const feed = createHttpServer((_, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ latest: '99.0.0', security: ['0.1.0'] })))
+    await new Promise<void>((r) => feed.listen(0, '127.0.0.1', r))
+    const feedUrl = `http://127.0.0.1:${(feed.address() as AddressInfo).port}/releases.json`
+    try {
+      const { sluice, api } = await startServe(baseArgs(tempDir(), '--key', key, '--release-feed-url', feedUrl, '--min-service-token-balance', '0'))
+      await waitReady(api)
+      const ids = async () => ((await get(`${api}/notifications`)).body as { id: string }[]).map((n) => n.id).sort()
+      // 0.1.0 is older than 99.0.0 and on the security list; a minimum of 0 service tokens is met.
+      await eventually(async () => expect(await ids()).toEqual(['version_outdated', 'version_security_warning']), 20_000)
+      sluice.child.kill('SIGTERM')
+      expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    } finally {
+      feed.close()
+    }
   })
 
   test('reads the key from a v3 keystore with --password-file', async () => {

@@ -6,7 +6,13 @@ import { json } from '../resource.ts'
 /** GET /notifications: the conditions that need the user's attention. */
 export function notificationsRoutes(resources: Resources, ctx: ApiContext): void {
   // Started with the API, so the conditions are checked from the node's start on, not from the first read.
-  const service = () => notificationsOf(ctx.node, { version: ctx.version })
+  const { releaseFeedUrl, minServiceTokenBalance } = ctx.node.options
+  const service = () =>
+    notificationsOf(ctx.node, {
+      version: ctx.version,
+      ...(releaseFeedUrl ? { releaseFeedUrl } : {}),
+      ...(minServiceTokenBalance !== undefined ? { minServiceTokenBalance } : {}),
+    })
   service()
   resources.add('/notifications', {
     GET: {
