@@ -54,10 +54,7 @@ async function withoutGas<T>(n: ApiNode, run: () => Promise<T>): Promise<T> {
   }
 }
 
-const synced = async () => {
-  const head = await devnet.getBlockNumber()
-  await Promise.all(net.nodes.map((n) => n.node.waitForBlock(head)))
-}
+const synced = () => net.synced()
 
 function expectError(r: { status: number; body: any }, status: number, message?: RegExp) {
   expect(r.status, JSON.stringify(r.body)).toBe(status)

@@ -38,10 +38,7 @@ beforeAll(async () => {
 })
 afterAll(() => net?.stopAll())
 
-const synced = async () => {
-  const head = await devnet.getBlockNumber()
-  await Promise.all(net.nodes.map((n) => n.node.waitForBlock(head)))
-}
+const synced = () => net.synced()
 
 /** A channel between two accounts that run no node, opened from the first one's key. */
 async function rawChannel(from: 5 | 6 | 7 | 8 | 9, to: 5 | 6 | 7 | 8 | 9, tokenNetwork = net.tokenNetwork) {

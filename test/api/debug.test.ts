@@ -24,8 +24,7 @@ beforeAll(async () => {
   firstBlock = a.node.channel(net.tokenNetwork, b.node.address)!.openedBlock
   const second = await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: other })
   secondBlock = second.openedBlock
-  const head = await a.node.chain.publicClient.getBlockNumber()
-  await Promise.all(net.nodes.map((n) => n.node.waitForBlock(head)))
+  await net.synced()
   const paid = await a.request('POST', `/payments/${net.token}/${b.node.address}`, { amount: '5', identifier: '99' })
   expect(paid.status, paid.text).toBe(200)
 }, 120_000)

@@ -30,8 +30,7 @@ beforeAll(async () => {
   await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
   await b.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: c.node.address, totalDeposit: 500n })
   await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: offline, totalDeposit: 100n })
-  const head = await a.node.chain.publicClient.getBlockNumber()
-  await Promise.all(net.nodes.map((n) => n.node.waitForBlock(head)))
+  await net.synced()
 }, 120_000)
 
 afterAll(async () => {

@@ -19,8 +19,7 @@ beforeAll(async () => {
   ;[a, b, c] = net.nodes as [ApiNode, ApiNode, ApiNode]
   ab = (await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })).id
   bc = (await b.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: c.node.address, totalDeposit: 1000n })).id
-  const head = await a.node.chain.publicClient.getBlockNumber()
-  await Promise.all(net.nodes.map((n) => n.node.waitForBlock(head)))
+  await net.synced()
 }, 120_000)
 
 afterAll(async () => {

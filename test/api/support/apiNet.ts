@@ -20,7 +20,12 @@ export type ApiClient = {
 
 export type ApiNode = ApiClient & { node: SluiceNode; api: Api; server: HttpServer; internalErrors: unknown[]; shutdowns: number }
 
-export type ApiNet = Devnet & { nodes: ApiNode[]; stopAll(): Promise<void> }
+export type ApiNet = Devnet & {
+  nodes: ApiNode[]
+  /** Resolves once every node has synced the chain's current head. */
+  synced(): Promise<void>
+  stopAll(): Promise<void>
+}
 
 export function apiClient(url: string): ApiClient {
   const request = async (method: string, path: string, body?: unknown): Promise<Reply> => {
@@ -71,6 +76,10 @@ export async function startApiNet({ nodes = 2, environment, node: nodeOptions }:
   return {
     ...net,
     nodes: started,
+    synced: async () => {
+      const head = await started[0]!.node.chain.publicClient.getBlockNumber()
+      await Promise.all(started.map((n) => n.node.waitForBlock(head)))
+    },
     stopAll: async () => {
       for (const n of started) {
         await n.server.close(100)
