@@ -26,6 +26,7 @@ import { knownPublicKey } from '../protocol/signature.ts'
 import type { Message, Signed } from '../protocol/messages/types.ts'
 import type { Storage, StorageIdentity, TransactionRecord } from '../storage/storage.ts'
 import { createDelivery, type Delivery } from '../transport/delivery.ts'
+import { defaultBackoff, retryDelay } from '../transport/backoff.ts'
 import { lineSigner } from '../transport/lineSigner.ts'
 import type { Transport } from '../transport/transport.ts'
 import { Engine, replay, type Applied } from './engine.ts'
@@ -335,35 +336,54 @@ export class SluiceNode {
     void run().catch((error) => this.fail('transaction', error))
   }
 
+  /**
+   * Asks the resolver endpoint for the secret of a payment started with only its hash. A resolver that is
+   * unreachable or answers 503 is asked again with the delivery backoff until the lock expires (as the Raiden
+   * node does); any other answer than 200 with a secret ends it (the payment then fails when the lock expires).
+   */
   private async resolveSecret(request: SecretResolverRequest) {
     const endpoint = this.options.resolverEndpoint
     if (!endpoint) return
-    try {
-      const response = await fetch(endpoint, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        // rest-api.md types the numbers as JSON integers: written digit for digit (JSON.stringify cannot write a bigint).
-        body: JSON.stringify(
-          {
-            token: request.token,
-            secrethash: request.secrethash,
-            amount: request.amount,
-            payment_identifier: request.paymentIdentifier,
-            payment_sender: request.paymentSender,
-            payment_recipient: request.paymentRecipient,
-            expiration: request.expiration,
-            reveal_timeout: request.revealTimeout,
-            settle_timeout: request.settleTimeout,
-          },
-          (_, v) => (typeof v === 'bigint' ? `#int:${v}` : v),
-        ).replace(/"#int:(\d+)"/g, '$1'),
+    // rest-api.md types the numbers as JSON integers: written digit for digit (JSON.stringify cannot write a bigint).
+    const body = JSON.stringify(
+      {
+        token: request.token,
+        secrethash: request.secrethash,
+        amount: request.amount,
+        payment_identifier: request.paymentIdentifier,
+        payment_sender: request.paymentSender,
+        payment_recipient: request.paymentRecipient,
+        expiration: request.expiration,
+        reveal_timeout: request.revealTimeout,
+        settle_timeout: request.settleTimeout,
+      },
+      (_, v) => (typeof v === 'bigint' ? `#int:${v}` : v),
+    ).replace(/"#int:(\d+)"/g, '$1')
+    const backoff = { ...defaultBackoff, ...this.options.backoff }
+    for (let attempt = 1; ; attempt++) {
+      let response: Response | undefined
+      try {
+        response = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+      } catch (error) {
+        this.fail('secret resolver', error)
+      }
+      if (response && response.status !== 503) {
+        try {
+          if (!response.ok) throw new Error(`resolver answered ${response.status}`)
+          const answer = (await response.json()) as { secret?: unknown }
+          if (typeof answer.secret !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(answer.secret)) throw new Error('resolver gave no 32-byte secret')
+          await this.engine.dispatch({ type: 'secretResolved', secrethash: request.secrethash, secret: answer.secret.toLowerCase() as Hex })
+        } catch (error) {
+          this.fail('secret resolver', error)
+        }
+        return
+      }
+      if (response) this.fail('secret resolver', new Error('resolver answered 503; asking again'))
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, retryDelay(backoff, attempt))
+        void this.whenStopped.catch(() => (clearTimeout(timer), resolve()))
       })
-      if (!response.ok) throw new Error(`resolver answered ${response.status}`)
-      const body = (await response.json()) as { secret?: unknown }
-      if (typeof body.secret !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(body.secret)) throw new Error('resolver gave no 32-byte secret')
-      await this.engine.dispatch({ type: 'secretResolved', secrethash: request.secrethash, secret: body.secret.toLowerCase() as Hex })
-    } catch (error) {
-      this.fail('secret resolver', error)
+      if (this.stopping || this.engine.current.blockNumber >= request.expiration) return
     }
   }
 

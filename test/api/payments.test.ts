@@ -313,6 +313,18 @@ describe('POST /payments/<token>/<target>: payments that fail are 409', () => {
     expect(r.body.errors).toMatch(/lock expired/)
   })
 
+  it('a resolver that answers 503 is asked again until it gives the secret', async () => {
+    const secret = randomSecret()
+    const secrethash = sha256(secret)
+    resolver.secrets.set(secrethash, secret)
+    resolver.unavailable = 2
+    const r = await pay(a, c.node.address, { amount: '3', secret_hash: secrethash })
+    expect(r.status, r.text).toBe(200)
+    expect(r.body).toMatchObject({ secret, secret_hash: secrethash })
+    expect(resolver.requests.filter((q) => q.body.secrethash === secrethash)).toHaveLength(3)
+    expect(resolver.unavailable).toBe(0)
+  })
+
   it('the resolver does not know the secret: the payment fails when the lock expires', async () => {
     const secrethash = sha256(randomSecret())
     const pending = pay(a, b.node.address, { amount: '2', secret_hash: secrethash })

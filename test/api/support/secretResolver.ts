@@ -13,6 +13,8 @@ export type SecretResolver = {
   secrets: Map<Hex, Hex>
   requests: ResolverRequest[]
   hold: boolean
+  /** While above 0, requests get 503 (and it counts down): a resolver that is temporarily unavailable. */
+  unavailable: number
   /** Answers the held requests now. */
   release(): void
   /** Resolves once a request for this secret hash has arrived. */
@@ -35,6 +37,11 @@ export async function startSecretResolver(): Promise<SecretResolver> {
       }
       resolver.requests.push({ text, body, contentType: req.headers['content-type'] })
       const answer = () => {
+        if (resolver.unavailable > 0) {
+          resolver.unavailable--
+          res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'try again later' }))
+          return
+        }
         const secret = typeof body.secrethash === 'string' ? resolver.secrets.get(body.secrethash.toLowerCase() as Hex) : undefined
         res.writeHead(secret ? 200 : 404, { 'content-type': 'application/json' })
         res.end(JSON.stringify(secret ? { secret } : { error: 'unknown secret hash' }))
@@ -50,6 +57,7 @@ export async function startSecretResolver(): Promise<SecretResolver> {
     secrets: new Map(),
     requests: [],
     hold: false,
+    unavailable: 0,
     release: () => {
       for (const answer of held.splice(0)) answer()
     },
