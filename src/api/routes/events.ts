@@ -2,9 +2,11 @@ import type { Address } from 'viem'
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming'
 import type { NodeNotice, NodeStatus, SluiceNode } from '../../node/sluiceNode.ts'
 import { getChannel } from '../../protocol/state/access.ts'
+import { paymentRecord } from '../../node/records.ts'
 import type { ApiContext } from '../context.ts'
 import { ApiError } from '../errors.ts'
 import { integer, optional, readQuery } from '../input.ts'
+import { historyEntry } from '../paymentJson.ts'
 import { stringify, type Resources } from '../resource.ts'
 
 /** Seconds between heartbeat comments unless the client asks otherwise (proxies drop idle connections). */
@@ -161,26 +163,22 @@ function statusEvent(status: NodeStatus): PushEvent {
   return { event: 'status', data: { status: 'unavailable' } }
 }
 
-const logTime = () => new Date().toISOString()
+const pushEventName = {
+  EventPaymentSentSuccess: 'payment_sent_success',
+  EventPaymentSentFailed: 'payment_sent_failed',
+  EventPaymentReceivedSuccess: 'payment_received_success',
+} as const
 
 /** A node notice as a push event; undefined for those that are not for clients (none today). */
 export function toPushEvent(notice: NodeNotice, node: SluiceNode): PushEvent | undefined {
   switch (notice.type) {
     case 'paymentSentSuccess':
-      return {
-        event: 'payment_sent_success',
-        data: { event: 'EventPaymentSentSuccess', amount: notice.amount, target: notice.target, identifier: notice.paymentId, log_time: logTime(), token_address: notice.token, secret_hash: notice.secrethash },
-      }
     case 'paymentSentFailed':
-      return {
-        event: 'payment_sent_failed',
-        data: { event: 'EventPaymentSentFailed', target: notice.target, identifier: notice.paymentId, log_time: logTime(), token_address: notice.token, reason: notice.reason, amount: notice.amount, secret_hash: notice.secrethash },
-      }
-    case 'paymentReceivedSuccess':
-      return {
-        event: 'payment_received_success',
-        data: { event: 'EventPaymentReceivedSuccess', amount: notice.amount, initiator: notice.initiator, identifier: notice.paymentId, log_time: logTime(), token_address: notice.token, secret_hash: notice.secrethash },
-      }
+    case 'paymentReceivedSuccess': {
+      // A history entry as GET /payments gives it, with what a live client also wants to match it by.
+      const record = paymentRecord(notice, 0, Date.now())!
+      return { event: pushEventName[record.event], data: { ...historyEntry(record), identifier: record.identifier, amount: record.amount, secret_hash: record.secrethash } }
+    }
     case 'mediationSucceeded':
       return { event: 'payment_mediated', data: { token_network_address: notice.tokenNetwork, token_address: tokenOf(node, notice.tokenNetwork), amount: notice.amount, secret_hash: notice.secrethash } }
     case 'channelStateChanged':

@@ -1,8 +1,8 @@
 import type { Context } from 'hono'
 import { getAddress, type Address } from 'viem'
 import { readPaymentHistory, sendPayment, UINT64_MAX } from '../../node/payments.ts'
-import type { PaymentRecord } from '../../storage/storage.ts'
 import type { ApiContext } from '../context.ts'
+import { historyEntry, historyEntrySchema } from '../paymentJson.ts'
 import { bytes32, integer, optional, readBody, readQuery } from '../input.ts'
 import { json, type Resources, type RouteDoc } from '../resource.ts'
 
@@ -23,39 +23,10 @@ const paymentBody = {
   secret_hash: optional(bytes32()),
 }
 
-const historyEntrySchema = {
-  type: 'object',
-  properties: {
-    event: { enum: ['EventPaymentSentSuccess', 'EventPaymentSentFailed', 'EventPaymentReceivedSuccess'] },
-    amount: decimal,
-    target: address,
-    initiator: address,
-    identifier: decimal,
-    log_time: { type: 'string', format: 'date-time', description: 'ISO 8601, UTC, with milliseconds' },
-    token_address: address,
-    reason: { type: 'string' },
-  },
-  required: ['event', 'log_time', 'token_address'],
-}
-
 const paymentResultSchema = {
   type: 'object',
   properties: { initiator_address: address, target_address: address, token_address: address, amount: decimal, identifier: decimal, secret: hex32, secret_hash: hex32 },
   required: ['initiator_address', 'target_address', 'token_address', 'amount', 'identifier', 'secret', 'secret_hash'],
-}
-
-/** One history row as rest-api.md shapes it: each kind has its own fields. */
-export function historyEntry(r: PaymentRecord): Record<string, unknown> {
-  const log_time = new Date(r.time).toISOString()
-  const token_address = getAddress(r.token)
-  switch (r.event) {
-    case 'EventPaymentSentSuccess':
-      return { event: r.event, amount: r.amount, target: getAddress(r.partner), identifier: r.identifier, log_time, token_address }
-    case 'EventPaymentSentFailed':
-      return { event: r.event, target: getAddress(r.partner), log_time, token_address, reason: r.reason ?? '' }
-    case 'EventPaymentReceivedSuccess':
-      return { event: r.event, amount: r.amount, initiator: getAddress(r.partner), identifier: r.identifier, log_time, token_address }
-  }
 }
 
 const page = (n: bigint | undefined) => (n === undefined ? undefined : Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : n))

@@ -1,0 +1,34 @@
+import { getAddress } from 'viem'
+import type { PaymentRecord } from '../storage/storage.ts'
+
+const address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
+const decimal = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
+
+export const historyEntrySchema = {
+  type: 'object',
+  properties: {
+    event: { enum: ['EventPaymentSentSuccess', 'EventPaymentSentFailed', 'EventPaymentReceivedSuccess'] },
+    amount: decimal,
+    target: address,
+    initiator: address,
+    identifier: decimal,
+    log_time: { type: 'string', format: 'date-time', description: 'ISO 8601, UTC, with milliseconds' },
+    token_address: address,
+    reason: { type: 'string' },
+  },
+  required: ['event', 'log_time', 'token_address'],
+}
+
+/** One history row as rest-api.md shapes it: each kind has its own fields. */
+export function historyEntry(r: PaymentRecord): Record<string, unknown> {
+  const log_time = new Date(r.time).toISOString()
+  const token_address = getAddress(r.token)
+  switch (r.event) {
+    case 'EventPaymentSentSuccess':
+      return { event: r.event, amount: r.amount, target: getAddress(r.partner), identifier: r.identifier, log_time, token_address }
+    case 'EventPaymentSentFailed':
+      return { event: r.event, target: getAddress(r.partner), log_time, token_address, reason: r.reason ?? '' }
+    case 'EventPaymentReceivedSuccess':
+      return { event: r.event, amount: r.amount, initiator: getAddress(r.partner), identifier: r.identifier, log_time, token_address }
+  }
+}
