@@ -14,7 +14,7 @@ import type { Channel, NodeState } from '../protocol/state/types.ts'
 import { ChannelNotFoundError, ConflictError, InsufficientBalanceError, NodeStoppedError } from './errors.ts'
 import type { NodeNotice, SluiceNode } from './sluiceNode.ts'
 import { channelGas, readGasCost, readGasReserve } from './gasReserve.ts'
-import { tokenNetworkOf } from './tokenActions.ts'
+import { tokenNetworkOf } from '../protocol/state/access.ts'
 
 /**
  * The user's channel actions with the checks the Raiden node's RaidenAPI makes before acting (timeouts, limits,

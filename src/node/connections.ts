@@ -1,7 +1,7 @@
 import { getAddress, type Address } from 'viem'
 import { InsufficientFundsForGasError, readChannelInfo, readTokenBalance, readTokenNetworkInfo } from '../chain/index.ts'
 import { channelKey } from '../protocol/channel/key.ts'
-import { sameAddress } from '../protocol/state/access.ts'
+import { sameAddress, tokenNetworkOf } from '../protocol/state/access.ts'
 import type { Channel, NodeState } from '../protocol/state/types.ts'
 import { ConflictError, NodeStoppedError, NotFoundError } from './errors.ts'
 import { channelGas, readGasCost, readGasReserve } from './gasReserve.ts'
@@ -89,7 +89,7 @@ export class TokenNetworkConnections {
     if (funds <= 0n) throw new ConflictError('funds must be greater than zero')
     if (initialChannelTarget < 0n) throw new ConflictError('initial_channel_target must not be negative')
     if (!(joinableFundsTarget >= 0 && joinableFundsTarget <= 1)) throw new ConflictError('joinable_funds_target must lie between 0 and 1')
-    const tokenNetwork = this.tokenNetworkOf(token)
+    const tokenNetwork = tokenNetworkOf(this.node.state, token)
     if (!tokenNetwork) throw new ConflictError(`Token ${token} is not registered: it has no token network`)
     const connection: Connection = { token, tokenNetwork, funds, initialChannelTarget, joinableFundsTarget, since: this.node.state.blockNumber, failed: new Set() }
     const perChannel = fundsPerChannel(connection)
@@ -134,7 +134,7 @@ export class TokenNetworkConnections {
    * ConflictError when a close failed on-chain (after waiting for the others).
    */
   async leave(token: Address): Promise<Address[]> {
-    const tokenNetwork = this.tokenNetworkOf(token)
+    const tokenNetwork = tokenNetworkOf(this.node.state, token)
     if (!tokenNetwork) throw new NotFoundError(`Token ${token} is not registered: it has no token network`)
     return this.withLock(tokenNetwork, async () => {
       const open = this.ourChannels(tokenNetwork).filter((c) => c.state === 'opened')
@@ -171,11 +171,6 @@ export class TokenNetworkConnections {
   }
 
   // ---- planning ------------------------------------------------------------------------------------------
-
-  private tokenNetworkOf(token: Address): Address | undefined {
-    for (const [tokenNetwork, network] of Object.entries(this.node.state.tokenNetworks)) if (sameAddress(network.token, token)) return tokenNetwork as Address
-    return undefined
-  }
 
   private ourChannels(tokenNetwork: Address): Channel[] {
     return Object.values(this.node.state.channels).filter((c) => sameAddress(c.tokenNetwork, tokenNetwork))

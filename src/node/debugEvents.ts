@@ -1,8 +1,8 @@
 import type { Address, Hex } from 'viem'
-import { channelWith } from '../protocol/state/access.ts'
+import { channelWith, tokenNetworkOf } from '../protocol/state/access.ts'
 import type { StoredChainEvent, StoredEvent } from '../storage/storage.ts'
 import { NotFoundError } from './errors.ts'
-import { pageOf, tokenNetworkOf } from './payments.ts'
+import { pageOf } from './payments.ts'
 import type { SluiceNode } from './sluiceNode.ts'
 
 /**

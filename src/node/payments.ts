@@ -2,7 +2,7 @@ import { bytesToHex, sha256, type Address, type Hex } from 'viem'
 import { readSecretRevealBlock } from '../chain/reads.ts'
 import { distributable, UINT256_MAX } from '../protocol/channel/amounts.ts'
 import { findRoutes } from '../protocol/routing/findRoutes.ts'
-import { channelWith, sameAddress } from '../protocol/state/access.ts'
+import { channelWith, sameAddress, tokenNetworkOf } from '../protocol/state/access.ts'
 import type { NodeState } from '../protocol/state/types.ts'
 import type { PaymentQuery, PaymentRecord } from '../storage/storage.ts'
 import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NoRouteError } from './errors.ts'
@@ -35,11 +35,6 @@ export type SentPayment = {
 }
 
 /** The token network of `token`, if one is registered (and synced). */
-export function tokenNetworkOf(state: NodeState, token: Address): Address | undefined {
-  for (const [tokenNetwork, network] of Object.entries(state.tokenNetworks)) if (sameAddress(network.token, token)) return tokenNetwork as Address
-  return undefined
-}
-
 /**
  * The checks of the request alone, in the Raiden node's order (`transfer_async`, `mediated_transfer_async`):
  * each failure is a 409. Returns the token network and the secret hash the payment will lock with, if the

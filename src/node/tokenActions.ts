@@ -1,5 +1,6 @@
 import { BaseError, getAddress, HttpRequestError, isAddressEqual, parseAbi, TimeoutError, zeroAddress, type Address } from 'viem'
 import { ChainRpcError, readRegistryLimits, readTokenNetworkOf, registerToken as sendRegisterToken } from '../chain/index.ts'
+import { tokenNetworkOf } from '../protocol/state/access.ts'
 import type { NodeState } from '../protocol/state/types.ts'
 import { ConflictError, DisabledInProductionError, LimitReachedError } from './errors.ts'
 import type { SluiceNode } from './sluiceNode.ts'
@@ -15,11 +16,6 @@ export function knownTokens(state: NodeState): Address[] {
 }
 
 /** The token network of `token` as the node knows it, or undefined. */
-export function tokenNetworkOf(state: NodeState, token: Address): Address | undefined {
-  for (const [tokenNetwork, { token: t }] of Object.entries(state.tokenNetworks)) if (isAddressEqual(t, token)) return getAddress(tokenNetwork)
-  return undefined
-}
-
 export type RegisterTokenOptions = {
   /** `production` refuses registration (501), as the Raiden node does on its default, the main network. */
   environment?: 'development' | 'production'

@@ -1,7 +1,7 @@
 import type { Address } from 'viem'
 import { channelOf, closeChannel, depositToChannel, openChannel, setRevealTimeout, unsettledChannels, withdrawFromChannel } from '../../node/channelActions.ts'
 import { ChannelNotFoundError } from '../../node/errors.ts'
-import { tokenNetworkOf } from '../../node/tokenActions.ts'
+import { tokenNetworkOf } from '../../protocol/state/access.ts'
 import { channelJson, channelSchema } from '../channelJson.ts'
 import type { ApiContext } from '../context.ts'
 import { ApiError } from '../errors.ts'

@@ -1,6 +1,6 @@
 import type { ApiContext } from '../context.ts'
 import type { Schema, Shape } from '../input.ts'
-import { json, type Resources, type Route } from '../resource.ts'
+import type { Resources, Route } from '../resource.ts'
 
 /** The error body of every answer that is not a success (rest-api.md, Errors). */
 const errorSchema = { type: 'object', properties: { errors: { type: 'string' } }, required: ['errors'], additionalProperties: false }

@@ -31,6 +31,12 @@ export function initialState(parameters: { address: Address; chainId: bigint; bl
 
 export const sameAddress = (a: Address | undefined, b: Address | undefined) => !!a && !!b && a.toLowerCase() === b.toLowerCase()
 
+/** The token network of `token` the node knows from the registry's events, if any. */
+export function tokenNetworkOf(state: NodeState, token: Address): Address | undefined {
+  for (const [tokenNetwork, network] of Object.entries(state.tokenNetworks)) if (sameAddress(network.token, token)) return tokenNetwork as Address
+  return undefined
+}
+
 export function getChannel(state: NodeState, tokenNetwork: Address, channelId: bigint): Channel | undefined {
   return state.channels[channelKey(tokenNetwork, channelId)]
 }
