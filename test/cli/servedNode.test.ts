@@ -2,9 +2,7 @@ import type { Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { serveNode } from '../../src/cli/servedNode.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
-import { SluiceNode } from '../../src/node/sluiceNode.ts'
-import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
-import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
+import { createNode } from '../api/support/apiNet.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 
 let net: Devnet
@@ -13,16 +11,7 @@ beforeAll(async () => {
 })
 afterAll(() => net?.stop())
 
-const create = (key: Hex) =>
-  SluiceNode.create({
-    rpcUrl: net.anvil.rpcUrl,
-    deployment: net.deployment,
-    privateKey: key,
-    storage: (identity) => openMemoryStorage(identity),
-    transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
-    confirmations: 0n,
-    pollingInterval: 50,
-  })
+const create = (key: Hex) => createNode(net, key)
 
 const refused = (url: string) =>
   fetch(url).then(
