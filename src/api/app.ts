@@ -92,5 +92,5 @@ export function createApi({ onInternalError, ...context }: CreateApiParameters):
 }
 
 function errorResponse(c: Context, error: ApiError): Response {
-  return c.body(stringify({ errors: error.message }), error.status, { 'content-type': 'application/json', ...error.headers })
+  return c.body(stringify({ errors: error.shortMessage, code: error.code }), error.status, { 'content-type': 'application/json', ...error.headers })
 }

@@ -1,3 +1,4 @@
+import { SluiceError } from '../errors.ts'
 /**
  * A number as it was written in the request. JSON.parse turns 2^256-1 into a float and loses digits, so the
  * API reads bodies with `parseJson`, which keeps each number's text and lets the field parser judge it.
@@ -11,8 +12,9 @@ export class JsonNumber {
 
 export type JsonValue = null | boolean | string | JsonNumber | JsonValue[] | { [key: string]: JsonValue }
 
-export class JsonSyntaxError extends Error {
+export class JsonSyntaxError extends SluiceError {
   override name = 'JsonSyntaxError' as const
+  override readonly code = 'JSON_SYNTAX' as const
   constructor(message: string, readonly position: number) {
     super(`${message} at position ${position}`)
   }

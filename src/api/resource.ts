@@ -41,7 +41,7 @@ export class Resources {
       app.all(path, async (c) => {
         for (const [name, value] of Object.entries(c.req.param() as Record<string, string>)) if (name.endsWith('_address')) pathAddress(value, name)
         const route = routes.find((r) => r.method === c.req.method || (c.req.method === 'HEAD' && r.method === 'GET'))
-        if (!route) throw new ApiError(405, `method ${c.req.method} is not allowed here; allowed: ${allow}`, { Allow: allow })
+        if (!route) throw new ApiError(405, `method ${c.req.method} is not allowed here; allowed: ${allow}`, { headers: { Allow: allow } })
         gate(c, path)
         return route.handler(c)
       })

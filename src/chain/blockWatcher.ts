@@ -1,4 +1,4 @@
-import type { Hex, PublicClient } from 'viem'
+import { BlockNotFoundError, type Hex, type PublicClient } from 'viem'
 import { ChainRpcError } from './errors.ts'
 
 /** A block the watcher has handed out, remembered to notice when the chain replaces it. */
@@ -97,7 +97,7 @@ export function createBlockWatcher(client: PublicClient, parameters: CreateBlock
       return b.hash ? { hash: b.hash, parentHash: b.parentHash } : undefined
     } catch (e) {
       // A block past the tip of a shortened chain: viem says BlockNotFoundError.
-      if ((e as { name?: string }).name === 'BlockNotFoundError') return undefined
+      if (e instanceof BlockNotFoundError) return undefined
       throw new ChainRpcError('eth_getBlockByNumber', e)
     }
   }

@@ -1,34 +1,20 @@
+import { SluiceError } from '../errors.ts'
 import type { Address, Hex } from 'viem'
 
 /**
  * Base of every error the chain layer throws: a short message, optional details and the cause (usually a viem
- * error). Subclasses carry a literal `name`, so a union of them discriminates without `instanceof` (the REST
- * layer maps them to status codes: InsufficientFundsForGasError and InsufficientTokenBalanceError to 402).
+ * error). The REST layer maps each `code` to a status (InsufficientFundsForGasError and
+ * InsufficientTokenBalanceError to 402).
  */
-export class ChainError extends Error {
+export class ChainError extends SluiceError {
   override name: string = 'ChainError'
-  readonly shortMessage: string
-  readonly details?: string
-  constructor(shortMessage: string, options: { details?: string; cause?: unknown } = {}) {
-    super(options.details ? `${shortMessage}\n\nDetails: ${options.details}` : shortMessage, { cause: options.cause })
-    this.shortMessage = shortMessage
-    if (options.details !== undefined) this.details = options.details
-  }
-
-  /** The first error in the cause chain (this one included) that `predicate` accepts, or null. */
-  walk(predicate: (error: unknown) => boolean): unknown {
-    let current: unknown = this
-    for (let depth = 0; current !== undefined && current !== null && depth < 32; depth++) {
-      if (predicate(current)) return current
-      current = (current as { cause?: unknown }).cause
-    }
-    return null
-  }
+  override readonly code: string = 'CHAIN'
 }
 
 /** The RPC endpoint serves another chain than the node was configured for. */
 export class ChainIdMismatchError extends ChainError {
   override name = 'ChainIdMismatchError' as const
+  override readonly code = 'CHAIN_ID_MISMATCH' as const
   constructor(readonly expected: number, readonly actual: number) {
     super(`the RPC endpoint serves chain ${actual}, not the configured chain ${expected}`)
   }
@@ -37,6 +23,7 @@ export class ChainIdMismatchError extends ChainError {
 /** The RPC endpoint failed (unreachable, refused the request, or answered with an error we cannot act on). */
 export class ChainRpcError extends ChainError {
   override name = 'ChainRpcError' as const
+  override readonly code = 'CHAIN_RPC' as const
   constructor(readonly method: string, cause: unknown) {
     super(`${method} failed: ${describeCause(cause)}`, { cause })
   }
@@ -48,6 +35,7 @@ export class ChainRpcError extends ChainError {
  */
 export class TransactionRevertedError extends ChainError {
   override name = 'TransactionRevertedError' as const
+  override readonly code = 'TRANSACTION_REVERTED' as const
   constructor(
     readonly description: string,
     readonly reason: string | undefined,
@@ -61,6 +49,7 @@ export class TransactionRevertedError extends ChainError {
 /** The account cannot pay for gas (and value): REST answers 402. */
 export class InsufficientFundsForGasError extends ChainError {
   override name = 'InsufficientFundsForGasError' as const
+  override readonly code = 'INSUFFICIENT_FUNDS_FOR_GAS' as const
   constructor(
     readonly address: Address,
     readonly balance: bigint | undefined,
@@ -77,6 +66,7 @@ export class InsufficientFundsForGasError extends ChainError {
 /** The account holds fewer tokens than a deposit needs: REST answers 402. */
 export class InsufficientTokenBalanceError extends ChainError {
   override name = 'InsufficientTokenBalanceError' as const
+  override readonly code = 'INSUFFICIENT_TOKEN_BALANCE' as const
   constructor(readonly token: Address, readonly address: Address, readonly balance: bigint, readonly required: bigint) {
     super(`insufficient token balance: ${address} has ${balance} of ${token}, needs ${required}`)
   }
@@ -85,6 +75,7 @@ export class InsufficientTokenBalanceError extends ChainError {
 /** None of the known mint functions works on this token. */
 export class TokenNotMintableError extends ChainError {
   override name = 'TokenNotMintableError' as const
+  override readonly code = 'TOKEN_NOT_MINTABLE' as const
   constructor(readonly token: Address, cause?: unknown) {
     super(`token ${token} has no mint(address,uint256), mintFor(uint256,address) or increaseSupply(uint256,address) that we may call`, { cause })
   }
@@ -93,6 +84,7 @@ export class TokenNotMintableError extends ChainError {
 /** A mined transaction lacks the event that says what it did (e.g. no ChannelOpened after openChannel). */
 export class MissingEventError extends ChainError {
   override name = 'MissingEventError' as const
+  override readonly code = 'MISSING_EVENT' as const
   constructor(readonly eventName: string, readonly hash: Hex) {
     super(`transaction ${hash} emitted no ${eventName} event`)
   }

@@ -1,3 +1,4 @@
+import { SluiceError } from '../errors.ts'
 import { scryptAsync } from '@noble/hashes/scrypt'
 import { bytesToHex, hexToBytes, keccak256, type Hex } from 'viem'
 
@@ -8,18 +9,21 @@ import { bytesToHex, hexToBytes, keccak256, type Hex } from 'viem'
  * uses @noble/hashes for scrypt and WebCrypto for PBKDF2 and AES, so it runs in a browser as well as in Node.
  */
 
-export class KeystoreError extends Error {
+export class KeystoreError extends SluiceError {
   override name: string = 'KeystoreError'
+  override readonly code: string = 'KEYSTORE'
 }
 
 /** The file is not a keystore this code reads (not JSON, not version 3, an unknown KDF or cipher, bad fields). */
 export class InvalidKeystoreError extends KeystoreError {
   override name = 'InvalidKeystoreError' as const
+  override readonly code = 'INVALID_KEYSTORE' as const
 }
 
 /** The MAC does not match: the password is wrong (or the ciphertext was changed). */
 export class WrongPasswordError extends KeystoreError {
   override name = 'WrongPasswordError' as const
+  override readonly code = 'WRONG_PASSWORD' as const
   constructor() {
     super('wrong password for the keystore (its MAC does not match)')
   }

@@ -1,4 +1,4 @@
-import { BaseError, decodeErrorResult, type Address, type Hex, type TransactionReceipt } from 'viem'
+import { BaseError, decodeErrorResult, Eip1559FeesNotSupportedError, ExecutionRevertedError, InsufficientFundsError, type Address, type Hex, type TransactionReceipt } from 'viem'
 import type { ChainClient } from './chainClient.ts'
 import { ChainRpcError, InsufficientFundsForGasError, TransactionRevertedError } from './errors.ts'
 
@@ -96,7 +96,7 @@ export function createTransactionQueue(chain: ChainClient, { gasMargin = 20, rec
     try {
       return await publicClient.estimateFeesPerGas()
     } catch (e) {
-      if (!(e instanceof BaseError && e.walk((c) => (c as { name?: string }).name === 'Eip1559FeesNotSupportedError'))) throw e
+      if (!(e instanceof BaseError && e.walk((c) => c instanceof Eip1559FeesNotSupportedError))) throw e
       return { gasPrice: await publicClient.getGasPrice() }
     }
   }
@@ -167,8 +167,8 @@ type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice:
 /** Maps a viem estimate/send failure to our typed errors. */
 function sendError(request: ChainCall, address: Address, e: unknown): Error {
   if (e instanceof BaseError) {
-    if (e.walk((c) => (c as { name?: string }).name === 'InsufficientFundsError')) return new InsufficientFundsForGasError(address, undefined, undefined, e)
-    const reverted = e.walk((c) => (c as { name?: string }).name === 'ExecutionRevertedError')
+    if (e.walk((c) => c instanceof InsufficientFundsError)) return new InsufficientFundsForGasError(address, undefined, undefined, e)
+    const reverted = e.walk((c) => c instanceof ExecutionRevertedError)
     if (reverted) return new TransactionRevertedError(request.description, revertReason(e), undefined, e)
   }
   return new ChainRpcError(`sending ${request.description}`, e)
@@ -191,7 +191,7 @@ export function revertReason(e: unknown): string | undefined {
       return `custom error ${data.slice(0, 10)}`
     }
   }
-  const reverted = e.walk((c) => (c as { name?: string }).name === 'ExecutionRevertedError') as BaseError | null
+  const reverted = e.walk((c) => c instanceof ExecutionRevertedError) as BaseError | null
   const details = reverted?.details
   return details ? details.replace(/^execution reverted:?\s*/i, '') || undefined : undefined
 }

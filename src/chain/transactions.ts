@@ -1,4 +1,6 @@
-import { encodeFunctionData, type Address, type ContractFunctionArgs, type Hex } from 'viem'
+import { BaseError, encodeFunctionData, type Address, type ContractFunctionArgs, type Hex } from 'viem'
+import { SluiceError } from '../errors.ts'
+import { TransactionRevertedError } from './errors.ts'
 import { SecretRegistry, TokenNetwork } from '../contracts/index.ts'
 import { ZERO_HASH, packBalanceProofCounter } from '../protocol/balanceProof.ts'
 import { encodeLocks } from '../protocol/locks.ts'
@@ -149,9 +151,7 @@ export function sendProtocolTransaction(tx: ChainTransaction, { queue, onSubmitt
  */
 export function transactionFailedChange(tx: Transaction, error: unknown): Extract<StateChange, { type: 'transactionFailed' }> {
   const reason =
-    (error as { name?: string; reason?: string }).name === 'TransactionRevertedError' && (error as { reason?: string }).reason
-      ? (error as { reason: string }).reason
-      : ((error as { shortMessage?: string }).shortMessage ?? (error instanceof Error ? error.message : String(error)))
+    error instanceof TransactionRevertedError && error.reason ? error.reason : error instanceof SluiceError || error instanceof BaseError ? error.shortMessage : error instanceof Error ? error.message : String(error)
   return {
     type: 'transactionFailed',
     transaction: tx.type === 'settleWithHistory' ? 'settle' : tx.type === 'unlockWithHistory' ? 'unlock' : tx.type,

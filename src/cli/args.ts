@@ -27,6 +27,7 @@ export type ParseFlagsReturnType<specs extends FlagSpecs> = { help: true } | { h
 
 export class UnknownFlagError extends UsageError {
   override name = 'UnknownFlagError' as const
+  override readonly code = 'UNKNOWN_FLAG' as const
   constructor(readonly flag: string) {
     super(`unknown flag ${flag}`)
   }
@@ -34,6 +35,7 @@ export class UnknownFlagError extends UsageError {
 
 export class MissingFlagValueError extends UsageError {
   override name = 'MissingFlagValueError' as const
+  override readonly code = 'MISSING_FLAG_VALUE' as const
   constructor(readonly flag: string, valueName: string) {
     super(`${flag} needs a value: ${flag} <${valueName}>`)
   }
@@ -41,6 +43,7 @@ export class MissingFlagValueError extends UsageError {
 
 export class InvalidFlagValueError extends UsageError {
   override name = 'InvalidFlagValueError' as const
+  override readonly code = 'INVALID_FLAG_VALUE' as const
   constructor(readonly flag: string, readonly value: string, readonly expected: string) {
     super(`${flag} must be ${expected}, got ${JSON.stringify(value)}`)
   }
@@ -48,6 +51,7 @@ export class InvalidFlagValueError extends UsageError {
 
 export class RepeatedFlagError extends UsageError {
   override name = 'RepeatedFlagError' as const
+  override readonly code = 'REPEATED_FLAG' as const
   constructor(readonly flag: string) {
     super(`${flag} is given more than once`)
   }
@@ -55,6 +59,7 @@ export class RepeatedFlagError extends UsageError {
 
 export class UnexpectedArgumentError extends UsageError {
   override name = 'UnexpectedArgumentError' as const
+  override readonly code = 'UNEXPECTED_ARGUMENT' as const
   constructor(readonly argument: string) {
     super(`unexpected argument ${JSON.stringify(argument)}`)
   }

@@ -2,6 +2,7 @@ import { resolve } from 'node:path'
 import type { Anvil } from '../devnet/anvil.ts'
 import type { Deployment } from '../devnet/deployment.ts'
 import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag } from './args.ts'
+import { hasCode } from '../errors.ts'
 import { CliError } from './cliError.ts'
 import type { Command } from './command.ts'
 import { formatTable } from './table.ts'
@@ -41,6 +42,7 @@ ${formatFlags(chainFlags)}`
 
 export class PortInUseError extends CliError {
   override name = 'PortInUseError' as const
+  override readonly code = 'PORT_IN_USE' as const
   constructor(readonly port: number) {
     super(`port ${port} is already in use (choose another with --port, or --port 0 for a free one)`, 2)
   }
@@ -87,7 +89,7 @@ async function run(argv: readonly string[]): Promise<number> {
     import('../devnet/devnetClient.ts'),
     import('viem/accounts'),
   ])
-  const { AnvilStartError, anvilKeys, startAnvil } = anvilModule
+  const { anvilKeys, startAnvil } = anvilModule
   // Listen before anything starts, so a Ctrl-C during the deployment still stops anvil.
   const stop = nextSignal(['SIGINT', 'SIGTERM'])
   let anvil: Anvil | undefined
@@ -95,7 +97,7 @@ async function run(argv: readonly string[]): Promise<number> {
     try {
       anvil = await startAnvil({ port, blockTime })
     } catch (e) {
-      if (e instanceof AnvilStartError && /already in use/.test(e.message)) throw new PortInUseError(port)
+      if (hasCode(e, 'ANVIL_PORT_IN_USE')) throw new PortInUseError(port)
       throw e
     }
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Address, Hex } from 'viem'
 import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag, switchFlag, type FlagSpec } from './args.ts'
+import { hasCode } from '../errors.ts'
 import { CliError } from './cliError.ts'
 import type { Command } from './command.ts'
 import type { ServedNode } from './servedNode.ts'
@@ -91,7 +92,7 @@ async function run(argv: readonly string[]): Promise<number> {
       try {
         anvil = await startAnvil({ port: flags.rpcPort, ...(flags.blockTime ? { blockTime: flags.blockTime } : {}) })
       } catch (e) {
-        if (e instanceof AnvilStartError && /already in use/.test(e.message)) throw new CliError(`port ${flags.rpcPort} is already in use (choose another with --rpc-port, or 0)`, 2)
+        if (hasCode(e, 'ANVIL_PORT_IN_USE')) throw new CliError(`port ${flags.rpcPort} is already in use (choose another with --rpc-port, or 0)`, 2)
         throw e
       }
       const rpcUrl = anvil.rpcUrl

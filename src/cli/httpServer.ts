@@ -1,3 +1,4 @@
+import { SluiceError } from '../errors.ts'
 import { createAdaptorServer } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
@@ -9,8 +10,9 @@ export type HttpServer = {
   close(graceMs?: number): Promise<void>
 }
 
-export class AddressInUseError extends Error {
+export class AddressInUseError extends SluiceError {
   override name = 'AddressInUseError' as const
+  override readonly code = 'ADDRESS_IN_USE' as const
   constructor(host: string, port: number) {
     super(`${host}:${port} is already in use`)
   }

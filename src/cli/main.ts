@@ -32,6 +32,7 @@ Run \`sluice <command> --help\` for the flags of a command.`
 
 export class UnknownCommandError extends UsageError {
   override name = 'UnknownCommandError' as const
+  override readonly code = 'UNKNOWN_COMMAND' as const
   constructor(readonly command: string) {
     super(`unknown command ${JSON.stringify(command)}`)
   }

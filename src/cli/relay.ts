@@ -33,6 +33,7 @@ ${formatFlags(relayFlags)}`
 
 export class ListenFailedError extends CliError {
   override name = 'ListenFailedError' as const
+  override readonly code = 'LISTEN_FAILED' as const
   constructor(readonly listen: string, reason: string) {
     super(`cannot listen on ${listen}: ${reason}`, 2)
   }

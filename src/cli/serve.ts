@@ -95,8 +95,9 @@ so a node started with it has no peers (\`sluice devnet\` runs several in one pr
 Flags:
 ${formatFlags(serveFlags)}`
 
-class MissingFlagError extends UsageError {
+export class MissingFlagError extends UsageError {
   override name = 'MissingFlagError' as const
+  override readonly code = 'MISSING_FLAG' as const
   constructor(flag: string) {
     super(`${flag} is required`)
   }
@@ -105,6 +106,7 @@ class MissingFlagError extends UsageError {
 /** A problem with what the flags point at (a file, the chain, the store): one line, exit code 2. */
 export class StartupError extends CliError {
   override name = 'StartupError' as const
+  override readonly code = 'STARTUP' as const
   constructor(message: string) {
     super(message, 2)
   }

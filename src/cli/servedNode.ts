@@ -36,6 +36,7 @@ export const packageVersion: string = (JSON.parse(readFileSync(new URL('../../pa
 
 export class ApiPortInUseError extends CliError {
   override name = 'ApiPortInUseError' as const
+  override readonly code = 'API_PORT_IN_USE' as const
   constructor(host: string, port: number) {
     super(`${host}:${port} is already in use (choose another address or port)`, 2)
   }

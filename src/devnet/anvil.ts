@@ -1,3 +1,4 @@
+import { SluiceError } from '../errors.ts'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
 
@@ -24,10 +25,19 @@ export type Anvil = {
   stop(): Promise<void>
 }
 
-export class AnvilStartError extends Error {
-  override name = 'AnvilStartError' as const
+export class AnvilStartError extends SluiceError {
+  override name = 'AnvilStartError'
+  override readonly code: string = 'ANVIL_START'
   constructor(message: string, readonly output: string) {
     super(message)
+  }
+}
+
+/** anvil could not listen: the port is taken. */
+export class AnvilPortInUseError extends AnvilStartError {
+  override readonly code = 'ANVIL_PORT_IN_USE' as const
+  constructor(output: string) {
+    super('anvil address already in use', output)
   }
 }
 
@@ -65,8 +75,9 @@ export async function startAnvil(parameters: StartAnvilParameters = {}): Promise
     child.stderr!.on('data', onData)
     child.once('error', (e) => reject(new AnvilStartError(`anvil could not start: ${e.message}`, output)))
     child.once('exit', (code) => {
-      const reason = /Address already in use|address in use/i.test(output) ? 'address already in use' : `exited with code ${code}`
-      reject(new AnvilStartError(`anvil ${reason}`, output))
+      // anvil says so only in its output: this is where its words become a code.
+      if (/Address already in use|address in use/i.test(output)) reject(new AnvilPortInUseError(output))
+      else reject(new AnvilStartError(`anvil exited with code ${code}`, output))
     })
   })
   // anvil logs every RPC call: keep draining so the pipe never fills and blocks it.

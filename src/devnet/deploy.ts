@@ -1,3 +1,4 @@
+import { SluiceError } from '../errors.ts'
 import {
   getContractAddress,
   maxUint256,
@@ -72,8 +73,9 @@ export type DeployContractsParameters = {
 /** The deployment, with the test tokens known by symbol. */
 export type DeployContractsReturnType = Deployment & { tokens: Record<(typeof testTokens)[number]['symbol'], Address> }
 
-export class DeployContractsError extends Error {
+export class DeployContractsError extends SluiceError {
   override name = 'DeployContractsError' as const
+  override readonly code = 'DEPLOY_CONTRACTS' as const
   constructor(readonly step: string, message: string, options?: ErrorOptions) {
     super(`deploying ${step} failed: ${message}`, options)
   }

@@ -1,3 +1,4 @@
+import { SluiceError } from '../errors.ts'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { getAddress, isAddress, type Address } from 'viem'
@@ -40,23 +41,26 @@ export function deploymentPath(dir: string, chainId: number): string {
   return join(dir, `${chainId}.json`)
 }
 
-export class DeploymentNotFoundError extends Error {
+export class DeploymentNotFoundError extends SluiceError {
   override name = 'DeploymentNotFoundError' as const
+  override readonly code = 'DEPLOYMENT_NOT_FOUND' as const
   constructor(readonly path: string) {
     super(`no deployment file at ${path}`)
   }
 }
 
-export class DeploymentSyntaxError extends Error {
+export class DeploymentSyntaxError extends SluiceError {
   override name = 'DeploymentSyntaxError' as const
+  override readonly code = 'DEPLOYMENT_SYNTAX' as const
   constructor(readonly path: string, cause: unknown) {
     super(`deployment file ${path} is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
   }
 }
 
 /** A field is missing or has the wrong type; `field` is its dotted path, e.g. `contracts.OneToN.address`. */
-export class InvalidDeploymentError extends Error {
+export class InvalidDeploymentError extends SluiceError {
   override name = 'InvalidDeploymentError' as const
+  override readonly code = 'INVALID_DEPLOYMENT' as const
   constructor(readonly field: string, readonly expected: string, readonly got: unknown, readonly path?: string) {
     super(`${path ? `deployment file ${path}: ` : 'deployment: '}${field} must be ${expected}, got ${describe(got)}`)
   }

@@ -1,10 +1,14 @@
-/** Base of the runtime's typed errors: the REST layer maps each `name` to a status code. */
-export class NodeError extends Error {
+import { SluiceError } from '../errors.ts'
+
+/** Base of the runtime's typed errors; the REST layer maps each `code` to a status (src/api/errors.ts). */
+export class NodeError extends SluiceError {
   override name: string = 'NodeError'
+  override readonly code: string = 'NODE'
 }
 
 export class NodeStoppedError extends NodeError {
   override name = 'NodeStoppedError' as const
+  override readonly code = 'NODE_STOPPED' as const
   constructor() {
     super('the node is stopping')
   }
@@ -12,18 +16,22 @@ export class NodeStoppedError extends NodeError {
 
 export class ChannelNotFoundError extends NodeError {
   override name = 'ChannelNotFoundError' as const
+  override readonly code = 'CHANNEL_NOT_FOUND' as const
 }
 
 export class NoRouteError extends NodeError {
   override name = 'NoRouteError' as const
+  override readonly code = 'NO_ROUTE' as const
 }
 
 export class InvalidPaymentError extends NodeError {
   override name = 'InvalidPaymentError' as const
+  override readonly code = 'INVALID_PAYMENT' as const
 }
 
 export class PaymentFailedError extends NodeError {
   override name = 'PaymentFailedError' as const
+  override readonly code = 'PAYMENT_FAILED' as const
   constructor(readonly reason: string) {
     super(`payment failed: ${reason}`)
   }
@@ -32,24 +40,29 @@ export class PaymentFailedError extends NodeError {
 /** The request conflicts with the state (a deposit that does not increase, a closed channel, a reused id). */
 export class ConflictError extends NodeError {
   override name = 'ConflictError' as const
+  override readonly code = 'CONFLICT' as const
 }
 
 /** Not enough tokens for what was asked (gas shortfalls are the chain layer's InsufficientFundsForGasError). */
 export class InsufficientBalanceError extends NodeError {
   override name = 'InsufficientBalanceError' as const
+  override readonly code = 'INSUFFICIENT_BALANCE' as const
 }
 
 /** A token with no token network, or a contract the node was not configured with. */
 export class NotFoundError extends NodeError {
   override name = 'NotFoundError' as const
+  override readonly code = 'NOT_FOUND' as const
 }
 
 /** A contract limit would be exceeded (the registry's maximum number of token networks). */
 export class LimitReachedError extends NodeError {
   override name = 'LimitReachedError' as const
+  override readonly code = 'LIMIT_REACHED' as const
 }
 
 /** The action exists only on test networks (the node runs with environment production). */
 export class DisabledInProductionError extends NodeError {
   override name = 'DisabledInProductionError' as const
+  override readonly code = 'DISABLED_IN_PRODUCTION' as const
 }

@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem'
-import { mintTokens, TokenNotMintableError } from '../chain/index.ts'
+import { mintTokens, TokenNotMintableError, TransactionRevertedError } from '../chain/index.ts'
 import type { SluiceNode } from './sluiceNode.ts'
 
 /**
@@ -14,7 +14,7 @@ export async function mintTestTokens(node: Pick<SluiceNode, 'chain' | 'queue'>, 
     return { transactionHash: sent.hash }
   } catch (error) {
     // The eth_call accepted the mint but the transaction reverted (the token changed meanwhile): still a refusal.
-    if (error instanceof Error && error.name === 'TransactionRevertedError') throw new TokenNotMintableError(token, error)
+    if (error instanceof TransactionRevertedError) throw new TokenNotMintableError(token, error)
     throw error
   }
 }

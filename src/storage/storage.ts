@@ -1,3 +1,4 @@
+import { SluiceError } from '../errors.ts'
 import type { Address, Hex } from 'viem'
 import type { Message } from '../protocol/messages/types.ts'
 import type { StateChange } from '../protocol/state/changes.ts'
@@ -187,26 +188,31 @@ export type StorageDump = {
   sentLocks?: SentLockRecord[]
 }
 
-export class StorageError extends Error {
+export class StorageError extends SluiceError {
   override name: string = 'StorageError'
+  override readonly code: string = 'STORAGE'
 }
 
 /** Another instance already holds this node's store (another tab, another process). */
 export class StorageLockedError extends StorageError {
   override name = 'StorageLockedError' as const
+  override readonly code = 'STORAGE_LOCKED' as const
 }
 
 /** The store was closed (by `close`, or by the engine because another connection upgrades or deletes it). */
 export class StorageClosedError extends StorageError {
   override name = 'StorageClosedError' as const
+  override readonly code = 'STORAGE_CLOSED' as const
 }
 
 /** The stored data has a schema newer than this code knows (written by a newer Sluice). */
 export class StorageVersionError extends StorageError {
   override name = 'StorageVersionError' as const
+  override readonly code = 'STORAGE_VERSION' as const
 }
 
 /** A dump of another node, another chain, or older than what is stored. */
 export class DumpRejectedError extends StorageError {
   override name = 'DumpRejectedError' as const
+  override readonly code = 'DUMP_REJECTED' as const
 }

@@ -43,7 +43,7 @@ describe('node information', () => {
     for (const path of ['/nothing', '/address/', '/channels/x/y/z']) {
       const r = await net.nodes[0]!.get(path)
       expect(r.status, path).toBe(404)
-      expect(r.body, path).toEqual({ errors: 'invalid endpoint' })
+      expect(r.body, path).toEqual({ errors: 'invalid endpoint', code: 'NOT_FOUND' })
     }
   })
 

@@ -52,7 +52,7 @@ describe('GET /openapi.json', () => {
     }
     const documented = Object.values<Record<string, unknown>>(doc.paths).reduce((sum, item) => sum + Object.keys(item).filter((k) => k !== 'parameters').length, 0)
     expect(documented).toBe(operations)
-    expect(doc.components.schemas.Error).toEqual({ type: 'object', properties: { errors: { type: 'string' } }, required: ['errors'], additionalProperties: false })
+    expect(doc.components.schemas.Error).toMatchObject({ type: 'object', properties: { errors: { type: 'string' }, code: { type: 'string' } }, required: ['errors', 'code'], additionalProperties: false })
     // The push events are a stream, not JSON.
     expect(Object.keys(doc.paths['/events'].get.responses['200'].content)).toEqual(['text/event-stream'])
   })

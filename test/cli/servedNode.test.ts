@@ -29,7 +29,7 @@ describe('serveNode (what sluice serve and sluice devnet run)', () => {
     await served.run()
     const r = await fetch(`${served.apiUrl}/bug`)
     expect(r.status).toBe(500)
-    expect(await r.json()).toEqual({ errors: 'internal error: a bug' })
+    expect(await r.json()).toEqual({ errors: 'internal error: a bug', code: 'INTERNAL' })
     expect(await served.stopRequested).toEqual({ reason: 'internal error', error: expect.any(TypeError) })
     expect((await fetch(`${served.apiUrl}/address`)).status).toBe(503)
     await served.stop()

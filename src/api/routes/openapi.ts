@@ -3,7 +3,7 @@ import type { Schema, Shape } from '../input.ts'
 import type { Resources, Route } from '../resource.ts'
 
 /** The error body of every answer that is not a success (rest-api.md, Errors). */
-const errorSchema = { type: 'object', properties: { errors: { type: 'string' } }, required: ['errors'], additionalProperties: false }
+const errorSchema = { type: 'object', properties: { errors: { type: 'string' }, code: { type: 'string', description: 'a stable code for the kind of error (src/api/errors.ts)' } }, required: ['errors', 'code'], additionalProperties: false }
 
 /** Statuses any route can answer (rest-api.md: 500 and 503 can follow any endpoint), unless its doc says more. */
 const commonResponses: Record<number, string> = {
