@@ -6,7 +6,7 @@ import { ChainRpcError } from './errors.ts'
 /** What reads need: the public client, and the node's address as the default owner. */
 export type ChainReader = Pick<ChainClient, 'publicClient' | 'address'>
 
-/** TokenNetwork's ChannelState enum (protocol.md §1.4.1). */
+/** TokenNetwork's ChannelState enum (docs/protocol.md §1.4.1). */
 export const channelStates = ['nonExistent', 'opened', 'closed', 'settled', 'removed'] as const
 export type OnchainChannelState = (typeof channelStates)[number]
 

@@ -27,9 +27,9 @@ export type ProtocolTransactionCallParameters = {
 /**
  * The contract call that carries out a protocol `Transaction` effect, with our signatures made here:
  * - close: the partner's latest balance proof (or nonce 0, zero hashes and 65 zero bytes without one) and our
- *   closing signature over the 277-byte counter message of type BalanceProof (protocol.md §2.5);
+ *   closing signature over the 277-byte counter message of type BalanceProof (docs/protocol.md §2.5);
  * - update: the closer's balance proof and our non-closing counter-signature of type BalanceProofUpdate;
- * - setTotalWithdraw / cooperativeSettle: our signatures over the 200-byte withdraw messages (§2.6) beside the
+ * - setTotalWithdraw / cooperativeSettle: our signatures over the 200-byte withdraw messages (docs/protocol.md §2.6) beside the
  *   partner's.
  */
 export function protocolTransactionCall(tx: ChainTransaction, { signer, secretRegistry }: ProtocolTransactionCallParameters): ChainCall {

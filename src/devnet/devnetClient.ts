@@ -11,7 +11,7 @@ export type CreateDevnetClientParameters = {
 
 /**
  * A viem client for an anvil chain that reads, sends transactions and uses anvil's own RPCs (mine, automine).
- * cacheTime 0, because viem would otherwise serve a stale block number right after a mine (toolchain.md P3).
+ * cacheTime 0, because viem would otherwise serve a stale block number right after a mine (docs/decisions/0017-toolchain.md).
  */
 export function createDevnetClient({ rpcUrl, privateKey, chainId = 31337 }: CreateDevnetClientParameters) {
   return createTestClient({

@@ -13,7 +13,7 @@ export type BalanceData = {
   locksroot: Hex
 }
 
-/** Fields of a balance proof that are signed (protocol.md §2.4). */
+/** Fields of a balance proof that are signed (docs/protocol.md §2.4). */
 export type BalanceProof = BalanceData & {
   chainId: bigint
   tokenNetworkAddress: Address
@@ -42,13 +42,13 @@ function packProof(type: bigint, bp: Omit<BalanceProof, keyof BalanceData> & { b
 
 export type PackedBalanceProofParameters = Omit<BalanceProof, keyof BalanceData> & { balanceHash: Hex }
 
-/** The 212 bytes the sender of a transfer signs (protocol.md §2.4). */
+/** The 212 bytes the sender of a transfer signs (docs/protocol.md §2.4). */
 export function packBalanceProof(bp: PackedBalanceProofParameters): Hex {
   return packProof(MessageTypeId.BalanceProof, bp)
 }
 
 /**
- * The 277 bytes of a counter-signature (protocol.md §2.5): the balance proof with type `BalanceProof` (to close)
+ * The 277 bytes of a counter-signature (docs/protocol.md §2.5): the balance proof with type `BalanceProof` (to close)
  * or `BalanceProofUpdate` (to update as the non-closer), followed by the balance proof's own signature.
  */
 export function packBalanceProofCounter(

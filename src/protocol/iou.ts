@@ -11,7 +11,7 @@ export type Iou = {
   expirationBlock: bigint
 }
 
-/** The 188 bytes the IOU's sender signs (protocol.md §2.7). */
+/** The 188 bytes the IOU's sender signs (docs/protocol.md §2.7). */
 export function packIou(iou: Iou): Hex {
   return encodePacked(
     ['address', 'uint256', 'uint256', 'address', 'address', 'uint256', 'uint256'],

@@ -12,7 +12,7 @@ export type RewardProof = {
   rewardAmount: bigint
 }
 
-/** The 221 bytes of a monitoring reward proof (protocol.md §2.8). */
+/** The 221 bytes of a monitoring reward proof (docs/protocol.md §2.8). */
 export function packRewardProof(p: RewardProof): Hex {
   return encodePacked(
     ['address', 'uint256', 'uint256', 'address', 'address', 'bytes', 'uint256'],

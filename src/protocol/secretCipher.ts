@@ -6,7 +6,7 @@ import { secp256k1Engine } from './secp256k1.ts'
 
 /**
  * The payment secret an initiator puts in a LockedTransfer's `metadata.secret`, encrypted to the target, so the
- * target needs no SecretRequest / RevealSecret round trip with the initiator (protocol.md §3.9).
+ * target needs no SecretRequest / RevealSecret round trip with the initiator (docs/protocol.md §3.9).
  *
  * The format is the Raiden light client's (raiden-ts `transfers/utils.ts`: `metadataFromPaths` encrypts with
  * `eciesjs.encrypt(targetPubkey, jsonStringify({secret, amount, payment_identifier}))`, and

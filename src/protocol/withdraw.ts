@@ -10,7 +10,7 @@ export type WithdrawData = {
   expiration: bigint
 }
 
-/** The 200 bytes both channel participants sign to authorise a withdraw (protocol.md §2.6). */
+/** The 200 bytes both channel participants sign to authorise a withdraw (docs/protocol.md §2.6). */
 export function packWithdraw(w: WithdrawData): Hex {
   return encodePacked(
     ['address', 'uint256', 'uint256', 'uint256', 'address', 'uint256', 'uint256'],

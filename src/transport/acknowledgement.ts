@@ -1,7 +1,7 @@
 import type { Message } from '../protocol/messages/types.ts'
 
 /**
- * The identifier acknowledgements refer to (protocol.md §3.3, §3.5): every "retrievable" message and Processed
+ * The identifier acknowledgements refer to (docs/protocol.md §3.3, §3.5): every "retrievable" message and Processed
  * carry one; Delivered and the service messages (PFS updates, RequestMonitoring) do not, so nothing acknowledges
  * them and they are sent once.
  */

@@ -1,4 +1,4 @@
-/** How long to wait between attempts: doubling from `initialMs`, never more than `maxMs` (protocol.md §3.5). */
+/** How long to wait between attempts: doubling from `initialMs`, never more than `maxMs` (docs/protocol.md §3.5). */
 export type Backoff = { initialMs: number; maxMs: number }
 
 /** Raiden's values are 5 s and 60 s; between local nodes (same origin, same process) a fast first retry is better. */

@@ -36,7 +36,7 @@ function before(a: PendingMessage, b: PendingMessage): boolean {
 const queueOf = (p: PendingMessage) => (p.record.channelKey === undefined ? undefined : `${p.peer}|${p.record.channelKey}`)
 
 /**
- * The messages waiting for acknowledgement, in Raiden's queues (protocol.md §3.5): one ordered queue per
+ * The messages waiting for acknowledgement, in Raiden's queues (docs/protocol.md §3.5): one ordered queue per
  * (recipient, channel) for balance proofs and withdraw messages, one unordered queue per recipient for the rest.
  * Applies the removal rules and decides what is due; it keeps no timers and does no I/O.
  */

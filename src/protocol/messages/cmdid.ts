@@ -1,4 +1,4 @@
-/** The one-byte command ids that start the signed data of most messages (protocol.md §3.2). */
+/** The one-byte command ids that start the signed data of most messages (docs/protocol.md §3.2). */
 export const CmdId = {
   Processed: 0,
   SecretRequest: 3,

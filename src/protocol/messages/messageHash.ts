@@ -6,7 +6,7 @@ import { metadataHash } from './metadata.ts'
 import type { EnvelopeMessage } from './types.ts'
 
 /**
- * The additional_hash an envelope message's balance proof commits to (protocol.md §3.4): keccak256 of the
+ * The additional_hash an envelope message's balance proof commits to (docs/protocol.md §3.4): keccak256 of the
  * message fields that are not in the balance proof itself. The cmdid is one byte here, with no padding.
  */
 export function messageHash(message: EnvelopeMessage): Hex {

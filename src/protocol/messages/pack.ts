@@ -11,7 +11,7 @@ function head(w: PackedWriter, cmdid: number): PackedWriter {
   return w.uint(BigInt(cmdid), 1).uint(0n, 3)
 }
 
-/** The 212-byte balance proof an envelope message is signed over (protocol.md §2.4). */
+/** The 212-byte balance proof an envelope message is signed over (docs/protocol.md §2.4). */
 export function packEnvelope(message: EnvelopeMessage): Uint8Array {
   return new PackedWriter(212)
     .fixed(message.token_network_address, 20)
@@ -37,7 +37,7 @@ function rlpImbalancePenalty(penalty: FeeSchedule['imbalance_penalty']): Uint8Ar
   return hexToBytes(penalty === null ? toRlp('0x') : toRlp(penalty.map(([x, y]) => [int(x), int(y)])))
 }
 
-/** The exact bytes a message's `signature` is over (protocol.md §3.3), before the EIP-191 prefix. */
+/** The exact bytes a message's `signature` is over (docs/protocol.md §3.3), before the EIP-191 prefix. */
 export function packMessage(message: Message): Uint8Array {
   switch (message.type) {
     case 'Processed':
@@ -61,7 +61,7 @@ export function packMessage(message: Message): Uint8Array {
       return packEnvelope(message)
     case 'WithdrawRequest':
     case 'WithdrawConfirmation':
-      // The on-chain withdraw message (§2.6): the same signature is what setTotalWithdraw checks.
+      // The on-chain withdraw message (docs/protocol.md §2.6): the same signature is what setTotalWithdraw checks.
       return new PackedWriter(200)
         .fixed(message.token_network_address, 20)
         .uint(message.chain_id, 32)
@@ -112,7 +112,7 @@ export function packMessage(message: Message): Uint8Array {
         .done()
     }
     case 'RequestMonitoring':
-      // The reward proof (§2.8): what MonitoringService.monitor checks.
+      // The reward proof (docs/protocol.md §2.8): what MonitoringService.monitor checks.
       return new PackedWriter(221)
         .fixed(message.monitoring_service_contract_address, 20)
         .uint(message.balance_proof.chain_id, 32)

@@ -1,13 +1,13 @@
 import type { Address, Hex } from 'viem'
 
 /**
- * The Raiden off-chain messages (protocol.md §3.3), as plain data with the wire field names. Integers are
+ * The Raiden off-chain messages (docs/protocol.md §3.3), as plain data with the wire field names. Integers are
  * bigint here and decimal strings on the wire; addresses are EIP-55 checksummed once decoded.
  */
 
 export type WireLock = { amount: bigint; expiration: bigint; secrethash: Hex }
 
-/** Route metadata of a LockedTransfer. Kept as received: mediators must forward it unchanged (§3.4). */
+/** Route metadata of a LockedTransfer. Kept as received: mediators must forward it unchanged (docs/protocol.md §3.4). */
 export type Metadata = { routes: { route: Address[]; address_metadata?: Record<string, unknown> }[]; secret?: Hex } & Record<string, unknown>
 
 export type Processed = { type: 'Processed'; message_identifier: bigint }

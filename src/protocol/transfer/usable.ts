@@ -5,7 +5,7 @@ import type { Channel } from '../state/types.ts'
 /**
  * Why `channel` cannot carry a new lock of `amount` with `blocksLeft` blocks until it expires, or undefined
  * when it can: the lock must outlive the reveal timeout, and a close must not be able to settle before it
- * expires (reveal_timeout < blocksLeft <= settle_timeout, protocol.md §3.8).
+ * expires (reveal_timeout < blocksLeft <= settle_timeout, docs/protocol.md §3.8).
  */
 export function whyNotUsable(channel: Channel | undefined, amount: bigint, blocksLeft: bigint, ctx: TransitionContext): string | undefined {
   if (!channel) return 'no channel'

@@ -101,7 +101,7 @@ function checkRuntime() {
 }
 
 /**
- * Carries wire lines between nodes over libp2p (transport.md): WebSockets to our relays, circuit relay v2 to
+ * Carries wire lines between nodes over libp2p (docs/transport.md): WebSockets to our relays, circuit relay v2 to
  * reach peers by PeerId, Noise and yamux. Each peer gets one outbound stream of `/sluice/msg/1.0.0`, reused
  * for every batch and reopened when it breaks; a batch is one or more length-prefixed JSON frames.
  *

@@ -1,5 +1,5 @@
 /**
- * What libp2p 3.x needs and Node 20 lacks (transport.md §7): `Promise.withResolvers` (used in about 15
+ * What libp2p 3.x needs and Node 20 lacks (docs/transport.md, Node 20 polyfills): `Promise.withResolvers` (used in about 15
  * libp2p packages) and a global `WebSocket` (@libp2p/websockets dials with it). Import this first in Node
  * processes that start libp2p; never from code a browser loads (`ws` is a Node module).
  */

@@ -36,7 +36,7 @@ export type Relay = {
 /**
  * A relay/bootstrap node (Node only): a circuit relay v2 server through which browser and Node nodes reach each
  * other by PeerId, and the gossipsub hub of the presence topic. Relayed connections have no data or time limit
- * (libp2p's defaults, 128 KiB and 2 min per connection, cut payment traffic short: transport.md §7.4).
+ * (libp2p's defaults, 128 KiB and 2 min per connection, cut payment traffic short: docs/transport.md, Relays).
  */
 export async function startRelay(parameters: StartRelayParameters): Promise<Relay> {
   const topic = parameters.presenceTopic ?? defaultPresenceTopic
