@@ -9,7 +9,7 @@ import {MessageType} from "./lib/MessageType.sol";
 import {SecretRegistry} from "./SecretRegistry.sol";
 
 /// All payment channels of one ERC20 token, ABI- and signature-compatible with raiden-contracts 0.40
-/// (protocol.md §1.4). Timing is in block numbers.
+/// (docs/protocol.md §1.4). Timing is in block numbers.
 ///
 /// Life of a channel: open -> deposits / withdraws (both signatures) -> either cooperativeSettle, or
 /// close (with the partner's latest balance proof) -> the partner may update with the closer's latest
@@ -135,7 +135,7 @@ contract TokenNetwork is Utils, Controllable {
         _;
     }
 
-    /// Checks run in the order of the deployed 0.40 contracts (protocol.md §7), so a bad deployment
+    /// Checks run in the order of the deployed 0.40 contracts (docs/protocol.md §7), so a bad deployment
     /// fails with the same reason.
     constructor(
         address _token_address,
@@ -272,7 +272,7 @@ contract TokenNetwork is Utils, Controllable {
     // ------------------------------------------------------------------ withdraw and cooperative settle
 
     /// Pays out `total_withdraw` minus what `participant` withdrew before, while the channel stays open.
-    /// Both participants must have signed the withdraw message (protocol.md §2.6); anyone may submit it.
+    /// Both participants must have signed the withdraw message (docs/protocol.md §2.6); anyone may submit it.
     function setTotalWithdraw(
         uint256 channel_identifier,
         address participant,
@@ -348,7 +348,7 @@ contract TokenNetwork is Utils, Controllable {
         // participant's off-chain balance covers it is what the partner's signature vouches for.
         uint256 total_deposit = participant_state.deposit + partner_state.deposit;
         require(data.total_withdraw + partner_state.withdrawn_amount <= total_deposit, "TN/withdraw: withdraw > deposit");
-        // Checked: a total below the already withdrawn amount panics (0x11), like 0.40 (protocol.md §7).
+        // Checked: a total below the already withdrawn amount panics (0x11), like 0.40 (docs/protocol.md §7).
         // A strictly growing total makes each signed withdraw usable once.
         uint256 amount = data.total_withdraw - participant_state.withdrawn_amount;
         require(amount > 0, "TN/withdraw: amount is zero");
@@ -612,7 +612,7 @@ contract TokenNetwork is Utils, Controllable {
     }
 
     /// Sum of the amounts of the locks whose secret was registered in a block strictly before the lock's
-    /// expiration. protocol.md §6: the Python node also accepts a reveal in the expiration block itself;
+    /// expiration. docs/protocol.md §6: the Python node also accepts a reveal in the expiration block itself;
     /// we follow the 0.40 contract: claimable iff 0 < reveal_block < expiration.
     function claimableAmount(bytes calldata locks) internal view returns (uint256 total) {
         for (uint256 offset = 0; offset < locks.length; offset += 96) {
@@ -723,7 +723,7 @@ contract TokenNetwork is Utils, Controllable {
         return block.chainid;
     }
 
-    // ------------------------------------------------------------------ signed messages (protocol.md §2)
+    // ------------------------------------------------------------------ signed messages (docs/protocol.md §2)
 
     /// EIP-191 digest of the 212-byte balance proof: token network || chain id || 1 || channel id ||
     /// balance hash || nonce || additional hash.

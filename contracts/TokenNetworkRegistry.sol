@@ -6,7 +6,7 @@ import {Controllable} from "./lib/Controllable.sol";
 import {TokenNetwork} from "./TokenNetwork.sol";
 
 /// Deploys one TokenNetwork per ERC20 token, all sharing one SecretRegistry and one range of allowed
-/// settle timeouts (protocol.md §1.3). The deployer is the controller of the registry and of every
+/// settle timeouts (docs/protocol.md §1.3). The deployer is the controller of the registry and of every
 /// TokenNetwork it creates.
 contract TokenNetworkRegistry is Utils, Controllable {
     address public secret_registry_address;

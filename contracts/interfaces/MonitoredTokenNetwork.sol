@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.10;
 
-/// The part of TokenNetwork (protocol.md §1.4) that MonitoringService uses. Declared here so the service
+/// The part of TokenNetwork (docs/protocol.md §1.4) that MonitoringService uses. Declared here so the service
 /// compiles on its own; the ABI matches contracts/TokenNetwork.sol.
 interface IMonitoredTokenNetwork {
     /// Same order as TokenNetwork's ChannelState: the ABI carries it as a uint8.
@@ -38,7 +38,7 @@ interface IMonitoredTokenNetwork {
     ) external;
 }
 
-/// The lookup of TokenNetworkRegistry (protocol.md §1.3) that tells a genuine TokenNetwork from a lookalike.
+/// The lookup of TokenNetworkRegistry (docs/protocol.md §1.3) that tells a genuine TokenNetwork from a lookalike.
 interface ITokenNetworkDirectory {
     function token_to_token_networks(address token) external view returns (address);
 }

@@ -226,7 +226,7 @@ contract MonitoringService is Utils {
         return true;
     }
 
-    /// Signer of the 221-byte reward proof (protocol.md §2.8). The chain id is block.chainid, as in 0.40.
+    /// Signer of the 221-byte reward proof (docs/protocol.md §2.8). The chain id is block.chainid, as in 0.40.
     function recoverRewardProofSigner(
         address token_network_address,
         address non_closing_participant,

@@ -81,7 +81,7 @@ contract OneToN is Utils {
         return total;
     }
 
-    /// Signer of the 188-byte IOU (protocol.md §2.7), signed EIP-191 style.
+    /// Signer of the 188-byte IOU (docs/protocol.md §2.7), signed EIP-191 style.
     function recoverIouSigner(
         address sender,
         address receiver,

@@ -11,7 +11,7 @@ import {Utils} from "../lib/Utils.sol";
 contract UserDeposit is Utils {
     /// Blocks between planWithdraw and the first block in which withdraw works.
     /// Decision: a constant, as in raiden-contracts 0.40, whose constructor is (token, whole_balance_limit)
-    /// and exposes `withdraw_delay` as a constant getter. protocol.md §7's "the delay given at deployment"
+    /// and exposes `withdraw_delay` as a constant getter. The 100-block delay docs/protocol.md §7 confirms
     /// is this constant; a third constructor argument would change the deployment ABI.
     uint256 public constant withdraw_delay = 100;
 
