@@ -16,7 +16,7 @@ const chromiumArgs = [
 
 export default defineConfig({
   test: {
-    // Root level only: one anvil with every contract deployed, provided to both projects (toolchain P4).
+    // Root level only: one anvil with every contract deployed, provided to both projects (docs/decisions/0017-toolchain.md).
     globalSetup: ['test/globalSetup.ts'],
     reporters: ['default', './test/support/summaryReporter.ts'],
     projects: [

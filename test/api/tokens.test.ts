@@ -98,7 +98,7 @@ describe('GET tokens', () => {
     expect(await followed.json()).toMatchObject({ partner_address: C, token_address: TTT, state: 'opened' })
   })
 
-  it('/tokens/<token>/partners of an unknown token is 404 (rest-api.md; the Raiden node answers [])', async () => {
+  it('/tokens/<token>/partners of an unknown token is 404 (the API description; the Raiden node answers [])', async () => {
     expectError(await dev.get(`/tokens/${TT2}/partners`), 404, /No token network registered/)
     expectError(await dev.get(`/tokens/${TTT.toLowerCase()}/partners`), 404)
   })

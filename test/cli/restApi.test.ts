@@ -6,7 +6,7 @@ import { startDevnetCommand, type DevnetJson } from './devnetProcess.ts'
 import type { SluiceProcess } from './sluiceProcess.ts'
 
 /**
- * Every endpoint of rest-api.md (and the three Sluice adds: /events, /openapi.json, /_state/export), called
+ * Every endpoint of the REST API (docs/rest-api.md; and the three Sluice adds: /events, /openapi.json, /_state/export), called
  * against `sluice devnet` over HTTP with the request the spec documents for it, in an order that keeps each
  * request meaningful (a channel exists before it is patched, the node shuts down last). The answer must be one
  * the spec gives that request: its success status (or the 409 of a withdrawal planned too recently). Requests
@@ -14,7 +14,7 @@ import type { SluiceProcess } from './sluiceProcess.ts'
  */
 type Ctx = { A: Address; B: Address; TTT: Address; TT2: Address; SVT: Address; rpcUrl: string }
 type Case = {
-  /** `METHOD /path/{param}` as in rest-api.md; params are filled from `params`. */
+  /** `METHOD /path/{param}` as the API description writes it; params are filled from `params`. */
   endpoint: string
   params?: (c: Ctx) => Record<string, string>
   query?: string
@@ -116,7 +116,7 @@ async function mineWhile<T>(rpcUrl: string, work: Promise<T>): Promise<T> {
   return result
 }
 
-describe('every endpoint of rest-api.md against sluice devnet', () => {
+describe('every endpoint of the REST API against sluice devnet', () => {
   test('the list covers every route the node documents in /openapi.json', async () => {
     const doc = (await (await fetch(`${info.nodes[0]!.api}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> }
     const listed = new Set(cases.map((c) => template(c.endpoint)))

@@ -31,7 +31,7 @@ const SETTLE_TIMEOUT = 40n
 const REWARD = 10n
 const EMPTY_SIGNATURE: Hex = `0x${'00'.repeat(65)}`
 
-/** TS reference of MonitoringService.firstBlockAllowedToMonitor (protocol.md §1.9 and §7). */
+/** TS reference of MonitoringService.firstBlockAllowedToMonitor (docs/protocol.md §1.9 and §7). */
 function referenceFirstBlock(closedAt: bigint, settleTimeout: bigint, p1: Address, p2: Address, ms: Address): bigint {
   const rangeLength = (50n * settleTimeout) / 100n
   return closedAt + (30n * settleTimeout) / 100n + ((BigInt(p1) + BigInt(p2) + BigInt(ms)) % rangeLength)

@@ -18,7 +18,7 @@ import {
   type Services,
 } from '../support/services.ts'
 
-/** TS reference of ServiceRegistry.decayedPrice (protocol.md §1.7): exp(-X/A) ≈ 24A^4 / (24A^4 + 24A^3X + 12A^2X^2 + 4AX^3 + X^4). */
+/** TS reference of ServiceRegistry.decayedPrice (docs/protocol.md §1.7): exp(-X/A) ≈ 24A^4 / (24A^4 + 24A^3X + 12A^2X^2 + 4AX^3 + X^4). */
 function referenceDecayedPrice(setPrice: bigint, x: bigint, a: bigint, minPrice: bigint): bigint {
   if (x >= 2n ** 40n) return minPrice
   const p = 24n * a ** 4n

@@ -1,4 +1,4 @@
-// Settlement arithmetic (protocol.md §1.5) on-chain against the reference model in test/support/settlement.ts.
+// Settlement arithmetic (docs/protocol.md §1.5) on-chain against the reference model in test/support/settlement.ts.
 import fc from 'fast-check'
 import { keccak256, toHex } from 'viem'
 import { expect, test } from 'vitest'

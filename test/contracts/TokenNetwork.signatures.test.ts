@@ -1,4 +1,4 @@
-// The §2 byte layouts signed in TypeScript are the ones the contract verifies, and a signature is bound to every
+// The docs/protocol.md §2 byte layouts signed in TypeScript are the ones the contract verifies, and a signature is bound to every
 // field: signing any other bytes makes the contract refuse it. Also ECVerify's handling of v and lengths.
 import { concatHex, keccak256, size, toHex, type Hex } from 'viem'
 import { serializeSignature, sign } from 'viem/accounts'
@@ -48,7 +48,7 @@ test('the packed messages have the lengths the contract hard-codes (212, 277, 20
   expect(await recoverPackedSigner(packed, signature)).toBe(A.address)
   expect(size(packBalanceProofCounter(MessageTypeId.BalanceProof, bp, signature))).toBe(277)
   expect(size(packWithdraw({ tokenNetworkAddress: fx.tokenNetwork, chainId: fx.chainId, channelIdentifier: channel, participant: A.address, totalWithdraw: 1n, expiration: 2n }))).toBe(200)
-  // The empty balance hashes to zero (§2.2); anything else is keccak(T || L || locksroot).
+  // The empty balance hashes to zero (docs/protocol.md §2.2); anything else is keccak(T || L || locksroot).
   expect(balanceHash({ transferredAmount: 0n, lockedAmount: 0n, locksroot: LOCKSROOT_OF_NO_LOCKS })).toBe(ZERO)
 })
 

@@ -112,7 +112,7 @@ test('invariant 16: with no secret registered everything returns to the sender',
 })
 
 test('invariant 16: a secret registered in the block before expiration pays; in the expiration block or later it refunds', async () => {
-  // §6: the Python node would accept a reveal in the expiration block; the contract (and we) do not.
+  // docs/protocol.md §6: the Python node would accept a reveal in the expiration block; the contract (and we) do not.
   const now = await blockNumber(fx)
   const [early, atExpiry, late] = ['early', 'at expiry', 'late'].map((l) => secretFor(`timing ${l}`)) as [ReturnType<typeof secretFor>, ReturnType<typeof secretFor>, ReturnType<typeof secretFor>]
   const expiration = now + 20n

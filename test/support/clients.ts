@@ -2,7 +2,7 @@ import { createTestClient, http, publicActions, walletActions, type Hex } from '
 import { privateKeyToAccount } from 'viem/accounts'
 import { foundry } from 'viem/chains'
 
-/** A viem client for anvil that reads, writes and uses anvil's test RPCs. cacheTime 0: see toolchain.md P3. */
+/** A viem client for anvil that reads, writes and uses anvil's test RPCs. cacheTime 0: see docs/decisions/0017-toolchain.md. */
 export function anvilClient(rpcUrl: string, privateKey: Hex) {
   return createTestClient({
     chain: foundry,

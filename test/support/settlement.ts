@@ -1,4 +1,4 @@
-// A TypeScript reference model of protocol.md §1.5 (uncooperative settlement) and of what unlock pays, written
+// A TypeScript reference model of docs/protocol.md §1.5 (uncooperative settlement) and of what unlock pays, written
 // from the spec rather than from the contract, so the settle tests compare the chain against an independent
 // computation.
 
@@ -52,7 +52,7 @@ export function maxReceivable(p1: SideState, p2: SideState): bigint {
 }
 
 /**
- * The payouts of settleChannel(p1, p2) per §1.5. Throws TransfersNotOrderedError where the contract reverts.
+ * The payouts of settleChannel(p1, p2) per docs/protocol.md §1.5. Throws TransfersNotOrderedError where the contract reverts.
  * S1 + S2 + SL1 + SL2 == TAD by construction.
  */
 export function settlementAmounts(p1: SideState, p2: SideState): SettlementAmounts {
@@ -77,7 +77,7 @@ export function unlockAmounts(claimableLocked: bigint, keptBack: bigint): { unlo
 
 /**
  * A lock pays the receiver iff its secret was registered on-chain in a block strictly before its expiration
- * (0 < revealBlock < expiration). See protocol.md §6: we follow the contract, not the Python node.
+ * (0 < revealBlock < expiration). See docs/protocol.md §6: we follow the contract, not the Python node.
  */
 export function isClaimable(expiration: bigint, revealBlock: bigint): boolean {
   return revealBlock > 0n && revealBlock < expiration

@@ -1,5 +1,5 @@
 // Fixtures for the channel contracts on a real anvil: deploy SecretRegistry + token + registry + one
-// TokenNetwork, open and fund channels, sign the §2 messages with src/protocol, and drive a channel through
+// TokenNetwork, open and fund channels, sign the docs/protocol.md §2 messages with src/protocol, and drive a channel through
 // close / update / settle / unlock. No vitest imports: bench/ reuses this module under tsx.
 import {
   BaseError,
@@ -257,7 +257,7 @@ export type BalanceProofData = {
 
 export type SignedBalanceProof = BalanceProofData & ProofDomain & { balanceHash: Hex; signature: Hex; signer: Address }
 
-/** Packs and signs a balance proof (§2.4). `domain` overrides let a test sign for another channel, chain or contract. */
+/** Packs and signs a balance proof (docs/protocol.md §2.4). `domain` overrides let a test sign for another channel, chain or contract. */
 export async function signBalanceProof(
   fx: ChainFixture,
   signer: Party,
@@ -289,7 +289,7 @@ export async function signBalanceProof(
   return { ...full, tokenNetwork: fx.tokenNetwork, chainId: fx.chainId, channelId, balanceHash: bh, signature, signer: signer.address }
 }
 
-/** The 277-byte counter-signature (§2.5) over a balance proof and its signature. */
+/** The 277-byte counter-signature (docs/protocol.md §2.5) over a balance proof and its signature. */
 export async function signCounter(
   signer: Party,
   type: typeof MessageTypeId.BalanceProof | typeof MessageTypeId.BalanceProofUpdate,
@@ -315,7 +315,7 @@ export async function signCounter(
 
 export type WithdrawMessage = { channelId: bigint; participant: Address; totalWithdraw: bigint; expiration: bigint }
 
-/** Signs the 200-byte withdraw message (§2.6). */
+/** Signs the 200-byte withdraw message (docs/protocol.md §2.6). */
 export async function signWithdraw(fx: ChainFixture, signer: Party, w: WithdrawMessage, domain: Partial<Omit<ProofDomain, 'channelId'>> = {}): Promise<Hex> {
   return signPacked(
     signer.key,

@@ -5,7 +5,7 @@ import type { Hex } from 'viem'
 export type ResolverRequest = { text: string; body: Record<string, unknown>; contentType: string | undefined }
 
 /**
- * A real secret-resolver HTTP endpoint (rest-api.md, Outbound secret-resolver request): answers 200 {"secret"}
+ * A real secret-resolver HTTP endpoint (docs/rest-api.md, the secret resolver): answers 200 {"secret"}
  * for the hashes it knows and 404 otherwise. While `hold` is set, it keeps requests waiting until `release()`.
  */
 export type SecretResolver = {

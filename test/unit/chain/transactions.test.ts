@@ -30,7 +30,7 @@ beforeAll(async () => {
 })
 afterAll(() => bed.stop())
 
-/** What the partner signs and sends: a balance proof of its side (protocol.md §2.4), as the protocol core stores it. */
+/** What the partner signs and sends: a balance proof of its side (docs/protocol.md §2.4), as the protocol core stores it. */
 function signedProof(signer: Account, channelId: bigint, nonce: bigint, transferredAmount: bigint, locks: Lock[] = []): BalanceProofState {
   const lockedAmount = locks.reduce((sum, l) => sum + l.amount, 0n)
   const root = locksroot(locks)

@@ -130,7 +130,7 @@ describe('delivery', () => {
     await settle(a, b, c)
     const toB = [record(b.address, unlock(5n, 1n), ch), record(b.address, processed(5n))]
     const toC = record(c.address, unlock(5n, 1n), ch)
-    // A owes B a Processed(5) too (same id), so B's Processed(5) removes it as well (§3.5: all queues).
+    // A owes B a Processed(5) too (same id), so B's Processed(5) removes it as well (docs/protocol.md §3.5: all queues).
     a.put([...toB, toC])
     await eventually(() => expect(c.received).toHaveLength(1))
     b.put([record(a.address, processed(5n))])

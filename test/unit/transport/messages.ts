@@ -67,7 +67,7 @@ export function record(recipient: Address, message: Message, channelKey?: string
   }
 }
 
-/** What the state machine would answer (protocol.md §3.5): Processed for proofs, a confirmation for a request. */
+/** What the state machine would answer (docs/protocol.md §3.5): Processed for proofs, a confirmation for a request. */
 export function answerOf(message: Message, sender: Address, ourNonce: bigint): OutboxRecord | undefined {
   switch (message.type) {
     case 'LockedTransfer':

@@ -78,7 +78,7 @@ describe('what is due', () => {
   })
 })
 
-describe('removal rules (protocol.md §3.5)', () => {
+describe('removal rules (docs/protocol.md §3.5)', () => {
   test('Processed(id) from X removes messages to X with that id from every queue', () => {
     const q = queuesWith(record(X, unlock(5n, 1n), ch), record(X, secretRequest(5n)), record(X, processed(5n)), record(X, unlock(6n, 2n), ch))
     expect(q.processed(X, 5n).sort()).toEqual([record(X, unlock(5n, 1n), ch).key, record(X, secretRequest(5n)).key, record(X, processed(5n)).key].sort())

@@ -92,7 +92,7 @@ describe('decoding untrusted messages', () => {
   })
 
   // The protocol leaves these outside the signed bytes: withdraw messages sign the on-chain withdraw layout
-  // (§2.6), and RequestMonitoring signs the reward proof (§2.8) while its balance proof carries the partner's
+  // (docs/protocol.md §2.6), and RequestMonitoring signs the reward proof (§2.8) while its balance proof carries the partner's
   // own signature. The node must not trust them beyond what the transport authenticates.
   const unsigned: Record<string, string[]> = {
     WithdrawRequest: ['message_identifier', 'nonce'],

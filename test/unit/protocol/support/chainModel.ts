@@ -13,7 +13,7 @@ export type ChainEvent = { change: StateChange }
 
 /**
  * A model of the contracts' rules that the pure-core simulations need (deposit, withdraw, close, update,
- * settle with protocol.md §1.5 arithmetic, unlock, secret registry), with token balances, so a test can check
+ * settle with docs/protocol.md §1.5 arithmetic, unlock, secret registry), with token balances, so a test can check
  * who ends up with what. The real contracts are tested on anvil; this stands in only where no chain runs.
  */
 export class ChainModel {

@@ -22,7 +22,7 @@ async function payWith(net: Network, to: string, route: string[], payload: { sec
   })
 }
 
-describe('the payment secret in the LockedTransfer metadata (protocol.md §3.9)', () => {
+describe('the payment secret in the LockedTransfer metadata (docs/protocol.md §3.9)', () => {
   test('the initiator puts the encrypted secret in the metadata, and the target can read it', async () => {
     const net = new Network(['A', 'B'])
     net.secretInMetadata = () => true
