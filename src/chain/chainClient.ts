@@ -46,7 +46,7 @@ export type CreateChainClientErrorType = ChainIdMismatchError | ChainRpcError
  * Creates the viem clients of one node account over http (or the given transport) and learns the chain id
  * from the endpoint. The chain is defined here from its id: importing `viem/chains` would pull every chain
  * into the worker bundle. cacheTime 0: the block watcher and the nonce must never see a stale block number
- * (toolchain.md P3).
+ * (viem caches it for the polling interval otherwise; docs/decisions/0017-toolchain.md).
  */
 export async function createChainClient({
   rpcUrl,

@@ -32,7 +32,7 @@ import {
 } from '../contracts/index.ts'
 import { contractsVersion, type DeployedContract, type DeployedContractName, type Deployment } from './deployment.ts'
 
-/** Settle timeout bounds of raiden-contracts' test deployments (protocol.md §1.3), in blocks. */
+/** Settle timeout bounds of raiden-contracts' test deployments (docs/protocol.md §1.3), in blocks. */
 export const settlementTimeoutMin = 5n
 export const settlementTimeoutMax = 100_000n
 
@@ -85,7 +85,7 @@ export type DeployContractsErrorType = DeployContractsError
 
 /**
  * Deploys the Raiden 0.40 contracts, the service token and the test tokens from the client's account, and
- * returns the deployment (design.md §7).
+ * returns the deployment (docs/architecture.md, the deployment file).
  *
  * Fast: contract addresses follow from the deployer's nonce, so every transaction is sent at once with an
  * explicit nonce and the receipts are awaited at the end. anvil estimates gas against its pending state, so a

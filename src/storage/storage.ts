@@ -75,7 +75,7 @@ export type TransactionRecord = {
 /** `seq` is the event's own key (unique among events, not the seq of the change that caused it). */
 export type StoredEvent = { seq: number; time: number; event: NodeEvent }
 
-/** One row of the payment history: sent success, sent failed or received success (rest-api.md). */
+/** One row of the payment history: sent success, sent failed or received success (docs/rest-api.md, Payment history entry). */
 export type PaymentRecord = {
   /** The row's key, unique among payments; the history is ordered by it. */
   seq: number

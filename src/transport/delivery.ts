@@ -65,7 +65,7 @@ export type DeliveryStats = {
 }
 
 /**
- * At-least-once delivery of protocol messages over a best-effort Transport (protocol.md §3.5, design.md §5).
+ * At-least-once delivery of protocol messages over a best-effort Transport (docs/protocol.md §3.5, docs/transport.md).
  * The runtime hands it outbox records it has already committed, and deletes the keys it reports done.
  */
 export type Delivery = {
@@ -326,7 +326,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
       }
       if (message.type === 'WithdrawConfirmation') done.push(...queues.withdrawConfirmed(signer, message.message_identifier))
       const applied = handUp(message, signer, id)
-      // Delivered answers, for duplicates too (§3.5), what nothing else acknowledges: not balance proofs and
+      // Delivered answers, for duplicates too (docs/protocol.md §3.5), what nothing else acknowledges: not balance proofs and
       // withdraw messages (their Processed or confirmation does), and not Processed (never retried). It goes
       // once the message is durable, at once if the handler does not say when.
       if (id !== undefined && !awaitsStateAnswer(message)) deliveredAfter(signer, id, applied)

@@ -17,7 +17,7 @@ export function withdrawTotal(end: ChannelEnd): bigint {
   return end.pendingWithdraws.reduce((max, w) => (w.totalWithdraw > max ? w.totalWithdraw : max), end.withdrawn)
 }
 
-/** protocol.md §4.2: what `from` owns in the channel, locks included. */
+/** docs/protocol.md §4.2: what `from` owns in the channel, locks included. */
 export function balance(from: ChannelEnd, to: ChannelEnd): bigint {
   return from.deposit - withdrawTotal(from) - transferred(from) + transferred(to)
 }

@@ -11,7 +11,7 @@ export type Verdict<T> = { ok: true; value: T } | { ok: false; reason: string }
 export const reject = (reason: string): { ok: false; reason: string } => ({ ok: false, reason })
 
 /**
- * The checks every balance proof from the partner must pass (protocol.md §4.3), then the type-specific ones
+ * The checks every balance proof from the partner must pass (docs/protocol.md §4.3), then the type-specific ones
  * given as the locks and transferred amount the new proof must commit to. Returns the partner's end as it
  * is after applying the proof.
  */

@@ -5,7 +5,7 @@ import { packMessage } from './pack.ts'
 import { parseMessage } from './wire.ts'
 import type { Message, Signed } from './types.ts'
 
-/** Signs a message as its sender: EIP-191 over its packed bytes (protocol.md §2.1, §3.3). */
+/** Signs a message as its sender: EIP-191 over its packed bytes (docs/protocol.md §2.1, §3.3). */
 export async function signMessage<M extends Message>(privateKey: Hex, message: M): Promise<Signed<M>> {
   return { ...message, signature: signPackedSync(privateKey, packMessage(message)) }
 }

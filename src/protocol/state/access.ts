@@ -4,7 +4,7 @@ import type { Channel, NodeState } from './types.ts'
 
 /** Tunables of the protocol that are not part of the state. */
 export type TransitionContext = {
-  /** Blocks after which a chain event is final; lock expiry waits for them (protocol.md §3.8). */
+  /** Blocks after which a chain event is final; lock expiry waits for them (docs/protocol.md §3.8). */
   confirmationBlocks: bigint
   /** The most locks one channel end may have pending. */
   maxPendingLocks: number
