@@ -151,7 +151,7 @@ describe('PUT /channels refused: nothing changes', () => {
 let channelId: string
 
 describe('PUT /channels opens', () => {
-  it('201 with the Channel object of rest-api.md, the deposit made on-chain', async () => {
+  it('201 with the Channel object of docs/rest-api.md, the deposit made on-chain', async () => {
     const tokensBefore = await readTokenBalance(a.node.chain, { token })
     const r = await a.request('PUT', '/channels', { partner_address: B, token_address: token, total_deposit: '1000', settle_timeout: 40, reveal_timeout: '10' })
     expect(r.status, r.text).toBe(201)

@@ -133,7 +133,7 @@ describe('GET /_debug/blockchain_events/...', () => {
 })
 
 describe('GET /_debug/node_events', () => {
-  it("lists the node's events oldest first, with event, log_time and the fields rest-api.md names", async () => {
+  it("lists the node's events oldest first, with event, log_time and the fields docs/rest-api.md names", async () => {
     const r = await a.get('/_debug/node_events')
     expect(r.status).toBe(200)
     const list = r.body as Record<string, unknown>[]

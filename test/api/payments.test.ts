@@ -118,7 +118,7 @@ describe('POST /payments/<token>/<target>: success', () => {
     }
   })
 
-  it('with only secret_hash, asks the secret resolver (rest-api.md payload) and sends the secret it answers', async () => {
+  it('with only secret_hash, asks the secret resolver (docs/rest-api.md payload) and sends the secret it answers', async () => {
     const secret = randomSecret()
     const secrethash = sha256(secret)
     resolver.secrets.set(secrethash, secret)
@@ -130,7 +130,7 @@ describe('POST /payments/<token>/<target>: success', () => {
     expect(asked).toHaveLength(1)
     expect(asked[0]!.contentType).toMatch(/^application\/json/)
     expect(Object.keys(asked[0]!.body).sort()).toEqual(['amount', 'expiration', 'payment_identifier', 'payment_recipient', 'payment_sender', 'reveal_timeout', 'secrethash', 'settle_timeout', 'token'])
-    // Numbers are JSON integers, as rest-api.md types them; addresses EIP-55.
+    // Numbers are JSON integers, as docs/rest-api.md types them; addresses EIP-55.
     expect(asked[0]!.body).toMatchObject({ token: net.token, secrethash, amount: 4, payment_identifier: 777, payment_sender: a.node.address, payment_recipient: c.node.address, reveal_timeout: 10, settle_timeout: 40 })
     const expiration = asked[0]!.body.expiration as number
     expect(Number.isInteger(expiration)).toBe(true)
@@ -345,7 +345,7 @@ describe('GET /payments', () => {
     all = r.body
   })
 
-  it('lists sent successes and failures oldest first, each shaped as rest-api.md says', async () => {
+  it('lists sent successes and failures oldest first, each shaped as docs/rest-api.md says', async () => {
     const keys: Record<string, string[]> = {
       EventPaymentSentSuccess: ['amount', 'event', 'identifier', 'log_time', 'target', 'token_address'],
       EventPaymentSentFailed: ['event', 'log_time', 'reason', 'target', 'token_address'],

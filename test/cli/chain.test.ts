@@ -45,7 +45,7 @@ describe('sluice chain', () => {
 
     const path = join(cwd, 'deployments', '31337.json')
     const raw = JSON.parse(readFileSync(path, 'utf8'))
-    // The exact shape of design.md §7, key for key.
+    // The exact shape of docs/architecture.md (the deployment file), key for key.
     expect(Object.keys(raw)).toEqual(['chainId', 'contracts_version', 'contracts', 'tokens', 'serviceToken', 'rpcUrl'])
     expect(Object.keys(raw.contracts).sort()).toEqual(
       ['MonitoringService', 'OneToN', 'SecretRegistry', 'ServiceRegistry', 'TokenNetworkRegistry', 'UserDeposit'],
