@@ -1,44 +1,48 @@
 // A Sluice node in its own worker thread, driven by the benchmark over a tiny request/response protocol.
 import { parentPort, workerData } from 'node:worker_threads'
 import type { Address, Hex } from 'viem'
-import type { Deployment } from '../src/devnet/deployment.ts'
-import { SluiceNode } from '../src/node/sluiceNode.ts'
-import { useNativeSecp256k1 } from '../src/protocol/secp256k1Native.ts'
+import type { Deployment } from '../src/chain/deployment.ts'
+import { createNode } from '../src/node/createNode.ts'
+import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import { openLevelStorage } from '../src/storage/levelStorage.ts'
 import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
+import { openChannelOnChain } from '../src/node/channelActions.ts'
+import { sendPayment } from '../src/node/payments.ts'
 
 const { rpcUrl, deployment, key, dataDir, channelName } = workerData as { rpcUrl: string; deployment: Deployment; key: Hex; dataDir: string; channelName: string }
 
 await useNativeSecp256k1()
-const node = await SluiceNode.start({
-  rpcUrl,
+const node = await createNode({
+  rpc: rpcUrl,
   deployment,
-  privateKey: key,
+  key,
   storage: (identity) => openLevelStorage(identity, { dataDir }),
-  transport: (address) => createBroadcastChannelTransport({ address, channelName }),
-  confirmations: 0n,
+  transport: ({ address }) => createBroadcastChannelTransport({ address, channelName }),
+  confirmations: 0,
   pollingInterval: 100,
-  defaultRevealTimeout: 50n,
-  defaultSettleTimeout: 500n,
+  defaultRevealTimeout: 50,
+  defaultSettleTimeout: 500,
   backoff: { initialMs: 2000, maxMs: 10_000 },
 })
+await node.run()
 
 type Request = { id: number; method: string; args: unknown[] }
 const methods: Record<string, (...args: never[]) => Promise<unknown>> = {
   address: async () => node.address,
   openChannel: async (tokenNetwork: Address, partner: Address, totalDeposit: bigint) => {
-    await node.openChannel({ tokenNetwork, partner, totalDeposit })
+    await openChannelOnChain(node, { tokenNetwork, partner, totalDeposit })
   },
   waitForBlock: async (block: bigint) => node.waitForBlock(block),
   /** `count` payments to `target` with `inFlight` at a time; returns each one's latency in ms. */
   payMany: async (tokenNetwork: Address, target: Address, count: number, inFlight: number) => {
     const latencies: number[] = []
+    const token = node.state.tokenNetworks[tokenNetwork]!.token
     let next = 0
     const lane = async () => {
       while (next < count) {
         next++
         const t0 = performance.now()
-        await node.pay({ tokenNetwork, target, amount: 1n })
+        await sendPayment(node, { token, target, amount: 1n })
         latencies.push(performance.now() - t0)
       }
     }

@@ -4,7 +4,7 @@ import { packMessage } from '../src/protocol/messages/pack.ts'
 import { readMessage } from '../src/protocol/messages/wire.ts'
 import type { LockedTransfer } from '../src/protocol/messages/types.ts'
 import { secp256k1Engine, useWasmSecp256k1 } from '../src/protocol/secp256k1.ts'
-import { useNativeSecp256k1 } from '../src/protocol/secp256k1Native.ts'
+import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import { recoverPackedSignerSync, signPackedSync } from '../src/protocol/signature.ts'
 import { Network } from '../test/unit/protocol/support/network.ts'
 import fixture from '../test/fixtures/messages/LockedTransfer.json' with { type: 'json' }

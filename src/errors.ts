@@ -46,7 +46,8 @@ export function hasCode(error: unknown, ...codes: readonly string[]): boolean {
 /** Plain data for `error`, safe to structured-clone or JSON-encode, keeping its code. */
 export function toErrorData(error: unknown): ErrorData {
   if (error instanceof SluiceError) return { code: error.code, message: error.shortMessage, ...(error.details !== undefined ? { details: error.details } : {}) }
-  if (error instanceof Error) return { code: 'INTERNAL', message: error.message.split('\n')[0] ?? '' }
+  // viem's errors have a short message too; their full one carries whole requests.
+  if (error instanceof Error) return { code: 'INTERNAL', message: (error as { shortMessage?: string }).shortMessage ?? error.message.split('\n')[0] ?? '' }
   return { code: 'INTERNAL', message: String(error) }
 }
 

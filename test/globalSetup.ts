@@ -1,7 +1,7 @@
 import type { TestProject } from 'vitest/node'
 import { startAnvil, anvilKeys } from '../src/devnet/anvil.ts'
 import { deployContracts } from '../src/devnet/deploy.ts'
-import type { Deployment } from '../src/devnet/deployment.ts'
+import type { Deployment } from '../src/chain/deployment.ts'
 import { anvilClient } from './support/clients.ts'
 
 /**

@@ -59,6 +59,8 @@ export const statusOfCode = {
 export const codesNeverAnswered = [
   'SLUICE',
   'NODE',
+  'DEPLOYMENT_MISMATCH',
+  'INVALID_DEPLOYMENT',
   'CHAIN',
   'MISSING_EVENT',
   'STORAGE',

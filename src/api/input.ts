@@ -1,9 +1,7 @@
-import { getAddress, isAddress, type Address, type Hex } from 'viem'
+import { getAddress, isAddress, maxUint256, type Address, type Hex } from 'viem'
 import { ApiError } from './errors.ts'
 import { JsonNumber, JsonSyntaxError, parseJson, type JsonValue } from './json.ts'
 
-export const UINT256_MAX = 2n ** 256n - 1n
-export const UINT64_MAX = 2n ** 64n - 1n
 
 /** A JSON Schema (OpenAPI 3.1 dialect) fragment. */
 export type Schema = Record<string, unknown>
@@ -34,7 +32,7 @@ const NEGATIVE = /^-(0|[1-9]\d*)$/
  * a well-formed integer outside [min, max] (a negative amount, one above uint256) is `rangeStatus` (409 by
  * default, as the Raiden node's logic answers), never a 500.
  */
-export function integer({ min = 0n, max = UINT256_MAX, rangeStatus = 409, description }: { min?: bigint; max?: bigint; rangeStatus?: 400 | 409; description?: string } = {}): Field<bigint> {
+export function integer({ min = 0n, max = maxUint256, rangeStatus = 409, description }: { min?: bigint; max?: bigint; rangeStatus?: 400 | 409; description?: string } = {}): Field<bigint> {
   return {
     schema: {
       oneOf: [

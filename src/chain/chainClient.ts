@@ -16,7 +16,8 @@ import { signPackedSync } from '../protocol/signature.ts'
 import { ChainIdMismatchError, ChainRpcError } from './errors.ts'
 
 export type CreateChainClientParameters = {
-  rpcUrl: string
+  /** The JSON-RPC endpoint; optional when `transport` is given. */
+  rpcUrl?: string
   /** The node's key: it pays for transactions and signs the Raiden messages they carry. */
   privateKey: Hex
   /** Checked against the endpoint's eth_chainId when given; otherwise taken from it. */
@@ -53,8 +54,10 @@ export async function createChainClient({
   privateKey,
   chainId,
   pollingInterval = 4_000,
-  transport = http(rpcUrl),
+  transport: given,
 }: CreateChainClientParameters): Promise<CreateChainClientReturnType> {
+  if (!given && !rpcUrl) throw new TypeError('createChainClient needs rpcUrl or transport')
+  const transport = given ?? http(rpcUrl)
   let actual: number
   try {
     actual = await createPublicClient({ transport, cacheTime: 0 }).getChainId()
@@ -67,7 +70,7 @@ export async function createChainClient({
     id: actual,
     name: `chain ${actual}`,
     nativeCurrency: { decimals: 18, name: 'Ether', symbol: 'ETH' },
-    rpcUrls: { default: { http: [rpcUrl] } },
+    rpcUrls: { default: { http: rpcUrl ? [rpcUrl] : [] } },
   })
   const account = privateKeyToAccount(privateKey)
   const publicClient = createPublicClient({ chain, transport, cacheTime: 0, pollingInterval })

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import type { Anvil } from '../devnet/anvil.ts'
-import type { Deployment } from '../devnet/deployment.ts'
+import type { Deployment } from '../chain/deployment.ts'
 import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag } from './args.ts'
 import { hasCode } from '../errors.ts'
 import { CliError } from './cliError.ts'
@@ -85,7 +85,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const [anvilModule, { deployContracts }, { deploymentPath, writeDeployment }, { createDevnetClient }, { privateKeyToAddress }] = await Promise.all([
     import('../devnet/anvil.ts'),
     import('../devnet/deploy.ts'),
-    import('../devnet/deployment.ts'),
+    import('../devnet/deploymentFile.ts'),
     import('../devnet/devnetClient.ts'),
     import('viem/accounts'),
   ])

@@ -60,18 +60,20 @@ async function run(argv: readonly string[]): Promise<number> {
     return 0
   }
   const flags = parsed.values
-  const [{ AnvilStartError, anvilKeys, startAnvil }, { deployContracts }, { deploymentPath, writeDeployment }, { createDevnetClient }, chain, { SluiceNode }, { openLevelStorage }, { openMemoryStorage }, { createBroadcastChannelTransport }, { serveNode, nextSignal, describeError }] =
+  const [{ anvilKeys, startAnvil }, { deployContracts }, { deploymentPath, writeDeployment }, { createDevnetClient }, chain, { createNode }, { openChannel }, { openLevelStorage }, { openMemoryStorage }, { createBroadcastChannelTransport }, { serveNode, nextSignal, describeError }, { version }] =
     await Promise.all([
       import('../devnet/anvil.ts'),
       import('../devnet/deploy.ts'),
-      import('../devnet/deployment.ts'),
+      import('../devnet/deploymentFile.ts'),
       import('../devnet/devnetClient.ts'),
       import('../chain/index.ts'),
-      import('../node/sluiceNode.ts'),
+      import('../node/createNode.ts'),
+      import('../node/channelActions.ts'),
       import('../storage/levelStorage.ts'),
       import('../storage/memoryStorage.ts'),
       import('../transport/broadcastChannelTransport.ts'),
       import('./servedNode.ts'),
+      import('../version.ts'),
     ])
   // With --json, stdout carries the one line only: everything else goes to stderr.
   const log = flags.json ? (line: string) => console.error(line) : (line: string) => console.log(line)
@@ -128,26 +130,27 @@ async function run(argv: readonly string[]): Promise<number> {
         log(`libp2p relay at ${relay.multiaddrs.join(', ')}`)
       }
       await mkdir(join(dataDir, 'nodes'), { recursive: true })
-      await (await import('../protocol/secp256k1Native.ts')).useNativeSecp256k1()
+      await (await import('./nativeSecp256k1.ts')).useNativeSecp256k1()
       for (const [i, key] of keys.entries()) {
-        const node = await SluiceNode.create({
-          rpcUrl,
+        const node = await createNode({
+          rpc: rpcUrl,
           deployment,
-          privateKey: key,
+          key,
+          version,
           storage: (identity) => (flags.storage === 'memory' ? openMemoryStorage(identity) : openLevelStorage(identity, { dataDir: join(dataDir, 'nodes') })),
-          transport: (address) => {
+          transport: ({ address }) => {
             if (!libp2p) return createBroadcastChannelTransport({ address, channelName })
             const transport = libp2p.create({ privateKey: key, relays: libp2p.relays, announceIntervalMs: 5_000 })
             libp2p.transports.push(transport)
             return transport
           },
-          confirmations: 0n,
+          confirmations: 0,
           pollingInterval: 100,
-          defaultRevealTimeout: 10n,
-          defaultSettleTimeout: 40n,
+          defaultRevealTimeout: 10,
+          defaultSettleTimeout: 40,
           backoff: { initialMs: 200, maxMs: 2_000 },
         })
-        served.push(await serveNode({ node, host: '127.0.0.1', port: flags.portBase === 0 ? 0 : flags.portBase + i, environment: 'development' }))
+        served.push(await serveNode({ node, version, host: '127.0.0.1', port: flags.portBase === 0 ? 0 : flags.portBase + i, environment: 'development' }))
       }
       await Promise.all(served.map((s) => s.run()))
       const failed = served.find((s) => s.node.status.status !== 'ready')
@@ -163,12 +166,12 @@ async function run(argv: readonly string[]): Promise<number> {
       }
 
       if (flags.channels) {
-        const tokenNetwork = tokenNetworks.TTT!
+        const token = deployment.tokens.TTT!
         for (let i = 0; i + 1 < served.length; i++) {
           const [a, b] = [served[i]!.node, served[i + 1]!.node]
-          const channel = await a.openChannel({ tokenNetwork, partner: b.address, totalDeposit: CHANNEL_DEPOSIT })
+          const { channel } = await openChannel(a, { token, partner: b.address, totalDeposit: CHANNEL_DEPOSIT })
           await b.waitForBlock(channel.openedBlock)
-          await b.deposit({ tokenNetwork, partner: a.address, totalDeposit: CHANNEL_DEPOSIT })
+          await openChannel(b, { token, partner: a.address, totalDeposit: CHANNEL_DEPOSIT })
         }
         const head = await deployer.publicClient.getBlockNumber()
         await Promise.all(served.map((s) => s.node.waitForBlock(head)))

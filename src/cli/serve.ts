@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Hex } from 'viem'
 import { formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import { hasCode } from '../errors.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
 
@@ -166,6 +167,8 @@ async function run(argv: readonly string[]): Promise<number> {
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
   if (!flags.dataDir) throw new MissingFlagError('--data-dir')
+  const rpc = flags.rpc
+  const dataDir = resolve(flags.dataDir)
   const relays = flags.relay ?? []
   const transport: TransportName = flags.transport ?? (relays.length > 0 ? 'libp2p' : 'broadcast')
   if (transport === 'libp2p' && relays.length === 0) throw new UsageError('--transport libp2p needs --relay MULTIADDR (what `sluice relay` prints)')
@@ -175,97 +178,73 @@ async function run(argv: readonly string[]): Promise<number> {
 
   // libp2p 3.x needs Promise.withResolvers and a global WebSocket on Node 20: the polyfills load before it.
   if (transport === 'libp2p') await import('../transport/libp2p/nodePolyfills.ts')
-  const [{ readDeployment }, { SluiceNode }, { openLevelStorage }, { createBroadcastChannelTransport }, { createLibp2pTransport }, { jsonParse }, { serveNode, nextSignal, describeError }, { privateKeyToAddress }] = await Promise.all([
-    import('../devnet/deployment.ts'),
-    import('../node/sluiceNode.ts'),
+  const [{ readDeployment }, { createNode }, { openLevelStorage }, { createBroadcastChannelTransport }, { createLibp2pTransport }, { jsonParse }, { serveNode, nextSignal, describeError }, { useNativeSecp256k1 }, { version }] = await Promise.all([
+    import('../devnet/deploymentFile.ts'),
+    import('../node/createNode.ts'),
     import('../storage/levelStorage.ts'),
     import('../transport/broadcastChannelTransport.ts'),
     transport === 'libp2p' ? import('../transport/libp2p/libp2pTransport.ts') : { createLibp2pTransport: undefined },
     import('../storage/json.ts'),
     import('./servedNode.ts'),
-    import('viem/accounts'),
+    import('./nativeSecp256k1.ts'),
+    import('../version.ts'),
   ])
-  let deployment: Awaited<ReturnType<typeof readDeployment>>
-  try {
-    deployment = await readDeployment(resolve(flags.deployment))
-  } catch (e) {
-    if (e instanceof Error && /^(DeploymentNotFoundError|DeploymentSyntaxError|InvalidDeploymentError)$/.test(e.name)) throw new StartupError(e.message)
-    throw e
-  }
+  const deployment = await startupStep(() => readDeployment(resolve(flags.deployment!)), (e) => (hasCode(e, 'DEPLOYMENT_NOT_FOUND', 'DEPLOYMENT_SYNTAX', 'INVALID_DEPLOYMENT') ? e.message : undefined))
   let dump: unknown
   if (flags.import) {
-    try {
-      dump = jsonParse(await readText(flags.import, 'state dump'))
-    } catch (e) {
-      if (e instanceof SyntaxError) throw new StartupError(`the state dump ${flags.import} is not JSON: ${e.message}`)
-      throw e
-    }
+    const text = await readText(flags.import, 'state dump')
+    dump = await startupStep(async () => jsonParse(text), (e) => (e instanceof SyntaxError ? `the state dump ${flags.import} is not JSON: ${e.message}` : undefined))
   }
 
   // Listen before anything long starts, so a Ctrl-C during the sync still stops cleanly.
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
   try {
-    const address = privateKeyToAddress(privateKey)
-    const registry = deployment.contracts.TokenNetworkRegistry.address
-    let storage: Awaited<ReturnType<typeof openLevelStorage>> | undefined
-    let node: Awaited<ReturnType<typeof SluiceNode.create>>
+    await useNativeSecp256k1()
     // The node starts its transport when it runs and stops it when it stops (node.stop -> delivery -> transport).
     const libp2p = createLibp2pTransport?.({ privateKey, relays, log: libp2pLog(console) })
-    try {
-      await (await import('../protocol/secp256k1Native.ts')).useNativeSecp256k1()
-      node = await SluiceNode.create({
-        rpcUrl: flags.rpc,
-        deployment: { ...deployment, rpcUrl: flags.rpc },
-        privateKey,
-        // Opened below, before the API listens: a store in use or a refused dump is a startup error.
-        storage: async () => storage!,
-        transport: (self) => libp2p ?? createBroadcastChannelTransport({ address: self, channelName: `sluice-${deployment.chainId}-${registry.toLowerCase()}` }),
-        confirmations: BigInt(flags.confirmations),
-        pollingInterval: flags.pollingInterval,
-        defaultRevealTimeout: BigInt(flags.defaultRevealTimeout),
-        defaultSettleTimeout: BigInt(flags.defaultSettleTimeout),
-        ...(flags.resolverEndpoint ? { resolverEndpoint: flags.resolverEndpoint } : {}),
-        ...(flags.releaseFeedUrl ? { releaseFeedUrl: flags.releaseFeedUrl } : {}),
-        ...(flags.minServiceTokenBalance !== undefined ? { minServiceTokenBalance: flags.minServiceTokenBalance } : {}),
-      })
-    } catch (e) {
-      if (e instanceof Error && (e.name === 'ChainRpcError' || e.name === 'ChainIdMismatchError')) throw new StartupError(`--rpc ${flags.rpc}: ${describeError(e)}`)
-      throw e
-    }
-    const code = await node.chain.publicClient.getCode({ address: registry }).catch(() => undefined)
-    if (!code || code === '0x') throw new StartupError(`the chain at ${flags.rpc} has no TokenNetworkRegistry at ${registry} (is the deployment file of this chain?)`)
-
-    try {
-      storage = await openLevelStorage({ chainId: BigInt(deployment.chainId), registry, address }, { dataDir: resolve(flags.dataDir) })
-    } catch (e) {
-      if (e instanceof Error && e.name === 'StorageLockedError') throw new StartupError(`${e.message}: is another node running on --data-dir ${flags.dataDir}?`)
-      if (e instanceof Error && e.name.startsWith('Storage')) throw new StartupError(`cannot open the store in ${flags.dataDir}: ${e.message}`)
-      throw e
-    }
+    const node = await startupStep(
+      () =>
+        createNode({
+          rpc,
+          deployment: { ...deployment, rpcUrl: rpc },
+          key: privateKey,
+          storage: (identity) => openLevelStorage(identity, { dataDir }),
+          transport: ({ address }) => libp2p ?? createBroadcastChannelTransport({ address, channelName: `sluice-${deployment.chainId}-${deployment.contracts.TokenNetworkRegistry.address.toLowerCase()}` }),
+          confirmations: flags.confirmations,
+          pollingInterval: flags.pollingInterval,
+          defaultRevealTimeout: flags.defaultRevealTimeout,
+          defaultSettleTimeout: flags.defaultSettleTimeout,
+          version,
+          ...(flags.resolverEndpoint ? { resolverEndpoint: flags.resolverEndpoint } : {}),
+          ...(flags.releaseFeedUrl ? { releaseFeedUrl: flags.releaseFeedUrl } : {}),
+          ...(flags.minServiceTokenBalance !== undefined ? { minServiceTokenBalance: flags.minServiceTokenBalance } : {}),
+          ...(dump !== undefined ? { import: dump as never } : {}),
+        }),
+      (e) => {
+        if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc}: ${describeError(e)}`
+        if (hasCode(e, 'DEPLOYMENT_MISMATCH')) return `the chain at ${rpc} has no TokenNetworkRegistry at ${deployment.contracts.TokenNetworkRegistry.address} (is the deployment file of this chain?)`
+        if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another node running on --data-dir ${flags.dataDir}?`
+        // The store refuses a dump of another chain, registry or address, or one older than itself.
+        if (hasCode(e, 'DUMP_REJECTED')) return `--import ${flags.import}: ${e.message}`
+        if (hasCode(e, 'STORAGE', 'STORAGE_VERSION', 'STORAGE_CLOSED')) return `cannot open the store in ${flags.dataDir}: ${e.message}`
+        return undefined
+      },
+    )
+    if (flags.import) console.log(`Imported the state dump ${flags.import}`)
+    const api = parseHostPort(flags.api)!
     let served: Awaited<ReturnType<typeof serveNode>>
     try {
-      if (dump !== undefined) {
-        try {
-          await storage.importDump(dump as never)
-        } catch (e) {
-          // The store refuses a dump of another chain, registry or address, or one older than itself.
-          if (e instanceof Error && (e.name === 'DumpRejectedError' || e.name === 'StorageError')) throw new StartupError(`--import ${flags.import}: ${e.message}`)
-          throw e
-        }
-        console.log(`Imported the state dump ${flags.import}`)
-      }
-      const api = parseHostPort(flags.api)!
-      served = await serveNode({ node, host: api.host, port: api.port, environment: flags.environment, pathfindingServiceAddress: flags.pathfindingServiceAddress ?? null })
+      served = await serveNode({ node, version, host: api.host, port: api.port, environment: flags.environment, pathfindingServiceAddress: flags.pathfindingServiceAddress ?? null })
     } catch (e) {
-      await storage.close()
+      await node.stop()
       throw e
     }
 
     const offNotices = node.notices.subscribe((notice) => {
-      if (notice.type === 'error') console.error(`node: ${notice.where}: ${describeError(notice.error)}`)
+      if (notice.type === 'error') console.error(`node: ${notice.where}${notice.detail ? ` ${notice.detail}` : ''}: ${describeError(notice.error)}`)
       if (notice.type === 'status' && notice.status.status === 'ready') console.log(`Ready: synced to block ${notice.status.syncedBlock}`)
     })
-    console.log(`Sluice node ${address} on chain ${deployment.chainId} (${flags.environment}), data in ${resolve(flags.dataDir)}`)
+    console.log(`Sluice node ${node.address} on chain ${deployment.chainId} (${flags.environment}), data in ${dataDir}`)
     if (libp2p) console.log(`Transport: libp2p, peer id ${libp2p.peerId}, relay ${relays.join(', ')}`)
     else console.log('Transport: broadcast (reaches nodes in this process only)')
     console.log(`REST API: ${served.apiUrl}`)
@@ -283,6 +262,17 @@ async function run(argv: readonly string[]): Promise<number> {
     }
   } finally {
     signal.dispose()
+  }
+}
+
+/** Runs a start-up step; an error `explain` puts in words becomes a StartupError (one line, exit code 2). */
+async function startupStep<T>(step: () => Promise<T>, explain: (error: Error) => string | undefined): Promise<T> {
+  try {
+    return await step()
+  } catch (e) {
+    const message = e instanceof Error ? explain(e) : undefined
+    if (message !== undefined) throw new StartupError(message)
+    throw e
   }
 }
 

@@ -30,7 +30,7 @@ import {
   TokenNetworkRegistry,
   UserDeposit,
 } from '../contracts/index.ts'
-import { contractsVersion, type DeployedContract, type DeployedContractName, type Deployment } from './deployment.ts'
+import { contractsVersion, type DeployedContract, type DeployedContractName, type Deployment } from '../chain/deployment.ts'
 
 /** Settle timeout bounds of raiden-contracts' test deployments (docs/protocol.md §1.3), in blocks. */
 export const settlementTimeoutMin = 5n

@@ -1,18 +1,20 @@
-import { isAddressEqual, type Address } from 'viem'
+import { isAddressEqual, maxUint256, type Address } from 'viem'
 import {
   InsufficientFundsForGasError,
   ChainRpcError,
+  openChannel as sendOpenChannel,
   readRegistryLimits,
   readTokenBalance,
   readTokenNetworkInfo,
-  TransactionRevertedError,
+  setTotalDeposit as sendSetTotalDeposit,
   type TokenNetworkInfo,
 } from '../chain/index.ts'
-import { distributable, UINT256_MAX, withdrawTotal } from '../protocol/channel/amounts.ts'
-import type { Effect } from '../protocol/state/effects.ts'
+import { distributable, withdrawTotal } from '../protocol/channel/amounts.ts'
+import type { Effect, Transaction } from '../protocol/state/effects.ts'
 import type { Channel, NodeState } from '../protocol/state/types.ts'
 import { ChannelNotFoundError, ConflictError, InsufficientBalanceError, NodeStoppedError } from './errors.ts'
-import type { NodeNotice, SluiceNode } from './sluiceNode.ts'
+import type { NodeNotice } from './notices.ts'
+import type { SluiceNode } from './sluiceNode.ts'
 import { channelGas, readGasCost, readGasReserve } from './gasReserve.ts'
 import { tokenNetworkOf } from '../protocol/state/access.ts'
 
@@ -72,9 +74,9 @@ export async function openChannel(node: SluiceNode, { token, partner, totalDepos
     const available = await readTokenBalance(node.chain, { token })
     if (available < totalDeposit) throw new InsufficientBalanceError(`Not enough balance to deposit. Available=${available} Needed=${totalDeposit}`)
   }
-  const settleTimeout = askedSettle ?? node.options.defaultSettleTimeout ?? 500n
-  const revealTimeout = askedReveal ?? node.options.defaultRevealTimeout ?? 50n
-  const limits = await readRegistryLimits(node.chain, { registry: node.options.deployment.contracts.TokenNetworkRegistry.address })
+  const settleTimeout = askedSettle ?? node.config.defaultSettleTimeout
+  const revealTimeout = askedReveal ?? node.config.defaultRevealTimeout
+  const limits = await readRegistryLimits(node.chain, { registry: node.config.deployment.contracts.TokenNetworkRegistry.address })
   const invalid = whyInvalidTimeouts({ settleTimeout, revealTimeout, ...limits })
   if (invalid) throw new ConflictError(invalid)
   const info = await readTokenNetworkInfo(node.chain, { tokenNetwork })
@@ -94,7 +96,7 @@ export async function openChannel(node: SluiceNode, { token, partner, totalDepos
     // Raiden's gas reserve: enough ETH to finish the life of every channel, this one included.
     const reserve = await readGasReserve(node, { channelsToOpen: 1 })
     if (!reserve.enough) throw new InsufficientFundsForGasError(node.address, reserve.balance, reserve.required)
-    const channel = await node.openChannel({ tokenNetwork, partner, settleTimeout, revealTimeout, ...(totalDeposit ? { totalDeposit } : {}) })
+    const channel = await openChannelOnChain(node, { tokenNetwork, partner, settleTimeout, revealTimeout, ...(totalDeposit ? { totalDeposit } : {}) })
     return { channel, created: true }
   })
 }
@@ -126,16 +128,12 @@ export async function withdrawFromChannel(node: SluiceNode, { token, partner, to
   await ensureGasFor(node, SET_TOTAL_WITHDRAW_GAS)
 
   const { tokenNetwork, id } = channel
-  const description = `TokenNetwork.setTotalWithdraw(${id})`
   return untilSettled(node, async (watch) => {
     rejectIfRefused(await node.dispatch({ type: 'withdraw', tokenNetwork, channelId: id, totalWithdraw }), 'withdraw')
     return watch((notice) => {
       if (notice?.type === 'withdrawExpired' && isAddressEqual(notice.tokenNetwork, tokenNetwork) && notice.channelId === id && notice.totalWithdraw === totalWithdraw)
         throw new ConflictError(`The withdraw of ${totalWithdraw} expired before it reached the chain: the partner did not confirm it in time`)
-      if (notice?.type === 'error' && notice.where === 'transaction setTotalWithdraw') {
-        const error = notice.error
-        if (error instanceof InsufficientFundsForGasError || (error instanceof TransactionRevertedError && error.description === description)) throw error
-      }
+      if (notice?.type === 'transactionFailed' && isOurs(notice.transaction, 'setTotalWithdraw', tokenNetwork, id)) throw notice.error
       if (notice) return undefined
       const now = node.channel(tokenNetwork, partner)
       if (now && now.id === id && now.our.withdrawn >= totalWithdraw) return now
@@ -157,7 +155,7 @@ export async function closeChannel(node: SluiceNode, { token, partner }: Channel
     // Accepted, the change left the channel `closing`: from here, `opened` again means the transaction failed.
     rejectIfRefused(await node.dispatch({ type: 'closeChannel', tokenNetwork, channelId: id }), 'close')
     return watch((notice) => {
-      if (notice?.type === 'error' && notice.where === 'transaction close') failure = notice.error
+      if (notice?.type === 'transactionFailed' && isOurs(notice.transaction, 'close', tokenNetwork, id)) failure = notice.error
       if (notice) return undefined
       const now = node.channel(tokenNetwork, partner)
       if (!now || now.id !== id) throw new ConflictError('The channel was settled and removed while closing')
@@ -180,7 +178,33 @@ export async function setRevealTimeout(node: SluiceNode, { token, partner, revea
   return node.channel(channel.tokenNetwork, partner)!
 }
 
+// ---- on-chain steps, without the user-level checks (the connection manager uses them too) ----------------------
+
+/** Sends openChannel (with our first deposit, if any) and returns the channel once the node has synced it. */
+export async function openChannelOnChain(node: SluiceNode, { tokenNetwork, partner, settleTimeout, revealTimeout, totalDeposit }: { tokenNetwork: Address; partner: Address; settleTimeout?: bigint; revealTimeout?: bigint; totalDeposit?: bigint }): Promise<Channel> {
+  const sent = await sendOpenChannel(node.chain, node.queue, { tokenNetwork, partner, settleTimeout: settleTimeout ?? node.config.defaultSettleTimeout, ...(totalDeposit ? { totalDeposit } : {}) })
+  await node.waitForBlock(sent.receipt.blockNumber)
+  if (revealTimeout !== undefined) await node.dispatch({ type: 'setRevealTimeout', tokenNetwork, channelId: sent.channelId, revealTimeout })
+  const channel = node.channel(tokenNetwork, partner)
+  if (!channel) throw new ChannelNotFoundError(`channel ${sent.channelId} was opened but not synced`)
+  return channel
+}
+
+/** Sends setTotalDeposit and returns the channel once the node has synced the deposit. */
+export async function depositOnChain(node: SluiceNode, { tokenNetwork, partner, totalDeposit }: { tokenNetwork: Address; partner: Address; totalDeposit: bigint }): Promise<Channel> {
+  const channel = node.channel(tokenNetwork, partner)
+  if (!channel) throw new ChannelNotFoundError(`no channel with ${partner}`)
+  const sent = await sendSetTotalDeposit(node.chain, node.queue, { tokenNetwork, channelId: channel.id, partner, totalDeposit })
+  await node.waitForBlock(sent.receipt.blockNumber)
+  return node.channel(tokenNetwork, partner)!
+}
+
 // ---- helpers ------------------------------------------------------------------------------------------------
+
+/** Whether a failed transaction is this channel's `type` (close, setTotalWithdraw). */
+export function isOurs(transaction: Transaction, type: Transaction['type'], tokenNetwork: Address, channelId: bigint): boolean {
+  return transaction.type === type && 'tokenNetwork' in transaction && isAddressEqual(transaction.tokenNetwork, tokenNetwork) && transaction.channelId === channelId
+}
 
 function channelSection(tokenNetwork: Address, partner: Address): string {
   return `channel:${tokenNetwork}:${partner}`.toLowerCase()
@@ -219,7 +243,7 @@ async function depositChecked(node: SluiceNode, channel: Channel, totalDeposit: 
   const available = await readTokenBalance(node.chain, { token: info.token })
   if (available < added) throw new InsufficientBalanceError(`Not enough balance to deposit. Available=${available} Needed=${added}`)
   await ensureDepositFits(node, info, channel.tokenNetwork, totalDeposit, added, channel.partnerEnd.deposit)
-  return node.deposit({ tokenNetwork: channel.tokenNetwork, partner: channel.partner, totalDeposit })
+  return depositOnChain(node, { tokenNetwork: channel.tokenNetwork, partner: channel.partner, totalDeposit })
 }
 
 /** The contract's deposit limits: the whole network's, ours per channel, and the channel total's uint256 bound. */
@@ -227,7 +251,7 @@ async function ensureDepositFits(node: SluiceNode, info: TokenNetworkInfo, token
   const held = await readTokenBalance(node.chain, { token: info.token, owner: tokenNetwork })
   if (held + added > info.tokenNetworkDepositLimit) throw new ConflictError(`Deposit of ${added} would have exceeded the token network deposit limit`)
   if (totalDeposit > info.channelParticipantDepositLimit) throw new ConflictError(`Deposit of ${totalDeposit} is larger than the channel participant deposit limit`)
-  if (totalDeposit + partnerDeposit > UINT256_MAX) throw new ConflictError('Deposit overflow')
+  if (totalDeposit + partnerDeposit > maxUint256) throw new ConflictError('Deposit overflow')
 }
 
 /** A user action the protocol refused (it reports `actionRejected`): a conflict with the channel's state. */

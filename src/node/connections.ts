@@ -5,6 +5,7 @@ import { sameAddress, tokenNetworkOf } from '../protocol/state/access.ts'
 import type { Channel, NodeState } from '../protocol/state/types.ts'
 import { ConflictError, NodeStoppedError, NotFoundError } from './errors.ts'
 import { channelGas, readGasCost, readGasReserve } from './gasReserve.ts'
+import { depositOnChain, isOurs, openChannelOnChain } from './channelActions.ts'
 import type { SluiceNode } from './sluiceNode.ts'
 
 /** Our open channels of one token: GET /connections. */
@@ -144,11 +145,11 @@ export class TokenNetworkConnections {
 
       const closeErrors: string[] = []
       const off = this.node.notices.subscribe((notice) => {
-        if (notice.type === 'error' && notice.where === 'transaction close') closeErrors.push(describe(notice.error))
+        if (notice.type === 'transactionFailed' && open.some((c) => isOurs(notice.transaction, 'close', tokenNetwork, c.id))) closeErrors.push(describe(notice.error))
       })
       try {
         // A channel the partner closed meanwhile is only waited for.
-        for (const channel of open) if (this.node.channel(tokenNetwork, channel.partner)?.state === 'opened') await this.node.close(tokenNetwork, channel.partner)
+        for (const channel of open) if (this.node.channel(tokenNetwork, channel.partner)?.state === 'opened') await this.node.dispatch({ type: 'closeChannel', tokenNetwork, channelId: channel.id })
         const outcomes = await Promise.all(open.map((channel) => this.untilSettled(channel)))
         const failed = open.filter((_, i) => outcomes[i] === 'close failed')
         if (failed.length > 0) {
@@ -197,10 +198,10 @@ export class TokenNetworkConnections {
   private async fund(connection: Connection, { partner, existing }: PlannedChannel, totalDeposit: bigint): Promise<void> {
     const { tokenNetwork } = connection
     if (existing) {
-      if (totalDeposit > existing.our.deposit) await this.node.deposit({ tokenNetwork, partner, totalDeposit })
+      if (totalDeposit > existing.our.deposit) await depositOnChain(this.node, { tokenNetwork, partner, totalDeposit })
       return
     }
-    await this.node.openChannel({ tokenNetwork, partner, ...(totalDeposit > 0n ? { totalDeposit } : {}) })
+    await openChannelOnChain(this.node, { tokenNetwork, partner, ...(totalDeposit > 0n ? { totalDeposit } : {}) })
   }
 
   /** What the connection may still deposit: funds minus our deposits in open channels, at most the token balance. */
@@ -222,7 +223,7 @@ export class TokenNetworkConnections {
 
   private schedule() {
     if (this.stopped) return
-    this.timer = setTimeout(() => void this.tick(), Math.min(this.node.options.pollingInterval ?? 1_000, 1_000))
+    this.timer = setTimeout(() => void this.tick(), Math.min(this.node.config.pollingInterval, 1_000))
     ;(this.timer as { unref?: () => void }).unref?.()
   }
 
@@ -259,7 +260,7 @@ export class TokenNetworkConnections {
       const remaining = await this.fundsRemaining(connection)
       const cap = perChannel > 0n ? perChannel : remaining
       const amount = min(channel.partnerEnd.deposit, remaining, cap)
-      if (amount > 0n) await this.node.deposit({ tokenNetwork: connection.tokenNetwork, partner: channel.partner, totalDeposit: amount })
+      if (amount > 0n) await depositOnChain(this.node, { tokenNetwork: connection.tokenNetwork, partner: channel.partner, totalDeposit: amount })
     }
     // Channels funded below the target (joined ones) are left as they are; new partners make up the count.
     for (const planned of this.openPlan(connection, perChannel, { topUp: false })) {
@@ -296,7 +297,7 @@ export class TokenNetworkConnections {
   /** Waits until the channel is settled (or forgotten after settlement), or its close failed. */
   private async untilSettled(channel: Channel): Promise<'settled' | 'close failed'> {
     const k = channelKey(channel.tokenNetwork, channel.id)
-    const interval = Math.min(this.node.options.pollingInterval ?? 1_000, 250)
+    const interval = Math.min(this.node.config.pollingInterval, 250)
     for (;;) {
       if (this.node.status.status === 'stopped') throw new NodeStoppedError()
       const now = this.node.state.channels[k]
@@ -334,15 +335,3 @@ export function rankedParticipants(state: NodeState, tokenNetwork: Address): Add
 const key = (tokenNetwork: Address) => tokenNetwork.toLowerCase()
 const describe = (error: unknown) => (error instanceof Error ? ((error as { shortMessage?: string }).shortMessage ?? error.message) : String(error))
 const min = (...values: bigint[]) => values.reduce((a, b) => (b < a ? b : a))
-
-const services = new WeakMap<SluiceNode, TokenNetworkConnections>()
-
-/** The connection manager of `node`, created on first use. */
-export function connectionsOf(node: SluiceNode): TokenNetworkConnections {
-  let service = services.get(node)
-  if (!service) {
-    service = new TokenNetworkConnections(node)
-    services.set(node, service)
-  }
-  return service
-}

@@ -24,7 +24,7 @@ export async function readChainEvents(node: SluiceNode, scope: ChainEventScope, 
 async function selectChainEvents(node: SluiceNode, scope: ChainEventScope, range: BlockRange): Promise<StoredChainEvent[]> {
   const span = { ...(range.fromBlock !== undefined ? { fromBlock: range.fromBlock } : {}), ...(range.toBlock !== undefined ? { toBlock: range.toBlock } : {}) }
   if (scope.of === 'network') {
-    const registry = node.options.deployment.contracts.TokenNetworkRegistry.address
+    const registry = node.config.deployment.contracts.TokenNetworkRegistry.address
     return (await node.storage.chainEvents({ address: registry, ...span })).filter((e) => e.name === 'TokenNetworkCreated')
   }
   const state = node.state

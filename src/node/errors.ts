@@ -66,3 +66,12 @@ export class DisabledInProductionError extends NodeError {
   override name = 'DisabledInProductionError' as const
   override readonly code = 'DISABLED_IN_PRODUCTION' as const
 }
+
+/** The chain has no TokenNetworkRegistry where the deployment says: the deployment is of another chain. */
+export class DeploymentMismatchError extends NodeError {
+  override name = 'DeploymentMismatchError' as const
+  override readonly code = 'DEPLOYMENT_MISMATCH' as const
+  constructor(readonly registry: string) {
+    super(`the chain has no TokenNetworkRegistry at ${registry} (is the deployment of this chain?)`)
+  }
+}

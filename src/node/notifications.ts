@@ -41,20 +41,30 @@ const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
  */
 export class NodeNotifications {
   private readonly raised = new Map<NotificationId, Notification>()
-  private readonly options: Required<Omit<NotificationsOptions, 'releaseFeedUrl'>> & Pick<NotificationsOptions, 'releaseFeedUrl'>
+  private options!: Required<Omit<NotificationsOptions, 'releaseFeedUrl'>> & Pick<NotificationsOptions, 'releaseFeedUrl'>
   private lastCheckedBlock: bigint | undefined
   private stopped = false
   private timer: ReturnType<typeof setTimeout> | undefined
   private checking: Promise<void> | undefined
-  private readonly firstCheck: Promise<void>
+  private firstCheck!: Promise<void>
   private resolveFirst: () => void = () => {}
 
   constructor(
     private readonly node: SluiceNode,
     options: NotificationsOptions,
   ) {
-    this.options = { minServiceTokenBalance: DEFAULT_MIN_SERVICE_TOKEN_BALANCE, checkEveryBlocks: 10n, feedTimeoutMs: 5_000, ...options }
-    if (this.options.checkEveryBlocks < 1n) throw new RangeError('checkEveryBlocks must be at least 1')
+    this.configure(options)
+  }
+
+  /** Starts over with these options: nothing raised until the first check with them. */
+  configure(options: NotificationsOptions): void {
+    const next = { minServiceTokenBalance: DEFAULT_MIN_SERVICE_TOKEN_BALANCE, checkEveryBlocks: 10n, feedTimeoutMs: 5_000, ...options }
+    if (next.checkEveryBlocks < 1n) throw new RangeError('checkEveryBlocks must be at least 1')
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.resolveFirst()
+    this.options = next
+    this.raised.clear()
+    this.lastCheckedBlock = undefined
     this.firstCheck = new Promise((resolve) => (this.resolveFirst = resolve))
     this.schedule(0)
   }
@@ -96,7 +106,7 @@ export class NodeNotifications {
         await this.check()
       }
     }
-    this.schedule(Math.min(this.node.options.pollingInterval ?? 1_000, 1_000))
+    this.schedule(Math.min(this.node.config.pollingInterval, 1_000))
   }
 
   private async checkAll() {
@@ -208,19 +218,4 @@ export function compareVersions(a: string, b: string): number {
     else if (x !== y) return x < y ? -1 : 1
   }
   return 0
-}
-
-const services = new WeakMap<SluiceNode, NodeNotifications>()
-
-/** Starts the notifications of `node` with these options, replacing (and stopping) any it had. */
-export function startNotifications(node: SluiceNode, options: NotificationsOptions): NodeNotifications {
-  services.get(node)?.stop()
-  const service = new NodeNotifications(node, options)
-  services.set(node, service)
-  return service
-}
-
-/** The notifications service of `node`, started with `options` if it has none yet. */
-export function notificationsOf(node: SluiceNode, options: NotificationsOptions): NodeNotifications {
-  return services.get(node) ?? startNotifications(node, options)
 }

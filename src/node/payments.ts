@@ -1,14 +1,14 @@
-import { bytesToHex, sha256, type Address, type Hex } from 'viem'
+import { bytesToHex, maxUint256, maxUint64, sha256, type Address, type Hex } from 'viem'
 import { readSecretRevealBlock } from '../chain/reads.ts'
-import { distributable, UINT256_MAX } from '../protocol/channel/amounts.ts'
+import { distributable } from '../protocol/channel/amounts.ts'
 import { findRoutes } from '../protocol/routing/findRoutes.ts'
-import { channelWith, sameAddress, tokenNetworkOf } from '../protocol/state/access.ts'
+import { channelWith, publicKeyOf, sameAddress, tokenNetworkOf } from '../protocol/state/access.ts'
 import type { NodeState } from '../protocol/state/types.ts'
 import type { PaymentQuery, PaymentRecord } from '../storage/storage.ts'
-import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NoRouteError } from './errors.ts'
+import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NodeStoppedError, NoRouteError, PaymentFailedError } from './errors.ts'
+import type { NodeNotice } from './notices.ts'
+import { secretForTarget } from './secretInMetadata.ts'
 import type { SluiceNode } from './sluiceNode.ts'
-
-export const UINT64_MAX = 2n ** 64n - 1n
 
 export type SendPaymentParameters = {
   token: Address
@@ -34,7 +34,6 @@ export type SentPayment = {
   secrethash: Hex
 }
 
-/** The token network of `token`, if one is registered (and synced). */
 /**
  * The checks of the request alone, in the Raiden node's order (`transfer_async`, `mediated_transfer_async`):
  * each failure is a 409. Returns the token network and the secret hash the payment will lock with, if the
@@ -44,10 +43,10 @@ export function checkPayment(state: NodeState, p: SendPaymentParameters): { toke
   if (sameAddress(p.target, state.address)) throw new InvalidPaymentError('the target must be another address than ours')
   if (/^0x0{40}$/.test(p.target)) throw new InvalidPaymentError('the zero address cannot be a target')
   if (p.amount <= 0n) throw new InvalidPaymentError(`amount must be positive, not ${p.amount}`)
-  if (p.amount > UINT256_MAX) throw new InvalidPaymentError('amount must be at most 2^256-1')
+  if (p.amount > maxUint256) throw new InvalidPaymentError('amount must be at most 2^256-1')
   const tokenNetwork = tokenNetworkOf(state, p.token)
   if (!tokenNetwork) throw new InvalidPaymentError(`token ${p.token} is not known: no token network is registered for it`)
-  if (p.identifier !== undefined && (p.identifier <= 0n || p.identifier > UINT64_MAX)) throw new InvalidPaymentError(`identifier must lie in 1..2^64-1, not ${p.identifier}`)
+  if (p.identifier !== undefined && (p.identifier <= 0n || p.identifier > maxUint64)) throw new InvalidPaymentError(`identifier must lie in 1..2^64-1, not ${p.identifier}`)
   if (p.lockTimeout !== undefined && p.lockTimeout <= 0n) throw new InvalidPaymentError(`lock_timeout must be positive, not ${p.lockTimeout}`)
   const secrethash = p.secrethash?.toLowerCase() as Hex | undefined
   if (p.secret && secrethash && sha256(p.secret) !== secrethash) throw new InvalidPaymentError('secret_hash is not the SHA-256 of the secret')
@@ -88,61 +87,120 @@ export function checkRoute(state: NodeState, { tokenNetwork, target, amount, loc
   throw new InvalidPaymentError(`lock_timeout ${lockTimeout} must be greater than the reveal timeout (${c.revealTimeout}) and at most the settle timeout (${c.settleTimeout}) of the channel with ${c.partner}`)
 }
 
-type InFlight = { tokenNetwork: Address; amount: bigint; result: Promise<SentPayment> }
-
-/** Per node: payments started through `sendPayment` and not finished, by target and identifier. */
-const inFlightByNode = new WeakMap<SluiceNode, Map<string, InFlight>>()
-
+const randomBytes32 = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
 const randomIdentifier = (): bigint => BigInt(bytesToHex(crypto.getRandomValues(new Uint8Array(8)))) || 1n
 
 /**
- * Sends a payment and resolves once it succeeded (our Unlock is on its way). Every check runs before anything
- * changes. A second request for the same target and identifier while the first is in flight joins it (same
- * amount and token: both get its result) or is a ConflictError (409), as the Raiden node does.
+ * Sends a payment and resolves once it succeeded (our Unlock is on its way); the one entry point, for the REST
+ * route and every other caller. Every check runs before anything changes.
+ *
+ * Idempotent by identifier (docs/decisions/0018): a request with an identifier already used toward the same
+ * target, with the same token and amount, pays nothing again and returns the first payment's result: while the
+ * first is in flight (it joins it), after it completed (from the payment history), and after a restart (a payment
+ * the store resumed is waited for). The same identifier for a different payment is a ConflictError (409). An
+ * identifier whose payment failed is free again: nothing was paid.
  */
 export async function sendPayment(node: SluiceNode, p: SendPaymentParameters): Promise<SentPayment> {
-  const state = node.state
-  const { tokenNetwork, secrethash } = checkPayment(state, p)
+  const { tokenNetwork, secrethash } = checkPayment(node.state, p)
   const identifier = p.identifier ?? randomIdentifier()
-  const key = `${p.target.toLowerCase()}:${identifier}`
-  let inFlight = inFlightByNode.get(node)
-  if (!inFlight) inFlightByNode.set(node, (inFlight = new Map()))
-  const running = inFlight.get(key)
+  const sameAs = (amount: bigint, network: Address) => amount === p.amount && sameAddress(network, tokenNetwork)
+  const different = (what: string) => new ConflictError(`the identifier ${identifier} is already used for a different payment to ${p.target} (${what})`)
+
+  const running = node.payments.get(p.target, identifier)
   if (running) {
-    if (running.amount !== p.amount || !sameAddress(running.tokenNetwork, tokenNetwork))
-      throw new ConflictError(`another payment with identifier ${identifier} to ${p.target} is in flight (with ${running.amount === p.amount ? 'another token' : `amount ${running.amount}`})`)
+    if (!sameAs(running.amount, running.tokenNetwork)) throw different(`in flight with ${running.amount === p.amount ? 'another token' : `amount ${running.amount}`}`)
     return running.result
   }
-  // Started before a restart: its waiter is gone, so it cannot be joined; its outcome lands in the history.
-  const earlier = Object.values(state.initiators).find((i) => sameAddress(i.target, p.target) && i.paymentId === identifier && i.status !== 'failed')
-  if (earlier) throw new ConflictError(`a payment with identifier ${identifier} to ${p.target} is already in flight`)
-  if (secrethash) checkSecretHash(state, secrethash)
-  checkRoute(state, { tokenNetwork, target: p.target, amount: p.amount, ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}) })
+  if (p.identifier !== undefined) {
+    const done = await findSentPayment(node, p.target, identifier)
+    if (done?.event === 'EventPaymentSentSuccess') {
+      if (done.amount !== p.amount || !sameAddress(done.token, p.token)) throw different(`paid ${done.amount} of ${done.token}`)
+      if (!done.secret) throw different('paid before this node kept payment results')
+      return { initiator: node.address, target: done.partner, token: done.token, amount: done.amount, identifier: done.identifier, secret: done.secret, secrethash: done.secrethash }
+    }
+    // Started before a restart: the store resumed it, and its outcome is waited for here.
+    const resumed = Object.values(node.state.initiators).find((i) => sameAddress(i.target, p.target) && i.paymentId === identifier && i.status !== 'failed')
+    if (resumed) {
+      if (!sameAs(resumed.amount, resumed.tokenNetwork)) throw different(`in flight with amount ${resumed.amount}`)
+      const result = outcome(node, p.target, identifier).then((r) => sentPayment(node, r))
+      node.payments.track(p.target, identifier, { tokenNetwork, amount: p.amount, result })
+      return result
+    }
+  }
+  if (secrethash) checkSecretHash(node.state, secrethash)
+  checkRoute(node.state, { tokenNetwork, target: p.target, amount: p.amount, ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}) })
 
-  const run = async (): Promise<SentPayment> => {
+  const result = (async (): Promise<SentPayment> => {
     if (secrethash) {
       // The state knows the confirmed registrations; the chain also knows the latest ones.
-      const registry = node.options.deployment.contracts.SecretRegistry.address
+      const registry = node.config.deployment.contracts.SecretRegistry.address
       if ((await readSecretRevealBlock(node.chain, { secretRegistry: registry, secrethash })) > 0n) throw new ConflictError(`the secret of ${secrethash} is already registered on-chain`)
     }
-    const r = await node.pay({
-      tokenNetwork,
-      target: p.target,
-      amount: p.amount,
-      paymentId: identifier,
-      ...(p.secret ? { secret: p.secret.toLowerCase() as Hex } : {}),
-      ...(secrethash ? { secrethash } : {}),
-      ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
-    })
-    return { initiator: node.address, target: r.target, token: r.token, amount: r.amount, identifier: r.paymentId, secret: r.secret, secrethash: r.secrethash }
+    const release = await node.payments.slots.acquire()
+    try {
+      return sentPayment(node, await startPayment(node, { ...p, tokenNetwork, identifier, ...(secrethash ? { secrethash } : {}) }))
+    } finally {
+      release()
+    }
+  })()
+  node.payments.track(p.target, identifier, { tokenNetwork, amount: p.amount, result })
+  return result
+}
+
+type PaymentOutcome = Extract<NodeNotice, { type: 'paymentSentSuccess' }>
+
+/** Hands the payment to the core over the routes found now, and waits for its outcome. */
+async function startPayment(node: SluiceNode, p: SendPaymentParameters & { tokenNetwork: Address; identifier: bigint }): Promise<PaymentOutcome> {
+  const ownSecret = !p.secret && !p.secrethash
+  const secret = p.secret?.toLowerCase() as Hex | undefined ?? (ownSecret ? randomBytes32() : undefined)
+  const secrethash = (p.secrethash?.toLowerCase() as Hex | undefined) ?? sha256(secret!)
+  const routes = findRoutes(node.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount })
+  if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
+  const encryptedSecret = secretForTarget({ enabled: node.config.encryptSecret, targetPublicKey: publicKeyOf(node.state, p.target), secret, amount: p.amount, paymentId: p.identifier })
+  const done = outcome(node, p.target, p.identifier)
+  await node.dispatch({
+    type: 'initPayment',
+    tokenNetwork: p.tokenNetwork,
+    target: p.target,
+    amount: p.amount,
+    paymentId: p.identifier,
+    ...(secret ? { secret } : {}),
+    secrethash,
+    ownSecret,
+    ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
+    routes,
+    freshSecrets: ownSecret ? [randomBytes32(), randomBytes32()] : [],
+    ...(encryptedSecret ? { encryptedSecret } : {}),
+  })
+  return done
+}
+
+/** The outcome of our payment to `target` with `identifier`: its success, or PaymentFailedError; NodeStoppedError on stop. */
+function outcome(node: SluiceNode, target: Address, identifier: bigint): Promise<PaymentOutcome> {
+  const ended = node.notices.next((e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === identifier && sameAddress(e.target, target), node.stopped)
+  return ended.then((e) => {
+    if (e.type === 'paymentSentFailed') throw new PaymentFailedError(e.reason)
+    return e as PaymentOutcome
+  }, (error) => {
+    throw node.stopped.aborted ? new NodeStoppedError() : error
+  })
+}
+
+function sentPayment(node: SluiceNode, r: PaymentOutcome): SentPayment {
+  return { initiator: node.address, target: r.target, token: r.token, amount: r.amount, identifier: r.paymentId, secret: r.secret, secrethash: r.secrethash }
+}
+
+/**
+ * The latest payment we sent to `target` with `identifier`, from the history. It reads the target's rows (the
+ * history's partner index), which a light node keeps few enough of; a hub would want an identifier index.
+ */
+async function findSentPayment(node: SluiceNode, target: Address, identifier: bigint): Promise<PaymentRecord | undefined> {
+  const rows = await node.storage.payments({ partner: target })
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const r = rows[i]!
+    if (r.identifier === identifier && r.event !== 'EventPaymentReceivedSuccess') return r
   }
-  const entry: InFlight = { tokenNetwork, amount: p.amount, result: run() }
-  inFlight.set(key, entry)
-  try {
-    return await entry.result
-  } finally {
-    if (inFlight.get(key) === entry) inFlight.delete(key)
-  }
+  return undefined
 }
 
 /**

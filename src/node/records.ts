@@ -36,7 +36,7 @@ export function transactionRecord(effect: Extract<Effect, { type: 'transaction' 
 export function paymentRecord(event: NodeEvent, seq: number, time: number): PaymentRecord | undefined {
   switch (event.type) {
     case 'paymentSentSuccess':
-      return { seq, time, event: 'EventPaymentSentSuccess', token: event.token, partner: event.target, amount: event.amount, identifier: event.paymentId, secrethash: event.secrethash }
+      return { seq, time, event: 'EventPaymentSentSuccess', token: event.token, partner: event.target, amount: event.amount, identifier: event.paymentId, secrethash: event.secrethash, secret: event.secret }
     case 'paymentSentFailed':
       return { seq, time, event: 'EventPaymentSentFailed', token: event.token, partner: event.target, amount: event.amount, identifier: event.paymentId, secrethash: event.secrethash, reason: event.reason }
     case 'paymentReceivedSuccess':

@@ -32,7 +32,7 @@ const totalSupplyAbi = parseAbi(['function totalSupply() view returns (uint256)'
 export async function registerToken(node: SluiceNode, token: Address, { environment = 'development' }: RegisterTokenOptions = {}): Promise<Address> {
   if (environment === 'production') throw new DisabledInProductionError('Registering a new token is currently disabled in production mode')
   if (isAddressEqual(token, zeroAddress)) throw new ConflictError('token_address must be non-zero')
-  const registry = node.options.deployment.contracts.TokenNetworkRegistry.address
+  const registry = node.config.deployment.contracts.TokenNetworkRegistry.address
   // Two registrations of one token at once: the second waits and finds it registered.
   return node.queue.exclusive(`register:${token}`.toLowerCase(), async () => {
     if (tokenNetworkOf(node.state, token) || (await readTokenNetworkOf(node.chain, { registry, token }))) throw new ConflictError('Token already registered')

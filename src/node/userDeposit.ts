@@ -1,4 +1,4 @@
-import { zeroAddress, type Address, type Hex } from 'viem'
+import { maxUint256, zeroAddress, type Address, type Hex } from 'viem'
 import { ChainRpcError, depositToUserDeposit, planUserDepositWithdraw, read, readTokenBalance, readUserDeposit, withdrawFromUserDeposit, type UserDepositInfo } from '../chain/index.ts'
 import { UserDeposit } from '../contracts/index.ts'
 import { ConflictError, InsufficientBalanceError, NotFoundError } from './errors.ts'
@@ -11,14 +11,14 @@ import type { SluiceNode } from './sluiceNode.ts'
  * Calls of one node run one at a time, so a check and its transaction see the same UDC state.
  */
 
-export type UserDepositNode = Pick<SluiceNode, 'chain' | 'queue' | 'options'>
+export type UserDepositNode = Pick<SluiceNode, 'chain' | 'queue' | 'config'>
 
 /**
  * The UserDeposit contract the node uses, or undefined when it has none: a deployment names the zero address
  * for UserDeposit when the chain has no services (the REST API then answers 404).
  */
-export function userDepositOf(node: Pick<SluiceNode, 'options'>): Address | undefined {
-  const address = node.options.deployment.contracts.UserDeposit?.address
+export function userDepositOf(node: Pick<SluiceNode, 'config'>): Address | undefined {
+  const address = node.config.deployment.contracts.UserDeposit?.address
   return address && address.toLowerCase() !== zeroAddress ? address : undefined
 }
 
@@ -38,7 +38,6 @@ function exclusive<T>(node: UserDepositNode, task: () => Promise<T>): Promise<T>
   return node.queue.exclusive(`userDeposit:${node.chain.address}`.toLowerCase(), task)
 }
 
-const UINT256_MAX = 2n ** 256n - 1n
 
 /** The node's UDC balances (Raiden's user deposit view), or undefined without a UDC. */
 export async function readOwnUserDeposit(node: UserDepositNode): Promise<(UserDepositInfo & { userDeposit: Address }) | undefined> {
@@ -57,7 +56,7 @@ export function depositToServices(node: UserDepositNode, { totalDeposit }: { tot
     const userDeposit = await configured(node)
     const info = await readUserDeposit(node.chain, { userDeposit })
     if (totalDeposit <= info.totalDeposit) throw new ConflictError(`Total deposit did not increase: the current total deposit is ${info.totalDeposit}.`)
-    if (totalDeposit > UINT256_MAX) throw new ConflictError('Deposit overflow.')
+    if (totalDeposit > maxUint256) throw new ConflictError('Deposit overflow.')
     const added = totalDeposit - info.totalDeposit
     const [wholeBalance, limit] = await Promise.all([
       read(node.chain, userDeposit, UserDeposit.abi, 'whole_balance', []),

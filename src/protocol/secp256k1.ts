@@ -53,7 +53,7 @@ export function secp256k1Engine(): Secp256k1Engine {
   return engine
 }
 
-/** Installs an engine made elsewhere (the native one of the headless node: src/protocol/secp256k1Native.ts). */
+/** Installs an engine made elsewhere (the native one of the headless node: src/cli/nativeSecp256k1.ts). */
 export function setSecp256k1Engine(next: Secp256k1Engine): void {
   engine = next
 }

@@ -31,32 +31,20 @@ export function signPackedSync(privateKey: Hex, data: Hex | Uint8Array): Hex {
   return bytesToHex(secp256k1Engine().sign(eip191Hash(asBytes(data)), keyBytes(privateKey)))
 }
 
-/** The address that signed `data` (EIP-191) with `signature`; throws if none can be recovered. */
-export function recoverPackedSignerSync(data: Hex | Uint8Array, signature: Hex): Address {
+/**
+ * The address that signed `data` (EIP-191) with `signature`, and its 64-byte public key (x || y): recovery finds
+ * the key for free, and a payment's secret can be encrypted to it (secretCipher.ts). Throws if none is recovered.
+ */
+export function recoverPackedSignerKeySync(data: Hex | Uint8Array, signature: Hex): { signer: Address; publicKey: Hex } {
   const sig = hexToBytes(signature)
   const publicKey = sig.length === 65 ? secp256k1Engine().recover(eip191Hash(asBytes(data)), sig) : null
   if (!publicKey) throw new Error('signature recovers no public key')
-  const address = bytesToHex(addressOfPublicKey(publicKey))
-  rememberPublicKey(address, publicKey)
-  return getAddress(address)
+  return { signer: getAddress(bytesToHex(addressOfPublicKey(publicKey))), publicKey: bytesToHex(publicKey) }
 }
 
-/**
- * Public keys of the signers we recovered lately, by lowercase address: what we need to encrypt a payment's secret
- * to its target (secretCipher.ts). Recovery finds them for free; a direct partner's is known after any message.
- */
-const publicKeys = new Map<string, Uint8Array>()
-const MAX_PUBLIC_KEYS = 4096
-
-function rememberPublicKey(lowercaseAddress: string, publicKey: Uint8Array) {
-  if (publicKeys.has(lowercaseAddress)) return
-  if (publicKeys.size >= MAX_PUBLIC_KEYS) publicKeys.delete(publicKeys.keys().next().value!)
-  publicKeys.set(lowercaseAddress, publicKey.slice())
-}
-
-/** The 64-byte public key (x || y) of `address` if a signature of it was recovered lately, else undefined. */
-export function knownPublicKey(address: Address): Uint8Array | undefined {
-  return publicKeys.get(address.toLowerCase())
+/** The address that signed `data` (EIP-191) with `signature`; throws if none can be recovered. */
+export function recoverPackedSignerSync(data: Hex | Uint8Array, signature: Hex): Address {
+  return recoverPackedSignerKeySync(data, signature).signer
 }
 
 export async function signPacked(privateKey: Hex, data: Hex | Uint8Array): Promise<Hex> {

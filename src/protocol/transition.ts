@@ -1,6 +1,6 @@
 import { sha256 } from 'viem'
 import { closeChannel, onChannelClosed, onChannelDeposit, onChannelOpened, onChannelSettled, onChannelUnlocked, onChannelWithdraw, onNonClosingUpdated, onSecretRegistered, onTransactionFailed, settleOnBlock, unlockOnBlock } from './channel/onchain.ts'
-import { getChannel, putChannel, type TransitionContext } from './state/access.ts'
+import { getChannel, putChannel, rememberPublicKey, type TransitionContext } from './state/access.ts'
 import { channelKey } from './channel/key.ts'
 import { receiveWithdrawConfirmation, receiveWithdrawExpired, receiveWithdrawRequest, startCoopSettle, startWithdraw, withdrawOnBlock, actionRejected } from './channel/withdraw.ts'
 import { graphOnAmounts, graphOnClosed, graphOnOpened, graphOnSettled } from './routing/graph.ts'
@@ -81,8 +81,10 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
     }
     case 'transactionFailed':
       return onTransactionFailed(state, change, out)
-    case 'receive':
-      return receive(state, change.message, change.sender, ctx, out, change.decryptedSecret)
+    case 'receive': {
+      const known = change.senderKey ? rememberPublicKey(state, change.sender, change.senderKey) : state
+      return receive(known, change.message, change.sender, ctx, out, change.decryptedSecret)
+    }
   }
 }
 

@@ -1,9 +1,8 @@
-import { isAddress } from 'viem'
+import { isAddress, maxUint256 } from 'viem'
 import { checkMetaPatch } from './meta.ts'
 import { checkSentLock, checkSentProof } from './sentRecords.ts'
 import { StorageError, type Commit, type StorageIdentity, type StoredChainEvent } from './storage.ts'
 
-const MAX_UINT256 = 2n ** 256n - 1n
 
 /**
  * Refuses a batch that no adapter could key or order correctly, before any engine sees it, so every adapter
@@ -56,7 +55,7 @@ function checkChainEvent(e: StoredChainEvent): void {
   checkSeq(e.logIndex, 'chain event logIndex')
   checkAddress(e.address, 'chain event address')
   if (e.tokenNetwork !== undefined) checkAddress(e.tokenNetwork, 'chain event tokenNetwork')
-  if (e.channelId !== undefined && (typeof e.channelId !== 'bigint' || e.channelId < 0n || e.channelId > MAX_UINT256)) {
+  if (e.channelId !== undefined && (typeof e.channelId !== 'bigint' || e.channelId < 0n || e.channelId > maxUint256)) {
     throw new StorageError(`invalid chain event channelId: ${String(e.channelId)}`)
   }
 }

@@ -1,3 +1,4 @@
+import { maxUint64, maxUint256 } from 'viem'
 import { StorageError, type SentLockRecord, type SentProofRecord } from './storage.ts'
 
 /**
@@ -5,8 +6,6 @@ import { StorageError, type SentLockRecord, type SentProofRecord } from './stora
  * uint64 and IndexedDB keys cannot be bigints, so in keys a nonce is its decimal string zero-padded to 20 digits
  * (string order = numeric order). Hashes are compared in lower case: the same hash in other letters is the same key.
  */
-export const MAX_UINT64 = 2n ** 64n - 1n
-export const MAX_UINT256 = 2n ** 256n - 1n
 
 export const padNonce = (nonce: bigint): string => nonce.toString().padStart(20, '0')
 
@@ -53,20 +52,20 @@ export function checkUint(value: unknown, max: bigint, what: string): bigint {
 export function checkSentProof(p: SentProofRecord): void {
   checkChannelKey(p?.channelKey, 'sent proof channelKey')
   checkHash(p.balanceHash, 'sent proof balanceHash')
-  checkUint(p.nonce, MAX_UINT64, 'sent proof nonce')
-  checkUint(p.transferredAmount, MAX_UINT256, 'sent proof transferredAmount')
-  checkUint(p.lockedAmount, MAX_UINT256, 'sent proof lockedAmount')
+  checkUint(p.nonce, maxUint64, 'sent proof nonce')
+  checkUint(p.transferredAmount, maxUint256, 'sent proof transferredAmount')
+  checkUint(p.lockedAmount, maxUint256, 'sent proof lockedAmount')
   checkHash(p.locksroot, 'sent proof locksroot')
 }
 
 export function checkSentLock(l: SentLockRecord): void {
   checkChannelKey(l?.channelKey, 'sent lock channelKey')
   checkHash(l.secrethash, 'sent lock secrethash')
-  checkUint(l.expiration, MAX_UINT256, 'sent lock expiration')
-  checkUint(l.amount, MAX_UINT256, 'sent lock amount')
-  checkUint(l.addedNonce, MAX_UINT64, 'sent lock addedNonce')
+  checkUint(l.expiration, maxUint256, 'sent lock expiration')
+  checkUint(l.amount, maxUint256, 'sent lock amount')
+  checkUint(l.addedNonce, maxUint64, 'sent lock addedNonce')
   if (l.removedNonce !== undefined) {
-    checkUint(l.removedNonce, MAX_UINT64, 'sent lock removedNonce')
+    checkUint(l.removedNonce, maxUint64, 'sent lock removedNonce')
     if (l.removedNonce <= l.addedNonce) throw new StorageError(`sent lock removedNonce ${l.removedNonce} is not after its addedNonce ${l.addedNonce}`)
   }
 }
@@ -79,7 +78,7 @@ export function sentLocksQuery(channelKey: unknown, nonce: unknown): { channelKe
   checkChannelKey(channelKey)
   if (typeof nonce !== 'bigint') throw new StorageError(`the nonce must be a bigint, not ${typeof nonce}`)
   if (nonce < 0n) return undefined
-  return { channelKey: channelKey as string, nonce: nonce > MAX_UINT64 ? MAX_UINT64 : nonce }
+  return { channelKey: channelKey as string, nonce: nonce > maxUint64 ? maxUint64 : nonce }
 }
 
 export function sentProofQuery(channelKey: unknown, balanceHash: unknown): { channelKey: string; hash: string } {

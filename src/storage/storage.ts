@@ -88,6 +88,8 @@ export type PaymentRecord = {
   amount: bigint
   identifier: bigint
   secrethash: Hex
+  /** Sent successes: the secret, so a payment retried with its identifier gets its first result (docs/decisions/0018). */
+  secret?: Hex
   reason?: string
 }
 

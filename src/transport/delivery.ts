@@ -1,6 +1,6 @@
-import type { Address } from 'viem'
+import type { Address, Hex } from 'viem'
 import type { InvalidMessageError, InvalidSignatureError } from '../protocol/errors.ts'
-import { decodeMessage } from '../protocol/messages/sign.ts'
+import { decodeMessage, type DecodedMessage } from '../protocol/messages/sign.ts'
 import type { Message, Signed } from '../protocol/messages/types.ts'
 import type { OutboxRecord } from '../storage/storage.ts'
 import { awaitsStateAnswer, retrievableId } from './acknowledgement.ts'
@@ -16,13 +16,14 @@ export type DeliveryParameters = {
   /** Signs a message as this node and encodes it as one wire line (deterministic: the same message, the same line). */
   sign: (message: Message) => string | Promise<string>
   /**
-   * A verified message for the state machine, with its recovered signer (never the transport's claim).
+   * A verified message for the state machine, with its recovered signer (never the transport's claim) and the
+   * signer's public key.
    * Delivered and Processed are consumed here and not handed up; everything else is, once (see `redeliverAfterMs`).
    * Return a promise that settles once the message is durably applied: the Delivered that acknowledges it (a
    * SecretRequest, a RevealSecret) then waits for it, and is not sent if it rejects. Otherwise a crash between
    * our Delivered and the commit would lose a message its sender no longer retries.
    */
-  onMessage: (message: Signed<Message>, sender: Address) => void | Promise<unknown>
+  onMessage: (message: Signed<Message>, sender: Address, senderKey: Hex) => void | Promise<unknown>
   /** Outbox keys that are done (acknowledged, or sent once if nothing acknowledges them): delete them in the next commit. */
   onAcknowledged: (keys: string[]) => void
   /** Retry schedule; defaults to 300 ms doubling up to 60 s. */
@@ -105,7 +106,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
   /** Our answers (Processed, WithdrawConfirmation) by `peer|id`, to repeat at once when the peer resends. */
   const answers = new RecentMap<string, Message[]>(memory)
   /** Lines already decoded and verified, by their exact text. */
-  const verified = new RecentMap<string, { message: Signed<Message>; signer: Address }>(memory)
+  const verified = new RecentMap<string, DecodedMessage>(memory)
   /** One-shot messages (Delivered, repeated answers) for the next flush: never queued, never retried. */
   const oneShot = new Map<string, { to: Address; messages: Message[] }>()
   const stats: DeliveryStats = { pending: 0, sendCalls: 0, linesSent: 0, retries: 0, received: 0, invalid: 0, duplicates: 0, redelivered: 0, acknowledged: 0 }
@@ -233,14 +234,14 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
    * Hands a message up unless it is a resend already handed up; answers what we already answered. Returns when
    * the message (or its first copy) is durably applied, if the handler tells.
    */
-  const handUp = (message: Signed<Message>, signer: Address, id: bigint | undefined): Promise<unknown> | undefined => {
+  const handUp = (message: Signed<Message>, signer: Address, id: bigint | undefined, signerKey: Hex): Promise<unknown> | undefined => {
     const byId = id === undefined ? undefined : `${signer.toLowerCase()}|${message.type}|${id}`
     const bySignature = message.signature.toLowerCase()
     const prior = (byId === undefined ? undefined : received.get(byId)) ?? received.get(bySignature)
     if (prior?.failed) {
       // Applying it failed (the handler reported why): this resend is the next chance.
       prior.handedAt = now()
-      return hand(prior, message, signer)
+      return hand(prior, message, signer, signerKey)
     }
     if (prior) {
       stats.duplicates++
@@ -253,19 +254,19 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
       if (!awaitsStateAnswer(message) || now() - prior.handedAt < redeliverAfterMs) return prior.applied
       prior.handedAt = now()
       stats.redelivered++
-      return hand(prior, message, signer)
+      return hand(prior, message, signer, signerKey)
     }
     const entry: Received = { handedAt: now() }
     if (byId !== undefined) received.set(byId, entry)
     received.set(bySignature, entry)
-    return hand(entry, message, signer)
+    return hand(entry, message, signer, signerKey)
   }
 
-  const hand = (entry: Received, message: Signed<Message>, signer: Address): Promise<unknown> | undefined => {
+  const hand = (entry: Received, message: Signed<Message>, signer: Address, signerKey: Hex): Promise<unknown> | undefined => {
     entry.failed = false
     entry.applied = undefined
     try {
-      const applied = onMessage(message, signer)
+      const applied = onMessage(message, signer, signerKey)
       if (!applied) return undefined
       entry.applied = applied
       // A failed apply is the handler's to report; here it only means no Delivered, and the next resend is handed up.
@@ -325,7 +326,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         continue
       }
       if (message.type === 'WithdrawConfirmation') done.push(...queues.withdrawConfirmed(signer, message.message_identifier))
-      const applied = handUp(message, signer, id)
+      const applied = handUp(message, signer, id, decoded.signerKey)
       // Delivered answers, for duplicates too (docs/protocol.md §3.5), what nothing else acknowledges: not balance proofs and
       // withdraw messages (their Processed or confirmation does), and not Processed (never retried). It goes
       // once the message is durable, at once if the handler does not say when.

@@ -8,6 +8,7 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
+import { sendPayment } from '../../src/node/payments.ts'
 
 const UINT256_MAX = 2n ** 256n - 1n
 const SPEC_FIELDS = ['channel_identifier', 'token_network_address', 'partner_address', 'token_address', 'balance', 'total_deposit', 'total_withdraw', 'state', 'settle_timeout', 'reveal_timeout']
@@ -284,8 +285,8 @@ describe('PATCH acts', () => {
     // B deposits through its own API, then the two pay each other.
     expect((await b.request('PATCH', path(token, A), { total_deposit: 500 })).status).toBe(200)
     await synced()
-    await a.node.pay({ tokenNetwork: net.tokenNetwork, target: B, amount: 70n })
-    await b.node.pay({ tokenNetwork: net.tokenNetwork, target: A, amount: 30n })
+    await sendPayment(a.node, { token: net.token, target: B, amount: 70n })
+    await sendPayment(b.node, { token: net.token, target: A, amount: 30n })
     await eventually(async () => expect((await a.get(path(token, B))).body.balance).toBe(String(2000 - 70 + 30)))
     await eventually(async () => expect((await b.get(path(token, A))).body).toMatchObject({ balance: String(500 - 30 + 70), total_deposit: '500' }))
   })

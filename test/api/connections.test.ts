@@ -8,6 +8,7 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
+import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
 
 const MINTED = 10n ** 21n
 
@@ -183,15 +184,15 @@ describe('joining a token network', () => {
   })
 
   it('joins a channel another node opens with us: up to its deposit, from the joinable funds', async () => {
-    await b.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 50n })
+    await openChannelOnChain(b.node, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 50n })
     await eventually(() => expect(depositWith(a, b.node.address)).toBe(50n))
   })
 
   it('a channel opened without a deposit is joined once the opener deposits, at most the per-channel amount', async () => {
-    await c.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: a.node.address })
+    await openChannelOnChain(c.node, { tokenNetwork: net.tokenNetwork, partner: a.node.address })
     await someBlocks()
     expect(depositWith(a, c.node.address)).toBe(0n)
-    await c.node.deposit({ tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 500n })
+    await depositOnChain(c.node, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 500n })
     // min(500, 1000 - 650 still to deposit, 300 per channel)
     await eventually(() => expect(depositWith(a, c.node.address)).toBe(300n))
     expect((await a.get('/connections')).body).toEqual({ [token]: { sum_deposits: '950', channels: '4' } })
@@ -257,7 +258,7 @@ describe('DELETE /connections/<token>', () => {
   })
 
   it('forgets the settings: a channel opened with us later is not joined', async () => {
-    await b.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 10n })
+    await openChannelOnChain(b.node, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 10n })
     await someBlocks()
     expect(depositWith(a, b.node.address)).toBe(0n)
   })

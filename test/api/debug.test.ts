@@ -4,6 +4,7 @@ import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
+import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
 
 let net: ApiNet
 let a: ApiNode
@@ -18,11 +19,11 @@ beforeAll(async () => {
   net = await startApiNet({ nodes: 2 })
   ;[a, b] = net.nodes as [ApiNode, ApiNode]
   registry = net.deployment.contracts.TokenNetworkRegistry.address
-  const opened = await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 100n })
+  const opened = await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 100n })
   await b.node.waitForBlock(opened.openedBlock)
-  await b.node.deposit({ tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 50n })
+  await depositOnChain(b.node, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 50n })
   firstBlock = a.node.channel(net.tokenNetwork, b.node.address)!.openedBlock
-  const second = await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: other })
+  const second = await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: other })
   secondBlock = second.openedBlock
   await net.synced()
   const paid = await a.request('POST', `/payments/${net.token}/${b.node.address}`, { amount: '5', identifier: '99' })

@@ -5,8 +5,10 @@ import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { toPushEvent } from '../../src/api/routes/events.ts'
 import { eventually } from '../integration/support/eventually.ts'
-import { serveNode, startApiNet, type ApiNet, createNode } from './support/apiNet.ts'
+import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
 import { openEvents, type SseClient, type SseEvent } from './support/sse.ts'
+import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
+import { sendPayment } from '../../src/node/payments.ts'
 
 let net: ApiNet
 beforeAll(async () => {
@@ -41,7 +43,7 @@ describe('GET /events', () => {
     const [a, b] = net.nodes as [(typeof net.nodes)[0], (typeof net.nodes)[0]]
     const [sa, sb] = await Promise.all([openEvents(`${a.url}/events`), openEvents(`${b.url}/events`)])
     const tokenNetwork = net.tokenNetwork
-    const channel = await a.node.openChannel({ tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
+    const channel = await openChannelOnChain(a.node, { tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
     const ids = { token_network_address: tokenNetwork, token_address: net.token, channel_identifier: String(channel.id) }
     for (const [stream, partner] of [[sa, b.node.address], [sb, a.node.address]] as const) {
       expect((await stream.next(named('channel_opened'))).data).toEqual({ ...ids, partner_address: partner, state: 'opened' })
@@ -49,10 +51,10 @@ describe('GET /events', () => {
     }
 
     await b.node.waitForBlock(channel.openedBlock)
-    await b.node.deposit({ tokenNetwork, partner: a.node.address, totalDeposit: 500n })
+    await depositOnChain(b.node, { tokenNetwork, partner: a.node.address, totalDeposit: 500n })
     for (const stream of [sa, sb]) expect((await stream.next(named('channel_deposit', { participant: b.node.address }))).data.total_deposit).toBe('500')
 
-    const paid = await a.node.pay({ tokenNetwork, target: b.node.address, amount: 70n, paymentId: 1234n })
+    const paid = await sendPayment(a.node, { token: net.token, target: b.node.address, amount: 70n, identifier: 1234n })
     const sent = await sa.next(named('payment_sent_success'))
     expect(sent.data).toEqual({
       event: 'EventPaymentSentSuccess',
@@ -66,10 +68,10 @@ describe('GET /events', () => {
     const received = await sb.next(named('payment_received_success'))
     expect(received.data).toMatchObject({ event: 'EventPaymentReceivedSuccess', amount: '70', initiator: a.node.address, identifier: '1234', token_address: net.token, secret_hash: paid.secrethash })
 
-    await a.node.withdraw(tokenNetwork, b.node.address, 100n)
+    await a.node.dispatch({ type: 'withdraw', tokenNetwork, channelId: channel.id, totalWithdraw: 100n })
     for (const stream of [sa, sb]) expect((await stream.next(named('channel_withdraw'))).data).toMatchObject({ ...ids, participant: a.node.address, total_withdraw: '100' })
 
-    await a.node.close(tokenNetwork, b.node.address)
+    await a.node.dispatch({ type: 'closeChannel', tokenNetwork, channelId: channel.id })
     expect((await sa.next(named('channel_closing'))).data).toMatchObject({ ...ids, state: 'closing' })
     for (const stream of [sa, sb]) await stream.next(named('channel_closed'))
     await mine(Number(channel.settleTimeout) + 2)
@@ -97,7 +99,7 @@ describe('GET /events', () => {
     expect(toPushEvent({ type: 'mediationSucceeded', tokenNetwork, secrethash, amount: 3n }, node)).toEqual({ event: 'payment_mediated', data: { token_network_address: tokenNetwork, token_address: token, amount: 3n, secret_hash: secrethash } })
     expect(toPushEvent({ type: 'messageRejected', sender: target, messageType: 'LockedTransfer', reason: 'bad nonce' }, node)).toEqual({ event: 'message_rejected', data: { sender: target, message_type: 'LockedTransfer', reason: 'bad nonce' } })
     expect(toPushEvent({ type: 'actionRejected', action: 'close', reason: 'no such channel' }, node)).toEqual({ event: 'action_rejected', data: { action: 'close', reason: 'no such channel' } })
-    expect(toPushEvent({ type: 'error', where: 'chain sync', error: new Error('rpc down\nwith details') }, node)).toEqual({ event: 'node_error', data: { where: 'chain sync', message: 'rpc down' } })
+    expect(toPushEvent({ type: 'error', where: 'chain sync', error: new Error('rpc down\nwith details') }, node)).toEqual({ event: 'node_error', data: { where: 'chain sync', message: 'rpc down', code: 'INTERNAL' } })
     expect(toPushEvent({ type: 'withdrawExpired', tokenNetwork, channelId: 77n, totalWithdraw: 4n }, node)).toEqual({
       event: 'channel_withdraw_expired',
       data: { token_network_address: tokenNetwork, token_address: token, partner_address: null, channel_identifier: 77n, total_withdraw: 4n },
@@ -105,7 +107,7 @@ describe('GET /events', () => {
   })
 
   it('answers while the node syncs, pushes the status changes, and ends when the API shuts down or the node stops', async () => {
-    const node = await createNode(net, anvilKeys[5]!)
+    const node = await createApiNode(net, anvilKeys[5]!)
     // Two APIs on one node: shutting one down ends its streams only.
     const [first, second] = [await serveNode(node), await serveNode(node)]
     try {

@@ -2,7 +2,7 @@ import { getAddress } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { SluiceNode } from '../../src/node/sluiceNode.ts'
-import { serveNode, startApiNet, type ApiNet, createNode, memoryNodeOptions } from './support/apiNet.ts'
+import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
 
 let net: ApiNet
 beforeAll(async () => {
@@ -57,7 +57,7 @@ describe('node information', () => {
 
 describe('503 while syncing, then ready', () => {
   it('answers /status with blocks to sync while the rest is 503', async () => {
-    const node = await createNode(net, anvilKeys[5]!)
+    const node = await createApiNode(net, anvilKeys[5]!)
     const served = await serveNode(node)
     try {
       const status = await served.get('/status')
@@ -79,7 +79,8 @@ describe('503 while syncing, then ready', () => {
 
 describe('POST /shutdown', () => {
   it('answers shutdown, then every request is 503', async () => {
-    const node = await SluiceNode.start(memoryNodeOptions(net, anvilKeys[6]!))
+    const node = await createApiNode(net, anvilKeys[6]!)
+    await node.run()
     const served = await serveNode(node)
     try {
       expect(await served.request('POST', '/shutdown')).toMatchObject({ status: 200, body: { status: 'shutdown' } })

@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { mintTokens } from '../../src/chain/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
-import { compareVersions, startNotifications } from '../../src/node/notifications.ts'
+import { compareVersions } from '../../src/node/notifications.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
+import { openChannelOnChain } from '../../src/node/channelActions.ts'
 
 let net: ApiNet
 let a: ApiNode
@@ -78,7 +79,7 @@ describe('GET /notifications as served (no release feed)', () => {
 
 describe('each notification is raised by its condition and cleared when it no longer holds', () => {
   beforeAll(() => {
-    startNotifications(a.node, { version: '0.1.0', minServiceTokenBalance: 100n, checkEveryBlocks: 1n })
+    a.node.notifications.configure({ version: '0.1.0', minServiceTokenBalance: 100n, checkEveryBlocks: 1n })
   })
 
   it('low_service_token: goes once the UDC holds the minimum, comes back when a planned withdrawal lowers it', async () => {
@@ -106,7 +107,7 @@ describe('each notification is raised by its condition and cleared when it no lo
     expect(await ids()).not.toContain('missing_gas_reserve')
     await devnet.setBalance({ address: a.node.address, value: parseEther('10000') })
 
-    await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 10n })
+    await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 10n })
     await block()
     expect(await ids()).not.toContain('missing_gas_reserve')
     await devnet.setBalance({ address: a.node.address, value: 1000n })
@@ -124,7 +125,7 @@ describe('each notification is raised by its condition and cleared when it no lo
 describe('version notifications from a release feed', () => {
   beforeAll(() => {
     feed = { status: 200, body: JSON.stringify({ latest: '0.2.0', security: ['0.1.0'] }) }
-    startNotifications(a.node, { version: '0.1.0', releaseFeedUrl: feedUrl, minServiceTokenBalance: 0n, checkEveryBlocks: 1n })
+    a.node.notifications.configure({ version: '0.1.0', releaseFeedUrl: feedUrl, minServiceTokenBalance: 0n, checkEveryBlocks: 1n })
   })
 
   it('an outdated version with a security problem raises both', async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { address, integer, oneOf, optional } from '../../src/api/input.ts'
 import { objectOf, openApiDocument, openApiPath } from '../../src/api/routes/openapi.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
-import { serveNode, startApiNet, type ApiNet, createNode } from './support/apiNet.ts'
+import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
 import { checkOpenApi31 } from './support/openapiCheck.ts'
 
 let net: ApiNet
@@ -108,7 +108,7 @@ describe('GET /openapi.json', () => {
   })
 
   it('is answered while the node syncs', async () => {
-    const node = await createNode(net, anvilKeys[7]!)
+    const node = await createApiNode(net, anvilKeys[7]!)
     const served = await serveNode(node)
     try {
       expect((await served.get('/address')).status).toBe(503)

@@ -8,6 +8,7 @@ import { balance } from '../../src/protocol/channel/amounts.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { startSecretResolver, type SecretResolver } from './support/secretResolver.ts'
+import { openChannelOnChain } from '../../src/node/channelActions.ts'
 
 let net: ApiNet
 let resolver: SecretResolver
@@ -27,9 +28,9 @@ beforeAll(async () => {
   net = await startApiNet({ nodes: 4, node: { resolverEndpoint: resolver.url } })
   ;[a, b, c, d] = net.nodes as [ApiNode, ApiNode, ApiNode, ApiNode]
   // A-B and B-C carry payments (A->C is mediated by B); A-offline never completes one; D has no channel.
-  await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
-  await b.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: c.node.address, totalDeposit: 500n })
-  await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: offline, totalDeposit: 100n })
+  await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
+  await openChannelOnChain(b.node, { tokenNetwork: net.tokenNetwork, partner: c.node.address, totalDeposit: 500n })
+  await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: offline, totalDeposit: 100n })
   await net.synced()
 }, 120_000)
 

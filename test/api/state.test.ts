@@ -4,13 +4,15 @@ import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
-import { SluiceNode } from '../../src/node/sluiceNode.ts'
+import { createNode } from '../../src/node/createNode.ts'
 import { jsonParse } from '../../src/storage/json.ts'
 import { openLevelStorage } from '../../src/storage/levelStorage.ts'
 import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
 import type { StorageDump } from '../../src/storage/storage.ts'
 import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
-import { serveNode, startApiNet, type ApiNet, createNode } from './support/apiNet.ts'
+import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
+import { openChannelOnChain } from '../../src/node/channelActions.ts'
+import { sendPayment } from '../../src/node/payments.ts'
 
 let net: ApiNet
 beforeAll(async () => {
@@ -23,8 +25,8 @@ const plain = (value: unknown) => JSON.parse(JSON.stringify(value, (_, v) => (ty
 describe('GET /_state/export', () => {
   it('is a dump of the whole store that restores the same node: channels, balance proofs and payment history', async () => {
     const [a, b] = net.nodes as [(typeof net.nodes)[0], (typeof net.nodes)[0]]
-    await a.node.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 300n })
-    await a.node.pay({ tokenNetwork: net.tokenNetwork, target: b.node.address, amount: 25n, paymentId: 77n })
+    await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 300n })
+    await sendPayment(a.node, { token: net.token, target: b.node.address, amount: 25n, identifier: 77n })
 
     const r = await a.request('GET', '/_state/export')
     expect(r.status).toBe(200)
@@ -38,17 +40,17 @@ describe('GET /_state/export', () => {
     // Restore into a fresh store and start a node from it (on its own transport channel: `a` still runs).
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-restore-'))
     const identity = { chainId: 31337n, registry: net.deployment.contracts.TokenNetworkRegistry.address, address: a.node.address }
-    const store = await openLevelStorage(identity, { dataDir })
-    await store.importDump(dump)
-    const restored = await SluiceNode.start({
-      rpcUrl: net.anvil.rpcUrl,
+    const restored = await createNode({
+      rpc: net.anvil.rpcUrl,
       deployment: net.deployment,
-      privateKey: anvilKeys[1]!,
-      storage: async () => store,
-      transport: (address) => createBroadcastChannelTransport({ address, channelName: `${net.channelName}-restored` }),
-      confirmations: 0n,
+      key: anvilKeys[1]!,
+      storage: (id) => openLevelStorage(id, { dataDir }),
+      transport: ({ address }) => createBroadcastChannelTransport({ address, channelName: `${net.channelName}-restored` }),
+      confirmations: 0,
       pollingInterval: 50,
+      import: dump,
     })
+    await restored.run()
     try {
       expect(plain(restored.state.channels)).toEqual(plain(a.node.state.channels))
       expect(plain(restored.state.initiators)).toEqual(plain(a.node.state.initiators))
@@ -66,7 +68,7 @@ describe('GET /_state/export', () => {
   })
 
   it('is 503 while the node syncs', async () => {
-    const node = await createNode(net, anvilKeys[8]!)
+    const node = await createApiNode(net, anvilKeys[8]!)
     const served = await serveNode(node)
     try {
       const r = await served.get('/_state/export')

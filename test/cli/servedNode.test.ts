@@ -2,7 +2,7 @@ import type { Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { serveNode } from '../../src/cli/servedNode.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
-import { createNode } from '../api/support/apiNet.ts'
+import { createApiNode } from '../api/support/apiNet.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 
 let net: Devnet
@@ -11,7 +11,7 @@ beforeAll(async () => {
 })
 afterAll(() => net?.stop())
 
-const create = (key: Hex) => createNode(net, key)
+const create = (key: Hex) => createApiNode(net, key)
 
 const refused = (url: string) =>
   fetch(url).then(
@@ -21,7 +21,7 @@ const refused = (url: string) =>
 
 describe('serveNode (what sluice serve and sluice devnet run)', () => {
   test('a request that fails with a bug answers 500, asks the owner to stop, and the API answers 503 from then on', async () => {
-    const served = await serveNode({ node: await create(anvilKeys[3]), host: '127.0.0.1', port: 0, environment: 'development' })
+    const served = await serveNode({ node: await create(anvilKeys[3]), version: '0.1.0', host: '127.0.0.1', port: 0, environment: 'development' })
     // Fault injection: one more route on the real app, whose handler has a bug.
     served.api.app.get('/bug', () => {
       throw new TypeError('a bug')
@@ -38,7 +38,7 @@ describe('serveNode (what sluice serve and sluice devnet run)', () => {
   })
 
   test('POST /shutdown resolves stopRequested with shutdown; stop() is idempotent', async () => {
-    const served = await serveNode({ node: await create(anvilKeys[4]), host: '127.0.0.1', port: 0, environment: 'production' })
+    const served = await serveNode({ node: await create(anvilKeys[4]), version: '0.1.0', host: '127.0.0.1', port: 0, environment: 'production' })
     await served.run()
     expect((await fetch(`${served.apiUrl}/shutdown`, { method: 'POST' })).status).toBe(200)
     expect(await served.stopRequested).toEqual({ reason: 'shutdown' })
@@ -47,7 +47,7 @@ describe('serveNode (what sluice serve and sluice devnet run)', () => {
   })
 
   test('stopping during the first sync ends it: the node never turns ready nor watches the chain afterwards', async () => {
-    const served = await serveNode({ node: await create(anvilKeys[5]), host: '127.0.0.1', port: 0, environment: 'development' })
+    const served = await serveNode({ node: await create(anvilKeys[5]), version: '0.1.0', host: '127.0.0.1', port: 0, environment: 'development' })
     const statuses: string[] = []
     served.node.notices.subscribe((n) => {
       if (n.type === 'status') statuses.push(n.status.status)

@@ -7,6 +7,8 @@ import { balance } from '../../src/protocol/channel/amounts.ts'
 import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { startDevnet, startNode, type Devnet } from './support/devnet.ts'
 import { eventually } from './support/eventually.ts'
+import { depositOnChain, openChannelOnChain, withdrawFromChannel } from '../../src/node/channelActions.ts'
+import { sendPayment } from '../../src/node/payments.ts'
 
 const [keyA, keyB] = [anvilKeys[4], anvilKeys[5]]
 let net: Devnet
@@ -38,12 +40,12 @@ const synced = async () => {
 
 describe('a channel\'s whole life between two nodes on anvil', () => {
   test('withdraw with both signatures made by the nodes is accepted on-chain', async () => {
-    await a.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 300n })
+    await openChannelOnChain(a, { tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 300n })
     await synced()
-    await b.deposit({ tokenNetwork: net.tokenNetwork, partner: a.address, totalDeposit: 200n })
+    await depositOnChain(b, { tokenNetwork: net.tokenNetwork, partner: a.address, totalDeposit: 200n })
     await synced()
     const before = await tokens(a)
-    await a.withdraw(net.tokenNetwork, b.address, 50n)
+    await withdrawFromChannel(a, { token: net.token, partner: b.address, totalWithdraw: 50n })
     await eventually(async () => expect(await tokens(a)).toBe(before + 50n))
     await synced()
     expect(a.channel(net.tokenNetwork, b.address)!.our.withdrawn).toBe(50n)
@@ -51,11 +53,11 @@ describe('a channel\'s whole life between two nodes on anvil', () => {
   })
 
   test('the partner closes with a stale proof; the node updates with the latest; the settle pays both exactly', async () => {
-    await a.pay({ tokenNetwork: net.tokenNetwork, target: b.address, amount: 20n })
+    await sendPayment(a, { token: net.token, target: b.address, amount: 20n })
     await eventually(() => expect(own(b, a.address)).toBe(220n))
     const staleOfA = b.channel(net.tokenNetwork, a.address)!.partnerEnd.balanceProof!
-    await a.pay({ tokenNetwork: net.tokenNetwork, target: b.address, amount: 15n })
-    await b.pay({ tokenNetwork: net.tokenNetwork, target: a.address, amount: 4n })
+    await sendPayment(a, { token: net.token, target: b.address, amount: 15n })
+    await sendPayment(b, { token: net.token, target: a.address, amount: 4n })
     await eventually(() => expect(own(b, a.address)).toBe(200n + 20n + 15n - 4n))
     await eventually(() => expect(a.channel(net.tokenNetwork, b.address)!.partnerEnd.balanceProof?.transferredAmount).toBe(4n))
     const channel = a.channel(net.tokenNetwork, b.address)!

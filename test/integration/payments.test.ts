@@ -4,6 +4,8 @@ import { balance } from '../../src/protocol/channel/amounts.ts'
 import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { startDevnet, startNode, type Devnet } from './support/devnet.ts'
 import { eventually } from './support/eventually.ts'
+import { openChannelOnChain } from '../../src/node/channelActions.ts'
+import { sendPayment } from '../../src/node/payments.ts'
 
 const [keyA, keyB, keyC] = [anvilKeys[1], anvilKeys[2], anvilKeys[3]]
 let net: Devnet
@@ -14,8 +16,8 @@ let c: SluiceNode
 beforeAll(async () => {
   net = await startDevnet([keyA, keyB, keyC])
   ;[a, b, c] = await Promise.all([startNode(net, keyA), startNode(net, keyB), startNode(net, keyC)])
-  await a.openChannel({ tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 5000n })
-  await b.openChannel({ tokenNetwork: net.tokenNetwork, partner: c.address, totalDeposit: 1000n })
+  await openChannelOnChain(a, { tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 5000n })
+  await openChannelOnChain(b, { tokenNetwork: net.tokenNetwork, partner: c.address, totalDeposit: 1000n })
   // Every node syncs every channel (the graph is public) before routing over it.
   const head = await a.chain.publicClient.getBlockNumber()
   await Promise.all([a, b, c].map((n) => n.waitForBlock(head)))
@@ -34,15 +36,16 @@ const own = (n: SluiceNode, partner: SluiceNode) => {
 
 describe('three nodes on anvil (A-B, B-C)', () => {
   test('a direct payment A→B', async () => {
-    const result = await a.pay({ tokenNetwork: net.tokenNetwork, target: b.address, amount: 10n })
+    const result = await sendPayment(a, { token: net.token, target: b.address, amount: 10n })
     expect(result.amount).toBe(10n)
     await eventually(() => expect(own(b, a)).toBe(10n))
     expect(own(a, b)).toBe(4990n)
   })
 
   test('a mediated payment A→B→C', async () => {
-    const result = await a.pay({ tokenNetwork: net.tokenNetwork, target: c.address, amount: 7n })
-    expect(result.route).toEqual([b.address, c.address])
+    const route = a.notices.next((e) => e.type === 'paymentSentSuccess')
+    await sendPayment(a, { token: net.token, target: c.address, amount: 7n })
+    expect(await route).toMatchObject({ route: [b.address, c.address] })
     await eventually(() => expect(own(c, b)).toBe(7n))
     expect(own(b, c)).toBe(993n)
   })
@@ -50,7 +53,7 @@ describe('three nodes on anvil (A-B, B-C)', () => {
   test('1,000 concurrent payments A→B all succeed and move exactly their sum', async () => {
     const before = own(a, b)
     const t0 = performance.now()
-    const results = await Promise.allSettled(Array.from({ length: 1000 }, () => a.pay({ tokenNetwork: net.tokenNetwork, target: b.address, amount: 1n })))
+    const results = await Promise.allSettled(Array.from({ length: 1000 }, () => sendPayment(a, { token: net.token, target: b.address, amount: 1n })))
     const failed = results.filter((r) => r.status === 'rejected')
     expect(failed.map((f) => String((f as PromiseRejectedResult).reason)).slice(0, 3)).toEqual([])
     console.log(`1,000 concurrent direct payments in ${Math.round(performance.now() - t0)} ms`)

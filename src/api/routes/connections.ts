@@ -1,5 +1,4 @@
 import type { Address } from 'viem'
-import { connectionsOf } from '../../node/connections.ts'
 import type { ApiContext } from '../context.ts'
 import { fraction, integer, optional, readBody } from '../input.ts'
 import type { Resources } from '../resource.ts'
@@ -15,7 +14,7 @@ const joinBody = {
 
 /** Joining and leaving token networks automatically (the connection manager). */
 export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
-  const connections = () => connectionsOf(ctx.node)
+  const connections = () => ctx.node.connections
   resources.add('/connections', {
     GET: {
       doc: {

@@ -3,12 +3,13 @@ import type { Address } from 'viem'
 import { readChainEvents, readNodeEvents, type ChainEventScope } from '../../node/debugEvents.ts'
 import type { StoredChainEvent, StoredEvent } from '../../storage/storage.ts'
 import type { ApiContext } from '../context.ts'
-import { integer, optional, readQuery, UINT64_MAX } from '../input.ts'
+import { maxUint64 } from 'viem'
+import { integer, optional, readQuery } from '../input.ts'
 import { json, type Resources, type RouteDoc } from '../resource.ts'
 
 const blockQuery = {
-  from_block: optional(integer({ max: UINT64_MAX, description: 'first block (inclusive), 0..2^64-1' })),
-  to_block: optional(integer({ max: UINT64_MAX, description: 'last block (inclusive), 0..2^64-1' })),
+  from_block: optional(integer({ max: maxUint64, description: 'first block (inclusive), 0..2^64-1' })),
+  to_block: optional(integer({ max: maxUint64, description: 'last block (inclusive), 0..2^64-1' })),
 }
 
 const pageQuery = {
@@ -110,7 +111,7 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
         const { limit, offset } = readQuery(c.req.url, pageQuery)
         const clamp = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : n)
         const events = await readNodeEvents(ctx.node, { ...(limit !== undefined ? { limit: clamp(limit) } : {}), ...(offset !== undefined ? { offset: clamp(offset) } : {}) })
-        const registry = ctx.node.options.deployment.contracts.TokenNetworkRegistry.address
+        const registry = ctx.node.config.deployment.contracts.TokenNetworkRegistry.address
         return json(c, events.map((e) => nodeEventEntry(e, registry)))
       },
     },

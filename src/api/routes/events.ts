@@ -1,9 +1,11 @@
 import type { Address } from 'viem'
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming'
-import type { NodeNotice, NodeStatus, SluiceNode } from '../../node/sluiceNode.ts'
+import type { NodeNotice, NodeStatus } from '../../node/notices.ts'
+import type { SluiceNode } from '../../node/sluiceNode.ts'
 import { getChannel } from '../../protocol/state/access.ts'
 import { paymentRecord } from '../../node/records.ts'
 import type { ApiContext } from '../context.ts'
+import { errorCode, toErrorData } from '../../errors.ts'
 import { ApiError } from '../errors.ts'
 import { integer, optional, readQuery } from '../input.ts'
 import { historyEntry } from '../paymentJson.ts'
@@ -194,7 +196,7 @@ export function toPushEvent(notice: NodeNotice, node: SluiceNode): PushEvent | u
     case 'actionRejected':
       return { event: 'action_rejected', data: { action: notice.action, reason: notice.reason } }
     case 'error':
-      return { event: 'node_error', data: { where: notice.where, message: errorMessage(notice.error) } }
+      return { event: 'node_error', data: { where: notice.detail ? `${notice.where} ${notice.detail}` : notice.where, message: errorMessage(notice.error), code: errorCode(notice.error) } }
     default:
       return undefined
   }
@@ -211,6 +213,5 @@ function channelData(node: SluiceNode, tokenNetwork: Address, channelId: bigint)
 }
 
 function errorMessage(error: unknown): string {
-  if (error instanceof Error) return ((error as { shortMessage?: string }).shortMessage ?? error.message).split('\n')[0]!
-  return String(error)
+  return toErrorData(error).message
 }

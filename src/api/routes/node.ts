@@ -53,7 +53,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         },
       },
       handler: (c) => {
-        const { deployment } = ctx.node.options
+        const { deployment } = ctx.node.config
         return json(c, {
           contracts_version: deployment.contracts_version,
           token_network_registry_address: deployment.contracts.TokenNetworkRegistry.address,

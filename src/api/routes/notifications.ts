@@ -1,19 +1,9 @@
-import { notificationsOf } from '../../node/notifications.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
 
 /** GET /notifications: the conditions that need the user's attention. */
 export function notificationsRoutes(resources: Resources, ctx: ApiContext): void {
-  // Started with the API, so the conditions are checked from the node's start on, not from the first read.
-  const { releaseFeedUrl, minServiceTokenBalance } = ctx.node.options
-  const service = () =>
-    notificationsOf(ctx.node, {
-      version: ctx.version,
-      ...(releaseFeedUrl ? { releaseFeedUrl } : {}),
-      ...(minServiceTokenBalance !== undefined ? { minServiceTokenBalance } : {}),
-    })
-  service()
   resources.add('/notifications', {
     GET: {
       doc: {
@@ -37,7 +27,7 @@ export function notificationsRoutes(resources: Resources, ctx: ApiContext): void
           },
         },
       },
-      handler: async (c) => json(c, await service().list()),
+      handler: async (c) => json(c, await ctx.node.notifications.list()),
     },
   })
 }

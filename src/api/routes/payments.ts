@@ -1,6 +1,7 @@
 import type { Context } from 'hono'
 import { getAddress, type Address } from 'viem'
-import { readPaymentHistory, sendPayment, UINT64_MAX } from '../../node/payments.ts'
+import { maxUint64 } from 'viem'
+import { readPaymentHistory, sendPayment } from '../../node/payments.ts'
 import type { ApiContext } from '../context.ts'
 import { historyEntry, historyEntrySchema } from '../paymentJson.ts'
 import { bytes32, integer, optional, readBody, readQuery } from '../input.ts'
@@ -17,7 +18,7 @@ const historyQuery = {
 
 const paymentBody = {
   amount: integer({ min: 1n, description: "amount sent to the target, in the token's smallest unit" }),
-  identifier: optional(integer({ min: 1n, max: UINT64_MAX, description: 'payment identifier (1..2^64-1); random when absent' })),
+  identifier: optional(integer({ min: 1n, max: maxUint64, description: 'payment identifier (1..2^64-1); random when absent' })),
   lock_timeout: optional(integer({ min: 1n, description: 'blocks until the lock expires: more than the reveal timeout, at most the settle timeout; default twice the reveal timeout' })),
   secret: optional(bytes32()),
   secret_hash: optional(bytes32()),

@@ -1,13 +1,14 @@
 import { depositToServices, planServicesWithdraw, withdrawFromServices } from '../../node/userDeposit.ts'
 import type { ApiContext } from '../context.ts'
 import { ApiError } from '../errors.ts'
-import { integer, optional, readBody, UINT256_MAX } from '../input.ts'
+import { maxUint256 } from 'viem'
+import { integer, optional, readBody } from '../input.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
 
 // Negative amounts parse here and are refused by the node's checks (409), after the one-field check (400);
 // the documented schema stays the non-negative one.
-const amount = (description: string) => optional({ ...integer({ min: -UINT256_MAX }), schema: integer({ description }).schema })
+const amount = (description: string) => optional({ ...integer({ min: -maxUint256 }), schema: integer({ description }).schema })
 
 const body = {
   total_deposit: amount('deposit: the new total deposit (the current total plus what to add)'),

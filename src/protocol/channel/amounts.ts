@@ -1,6 +1,7 @@
+import { maxUint256 } from 'viem'
 import type { ChannelEnd } from '../state/types.ts'
 
-export const UINT256_MAX = 2n ** 256n - 1n
+
 
 /** What `end` has sent to its partner with finished (unlocked) payments. */
 export function transferred(end: ChannelEnd): bigint {
@@ -25,7 +26,7 @@ export function balance(from: ChannelEnd, to: ChannelEnd): bigint {
 /** What `from` can still lock in a new transfer to `to`. */
 export function distributable(from: ChannelEnd, to: ChannelEnd): bigint {
   const free = balance(from, to) - locked(from)
-  const room = UINT256_MAX - transferred(from) - locked(from)
+  const room = maxUint256 - transferred(from) - locked(from)
   return free < room ? free : room
 }
 

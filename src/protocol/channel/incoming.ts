@@ -1,10 +1,10 @@
-import type { Address, Hex } from 'viem'
+import { maxUint256, type Address, type Hex } from 'viem'
 import { balanceHash } from '../balanceProof.ts'
 import { locksroot } from '../locks.ts'
 import { messageHash } from '../messages/messageHash.ts'
 import type { EnvelopeMessage, Signed } from '../messages/types.ts'
 import type { Channel, ChannelEnd, PendingLock } from '../state/types.ts'
-import { UINT256_MAX, locked, transferred } from './amounts.ts'
+import { locked, transferred } from './amounts.ts'
 
 export type Verdict<T> = { ok: true; value: T } | { ok: false; reason: string }
 
@@ -27,7 +27,7 @@ export function receivePartnerProof(
   if (message.chain_id !== channel.chainId) return reject(`chain id ${message.chain_id} is not ${channel.chainId}`)
   if (message.token_network_address.toLowerCase() !== channel.tokenNetwork.toLowerCase()) return reject('wrong token network')
   if (message.channel_identifier !== channel.id) return reject(`channel ${message.channel_identifier} is not ${channel.id}`)
-  if (message.transferred_amount + message.locked_amount > UINT256_MAX) return reject('transferred + locked overflows uint256')
+  if (message.transferred_amount + message.locked_amount > maxUint256) return reject('transferred + locked overflows uint256')
   if (message.nonce !== end.nonce + 1n) return reject(`nonce ${message.nonce} is not ${end.nonce + 1n}`)
   if (message.transferred_amount < transferred(end)) return reject('transferred amount went down')
   if (message.transferred_amount !== expected.transferredAmount)

@@ -1,6 +1,6 @@
 import type { Address, Hex } from 'viem'
 import { InvalidSignatureError } from '../errors.ts'
-import { recoverPackedSignerSync, signPackedSync } from '../signature.ts'
+import { recoverPackedSignerKeySync, signPackedSync } from '../signature.ts'
 import { packMessage } from './pack.ts'
 import { parseMessage } from './wire.ts'
 import type { Message, Signed } from './types.ts'
@@ -12,14 +12,19 @@ export async function signMessage<M extends Message>(privateKey: Hex, message: M
 
 /** The address that signed a message; InvalidSignatureError if the signature recovers no key. */
 export async function messageSigner(message: Signed<Message>): Promise<Address> {
+  return messageSignerKey(message).signer
+}
+
+/** The signer of a message and its public key (64 bytes, x || y). */
+function messageSignerKey(message: Signed<Message>): { signer: Address; publicKey: Hex } {
   try {
-    return recoverPackedSignerSync(packMessage(message), message.signature)
+    return recoverPackedSignerKeySync(packMessage(message), message.signature)
   } catch (cause) {
     throw new InvalidSignatureError(`cannot recover a signer (${(cause as Error).message.split('\n')[0]})`)
   }
 }
 
-export type DecodedMessage = { message: Signed<Message>; signer: Address }
+export type DecodedMessage = { message: Signed<Message>; signer: Address; signerKey: Hex }
 
 /**
  * Decodes one untrusted wire message: every field checked, then the signer recovered. With `sender`, the
@@ -28,8 +33,8 @@ export type DecodedMessage = { message: Signed<Message>; signer: Address }
  */
 export async function decodeMessage(text: string, sender?: Address): Promise<DecodedMessage> {
   const message = parseMessage(text)
-  const signer = await messageSigner(message)
+  const { signer, publicKey } = messageSignerKey(message)
   if (sender !== undefined && signer.toLowerCase() !== sender.toLowerCase())
     throw new InvalidSignatureError(`signed by ${signer}, not by the sender ${sender}`)
-  return { message, signer }
+  return { message, signer, signerKey: publicKey }
 }

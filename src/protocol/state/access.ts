@@ -1,4 +1,4 @@
-import type { Address } from 'viem'
+import type { Address, Hex } from 'viem'
 import { channelKey } from '../channel/key.ts'
 import type { Channel, NodeState } from './types.ts'
 
@@ -26,7 +26,26 @@ export function initialState(parameters: { address: Address; chainId: bigint; bl
     mediators: {},
     targets: {},
     registeredSecrets: {},
+    publicKeys: {},
   }
+}
+
+/** How many public keys the state keeps: enough for every peer a light node meets, bounded against floods. */
+export const MAX_PUBLIC_KEYS = 1024
+
+/** The public key of `address` if a signed message of it was received, else undefined. */
+export function publicKeyOf(state: NodeState, address: Address): Hex | undefined {
+  return state.publicKeys?.[address.toLowerCase()]
+}
+
+/** Remembers `address`'s public key (the oldest is forgotten beyond MAX_PUBLIC_KEYS). */
+export function rememberPublicKey(state: NodeState, address: Address, publicKey: Hex): NodeState {
+  const key = address.toLowerCase()
+  const known = state.publicKeys ?? {}
+  if (known[key] === publicKey) return state
+  const entries = Object.entries(known).filter(([a]) => a !== key)
+  if (entries.length >= MAX_PUBLIC_KEYS) entries.splice(0, entries.length - MAX_PUBLIC_KEYS + 1)
+  return { ...state, publicKeys: { ...Object.fromEntries(entries), [key]: publicKey } }
 }
 
 export const sameAddress = (a: Address | undefined, b: Address | undefined) => !!a && !!b && a.toLowerCase() === b.toLowerCase()

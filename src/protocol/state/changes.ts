@@ -72,6 +72,8 @@ export type StateChange =
       type: 'receive'
       message: Signed<Message>
       sender: Address
+      /** The sender's public key, recovered from the signature by the shell (64 bytes, x || y). */
+      senderKey?: Hex
       /**
        * What the shell decrypted from a LockedTransfer's `metadata.secret` with our key. The core checks it against
        * the lock (hash, amount, payment id) and asks for the secret as usual when it does not fit.

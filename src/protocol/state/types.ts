@@ -27,6 +27,12 @@ export type NodeState = {
   targets: Record<Hex, TargetTransfer>
   /** Secrets registered on-chain before their locks expired: secrethash -> block of registration. */
   registeredSecrets: Record<Hex, bigint>
+  /**
+   * Public keys (64 bytes, x || y) of the nodes whose signed messages we received, by lowercase address, oldest
+   * first, at most MAX_PUBLIC_KEYS: a payment's secret can be encrypted to a target whose key is here
+   * (docs/decisions/0003). Absent in states stored before it existed.
+   */
+  publicKeys?: Record<string, Hex>
 }
 
 export type TokenNetworkState = {

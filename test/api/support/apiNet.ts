@@ -4,7 +4,9 @@ import { createApi, type Api } from '../../../src/api/app.ts'
 import type { Environment } from '../../../src/api/context.ts'
 import { listen, type HttpServer } from '../../../src/cli/httpServer.ts'
 import { anvilKeys } from '../../../src/devnet/anvil.ts'
-import { SluiceNode, type NodeOptions } from '../../../src/node/sluiceNode.ts'
+import { createNode } from '../../../src/node/createNode.ts'
+import type { SluiceNode } from '../../../src/node/sluiceNode.ts'
+import type { NodeConfig } from '../../../src/node/nodeConfig.ts'
 import { openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
 import { createBroadcastChannelTransport } from '../../../src/transport/broadcastChannelTransport.ts'
 import { startDevnet, startNode, type Devnet, type StartNodeOptions } from '../../integration/support/devnet.ts'
@@ -92,21 +94,18 @@ export async function startApiNet({ nodes = 2, environment, node: nodeOptions }:
 
 /**
  * A node on the net's chain and channel, with memory storage, created but not run (`node.run()` catches up with
- * the chain): for tests of what the API says while a node syncs. `SluiceNode.start` takes the same options.
+ * the chain): for tests of what the API says while a node syncs.
  */
-export function memoryNodeOptions(net: Devnet, key: Hex, options: Partial<NodeOptions> = {}): NodeOptions {
-  return {
-    rpcUrl: net.anvil.rpcUrl,
+export const createApiNode = (net: Devnet, key: Hex, options: Partial<NodeConfig> = {}) =>
+  createNode({
+    rpc: net.anvil.rpcUrl,
     deployment: net.deployment,
-    privateKey: key,
+    key,
     storage: (identity) => openMemoryStorage(identity),
-    transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
-    confirmations: 0n,
+    transport: ({ address }) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
+    confirmations: 0,
     pollingInterval: 50,
     ...options,
-  }
-}
-
-export const createNode = (net: Devnet, key: Hex, options?: Partial<NodeOptions>) => SluiceNode.create(memoryNodeOptions(net, key, options))
+  })
 
 export const addressOf = (key: Hex) => privateKeyToAddress(key)

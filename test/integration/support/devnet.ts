@@ -7,8 +7,10 @@ import { createChainClient, createTransactionQueue, mintTokens, registerToken } 
 import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
 import { deployContracts, type DeployContractsReturnType } from '../../../src/devnet/deploy.ts'
 import { createDevnetClient } from '../../../src/devnet/devnetClient.ts'
-import { SluiceNode, type NodeOptions } from '../../../src/node/sluiceNode.ts'
-import { useNativeSecp256k1 } from '../../../src/protocol/secp256k1Native.ts'
+import { createNode } from '../../../src/node/createNode.ts'
+import type { NodeConfig } from '../../../src/node/nodeConfig.ts'
+import type { SluiceNode } from '../../../src/node/sluiceNode.ts'
+import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
 import { openLevelStorage } from '../../../src/storage/levelStorage.ts'
 import { openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
 import { createBroadcastChannelTransport } from '../../../src/transport/broadcastChannelTransport.ts'
@@ -37,23 +39,30 @@ export async function startDevnet(keys: readonly Hex[], mint = 10n ** 21n): Prom
   return { anvil, deployment, token, tokenNetwork, channelName: `sluice-it-${Math.random()}`, dataDir, stop: () => anvil.stop() }
 }
 
-export type StartNodeOptions = { durable?: boolean } & Partial<NodeOptions>
+export type StartNodeOptions = { durable?: boolean } & Partial<NodeConfig>
 
-/** A node on the devnet: BroadcastChannel transport, memory or LevelDB storage, no confirmations, fast polling. */
-export async function startNode(net: Devnet, key: Hex, options: StartNodeOptions = {}): Promise<SluiceNode> {
+/** The config of a node on the devnet: BroadcastChannel transport, memory or LevelDB storage, no confirmations, fast polling. */
+export function devnetNodeConfig(net: Devnet, key: Hex, options: StartNodeOptions = {}): NodeConfig {
   const { durable, ...rest } = options
-  await useNativeSecp256k1()
-  return SluiceNode.start({
-    rpcUrl: net.anvil.rpcUrl,
+  return {
+    rpc: net.anvil.rpcUrl,
     deployment: net.deployment,
-    privateKey: key,
+    key,
     storage: (identity) => (durable ? openLevelStorage(identity, { dataDir: net.dataDir }) : openMemoryStorage(identity)),
-    transport: (address) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
-    confirmations: 0n,
+    transport: ({ address }) => createBroadcastChannelTransport({ address, channelName: net.channelName }),
+    confirmations: 0,
     pollingInterval: 50,
-    defaultRevealTimeout: 10n,
-    defaultSettleTimeout: 40n,
+    defaultRevealTimeout: 10,
+    defaultSettleTimeout: 40,
     backoff: { initialMs: 100, maxMs: 1000 },
     ...rest,
-  })
+  }
+}
+
+/** A node on the devnet (devnetNodeConfig), created and run until it is ready. */
+export async function startNode(net: Devnet, key: Hex, options: StartNodeOptions = {}): Promise<SluiceNode> {
+  await useNativeSecp256k1()
+  const node = await createNode(devnetNodeConfig(net, key, options))
+  await node.run()
+  return node
 }

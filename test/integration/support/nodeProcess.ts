@@ -7,12 +7,14 @@
  */
 import '../../../src/transport/libp2p/nodePolyfills.ts'
 import type { Address, Hex } from 'viem'
-import type { Deployment } from '../../../src/devnet/deployment.ts'
-import { SluiceNode } from '../../../src/node/sluiceNode.ts'
+import type { Deployment } from '../../../src/chain/deployment.ts'
+import { createNode } from '../../../src/node/createNode.ts'
 import { balance, locked, transferred } from '../../../src/protocol/channel/amounts.ts'
 import type { Channel, ChannelEnd } from '../../../src/protocol/state/types.ts'
 import { openLevelStorage } from '../../../src/storage/levelStorage.ts'
 import { createLibp2pTransport } from '../../../src/transport/libp2p/libp2pTransport.ts'
+import { openChannelOnChain } from '../../../src/node/channelActions.ts'
+import { sendPayment } from '../../../src/node/payments.ts'
 
 export type NodeProcessConfig = {
   rpcUrl: string
@@ -64,10 +66,10 @@ const send = (message: NodeProcessMessage) => process.send?.(message)
 async function main() {
   const started = performance.now()
   const config = JSON.parse(process.env.SLUICE_NODE_CONFIG!) as NodeProcessConfig
-  const node = await SluiceNode.start({
-    rpcUrl: config.rpcUrl,
+  const node = await createNode({
+    rpc: config.rpcUrl,
     deployment: config.deployment,
-    privateKey: config.privateKey,
+    key: config.privateKey,
     storage: (identity) => openLevelStorage(identity, { dataDir: config.dataDir }),
     transport: () =>
       createLibp2pTransport({
@@ -77,12 +79,13 @@ async function main() {
         // SLUICE_TRACE=1: the transport's events on stdout, with the wall clock (to line up several processes).
         ...(process.env.SLUICE_TRACE ? { log: (e) => console.log(Date.now(), JSON.stringify(e, (_k, v) => (v instanceof Error ? v.message : v))) } : {}),
       }),
-    confirmations: 0n,
+    confirmations: 0,
     pollingInterval: 50,
-    defaultRevealTimeout: 10n,
-    defaultSettleTimeout: 40n,
+    defaultRevealTimeout: 10,
+    defaultSettleTimeout: 40,
     backoff: { initialMs: 100, maxMs: 1000 },
   })
+  await node.run()
   node.notices.subscribe((notice) => {
     // Errors and statuses are for logs; the rest are protocol events the test reads.
     if (notice.type === 'error') console.error(`[${node.address}] ${notice.where}:`, notice.error)
@@ -92,13 +95,14 @@ async function main() {
   const run = async (command: NodeCommand): Promise<unknown> => {
     switch (command.cmd) {
       case 'openChannel':
-        return channelSummary(await node.openChannel({ tokenNetwork: command.tokenNetwork, partner: command.partner, totalDeposit: command.totalDeposit }))
+        return channelSummary(await openChannelOnChain(node, { tokenNetwork: command.tokenNetwork, partner: command.partner, totalDeposit: command.totalDeposit }))
       case 'waitForBlock':
         await node.waitForBlock(command.block)
         return null
       case 'pay': {
-        const result = await node.pay({ tokenNetwork: command.tokenNetwork, target: command.target, amount: command.amount, paymentId: command.paymentId })
-        return { paymentId: result.paymentId, amount: result.amount, route: result.route }
+        const token = node.state.tokenNetworks[command.tokenNetwork]!.token
+        const result = await sendPayment(node, { token, target: command.target, amount: command.amount, identifier: command.paymentId })
+        return { paymentId: result.identifier, amount: result.amount }
       }
       case 'channel': {
         const channel = node.channel(command.tokenNetwork, command.partner)

@@ -11,7 +11,7 @@ import {
 } from '../../../src/contracts/index.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
 import { DeployContractsError, deployContracts, serviceRegistryParameters } from '../../../src/devnet/deploy.ts'
-import { deployedContractNames, parseDeployment } from '../../../src/devnet/deployment.ts'
+import { deployedContractNames, parseDeployment } from '../../../src/chain/deployment.ts'
 import { createDevnetClient, type DevnetClient } from '../../../src/devnet/devnetClient.ts'
 
 describe('deployContracts', () => {

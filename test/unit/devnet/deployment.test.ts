@@ -3,16 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getAddress } from 'viem'
 import { afterAll, describe, expect, test } from 'vitest'
-import {
-  DeploymentNotFoundError,
-  DeploymentSyntaxError,
-  deploymentPath,
-  InvalidDeploymentError,
-  parseDeployment,
-  readDeployment,
-  writeDeployment,
-  type Deployment,
-} from '../../../src/devnet/deployment.ts'
+import { InvalidDeploymentError, parseDeployment, type Deployment } from '../../../src/chain/deployment.ts'
+import { DeploymentNotFoundError, DeploymentSyntaxError, deploymentPath, readDeployment, writeDeployment } from '../../../src/devnet/deploymentFile.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'sluice-deployment-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

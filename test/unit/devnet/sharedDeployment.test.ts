@@ -1,6 +1,6 @@
 import { createPublicClient, http } from 'viem'
 import { expect, inject, test } from 'vitest'
-import { parseDeployment } from '../../../src/devnet/deployment.ts'
+import { parseDeployment } from '../../../src/chain/deployment.ts'
 
 test("the run's shared chain (test/globalSetup.ts) provides a valid, live deployment", async () => {
   const deployment = inject('deployment')

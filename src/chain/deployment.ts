@@ -1,9 +1,12 @@
-import { SluiceError } from '../errors.ts'
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
 import { getAddress, isAddress, type Address } from 'viem'
+import { SluiceError } from '../errors.ts'
 
-/** The contracts version whose ABI and behaviour ours reproduce (protocol.md §0). */
+/**
+ * The deployment: which contracts of a chain a node uses, as data (a host reads it from a file or a URL).
+ * Browser-safe; the file's reading and writing are src/devnet/deploymentFile.ts.
+ */
+
+/** The contracts version whose ABI and behaviour ours reproduce (docs/protocol.md §0). */
 export const contractsVersion = '0.40.0'
 
 /** The contracts a deployment names, in deployment order. */
@@ -24,7 +27,7 @@ export type DeployedContract = {
   blockNumber: number
 }
 
-/** The deployment file `sluice chain` writes (design.md §7). */
+/** The deployment file `sluice chain` writes (docs/architecture.md, the deployment file). */
 export type Deployment = {
   chainId: number
   contracts_version: typeof contractsVersion
@@ -36,27 +39,6 @@ export type Deployment = {
   rpcUrl: string
 }
 
-/** Where `sluice chain` keeps the deployment of a chain: `<dir>/<chainId>.json`. */
-export function deploymentPath(dir: string, chainId: number): string {
-  return join(dir, `${chainId}.json`)
-}
-
-export class DeploymentNotFoundError extends SluiceError {
-  override name = 'DeploymentNotFoundError' as const
-  override readonly code = 'DEPLOYMENT_NOT_FOUND' as const
-  constructor(readonly path: string) {
-    super(`no deployment file at ${path}`)
-  }
-}
-
-export class DeploymentSyntaxError extends SluiceError {
-  override name = 'DeploymentSyntaxError' as const
-  override readonly code = 'DEPLOYMENT_SYNTAX' as const
-  constructor(readonly path: string, cause: unknown) {
-    super(`deployment file ${path} is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
-  }
-}
-
 /** A field is missing or has the wrong type; `field` is its dotted path, e.g. `contracts.OneToN.address`. */
 export class InvalidDeploymentError extends SluiceError {
   override name = 'InvalidDeploymentError' as const
@@ -65,8 +47,6 @@ export class InvalidDeploymentError extends SluiceError {
     super(`${path ? `deployment file ${path}: ` : 'deployment: '}${field} must be ${expected}, got ${describe(got)}`)
   }
 }
-
-export type ReadDeploymentErrorType = DeploymentNotFoundError | DeploymentSyntaxError | InvalidDeploymentError
 
 function describe(value: unknown): string {
   if (value === undefined) return 'nothing'
@@ -119,31 +99,3 @@ export function parseDeployment(value: unknown, path?: string): Deployment {
   }
 }
 
-/** Reads and validates a deployment file; throws one of {@link ReadDeploymentErrorType}. */
-export async function readDeployment(path: string): Promise<Deployment> {
-  let text: string
-  try {
-    text = await readFile(path, 'utf8')
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new DeploymentNotFoundError(path)
-    throw e
-  }
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (e) {
-    throw new DeploymentSyntaxError(path, e)
-  }
-  return parseDeployment(json, path)
-}
-
-/**
- * Writes the deployment as indented JSON, creating the directory. It writes a temporary file and renames
- * it, so a reader polling for the file never sees half of it.
- */
-export async function writeDeployment(path: string, deployment: Deployment): Promise<void> {
-  await mkdir(dirname(path), { recursive: true })
-  const temporary = `${path}.${process.pid}.tmp`
-  await writeFile(temporary, `${JSON.stringify(deployment, null, 2)}\n`)
-  await rename(temporary, path)
-}

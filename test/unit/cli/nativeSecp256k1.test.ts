@@ -3,7 +3,7 @@ import { bytesToHex, hexToBytes, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { describe, expect, test } from 'vitest'
 import { secp256k1Engine, useWasmSecp256k1 } from '../../../src/protocol/secp256k1.ts'
-import { useNativeSecp256k1 } from '../../../src/protocol/secp256k1Native.ts'
+import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
 import { eip191Hash, recoverPackedSignerSync, signPackedSync } from '../../../src/protocol/signature.ts'
 
 const key = fc.uint8Array({ minLength: 32, maxLength: 32 }).filter((k) => k.some((b) => b !== 0) && k[0]! < 0xff).map((k) => bytesToHex(k))

@@ -1,6 +1,6 @@
 // Node only: nothing the browser loads imports this module (test/unit/node/browserSafe.test.ts checks it).
 import { createRequire } from 'node:module'
-import { libsecp256k1Engine, secp256k1Engine, setSecp256k1Engine, useWasmSecp256k1, type Secp256k1Engine } from './secp256k1.ts'
+import { libsecp256k1Engine, secp256k1Engine, setSecp256k1Engine, useWasmSecp256k1, type Secp256k1Engine } from '../protocol/secp256k1.ts'
 
 type NativeBindings = {
   ecdsaSign(hash: Uint8Array, privateKey: Uint8Array, options?: object, output?: Uint8Array): { signature: Uint8Array; recid: number }

@@ -1,0 +1,153 @@
+import { custom, hexToBytes } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { createBlockWatcher } from '../chain/blockWatcher.ts'
+import { createChainClient } from '../chain/chainClient.ts'
+import { ChainRpcError } from '../chain/errors.ts'
+import { syncChainEvents } from '../chain/eventSync.ts'
+import { LogChunkSize } from '../chain/getLogsByChunk.ts'
+import { createTransactionQueue } from '../chain/transactionQueue.ts'
+import { sendProtocolTransaction } from '../chain/transactions.ts'
+import { defaultContext, initialState, type TransitionContext } from '../protocol/state/access.ts'
+import { useWasmSecp256k1 } from '../protocol/secp256k1.ts'
+import { createDelivery } from '../transport/delivery.ts'
+import { lineSigner } from '../transport/lineSigner.ts'
+import { ChainFollower } from './chainFollower.ts'
+import { DeploymentMismatchError } from './errors.ts'
+import { Engine, replay, type Applied } from './engine.ts'
+import { EventBus } from './eventBus.ts'
+import { resolveFromHistory } from './history.ts'
+import { resolveNodeConfig, type NodeConfig } from './nodeConfig.ts'
+import type { NodeNotice } from './notices.ts'
+import { resolveSecret } from './secretResolver.ts'
+import { secretFromMetadata } from './secretInMetadata.ts'
+import { SluiceNode } from './sluiceNode.ts'
+import { TransactionRunner } from './transactionRunner.ts'
+
+/**
+ * The one way to build a node, for every host (`sluice serve`, `sluice devnet`, the browser worker, tests):
+ * connects to the chain, opens and loads the store (restoring `config.import` first, if given), replays it, and
+ * wires the engine, delivery, chain following, transactions and the secret resolver around the protocol core.
+ * The node is not running yet: `node.run()` catches up with the chain. Browser-safe: nothing reachable from
+ * here imports a Node-only module (the host brings LevelDB, or native secp256k1, when it has them).
+ *
+ * Throws ChainRpcError / ChainIdMismatchError for the endpoint, DeploymentMismatchError when the chain has no
+ * registry where the deployment says, and the store's errors (StorageLockedError when
+ * another instance holds it, DumpRejectedError for a refused import).
+ */
+export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
+  const { config, confirmations } = resolveNodeConfig(nodeConfig)
+  // The curve engine is process-wide and only a matter of speed: a host that loaded the native one keeps it.
+  await useWasmSecp256k1()
+  if (!config.rpc && !config.provider) throw new TypeError('createNode needs `rpc` or `provider`')
+  const { deployment } = config
+  const chain = await createChainClient({
+    ...(config.rpc ? { rpcUrl: config.rpc } : {}),
+    privateKey: config.key,
+    chainId: deployment.chainId,
+    pollingInterval: config.pollingInterval,
+    ...(config.provider ? { transport: custom(config.provider) } : {}),
+  })
+  const address = privateKeyToAddress(config.key)
+  const registry = deployment.contracts.TokenNetworkRegistry.address
+  const code = await chain.publicClient.getCode({ address: registry }).catch((e: unknown) => {
+    throw new ChainRpcError('eth_getCode', e)
+  })
+  if (!code || code === '0x') throw new DeploymentMismatchError(registry)
+  const storage = await config.storage({ chainId: BigInt(deployment.chainId), registry, address })
+  try {
+    if (nodeConfig.import) await storage.importDump(nodeConfig.import)
+    const loaded = await storage.load()
+    const ctx: TransitionContext = { ...defaultContext, ...config.context, confirmationBlocks: confirmations }
+    const deployedAt = BigInt(deployment.contracts.TokenNetworkRegistry.blockNumber)
+    // The first message id comes from the store, not the clock: a replay from the start (no snapshot yet, or a
+    // restored dump) must rebuild exactly the messages and balance proofs that were signed and sent.
+    const base = loaded.snapshot?.state ?? initialState({ address, chainId: BigInt(deployment.chainId), blockNumber: deployedAt - 1n, firstMessageId: BigInt(loaded.meta.createdAt) })
+    const { state, seq } = replay(base, loaded.snapshot?.seq ?? 0, loaded.changes, ctx)
+    const syncedBlock = loaded.meta.syncedBlock > 0n ? loaded.meta.syncedBlock : deployedAt - 1n
+
+    const notices = new EventBus<NodeNotice>()
+    const stopping = new AbortController()
+    // Wired below; the engine hands each durable commit to `onApplied`, which needs the node.
+    let node!: SluiceNode
+    const engine = new Engine({ state, seq, ctx, storage, now: Date.now, snapshotEvery: config.snapshotEvery, onApplied: (applied) => onApplied(applied) })
+    const queue = createTransactionQueue(chain)
+    const transport = await config.transport({ address, key: config.key })
+    const privateKey = hexToBytes(config.key)
+    const delivery = createDelivery({
+      transport,
+      address,
+      sign: lineSigner(config.key),
+      // The promise tells delivery when the message is durable: its Delivered waits for that (a crash between
+      // the two would lose a SecretRequest or RevealSecret its sender no longer retries).
+      onMessage: (message, sender, senderKey) => {
+        const decryptedSecret = secretFromMetadata(message, address, privateKey)
+        const applied = engine.dispatch({ type: 'receive', message, sender, senderKey, ...(decryptedSecret ? { decryptedSecret } : {}) })
+        applied.catch((error) => node.report('receive', error))
+        return applied
+      },
+      onAcknowledged: (keys) => engine.forget(keys),
+      backoff: config.backoff,
+    })
+    delivery.enqueue(loaded.outbox)
+
+    const chunkSize = new LogChunkSize()
+    const follower = new ChainFollower(
+      {
+        engine,
+        watcher: createBlockWatcher(chain.publicClient, { fromBlock: syncedBlock, confirmations, pollingInterval: config.pollingInterval }),
+        events: async ({ fromBlock, toBlock, tokenNetworks }) => {
+          const synced = await syncChainEvents(chain.publicClient, {
+            contracts: { tokenNetworkRegistry: registry, secretRegistry: deployment.contracts.SecretRegistry.address, userDeposit: deployment.contracts.UserDeposit.address },
+            tokenNetworks,
+            fromBlock,
+            toBlock,
+            defaultRevealTimeout: config.defaultRevealTimeout,
+            chunkSize,
+          })
+          return synced.events
+        },
+        onError: (where, error) => node.report(where, error),
+      },
+      syncedBlock,
+    )
+
+    const transactions = new TransactionRunner({
+      engine,
+      receipt: (hash) => chain.publicClient.getTransactionReceipt({ hash }),
+      send: async (record, onSubmitted) =>
+        sendProtocolTransaction(await resolveFromHistory(record.transaction, storage), { queue, signer: chain, secretRegistry: deployment.contracts.SecretRegistry.address, onSubmitted }),
+      onFailed: (transaction, error) => {
+        node.report('transaction', error, transaction.type)
+        notices.publish({ type: 'transactionFailed', transaction, error })
+      },
+      isStopping: () => stopping.signal.aborted,
+    })
+
+    const onApplied = (applied: Applied[]) => {
+      for (const a of applied) {
+        if (a.outbox.length) delivery.enqueue(a.outbox)
+        for (const record of a.transactions) void transactions.run(record)
+        for (const effect of a.effects) {
+          if (effect.type === 'event') notices.publish(effect.event)
+          else if (effect.type === 'resolveSecret' && config.resolverEndpoint)
+            void resolveSecret(effect.request, {
+              endpoint: config.resolverEndpoint,
+              fetch: config.fetch,
+              resolved: (secret) => engine.dispatch({ type: 'secretResolved', secrethash: effect.request.secrethash, secret }),
+              blockNumber: () => engine.current.blockNumber,
+              backoff: config.backoff,
+              stopped: stopping.signal,
+              report: (error) => node.report('secret resolver', error),
+            })
+        }
+        if (a.change.type === 'block') node.updateProgress()
+      }
+    }
+
+    node = new SluiceNode({ config, ctx, chain, queue, storage, engine, delivery, follower, transactions, pendingTransactions: loaded.transactions, notices, stopping })
+    return node
+  } catch (error) {
+    await storage.close().catch(() => {})
+    throw error
+  }
+}

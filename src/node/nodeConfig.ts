@@ -1,0 +1,100 @@
+import type { Address, EIP1193Provider, Hex } from 'viem'
+import type { Deployment } from '../chain/deployment.ts'
+import type { TransitionContext } from '../protocol/state/access.ts'
+import type { Storage, StorageDump, StorageIdentity } from '../storage/storage.ts'
+import { defaultBackoff, type Backoff } from '../transport/backoff.ts'
+import type { Transport } from '../transport/transport.ts'
+import type { NotificationsOptions } from './notifications.ts'
+
+/** Opens the node's store: one per chain, registry and address (IndexedDB, LevelDB or memory). */
+export type StorageOpener = (identity: StorageIdentity) => Promise<Storage>
+
+/** Makes the node's transport once its address is known (BroadcastChannel, libp2p, ...). */
+export type TransportFactory = (node: { address: Address; key: Hex }) => Transport | Promise<Transport>
+
+/** A block count: a number (as a flag or a page gives it) or a bigint. */
+export type Blocks = number | bigint
+
+/**
+ * Everything a node is built from (createNode). The names are those of the `sluice serve` flags in camelCase
+ * and of the `startNode()` options of the page; storage and transport are the host's adapters.
+ */
+export type NodeConfig = {
+  /** The chain's JSON-RPC endpoint (http, https, ws or wss). */
+  rpc?: string
+  /** An EIP-1193 provider (the page's wallet) instead of `rpc`. */
+  provider?: EIP1193Provider
+  /** The contracts of the chain (as `sluice chain` writes them), as data. */
+  deployment: Deployment
+  /** The node's private key: it signs messages and pays for transactions. */
+  key: Hex
+  storage: StorageOpener
+  transport: TransportFactory
+  /** Blocks on top of a block before its events count (5 by default; 0 suits a local dev chain). */
+  confirmations?: Blocks
+  /** Milliseconds between looks at the chain (1000 by default). */
+  pollingInterval?: number
+  /** Reveal timeout of new channels, in blocks (50 by default). */
+  defaultRevealTimeout?: Blocks
+  /** Settle timeout of channels this node opens, in blocks (500 by default). */
+  defaultSettleTimeout?: Blocks
+  /** Where to ask for the secret of a payment started with only its hash (docs/rest-api.md, secret resolver). */
+  resolverEndpoint?: string
+  /** A URL answering `{"latest": "0.2.0", "security": ["0.1.0"]}` behind the version notifications. */
+  releaseFeedUrl?: string
+  /** Service tokens the UserDeposit must hold before low_service_token goes away (5.5e18 by default). */
+  minServiceTokenBalance?: bigint
+  /** The software's version, compared with the release feed. */
+  version?: string
+  /**
+   * Put each payment's secret in its LockedTransfer's metadata, encrypted to the target, when the target's public
+   * key is known (docs/decisions/0003). On by default; `false` for peers that mishandle the extra field.
+   */
+  encryptSecret?: boolean
+  /** A state dump (GET /_state/export) restored into the store before the node starts; refused if older. */
+  import?: StorageDump
+  /** Delivery retry backoff. */
+  backoff?: Partial<Backoff>
+  /** Take a snapshot of the state after this many changes (500 by default). */
+  snapshotEvery?: number
+  context?: Partial<TransitionContext>
+  /** How often the notifications are checked, and how long the release feed may take. */
+  notifications?: Pick<NotificationsOptions, 'checkEveryBlocks' | 'feedTimeoutMs'>
+  /** The fetch the secret resolver and the release feed use (the global one by default). */
+  fetch?: typeof fetch
+}
+
+/** The config with every default applied. */
+export type ResolvedNodeConfig = Omit<NodeConfig, 'confirmations' | 'defaultRevealTimeout' | 'defaultSettleTimeout' | 'backoff' | 'notifications' | 'import'> & {
+  pollingInterval: number
+  defaultRevealTimeout: bigint
+  defaultSettleTimeout: bigint
+  encryptSecret: boolean
+  backoff: Backoff
+  snapshotEvery: number
+  notifications: NotificationsOptions
+  fetch: typeof fetch
+}
+
+export const nodeDefaults = { confirmations: 5n, pollingInterval: 1_000, defaultRevealTimeout: 50n, defaultSettleTimeout: 500n, snapshotEvery: 500 }
+
+export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeConfig; confirmations: bigint } {
+  const { confirmations, defaultRevealTimeout, defaultSettleTimeout, backoff, notifications, import: _import, ...rest } = config
+  const resolved: ResolvedNodeConfig = {
+    ...rest,
+    pollingInterval: config.pollingInterval ?? nodeDefaults.pollingInterval,
+    defaultRevealTimeout: BigInt(defaultRevealTimeout ?? nodeDefaults.defaultRevealTimeout),
+    defaultSettleTimeout: BigInt(defaultSettleTimeout ?? nodeDefaults.defaultSettleTimeout),
+    encryptSecret: config.encryptSecret ?? true,
+    backoff: { ...defaultBackoff, ...backoff },
+    snapshotEvery: config.snapshotEvery ?? nodeDefaults.snapshotEvery,
+    notifications: {
+      version: config.version ?? '0.0.0',
+      ...(config.releaseFeedUrl ? { releaseFeedUrl: config.releaseFeedUrl } : {}),
+      ...(config.minServiceTokenBalance !== undefined ? { minServiceTokenBalance: config.minServiceTokenBalance } : {}),
+      ...notifications,
+    },
+    fetch: config.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+  }
+  return { config: resolved, confirmations: BigInt(confirmations ?? config.context?.confirmationBlocks ?? nodeDefaults.confirmations) }
+}

@@ -1,0 +1,17 @@
+import type { NodeEvent, Transaction } from '../protocol/state/effects.ts'
+
+export type NodeStatus = { status: 'syncing' | 'ready' | 'stopped'; blocksToSync: bigint; syncedBlock: bigint }
+
+/** Where a reported error came from: for logs and the event stream, never for deciding anything. */
+export type ErrorSource = 'receive' | 'chain sync' | 'chain reorg' | 'transaction' | 'secret resolver' | 'connection manager' | 'notifications'
+
+/**
+ * What a node tells whoever listens (the API's event stream, the CLI's log, actions waiting for an outcome): the
+ * core's events, status changes, failed transactions (with the transaction, so a waiter can tell whether it was
+ * its own) and errors to report.
+ */
+export type NodeNotice =
+  | NodeEvent
+  | { type: 'status'; status: NodeStatus }
+  | { type: 'transactionFailed'; transaction: Transaction; error: unknown }
+  | { type: 'error'; error: unknown; where: ErrorSource; detail?: string }

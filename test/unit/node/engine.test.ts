@@ -1,0 +1,110 @@
+import { describe, expect, test } from 'vitest'
+import { Engine, type Applied } from '../../../src/node/engine.ts'
+import { defaultContext, initialState } from '../../../src/protocol/state/access.ts'
+import { openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
+import type { Commit, Storage } from '../../../src/storage/storage.ts'
+
+const identity = { chainId: 1n, registry: '0x00000000000000000000000000000000000000aa', address: '0x00000000000000000000000000000000000000bb' } as const
+
+/** A memory store whose commits can be held (to see group commit) or made to fail. */
+async function store() {
+  const inner = await openMemoryStorage(identity)
+  const commits: Commit[] = []
+  let hold: Promise<void> | undefined
+  let failNext: Error | undefined
+  const storage: Storage = new Proxy(inner, {
+    get(target, key, receiver) {
+      if (key === 'commit')
+        return async (batch: Commit) => {
+          commits.push(batch)
+          await hold
+          if (failNext) throw failNext
+          return target.commit(batch)
+        }
+      const value = Reflect.get(target, key, receiver)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+  return {
+    storage,
+    commits,
+    holdCommits: () => {
+      let release!: () => void
+      hold = new Promise((r) => (release = r))
+      return () => {
+        hold = undefined
+        release()
+      }
+    },
+    failCommits: (error: Error) => (failNext = error),
+  }
+}
+
+function engine(storage: Storage, applied: Applied[][] = []) {
+  const state = initialState({ address: identity.address, chainId: 1n, blockNumber: 0n })
+  return new Engine({ state, seq: 0, ctx: defaultContext, storage, now: () => 1_000, snapshotEvery: 3, onApplied: (a) => void applied.push(a) })
+}
+
+describe('Engine', () => {
+  test('changes that arrive while a commit is in flight go together into the next one (group commit), in order', async () => {
+    const s = await store()
+    const applied: Applied[][] = []
+    const e = engine(s.storage, applied)
+    const release = s.holdCommits()
+    const first = e.dispatch({ type: 'block', blockNumber: 1n })
+    await Promise.resolve()
+    const rest = [2n, 3n, 4n].map((blockNumber) => e.dispatch({ type: 'block', blockNumber }))
+    release()
+    const results = await Promise.all([first, ...rest])
+    expect(s.commits.map((c) => c.changes!.map((ch) => ch.seq))).toEqual([[1], [2, 3, 4]])
+    expect(results.map((r) => r.seq)).toEqual([1, 2, 3, 4])
+    expect(applied.map((batch) => batch.map((a) => a.seq))).toEqual([[1], [2, 3, 4]])
+    expect(e.current.blockNumber).toBe(4n)
+  })
+
+  test('nothing of a batch takes effect before it is durable: the state moves and effects go out only after the commit', async () => {
+    const s = await store()
+    const applied: Applied[][] = []
+    const e = engine(s.storage, applied)
+    const release = s.holdCommits()
+    const pending = e.dispatch({ type: 'block', blockNumber: 7n })
+    await new Promise((r) => setTimeout(r, 10))
+    expect(e.current.blockNumber).toBe(0n)
+    expect(applied).toEqual([])
+    release()
+    await pending
+    expect(e.current.blockNumber).toBe(7n)
+    expect(applied).toHaveLength(1)
+  })
+
+  test('a failed commit rejects its batch and everything after it, changes nothing, and the engine stays stopped', async () => {
+    const s = await store()
+    const applied: Applied[][] = []
+    const e = engine(s.storage, applied)
+    await e.dispatch({ type: 'block', blockNumber: 1n })
+    const failure = new Error('disk full')
+    s.failCommits(failure)
+    const release = s.holdCommits()
+    const failing = e.dispatch({ type: 'block', blockNumber: 2n })
+    await Promise.resolve()
+    const queued = e.dispatch({ type: 'block', blockNumber: 3n })
+    release()
+    await expect(failing).rejects.toBe(failure)
+    await expect(queued).rejects.toBe(failure)
+    await expect(e.dispatch({ type: 'block', blockNumber: 4n })).rejects.toBe(failure)
+    expect(e.current.blockNumber).toBe(1n)
+    expect(applied).toHaveLength(1)
+    await e.settled()
+    expect((await s.storage.load()).changes.map((c) => c.seq)).toEqual([1])
+  })
+
+  test('a snapshot replaces the changes it covers every `snapshotEvery` changes', async () => {
+    const s = await store()
+    const e = engine(s.storage)
+    for (const blockNumber of [1n, 2n, 3n, 4n]) await e.dispatch({ type: 'block', blockNumber })
+    const loaded = await s.storage.load()
+    expect(loaded.snapshot?.seq).toBe(3)
+    expect(loaded.snapshot?.state.blockNumber).toBe(3n)
+    expect(loaded.changes.map((c) => c.seq)).toEqual([4])
+  })
+})

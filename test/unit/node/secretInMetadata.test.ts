@@ -1,0 +1,47 @@
+import { bytesToHex, hexToBytes, sha256, type Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { beforeAll, describe, expect, test } from 'vitest'
+import { secretForTarget, secretFromMetadata } from '../../../src/node/secretInMetadata.ts'
+import type { LockedTransfer, Signed } from '../../../src/protocol/messages/types.ts'
+import { secp256k1Engine, useWasmSecp256k1 } from '../../../src/protocol/secp256k1.ts'
+
+const targetKey = `0x${'42'.repeat(32)}` as Hex
+const target = privateKeyToAddress(targetKey)
+const secret = sha256('0x01')
+let targetPublicKey: Hex
+
+beforeAll(async () => {
+  await useWasmSecp256k1()
+  // x || y, as recovered from a signature
+  targetPublicKey = bytesToHex(secp256k1Engine().publicKey(hexToBytes(targetKey)).slice(1))
+})
+
+const transfer = (metadataSecret: Hex | undefined, to = target) =>
+  ({ type: 'LockedTransfer', target: to, metadata: { routes: [], ...(metadataSecret ? { secret: metadataSecret } : {}) } }) as unknown as Signed<LockedTransfer>
+
+describe('the secret in the LockedTransfer metadata, the shell side', () => {
+  test('encrypted to the target, it opens with the target key only', () => {
+    const ciphertext = secretForTarget({ enabled: true, targetPublicKey, secret, amount: 10n, paymentId: 7n })!
+    expect(ciphertext).toMatch(/^0x[0-9a-f]+$/)
+    expect(secretFromMetadata(transfer(ciphertext), target, hexToBytes(targetKey))).toEqual({ secret, amount: 10n, paymentId: 7n })
+    expect(secretFromMetadata(transfer(ciphertext), target, hexToBytes(`0x${'43'.repeat(32)}`))).toBeUndefined()
+  })
+
+  test('nothing is encrypted when turned off, without the key, or without a secret', () => {
+    expect(secretForTarget({ enabled: false, targetPublicKey, secret, amount: 1n, paymentId: 1n })).toBeUndefined()
+    expect(secretForTarget({ enabled: true, targetPublicKey: undefined, secret, amount: 1n, paymentId: 1n })).toBeUndefined()
+    expect(secretForTarget({ enabled: true, targetPublicKey, secret: undefined, amount: 1n, paymentId: 1n })).toBeUndefined()
+  })
+
+  test('a transfer to someone else, or with no secret, gives nothing to decrypt', () => {
+    const ciphertext = secretForTarget({ enabled: true, targetPublicKey, secret, amount: 10n, paymentId: 7n })!
+    expect(secretFromMetadata(transfer(ciphertext, '0x00000000000000000000000000000000000000cc'), target, hexToBytes(targetKey))).toBeUndefined()
+    expect(secretFromMetadata(transfer(undefined), target, hexToBytes(targetKey))).toBeUndefined()
+  })
+
+  test('fresh randomness each time: two encryptions of one secret differ', () => {
+    const a = secretForTarget({ enabled: true, targetPublicKey, secret, amount: 10n, paymentId: 7n })
+    const b = secretForTarget({ enabled: true, targetPublicKey, secret, amount: 10n, paymentId: 7n })
+    expect(a).not.toBe(b)
+  })
+})
