@@ -3,7 +3,7 @@ import { TokenNetwork, TokenNetworkRegistry } from '../contracts/index.ts'
 import type { ChainClient } from './chainClient.ts'
 import { MissingEventError } from './errors.ts'
 import { readParticipantInfo, readTokenNetworkInfo } from './reads.ts'
-import { withTokenApproval } from './tokenActions.ts'
+import { withTokenApproval } from './erc20.ts'
 import type { SentTransaction, TransactionQueue } from './transactionQueue.ts'
 
 export type RegisterTokenParameters = {

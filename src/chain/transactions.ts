@@ -8,7 +8,7 @@ import { MessageTypeId } from '../protocol/messageTypeId.ts'
 import type { StateChange } from '../protocol/state/changes.ts'
 import type { ChainTransaction, Transaction } from '../protocol/state/effects.ts'
 import type { BalanceProofState } from '../protocol/state/types.ts'
-import { packWithdraw } from '../protocol/withdraw.ts'
+import { packWithdraw } from '../protocol/withdrawProof.ts'
 import type { ChainClient } from './chainClient.ts'
 import type { ChainCall, SendOptions, SentTransaction, TransactionQueue } from './transactionQueue.ts'
 

@@ -2,7 +2,7 @@ import { encodeFunctionData, type Address } from 'viem'
 import { UserDeposit } from '../contracts/index.ts'
 import type { ChainClient } from './chainClient.ts'
 import { read } from './reads.ts'
-import { withTokenApproval } from './tokenActions.ts'
+import { withTokenApproval } from './erc20.ts'
 import type { SentTransaction, TransactionQueue } from './transactionQueue.ts'
 
 /**

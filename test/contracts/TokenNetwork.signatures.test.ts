@@ -7,7 +7,7 @@ import { balanceHash, packBalanceProof, packBalanceProofCounter } from '../../sr
 import { LOCKSROOT_OF_NO_LOCKS } from '../../src/protocol/locks.ts'
 import { MessageTypeId } from '../../src/protocol/messageTypeId.ts'
 import { recoverPackedSigner, signPacked } from '../../src/protocol/signature.ts'
-import { packWithdraw } from '../../src/protocol/withdraw.ts'
+import { packWithdraw } from '../../src/protocol/withdrawProof.ts'
 import { useChain } from '../support/chainSuite.ts'
 import { expectRevert } from '../support/revert.ts'
 import {

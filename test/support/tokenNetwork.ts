@@ -27,7 +27,7 @@ import { ZERO_HASH, balanceHash, packBalanceProof, packBalanceProofCounter } fro
 import { encodeLocks, locksroot, secrethashOf, type Lock, LOCKSROOT_OF_NO_LOCKS } from '../../src/protocol/locks.ts'
 import { MessageTypeId } from '../../src/protocol/messageTypeId.ts'
 import { signPacked } from '../../src/protocol/signature.ts'
-import { packWithdraw } from '../../src/protocol/withdraw.ts'
+import { packWithdraw } from '../../src/protocol/withdrawProof.ts'
 import { anvilClient, type AnvilClient } from './clients.ts'
 import { deploy } from './deploy.ts'
 

@@ -1,7 +1,7 @@
 import { getAddress, type Address } from 'viem'
 import { unsettledChannels } from '../../node/channelActions.ts'
 import { NotFoundError } from '../../node/errors.ts'
-import { knownTokens, registerToken } from '../../node/tokenActions.ts'
+import { knownTokens, registerToken } from '../../node/tokenRegistration.ts'
 import { tokenNetworkOf } from '../../protocol/state/access.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'

@@ -14,7 +14,7 @@ import {
   readTokenNetworkOf,
   readUserDeposit,
 } from '../../../src/chain/reads.ts'
-import { approveIfNeeded, mintTokens } from '../../../src/chain/tokenActions.ts'
+import { approveIfNeeded, mintTokens } from '../../../src/chain/erc20.ts'
 import { openChannel, registerToken, setTotalDeposit } from '../../../src/chain/tokenNetworkActions.ts'
 import { depositToUserDeposit, planUserDepositWithdraw, withdrawFromUserDeposit } from '../../../src/chain/userDepositActions.ts'
 import { CustomToken } from '../../../src/contracts/index.ts'

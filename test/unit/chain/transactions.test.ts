@@ -2,7 +2,7 @@ import { keccak256, parseEventLogs, toHex, type Address, type Hex, type Transact
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { readChannelInfo, readParticipantInfo, readSecretRevealBlock, readTokenBalance } from '../../../src/chain/reads.ts'
-import { mintTokens } from '../../../src/chain/tokenActions.ts'
+import { mintTokens } from '../../../src/chain/erc20.ts'
 import { openChannel, registerToken, setTotalDeposit } from '../../../src/chain/tokenNetworkActions.ts'
 import { EMPTY_SIGNATURE, protocolTransactionCall, sendProtocolTransaction, transactionFailedChange } from '../../../src/chain/transactions.ts'
 import { TokenNetwork } from '../../../src/contracts/index.ts'
@@ -11,7 +11,7 @@ import { LOCKSROOT_OF_NO_LOCKS, encodeLocks, locksroot, secrethashOf, type Lock 
 import { signPackedSync } from '../../../src/protocol/signature.ts'
 import type { ChainTransaction as Transaction } from '../../../src/protocol/state/effects.ts'
 import type { BalanceProofState } from '../../../src/protocol/state/types.ts'
-import { packWithdraw } from '../../../src/protocol/withdraw.ts'
+import { packWithdraw } from '../../../src/protocol/withdrawProof.ts'
 import { startChainTestbed, type Account, type ChainTestbed } from './chainTestbed.ts'
 
 let bed: ChainTestbed
