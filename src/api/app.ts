@@ -37,7 +37,7 @@ export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing'> & {
   onInternalError?(error: unknown): void
 }
 
-/** Builds the REST API of `rest-api.md` for one node. Serve `app.fetch` (Node HTTP server, service worker). */
+/** Builds the REST API (docs/rest-api.md) for one node. Serve `app.fetch` (Node HTTP server, service worker). */
 export function createApi({ onInternalError, ...context }: CreateApiParameters): Api {
   const closing = new AbortController()
   const ctx: ApiContext = { ...context, basePath: API_BASE_PATH, closing: closing.signal }

@@ -3,7 +3,7 @@ import { balance } from '../protocol/channel/amounts.ts'
 import type { Channel, ChannelState } from '../protocol/state/types.ts'
 import type { Schema } from './input.ts'
 
-/** The Channel object of rest-api.md, field for field and in its order; amounts are bigints (`json()` writes them as strings). */
+/** The Channel object of docs/rest-api.md, field for field and in its order; amounts are bigints (`json()` writes them as strings). */
 export type ChannelJson = {
   channel_identifier: bigint
   token_network_address: Address
@@ -18,7 +18,7 @@ export type ChannelJson = {
 }
 
 /**
- * rest-api.md knows three states; the node has two more, for a transaction on its way. Each maps to what the
+ * The API knows three states (docs/rest-api.md, Channel object); the node has two more, for a transaction on its way. Each maps to what the
  * channel is on-chain until that transaction is mined: `closing` is still open there (and goes back to opened
  * if the close fails), `settling` is still closed.
  */
@@ -34,7 +34,7 @@ export const apiChannelState: Record<ChannelState, ChannelJson['state']> = {
  * A channel as the API shows it. `balance` is Raiden's: our deposit, minus our withdraw total (the higher of the
  * on-chain one and one we asked for and is not expired), minus what we transferred, plus what the partner
  * transferred to us. Locked amounts are not subtracted: a pending lock is still ours until its secret is revealed
- * and unlocked, and comes back to us if it expires. `total_withdraw` is the on-chain one, as rest-api.md defines it.
+ * and unlocked, and comes back to us if it expires. `total_withdraw` is the on-chain one, as docs/rest-api.md defines it.
  */
 export function channelJson(channel: Channel): ChannelJson {
   return {

@@ -4,7 +4,7 @@ import { SluiceError } from '../errors.ts'
 const codeOfStatus: Partial<Record<number, string>> = { 400: 'INVALID_REQUEST', 404: 'NOT_FOUND', 405: 'METHOD_NOT_ALLOWED', 409: 'CONFLICT', 500: 'INTERNAL', 503: 'UNAVAILABLE' }
 
 /**
- * An answer other than success: its status, and the body `{"errors": message, "code": code}` (rest-api.md names
+ * An answer other than success: its status, and the body `{"errors": message, "code": code}` (docs/rest-api.md, Errors, names
  * only `errors`; the code is ours, so a client can tell errors apart without reading prose).
  */
 export class ApiError extends SluiceError {

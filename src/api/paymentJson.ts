@@ -19,7 +19,7 @@ export const historyEntrySchema = {
   required: ['event', 'log_time', 'token_address'],
 }
 
-/** One history row as rest-api.md shapes it: each kind has its own fields. */
+/** One history row as docs/rest-api.md (Payment history entry) shapes it: each kind has its own fields. */
 export function historyEntry(r: PaymentRecord): Record<string, unknown> {
   const log_time = new Date(r.time).toISOString()
   const token_address = getAddress(r.token)

@@ -84,7 +84,7 @@ export const serveFlags = {
 
 const usage = `Usage: sluice serve --rpc URL --deployment FILE (--key HEX | --keystore FILE) --data-dir DIR [flags]
 
-Runs one node with durable storage and serves its REST API (rest-api.md) at http://HOST:PORT/api/v1. The API
+Runs one node with durable storage and serves its REST API (docs/rest-api.md) at http://HOST:PORT/api/v1. The API
 answers /status at once and the rest once the node has caught up with the chain. POST /shutdown, Ctrl-C or
 SIGTERM stop it; an internal error stops it with exit code 1.
 

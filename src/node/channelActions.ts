@@ -21,7 +21,7 @@ import { tokenNetworkOf } from '../protocol/state/access.ts'
 /**
  * The user's channel actions with the checks the Raiden node's RaidenAPI makes before acting (timeouts, limits,
  * balances, channel states), so a refused request changes nothing. Each action returns once its outcome is
- * synced into the node's state: the REST API is blocking (rest-api.md, general convention 6).
+ * synced into the node's state: the REST API is blocking (docs/rest-api.md, general convention 6).
  */
 
 /** Gas of setTotalWithdraw (bench/gas.md); gasReserve.ts has the calls of a channel's life but not this one. */

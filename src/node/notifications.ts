@@ -28,7 +28,7 @@ export type NotificationsOptions = {
 const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
 
 /**
- * The conditions that need the user's attention (rest-api.md, Notifications). Each is raised by its condition
+ * The conditions that need the user's attention (docs/rest-api.md, Notifications). Each is raised by its condition
  * and cleared by the first check that finds it no longer holds, so reading the list does not empty it (unlike
  * the Raiden node, whose read is destructive). Checked once the node is ready and then every `checkEveryBlocks`
  * blocks:

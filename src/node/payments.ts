@@ -23,7 +23,7 @@ export type SendPaymentParameters = {
   secrethash?: Hex
 }
 
-/** What a succeeded payment returns (rest-api.md, Payment result object). */
+/** What a succeeded payment returns (docs/rest-api.md, Payment result object). */
 export type SentPayment = {
   initiator: Address
   target: Address
@@ -103,27 +103,32 @@ const randomIdentifier = (): bigint => BigInt(bytesToHex(crypto.getRandomValues(
 export async function sendPayment(node: SluiceNode, p: SendPaymentParameters): Promise<SentPayment> {
   const { tokenNetwork, secrethash } = checkPayment(node.state, p)
   const identifier = p.identifier ?? randomIdentifier()
-  const sameAs = (amount: bigint, network: Address) => amount === p.amount && sameAddress(network, tokenNetwork)
-  const different = (what: string) => new ConflictError(`the identifier ${identifier} is already used for a different payment to ${p.target} (${what})`)
+  // The same payment: the same token and amount, and the same secret hash when the request names one.
+  const differs = (amount: bigint, network: Address, hash: Hex | undefined) =>
+    amount !== p.amount ? `amount ${amount}` : !sameAddress(network, tokenNetwork) ? 'another token' : secrethash && hash && hash !== secrethash ? `secret hash ${hash}` : undefined
+  const conflict = (state: string, what: string) => new ConflictError(`the identifier ${identifier} is already used for a different payment to ${p.target} (${state} with ${what})`)
 
   const running = node.payments.get(p.target, identifier)
   if (running) {
-    if (!sameAs(running.amount, running.tokenNetwork)) throw different(`in flight with ${running.amount === p.amount ? 'another token' : `amount ${running.amount}`}`)
+    const why = differs(running.amount, running.tokenNetwork, running.secrethash)
+    if (why) throw conflict('in flight', why)
     return running.result
   }
   if (p.identifier !== undefined) {
     const done = await findSentPayment(node, p.target, identifier)
     if (done?.event === 'EventPaymentSentSuccess') {
-      if (done.amount !== p.amount || !sameAddress(done.token, p.token)) throw different(`paid ${done.amount} of ${done.token}`)
-      if (!done.secret) throw different('paid before this node kept payment results')
+      const why = differs(done.amount, tokenNetworkOf(node.state, done.token) ?? done.token, done.secrethash)
+      if (why) throw conflict('paid', why)
+      if (!done.secret) throw conflict('paid', 'no result kept (paid before this node kept them)')
       return { initiator: node.address, target: done.partner, token: done.token, amount: done.amount, identifier: done.identifier, secret: done.secret, secrethash: done.secrethash }
     }
     // Started before a restart: the store resumed it, and its outcome is waited for here.
     const resumed = Object.values(node.state.initiators).find((i) => sameAddress(i.target, p.target) && i.paymentId === identifier && i.status !== 'failed')
     if (resumed) {
-      if (!sameAs(resumed.amount, resumed.tokenNetwork)) throw different(`in flight with amount ${resumed.amount}`)
+      const why = differs(resumed.amount, resumed.tokenNetwork, resumed.secrethash)
+      if (why) throw conflict('in flight', why)
       const result = outcome(node, p.target, identifier).then((r) => sentPayment(node, r))
-      node.payments.track(p.target, identifier, { tokenNetwork, amount: p.amount, result })
+      node.payments.track(p.target, identifier, { tokenNetwork, amount: p.amount, secrethash: resumed.secrethash, result })
       return result
     }
   }
@@ -143,7 +148,7 @@ export async function sendPayment(node: SluiceNode, p: SendPaymentParameters): P
       release()
     }
   })()
-  node.payments.track(p.target, identifier, { tokenNetwork, amount: p.amount, result })
+  node.payments.track(p.target, identifier, { tokenNetwork, amount: p.amount, ...(secrethash ? { secrethash } : {}), result })
   return result
 }
 
@@ -205,7 +210,7 @@ async function findSentPayment(node: SluiceNode, target: Address, identifier: bi
 
 /**
  * The payment history, oldest first, paged in the store. A token with no token network is a ConflictError
- * (409, as rest-api.md says for an invalid token_address argument).
+ * (409, as docs/rest-api.md, Payment history entry, says for an invalid token_address).
  */
 export async function readPaymentHistory(node: SluiceNode, query: PaymentQuery): Promise<PaymentRecord[]> {
   if (query.token !== undefined && !tokenNetworkOf(node.state, query.token)) throw new ConflictError(`token ${query.token} does not match a token network`)

@@ -1,8 +1,8 @@
-import type { Address } from 'viem'
+import type { Address, Hex } from 'viem'
 import { Semaphore } from './semaphore.ts'
 import type { SentPayment } from './payments.ts'
 
-export type PaymentInFlight = { tokenNetwork: Address; amount: bigint; result: Promise<SentPayment> }
+export type PaymentInFlight = { tokenNetwork: Address; amount: bigint; secrethash?: Hex; result: Promise<SentPayment> }
 
 /**
  * One node's payments under way: by target and identifier, so a second request for the same payment joins the

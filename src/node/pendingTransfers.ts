@@ -7,7 +7,7 @@ import { NotFoundError } from './errors.ts'
 
 export type PendingTransferRole = 'initiator' | 'mediator' | 'target'
 
-/** A transfer whose lock is still pending, as this node sees it (rest-api.md, Pending transfer entry). */
+/** A transfer whose lock is still pending, as this node sees it (docs/rest-api.md, Pending transfer entry). */
 export type PendingTransfer = {
   role: PendingTransferRole
   token: Address

@@ -3,7 +3,7 @@ import type { SecretResolverRequest } from '../protocol/state/effects.ts'
 import { retryDelay, type Backoff } from '../transport/backoff.ts'
 
 export type ResolveSecretParameters = {
-  /** The resolver's URL (rest-api.md's secret resolver; docs/rest-api.md). */
+  /** The resolver's URL (docs/rest-api.md, The secret resolver). */
   endpoint: string
   fetch: typeof fetch
   /** Hands the secret to the core (a `secretResolved` change); resolves once it is durable. */
@@ -50,7 +50,7 @@ export async function resolveSecret(request: SecretResolverRequest, p: ResolveSe
   }
 }
 
-/** rest-api.md types the numbers as JSON integers: written digit for digit (JSON.stringify cannot write a bigint). */
+/** docs/rest-api.md (The secret resolver) types the numbers as JSON integers: written digit for digit (JSON.stringify cannot write a bigint). */
 export function resolverRequestBody(request: SecretResolverRequest): string {
   return JSON.stringify(
     {

@@ -151,7 +151,7 @@ describe('POST /payments/<token>/<target>: success', () => {
       const before = await snapshot(a)
       const conflict = await pay(a, b.node.address, { amount: '7', identifier: '9001' })
       expect(conflict.status, conflict.text).toBe(409)
-      expect(conflict.body.errors).toMatch(/in flight/)
+      expect(conflict.body.errors).toMatch(/already used for a different payment .*in flight/)
       const sameHash = await pay(a, b.node.address, { amount: '1', identifier: '9002', secret_hash: secrethash })
       expect(sameHash.status, sameHash.text).toBe(409)
       expect(sameHash.body.errors).toMatch(/already used/)
@@ -171,6 +171,24 @@ describe('POST /payments/<token>/<target>: success', () => {
     expect(resolver.requests.filter((q) => q.body.secrethash === secrethash)).toHaveLength(1)
     const history = (await a.get(`/payments/${net.token}/${b.node.address}`)).body as { identifier?: string }[]
     expect(history.filter((e) => e.identifier === '9001')).toHaveLength(1)
+  })
+
+  it('a request retried after the payment completed returns the first result and pays nothing; the identifier for another payment is 409', async () => {
+    await quiet()
+    const first = await pay(a, b.node.address, { amount: '3', identifier: '9100' })
+    expect(first.status, first.text).toBe(200)
+    const before = await snapshot(a)
+    const again = await pay(a, b.node.address, { amount: '3', identifier: '9100' })
+    expect(again.status, again.text).toBe(200)
+    expect(again.body).toEqual(first.body)
+    for (const other of [{ amount: '4', identifier: '9100' }, { amount: '3', identifier: '9100', secret_hash: sha256(randomSecret()) }]) {
+      const conflict = await pay(a, b.node.address, other)
+      expect(conflict.status, conflict.text).toBe(409)
+      expect(conflict.body).toMatchObject({ code: 'CONFLICT', errors: expect.stringMatching(/already used for a different payment/) })
+    }
+    expect(await snapshot(a)).toEqual(before)
+    const history = (await a.get(`/payments/${net.token}/${b.node.address}`)).body as { identifier?: string }[]
+    expect(history.filter((e) => e.identifier === '9100')).toHaveLength(1)
   })
 })
 

@@ -71,7 +71,7 @@ export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
         summary: 'Leave the token network: close and settle every channel of the token',
         description:
           'Closes every open channel of the token and answers once each is closed and settled (settlement follows by itself after the settle window), with the partner addresses of the closed channels ' +
-          '(rest-api.md: "array of addresses of the closed channels"; the Raiden node answered channel objects). Forgets the token\'s connection settings.',
+          '(the API description: "array of addresses of the closed channels"; the Raiden node answered channel objects). Forgets the token\'s connection settings.',
         responses: {
           200: 'array of the partner addresses of the closed channels ([] when there was none)',
           402: 'not enough native currency for the gas to close and settle the channels',

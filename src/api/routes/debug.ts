@@ -32,7 +32,7 @@ const chainEventSchema = {
   required: ['args', 'event', 'logIndex', 'transactionIndex', 'transactionHash', 'address', 'blockHash', 'block_number'],
 }
 
-/** A chain event as the earlier revisions' debug endpoints gave it (rest-api.md, Blockchain events). */
+/** A chain event as the earlier revisions' debug endpoints gave it (docs/rest-api.md, Debug endpoints: blockchain and node events). */
 export function chainEventEntry(e: StoredChainEvent): Record<string, unknown> {
   return {
     args: e.args,

@@ -37,7 +37,7 @@ const channelFields = {
   channel_identifier: decimal,
 }
 
-/** GET /events: the node's notices pushed as Server-Sent Events (design.md §1: push events). */
+/** GET /events: the node's notices pushed as Server-Sent Events (docs/rest-api.md, Beyond Raiden's API). */
 export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
   resources.add('/events', {
     GET: {

@@ -22,7 +22,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
     GET: {
       doc: {
         summary: 'Whether the node is ready, syncing (with the blocks still to sync) or unavailable',
-        description: 'Answered during the initial sync too. blocks_to_sync is a decimal string, as rest-api.md says.',
+        description: 'Answered during the initial sync too. blocks_to_sync is a decimal string, as the API description says.',
         responses: { 200: 'Status object' },
         schema: { type: 'object', properties: { status: { enum: ['ready', 'syncing', 'unavailable'] }, blocks_to_sync: { type: 'string' } }, required: ['status'] },
       },

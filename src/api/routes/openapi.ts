@@ -2,10 +2,10 @@ import type { ApiContext } from '../context.ts'
 import type { Schema, Shape } from '../input.ts'
 import type { Resources, Route } from '../resource.ts'
 
-/** The error body of every answer that is not a success (rest-api.md, Errors). */
+/** The error body of every answer that is not a success (docs/rest-api.md, Errors). */
 const errorSchema = { type: 'object', properties: { errors: { type: 'string' }, code: { type: 'string', description: 'a stable code for the kind of error (src/api/errors.ts)' } }, required: ['errors', 'code'], additionalProperties: false }
 
-/** Statuses any route can answer (rest-api.md: 500 and 503 can follow any endpoint), unless its doc says more. */
+/** Statuses any route can answer (docs/rest-api.md: 500 and 503 can follow any endpoint), unless its doc says more. */
 const commonResponses: Record<number, string> = {
   500: 'internal error: the API stops answering (503) until the node is restarted',
   503: 'the API is unavailable: initial sync, or shutting down',

@@ -3,7 +3,7 @@ import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 
 /**
- * GET /_state/export: the node's whole store as one JSON document (design.md §4, backup). Import is not an API
+ * GET /_state/export: the node's whole store as one JSON document (backup; docs/decisions/0008-state-import-at-start-export-over-the-api.md). Import is not an API
  * call: the running engine holds the state in memory, derived from the store at start, together with its
  * delivery queue and pending transactions; replacing the store under it would lose or contradict signed balance
  * proofs. A dump is therefore imported when the node starts (`sluice serve --import FILE`), before the store is

@@ -66,7 +66,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
     GET: {
       doc: {
         summary: 'The partners of our unsettled channels of a token, each with the path of its channel resource',
-        description: 'An unknown token is 404, as rest-api.md says (the Raiden node answers []). The channel link is a plain path: no 302.',
+        description: 'An unknown token is 404, as the API description says (the Raiden node answers []). The channel link is a plain path: no 302.',
         responses: { 200: 'array of Partner entries', 404: 'token_address is not EIP-55, or the token has no token network' },
         schema: {
           type: 'array',

@@ -27,7 +27,7 @@ export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
         description:
           'The body holds exactly one of total_deposit, planned_withdraw_amount and withdraw_amount. Answers once the transaction is mined. ' +
           'A withdrawal must be planned first and is possible from planned_withdraw_block_number on (the contract\'s withdraw delay, 100 blocks, after planning). ' +
-          'planned_withdraw_block_number is a JSON integer, as rest-api.md says.',
+          'planned_withdraw_block_number is a JSON integer, as the API description says.',
         body,
         bodyOneOf: true,
         responses: {
