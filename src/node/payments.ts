@@ -5,7 +5,7 @@ import { findRoutes } from '../protocol/routing/findRoutes.ts'
 import { channelWith, publicKeyOf, sameAddress, tokenNetworkOf } from '../protocol/state/access.ts'
 import type { NodeState } from '../protocol/state/types.ts'
 import type { PaymentQuery, PaymentRecord } from '../storage/storage.ts'
-import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NodeStoppedError, NoRouteError, PaymentFailedError } from './errors.ts'
+import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NoRouteError, PaymentFailedError } from './errors.ts'
 import type { NodeNotice } from './notices.ts'
 import { secretForTarget } from './secretInMetadata.ts'
 import type { SluiceNode } from './sluiceNode.ts'
@@ -182,12 +182,10 @@ async function startPayment(node: SluiceNode, p: SendPaymentParameters & { token
 
 /** The outcome of our payment to `target` with `identifier`: its success, or PaymentFailedError; NodeStoppedError on stop. */
 function outcome(node: SluiceNode, target: Address, identifier: bigint): Promise<PaymentOutcome> {
-  const ended = node.notices.next((e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === identifier && sameAddress(e.target, target), node.stopped)
+  const ended = node.nextNotice((e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === identifier && sameAddress(e.target, target))
   return ended.then((e) => {
     if (e.type === 'paymentSentFailed') throw new PaymentFailedError(e.reason)
     return e as PaymentOutcome
-  }, (error) => {
-    throw node.stopped.aborted ? new NodeStoppedError() : error
   })
 }
 

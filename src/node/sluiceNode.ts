@@ -65,6 +65,8 @@ export class SluiceNode {
   private readonly stopping: AbortController
   private statusValue: NodeStatus
   private running: Promise<void> | undefined
+  /** What waits for a notice (a payment's outcome): rejected with NodeStoppedError on stop. */
+  private readonly waiters = new Set<(error: Error) => void>()
 
   constructor(parts: SluiceNodeParts) {
     this.config = parts.config
@@ -140,6 +142,30 @@ export class SluiceNode {
     await this.engine.settled()
   }
 
+  /**
+   * The first notice `predicate` accepts; NodeStoppedError if the node stops first. One entry per waiter, dropped
+   * when it resolves (no listener left on a long-lived signal or promise per payment).
+   */
+  nextNotice(predicate: (notice: NodeNotice) => boolean): Promise<NodeNotice> {
+    if (this.stopping.signal.aborted) return Promise.reject(new NodeStoppedError())
+    return new Promise((resolve, reject) => {
+      const off = this.notices.subscribe((notice) => {
+        if (!predicate(notice)) return
+        done()
+        resolve(notice)
+      })
+      const fail = (error: Error) => {
+        done()
+        reject(error)
+      }
+      const done = () => {
+        off()
+        this.waiters.delete(fail)
+      }
+      this.waiters.add(fail)
+    })
+  }
+
   /** Our channel with `partner` in `tokenNetwork`: the open one, else the latest. */
   channel(tokenNetwork: Address, partner: Address): Channel | undefined {
     return channelWith(this.engine.current, tokenNetwork, partner)
@@ -166,6 +192,7 @@ export class SluiceNode {
   async stop(): Promise<void> {
     if (this.stopping.signal.aborted) return
     this.stopping.abort(new NodeStoppedError())
+    for (const fail of [...this.waiters]) fail(new NodeStoppedError())
     this.notifications.stop()
     this.connections.stop()
     await this.follower.stop()
