@@ -50,6 +50,8 @@ export type GraphChannel = {
   withdrawn1: bigint
   withdrawn2: bigint
   open: boolean
+  /** From ChannelOpened: a lock with a longer timeout cannot cross this channel. Absent in states stored before it was kept. */
+  settleTimeout?: bigint
 }
 
 export type ChannelState = 'opened' | 'closing' | 'closed' | 'settling' | 'settled'
