@@ -169,6 +169,8 @@ export type InitiatorPayment = {
   startedBlock: bigint
   status: PaymentStatus
   failureReason?: string
+  /** Why the routes tried before this one failed (a hop refunded, or the route could not take the lock), for the final reason. */
+  failedRoutes?: string[]
   /** The secret request we answered, so only the first one counts. */
   secretRequested?: boolean
   /** A secret request waits for the resolver to give the secret. */

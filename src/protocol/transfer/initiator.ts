@@ -6,6 +6,7 @@ import type { StateChange } from '../state/changes.ts'
 import { channelWith, sameAddress, takeMessageId, without, type TransitionContext } from '../state/access.ts'
 import type { Effect } from '../state/effects.ts'
 import type { Channel, InitiatorPayment, NodeState } from '../state/types.ts'
+import { whyRouteCannotHoldLock } from '../routing/routeHoldsLock.ts'
 import { sendLockExpired, sendLockedTransfer, sendUnlock, sendUnordered } from './send.ts'
 import { whyNotUsable } from './usable.ts'
 
@@ -18,9 +19,13 @@ function failed(payment: Pick<InitiatorPayment, 'token' | 'tokenNetwork' | 'targ
   return { type: 'event', event: { type: 'paymentSentFailed', token: payment.token, tokenNetwork: payment.tokenNetwork, target: payment.target, amount: payment.amount, paymentId: payment.paymentId, secrethash: payment.secrethash, reason } }
 }
 
+/** The reason a payment failed after trying routes: each route and why it could not carry the payment. */
+const noRoute = (reasons: string[]) => (reasons.length ? `no route could carry the payment: ${reasons.join('; ')}` : 'no route to the target')
+
 /**
- * Sends the payment's lock over the first of `routes` whose first hop can carry it. Returns the state and
- * the reasons the others could not, or undefined when none could.
+ * Sends the payment's lock over the first of `routes` that can carry it: our channel with its first hop has the
+ * balance, and every channel along it can hold the lock (whyRouteCannotHoldLock), so no hop is sent a lock it is
+ * bound to refuse. Returns the state, or the reasons no route could.
  */
 function tryRoutes(
   state: NodeState,
@@ -39,9 +44,10 @@ function tryRoutes(
     const channel = channelWith(state, base.tokenNetwork, route[0]!)
     const timeout = channel ? lockTimeoutFor(channel, base.lockTimeout) : 0n
     const lock: Lock = { amount: base.amount, expiration: state.blockNumber + timeout - 1n, secrethash: base.secrethash }
-    const why = whyNotUsable(channel, lock.amount, timeout, ctx)
+    const tooLong = channel?.state === 'opened' ? whyRouteCannotHoldLock(state, { tokenNetwork: base.tokenNetwork, route, ...(base.lockTimeout !== undefined ? { lockTimeout: base.lockTimeout } : {}) }) : undefined
+    const why = tooLong ?? whyNotUsable(channel, lock.amount, lock.expiration - state.blockNumber, ctx)
     if (why) {
-      reasons.push(`via ${route[0]}: ${why}`)
+      reasons.push(`via ${route.join(', ')}: ${why}`)
       continue
     }
     const sent = sendLockedTransfer(
@@ -60,6 +66,7 @@ function tryRoutes(
       messageIdentifier: sent.messageIdentifier,
       startedBlock: state.blockNumber,
       status: 'pending',
+      ...(base.failedRoutes?.length || reasons.length ? { failedRoutes: [...(base.failedRoutes ?? []), ...reasons] } : {}),
     }
     return { state: { ...sent.state, initiators: { ...sent.state.initiators, [base.secrethash]: payment } } }
   }
@@ -88,7 +95,7 @@ export function initPayment(state: NodeState, change: InitPayment, ctx: Transiti
   }
   const result = tryRoutes(state, base, change.routes, ctx, out)
   if ('state' in result) return result.state
-  out.push(failed(base, result.reasons.length ? `no usable route: ${result.reasons.join('; ')}` : 'no route to the target'))
+  out.push(failed(base, noRoute(result.reasons)))
   return state
 }
 
@@ -153,22 +160,39 @@ export function initiatorOnSecretRegistered(state: NodeState, secrethash: Hex, s
   return succeed(state, payment, secret, out)
 }
 
-/** A mediator gave our lock back: try the next route with a fresh secret, or fail. */
+/**
+ * A hop gave our lock back (RefundTransfer: it could not forward it). It must be our transfer as we sent it (same
+ * payment, amount, expiration, target; Raiden's `refund_transfer_matches_transfer`), from the first hop of its route,
+ * before we revealed the secret. Then the route is given up at once: try the next route with a fresh secret (the old
+ * lock and the refund stay until they expire, and the old secret is never revealed), or fail saying why.
+ */
 export function initiatorOnRefund(state: NodeState, message: Signed<RefundTransfer>, sender: Address, ctx: TransitionContext, out: Effect[]): NodeState {
   const payment = state.initiators[message.lock.secrethash]
-  if (!payment || payment.status !== 'pending' || !sameAddress(sender, payment.route[0])) return state
-  const retired: NodeState = { ...state, initiators: { ...state.initiators, [payment.secrethash]: { ...payment, status: 'failed', failureReason: 'refunded' } } }
+  if (!payment || payment.status !== 'pending' || !sameAddress(sender, payment.route[0]) || sameAddress(sender, payment.target)) return state
+  const matches =
+    message.payment_identifier === payment.paymentId &&
+    message.lock.amount === payment.lock.amount &&
+    message.lock.expiration === payment.lock.expiration &&
+    sameAddress(message.target, payment.target) &&
+    sameAddress(message.token, payment.token)
+  // Once the target asked for the secret, it holds a lock of this payment: the payment may still succeed.
+  if (!matches || payment.secretRequested) return state
+  const failedRoutes = [...(payment.failedRoutes ?? []), `${sender} refunded it, unable to forward the lock (route ${payment.route.join(', ')})`]
+  const retired: NodeState = { ...state, initiators: { ...state.initiators, [payment.secrethash]: { ...payment, status: 'failed', failureReason: 'refunded', failedRoutes } } }
   const secret = payment.freshSecrets[0]
-  if (!payment.ownSecret || !secret || payment.remainingRoutes.length === 0) {
-    out.push(failed(payment, payment.remainingRoutes.length === 0 ? 'the route failed and no other route is left' : 'the route failed and the payment secret was given by the caller, so it cannot be rerouted'))
+  if (payment.remainingRoutes.length === 0) {
+    out.push(failed(payment, noRoute(failedRoutes)))
     return retired
   }
-  // The old lock stays until it expires; the retry is a new transfer with its own secret.
+  if (!payment.ownSecret || !secret) {
+    out.push(failed(payment, noRoute([...failedRoutes, 'the other routes were not tried: the payment secret was given by the caller (or no fresh secret is left), and a secret is never used on two routes'])))
+    return retired
+  }
   const secrethash = sha256(secret)
-  const { remainingRoutes, channelKey: _c, route: _r, lock: _l, messageIdentifier: _m, status: _s, startedBlock: _b, failureReason: _f, secretRequested: _q, awaitingResolver: _a, encryptedSecret: _e, ...base } = payment
-  const result = tryRoutes(retired, { ...base, secret, secrethash, freshSecrets: payment.freshSecrets.slice(1) }, remainingRoutes, ctx, out)
+  const { remainingRoutes, channelKey: _c, route: _r, lock: _l, messageIdentifier: _m, status: _s, startedBlock: _b, failureReason: _f, secretRequested: _q, awaitingResolver: _a, encryptedSecret: _e, failedRoutes: _p, ...base } = payment
+  const result = tryRoutes(retired, { ...base, secret, secrethash, freshSecrets: payment.freshSecrets.slice(1), failedRoutes }, remainingRoutes, ctx, out)
   if ('state' in result) return result.state
-  out.push(failed(payment, `no usable route left: ${result.reasons.join('; ')}`))
+  out.push(failed(payment, noRoute([...failedRoutes, ...result.reasons])))
   return retired
 }
 
