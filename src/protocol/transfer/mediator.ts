@@ -1,6 +1,8 @@
 import type { Address, Hex } from 'viem'
 import { channelKey } from '../channel/key.ts'
-import type { LockedTransfer, RevealSecret, Signed } from '../messages/types.ts'
+import { distributable } from '../channel/amounts.ts'
+import type { Lock } from '../locks.ts'
+import type { LockedTransfer, RefundTransfer, RevealSecret, Signed } from '../messages/types.ts'
 import { channelWith, sameAddress, takeMessageId, without, type TransitionContext } from '../state/access.ts'
 import type { Effect } from '../state/effects.ts'
 import type { Channel, MediatedTransfer, NodeState } from '../state/types.ts'
@@ -19,8 +21,43 @@ export function nextHop(message: LockedTransfer, us: Address): Address | undefin
 }
 
 /**
+ * Why we cannot give `lock` back to our payer over `channel` with a RefundTransfer, or undefined when we can. A
+ * refund is a lock of ours of the same amount and expiration towards the payer, so it needs our balance there and
+ * must stay within the channel's settle timeout (the payer checks both, docs/protocol.md §4.3). It needs no reveal
+ * timeout: the payer's lock to us and our refund share the secret hash and the expiration, so whoever registers the
+ * secret in time makes both claimable, and we never have to register it ourselves.
+ */
+function whyNoRefund(state: NodeState, channel: Channel | undefined, lock: Lock, ctx: TransitionContext): string | undefined {
+  if (!channel || channel.state !== 'opened') return `the channel with the payer is ${channel?.state ?? 'gone'}`
+  const blocksLeft = lock.expiration - state.blockNumber
+  if (blocksLeft <= 0n) return 'the lock has expired'
+  if (blocksLeft > channel.settleTimeout) return `the lock outlasts the settle timeout ${channel.settleTimeout}`
+  if (channel.our.locks.length >= ctx.maxPendingLocks) return `too many pending locks (${ctx.maxPendingLocks})`
+  const free = distributable(channel.our, channel.partnerEnd)
+  if (lock.amount > free) return `our balance towards the payer is ${free}, the lock is ${lock.amount}`
+  return undefined
+}
+
+/** Gives the payer's lock back at once with a RefundTransfer, when we can (whyNoRefund); else it waits for expiry. */
+function refundPayer(state: NodeState, task: MediatedTransfer, token: Address, ctx: TransitionContext, out: Effect[]): NodeState {
+  const payerChannel = state.channels[task.payerChannelKey]
+  if (whyNoRefund(state, payerChannel, task.payerLock, ctx)) return put(state, task)
+  const sent = sendLockedTransfer(
+    state,
+    payerChannel!,
+    'RefundTransfer',
+    { paymentId: task.paymentId, token, lock: task.payerLock, target: task.target, initiator: task.initiator, metadata: task.metadata },
+    out,
+  )
+  return put(sent.state, { ...task, refunded: true })
+}
+
+/**
  * A transfer to forward arrived and was applied in the payer channel: lock the same amount (less our fee) with
- * the same expiration towards the next hop, or give the lock back to the payer when the next hop cannot take it.
+ * the same expiration towards the next hop. When the next hop cannot take it (no next hop on the route, no open
+ * channel to it, too little balance, too many locks, or a lock that ends within the channel's reveal timeout or
+ * outlasts its settle timeout), give the lock back to the payer at once so the initiator can try another route.
+ * Only when even that is impossible (we lack the balance towards the payer) does the lock wait for its expiry.
  */
 export function startMediator(state: NodeState, payerChannel: Channel, message: Signed<LockedTransfer>, ctx: TransitionContext, out: Effect[]): NodeState {
   const lock = message.lock
@@ -40,28 +77,33 @@ export function startMediator(state: NodeState, payerChannel: Channel, message: 
   const payeeChannel = hop && !sameAddress(hop, payerChannel.partner) ? channelWith(state, payerChannel.tokenNetwork, hop) : undefined
   const amountOut = lock.amount - ctx.mediationFee
   const why = hop ? whyNotUsable(payeeChannel, amountOut, lock.expiration - state.blockNumber, ctx) : 'no next hop on the route'
-  if (!why) {
-    const payeeLock = { amount: amountOut, expiration: lock.expiration, secrethash: lock.secrethash }
-    const sent = sendLockedTransfer(
-      state,
-      payeeChannel!,
-      'LockedTransfer',
-      { paymentId: message.payment_identifier, token: message.token, lock: payeeLock, target: message.target, initiator: message.initiator, metadata: message.metadata },
-      out,
-    )
-    return put(sent.state, { ...task, payeeChannelKey: channelKey(payeeChannel!.tokenNetwork, payeeChannel!.id), payee: hop!, payeeLock, payeeState: 'pending' })
-  }
-  // Give the lock back so the initiator can try another route; if even that is impossible, let it expire.
-  const refundWhy = whyNotUsable(payerChannel, lock.amount, lock.expiration - state.blockNumber, ctx)
-  if (refundWhy) return put(state, task)
+  if (why) return refundPayer(state, task, message.token, ctx, out)
+  const payeeLock = { amount: amountOut, expiration: lock.expiration, secrethash: lock.secrethash }
   const sent = sendLockedTransfer(
     state,
-    payerChannel,
-    'RefundTransfer',
-    { paymentId: message.payment_identifier, token: message.token, lock, target: message.target, initiator: message.initiator, metadata: message.metadata },
+    payeeChannel!,
+    'LockedTransfer',
+    { paymentId: message.payment_identifier, token: message.token, lock: payeeLock, target: message.target, initiator: message.initiator, metadata: message.metadata },
     out,
   )
-  return put(sent.state, { ...task, refunded: true })
+  return put(sent.state, { ...task, payeeChannelKey: channelKey(payeeChannel!.tokenNetwork, payeeChannel!.id), payee: hop!, payeeLock, payeeState: 'pending' })
+}
+
+/**
+ * Our payee gave our lock back (it could not forward it): we cannot either, as the route came from the initiator,
+ * so the refund travels on back to our payer at once. Our lock to the payee is never paid now (we unlock only a
+ * payee in 'pending' or 'secret_revealed') and is taken back at expiry, as the payee's refund to us is.
+ */
+export function mediatorOnRefund(state: NodeState, message: Signed<RefundTransfer>, sender: Address, ctx: TransitionContext, out: Effect[]): NodeState {
+  const task = state.mediators[message.lock.secrethash]
+  if (!task || !task.payee || !task.payeeLock || task.payeeState !== 'pending' || task.refunded || !sameAddress(sender, task.payee)) return state
+  const matches =
+    message.payment_identifier === task.paymentId &&
+    message.lock.amount === task.payeeLock.amount &&
+    message.lock.expiration === task.payeeLock.expiration &&
+    sameAddress(message.target, task.target)
+  if (!matches) return state
+  return refundPayer(state, { ...task, payeeState: 'refunded' }, message.token, ctx, out)
 }
 
 /** Whether we could still claim the payer's lock off-chain, or have it claimable on-chain already. */
@@ -85,7 +127,7 @@ function finishIfDone(state: NodeState, secrethash: Hex, out: Effect[]): NodeSta
   const task = state.mediators[secrethash]
   if (!task) return state
   const payerDone = task.payerState === 'unlocked' || task.payerState === 'expired'
-  const payeeDone = task.payeeState === undefined ? !task.refunded : task.payeeState === 'unlocked' || task.payeeState === 'expired'
+  const payeeDone = (task.payeeState === undefined || task.payeeState === 'unlocked' || task.payeeState === 'expired') && !task.refunded
   if (!payerDone || !payeeDone) return state
   if (task.payerState === 'unlocked' && task.payeeState === 'unlocked')
     out.push({ type: 'event', event: { type: 'mediationSucceeded', tokenNetwork: task.tokenNetwork, secrethash, amount: task.payerLock.amount } })
@@ -125,10 +167,10 @@ export function mediatorOnSecretRegistered(state: NodeState, secrethash: Hex, se
   return task ? learnSecret(state, task, secret, out) : state
 }
 
-/** The payer unlocked (Unlock) or took back (LockExpired) its lock to us. */
-export function mediatorOnPayerResolved(state: NodeState, secrethash: Hex, how: 'unlocked' | 'expired', out: Effect[]): NodeState {
+/** The payer unlocked (Unlock) or took back (LockExpired) its lock to us; the same from the payee is of its refund. */
+export function mediatorOnPayerResolved(state: NodeState, secrethash: Hex, key: string, how: 'unlocked' | 'expired', out: Effect[]): NodeState {
   const task = state.mediators[secrethash]
-  if (!task) return state
+  if (!task || task.payerChannelKey !== key) return state
   return finishIfDone(put(state, { ...task, payerState: how }), secrethash, out)
 }
 
@@ -143,16 +185,17 @@ export function mediatorOnBlock(state: NodeState, ctx: TransitionContext, out: E
     if (s.blockNumber >= expiredAt) {
       const registered = s.registeredSecrets[t.secrethash]
       const claimable = registered !== undefined && registered < t.payerLock.expiration
-      // Our own lock towards the payee (or back to the payer, after a refund) expired unpaid: take it back.
-      if (!claimable && t.payeeChannelKey && (t.payeeState === 'pending' || t.payeeState === 'secret_revealed')) {
+      // Our own lock towards the payee (one it gave back too) expired unpaid: take it back.
+      if (!claimable && t.payeeChannelKey && (t.payeeState === 'pending' || t.payeeState === 'secret_revealed' || t.payeeState === 'refunded')) {
         const channel = s.channels[t.payeeChannelKey]
         if (channel?.state === 'opened') s = sendLockExpired(s, channel, t.secrethash, out)?.state ?? s
         t = { ...t, payeeState: 'expired' }
         s = put(s, t)
       }
-      if (t.refunded && !t.payeeChannelKey) {
+      // Our refund to the payer expired too: take it back (a claimable one stays, for the chain to settle).
+      if (t.refunded) {
         const channel = s.channels[t.payerChannelKey]
-        if (channel?.state === 'opened') s = sendLockExpired(s, channel, t.secrethash, out)?.state ?? s
+        if (!claimable && channel?.state === 'opened') s = sendLockExpired(s, channel, t.secrethash, out)?.state ?? s
         t = { ...t, refunded: false }
         s = put(s, t)
       }

@@ -8,7 +8,7 @@ import type { DecryptedSecret } from '../state/changes.ts'
 import type { Effect } from '../state/effects.ts'
 import type { Channel, ChannelEnd, NodeState } from '../state/types.ts'
 import { initiatorOnRefund } from './initiator.ts'
-import { mediatorOnPayerResolved, startMediator } from './mediator.ts'
+import { mediatorOnPayerResolved, mediatorOnRefund, startMediator } from './mediator.ts'
 import { sendProcessed } from './send.ts'
 import { endTarget, startTarget } from './target.ts'
 
@@ -79,7 +79,8 @@ export function receiveLockedTransfer(
       return receivePartnerProof(channel, message, sender, { locks: [...end.locks, { ...lock }], transferredAmount: end.balanceProof?.transferredAmount ?? 0n })
     },
     (s, channel) => {
-      if (message.type === 'RefundTransfer') return initiatorOnRefund(s, message, sender, ctx, out)
+      // A refund is for the payment we started, or for a transfer we forwarded (then it travels on back).
+      if (message.type === 'RefundTransfer') return s.initiators[lock.secrethash] ? initiatorOnRefund(s, message, sender, ctx, out) : mediatorOnRefund(s, message, sender, ctx, out)
       if (sameAddress(message.target, s.address)) return startTarget(s, channel, message, out, decryptedSecret)
       if (s.initiators[lock.secrethash] || s.mediators[lock.secrethash]) return s // a transfer coming back to us (a loop): let it expire
       return startMediator(s, channel, message, ctx, out)
@@ -109,7 +110,7 @@ export function receiveUnlock(state: NodeState, message: Signed<Unlock>, sender:
         out.push({ type: 'event', event: { type: 'paymentReceivedSuccess', token: s.tokenNetworks[target.tokenNetwork]?.token ?? target.tokenNetwork, tokenNetwork: target.tokenNetwork, initiator: target.initiator, amount: target.lock.amount, paymentId: target.paymentId, secrethash } })
         return endTarget(s, secrethash)
       }
-      return mediatorOnPayerResolved(s, secrethash, 'unlocked', out)
+      return mediatorOnPayerResolved(s, secrethash, channelKey(message.token_network_address, message.channel_identifier), 'unlocked', out)
     },
   )
 }
@@ -133,7 +134,7 @@ export function receiveLockExpired(state: NodeState, message: Signed<LockExpired
     (s) => {
       const target = s.targets[message.secrethash]
       if (target && target.channelKey === channelKey(message.token_network_address, message.channel_identifier)) return endTarget(s, message.secrethash)
-      return mediatorOnPayerResolved(s, message.secrethash, 'expired', out)
+      return mediatorOnPayerResolved(s, message.secrethash, channelKey(message.token_network_address, message.channel_identifier), 'expired', out)
     },
   )
 }

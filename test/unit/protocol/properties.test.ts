@@ -9,7 +9,7 @@ const names = ['A', 'B', 'C'] as const
 type Name = (typeof names)[number]
 
 type Step =
-  | { kind: 'pay'; from: Name; to: Name; amount: bigint }
+  | { kind: 'pay'; from: Name; to: Name; amount: bigint; lockTimeout?: bigint }
   | { kind: 'deliver'; index: number; duplicate: boolean }
   | { kind: 'mine'; blocks: number }
   | { kind: 'offline'; node: Name; online: boolean }
@@ -18,7 +18,14 @@ type Step =
   | { kind: 'close'; node: Name }
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ kind: fc.constant('pay' as const), from: fc.constantFrom(...names), to: fc.constantFrom(...names), amount: fc.bigInt({ min: 1n, max: 60n }) }) },
+  {
+    weight: 8,
+    arbitrary: fc.record(
+      // A 14-block lock reaches B inside B's reveal timeout (15) of its next channel: B refunds it.
+      { kind: fc.constant('pay' as const), from: fc.constantFrom(...names), to: fc.constantFrom(...names), amount: fc.bigInt({ min: 1n, max: 60n }), lockTimeout: fc.constantFrom(14n, 30n) },
+      { requiredKeys: ['kind', 'from', 'to', 'amount'] },
+    ),
+  },
   { weight: 10, arbitrary: fc.record({ kind: fc.constant('deliver' as const), index: fc.nat(20), duplicate: fc.boolean() }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('mine' as const), blocks: fc.integer({ min: 1, max: 8 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('offline' as const), node: fc.constantFrom(...names), online: fc.boolean() }) },
@@ -57,7 +64,7 @@ async function run(net: Network, steps: Step[], payments: Map<bigint, Name>) {
         if (s.from === s.to) break
         const direct = (s.from === 'A' && s.to === 'B') || (s.from === 'B') || (s.to === 'B')
         const routes = direct ? [[s.to]] : [mid[s.from]]
-        await net.pay(s.from, s.to, s.amount, paymentId, routes)
+        await net.pay(s.from, s.to, s.amount, paymentId, routes, s.lockTimeout)
         payments.set(paymentId, s.from)
         paymentId++
         break
@@ -103,6 +110,7 @@ async function quiesce(net: Network) {
 
 describe('three nodes A-B-C wired only through the pure transition (property)', () => {
   test('balances are conserved, nonces strictly increase, payments all end, and views agree after quiet', async () => {
+    let refunds = 0
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 15, maxLength: 60 }), async (steps) => {
         const net = new Network([...names])
@@ -110,8 +118,14 @@ describe('three nodes A-B-C wired only through the pure transition (property)', 
         net.secretInMetadata = (id) => id % 2n === 1n
         await net.open('A', 'B', 200n, 150n, 100n, 10n)
         await net.open('B', 'C', 150n, 200n, 100n, 10n)
+        // B, the mediator, wants 15 blocks to claim a lock on-chain; A and C 10.
+        for (const partner of ['A', 'C'] as const) {
+          const c = Object.values(net.node('B').state.channels).find((ch) => ch.partner === net.node(partner).address)!
+          await net.dispatch('B', { type: 'setRevealTimeout', tokenNetwork: c.tokenNetwork, channelId: c.id, revealTimeout: 15n })
+        }
         const payments = new Map<bigint, Name>()
         await run(net, steps, payments)
+        refunds += net.node('B').sent.filter((m) => m.message.type === 'RefundTransfer').length
         await quiesce(net)
         checkAlways(net)
 
@@ -147,6 +161,78 @@ describe('three nodes A-B-C wired only through the pure transition (property)', 
         }
       }),
       { numRuns: 30 },
+    )
+    // The runs went through B's refunds too, not only through payments that succeed or expire.
+    expect(refunds).toBeGreaterThan(0)
+  })
+})
+
+type RouteConfig = {
+  abSettle: bigint
+  bcSettle: bigint
+  cdSettle: bigint
+  /** B's reveal timeout towards C, C's towards D, as fractions of the channel's settle timeout (at most half). */
+  bReveal: number
+  cReveal: number
+  bDeposit: bigint
+  cDeposit: bigint
+  /** Whether A's state knows the graph's settle timeouts (a state stored before they were kept does not). */
+  aKnowsSettleTimeouts: boolean
+  payments: { amount: bigint; lockTimeout?: bigint }[]
+}
+
+const routeConfig: fc.Arbitrary<RouteConfig> = fc.record({
+  abSettle: fc.bigInt({ min: 20n, max: 300n }),
+  bcSettle: fc.bigInt({ min: 20n, max: 200n }),
+  cdSettle: fc.bigInt({ min: 20n, max: 200n }),
+  bReveal: fc.double({ min: 0, max: 1, noNaN: true }),
+  cReveal: fc.double({ min: 0, max: 1, noNaN: true }),
+  bDeposit: fc.bigInt({ min: 0n, max: 100n }),
+  cDeposit: fc.bigInt({ min: 0n, max: 100n }),
+  aKnowsSettleTimeouts: fc.boolean(),
+  payments: fc.array(fc.record({ amount: fc.bigInt({ min: 1n, max: 60n }), lockTimeout: fc.bigInt({ min: 7n, max: 250n }) }, { requiredKeys: ['amount'] }), { minLength: 1, maxLength: 6 }),
+})
+
+describe('a route A-B-C-D whose hops can give a lock back (property)', () => {
+  test('every payment ends, paid or failed with a reason, without a single block being mined', async () => {
+    await fc.assert(
+      fc.asyncProperty(routeConfig, async (cfg) => {
+        const net = new Network(['A', 'B', 'C', 'D'])
+        // Every side starts with a reveal timeout of 5; the mediators raise theirs towards their payees.
+        await net.open('A', 'B', 1000n, 1000n, cfg.abSettle, 5n)
+        const bc = await net.open('B', 'C', cfg.bDeposit, 1000n, cfg.bcSettle, 5n)
+        const cd = await net.open('C', 'D', cfg.cDeposit, 0n, cfg.cdSettle, 5n)
+        const raise = async (node: string, channelId: bigint, settle: bigint, share: number) => {
+          const reveal = 5n + BigInt(Math.floor(share * Number(settle / 2n - 5n)))
+          await net.dispatch(node, { type: 'setRevealTimeout', tokenNetwork: net.chain.tokenNetwork, channelId, revealTimeout: reveal })
+        }
+        await raise('B', bc, cfg.bcSettle, cfg.bReveal)
+        await raise('C', cd, cfg.cdSettle, cfg.cReveal)
+        if (!cfg.aKnowsSettleTimeouts) for (const c of Object.values(net.node('A').state.tokenNetworks[net.chain.tokenNetwork]!.graph)) delete c.settleTimeout
+        const start = net.chain.block
+        let paid = 0n
+        for (const [i, p] of cfg.payments.entries()) {
+          const id = BigInt(i + 1)
+          await net.pay('A', 'D', p.amount, id, [['B', 'C', 'D']], p.lockTimeout)
+          await net.deliverAll()
+          const outcomes = net.outcomes('A', id)
+          expect(outcomes, `payment ${id}`).toHaveLength(1)
+          const outcome = outcomes[0]!
+          if (outcome.type === 'paymentSentSuccess') paid += p.amount
+          else expect(outcome.type === 'paymentSentFailed' && outcome.reason).toMatch(/^no route could carry the payment: /)
+        }
+        expect(net.chain.block).toBe(start)
+        // D got exactly what the succeeded payments carried; every channel still holds what the contract holds.
+        const received = net.node('D').events.filter((e) => e.type === 'paymentReceivedSuccess').reduce((sum, e) => sum + (e as { amount: bigint }).amount, 0n)
+        expect(received).toBe(paid)
+        for (const n of ['A', 'B', 'C', 'D']) {
+          for (const c of Object.values(net.node(n).state.channels)) {
+            expect(balance(c.our, c.partnerEnd) + balance(c.partnerEnd, c.our)).toBe(c.our.deposit + c.partnerEnd.deposit)
+          }
+        }
+        expect(net.violations).toEqual([])
+      }),
+      { numRuns: 60 },
     )
   })
 })
