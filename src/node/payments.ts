@@ -1,7 +1,7 @@
 import { bytesToHex, maxUint256, maxUint64, sha256, type Address, type Hex } from 'viem'
 import { readSecretRevealBlock } from '../chain/reads.ts'
 import { distributable } from '../protocol/channel/amounts.ts'
-import { findRoutes } from '../protocol/routing/findRoutes.ts'
+import { findRoutes, whyNoRouteHoldsLock } from '../protocol/routing/findRoutes.ts'
 import { channelWith, publicKeyOf, sameAddress, tokenNetworkOf } from '../protocol/state/access.ts'
 import type { NodeState } from '../protocol/state/types.ts'
 import type { PaymentQuery, PaymentRecord } from '../storage/storage.ts'
@@ -63,7 +63,8 @@ export function checkSecretHash(state: NodeState, secrethash: Hex): void {
 /**
  * Whether the payment can start over some route, else why not: no open channel at all or no path is 409
  * (NoRouteError); our channels lacking the balance is 402 (InsufficientBalanceError); a lock_timeout that fits
- * no usable first channel (reveal_timeout < lock_timeout <= settle_timeout) is 409.
+ * no usable first channel (reveal_timeout < lock_timeout <= settle_timeout) is 409, and so is a payment whose
+ * routes all have a channel that cannot hold its lock (NoRouteError, saying why).
  */
 export function checkRoute(state: NodeState, { tokenNetwork, target, amount, lockTimeout }: { tokenNetwork: Address; target: Address; amount: bigint; lockTimeout?: bigint }): void {
   const routes = findRoutes(state, { tokenNetwork, target, amount })
@@ -80,11 +81,16 @@ export function checkRoute(state: NodeState, { tokenNetwork, target, amount, loc
     if (most < amount) throw new InsufficientBalanceError(`insufficient balance: our open channels can send at most ${most} in one payment, ${amount} needed`)
     throw new NoRouteError(`no route to ${target} can carry ${amount}`)
   }
-  if (lockTimeout === undefined) return
-  const firstHops = routes.map((r) => channelWith(state, tokenNetwork, r[0]!)!)
-  if (firstHops.some((c) => lockTimeout > c.revealTimeout && lockTimeout <= c.settleTimeout)) return
-  const c = firstHops[0]!
-  throw new InvalidPaymentError(`lock_timeout ${lockTimeout} must be greater than the reveal timeout (${c.revealTimeout}) and at most the settle timeout (${c.settleTimeout}) of the channel with ${c.partner}`)
+  if (lockTimeout !== undefined) {
+    const firstHops = routes.map((r) => channelWith(state, tokenNetwork, r[0]!)!)
+    if (!firstHops.some((c) => lockTimeout > c.revealTimeout && lockTimeout <= c.settleTimeout)) {
+      const c = firstHops[0]!
+      throw new InvalidPaymentError(`lock_timeout ${lockTimeout} must be greater than the reveal timeout (${c.revealTimeout}) and at most the settle timeout (${c.settleTimeout}) of the channel with ${c.partner}`)
+    }
+  }
+  // Routes whose channels cannot hold the lock are no routes: refused now, with the reason, not sent to hang.
+  const tooShort = whyNoRouteHoldsLock(state, { tokenNetwork, target, amount, lockTimeout: lockTimeout ?? 'default' })
+  if (tooShort) throw new NoRouteError(tooShort)
 }
 
 const randomBytes32 = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
@@ -159,7 +165,7 @@ async function startPayment(node: SluiceNode, p: SendPaymentParameters & { token
   const ownSecret = !p.secret && !p.secrethash
   const secret = p.secret?.toLowerCase() as Hex | undefined ?? (ownSecret ? randomBytes32() : undefined)
   const secrethash = (p.secrethash?.toLowerCase() as Hex | undefined) ?? sha256(secret!)
-  const routes = findRoutes(node.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount })
+  const routes = findRoutes(node.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount, lockTimeout: p.lockTimeout ?? 'default' })
   if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
   const encryptedSecret = secretForTarget({ enabled: node.config.encryptSecret, targetPublicKey: publicKeyOf(node.state, p.target), secret, amount: p.amount, paymentId: p.identifier })
   const done = outcome(node, p.target, p.identifier)
