@@ -33,7 +33,25 @@ export default defineConfig({
         plugins: [secp256k1Wasm()],
         server: { headers: { 'Service-Worker-Allowed': '/' } },
         // tiny-secp256k1 stays out of pre-bundling so the plugin can swap its WASM loader.
-        optimizeDeps: { include: ['comlink', 'hono', 'hono/streaming', 'idb', 'viem', 'viem/accounts', 'viem/chains', '@noble/curves/secp256k1', '@noble/hashes/sha3', 'uint8array-tools', 'hash-wasm', '@noble/ciphers/aes', '@noble/hashes/hkdf', '@noble/hashes/sha2'], exclude: ['tiny-secp256k1'] },
+        optimizeDeps: {
+          include: [
+            'comlink',
+            'hono',
+            'hono/streaming',
+            'idb',
+            'viem',
+            'viem/accounts',
+            'viem/chains',
+            '@noble/curves/secp256k1',
+            '@noble/hashes/sha3',
+            'uint8array-tools',
+            'hash-wasm',
+            '@noble/ciphers/aes',
+            '@noble/hashes/hkdf',
+            '@noble/hashes/sha2',
+          ],
+          exclude: ['tiny-secp256k1'],
+        },
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],

@@ -41,7 +41,9 @@ export async function benchNode(): Promise<Record<string, string>> {
   const keys = [anvilKeys[1], anvilKeys[2], anvilKeys[3]]
   const net = await startDevnet(keys, 10n ** 21n)
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-'))
-  const nodes = await Promise.all(keys.map((key) => spawnNode({ rpcUrl: net.anvil.rpcUrl, deployment: net.deployment, key, dataDir, channelName: net.channelName })))
+  const nodes = await Promise.all(
+    keys.map((key) => spawnNode({ rpcUrl: net.anvil.rpcUrl, deployment: net.deployment, key, dataDir, channelName: net.channelName })),
+  )
   const [a, b, c] = nodes as [NodeWorker, NodeWorker, NodeWorker]
   const [addrB, addrC] = await Promise.all([b.call<Address>('address'), c.call<Address>('address')])
   await a.call('openChannel', net.tokenNetwork, addrB, 10n ** 20n)

@@ -9,7 +9,13 @@ import { createBroadcastChannelTransport } from '../src/transport/broadcastChann
 import { openChannelOnChain } from '../src/node/channelActions.ts'
 import { sendPayment } from '../src/node/payments.ts'
 
-const { rpcUrl, deployment, key, dataDir, channelName } = workerData as { rpcUrl: string; deployment: Deployment; key: Hex; dataDir: string; channelName: string }
+const { rpcUrl, deployment, key, dataDir, channelName } = workerData as {
+  rpcUrl: string
+  deployment: Deployment
+  key: Hex
+  dataDir: string
+  channelName: string
+}
 
 await useNativeSecp256k1()
 const node = await createNode({

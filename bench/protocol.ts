@@ -31,7 +31,9 @@ export async function benchProtocol(): Promise<Record<string, string>> {
     if (engine === 'native') await useNativeSecp256k1()
     if (secp256k1Engine().name !== engine) throw new Error(`engine ${engine} not available`)
     const signed = signPackedSync(key, packMessage(transfer))
-    rows[`LockedTransfer packed + signed /s (${engine})`] = fmt(opsPerSecond((i) => signPackedSync(key, packMessage({ ...transfer, message_identifier: BigInt(i) }))))
+    rows[`LockedTransfer packed + signed /s (${engine})`] = fmt(
+      opsPerSecond((i) => signPackedSync(key, packMessage({ ...transfer, message_identifier: BigInt(i) }))),
+    )
     rows[`LockedTransfer packed + verified /s (${engine})`] = fmt(opsPerSecond(() => recoverPackedSignerSync(packMessage(transfer), signed)))
     rows[`direct payment, CPU ms (${engine})`] = fmt(await paymentCpu(false))
     rows[`mediated payment A-B-C, CPU ms (${engine})`] = fmt(await paymentCpu(true))

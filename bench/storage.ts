@@ -20,7 +20,12 @@ function paymentCommit(seq: number): Commit {
   const { signature: _, ...unsigned } = transfer
   return {
     changes: [{ seq, time: Date.now(), change: { type: 'receive', message: transfer, sender: fixture.signer as Address } }],
-    outbox: { put: [{ key: `m${seq}`, recipient: transfer.recipient, message: unsigned, channelKey: 'tn:7', queuedAt: Date.now(), attempts: 0, nextAttemptAt: Date.now() }], delete: [`m${seq - 1}`] },
+    outbox: {
+      put: [
+        { key: `m${seq}`, recipient: transfer.recipient, message: unsigned, channelKey: 'tn:7', queuedAt: Date.now(), attempts: 0, nextAttemptAt: Date.now() },
+      ],
+      delete: [`m${seq - 1}`],
+    },
   }
 }
 

@@ -62,10 +62,7 @@ for (const [file, contracts] of Object.entries(output.contracts)) {
   }
 }
 names.sort()
-generated.set(
-  'index.ts',
-  `${header}${names.map((n) => `export { ${n} } from './${n}.ts'`).join('\n')}\n\nexport const solcVersion = '${solc.version()}'\n`,
-)
+generated.set('index.ts', `${header}${names.map((n) => `export { ${n} } from './${n}.ts'`).join('\n')}\n\nexport const solcVersion = '${solc.version()}'\n`)
 
 if (check) {
   const stale = []

@@ -23,7 +23,7 @@ export function secp256k1Wasm(): Plugin {
     load(id) {
       if (id !== LOADER) return null
       return [
-        `import wasmUrl from ${JSON.stringify(join(libDir, 'secp256k1.wasm') + '?url')}`,
+        `import wasmUrl from ${JSON.stringify(`${join(libDir, 'secp256k1.wasm')}?url`)}`,
         `import * as rand from ${JSON.stringify(join(libDir, 'rand.browser.js'))}`,
         `import * as validate_error from ${JSON.stringify(join(libDir, 'validate_error.js'))}`,
         `const imports = { './rand.js': rand, './validate_error.js': validate_error }`,

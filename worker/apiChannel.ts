@@ -212,7 +212,11 @@ export async function forwardOverApiChannel(request: Request, p: ForwardParamete
       if (now - started < discoverMs) return
       starting ??= (await p.nodeStarting?.()) ?? false
       if (!starting || now - started > startTimeoutMs)
-        fail(503, 'NO_NODE', starting ? `no Sluice node answered within ${startTimeoutMs} ms` : 'no Sluice node runs in this origin: call startNode() in a page first')
+        fail(
+          503,
+          'NO_NODE',
+          starting ? `no Sluice node answered within ${startTimeoutMs} ms` : 'no Sluice node runs in this origin: call startNode() in a page first',
+        )
     }, 250)
     send()
   })

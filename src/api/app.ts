@@ -58,7 +58,7 @@ export function createApi({ onInternalError, ...context }: CreateApiParameters):
 
   let closed: string | undefined
   const app = new Hono({ strict: true }).basePath(API_BASE_PATH)
-  app.use(async (c, next) => {
+  app.use(async (_c, next) => {
     if (closed) throw new ApiError(503, closed)
     await next()
   })

@@ -69,5 +69,16 @@ export const channelSchema: Schema = {
     settle_timeout: decimal,
     reveal_timeout: decimal,
   },
-  required: ['channel_identifier', 'token_network_address', 'partner_address', 'token_address', 'balance', 'total_deposit', 'total_withdraw', 'state', 'settle_timeout', 'reveal_timeout'],
+  required: [
+    'channel_identifier',
+    'token_network_address',
+    'partner_address',
+    'token_address',
+    'balance',
+    'total_deposit',
+    'total_withdraw',
+    'state',
+    'settle_timeout',
+    'reveal_timeout',
+  ],
 }

@@ -1,7 +1,14 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { SluiceError } from '../errors.ts'
 
-const codeOfStatus: Partial<Record<number, string>> = { 400: 'INVALID_REQUEST', 404: 'NOT_FOUND', 405: 'METHOD_NOT_ALLOWED', 409: 'CONFLICT', 500: 'INTERNAL', 503: 'UNAVAILABLE' }
+const codeOfStatus: Partial<Record<number, string>> = {
+  400: 'INVALID_REQUEST',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  409: 'CONFLICT',
+  500: 'INTERNAL',
+  503: 'UNAVAILABLE',
+}
 
 /**
  * An answer other than success: its status, and the body `{"errors": message, "code": code}` (docs/rest-api.md, Errors, names

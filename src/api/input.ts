@@ -2,7 +2,6 @@ import { getAddress, isAddress, maxUint256, type Address, type Hex } from 'viem'
 import { ApiError } from './errors.ts'
 import { JsonNumber, JsonSyntaxError, parseJson, type JsonValue } from './json.ts'
 
-
 /** A JSON Schema (OpenAPI 3.1 dialect) fragment. */
 export type Schema = Record<string, unknown>
 
@@ -32,7 +31,17 @@ const NEGATIVE = /^-(0|[1-9]\d*)$/
  * a well-formed integer outside [min, max] (a negative amount, one above uint256) is `rangeStatus` (409 by
  * default, as the Raiden node's logic answers), never a 500.
  */
-export function integer({ min = 0n, max = maxUint256, rangeStatus = 409, description }: { min?: bigint; max?: bigint; rangeStatus?: 400 | 409; description?: string } = {}): Field<bigint> {
+export function integer({
+  min = 0n,
+  max = maxUint256,
+  rangeStatus = 409,
+  description,
+}: {
+  min?: bigint
+  max?: bigint
+  rangeStatus?: 400 | 409
+  description?: string
+} = {}): Field<bigint> {
   return {
     schema: {
       oneOf: [
@@ -140,7 +149,8 @@ export async function readBody<S extends Shape>(request: Request, shape: S): Pro
     if (error instanceof JsonSyntaxError) throw new ApiError(400, `malformed JSON: ${error.message}`)
     throw error
   }
-  if (json === null || typeof json !== 'object' || Array.isArray(json) || json instanceof JsonNumber) throw new ApiError(400, 'JSON payload expected: the body must be a JSON object')
+  if (json === null || typeof json !== 'object' || Array.isArray(json) || json instanceof JsonNumber)
+    throw new ApiError(400, 'JSON payload expected: the body must be a JSON object')
   if (Object.keys(json).length === 0) throw new ApiError(400, 'JSON payload expected')
   return parseShape(json, shape)
 }

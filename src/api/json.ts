@@ -15,14 +15,23 @@ export type JsonValue = null | boolean | string | JsonNumber | JsonValue[] | { [
 export class JsonSyntaxError extends SluiceError {
   override name = 'JsonSyntaxError' as const
   override readonly code = 'JSON_SYNTAX' as const
-  constructor(message: string, readonly position: number) {
+  constructor(
+    message: string,
+    readonly position: number,
+  ) {
     super(`${message} at position ${position}`)
   }
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
+// biome-ignore lint/suspicious/noControlCharactersInRegex: JSON forbids raw control characters in a string: these are what it rejects.
 const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y
 const WHITESPACE = /[ \t\n\r]*/y
+const LITERALS = [
+  ['true', true],
+  ['false', false],
+  ['null', null],
+] as const
 /** Deeper than any request we take; bounds the recursion on hostile input. */
 const MAX_DEPTH = 64
 
@@ -85,9 +94,12 @@ export function parseJson(text: string): JsonValue {
       }
     }
     if (c === '"') return JSON.parse(match(STRING) ?? fail('bad string')) as string
-    if (text.startsWith('true', at)) return (at += 4), true
-    if (text.startsWith('false', at)) return (at += 5), false
-    if (text.startsWith('null', at)) return (at += 4), null
+    for (const [word, value] of LITERALS) {
+      if (text.startsWith(word, at)) {
+        at += word.length
+        return value
+      }
+    }
     const number = match(NUMBER)
     if (number !== undefined) return new JsonNumber(number)
     return fail(at >= text.length ? 'unexpected end' : `unexpected ${JSON.stringify(c)}`)

@@ -106,7 +106,8 @@ export function createBlockWatcher(client: PublicClient, parameters: CreateBlock
     for (let i = remembered.length - 1; i >= 0; i--) {
       const ref = remembered[i]!
       const now = await block(ref.number)
-      if (now?.hash === ref.hash) return applyReorg({ type: 'reorg', commonAncestor: ref.number, resyncFrom: ref.number + 1n, replacedBlock: replaced, deep: false })
+      if (now?.hash === ref.hash)
+        return applyReorg({ type: 'reorg', commonAncestor: ref.number, resyncFrom: ref.number + 1n, replacedBlock: replaced, deep: false })
     }
     const oldest = remembered[0]?.number ?? replaced.number
     return applyReorg({ type: 'reorg', commonAncestor: oldest - 1n, resyncFrom: oldest, replacedBlock: replaced, deep: true })

@@ -55,6 +55,7 @@ export type DecodeChainEventParameters = {
  */
 export function decodeChainEvent({ source, log, defaultRevealTimeout }: DecodeChainEventParameters): SyncedChainEvent | undefined {
   if (log.blockNumber === null || log.logIndex === null || log.transactionHash === null) return undefined
+  // biome-ignore lint/suspicious/noImplicitAnyLet: TypeScript types it by control flow, as the union of the events of `abis[source]`.
   let decoded
   try {
     decoded = decodeEventLog({ abi: abis[source], data: log.data, topics: log.topics, strict: true })

@@ -10,14 +10,7 @@ import { SluiceError } from '../errors.ts'
 export const contractsVersion = '0.40.0'
 
 /** The contracts a deployment names, in deployment order. */
-export const deployedContractNames = [
-  'SecretRegistry',
-  'TokenNetworkRegistry',
-  'ServiceRegistry',
-  'UserDeposit',
-  'OneToN',
-  'MonitoringService',
-] as const
+export const deployedContractNames = ['SecretRegistry', 'TokenNetworkRegistry', 'ServiceRegistry', 'UserDeposit', 'OneToN', 'MonitoringService'] as const
 
 export type DeployedContractName = (typeof deployedContractNames)[number]
 
@@ -43,7 +36,12 @@ export type Deployment = {
 export class InvalidDeploymentError extends SluiceError {
   override name = 'InvalidDeploymentError' as const
   override readonly code = 'INVALID_DEPLOYMENT' as const
-  constructor(readonly field: string, readonly expected: string, readonly got: unknown, readonly path?: string) {
+  constructor(
+    readonly field: string,
+    readonly expected: string,
+    readonly got: unknown,
+    readonly path?: string,
+  ) {
     super(`${path ? `deployment file ${path}: ` : 'deployment: '}${field} must be ${expected}, got ${describe(got)}`)
   }
 }
@@ -98,4 +96,3 @@ export function parseDeployment(value: unknown, path?: string): Deployment {
     rpcUrl: rpcUrl as string,
   }
 }
-

@@ -54,9 +54,21 @@ const otherMintAbi = parseAbi(['function increaseSupply(uint256 value, address t
 /** The mint functions test tokens offer (rest-api `_testing` endpoint), tried in this order. */
 function mintCalls(token: Address, to: Address, amount: bigint): ChainCall[] {
   return [
-    { to: token, data: encodeFunctionData({ abi: CustomToken.abi, functionName: 'mint', args: [to, amount] }), description: `mint(${to}, ${amount}) on ${token}` },
-    { to: token, data: encodeFunctionData({ abi: CustomToken.abi, functionName: 'mintFor', args: [amount, to] }), description: `mintFor(${amount}, ${to}) on ${token}` },
-    { to: token, data: encodeFunctionData({ abi: otherMintAbi, functionName: 'increaseSupply', args: [amount, to] }), description: `increaseSupply(${amount}, ${to}) on ${token}` },
+    {
+      to: token,
+      data: encodeFunctionData({ abi: CustomToken.abi, functionName: 'mint', args: [to, amount] }),
+      description: `mint(${to}, ${amount}) on ${token}`,
+    },
+    {
+      to: token,
+      data: encodeFunctionData({ abi: CustomToken.abi, functionName: 'mintFor', args: [amount, to] }),
+      description: `mintFor(${amount}, ${to}) on ${token}`,
+    },
+    {
+      to: token,
+      data: encodeFunctionData({ abi: otherMintAbi, functionName: 'increaseSupply', args: [amount, to] }),
+      description: `increaseSupply(${amount}, ${to}) on ${token}`,
+    },
   ]
 }
 
@@ -76,7 +88,11 @@ export async function mintTokens(
   const calls = mintCalls(token, to, amount)
   for (let i = 0; i < calls.length; i++) {
     const candidate = calls[i]!
-    if (!(await accepts(chain, candidate.to, candidate.data).catch((e: unknown) => ((lastError = e), false)))) continue
+    const accepted = await accepts(chain, candidate.to, candidate.data).catch((e: unknown) => {
+      lastError = e
+      return false
+    })
+    if (!accepted) continue
     return { ...(await queue.send(candidate)), function: names[i]! }
   }
   throw new TokenNotMintableError(token, lastError)

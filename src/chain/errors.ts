@@ -15,7 +15,10 @@ export class ChainError extends SluiceError {
 export class ChainIdMismatchError extends ChainError {
   override name = 'ChainIdMismatchError' as const
   override readonly code = 'CHAIN_ID_MISMATCH' as const
-  constructor(readonly expected: number, readonly actual: number) {
+  constructor(
+    readonly expected: number,
+    readonly actual: number,
+  ) {
     super(`the RPC endpoint serves chain ${actual}, not the configured chain ${expected}`)
   }
 }
@@ -24,7 +27,10 @@ export class ChainIdMismatchError extends ChainError {
 export class ChainRpcError extends ChainError {
   override name = 'ChainRpcError' as const
   override readonly code = 'CHAIN_RPC' as const
-  constructor(readonly method: string, cause: unknown) {
+  constructor(
+    readonly method: string,
+    cause: unknown,
+  ) {
     super(`${method} failed: ${describeCause(cause)}`, { cause })
   }
 }
@@ -56,10 +62,7 @@ export class InsufficientFundsForGasError extends ChainError {
     readonly required: bigint | undefined,
     cause?: unknown,
   ) {
-    super(
-      `insufficient ETH for gas: ${address} has ${balance ?? 'too little'}${required !== undefined ? `, needs ${required} wei` : ''}`,
-      { cause },
-    )
+    super(`insufficient ETH for gas: ${address} has ${balance ?? 'too little'}${required !== undefined ? `, needs ${required} wei` : ''}`, { cause })
   }
 }
 
@@ -67,7 +70,12 @@ export class InsufficientFundsForGasError extends ChainError {
 export class InsufficientTokenBalanceError extends ChainError {
   override name = 'InsufficientTokenBalanceError' as const
   override readonly code = 'INSUFFICIENT_TOKEN_BALANCE' as const
-  constructor(readonly token: Address, readonly address: Address, readonly balance: bigint, readonly required: bigint) {
+  constructor(
+    readonly token: Address,
+    readonly address: Address,
+    readonly balance: bigint,
+    readonly required: bigint,
+  ) {
     super(`insufficient token balance: ${address} has ${balance} of ${token}, needs ${required}`)
   }
 }
@@ -76,7 +84,10 @@ export class InsufficientTokenBalanceError extends ChainError {
 export class TokenNotMintableError extends ChainError {
   override name = 'TokenNotMintableError' as const
   override readonly code = 'TOKEN_NOT_MINTABLE' as const
-  constructor(readonly token: Address, cause?: unknown) {
+  constructor(
+    readonly token: Address,
+    cause?: unknown,
+  ) {
     super(`token ${token} has no mint(address,uint256), mintFor(uint256,address) or increaseSupply(uint256,address) that we may call`, { cause })
   }
 }
@@ -85,7 +96,10 @@ export class TokenNotMintableError extends ChainError {
 export class MissingEventError extends ChainError {
   override name = 'MissingEventError' as const
   override readonly code = 'MISSING_EVENT' as const
-  constructor(readonly eventName: string, readonly hash: Hex) {
+  constructor(
+    readonly eventName: string,
+    readonly hash: Hex,
+  ) {
     super(`transaction ${hash} emitted no ${eventName} event`)
   }
 }

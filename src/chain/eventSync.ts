@@ -99,6 +99,8 @@ export async function syncChainEvents(client: PublicClient, parameters: SyncChai
     from = chunk.toBlock + 1n
   }
 
-  events.sort((a, b) => (a.event.blockNumber === b.event.blockNumber ? a.event.logIndex - b.event.logIndex : a.event.blockNumber < b.event.blockNumber ? -1 : 1))
+  events.sort((a, b) =>
+    a.event.blockNumber === b.event.blockNumber ? a.event.logIndex - b.event.logIndex : a.event.blockNumber < b.event.blockNumber ? -1 : 1,
+  )
   return { events, tokenNetworks }
 }

@@ -60,7 +60,9 @@ export async function decryptKeystore(keystore: string | unknown, password: stri
   return bytesToHex(plain)
 }
 
-type Kdf = { name: 'scrypt'; n: number; r: number; p: number; dklen: number; salt: Uint8Array<ArrayBuffer> } | { name: 'pbkdf2'; c: number; dklen: number; salt: Uint8Array<ArrayBuffer> }
+type Kdf =
+  | { name: 'scrypt'; n: number; r: number; p: number; dklen: number; salt: Uint8Array<ArrayBuffer> }
+  | { name: 'pbkdf2'; c: number; dklen: number; salt: Uint8Array<ArrayBuffer> }
 
 function parseJson(text: string): unknown {
   try {
@@ -86,7 +88,8 @@ function readKeystore(value: unknown): { kdf: Kdf; cipher: string; ciphertext: U
   const ciphertext = hex(c.ciphertext, 'ciphertext')
   const mac = hex(c.mac, 'mac', 32)
   const kp = isRecord(c.kdfparams) ? c.kdfparams : fail('no kdfparams')
-  const int = (v: unknown, name: string, min: number, max: number) => (Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max ? (v as number) : fail(`kdfparams.${name} must be an integer from ${min} to ${max}`))
+  const int = (v: unknown, name: string, min: number, max: number) =>
+    Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max ? (v as number) : fail(`kdfparams.${name} must be an integer from ${min} to ${max}`)
   const dklen = int(kp.dklen, 'dklen', 32, 64)
   const salt = hex(kp.salt, 'kdfparams.salt')
   let kdf: Kdf

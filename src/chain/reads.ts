@@ -1,4 +1,13 @@
-import { getAddress, zeroAddress, type Abi, type Address, type ContractFunctionArgs, type ContractFunctionName, type ContractFunctionReturnType, type Hex } from 'viem'
+import {
+  getAddress,
+  zeroAddress,
+  type Abi,
+  type Address,
+  type ContractFunctionArgs,
+  type ContractFunctionName,
+  type ContractFunctionReturnType,
+  type Hex,
+} from 'viem'
 import { CustomToken, SecretRegistry, TokenNetwork, TokenNetworkRegistry, UserDeposit } from '../contracts/index.ts'
 import type { ChainClient } from './chainClient.ts'
 import { ChainRpcError } from './errors.ts'
@@ -62,7 +71,10 @@ export async function readChannelInfo(
 }
 
 /** The channel id of a pair (0 if they have no open or closed channel). */
-export async function readChannelIdentifier(chain: ChainReader, { tokenNetwork, participant, partner }: { tokenNetwork: Address; participant: Address; partner: Address }): Promise<bigint> {
+export async function readChannelIdentifier(
+  chain: ChainReader,
+  { tokenNetwork, participant, partner }: { tokenNetwork: Address; participant: Address; partner: Address },
+): Promise<bigint> {
   return read(chain, tokenNetwork, TokenNetwork.abi, 'getChannelIdentifier', [participant, partner])
 }
 
@@ -70,11 +82,13 @@ export async function readParticipantInfo(
   chain: ChainReader,
   { tokenNetwork, channelId, participant, partner }: { tokenNetwork: Address; channelId: bigint; participant: Address; partner: Address },
 ): Promise<ParticipantInfo> {
-  const [deposit, withdrawnAmount, isTheCloser, balanceHash, nonce, locksroot, lockedAmount] = await read(chain, tokenNetwork, TokenNetwork.abi, 'getChannelParticipantInfo', [
-    channelId,
-    participant,
-    partner,
-  ])
+  const [deposit, withdrawnAmount, isTheCloser, balanceHash, nonce, locksroot, lockedAmount] = await read(
+    chain,
+    tokenNetwork,
+    TokenNetwork.abi,
+    'getChannelParticipantInfo',
+    [channelId, participant, partner],
+  )
   return { deposit, withdrawnAmount, isTheCloser, balanceHash, nonce, locksroot, lockedAmount }
 }
 
@@ -82,7 +96,10 @@ export async function readTokenBalance(chain: ChainReader, { token, owner = chai
   return read(chain, token, CustomToken.abi, 'balanceOf', [owner])
 }
 
-export async function readAllowance(chain: ChainReader, { token, spender, owner = chain.address }: { token: Address; spender: Address; owner?: Address }): Promise<bigint> {
+export async function readAllowance(
+  chain: ChainReader,
+  { token, spender, owner = chain.address }: { token: Address; spender: Address; owner?: Address },
+): Promise<bigint> {
   return read(chain, token, CustomToken.abi, 'allowance', [owner, spender])
 }
 
@@ -123,7 +140,10 @@ export async function readTokenNetworkInfo(chain: ChainReader, { tokenNetwork }:
   return { token: getAddress(token), settlementTimeoutMin, settlementTimeoutMax, channelParticipantDepositLimit, tokenNetworkDepositLimit, deprecated }
 }
 
-export async function readUserDeposit(chain: ChainReader, { userDeposit, owner = chain.address }: { userDeposit: Address; owner?: Address }): Promise<UserDepositInfo> {
+export async function readUserDeposit(
+  chain: ChainReader,
+  { userDeposit, owner = chain.address }: { userDeposit: Address; owner?: Address },
+): Promise<UserDepositInfo> {
   const [token, totalDeposit, balance, effectiveBalance, [amount, withdrawBlock]] = await Promise.all([
     read(chain, userDeposit, UserDeposit.abi, 'token', []),
     read(chain, userDeposit, UserDeposit.abi, 'total_deposit', [owner]),

@@ -15,7 +15,7 @@ export type RegisterTokenParameters = {
 
 /** Registers a token: creates its TokenNetwork and returns its address. */
 export async function registerToken(
-  chain: ChainClient,
+  _chain: ChainClient,
   queue: TransactionQueue,
   { registry, token, limits }: RegisterTokenParameters,
 ): Promise<SentTransaction & { tokenNetwork: Address }> {
@@ -49,12 +49,20 @@ export async function openChannel(
   const description = `TokenNetwork.openChannel(${chain.address}, ${partner})`
   const sent =
     totalDeposit > 0n
-      ? await withTokenApproval(chain, queue, { token: (await readTokenNetworkInfo(chain, { tokenNetwork })).token, spender: tokenNetwork, amount: totalDeposit }, () =>
-          queue.send({
-            to: tokenNetwork,
-            data: encodeFunctionData({ abi: TokenNetwork.abi, functionName: 'openChannelWithDeposit', args: [chain.address, partner, settleTimeout, totalDeposit] }),
-            description,
-          }),
+      ? await withTokenApproval(
+          chain,
+          queue,
+          { token: (await readTokenNetworkInfo(chain, { tokenNetwork })).token, spender: tokenNetwork, amount: totalDeposit },
+          () =>
+            queue.send({
+              to: tokenNetwork,
+              data: encodeFunctionData({
+                abi: TokenNetwork.abi,
+                functionName: 'openChannelWithDeposit',
+                args: [chain.address, partner, settleTimeout, totalDeposit],
+              }),
+              description,
+            }),
         )
       : await queue.send({
           to: tokenNetwork,

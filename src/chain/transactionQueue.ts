@@ -1,4 +1,13 @@
-import { BaseError, decodeErrorResult, Eip1559FeesNotSupportedError, ExecutionRevertedError, InsufficientFundsError, type Address, type Hex, type TransactionReceipt } from 'viem'
+import {
+  BaseError,
+  decodeErrorResult,
+  Eip1559FeesNotSupportedError,
+  ExecutionRevertedError,
+  InsufficientFundsError,
+  type Address,
+  type Hex,
+  type TransactionReceipt,
+} from 'viem'
 import type { ChainClient } from './chainClient.ts'
 import { ChainRpcError, InsufficientFundsForGasError, TransactionRevertedError } from './errors.ts'
 
@@ -47,7 +56,10 @@ export type SendTransactionErrorType = TransactionRevertedError | InsufficientFu
  * The one transaction queue of an account. The nonce is kept here, starting from the pending transaction
  * count, so concurrent sends never race for a nonce; after a failed broadcast it is read again from the node.
  */
-export function createTransactionQueue(chain: ChainClient, { gasMargin = 20, receiptTimeout = 300_000 }: CreateTransactionQueueParameters = {}): TransactionQueue {
+export function createTransactionQueue(
+  chain: ChainClient,
+  { gasMargin = 20, receiptTimeout = 300_000 }: CreateTransactionQueueParameters = {},
+): TransactionQueue {
   const { publicClient, walletClient, address } = chain
   let nonce: number | undefined
   let tail: Promise<unknown> = Promise.resolve()

@@ -43,7 +43,14 @@ export function protocolTransactionCall(tx: ChainTransaction, { signer, secretRe
       const closingSignature = signer.signPacked(
         packBalanceProofCounter(
           MessageTypeId.BalanceProof,
-          { tokenNetworkAddress: tx.tokenNetwork, chainId, channelIdentifier: tx.channelId, balanceHash: proof.balanceHash, nonce: proof.nonce, additionalHash: proof.additionalHash },
+          {
+            tokenNetworkAddress: tx.tokenNetwork,
+            chainId,
+            channelIdentifier: tx.channelId,
+            balanceHash: proof.balanceHash,
+            nonce: proof.nonce,
+            additionalHash: proof.additionalHash,
+          },
           proof.signature,
         ),
       )
@@ -64,7 +71,14 @@ export function protocolTransactionCall(tx: ChainTransaction, { signer, secretRe
       const nonClosingSignature = signer.signPacked(
         packBalanceProofCounter(
           MessageTypeId.BalanceProofUpdate,
-          { tokenNetworkAddress: tx.tokenNetwork, chainId, channelIdentifier: tx.channelId, balanceHash: bp.balanceHash, nonce: bp.nonce, additionalHash: bp.messageHash },
+          {
+            tokenNetworkAddress: tx.tokenNetwork,
+            chainId,
+            channelIdentifier: tx.channelId,
+            balanceHash: bp.balanceHash,
+            nonce: bp.nonce,
+            additionalHash: bp.messageHash,
+          },
           bp.signature,
         ),
       )
@@ -104,7 +118,14 @@ export function protocolTransactionCall(tx: ChainTransaction, { signer, secretRe
       }
     case 'setTotalWithdraw': {
       const ourSignature = signer.signPacked(
-        packWithdraw({ tokenNetworkAddress: tx.tokenNetwork, chainId, channelIdentifier: tx.channelId, participant: tx.participant, totalWithdraw: tx.totalWithdraw, expiration: tx.expiration }),
+        packWithdraw({
+          tokenNetworkAddress: tx.tokenNetwork,
+          chainId,
+          channelIdentifier: tx.channelId,
+          participant: tx.participant,
+          totalWithdraw: tx.totalWithdraw,
+          expiration: tx.expiration,
+        }),
       )
       return tokenNetworkCall(tx.tokenNetwork, `TokenNetwork.setTotalWithdraw(${tx.channelId})`, 'setTotalWithdraw', [
         tx.channelId,
@@ -117,7 +138,9 @@ export function protocolTransactionCall(tx: ChainTransaction, { signer, secretRe
     }
     case 'cooperativeSettle': {
       const withdraw = (participant: Address, totalWithdraw: bigint, expiration: bigint) =>
-        signer.signPacked(packWithdraw({ tokenNetworkAddress: tx.tokenNetwork, chainId, channelIdentifier: tx.channelId, participant, totalWithdraw, expiration }))
+        signer.signPacked(
+          packWithdraw({ tokenNetworkAddress: tx.tokenNetwork, chainId, channelIdentifier: tx.channelId, participant, totalWithdraw, expiration }),
+        )
       // Each WithdrawInput carries its participant's own signature first, then the other side's.
       const ours = {
         participant: signer.address,
@@ -141,7 +164,10 @@ export function protocolTransactionCall(tx: ChainTransaction, { signer, secretRe
 export type SendProtocolTransactionParameters = ProtocolTransactionCallParameters & { queue: TransactionQueue } & SendOptions
 
 /** Builds the call of a protocol `Transaction` effect and sends it through the account's queue. */
-export function sendProtocolTransaction(tx: ChainTransaction, { queue, onSubmitted, ...parameters }: SendProtocolTransactionParameters): Promise<SentTransaction> {
+export function sendProtocolTransaction(
+  tx: ChainTransaction,
+  { queue, onSubmitted, ...parameters }: SendProtocolTransactionParameters,
+): Promise<SentTransaction> {
   return queue.send(protocolTransactionCall(tx, parameters), onSubmitted ? { onSubmitted } : {})
 }
 
@@ -151,7 +177,13 @@ export function sendProtocolTransaction(tx: ChainTransaction, { queue, onSubmitt
  */
 export function transactionFailedChange(tx: Transaction, error: unknown): Extract<StateChange, { type: 'transactionFailed' }> {
   const reason =
-    error instanceof TransactionRevertedError && error.reason ? error.reason : error instanceof SluiceError || error instanceof BaseError ? error.shortMessage : error instanceof Error ? error.message : String(error)
+    error instanceof TransactionRevertedError && error.reason
+      ? error.reason
+      : error instanceof SluiceError || error instanceof BaseError
+        ? error.shortMessage
+        : error instanceof Error
+          ? error.message
+          : String(error)
   return {
     type: 'transactionFailed',
     transaction: tx.type === 'settleWithHistory' ? 'settle' : tx.type === 'unlockWithHistory' ? 'unlock' : tx.type,
@@ -163,7 +195,7 @@ export function transactionFailedChange(tx: Transaction, error: unknown): Extrac
 
 /** A proof the contract can use: signed and with nonce > 0 (nonce 0 means "no proof" to closeChannel). */
 function usableProof(bp: BalanceProofState | null): (BalanceProofState & { signature: Hex }) | undefined {
-  return bp && bp.signature && bp.nonce > 0n ? (bp as BalanceProofState & { signature: Hex }) : undefined
+  return bp?.signature && bp.nonce > 0n ? (bp as BalanceProofState & { signature: Hex }) : undefined
 }
 
 type TokenNetworkWrite = 'closeChannel' | 'updateNonClosingBalanceProof' | 'settleChannel' | 'unlock' | 'setTotalWithdraw' | 'cooperativeSettle'

@@ -27,7 +27,11 @@ export async function depositToUserDeposit(
 }
 
 /** Plans to withdraw `amount`: possible from the UserDeposit's withdraw delay (100 blocks) on. */
-export function planUserDepositWithdraw(_chain: ChainClient, queue: TransactionQueue, { userDeposit, amount }: { userDeposit: Address; amount: bigint }): Promise<SentTransaction> {
+export function planUserDepositWithdraw(
+  _chain: ChainClient,
+  queue: TransactionQueue,
+  { userDeposit, amount }: { userDeposit: Address; amount: bigint },
+): Promise<SentTransaction> {
   return queue.send({
     to: userDeposit,
     data: encodeFunctionData({ abi: UserDeposit.abi, functionName: 'planWithdraw', args: [amount] }),
@@ -36,7 +40,11 @@ export function planUserDepositWithdraw(_chain: ChainClient, queue: TransactionQ
 }
 
 /** Withdraws up to the planned `amount` to the node. */
-export function withdrawFromUserDeposit(_chain: ChainClient, queue: TransactionQueue, { userDeposit, amount }: { userDeposit: Address; amount: bigint }): Promise<SentTransaction> {
+export function withdrawFromUserDeposit(
+  _chain: ChainClient,
+  queue: TransactionQueue,
+  { userDeposit, amount }: { userDeposit: Address; amount: bigint },
+): Promise<SentTransaction> {
   return queue.send({
     to: userDeposit,
     data: encodeFunctionData({ abi: UserDeposit.abi, functionName: 'withdraw', args: [amount] }),

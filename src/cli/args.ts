@@ -36,7 +36,10 @@ export class UnknownFlagError extends UsageError {
 export class MissingFlagValueError extends UsageError {
   override name = 'MissingFlagValueError' as const
   override readonly code = 'MISSING_FLAG_VALUE' as const
-  constructor(readonly flag: string, valueName: string) {
+  constructor(
+    readonly flag: string,
+    valueName: string,
+  ) {
     super(`${flag} needs a value: ${flag} <${valueName}>`)
   }
 }
@@ -44,7 +47,11 @@ export class MissingFlagValueError extends UsageError {
 export class InvalidFlagValueError extends UsageError {
   override name = 'InvalidFlagValueError' as const
   override readonly code = 'INVALID_FLAG_VALUE' as const
-  constructor(readonly flag: string, readonly value: string, readonly expected: string) {
+  constructor(
+    readonly flag: string,
+    readonly value: string,
+    readonly expected: string,
+  ) {
     super(`${flag} must be ${expected}, got ${JSON.stringify(value)}`)
   }
 }
@@ -65,12 +72,7 @@ export class UnexpectedArgumentError extends UsageError {
   }
 }
 
-export type ParseFlagsErrorType =
-  | UnknownFlagError
-  | MissingFlagValueError
-  | InvalidFlagValueError
-  | RepeatedFlagError
-  | UnexpectedArgumentError
+export type ParseFlagsErrorType = UnknownFlagError | MissingFlagValueError | InvalidFlagValueError | RepeatedFlagError | UnexpectedArgumentError
 
 /** `blockTime` -> `--block-time`. */
 export function flagName(key: string): string {
@@ -167,5 +169,12 @@ export function stringFlag(options: FlagOptions<string>): FlagSpec<string> {
 
 /** A switch, off unless given: `--json`. */
 export function switchFlag(options: { description: string }): FlagSpec<boolean, true> {
-  return { description: options.description, valueName: '', expected: 'true or false', parse: (raw) => (raw === 'true' ? true : raw === 'false' ? false : undefined), default: false, switch: true }
+  return {
+    description: options.description,
+    valueName: '',
+    expected: 'true or false',
+    parse: (raw) => (raw === 'true' ? true : raw === 'false' ? false : undefined),
+    default: false,
+    switch: true,
+  }
 }

@@ -4,6 +4,7 @@ import type { Deployment } from '../chain/deployment.ts'
 import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag } from './args.ts'
 import { hasCode } from '../errors.ts'
 import { CliError } from './cliError.ts'
+import { nextSignal } from './processSignals.ts'
 import type { Command } from './command.ts'
 import { formatTable } from './table.ts'
 
@@ -48,14 +49,6 @@ export class PortInUseError extends CliError {
   }
 }
 
-/** Resolves with the first of `signals` to arrive; until then they no longer end the process. */
-export function nextSignal(signals: readonly NodeJS.Signals[]): { received: Promise<NodeJS.Signals>; dispose(): void } {
-  let onSignal: (signal: NodeJS.Signals) => void = () => {}
-  const received = new Promise<NodeJS.Signals>((resolve) => (onSignal = resolve))
-  for (const s of signals) process.on(s, onSignal)
-  return { received, dispose: () => signals.forEach((s) => process.off(s, onSignal)) }
-}
-
 function summary(deployment: Deployment, path: string, ms: number, accounts: readonly string[]): string {
   const contracts = Object.entries(deployment.contracts).map(([name, c]) => [name, c.address, String(c.blockNumber)])
   const tokens = Object.entries(deployment.tokens).map(([symbol, address]) => [`token ${symbol}`, address, ''])
@@ -67,7 +60,7 @@ function summary(deployment: Deployment, path: string, ms: number, accounts: rea
     `Deployment file: ${path}`,
     `RPC URL: ${deployment.rpcUrl}`,
     '',
-    "Funded dev accounts (10000 ETH each; anvil's default mnemonic \"test test test test test test test test test test test junk\"):",
+    'Funded dev accounts (10000 ETH each; anvil\'s default mnemonic "test test test test test test test test test test test junk"):',
     ...accounts.map((address, i) => `  ${String(i).padStart(2)}  ${address}`),
     '',
     'Press Ctrl-C to stop.',
@@ -108,7 +101,14 @@ async function run(argv: readonly string[]): Promise<number> {
     const deployment = await deployContracts(client, { rpcUrl: anvil.rpcUrl, maxTokenNetworks: BigInt(maxTokenNetworks) })
     const path = deploymentPath(resolve(deploymentsDir), deployment.chainId)
     await writeDeployment(path, deployment)
-    console.log(summary(deployment, path, performance.now() - started, anvilKeys.map((key) => privateKeyToAddress(key))))
+    console.log(
+      summary(
+        deployment,
+        path,
+        performance.now() - started,
+        anvilKeys.map((key) => privateKeyToAddress(key)),
+      ),
+    )
 
     const end = await Promise.race([stop.received.then((received) => ({ received })), exited])
     if ('received' in end) {

@@ -6,7 +6,10 @@ import { SluiceError } from '../errors.ts'
 export class CliError extends SluiceError {
   override name: string = 'CliError'
   override readonly code: string = 'CLI'
-  constructor(message: string, readonly exitCode: number) {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
     super(message)
   }
 }

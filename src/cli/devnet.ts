@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path'
 import type { Address, Hex } from 'viem'
 import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag, switchFlag, type FlagSpec } from './args.ts'
 import { hasCode } from '../errors.ts'
+import { nextSignal } from './processSignals.ts'
 import { CliError } from './cliError.ts'
 import type { Command } from './command.ts'
 import type { ServedNode } from './servedNode.ts'
@@ -16,12 +17,30 @@ export const devnetFlags = {
   nodes: integerFlag({ description: 'how many nodes (anvil dev keys 1..N)', valueName: 'N', min: 1, max: MAX_NODES, default: 3 }),
   channels: switchFlag({ description: 'open a line of TTT channels 0-1, 1-2, ..., funded on both sides' }),
   json: switchFlag({ description: 'print one line of JSON once every node is ready, and nothing else on stdout' }),
-  portBase: integerFlag({ description: 'REST API of node i on port PORT+i (127.0.0.1); 0 gives each a free port', valueName: 'PORT', min: 0, max: 65535 - MAX_NODES, default: 5001 }),
+  portBase: integerFlag({
+    description: 'REST API of node i on port PORT+i (127.0.0.1); 0 gives each a free port',
+    valueName: 'PORT',
+    min: 0,
+    max: 65535 - MAX_NODES,
+    default: 5001,
+  }),
   rpcPort: integerFlag({ description: "anvil's JSON-RPC port; 0 picks a free one", valueName: 'PORT', min: 0, max: 65535, default: 0 }),
   blockTime: positiveNumberFlag({ description: 'mine a block every SECONDS (default: one block per transaction)', valueName: 'SECONDS' }),
-  storage: { description: 'where the nodes keep their state: level (LevelDB files) or memory', valueName: 'KIND', expected: 'level or memory', parse: (raw: string) => (raw === 'level' || raw === 'memory' ? raw : undefined), default: 'level' } as FlagSpec<'level' | 'memory', true>,
+  storage: {
+    description: 'where the nodes keep their state: level (LevelDB files) or memory',
+    valueName: 'KIND',
+    expected: 'level or memory',
+    parse: (raw: string) => (raw === 'level' || raw === 'memory' ? raw : undefined),
+    default: 'level',
+  } as FlagSpec<'level' | 'memory', true>,
   dataDir: stringFlag({ description: 'where to write the deployment file and the stores (default: a temporary directory, removed at exit)', valueName: 'DIR' }),
-  transport: { description: 'how the nodes talk: broadcast (a BroadcastChannel in this process) or libp2p (through a relay this command starts on 127.0.0.1)', valueName: 'NAME', expected: 'broadcast or libp2p', parse: (raw: string) => (raw === 'broadcast' || raw === 'libp2p' ? raw : undefined), default: 'broadcast' } as FlagSpec<'broadcast' | 'libp2p', true>,
+  transport: {
+    description: 'how the nodes talk: broadcast (a BroadcastChannel in this process) or libp2p (through a relay this command starts on 127.0.0.1)',
+    valueName: 'NAME',
+    expected: 'broadcast or libp2p',
+    parse: (raw: string) => (raw === 'broadcast' || raw === 'libp2p' ? raw : undefined),
+    default: 'broadcast',
+  } as FlagSpec<'broadcast' | 'libp2p', true>,
 }
 
 const usage = `Usage: sluice devnet [flags]
@@ -60,21 +79,33 @@ async function run(argv: readonly string[]): Promise<number> {
     return 0
   }
   const flags = parsed.values
-  const [{ anvilKeys, startAnvil }, { deployContracts }, { deploymentPath, writeDeployment }, { createDevnetClient }, chain, { createNode }, { openChannel }, { openLevelStorage }, { openMemoryStorage }, { createBroadcastChannelTransport }, { serveNode, nextSignal, describeError }, { version }] =
-    await Promise.all([
-      import('../devnet/anvil.ts'),
-      import('../devnet/deploy.ts'),
-      import('../devnet/deploymentFile.ts'),
-      import('../devnet/devnetClient.ts'),
-      import('../chain/index.ts'),
-      import('../node/createNode.ts'),
-      import('../node/channelActions.ts'),
-      import('../storage/levelStorage.ts'),
-      import('../storage/memoryStorage.ts'),
-      import('../transport/broadcastChannelTransport.ts'),
-      import('./servedNode.ts'),
-      import('../version.ts'),
-    ])
+  const [
+    { anvilKeys, startAnvil },
+    { deployContracts },
+    { deploymentPath, writeDeployment },
+    { createDevnetClient },
+    chain,
+    { createNode },
+    { openChannel },
+    { openLevelStorage },
+    { openMemoryStorage },
+    { createBroadcastChannelTransport },
+    { serveNode, describeError },
+    { version },
+  ] = await Promise.all([
+    import('../devnet/anvil.ts'),
+    import('../devnet/deploy.ts'),
+    import('../devnet/deploymentFile.ts'),
+    import('../devnet/devnetClient.ts'),
+    import('../chain/index.ts'),
+    import('../node/createNode.ts'),
+    import('../node/channelActions.ts'),
+    import('../storage/levelStorage.ts'),
+    import('../storage/memoryStorage.ts'),
+    import('../transport/broadcastChannelTransport.ts'),
+    import('./servedNode.ts'),
+    import('../version.ts'),
+  ])
   // With --json, stdout carries the one line only: everything else goes to stderr.
   const log = flags.json ? (line: string) => console.error(line) : (line: string) => console.log(line)
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
@@ -108,19 +139,30 @@ async function run(argv: readonly string[]): Promise<number> {
       const queue = chain.createTransactionQueue(deployer)
       const registry = deployment.contracts.TokenNetworkRegistry.address
       const tokenNetworks: Record<string, Address> = {}
-      for (const [symbol, token] of Object.entries(deployment.tokens)) tokenNetworks[symbol] = (await chain.registerToken(deployer, queue, { registry, token })).tokenNetwork
+      for (const [symbol, token] of Object.entries(deployment.tokens))
+        tokenNetworks[symbol] = (await chain.registerToken(deployer, queue, { registry, token })).tokenNetwork
       const keys = anvilKeys.slice(1, 1 + flags.nodes) as Hex[]
       const { privateKeyToAddress } = await import('viem/accounts')
       await chain.mintTokens(deployer, queue, { token: deployment.serviceToken, amount: SERVICE_DEPOSIT * BigInt(keys.length) })
       for (const key of keys) {
         const to = privateKeyToAddress(key)
         for (const token of Object.values(deployment.tokens)) await chain.mintTokens(deployer, queue, { token, amount: TOKENS_PER_NODE, to })
-        await chain.depositToUserDeposit(deployer, queue, { userDeposit: deployment.contracts.UserDeposit.address, totalDeposit: SERVICE_DEPOSIT, beneficiary: to })
+        await chain.depositToUserDeposit(deployer, queue, {
+          userDeposit: deployment.contracts.UserDeposit.address,
+          totalDeposit: SERVICE_DEPOSIT,
+          beneficiary: to,
+        })
       }
       log(`tokens registered (${Object.keys(tokenNetworks).join(', ')}); ${keys.length} accounts funded`)
 
       const channelName = `sluice-devnet-${process.pid}-${Date.now()}`
-      let libp2p: { relays: string[]; create: typeof import('../transport/libp2p/libp2pTransport.ts').createLibp2pTransport; transports: import('../transport/libp2p/libp2pTransport.ts').Libp2pTransport[] } | undefined
+      let libp2p:
+        | {
+            relays: string[]
+            create: typeof import('../transport/libp2p/libp2pTransport.ts').createLibp2pTransport
+            transports: import('../transport/libp2p/libp2pTransport.ts').Libp2pTransport[]
+          }
+        | undefined
       if (flags.transport === 'libp2p') {
         // relay.ts loads the Node 20 polyfills (nodePolyfills.ts) before libp2p.
         const { startRelay } = await import('../transport/libp2p/relay.ts')
@@ -196,7 +238,12 @@ async function run(argv: readonly string[]): Promise<number> {
     }
     if (flags.json) console.log(JSON.stringify(ready))
     else {
-      console.log(formatTable(['Node', 'Address', 'REST API'], ready.nodes.map((n, i) => [String(i), n.address, n.api])))
+      console.log(
+        formatTable(
+          ['Node', 'Address', 'REST API'],
+          ready.nodes.map((n, i) => [String(i), n.address, n.api]),
+        ),
+      )
       console.log('')
       console.log(formatTable(['Token', 'Address'], Object.entries(ready.tokens)))
       console.log('')

@@ -1,6 +1,6 @@
 import type { Hex } from 'viem'
 import { formatFlags, InvalidFlagValueError, integerFlag, parseFlags, stringFlag } from './args.ts'
-import { nextSignal } from './chain.ts'
+import { nextSignal } from './processSignals.ts'
 import { CliError } from './cliError.ts'
 import type { Command } from './command.ts'
 
@@ -34,7 +34,10 @@ ${formatFlags(relayFlags)}`
 export class ListenFailedError extends CliError {
   override name = 'ListenFailedError' as const
   override readonly code = 'LISTEN_FAILED' as const
-  constructor(readonly listen: string, reason: string) {
+  constructor(
+    readonly listen: string,
+    reason: string,
+  ) {
     super(`cannot listen on ${listen}: ${reason}`, 2)
   }
 }
@@ -50,7 +53,12 @@ function parseKey(raw: string): Hex | undefined {
  */
 function listenFailure(error: unknown, listen: string): string | undefined {
   if (!(error instanceof Error) || error.name !== 'UnsupportedListenAddressesError') return undefined
-  const detail = error.message.split('\n').map((l) => l.trim()).find((l) => l.startsWith(`${listen}: `))?.slice(listen.length + 2) ?? ''
+  const detail =
+    error.message
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l.startsWith(`${listen}: `))
+      ?.slice(listen.length + 2) ?? ''
   if (/EADDRINUSE/.test(detail)) return 'the address is already in use (choose another port, or tcp/0 for a free one)'
   if (/EADDRNOTAVAIL/.test(detail)) return 'the address is not one of this machine'
   if (/EACCES/.test(detail)) return 'permission denied (ports below 1024 need root)'
@@ -77,7 +85,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const { startRelay } = await import('../transport/libp2p/relay.ts')
   const stop = nextSignal(['SIGINT', 'SIGTERM'])
   try {
-    let relay
+    let relay: Awaited<ReturnType<typeof startRelay>>
     try {
       relay = await startRelay({ listen: [listen], maxReservations, ...(privateKey ? { privateKey } : {}) })
     } catch (e) {

@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import type { Hex } from 'viem'
 import { formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, type FlagSpec } from './args.ts'
 import { hasCode } from '../errors.ts'
+import { nextSignal } from './processSignals.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
 
@@ -29,7 +30,10 @@ export function parseUrl(raw: string, protocols: readonly string[]): string | un
   }
 }
 
-const choice = <const T extends string>(values: readonly T[]) => (raw: string) => (values as readonly string[]).includes(raw) ? (raw as T) : undefined
+const choice =
+  <const T extends string>(values: readonly T[]) =>
+  (raw: string) =>
+    (values as readonly string[]).includes(raw) ? (raw as T) : undefined
 
 export const transports = ['libp2p', 'broadcast'] as const
 export type TransportName = (typeof transports)[number]
@@ -61,24 +65,64 @@ export async function checkRelays(relays: readonly string[]): Promise<void> {
 }
 
 export const serveFlags = {
-  rpc: flagOf('JSON-RPC endpoint of the chain (http, https, ws or wss)', 'URL', 'an http(s) or ws(s) URL', (raw) => parseUrl(raw, ['http:', 'https:', 'ws:', 'wss:'])),
+  rpc: flagOf('JSON-RPC endpoint of the chain (http, https, ws or wss)', 'URL', 'an http(s) or ws(s) URL', (raw) =>
+    parseUrl(raw, ['http:', 'https:', 'ws:', 'wss:']),
+  ),
   deployment: stringFlag({ description: 'the deployment file (sluice chain writes deployments/<chainId>.json)', valueName: 'FILE' }),
-  key: flagOf('the private key, 32 bytes of hex (or use --keystore)', 'HEX', '32 bytes of hex (64 hex digits, 0x optional)', (raw) => (/^(0x)?[0-9a-fA-F]{64}$/.test(raw) ? (`0x${raw.replace(/^0x/, '').toLowerCase()}` as Hex) : undefined)),
+  key: flagOf('the private key, 32 bytes of hex (or use --keystore)', 'HEX', '32 bytes of hex (64 hex digits, 0x optional)', (raw) =>
+    /^(0x)?[0-9a-fA-F]{64}$/.test(raw) ? (`0x${raw.replace(/^0x/, '').toLowerCase()}` as Hex) : undefined,
+  ),
   keystore: stringFlag({ description: 'an Ethereum JSON keystore (v3, scrypt or pbkdf2) holding the key', valueName: 'FILE' }),
   passwordFile: stringFlag({ description: "a file whose first line is the keystore's password (else it is asked on the terminal)", valueName: 'FILE' }),
-  api: { ...flagOf('where the REST API listens', 'HOST:PORT', 'HOST:PORT (port 0 picks a free one)', (raw) => (parseHostPort(raw) ? raw : undefined)), default: '127.0.0.1:5001' } as FlagSpec<string, true>,
+  api: {
+    ...flagOf('where the REST API listens', 'HOST:PORT', 'HOST:PORT (port 0 picks a free one)', (raw) => (parseHostPort(raw) ? raw : undefined)),
+    default: '127.0.0.1:5001',
+  } as FlagSpec<string, true>,
   dataDir: stringFlag({ description: "where the node's LevelDB store lives (created if missing)", valueName: 'DIR' }),
-  resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) => parseUrl(raw, ['http:', 'https:'])),
-  releaseFeedUrl: flagOf('http(s) URL of the release feed {"latest", "security": [...]} behind the version notifications', 'URL', 'an http(s) URL', (raw) => parseUrl(raw, ['http:', 'https:'])),
-  minServiceTokenBalance: flagOf('service tokens (smallest unit) the UserDeposit must hold, else the low_service_token notification', 'AMOUNT', 'a decimal integer', (raw) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) < 2n ** 256n ? BigInt(raw) : undefined)),
-  pathfindingServiceAddress: flagOf('URL of a pathfinding service, shown by GET /settings', 'URL', 'an http(s) URL', (raw) => parseUrl(raw, ['http:', 'https:'])),
-  environment: { ...flagOf('production disables token registration and minting (501)', 'NAME', 'development or production', choice(['development', 'production'] as const)), default: 'production' } as FlagSpec<'development' | 'production', true>,
+  resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) =>
+    parseUrl(raw, ['http:', 'https:']),
+  ),
+  releaseFeedUrl: flagOf('http(s) URL of the release feed {"latest", "security": [...]} behind the version notifications', 'URL', 'an http(s) URL', (raw) =>
+    parseUrl(raw, ['http:', 'https:']),
+  ),
+  minServiceTokenBalance: flagOf(
+    'service tokens (smallest unit) the UserDeposit must hold, else the low_service_token notification',
+    'AMOUNT',
+    'a decimal integer',
+    (raw) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) < 2n ** 256n ? BigInt(raw) : undefined),
+  ),
+  pathfindingServiceAddress: flagOf('URL of a pathfinding service, shown by GET /settings', 'URL', 'an http(s) URL', (raw) =>
+    parseUrl(raw, ['http:', 'https:']),
+  ),
+  environment: {
+    ...flagOf('production disables token registration and minting (501)', 'NAME', 'development or production', choice(['development', 'production'] as const)),
+    default: 'production',
+  } as FlagSpec<'development' | 'production', true>,
   confirmations: integerFlag({ description: 'blocks on top of a block before its events count', valueName: 'N', min: 0, max: 1000, default: 5 }),
   pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
   defaultRevealTimeout: integerFlag({ description: 'reveal timeout of new channels, in blocks', valueName: 'BLOCKS', min: 1, max: 1_000_000, default: 50 }),
-  defaultSettleTimeout: integerFlag({ description: 'settle timeout of channels this node opens, in blocks', valueName: 'BLOCKS', min: 1, max: 10_000_000, default: 500 }),
-  transport: flagOf('how messages reach other nodes: libp2p through --relay, or broadcast to nodes in this process only (default: libp2p with --relay, else broadcast)', 'NAME', transports.join(' or '), choice(transports)),
-  relay: { ...flagOf('a libp2p relay (`sluice relay` prints its multiaddrs); repeat the flag or separate with commas for several', 'MULTIADDR', relayExpected, parseRelays), repeatable: true } as FlagSpec<string[], false>,
+  defaultSettleTimeout: integerFlag({
+    description: 'settle timeout of channels this node opens, in blocks',
+    valueName: 'BLOCKS',
+    min: 1,
+    max: 10_000_000,
+    default: 500,
+  }),
+  transport: flagOf(
+    'how messages reach other nodes: libp2p through --relay, or broadcast to nodes in this process only (default: libp2p with --relay, else broadcast)',
+    'NAME',
+    transports.join(' or '),
+    choice(transports),
+  ),
+  relay: {
+    ...flagOf(
+      'a libp2p relay (`sluice relay` prints its multiaddrs); repeat the flag or separate with commas for several',
+      'MULTIADDR',
+      relayExpected,
+      parseRelays,
+    ),
+    repeatable: true,
+  } as FlagSpec<string[], false>,
   import: stringFlag({ description: 'restore a state dump (GET /_state/export) into the store before starting', valueName: 'FILE' }),
 }
 
@@ -140,7 +184,15 @@ async function askPassword(prompt: string): Promise<string> {
   })
 }
 
-export async function loadPrivateKey({ key, keystore, passwordFile }: { key?: Hex | undefined; keystore?: string | undefined; passwordFile?: string | undefined }): Promise<Hex> {
+export async function loadPrivateKey({
+  key,
+  keystore,
+  passwordFile,
+}: {
+  key?: Hex | undefined
+  keystore?: string | undefined
+  passwordFile?: string | undefined
+}): Promise<Hex> {
   if (key && keystore) throw new UsageError('give either --key or --keystore, not both')
   if (passwordFile && !keystore) throw new UsageError('--password-file goes with --keystore')
   if (key) return key
@@ -178,7 +230,17 @@ async function run(argv: readonly string[]): Promise<number> {
 
   // libp2p 3.x needs Promise.withResolvers and a global WebSocket on Node 20: the polyfills load before it.
   if (transport === 'libp2p') await import('../transport/libp2p/nodePolyfills.ts')
-  const [{ readDeployment }, { createNode }, { openLevelStorage }, { createBroadcastChannelTransport }, { createLibp2pTransport }, { jsonParse }, { serveNode, nextSignal, describeError }, { useNativeSecp256k1 }, { version }] = await Promise.all([
+  const [
+    { readDeployment },
+    { createNode },
+    { openLevelStorage },
+    { createBroadcastChannelTransport },
+    { createLibp2pTransport },
+    { jsonParse },
+    { serveNode, describeError },
+    { useNativeSecp256k1 },
+    { version },
+  ] = await Promise.all([
     import('../devnet/deploymentFile.ts'),
     import('../node/createNode.ts'),
     import('../storage/levelStorage.ts'),
@@ -189,11 +251,17 @@ async function run(argv: readonly string[]): Promise<number> {
     import('./nativeSecp256k1.ts'),
     import('../version.ts'),
   ])
-  const deployment = await startupStep(() => readDeployment(resolve(flags.deployment!)), (e) => (hasCode(e, 'DEPLOYMENT_NOT_FOUND', 'DEPLOYMENT_SYNTAX', 'INVALID_DEPLOYMENT') ? e.message : undefined))
+  const deployment = await startupStep(
+    () => readDeployment(resolve(flags.deployment!)),
+    (e) => (hasCode(e, 'DEPLOYMENT_NOT_FOUND', 'DEPLOYMENT_SYNTAX', 'INVALID_DEPLOYMENT') ? e.message : undefined),
+  )
   let dump: unknown
   if (flags.import) {
     const text = await readText(flags.import, 'state dump')
-    dump = await startupStep(async () => jsonParse(text), (e) => (e instanceof SyntaxError ? `the state dump ${flags.import} is not JSON: ${e.message}` : undefined))
+    dump = await startupStep(
+      async () => jsonParse(text),
+      (e) => (e instanceof SyntaxError ? `the state dump ${flags.import} is not JSON: ${e.message}` : undefined),
+    )
   }
 
   // Listen before anything long starts, so a Ctrl-C during the sync still stops cleanly.
@@ -209,7 +277,12 @@ async function run(argv: readonly string[]): Promise<number> {
           deployment: { ...deployment, rpcUrl: rpc },
           key: privateKey,
           storage: (identity) => openLevelStorage(identity, { dataDir }),
-          transport: ({ address }) => libp2p ?? createBroadcastChannelTransport({ address, channelName: `sluice-${deployment.chainId}-${deployment.contracts.TokenNetworkRegistry.address.toLowerCase()}` }),
+          transport: ({ address }) =>
+            libp2p ??
+            createBroadcastChannelTransport({
+              address,
+              channelName: `sluice-${deployment.chainId}-${deployment.contracts.TokenNetworkRegistry.address.toLowerCase()}`,
+            }),
           confirmations: flags.confirmations,
           pollingInterval: flags.pollingInterval,
           defaultRevealTimeout: flags.defaultRevealTimeout,
@@ -222,7 +295,8 @@ async function run(argv: readonly string[]): Promise<number> {
         }),
       (e) => {
         if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc}: ${describeError(e)}`
-        if (hasCode(e, 'DEPLOYMENT_MISMATCH')) return `the chain at ${rpc} has no TokenNetworkRegistry at ${deployment.contracts.TokenNetworkRegistry.address} (is the deployment file of this chain?)`
+        if (hasCode(e, 'DEPLOYMENT_MISMATCH'))
+          return `the chain at ${rpc} has no TokenNetworkRegistry at ${deployment.contracts.TokenNetworkRegistry.address} (is the deployment file of this chain?)`
         if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another node running on --data-dir ${flags.dataDir}?`
         // The store refuses a dump of another chain, registry or address, or one older than itself.
         if (hasCode(e, 'DUMP_REJECTED')) return `--import ${flags.import}: ${e.message}`
@@ -234,7 +308,14 @@ async function run(argv: readonly string[]): Promise<number> {
     const api = parseHostPort(flags.api)!
     let served: Awaited<ReturnType<typeof serveNode>>
     try {
-      served = await serveNode({ node, version, host: api.host, port: api.port, environment: flags.environment, pathfindingServiceAddress: flags.pathfindingServiceAddress ?? null })
+      served = await serveNode({
+        node,
+        version,
+        host: api.host,
+        port: api.port,
+        environment: flags.environment,
+        pathfindingServiceAddress: flags.pathfindingServiceAddress ?? null,
+      })
     } catch (e) {
       await node.stop()
       throw e
@@ -253,7 +334,10 @@ async function run(argv: readonly string[]): Promise<number> {
       const end = await Promise.race([signal.received.then((s) => ({ reason: 'signal' as const, signal: s })), served.stopRequested])
       if (end.reason === 'signal') console.log(`${end.signal}: stopping`)
       else if (end.reason === 'shutdown') console.log('POST /shutdown: stopping')
-      else console.error(`sluice serve: ${end.reason === 'internal error' ? 'internal error in the API' : 'the node failed'}: ${describeError(end.error)}; stopping`)
+      else
+        console.error(
+          `sluice serve: ${end.reason === 'internal error' ? 'internal error in the API' : 'the node failed'}: ${describeError(end.error)}; stopping`,
+        )
       await served.stop()
       console.log('stopped')
       return end.reason === 'internal error' || end.reason === 'node failed' ? 1 : 0

@@ -28,7 +28,10 @@ export type Anvil = {
 export class AnvilStartError extends SluiceError {
   override name = 'AnvilStartError'
   override readonly code: string = 'ANVIL_START'
-  constructor(message: string, readonly output: string) {
+  constructor(
+    message: string,
+    readonly output: string,
+  ) {
     super(message)
   }
 }

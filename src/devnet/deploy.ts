@@ -11,25 +11,8 @@ import {
   type TestClient,
   type Transport,
 } from 'viem'
-import {
-  deployContract,
-  estimateFeesPerGas,
-  getAutomine,
-  getChainId,
-  getTransactionCount,
-  mine,
-  waitForTransactionReceipt,
-  writeContract,
-} from 'viem/actions'
-import {
-  CustomToken,
-  MonitoringService,
-  OneToN,
-  SecretRegistry,
-  ServiceRegistry,
-  TokenNetworkRegistry,
-  UserDeposit,
-} from '../contracts/index.ts'
+import { deployContract, estimateFeesPerGas, getAutomine, getChainId, getTransactionCount, mine, waitForTransactionReceipt, writeContract } from 'viem/actions'
+import { CustomToken, MonitoringService, OneToN, SecretRegistry, ServiceRegistry, TokenNetworkRegistry, UserDeposit } from '../contracts/index.ts'
 import { contractsVersion, type DeployedContract, type DeployedContractName, type Deployment } from '../chain/deployment.ts'
 
 /** Settle timeout bounds of raiden-contracts' test deployments (docs/protocol.md §1.3), in blocks. */
@@ -76,7 +59,11 @@ export type DeployContractsReturnType = Deployment & { tokens: Record<(typeof te
 export class DeployContractsError extends SluiceError {
   override name = 'DeployContractsError' as const
   override readonly code = 'DEPLOY_CONTRACTS' as const
-  constructor(readonly step: string, message: string, options?: ErrorOptions) {
+  constructor(
+    readonly step: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
     super(`deploying ${step} failed: ${message}`, options)
   }
 }
@@ -113,11 +100,7 @@ export async function deployContracts(
     }
   }
 
-  async function create<const abi extends Abi>(
-    step: string,
-    artifact: { abi: abi; bytecode: Hex },
-    args: ContractConstructorArgs<abi>,
-  ): Promise<Address> {
+  async function create<const abi extends Abi>(step: string, artifact: { abi: abi; bytecode: Hex }, args: ContractConstructorArgs<abi>): Promise<Address> {
     const address = getContractAddress({ from: deployer, nonce: BigInt(nonce) })
     const parameters = { abi: artifact.abi, bytecode: artifact.bytecode, args, nonce: nonce++, ...fees }
     // viem cannot narrow the constructor arguments through a generic abi; `args` is checked by the signature.
@@ -132,12 +115,7 @@ export async function deployContracts(
     settlementTimeoutMax,
     maxTokenNetworks,
   ])
-  const serviceToken = await create(`service token ${serviceTokenSymbol}`, CustomToken, [
-    tokenSupply,
-    18,
-    'Service Token',
-    serviceTokenSymbol,
-  ])
+  const serviceToken = await create(`service token ${serviceTokenSymbol}`, CustomToken, [tokenSupply, 18, 'Service Token', serviceTokenSymbol])
   const p = serviceRegistryParameters
   const serviceRegistry = await create('ServiceRegistry', ServiceRegistry, [
     serviceToken,
@@ -151,12 +129,7 @@ export async function deployContracts(
   ])
   const userDeposit = await create('UserDeposit', UserDeposit, [serviceToken, userDepositLimit])
   const oneToN = await create('OneToN', OneToN, [userDeposit, BigInt(chainId), serviceRegistry])
-  const monitoringService = await create('MonitoringService', MonitoringService, [
-    serviceToken,
-    serviceRegistry,
-    userDeposit,
-    tokenNetworkRegistry,
-  ])
+  const monitoringService = await create('MonitoringService', MonitoringService, [serviceToken, serviceRegistry, userDeposit, tokenNetworkRegistry])
   const initNonce = nonce++
   await send('UserDeposit.init', () =>
     writeContract(client, {
@@ -169,8 +142,7 @@ export async function deployContracts(
     }),
   )
   const tokens = {} as DeployContractsReturnType['tokens']
-  for (const { symbol, name } of testTokens)
-    tokens[symbol] = await create(`token ${symbol}`, CustomToken, [tokenSupply, 18, name, symbol])
+  for (const { symbol, name } of testTokens) tokens[symbol] = await create(`token ${symbol}`, CustomToken, [tokenSupply, 18, name, symbol])
 
   if (!(await getAutomine(client))) await mine(client, { blocks: 1 })
   const receipts = await Promise.all(sent.map(({ hash }) => waitForTransactionReceipt(client, { hash, pollingInterval: 20 })))

@@ -1,7 +1,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { SluiceError } from '../errors.ts'
-import { InvalidDeploymentError, parseDeployment, type Deployment } from '../chain/deployment.ts'
+import { type InvalidDeploymentError, parseDeployment, type Deployment } from '../chain/deployment.ts'
 
 /** Where `sluice chain` keeps the deployment of a chain: `<dir>/<chainId>.json`. */
 export function deploymentPath(dir: string, chainId: number): string {
@@ -19,7 +19,10 @@ export class DeploymentNotFoundError extends SluiceError {
 export class DeploymentSyntaxError extends SluiceError {
   override name = 'DeploymentSyntaxError' as const
   override readonly code = 'DEPLOYMENT_SYNTAX' as const
-  constructor(readonly path: string, cause: unknown) {
+  constructor(
+    readonly path: string,
+    cause: unknown,
+  ) {
     super(`deployment file ${path} is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
   }
 }

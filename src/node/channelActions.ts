@@ -46,7 +46,17 @@ export function channelOf(node: SluiceNode, token: Address, partner: Address): C
 }
 
 /** Why these timeouts are not acceptable for a channel, or undefined (Raiden's `_raise_for_invalid_channel_timeouts`). */
-export function whyInvalidTimeouts({ settleTimeout, revealTimeout, settlementTimeoutMin, settlementTimeoutMax }: { settleTimeout: bigint; revealTimeout: bigint; settlementTimeoutMin?: bigint; settlementTimeoutMax?: bigint }): string | undefined {
+export function whyInvalidTimeouts({
+  settleTimeout,
+  revealTimeout,
+  settlementTimeoutMin,
+  settlementTimeoutMax,
+}: {
+  settleTimeout: bigint
+  revealTimeout: bigint
+  settlementTimeoutMin?: bigint
+  settlementTimeoutMax?: bigint
+}): string | undefined {
   if (revealTimeout <= 0n) return 'reveal_timeout should be larger than zero'
   if (settleTimeout < 2n * revealTimeout) return `settle_timeout (${settleTimeout}) can not be smaller than double the reveal_timeout (${revealTimeout})`
   if (settlementTimeoutMin !== undefined && settleTimeout < settlementTimeoutMin) return `settlement timeout should be at least ${settlementTimeoutMin}`
@@ -64,7 +74,10 @@ export type OpenChannelResult = { channel: Channel; created: boolean }
  * be made beforehand. An open channel with the partner is returned as it is (`created: false`), topped up when
  * `totalDeposit` exceeds its deposit; a channel being closed or settled is a conflict.
  */
-export async function openChannel(node: SluiceNode, { token, partner, totalDeposit, settleTimeout: askedSettle, revealTimeout: askedReveal }: OpenChannelParameters): Promise<OpenChannelResult> {
+export async function openChannel(
+  node: SluiceNode,
+  { token, partner, totalDeposit, settleTimeout: askedSettle, revealTimeout: askedReveal }: OpenChannelParameters,
+): Promise<OpenChannelResult> {
   if (isAddressEqual(partner, node.address)) throw new ConflictError('Using the same address for both participants is forbidden')
   await ensureContract(node, token)
   // Registered before anything is read from the token: a contract that is no token fails every read.
@@ -104,7 +117,10 @@ export async function openChannel(node: SluiceNode, { token, partner, totalDepos
 export type ChannelActionParameters = { token: Address; partner: Address }
 
 /** Raises our deposit to `totalDeposit` (the new total, not the increment) and returns once it is synced. */
-export async function depositToChannel(node: SluiceNode, { token, partner, totalDeposit }: ChannelActionParameters & { totalDeposit: bigint }): Promise<Channel> {
+export async function depositToChannel(
+  node: SluiceNode,
+  { token, partner, totalDeposit }: ChannelActionParameters & { totalDeposit: bigint },
+): Promise<Channel> {
   const channel = requireChannel(node, token, partner)
   return node.queue.exclusive(channelSection(channel.tokenNetwork, partner), async () => {
     // Read again inside the section: a deposit that just finished changed it.
@@ -118,7 +134,10 @@ export async function depositToChannel(node: SluiceNode, { token, partner, total
  * once the withdraw is synced from the chain. If the partner does not confirm before the request expires (it is
  * offline, or refuses), or the channel closes meanwhile, this is a ConflictError.
  */
-export async function withdrawFromChannel(node: SluiceNode, { token, partner, totalWithdraw }: ChannelActionParameters & { totalWithdraw: bigint }): Promise<Channel> {
+export async function withdrawFromChannel(
+  node: SluiceNode,
+  { token, partner, totalWithdraw }: ChannelActionParameters & { totalWithdraw: bigint },
+): Promise<Channel> {
   const channel = requireChannel(node, token, partner)
   if (channel.state !== 'opened') throw new ConflictError(`Can't withdraw from a channel that is ${channel.state}`)
   const current = withdrawTotal(channel.our)
@@ -131,13 +150,19 @@ export async function withdrawFromChannel(node: SluiceNode, { token, partner, to
   return untilSettled(node, async (watch) => {
     rejectIfRefused(await node.dispatch({ type: 'withdraw', tokenNetwork, channelId: id, totalWithdraw }), 'withdraw')
     return watch((notice) => {
-      if (notice?.type === 'withdrawExpired' && isAddressEqual(notice.tokenNetwork, tokenNetwork) && notice.channelId === id && notice.totalWithdraw === totalWithdraw)
+      if (
+        notice?.type === 'withdrawExpired' &&
+        isAddressEqual(notice.tokenNetwork, tokenNetwork) &&
+        notice.channelId === id &&
+        notice.totalWithdraw === totalWithdraw
+      )
         throw new ConflictError(`The withdraw of ${totalWithdraw} expired before it reached the chain: the partner did not confirm it in time`)
       if (notice?.type === 'transactionFailed' && isOurs(notice.transaction, 'setTotalWithdraw', tokenNetwork, id)) throw notice.error
       if (notice) return undefined
       const now = node.channel(tokenNetwork, partner)
       if (now && now.id === id && now.our.withdrawn >= totalWithdraw) return now
-      if (!now || now.id !== id || now.state !== 'opened') throw new ConflictError(`The channel was ${now?.id === id ? now.state : 'closed'} before the withdraw reached the chain`)
+      if (!now || now.id !== id || now.state !== 'opened')
+        throw new ConflictError(`The channel was ${now?.id === id ? now.state : 'closed'} before the withdraw reached the chain`)
       return undefined
     })
   })
@@ -169,20 +194,40 @@ export async function closeChannel(node: SluiceNode, { token, partner }: Channel
 }
 
 /** Changes the channel's reveal timeout (local only: no transaction). */
-export async function setRevealTimeout(node: SluiceNode, { token, partner, revealTimeout }: ChannelActionParameters & { revealTimeout: bigint }): Promise<Channel> {
+export async function setRevealTimeout(
+  node: SluiceNode,
+  { token, partner, revealTimeout }: ChannelActionParameters & { revealTimeout: bigint },
+): Promise<Channel> {
   const channel = requireChannel(node, token, partner)
   if (channel.state !== 'opened') throw new ConflictError(`Can't update the reveal timeout of a channel that is ${channel.state}`)
   const invalid = whyInvalidTimeouts({ settleTimeout: channel.settleTimeout, revealTimeout })
   if (invalid) throw new ConflictError(invalid)
-  rejectIfRefused(await node.dispatch({ type: 'setRevealTimeout', tokenNetwork: channel.tokenNetwork, channelId: channel.id, revealTimeout }), 'setRevealTimeout')
+  rejectIfRefused(
+    await node.dispatch({ type: 'setRevealTimeout', tokenNetwork: channel.tokenNetwork, channelId: channel.id, revealTimeout }),
+    'setRevealTimeout',
+  )
   return node.channel(channel.tokenNetwork, partner)!
 }
 
 // ---- on-chain steps, without the user-level checks (the connection manager uses them too) ----------------------
 
 /** Sends openChannel (with our first deposit, if any) and returns the channel once the node has synced it. */
-export async function openChannelOnChain(node: SluiceNode, { tokenNetwork, partner, settleTimeout, revealTimeout, totalDeposit }: { tokenNetwork: Address; partner: Address; settleTimeout?: bigint; revealTimeout?: bigint; totalDeposit?: bigint }): Promise<Channel> {
-  const sent = await sendOpenChannel(node.chain, node.queue, { tokenNetwork, partner, settleTimeout: settleTimeout ?? node.config.defaultSettleTimeout, ...(totalDeposit ? { totalDeposit } : {}) })
+export async function openChannelOnChain(
+  node: SluiceNode,
+  {
+    tokenNetwork,
+    partner,
+    settleTimeout,
+    revealTimeout,
+    totalDeposit,
+  }: { tokenNetwork: Address; partner: Address; settleTimeout?: bigint; revealTimeout?: bigint; totalDeposit?: bigint },
+): Promise<Channel> {
+  const sent = await sendOpenChannel(node.chain, node.queue, {
+    tokenNetwork,
+    partner,
+    settleTimeout: settleTimeout ?? node.config.defaultSettleTimeout,
+    ...(totalDeposit ? { totalDeposit } : {}),
+  })
   await node.waitForBlock(sent.receipt.blockNumber)
   if (revealTimeout !== undefined) await node.dispatch({ type: 'setRevealTimeout', tokenNetwork, channelId: sent.channelId, revealTimeout })
   const channel = node.channel(tokenNetwork, partner)
@@ -191,7 +236,10 @@ export async function openChannelOnChain(node: SluiceNode, { tokenNetwork, partn
 }
 
 /** Sends setTotalDeposit and returns the channel once the node has synced the deposit. */
-export async function depositOnChain(node: SluiceNode, { tokenNetwork, partner, totalDeposit }: { tokenNetwork: Address; partner: Address; totalDeposit: bigint }): Promise<Channel> {
+export async function depositOnChain(
+  node: SluiceNode,
+  { tokenNetwork, partner, totalDeposit }: { tokenNetwork: Address; partner: Address; totalDeposit: bigint },
+): Promise<Channel> {
   const channel = node.channel(tokenNetwork, partner)
   if (!channel) throw new ChannelNotFoundError(`no channel with ${partner}`)
   const sent = await sendSetTotalDeposit(node.chain, node.queue, { tokenNetwork, channelId: channel.id, partner, totalDeposit })
@@ -203,7 +251,9 @@ export async function depositOnChain(node: SluiceNode, { tokenNetwork, partner, 
 
 /** Whether a failed transaction is this channel's `type` (close, setTotalWithdraw). */
 export function isOurs(transaction: Transaction, type: Transaction['type'], tokenNetwork: Address, channelId: bigint): boolean {
-  return transaction.type === type && 'tokenNetwork' in transaction && isAddressEqual(transaction.tokenNetwork, tokenNetwork) && transaction.channelId === channelId
+  return (
+    transaction.type === type && 'tokenNetwork' in transaction && isAddressEqual(transaction.tokenNetwork, tokenNetwork) && transaction.channelId === channelId
+  )
 }
 
 function channelSection(tokenNetwork: Address, partner: Address): string {
@@ -247,17 +297,26 @@ async function depositChecked(node: SluiceNode, channel: Channel, totalDeposit: 
 }
 
 /** The contract's deposit limits: the whole network's, ours per channel, and the channel total's uint256 bound. */
-async function ensureDepositFits(node: SluiceNode, info: TokenNetworkInfo, tokenNetwork: Address, totalDeposit: bigint, added: bigint, partnerDeposit: bigint): Promise<void> {
+async function ensureDepositFits(
+  node: SluiceNode,
+  info: TokenNetworkInfo,
+  tokenNetwork: Address,
+  totalDeposit: bigint,
+  added: bigint,
+  partnerDeposit: bigint,
+): Promise<void> {
   const held = await readTokenBalance(node.chain, { token: info.token, owner: tokenNetwork })
   if (held + added > info.tokenNetworkDepositLimit) throw new ConflictError(`Deposit of ${added} would have exceeded the token network deposit limit`)
-  if (totalDeposit > info.channelParticipantDepositLimit) throw new ConflictError(`Deposit of ${totalDeposit} is larger than the channel participant deposit limit`)
+  if (totalDeposit > info.channelParticipantDepositLimit)
+    throw new ConflictError(`Deposit of ${totalDeposit} is larger than the channel participant deposit limit`)
   if (totalDeposit + partnerDeposit > maxUint256) throw new ConflictError('Deposit overflow')
 }
 
 /** A user action the protocol refused (it reports `actionRejected`): a conflict with the channel's state. */
 function rejectIfRefused(applied: { effects: Effect[] }, action: string): void {
   for (const effect of applied.effects)
-    if (effect.type === 'event' && effect.event.type === 'actionRejected' && effect.event.action === action) throw new ConflictError(`${action} refused: ${effect.event.reason}`)
+    if (effect.type === 'event' && effect.event.type === 'actionRejected' && effect.event.action === action)
+      throw new ConflictError(`${action} refused: ${effect.event.reason}`)
 }
 
 type Check<T> = (notice: NodeNotice | undefined) => T | undefined

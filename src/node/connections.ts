@@ -92,17 +92,29 @@ export class TokenNetworkConnections {
     if (!(joinableFundsTarget >= 0 && joinableFundsTarget <= 1)) throw new ConflictError('joinable_funds_target must lie between 0 and 1')
     const tokenNetwork = tokenNetworkOf(this.node.state, token)
     if (!tokenNetwork) throw new ConflictError(`Token ${token} is not registered: it has no token network`)
-    const connection: Connection = { token, tokenNetwork, funds, initialChannelTarget, joinableFundsTarget, since: this.node.state.blockNumber, failed: new Set() }
+    const connection: Connection = {
+      token,
+      tokenNetwork,
+      funds,
+      initialChannelTarget,
+      joinableFundsTarget,
+      since: this.node.state.blockNumber,
+      failed: new Set(),
+    }
     const perChannel = fundsPerChannel(connection)
     if (initialChannelTarget > 0n && perChannel === 0n)
-      throw new ConflictError(`funds * (1 - joinable_funds_target) / initial_channel_target is 0: too few funds (${funds}) for ${initialChannelTarget} channels`)
+      throw new ConflictError(
+        `funds * (1 - joinable_funds_target) / initial_channel_target is 0: too few funds (${funds}) for ${initialChannelTarget} channels`,
+      )
     await this.withLock(tokenNetwork, async () => {
       const balance = await readTokenBalance(this.node.chain, { token })
       if (balance < funds) throw new ConflictError(`Insufficient balance for token ${token}: the node holds ${balance}, funds is ${funds}`)
       const info = await readTokenNetworkInfo(this.node.chain, { tokenNetwork })
       if (info.deprecated) throw new ConflictError(`the token network of ${token} is deprecated: no new deposits`)
       if (perChannel > info.channelParticipantDepositLimit)
-        throw new ConflictError(`the deposit per channel, ${perChannel}, exceeds the token network's limit of ${info.channelParticipantDepositLimit} per participant`)
+        throw new ConflictError(
+          `the deposit per channel, ${perChannel}, exceeds the token network's limit of ${info.channelParticipantDepositLimit} per participant`,
+        )
       const plan = this.openPlan(connection, perChannel)
       const opening = plan.filter((p) => !p.existing).length
       const reserve = await readGasReserve(this.node, { channelsToOpen: opening, deposits: plan.length - opening })
@@ -145,11 +157,14 @@ export class TokenNetworkConnections {
 
       const closeErrors: string[] = []
       const off = this.node.notices.subscribe((notice) => {
-        if (notice.type === 'transactionFailed' && open.some((c) => isOurs(notice.transaction, 'close', tokenNetwork, c.id))) closeErrors.push(describe(notice.error))
+        if (notice.type === 'transactionFailed' && open.some((c) => isOurs(notice.transaction, 'close', tokenNetwork, c.id)))
+          closeErrors.push(describe(notice.error))
       })
       try {
         // A channel the partner closed meanwhile is only waited for.
-        for (const channel of open) if (this.node.channel(tokenNetwork, channel.partner)?.state === 'opened') await this.node.dispatch({ type: 'closeChannel', tokenNetwork, channelId: channel.id })
+        for (const channel of open)
+          if (this.node.channel(tokenNetwork, channel.partner)?.state === 'opened')
+            await this.node.dispatch({ type: 'closeChannel', tokenNetwork, channelId: channel.id })
         const outcomes = await Promise.all(open.map((channel) => this.untilSettled(channel)))
         const failed = open.filter((_, i) => outcomes[i] === 'close failed')
         if (failed.length > 0) {
@@ -238,7 +253,9 @@ export class TokenNetworkConnections {
           this.lastState = undefined
           continue
         }
-        await this.withLock(connection.tokenNetwork, () => this.reconcile(connection)).catch((error) => this.node.notices.publish({ type: 'error', error, where: 'connection manager' }))
+        await this.withLock(connection.tokenNetwork, () => this.reconcile(connection)).catch((error) =>
+          this.node.notices.publish({ type: 'error', error, where: 'connection manager' }),
+        )
       }
     }
     this.schedule()
@@ -304,7 +321,12 @@ export class TokenNetworkConnections {
       if (!now || now.state === 'settled') return 'settled'
       // Back to opened: our close failed. The partner's close may have won the race, though, and be synced soon.
       if (now.state === 'opened') {
-        const onchain = await readChannelInfo(this.node.chain, { tokenNetwork: channel.tokenNetwork, channelId: channel.id, participant1: this.node.address, participant2: channel.partner })
+        const onchain = await readChannelInfo(this.node.chain, {
+          tokenNetwork: channel.tokenNetwork,
+          channelId: channel.id,
+          participant1: this.node.address,
+          participant2: channel.partner,
+        })
         if (onchain.state === 'opened' || onchain.state === 'nonExistent') return 'close failed'
       }
       await new Promise((r) => setTimeout(r, interval))
@@ -313,7 +335,11 @@ export class TokenNetworkConnections {
 }
 
 /** funds * (1 - joinableFundsTarget) / initialChannelTarget, rounded down (the fraction to nine decimals). */
-export function fundsPerChannel({ funds, initialChannelTarget, joinableFundsTarget }: Pick<Connection, 'funds' | 'initialChannelTarget' | 'joinableFundsTarget'>): bigint {
+export function fundsPerChannel({
+  funds,
+  initialChannelTarget,
+  joinableFundsTarget,
+}: Pick<Connection, 'funds' | 'initialChannelTarget' | 'joinableFundsTarget'>): bigint {
   if (initialChannelTarget <= 0n) return 0n
   const kept = BigInt(Math.round(joinableFundsTarget * Number(SCALE)))
   return (funds * (SCALE - kept)) / (SCALE * initialChannelTarget)

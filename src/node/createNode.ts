@@ -61,7 +61,9 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const deployedAt = BigInt(deployment.contracts.TokenNetworkRegistry.blockNumber)
     // The first message id comes from the store, not the clock: a replay from the start (no snapshot yet, or a
     // restored dump) must rebuild exactly the messages and balance proofs that were signed and sent.
-    const base = loaded.snapshot?.state ?? initialState({ address, chainId: BigInt(deployment.chainId), blockNumber: deployedAt - 1n, firstMessageId: BigInt(loaded.meta.createdAt) })
+    const base =
+      loaded.snapshot?.state ??
+      initialState({ address, chainId: BigInt(deployment.chainId), blockNumber: deployedAt - 1n, firstMessageId: BigInt(loaded.meta.createdAt) })
     const { state, seq } = replay(base, loaded.snapshot?.seq ?? 0, loaded.changes, ctx)
     const syncedBlock = loaded.meta.syncedBlock > 0n ? loaded.meta.syncedBlock : deployedAt - 1n
 
@@ -97,7 +99,11 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
         watcher: createBlockWatcher(chain.publicClient, { fromBlock: syncedBlock, confirmations, pollingInterval: config.pollingInterval }),
         events: async ({ fromBlock, toBlock, tokenNetworks }) => {
           const synced = await syncChainEvents(chain.publicClient, {
-            contracts: { tokenNetworkRegistry: registry, secretRegistry: deployment.contracts.SecretRegistry.address, userDeposit: deployment.contracts.UserDeposit.address },
+            contracts: {
+              tokenNetworkRegistry: registry,
+              secretRegistry: deployment.contracts.SecretRegistry.address,
+              userDeposit: deployment.contracts.UserDeposit.address,
+            },
             tokenNetworks,
             fromBlock,
             toBlock,
@@ -115,7 +121,12 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       engine,
       receipt: (hash) => chain.publicClient.getTransactionReceipt({ hash }),
       send: async (record, onSubmitted) =>
-        sendProtocolTransaction(await resolveFromHistory(record.transaction, storage), { queue, signer: chain, secretRegistry: deployment.contracts.SecretRegistry.address, onSubmitted }),
+        sendProtocolTransaction(await resolveFromHistory(record.transaction, storage), {
+          queue,
+          signer: chain,
+          secretRegistry: deployment.contracts.SecretRegistry.address,
+          onSubmitted,
+        }),
       onFailed: (transaction, error) => {
         node.report('transaction', error, transaction.type)
         notices.publish({ type: 'transactionFailed', transaction, error })
@@ -144,7 +155,20 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       }
     }
 
-    node = new SluiceNode({ config, ctx, chain, queue, storage, engine, delivery, follower, transactions, pendingTransactions: loaded.transactions, notices, stopping })
+    node = new SluiceNode({
+      config,
+      ctx,
+      chain,
+      queue,
+      storage,
+      engine,
+      delivery,
+      follower,
+      transactions,
+      pendingTransactions: loaded.transactions,
+      notices,
+      stopping,
+    })
     return node
   } catch (error) {
     await storage.close().catch(() => {})

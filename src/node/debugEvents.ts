@@ -41,7 +41,14 @@ async function selectChainEvents(node: SluiceNode, scope: ChainEventScope, range
 async function withPositions(node: SluiceNode, events: StoredChainEvent[]): Promise<StoredChainEvent[]> {
   const receipts = new Map<string, Promise<{ blockHash: Hex; transactionIndex: number } | undefined>>()
   const receipt = (hash: Hex) => {
-    if (!receipts.has(hash)) receipts.set(hash, node.chain.publicClient.getTransactionReceipt({ hash }).then((r) => ({ blockHash: r.blockHash, transactionIndex: r.transactionIndex }), () => undefined))
+    if (!receipts.has(hash))
+      receipts.set(
+        hash,
+        node.chain.publicClient.getTransactionReceipt({ hash }).then(
+          (r) => ({ blockHash: r.blockHash, transactionIndex: r.transactionIndex }),
+          () => undefined,
+        ),
+      )
     return receipts.get(hash)!
   }
   return Promise.all(

@@ -45,7 +45,11 @@ export class Engine {
   private seq: number
   private sinceSnapshot = 0
   private queue: { input: Input; resolve: (a: Applied) => void; reject: (e: unknown) => void }[] = []
-  private pendingDeletes: { outbox: string[]; transactions: string[]; transactionPuts: TransactionRecord[] } = { outbox: [], transactions: [], transactionPuts: [] }
+  private pendingDeletes: { outbox: string[]; transactions: string[]; transactionPuts: TransactionRecord[] } = {
+    outbox: [],
+    transactions: [],
+    transactionPuts: [],
+  }
   private running = false
   private failed: unknown
   private idle: Promise<void> = Promise.resolve()
@@ -132,8 +136,7 @@ export class Engine {
               const { proof, lock } = sentHistory(effect, before)
               if (proof) commit.sentProofs.push(proof)
               if (lock) commit.sentLocks.push(lock)
-            }
-            else if (effect.type === 'transaction') transactions.push(transactionRecord(effect, seq, i, now))
+            } else if (effect.type === 'transaction') transactions.push(transactionRecord(effect, seq, i, now))
             else if (effect.type === 'event') {
               // Events and payments need keys of their own: the change's seq, then the effect's place in it.
               const key = seq * 1000 + Math.min(i, 999)
@@ -166,7 +169,7 @@ export class Engine {
         }
         this.state = state
         this.seq = seq
-        batch.forEach((b, i) => b.resolve(applied[i]!))
+        for (const [i, b] of batch.entries()) b.resolve(applied[i]!)
         if (applied.length) this.p.onApplied(applied)
       }
     } catch {
@@ -179,7 +182,12 @@ export class Engine {
 }
 
 /** Rebuilds the state from a snapshot and the changes after it (their effects were stored when they happened). */
-export function replay(base: NodeState, baseSeq: number, changes: { seq: number; change: StateChange }[], ctx: TransitionContext): { state: NodeState; seq: number } {
+export function replay(
+  base: NodeState,
+  baseSeq: number,
+  changes: { seq: number; change: StateChange }[],
+  ctx: TransitionContext,
+): { state: NodeState; seq: number } {
   let state = base
   let seq = baseSeq
   for (const c of changes) {

@@ -42,7 +42,10 @@ export const newChannelGas = channelGas.openChannelWithDeposit + remainingChanne
  * Gas the node must be able to pay to finish the life of all its channels (only some of `tokenNetwork`'s
  * when given), plus `channelsToOpen` new ones and `deposits` extra deposits.
  */
-export function requiredGas(state: NodeState, { channelsToOpen = 0, deposits = 0, tokenNetwork }: { channelsToOpen?: number; deposits?: number; tokenNetwork?: Address } = {}): bigint {
+export function requiredGas(
+  state: NodeState,
+  { channelsToOpen = 0, deposits = 0, tokenNetwork }: { channelsToOpen?: number; deposits?: number; tokenNetwork?: Address } = {},
+): bigint {
   let gas = BigInt(channelsToOpen) * newChannelGas + BigInt(deposits) * channelGas.setTotalDeposit
   for (const channel of Object.values(state.channels)) {
     if (tokenNetwork && channel.tokenNetwork.toLowerCase() !== tokenNetwork.toLowerCase()) continue

@@ -13,7 +13,14 @@ export async function resolveFromHistory(tx: Transaction, history: Pick<Storage,
   }
   if (tx.type === 'unlockWithHistory') {
     const locks = await history.sentLocks(channelKey(tx.tokenNetwork, tx.channelId), tx.nonce)
-    return { type: 'unlock', tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, receiver: tx.receiver, sender: tx.sender, locks: locks.map(({ expiration, amount, secrethash }) => ({ expiration, amount, secrethash })) }
+    return {
+      type: 'unlock',
+      tokenNetwork: tx.tokenNetwork,
+      channelId: tx.channelId,
+      receiver: tx.receiver,
+      sender: tx.sender,
+      locks: locks.map(({ expiration, amount, secrethash }) => ({ expiration, amount, secrethash })),
+    }
   }
   return tx
 }

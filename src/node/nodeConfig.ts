@@ -65,7 +65,10 @@ export type NodeConfig = {
 }
 
 /** The config with every default applied. */
-export type ResolvedNodeConfig = Omit<NodeConfig, 'confirmations' | 'defaultRevealTimeout' | 'defaultSettleTimeout' | 'backoff' | 'notifications' | 'import'> & {
+export type ResolvedNodeConfig = Omit<
+  NodeConfig,
+  'confirmations' | 'defaultRevealTimeout' | 'defaultSettleTimeout' | 'backoff' | 'notifications' | 'import'
+> & {
   pollingInterval: number
   defaultRevealTimeout: bigint
   defaultSettleTimeout: bigint

@@ -157,7 +157,11 @@ export class NodeNotifications {
     this.set(
       'version_outdated',
       compareVersions(current, feed.latest) < 0
-        ? { summary: 'Your version is outdated', body: `You are running version ${current}; the latest release is ${feed.latest}. It is time to update.`, urgency: 'normal' }
+        ? {
+            summary: 'Your version is outdated',
+            body: `You are running version ${current}; the latest release is ${feed.latest}. It is time to update.`,
+            urgency: 'normal',
+          }
         : undefined,
     )
     this.set(

@@ -46,7 +46,8 @@ export function checkPayment(state: NodeState, p: SendPaymentParameters): { toke
   if (p.amount > maxUint256) throw new InvalidPaymentError('amount must be at most 2^256-1')
   const tokenNetwork = tokenNetworkOf(state, p.token)
   if (!tokenNetwork) throw new InvalidPaymentError(`token ${p.token} is not known: no token network is registered for it`)
-  if (p.identifier !== undefined && (p.identifier <= 0n || p.identifier > maxUint64)) throw new InvalidPaymentError(`identifier must lie in 1..2^64-1, not ${p.identifier}`)
+  if (p.identifier !== undefined && (p.identifier <= 0n || p.identifier > maxUint64))
+    throw new InvalidPaymentError(`identifier must lie in 1..2^64-1, not ${p.identifier}`)
   if (p.lockTimeout !== undefined && p.lockTimeout <= 0n) throw new InvalidPaymentError(`lock_timeout must be positive, not ${p.lockTimeout}`)
   const secrethash = p.secrethash?.toLowerCase() as Hex | undefined
   if (p.secret && secrethash && sha256(p.secret) !== secrethash) throw new InvalidPaymentError('secret_hash is not the SHA-256 of the secret')
@@ -56,7 +57,8 @@ export function checkPayment(state: NodeState, p: SendPaymentParameters): { toke
 
 /** A lock whose secret is public, or whose hash another transfer uses, could be claimed at once: 409. */
 export function checkSecretHash(state: NodeState, secrethash: Hex): void {
-  if (state.initiators[secrethash] || state.mediators[secrethash] || state.targets[secrethash]) throw new ConflictError(`the secret hash ${secrethash} is already used by another transfer`)
+  if (state.initiators[secrethash] || state.mediators[secrethash] || state.targets[secrethash])
+    throw new ConflictError(`the secret hash ${secrethash} is already used by another transfer`)
   if (state.registeredSecrets[secrethash] !== undefined) throw new ConflictError(`the secret of ${secrethash} is already registered on-chain`)
 }
 
@@ -66,7 +68,10 @@ export function checkSecretHash(state: NodeState, secrethash: Hex): void {
  * no usable first channel (reveal_timeout < lock_timeout <= settle_timeout) is 409, and so is a payment whose
  * routes all have a channel that cannot hold its lock (NoRouteError, saying why).
  */
-export function checkRoute(state: NodeState, { tokenNetwork, target, amount, lockTimeout }: { tokenNetwork: Address; target: Address; amount: bigint; lockTimeout?: bigint }): void {
+export function checkRoute(
+  state: NodeState,
+  { tokenNetwork, target, amount, lockTimeout }: { tokenNetwork: Address; target: Address; amount: bigint; lockTimeout?: bigint },
+): void {
   const routes = findRoutes(state, { tokenNetwork, target, amount })
   if (routes.length === 0) {
     const open = Object.values(state.channels).filter((c) => sameAddress(c.tokenNetwork, tokenNetwork) && c.state === 'opened')
@@ -77,7 +82,9 @@ export function checkRoute(state: NodeState, { tokenNetwork, target, amount, loc
       return free > max ? free : max
     }, 0n)
     if (direct && distributable(direct.our, direct.partnerEnd) < amount)
-      throw new InsufficientBalanceError(`insufficient balance: the channel with ${target} can send ${distributable(direct.our, direct.partnerEnd)}, ${amount} needed`)
+      throw new InsufficientBalanceError(
+        `insufficient balance: the channel with ${target} can send ${distributable(direct.our, direct.partnerEnd)}, ${amount} needed`,
+      )
     if (most < amount) throw new InsufficientBalanceError(`insufficient balance: our open channels can send at most ${most} in one payment, ${amount} needed`)
     throw new NoRouteError(`no route to ${target} can carry ${amount}`)
   }
@@ -85,7 +92,9 @@ export function checkRoute(state: NodeState, { tokenNetwork, target, amount, loc
     const firstHops = routes.map((r) => channelWith(state, tokenNetwork, r[0]!)!)
     if (!firstHops.some((c) => lockTimeout > c.revealTimeout && lockTimeout <= c.settleTimeout)) {
       const c = firstHops[0]!
-      throw new InvalidPaymentError(`lock_timeout ${lockTimeout} must be greater than the reveal timeout (${c.revealTimeout}) and at most the settle timeout (${c.settleTimeout}) of the channel with ${c.partner}`)
+      throw new InvalidPaymentError(
+        `lock_timeout ${lockTimeout} must be greater than the reveal timeout (${c.revealTimeout}) and at most the settle timeout (${c.settleTimeout}) of the channel with ${c.partner}`,
+      )
     }
   }
   // Routes whose channels cannot hold the lock are no routes: refused now, with the reason, not sent to hang.
@@ -111,8 +120,15 @@ export async function sendPayment(node: SluiceNode, p: SendPaymentParameters): P
   const identifier = p.identifier ?? randomIdentifier()
   // The same payment: the same token and amount, and the same secret hash when the request names one.
   const differs = (amount: bigint, network: Address, hash: Hex | undefined) =>
-    amount !== p.amount ? `amount ${amount}` : !sameAddress(network, tokenNetwork) ? 'another token' : secrethash && hash && hash !== secrethash ? `secret hash ${hash}` : undefined
-  const conflict = (state: string, what: string) => new ConflictError(`the identifier ${identifier} is already used for a different payment to ${p.target} (${state} with ${what})`)
+    amount !== p.amount
+      ? `amount ${amount}`
+      : !sameAddress(network, tokenNetwork)
+        ? 'another token'
+        : secrethash && hash && hash !== secrethash
+          ? `secret hash ${hash}`
+          : undefined
+  const conflict = (state: string, what: string) =>
+    new ConflictError(`the identifier ${identifier} is already used for a different payment to ${p.target} (${state} with ${what})`)
 
   const running = node.payments.get(p.target, identifier)
   if (running) {
@@ -126,7 +142,15 @@ export async function sendPayment(node: SluiceNode, p: SendPaymentParameters): P
       const why = differs(done.amount, tokenNetworkOf(node.state, done.token) ?? done.token, done.secrethash)
       if (why) throw conflict('paid', why)
       if (!done.secret) throw conflict('paid', 'no result kept (paid before this node kept them)')
-      return { initiator: node.address, target: done.partner, token: done.token, amount: done.amount, identifier: done.identifier, secret: done.secret, secrethash: done.secrethash }
+      return {
+        initiator: node.address,
+        target: done.partner,
+        token: done.token,
+        amount: done.amount,
+        identifier: done.identifier,
+        secret: done.secret,
+        secrethash: done.secrethash,
+      }
     }
     // Started before a restart: the store resumed it, and its outcome is waited for here.
     const resumed = Object.values(node.state.initiators).find((i) => sameAddress(i.target, p.target) && i.paymentId === identifier && i.status !== 'failed')
@@ -145,7 +169,8 @@ export async function sendPayment(node: SluiceNode, p: SendPaymentParameters): P
     if (secrethash) {
       // The state knows the confirmed registrations; the chain also knows the latest ones.
       const registry = node.config.deployment.contracts.SecretRegistry.address
-      if ((await readSecretRevealBlock(node.chain, { secretRegistry: registry, secrethash })) > 0n) throw new ConflictError(`the secret of ${secrethash} is already registered on-chain`)
+      if ((await readSecretRevealBlock(node.chain, { secretRegistry: registry, secrethash })) > 0n)
+        throw new ConflictError(`the secret of ${secrethash} is already registered on-chain`)
     }
     const release = await node.payments.slots.acquire()
     try {
@@ -163,11 +188,17 @@ type PaymentOutcome = Extract<NodeNotice, { type: 'paymentSentSuccess' }>
 /** Hands the payment to the core over the routes found now, and waits for its outcome. */
 async function startPayment(node: SluiceNode, p: SendPaymentParameters & { tokenNetwork: Address; identifier: bigint }): Promise<PaymentOutcome> {
   const ownSecret = !p.secret && !p.secrethash
-  const secret = p.secret?.toLowerCase() as Hex | undefined ?? (ownSecret ? randomBytes32() : undefined)
+  const secret = (p.secret?.toLowerCase() as Hex | undefined) ?? (ownSecret ? randomBytes32() : undefined)
   const secrethash = (p.secrethash?.toLowerCase() as Hex | undefined) ?? sha256(secret!)
   const routes = findRoutes(node.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount, lockTimeout: p.lockTimeout ?? 'default' })
   if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
-  const encryptedSecret = secretForTarget({ enabled: node.config.encryptSecret, targetPublicKey: publicKeyOf(node.state, p.target), secret, amount: p.amount, paymentId: p.identifier })
+  const encryptedSecret = secretForTarget({
+    enabled: node.config.encryptSecret,
+    targetPublicKey: publicKeyOf(node.state, p.target),
+    secret,
+    amount: p.amount,
+    paymentId: p.identifier,
+  })
   const done = outcome(node, p.target, p.identifier)
   await node.dispatch({
     type: 'initPayment',
@@ -188,7 +219,9 @@ async function startPayment(node: SluiceNode, p: SendPaymentParameters & { token
 
 /** The outcome of our payment to `target` with `identifier`: its success, or PaymentFailedError; NodeStoppedError on stop. */
 function outcome(node: SluiceNode, target: Address, identifier: bigint): Promise<PaymentOutcome> {
-  const ended = node.nextNotice((e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === identifier && sameAddress(e.target, target))
+  const ended = node.nextNotice(
+    (e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === identifier && sameAddress(e.target, target),
+  )
   return ended.then((e) => {
     if (e.type === 'paymentSentFailed') throw new PaymentFailedError(e.reason)
     return e as PaymentOutcome
@@ -223,7 +256,10 @@ export async function readPaymentHistory(node: SluiceNode, query: PaymentQuery):
 
 /** A page the store can key: non-negative integers, anything beyond the safe integers meaning "all". */
 export function pageOf({ limit, offset }: { limit?: number; offset?: number }): { limit?: number; offset?: number } {
-  for (const [name, n] of [['limit', limit], ['offset', offset]] as const) {
+  for (const [name, n] of [
+    ['limit', limit],
+    ['offset', offset],
+  ] as const) {
     if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new ConflictError(`${name} must be a non-negative integer, not ${n}`)
   }
   const clamp = (n: number) => Math.min(n, Number.MAX_SAFE_INTEGER)

@@ -46,7 +46,12 @@ export function pendingTransfers(state: NodeState, query: PendingTransfersQuery 
     }
   }
   const out: PendingTransfer[] = []
-  const add = (role: PendingTransferRole, key: string, sentBy: (c: Channel) => bigint, t: Omit<PendingTransfer, 'role' | 'token' | 'tokenNetwork' | 'channelId' | 'transferredAmount'> & { tokenNetwork: Address }) => {
+  const add = (
+    role: PendingTransferRole,
+    key: string,
+    sentBy: (c: Channel) => bigint,
+    t: Omit<PendingTransfer, 'role' | 'token' | 'tokenNetwork' | 'channelId' | 'transferredAmount'> & { tokenNetwork: Address },
+  ) => {
     if (only && (t.tokenNetwork.toLowerCase() !== only.tokenNetwork.toLowerCase() || (only.channelKey !== undefined && key !== only.channelKey))) return
     const channel = state.channels[key]
     const token = state.tokenNetworks[t.tokenNetwork]?.token ?? channel?.token
@@ -64,13 +69,31 @@ export function pendingTransfers(state: NodeState, query: PendingTransfersQuery 
     })
   }
   for (const p of Object.values(state.initiators)) {
-    add('initiator', p.channelKey, (c) => transferred(c.our), { tokenNetwork: p.tokenNetwork, initiator: state.address, target: p.target, lockedAmount: p.lock.amount, paymentId: p.paymentId })
+    add('initiator', p.channelKey, (c) => transferred(c.our), {
+      tokenNetwork: p.tokenNetwork,
+      initiator: state.address,
+      target: p.target,
+      lockedAmount: p.lock.amount,
+      paymentId: p.paymentId,
+    })
   }
   for (const m of Object.values(state.mediators)) {
-    add('mediator', m.payerChannelKey, (c) => transferred(c.partnerEnd), { tokenNetwork: m.tokenNetwork, initiator: m.initiator, target: m.target, lockedAmount: m.payerLock.amount, paymentId: m.paymentId })
+    add('mediator', m.payerChannelKey, (c) => transferred(c.partnerEnd), {
+      tokenNetwork: m.tokenNetwork,
+      initiator: m.initiator,
+      target: m.target,
+      lockedAmount: m.payerLock.amount,
+      paymentId: m.paymentId,
+    })
   }
   for (const t of Object.values(state.targets)) {
-    add('target', t.channelKey, (c) => transferred(c.partnerEnd), { tokenNetwork: t.tokenNetwork, initiator: t.initiator, target: state.address, lockedAmount: t.lock.amount, paymentId: t.paymentId })
+    add('target', t.channelKey, (c) => transferred(c.partnerEnd), {
+      tokenNetwork: t.tokenNetwork,
+      initiator: t.initiator,
+      target: state.address,
+      lockedAmount: t.lock.amount,
+      paymentId: t.paymentId,
+    })
   }
   return out
 }

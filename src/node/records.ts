@@ -36,11 +36,40 @@ export function transactionRecord(effect: Extract<Effect, { type: 'transaction' 
 export function paymentRecord(event: NodeEvent, seq: number, time: number): PaymentRecord | undefined {
   switch (event.type) {
     case 'paymentSentSuccess':
-      return { seq, time, event: 'EventPaymentSentSuccess', token: event.token, partner: event.target, amount: event.amount, identifier: event.paymentId, secrethash: event.secrethash, secret: event.secret }
+      return {
+        seq,
+        time,
+        event: 'EventPaymentSentSuccess',
+        token: event.token,
+        partner: event.target,
+        amount: event.amount,
+        identifier: event.paymentId,
+        secrethash: event.secrethash,
+        secret: event.secret,
+      }
     case 'paymentSentFailed':
-      return { seq, time, event: 'EventPaymentSentFailed', token: event.token, partner: event.target, amount: event.amount, identifier: event.paymentId, secrethash: event.secrethash, reason: event.reason }
+      return {
+        seq,
+        time,
+        event: 'EventPaymentSentFailed',
+        token: event.token,
+        partner: event.target,
+        amount: event.amount,
+        identifier: event.paymentId,
+        secrethash: event.secrethash,
+        reason: event.reason,
+      }
     case 'paymentReceivedSuccess':
-      return { seq, time, event: 'EventPaymentReceivedSuccess', token: event.token, partner: event.initiator, amount: event.amount, identifier: event.paymentId, secrethash: event.secrethash }
+      return {
+        seq,
+        time,
+        event: 'EventPaymentReceivedSuccess',
+        token: event.token,
+        partner: event.initiator,
+        amount: event.amount,
+        identifier: event.paymentId,
+        secrethash: event.secrethash,
+      }
     default:
       return undefined
   }
@@ -72,5 +101,8 @@ export function sentHistory(effect: Extract<Effect, { type: 'send' }>, before: N
   const secrethash = m.type === 'Unlock' ? sha256(m.secret) : m.secrethash
   const lock = before.channels[channelKey]?.our.locks.find((l) => l.secrethash.toLowerCase() === secrethash.toLowerCase())
   if (!lock || lock.nonce === undefined) return { proof }
-  return { proof, lock: { channelKey, secrethash: lock.secrethash, expiration: lock.expiration, amount: lock.amount, addedNonce: lock.nonce, removedNonce: m.nonce } }
+  return {
+    proof,
+    lock: { channelKey, secrethash: lock.secrethash, expiration: lock.expiration, amount: lock.amount, addedNonce: lock.nonce, removedNonce: m.nonce },
+  }
 }

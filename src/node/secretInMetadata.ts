@@ -27,10 +27,22 @@ export type SecretForTargetParameters = {
 }
 
 /** `secret` encrypted to the target for the LockedTransfer's metadata, or undefined (the target then asks for it). */
-export function secretForTarget({ enabled, targetPublicKey, secret, amount, paymentId, random = (n) => crypto.getRandomValues(new Uint8Array(n)) }: SecretForTargetParameters): Hex | undefined {
+export function secretForTarget({
+  enabled,
+  targetPublicKey,
+  secret,
+  amount,
+  paymentId,
+  random = (n) => crypto.getRandomValues(new Uint8Array(n)),
+}: SecretForTargetParameters): Hex | undefined {
   if (!enabled || !secret || !targetPublicKey) return undefined
   try {
-    return encryptSecret({ payload: { secret, amount, paymentId }, targetPublicKey: hexToBytes(targetPublicKey), ephemeralPrivateKey: random(32), nonce: random(16) })
+    return encryptSecret({
+      payload: { secret, amount, paymentId },
+      targetPublicKey: hexToBytes(targetPublicKey),
+      ephemeralPrivateKey: random(32),
+      nonce: random(16),
+    })
   } catch {
     return undefined // an ephemeral key out of range (about 2^-128): the target asks for the secret instead
   }

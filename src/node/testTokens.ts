@@ -8,7 +8,10 @@ import type { SluiceNode } from './sluiceNode.ts'
  * one, an address without code, or a mint the token refuses (no minter role, supply overflow) is
  * TokenNotMintableError (400); a node without gas money, InsufficientFundsForGasError (402).
  */
-export async function mintTestTokens(node: Pick<SluiceNode, 'chain' | 'queue'>, { token, to, value }: { token: Address; to: Address; value: bigint }): Promise<{ transactionHash: Hex }> {
+export async function mintTestTokens(
+  node: Pick<SluiceNode, 'chain' | 'queue'>,
+  { token, to, value }: { token: Address; to: Address; value: bigint },
+): Promise<{ transactionHash: Hex }> {
   try {
     const sent = await mintTokens(node.chain, node.queue, { token, to, amount: value })
     return { transactionHash: sent.hash }

@@ -1,5 +1,14 @@
 import { maxUint256, zeroAddress, type Address, type Hex } from 'viem'
-import { ChainRpcError, depositToUserDeposit, planUserDepositWithdraw, read, readTokenBalance, readUserDeposit, withdrawFromUserDeposit, type UserDepositInfo } from '../chain/index.ts'
+import {
+  ChainRpcError,
+  depositToUserDeposit,
+  planUserDepositWithdraw,
+  read,
+  readTokenBalance,
+  readUserDeposit,
+  withdrawFromUserDeposit,
+  type UserDepositInfo,
+} from '../chain/index.ts'
 import { UserDeposit } from '../contracts/index.ts'
 import { ConflictError, InsufficientBalanceError, NotFoundError } from './errors.ts'
 import type { SluiceNode } from './sluiceNode.ts'
@@ -38,7 +47,6 @@ function exclusive<T>(node: UserDepositNode, task: () => Promise<T>): Promise<T>
   return node.queue.exclusive(`userDeposit:${node.chain.address}`.toLowerCase(), task)
 }
 
-
 /** The node's UDC balances (Raiden's user deposit view), or undefined without a UDC. */
 export async function readOwnUserDeposit(node: UserDepositNode): Promise<(UserDepositInfo & { userDeposit: Address }) | undefined> {
   const userDeposit = userDepositOf(node)
@@ -62,9 +70,11 @@ export function depositToServices(node: UserDepositNode, { totalDeposit }: { tot
       read(node.chain, userDeposit, UserDeposit.abi, 'whole_balance', []),
       read(node.chain, userDeposit, UserDeposit.abi, 'whole_balance_limit', []),
     ])
-    if (wholeBalance + added > limit) throw new ConflictError(`Deposit of ${added} would have exceeded the UDC balance limit of ${limit} (the contract holds ${wholeBalance}).`)
+    if (wholeBalance + added > limit)
+      throw new ConflictError(`Deposit of ${added} would have exceeded the UDC balance limit of ${limit} (the contract holds ${wholeBalance}).`)
     const available = await readTokenBalance(node.chain, { token: info.token })
-    if (available < added) throw new InsufficientBalanceError(`Not enough balance to deposit. Available=${available} Needed=${added} (service token ${info.token})`)
+    if (available < added)
+      throw new InsufficientBalanceError(`Not enough balance to deposit. Available=${available} Needed=${added} (service token ${info.token})`)
     const sent = await depositToUserDeposit(node.chain, node.queue, { userDeposit, totalDeposit })
     return { transactionHash: sent.hash }
   })
@@ -74,7 +84,10 @@ export function depositToServices(node: UserDepositNode, { totalDeposit }: { tot
  * Plans to withdraw `amount` from the UDC; the withdrawal is possible from the returned block on (the
  * contract's withdraw delay after the planning block). A new plan replaces the previous one.
  */
-export function planServicesWithdraw(node: UserDepositNode, { amount }: { amount: bigint }): Promise<{ transactionHash: Hex; plannedWithdrawBlockNumber: bigint }> {
+export function planServicesWithdraw(
+  node: UserDepositNode,
+  { amount }: { amount: bigint },
+): Promise<{ transactionHash: Hex; plannedWithdrawBlockNumber: bigint }> {
   return exclusive(node, async () => {
     if (amount <= 0n) throw new ConflictError('Withdraw amount must be greater than zero.')
     const userDeposit = await configured(node)
@@ -97,7 +110,8 @@ export function withdrawFromServices(node: UserDepositNode, { amount }: { amount
     const current = await node.chain.publicClient.getBlockNumber().catch((e: unknown) => {
       throw new ChainRpcError('eth_blockNumber', e)
     })
-    if (current < withdrawPlan.withdrawBlock) throw new ConflictError(`Withdrawing too early. Planned withdraw at block ${withdrawPlan.withdrawBlock}. Current block: ${current}.`)
+    if (current < withdrawPlan.withdrawBlock)
+      throw new ConflictError(`Withdrawing too early. Planned withdraw at block ${withdrawPlan.withdrawBlock}. Current block: ${current}.`)
     const sent = await withdrawFromUserDeposit(node.chain, node.queue, { userDeposit, amount })
     return { transactionHash: sent.hash }
   })

@@ -28,8 +28,7 @@ export type BalanceProof = BalanceData & {
  * (nothing transferred, nothing locked, no locks) hashes to 32 zero bytes, as both Raiden clients do.
  */
 export function balanceHash({ transferredAmount, lockedAmount, locksroot }: BalanceData): Hex {
-  if (transferredAmount === 0n && lockedAmount === 0n && (locksroot === LOCKSROOT_OF_NO_LOCKS || locksroot === ZERO_HASH))
-    return ZERO_HASH
+  if (transferredAmount === 0n && lockedAmount === 0n && (locksroot === LOCKSROOT_OF_NO_LOCKS || locksroot === ZERO_HASH)) return ZERO_HASH
   return keccak256Hex(new PackedWriter(96).uint(transferredAmount, 32).uint(lockedAmount, 32).fixed(locksroot, 32).done())
 }
 

@@ -10,7 +10,10 @@ export class ProtocolError extends SluiceError {
 export class InvalidMessageError extends ProtocolError {
   override name = 'InvalidMessageError' as const
   override readonly code = 'INVALID_MESSAGE' as const
-  constructor(readonly field: string, reason: string) {
+  constructor(
+    readonly field: string,
+    reason: string,
+  ) {
     super(`invalid message: ${field}: ${reason}`)
   }
 }

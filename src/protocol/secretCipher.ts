@@ -91,7 +91,11 @@ export type EncryptSecretParameters = {
 /** ECIES-encrypts the payment secret to the target, in the light client's format; returns 0x-hex. */
 export function encryptSecret({ payload, targetPublicKey, ephemeralPrivateKey, nonce }: EncryptSecretParameters): Hex {
   const plaintext = encoder.encode(
-    JSON.stringify({ secret: payload.secret, amount: payload.amount.toString(), ...(payload.paymentId !== undefined ? { payment_identifier: payload.paymentId.toString() } : {}) }),
+    JSON.stringify({
+      secret: payload.secret,
+      amount: payload.amount.toString(),
+      ...(payload.paymentId !== undefined ? { payment_identifier: payload.paymentId.toString() } : {}),
+    }),
   )
   const engine = secp256k1Engine()
   const ephemeralPublicKey = engine.publicKey(ephemeralPrivateKey)

@@ -1,13 +1,41 @@
 import { sha256 } from 'viem'
-import { closeChannel, onChannelClosed, onChannelDeposit, onChannelOpened, onChannelSettled, onChannelUnlocked, onChannelWithdraw, onNonClosingUpdated, onSecretRegistered, onTransactionFailed, settleOnBlock, unlockOnBlock } from './channel/onchain.ts'
+import {
+  closeChannel,
+  onChannelClosed,
+  onChannelDeposit,
+  onChannelOpened,
+  onChannelSettled,
+  onChannelUnlocked,
+  onChannelWithdraw,
+  onNonClosingUpdated,
+  onSecretRegistered,
+  onTransactionFailed,
+  settleOnBlock,
+  unlockOnBlock,
+} from './channel/onchain.ts'
 import { getChannel, putChannel, rememberPublicKey, type TransitionContext } from './state/access.ts'
 import { channelKey } from './channel/key.ts'
-import { receiveWithdrawConfirmation, receiveWithdrawExpired, receiveWithdrawRequest, startCoopSettle, startWithdraw, withdrawOnBlock, actionRejected } from './channel/withdraw.ts'
+import {
+  receiveWithdrawConfirmation,
+  receiveWithdrawExpired,
+  receiveWithdrawRequest,
+  startCoopSettle,
+  startWithdraw,
+  withdrawOnBlock,
+  actionRejected,
+} from './channel/withdraw.ts'
 import { graphOnAmounts, graphOnClosed, graphOnOpened, graphOnSettled } from './routing/graph.ts'
 import type { DecryptedSecret, StateChange } from './state/changes.ts'
 import type { Effect } from './state/effects.ts'
 import type { NodeState } from './state/types.ts'
-import { initPayment, initiatorOnBlock, initiatorOnRevealSecret, initiatorOnSecretRegistered, initiatorOnSecretRequest, initiatorOnSecretResolved } from './transfer/initiator.ts'
+import {
+  initPayment,
+  initiatorOnBlock,
+  initiatorOnRevealSecret,
+  initiatorOnSecretRegistered,
+  initiatorOnSecretRequest,
+  initiatorOnSecretResolved,
+} from './transfer/initiator.ts'
 import { mediatorOnBlock, mediatorOnChannelClosed, mediatorOnRevealSecret, mediatorOnSecretRegistered } from './transfer/mediator.ts'
 import { receiveLockExpired, receiveLockedTransfer, receiveUnlock } from './transfer/receive.ts'
 import { targetLearnsSecret, targetOnBlock } from './transfer/target.ts'
@@ -39,13 +67,19 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
       return unlockOnBlock(s, out)
     }
     case 'tokenNetworkCreated':
-      return state.tokenNetworks[change.tokenNetwork] ? state : { ...state, tokenNetworks: { ...state.tokenNetworks, [change.tokenNetwork]: { token: change.token, graph: {} } } }
+      return state.tokenNetworks[change.tokenNetwork]
+        ? state
+        : { ...state, tokenNetworks: { ...state.tokenNetworks, [change.tokenNetwork]: { token: change.token, graph: {} } } }
     case 'channelOpened':
       return onChannelOpened(graphOnOpened(state, change), change, out)
     case 'channelDeposit':
       return onChannelDeposit(graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { deposit: change.totalDeposit }), change, out)
     case 'channelWithdraw':
-      return onChannelWithdraw(graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { withdrawn: change.totalWithdraw }), change, out)
+      return onChannelWithdraw(
+        graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { withdrawn: change.totalWithdraw }),
+        change,
+        out,
+      )
     case 'channelClosed': {
       const s = onChannelClosed(graphOnClosed(state, change.tokenNetwork, change.channelId), change, out)
       return mediatorOnChannelClosed(s, channelKey(change.tokenNetwork, change.channelId), out)
@@ -88,7 +122,14 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
   }
 }
 
-function receive(state: NodeState, message: Signed<Message>, sender: Address, ctx: TransitionContext, out: Effect[], decryptedSecret?: DecryptedSecret): NodeState {
+function receive(
+  state: NodeState,
+  message: Signed<Message>,
+  sender: Address,
+  ctx: TransitionContext,
+  out: Effect[],
+  decryptedSecret?: DecryptedSecret,
+): NodeState {
   switch (message.type) {
     case 'LockedTransfer':
       return receiveLockedTransfer(state, message, sender, ctx, out, decryptedSecret)

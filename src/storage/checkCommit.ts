@@ -3,7 +3,6 @@ import { checkMetaPatch } from './meta.ts'
 import { checkSentLock, checkSentProof } from './sentRecords.ts'
 import { StorageError, type Commit, type StorageIdentity, type StoredChainEvent } from './storage.ts'
 
-
 /**
  * Refuses a batch that no adapter could key or order correctly, before any engine sees it, so every adapter
  * fails the same way and writes nothing. Values themselves are checked by the engine's encoder.

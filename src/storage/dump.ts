@@ -19,7 +19,12 @@ export type StoredProgress = { meta: Meta; progress: number }
 export function checkDump(dump: unknown, identity: StorageIdentity, stored: StoredProgress): StorageDump {
   const d = checkShape(dump)
   if (!sameIdentity(d.meta, identity)) {
-    const what = d.meta.chainId !== identity.chainId ? 'chain' : d.meta.registry.toLowerCase() !== identity.registry.toLowerCase() ? 'token network registry' : 'node address'
+    const what =
+      d.meta.chainId !== identity.chainId
+        ? 'chain'
+        : d.meta.registry.toLowerCase() !== identity.registry.toLowerCase()
+          ? 'token network registry'
+          : 'node address'
     throw new DumpRejectedError(`the dump belongs to another ${what} (chain ${d.meta.chainId}, registry ${d.meta.registry}, address ${d.meta.address})`)
   }
   // An older dump is a subset of this format (version 2 added sent proofs and locks): it comes in as this version.
@@ -45,8 +50,12 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
     if (e instanceof StorageError) throw new DumpRejectedError(`the dump holds an invalid row: ${e.message}`, { cause: e })
     throw e
   }
-  const progress = progressOf(d.snapshot?.seq, d.changes.reduce((max, c) => Math.max(max, c.seq), -1))
-  if (progress < stored.progress) throw new DumpRejectedError(`the dump is older than the stored state (it reaches seq ${progress}, the store seq ${stored.progress})`)
+  const progress = progressOf(
+    d.snapshot?.seq,
+    d.changes.reduce((max, c) => Math.max(max, c.seq), -1),
+  )
+  if (progress < stored.progress)
+    throw new DumpRejectedError(`the dump is older than the stored state (it reaches seq ${progress}, the store seq ${stored.progress})`)
   if (d.meta.syncedBlock < stored.meta.syncedBlock) {
     throw new DumpRejectedError(`the dump is older than the stored state (synced to block ${d.meta.syncedBlock}, the store to ${stored.meta.syncedBlock})`)
   }

@@ -82,7 +82,9 @@ export const idbMigrations: Record<number, IdbMigration> = {
     db.createObjectStore('outbox', { keyPath: 'key' })
     db.createObjectStore('transactions', { keyPath: 'key' })
     // A failure aborts the upgrade transaction, and with it the open: nothing to handle here.
-    tx.objectStore('meta').put({ ...initialMeta(identity), schemaVersion: 1 }, META_KEY).catch(() => {})
+    tx.objectStore('meta')
+      .put({ ...initialMeta(identity), schemaVersion: 1 }, META_KEY)
+      .catch(() => {})
   },
   // Sent balance proofs and sent locks (kept out of the state); nothing existing changes.
   2(db) {

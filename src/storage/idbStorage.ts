@@ -92,7 +92,10 @@ async function connect(name: string, identity: StorageIdentity, release: () => v
   try {
     db = await Promise.race([opening, blocked])
   } catch (e) {
-    opening.then((late) => late.close(), () => {})
+    opening.then(
+      (late) => late.close(),
+      () => {},
+    )
     if (e instanceof DOMException && e.name === 'VersionError') {
       throw new StorageVersionError(`the store ${name} has a schema newer than version ${STORAGE_SCHEMA_VERSION} (written by a newer Sluice)`, { cause: e })
     }

@@ -34,8 +34,11 @@ function encode(value: unknown, path: string): unknown {
       if (value === null) return null
       if (Array.isArray(value)) return value.map((v, i) => (v === undefined ? null : encode(v, `${path}[${i}]`)))
       const proto = Object.getPrototypeOf(value)
-      if (proto !== Object.prototype && proto !== null) throw new TypeError(`cannot encode a ${proto?.constructor?.name ?? 'non-plain object'} at ${path} as JSON`)
-      const entries = Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, encode(v, `${path}.${k}`)])
+      if (proto !== Object.prototype && proto !== null)
+        throw new TypeError(`cannot encode a ${proto?.constructor?.name ?? 'non-plain object'} at ${path} as JSON`)
+      const entries = Object.entries(value)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, encode(v, `${path}.${k}`)])
       const encoded = Object.fromEntries(entries)
       return isTagLike(value) ? { $object: encoded } : encoded
     }

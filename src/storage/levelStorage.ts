@@ -114,7 +114,8 @@ type LevelMigration = (db: LevelDb) => Promise<Op[]>
 const levelMigrations: Record<number, LevelMigration> = {
   // A new store: nothing but its meta. Anything already there is not a Sluice store, so leave it alone.
   async 1(db) {
-    for await (const key of db.keys({ limit: 1 })) throw new StorageError(`the directory holds a LevelDB store that is not Sluice's (found key ${key}, no meta)`)
+    for await (const key of db.keys({ limit: 1 }))
+      throw new StorageError(`the directory holds a LevelDB store that is not Sluice's (found key ${key}, no meta)`)
     return []
   },
   // Sent proofs and sent locks: new key prefixes, empty in a store of version 1; nothing to convert.
@@ -126,7 +127,8 @@ const levelMigrations: Record<number, LevelMigration> = {
 async function migrate(db: LevelDb, identity: StorageIdentity): Promise<Meta> {
   const stored = await db.get(META_KEY)
   let meta = stored ? decode<Meta>(stored) : undefined
-  if (meta && !sameIdentity(meta, identity)) throw new StorageError(`the store at ${db.location} belongs to another node (${meta.chainId}, ${meta.registry}, ${meta.address})`)
+  if (meta && !sameIdentity(meta, identity))
+    throw new StorageError(`the store at ${db.location} belongs to another node (${meta.chainId}, ${meta.registry}, ${meta.address})`)
   const from = meta?.schemaVersion ?? 0
   if (from > STORAGE_SCHEMA_VERSION) {
     throw new StorageVersionError(`the store at ${db.location} has schema version ${from}, newer than ${STORAGE_SCHEMA_VERSION} (written by a newer Sluice)`)
@@ -333,7 +335,10 @@ class LevelStorage implements Storage {
       const db = this.db
       const [snap] = await db.getMany([SNAPSHOT_KEY])
       const lastChange = await db.keys({ ...prefixRange(CHANGES), reverse: true, limit: 1 }).all()
-      const progress = progressOf(snap ? decode<Snapshot>(snap).seq : undefined, lastChange[0] === undefined ? undefined : Number(lastChange[0].slice(CHANGES.length)))
+      const progress = progressOf(
+        snap ? decode<Snapshot>(snap).seq : undefined,
+        lastChange[0] === undefined ? undefined : Number(lastChange[0].slice(CHANGES.length)),
+      )
       const d = checkDump(dump, this.identity, { meta: this.meta, progress })
       // Everything goes and the dump comes in, in one synced batch: a crash leaves the old store or the new one.
       const ops: Op[] = []

@@ -57,7 +57,17 @@ export class MemoryVolume {
     if (this.#open.has(name)) throw new StorageLockedError(`the store ${name} is already open in this memory volume`)
     let data = this.#stores.get(name)
     if (!data) {
-      data = { meta: initialMeta(identity), changes: new Map(), events: new Map(), payments: new Map(), chainEvents: new Map(), outbox: new Map(), transactions: new Map(), sentProofs: new Map(), sentLocks: new Map() }
+      data = {
+        meta: initialMeta(identity),
+        changes: new Map(),
+        events: new Map(),
+        payments: new Map(),
+        chainEvents: new Map(),
+        outbox: new Map(),
+        transactions: new Map(),
+        sentProofs: new Map(),
+        sentLocks: new Map(),
+      }
       this.#stores.set(name, data)
     }
     this.#open.add(name)
@@ -91,7 +101,8 @@ export async function openMemoryStorage(identity: StorageIdentity, options: Open
 
 const byNumber = (a: number, b: number) => a - b
 const chainEventKey = (e: StoredChainEvent) => `${e.blockNumber}:${e.logIndex}`
-const byPosition = (a: StoredChainEvent, b: StoredChainEvent) => (a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1)
+const byPosition = (a: StoredChainEvent, b: StoredChainEvent) =>
+  a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1
 
 class MemoryStorage implements Storage {
   #closed = false
@@ -131,7 +142,10 @@ class MemoryStorage implements Storage {
     this.usable()
     const d = this.data
     const after = d.snapshot?.seq ?? -1
-    const changes = [...d.changes.keys()].filter((seq) => seq > after).sort(byNumber).map((seq) => d.changes.get(seq)!)
+    const changes = [...d.changes.keys()]
+      .filter((seq) => seq > after)
+      .sort(byNumber)
+      .map((seq) => d.changes.get(seq)!)
     return clone({ meta: d.meta, snapshot: d.snapshot, changes, outbox: [...d.outbox.values()], transactions: [...d.transactions.values()] }, 'load')
   }
 
@@ -147,7 +161,10 @@ class MemoryStorage implements Storage {
     this.usable()
     const { offset, limit } = checkPage(query)
     const seqs = [...this.data.events.keys()].sort(byNumber).slice(offset, offset + limit)
-    return clone(seqs.map((seq) => this.data.events.get(seq)!), 'events')
+    return clone(
+      seqs.map((seq) => this.data.events.get(seq)!),
+      'events',
+    )
   }
 
   async chainEvents(query: ChainEventQuery): Promise<StoredChainEvent[]> {
@@ -185,7 +202,9 @@ class MemoryStorage implements Storage {
         outbox: [...d.outbox.values()],
         transactions: [...d.transactions.values()],
         sentProofs: [...d.sentProofs.values()].flatMap((m) => [...m.values()]).sort(byProofKey),
-        sentLocks: [...d.sentLocks.values()].flatMap((m) => [...m.values()]).sort((a, b) => (a.channelKey === b.channelKey ? byAdded(a, b) : a.channelKey < b.channelKey ? -1 : 1)),
+        sentLocks: [...d.sentLocks.values()]
+          .flatMap((m) => [...m.values()])
+          .sort((a, b) => (a.channelKey === b.channelKey ? byAdded(a, b) : a.channelKey < b.channelKey ? -1 : 1)),
       },
       'exportDump',
     )
@@ -223,13 +242,19 @@ class MemoryStorage implements Storage {
 
 function putSentProof(d: MemoryData, p: SentProofRecord): void {
   let channel = d.sentProofs.get(p.channelKey)
-  if (!channel) d.sentProofs.set(p.channelKey, (channel = new Map()))
+  if (!channel) {
+    channel = new Map()
+    d.sentProofs.set(p.channelKey, channel)
+  }
   channel.set(hashKey(p.balanceHash), p)
 }
 
 function putSentLock(d: MemoryData, l: SentLockRecord): void {
   let channel = d.sentLocks.get(l.channelKey)
-  if (!channel) d.sentLocks.set(l.channelKey, (channel = new Map()))
+  if (!channel) {
+    channel = new Map()
+    d.sentLocks.set(l.channelKey, channel)
+  }
   channel.set(lockSuffix(l), l)
 }
 

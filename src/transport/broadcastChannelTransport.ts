@@ -13,10 +13,7 @@ export type BroadcastChannelTransportParameters = {
  * What travels on the channel. `hello` is sent on start and answered by `here` (addressed to the newcomer), so
  * both sides learn that the other is online without polling.
  */
-type Envelope =
-  | { kind: 'lines'; to: string; from: Address; lines: string[] }
-  | { kind: 'hello'; from: Address }
-  | { kind: 'here'; to: string; from: Address }
+type Envelope = { kind: 'lines'; to: string; from: Address; lines: string[] } | { kind: 'hello'; from: Address } | { kind: 'here'; to: string; from: Address }
 
 /** The envelope if `data` has its shape, else undefined: any script of the origin can post on the channel. */
 function readEnvelope(data: unknown): Envelope | undefined {

@@ -23,7 +23,7 @@ export type DeliveryParameters = {
    * SecretRequest, a RevealSecret) then waits for it, and is not sent if it rejects. Otherwise a crash between
    * our Delivered and the commit would lose a message its sender no longer retries.
    */
-  onMessage: (message: Signed<Message>, sender: Address, senderKey: Hex) => void | Promise<unknown>
+  onMessage: (message: Signed<Message>, sender: Address, senderKey: Hex) => undefined | Promise<unknown>
   /** Outbox keys that are done (acknowledged, or sent once if nothing acknowledges them): delete them in the next commit. */
   onAcknowledged: (keys: string[]) => void
   /** Retry schedule; defaults to 300 ms doubling up to 60 s. */
@@ -224,10 +224,13 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     if (!started || stopped) return
     const next = queues.nextDueAt()
     if (next === undefined) return
-    timer = setTimeout(() => {
-      timer = undefined
-      void flush()
-    }, Math.max(0, next - now()))
+    timer = setTimeout(
+      () => {
+        timer = undefined
+        void flush()
+      },
+      Math.max(0, next - now()),
+    )
   }
 
   /**

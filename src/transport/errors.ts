@@ -33,7 +33,10 @@ export class PeerUnknownError extends TransportError {
 export class PeerUnreachableError extends TransportError {
   override name = 'PeerUnreachableError' as const
   override readonly code = 'PEER_UNREACHABLE' as const
-  constructor(readonly peer: string, cause: unknown) {
+  constructor(
+    readonly peer: string,
+    cause: unknown,
+  ) {
     super(`cannot reach ${peer}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
   }
 }
@@ -42,7 +45,10 @@ export class PeerUnreachableError extends TransportError {
 export class InvalidRelayAddressError extends TransportError {
   override name = 'InvalidRelayAddressError' as const
   override readonly code = 'INVALID_RELAY_ADDRESS' as const
-  constructor(readonly address: string, reason: string) {
+  constructor(
+    readonly address: string,
+    reason: string,
+  ) {
     super(`relay address ${JSON.stringify(address)} ${reason}`)
   }
 }

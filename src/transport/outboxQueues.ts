@@ -150,9 +150,7 @@ export class OutboxQueues {
     const from = peer.toLowerCase()
     const hits = this.#select((p) => p.peer === from && p.id === id && p.record.message.type !== 'WithdrawRequest')
     const implied = this.#select(
-      (p) =>
-        p.record.message.type !== 'WithdrawRequest' &&
-        hits.some((hit) => queueOf(hit) !== undefined && queueOf(hit) === queueOf(p) && before(p, hit)),
+      (p) => p.record.message.type !== 'WithdrawRequest' && hits.some((hit) => queueOf(hit) !== undefined && queueOf(hit) === queueOf(p) && before(p, hit)),
     )
     return this.remove([...hits, ...implied].map((p) => p.record.key))
   }

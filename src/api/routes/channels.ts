@@ -57,7 +57,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
           409:
             'invalid input: a negative or too large number, reveal_timeout not above 0, settle_timeout below twice the reveal_timeout or outside the registry minimum/maximum, ' +
             'unregistered token, token without code, partner equal to our address, deprecated token network, a deposit above a deposit limit, ' +
-            'a channel with the partner that is not open (closing, closed), a total_deposit below the open channel\'s deposit, a reverted transaction',
+            "a channel with the partner that is not open (closing, closed), a total_deposit below the open channel's deposit, a reverted transaction",
           503: 'the node is syncing or shutting down',
         },
         schema: channelSchema,
@@ -134,7 +134,8 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         const partner = c.req.param('partner_address') as Address
         const body = await readBody(c.req.raw, patchShape)
         const given = PATCH_FIELDS.filter((f) => body[f] !== undefined)
-        if (given.length === 0) throw new ApiError(400, "Nothing to do. Should either provide 'total_deposit', 'total_withdraw', 'reveal_timeout' or 'state' argument")
+        if (given.length === 0)
+          throw new ApiError(400, "Nothing to do. Should either provide 'total_deposit', 'total_withdraw', 'reveal_timeout' or 'state' argument")
         if (given.length > 1) throw new ApiError(409, `Can not update a channel's ${given.join(' and ')} at the same time`)
         const target = { token, partner }
         if (body.state !== undefined) {

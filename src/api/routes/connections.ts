@@ -50,9 +50,9 @@ export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
         responses: {
           204: 'joined (empty body)',
           400: 'malformed JSON or fields',
-          402: 'not enough native currency for the gas reserve of the node\'s channels and the ones to open, or for a transaction',
+          402: "not enough native currency for the gas reserve of the node's channels and the ones to open, or for a transaction",
           404: 'token_address is not an EIP-55 address',
-          409: 'invalid input: funds not greater than 0; the token is not registered; the node holds fewer tokens than funds; joinable_funds_target outside 0..1; the per-channel amount is 0 or above the token network\'s deposit limit; a transaction was refused',
+          409: "invalid input: funds not greater than 0; the token is not registered; the node holds fewer tokens than funds; joinable_funds_target outside 0..1; the per-channel amount is 0 or above the token network's deposit limit; a transaction was refused",
         },
       },
       handler: async (c) => {

@@ -48,7 +48,12 @@ export function chainEventEntry(e: StoredChainEvent): Record<string, unknown> {
 }
 
 /** Raiden-style names: `tokenNetwork` was `token_network_identifier`, `paymentId` the `identifier`. */
-const fieldNames: Record<string, string> = { tokenNetwork: 'token_network_identifier', paymentId: 'identifier', token: 'token_address', channelId: 'channel_identifier' }
+const fieldNames: Record<string, string> = {
+  tokenNetwork: 'token_network_identifier',
+  paymentId: 'identifier',
+  token: 'token_address',
+  channelId: 'channel_identifier',
+}
 const snake = (name: string) => fieldNames[name] ?? name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 
 /** A node event: `event` (EventPaymentSentSuccess...), `log_time`, and the event's own fields in snake case. */
@@ -76,7 +81,10 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
   })
   const chainEvents = async (c: Context, scope: ChainEventScope) => {
     const { from_block, to_block } = readQuery(c.req.url, blockQuery)
-    const events = await readChainEvents(ctx.node, scope, { ...(from_block !== undefined ? { fromBlock: from_block } : {}), ...(to_block !== undefined ? { toBlock: to_block } : {}) })
+    const events = await readChainEvents(ctx.node, scope, {
+      ...(from_block !== undefined ? { fromBlock: from_block } : {}),
+      ...(to_block !== undefined ? { toBlock: to_block } : {}),
+    })
     return json(c, events.map(chainEventEntry))
   }
   const token = (c: Context) => c.req.param('token_address') as Address
@@ -86,10 +94,16 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
     GET: { doc: chainDoc('TokenNetworkCreated events of the token network registry', {}), handler: (c) => chainEvents(c, { of: 'network' }) },
   })
   resources.add('/_debug/blockchain_events/tokens/:token_address', {
-    GET: { doc: chainDoc("Every event of a token's token network contract", { 404: notFound }), handler: (c) => chainEvents(c, { of: 'tokenNetwork', token: token(c) }) },
+    GET: {
+      doc: chainDoc("Every event of a token's token network contract", { 404: notFound }),
+      handler: (c) => chainEvents(c, { of: 'tokenNetwork', token: token(c) }),
+    },
   })
   resources.add('/_debug/blockchain_events/payment_networks/:token_address/channels', {
-    GET: { doc: chainDoc("Events of every channel of a token's token network", { 404: notFound }), handler: (c) => chainEvents(c, { of: 'channels', token: token(c) }) },
+    GET: {
+      doc: chainDoc("Events of every channel of a token's token network", { 404: notFound }),
+      handler: (c) => chainEvents(c, { of: 'channels', token: token(c) }),
+    },
   })
   resources.add('/_debug/blockchain_events/payment_networks/:token_address/channels/:partner_address', {
     GET: {
@@ -105,14 +119,27 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
           'Each has event (EventPaymentSentSuccess, EventPaymentSentFailed, EventPaymentReceivedSuccess, EventMediationSucceeded, EventChannelStateChanged...), log_time (ISO 8601, UTC, milliseconds) and its fields in snake case. Messages sent (SendLockedTransfer, SendSecretReveal) are not node events here.',
         query: pageQuery,
         responses: { 200: 'array of node events', 400: 'limit or offset is not a non-negative integer, or an unknown query parameter' },
-        schema: { type: 'array', items: { type: 'object', properties: { event: { type: 'string' }, log_time: { type: 'string', format: 'date-time' } }, required: ['event', 'log_time'] } },
+        schema: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: { event: { type: 'string' }, log_time: { type: 'string', format: 'date-time' } },
+            required: ['event', 'log_time'],
+          },
+        },
       },
       handler: async (c) => {
         const { limit, offset } = readQuery(c.req.url, pageQuery)
         const clamp = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : n)
-        const events = await readNodeEvents(ctx.node, { ...(limit !== undefined ? { limit: clamp(limit) } : {}), ...(offset !== undefined ? { offset: clamp(offset) } : {}) })
+        const events = await readNodeEvents(ctx.node, {
+          ...(limit !== undefined ? { limit: clamp(limit) } : {}),
+          ...(offset !== undefined ? { offset: clamp(offset) } : {}),
+        })
         const registry = ctx.node.config.deployment.contracts.TokenNetworkRegistry.address
-        return json(c, events.map((e) => nodeEventEntry(e, registry)))
+        return json(
+          c,
+          events.map((e) => nodeEventEntry(e, registry)),
+        )
       },
     },
   })

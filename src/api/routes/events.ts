@@ -22,7 +22,9 @@ const STATUS_CHECK_MS = 1_000
 const MAX_PENDING = 1_000
 
 const query = {
-  heartbeat: optional(integer({ min: 1n, max: 300n, rangeStatus: 400, description: `seconds between heartbeat comments (default ${DEFAULT_HEARTBEAT_SECONDS})` })),
+  heartbeat: optional(
+    integer({ min: 1n, max: 300n, rangeStatus: 400, description: `seconds between heartbeat comments (default ${DEFAULT_HEARTBEAT_SECONDS})` }),
+  ),
 }
 
 /** One server-sent event: its name and its JSON data (bigints as decimal strings). */
@@ -46,14 +48,18 @@ export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
         description: [
           'A text/event-stream that stays open. Each event has a name (`event:`), an `id:` that grows by one within the stream, and JSON `data` (amounts and identifiers as decimal strings).',
           'It starts with a `status` event. Payment events (`payment_sent_success`, `payment_sent_failed`, `payment_received_success`) carry a payment history entry (the `event` field as in GET /payments) plus `secret_hash`.',
-          'Channel events: `channel_opened`, `channel_closing` (our close transaction is on its way), `channel_closed`, `channel_settling`, `channel_settled`, `channel_deposit` and `channel_withdraw` (a participant\'s new on-chain total), `channel_withdraw_expired`.',
+          "Channel events: `channel_opened`, `channel_closing` (our close transaction is on its way), `channel_closed`, `channel_settling`, `channel_settled`, `channel_deposit` and `channel_withdraw` (a participant's new on-chain total), `channel_withdraw_expired`.",
           'Others: `payment_mediated`, `message_rejected`, `action_rejected`, `node_error` (something failed in the background: sync, a transaction, the secret resolver), and `status` on every change of the node status or of the blocks left to sync.',
           `A comment line is sent every \`heartbeat\` seconds (default ${DEFAULT_HEARTBEAT_SECONDS}). The stream ends when the node stops or the API shuts down. Missed events are not replayed on reconnect: read GET /payments and GET /channels after reconnecting.`,
           'Answered while the node syncs (status events show the progress).',
         ].join('\n\n'),
         query,
         contentType: 'text/event-stream',
-        responses: { 200: 'the event stream', 400: 'heartbeat is not an integer from 1 to 300, or an unknown query parameter', 503: 'the node is stopped or the API is shutting down' },
+        responses: {
+          200: 'the event stream',
+          400: 'heartbeat is not an integer from 1 to 300, or an unknown query parameter',
+          503: 'the node is stopped or the API is shutting down',
+        },
         schema: {
           type: 'object',
           description: 'The JSON data of one event; which fields are present depends on the event name',
@@ -179,16 +185,33 @@ export function toPushEvent(notice: NodeNotice, node: SluiceNode): PushEvent | u
     case 'paymentReceivedSuccess': {
       // A history entry as GET /payments gives it, with what a live client also wants to match it by.
       const record = paymentRecord(notice, 0, Date.now())!
-      return { event: pushEventName[record.event], data: { ...historyEntry(record), identifier: record.identifier, amount: record.amount, secret_hash: record.secrethash } }
+      return {
+        event: pushEventName[record.event],
+        data: { ...historyEntry(record), identifier: record.identifier, amount: record.amount, secret_hash: record.secrethash },
+      }
     }
     case 'mediationSucceeded':
-      return { event: 'payment_mediated', data: { token_network_address: notice.tokenNetwork, token_address: tokenOf(node, notice.tokenNetwork), amount: notice.amount, secret_hash: notice.secrethash } }
+      return {
+        event: 'payment_mediated',
+        data: {
+          token_network_address: notice.tokenNetwork,
+          token_address: tokenOf(node, notice.tokenNetwork),
+          amount: notice.amount,
+          secret_hash: notice.secrethash,
+        },
+      }
     case 'channelStateChanged':
       return { event: `channel_${notice.state}`, data: { ...channelData(node, notice.tokenNetwork, notice.channelId), state: notice.state } }
     case 'channelDeposit':
-      return { event: 'channel_deposit', data: { ...channelData(node, notice.tokenNetwork, notice.channelId), participant: notice.participant, total_deposit: notice.totalDeposit } }
+      return {
+        event: 'channel_deposit',
+        data: { ...channelData(node, notice.tokenNetwork, notice.channelId), participant: notice.participant, total_deposit: notice.totalDeposit },
+      }
     case 'channelWithdraw':
-      return { event: 'channel_withdraw', data: { ...channelData(node, notice.tokenNetwork, notice.channelId), participant: notice.participant, total_withdraw: notice.totalWithdraw } }
+      return {
+        event: 'channel_withdraw',
+        data: { ...channelData(node, notice.tokenNetwork, notice.channelId), participant: notice.participant, total_withdraw: notice.totalWithdraw },
+      }
     case 'withdrawExpired':
       return { event: 'channel_withdraw_expired', data: { ...channelData(node, notice.tokenNetwork, notice.channelId), total_withdraw: notice.totalWithdraw } }
     case 'messageRejected':
@@ -196,7 +219,10 @@ export function toPushEvent(notice: NodeNotice, node: SluiceNode): PushEvent | u
     case 'actionRejected':
       return { event: 'action_rejected', data: { action: notice.action, reason: notice.reason } }
     case 'error':
-      return { event: 'node_error', data: { where: notice.detail ? `${notice.where} ${notice.detail}` : notice.where, message: errorMessage(notice.error), code: errorCode(notice.error) } }
+      return {
+        event: 'node_error',
+        data: { where: notice.detail ? `${notice.where} ${notice.detail}` : notice.where, message: errorMessage(notice.error), code: errorCode(notice.error) },
+      }
     default:
       return undefined
   }
@@ -209,7 +235,12 @@ function tokenOf(node: SluiceNode, tokenNetwork: Address): Address | null {
 /** The identifiers of a channel; the partner is looked up in the state (null once a settled channel is forgotten). */
 function channelData(node: SluiceNode, tokenNetwork: Address, channelId: bigint) {
   const channel = getChannel(node.state, tokenNetwork, channelId)
-  return { token_network_address: tokenNetwork, token_address: channel?.token ?? tokenOf(node, tokenNetwork), partner_address: channel?.partner ?? null, channel_identifier: channelId }
+  return {
+    token_network_address: tokenNetwork,
+    token_address: channel?.token ?? tokenOf(node, tokenNetwork),
+    partner_address: channel?.partner ?? null,
+    channel_identifier: channelId,
+  }
 }
 
 function errorMessage(error: unknown): string {

@@ -14,7 +14,11 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
   })
   resources.add('/version', {
     GET: {
-      doc: { summary: 'The node software version', responses: { 200: 'Version object' }, schema: { type: 'object', properties: { version: { type: 'string' } } } },
+      doc: {
+        summary: 'The node software version',
+        responses: { 200: 'Version object' },
+        schema: { type: 'object', properties: { version: { type: 'string' } } },
+      },
       handler: (c) => json(c, { version: ctx.version }),
     },
   })
@@ -24,7 +28,11 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         summary: 'Whether the node is ready, syncing (with the blocks still to sync) or unavailable',
         description: 'Answered during the initial sync too. blocks_to_sync is a decimal string, as the API description says.',
         responses: { 200: 'Status object' },
-        schema: { type: 'object', properties: { status: { enum: ['ready', 'syncing', 'unavailable'] }, blocks_to_sync: { type: 'string' } }, required: ['status'] },
+        schema: {
+          type: 'object',
+          properties: { status: { enum: ['ready', 'syncing', 'unavailable'] }, blocks_to_sync: { type: 'string' } },
+          required: ['status'],
+        },
       },
       handler: (c) => {
         const { status, blocksToSync } = ctx.node.status
@@ -36,7 +44,11 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
   })
   resources.add('/settings', {
     GET: {
-      doc: { summary: 'Node settings', responses: { 200: 'Settings object' }, schema: { type: 'object', properties: { pathfinding_service_address: { type: ['string', 'null'] } } } },
+      doc: {
+        summary: 'Node settings',
+        responses: { 200: 'Settings object' },
+        schema: { type: 'object', properties: { pathfinding_service_address: { type: ['string', 'null'] } } },
+      },
       handler: (c) => json(c, { pathfinding_service_address: ctx.pathfindingServiceAddress }),
     },
   })
@@ -48,7 +60,15 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         schema: {
           type: 'object',
           properties: Object.fromEntries(
-            ['contracts_version', 'token_network_registry_address', 'secret_registry_address', 'service_registry_address', 'user_deposit_address', 'monitoring_service_address', 'one_to_n_address'].map((k) => [k, { type: 'string' }]),
+            [
+              'contracts_version',
+              'token_network_registry_address',
+              'secret_registry_address',
+              'service_registry_address',
+              'user_deposit_address',
+              'monitoring_service_address',
+              'one_to_n_address',
+            ].map((k) => [k, { type: 'string' }]),
           ),
         },
       },

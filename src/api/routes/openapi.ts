@@ -3,7 +3,12 @@ import type { Schema, Shape } from '../input.ts'
 import type { Resources, Route } from '../resource.ts'
 
 /** The error body of every answer that is not a success (docs/rest-api.md, Errors). */
-const errorSchema = { type: 'object', properties: { errors: { type: 'string' }, code: { type: 'string', description: 'a stable code for the kind of error (src/api/errors.ts)' } }, required: ['errors', 'code'], additionalProperties: false }
+const errorSchema = {
+  type: 'object',
+  properties: { errors: { type: 'string' }, code: { type: 'string', description: 'a stable code for the kind of error (src/api/errors.ts)' } },
+  required: ['errors', 'code'],
+  additionalProperties: false,
+}
 
 /** Statuses any route can answer (docs/rest-api.md: 500 and 503 can follow any endpoint), unless its doc says more. */
 const commonResponses: Record<number, string> = {
@@ -19,7 +24,8 @@ export function openapiRoutes(resources: Resources, ctx: ApiContext): void {
     GET: {
       doc: {
         summary: 'This OpenAPI 3.1 document',
-        description: 'Generated from the same field parsers that validate each request, so it cannot drift from what the API accepts. Answered while the node syncs.',
+        description:
+          'Generated from the same field parsers that validate each request, so it cannot drift from what the API accepts. Answered while the node syncs.',
         responses: { 200: 'the OpenAPI document' },
         schema: { type: 'object', required: ['openapi', 'info', 'paths'], properties: { openapi: { type: 'string' } } },
       },
@@ -56,7 +62,8 @@ export function openApiDocument(routes: readonly Route[], { version, basePath }:
   const paths: OpenApiDocument['paths'] = {}
   for (const route of routes) {
     const { path, parameters } = openApiPath(route.path)
-    const item = (paths[path] ??= parameters.length ? { parameters: parameters.map(pathParameter) } : {})
+    paths[path] ??= parameters.length ? { parameters: parameters.map(pathParameter) } : {}
+    const item = paths[path]
     item[route.method.toLowerCase()] = operation(route)
   }
   return {

@@ -19,14 +19,27 @@ const historyQuery = {
 const paymentBody = {
   amount: integer({ min: 1n, description: "amount sent to the target, in the token's smallest unit" }),
   identifier: optional(integer({ min: 1n, max: maxUint64, description: 'payment identifier (1..2^64-1); random when absent' })),
-  lock_timeout: optional(integer({ min: 1n, description: 'blocks until the lock expires: more than the reveal timeout, at most the settle timeout; default twice the reveal timeout' })),
+  lock_timeout: optional(
+    integer({
+      min: 1n,
+      description: 'blocks until the lock expires: more than the reveal timeout, at most the settle timeout; default twice the reveal timeout',
+    }),
+  ),
   secret: optional(bytes32()),
   secret_hash: optional(bytes32()),
 }
 
 const paymentResultSchema = {
   type: 'object',
-  properties: { initiator_address: address, target_address: address, token_address: address, amount: decimal, identifier: decimal, secret: hex32, secret_hash: hex32 },
+  properties: {
+    initiator_address: address,
+    target_address: address,
+    token_address: address,
+    amount: decimal,
+    identifier: decimal,
+    secret: hex32,
+    secret_hash: hex32,
+  },
   required: ['initiator_address', 'target_address', 'token_address', 'amount', 'identifier', 'secret', 'secret_hash'],
 }
 
@@ -51,7 +64,12 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
     const { limit, offset } = readQuery(c.req.url, historyQuery)
     const lim = page(limit)
     const off = page(offset)
-    const rows = await readPaymentHistory(ctx.node, { ...(token ? { token } : {}), ...(partner ? { partner } : {}), ...(lim !== undefined ? { limit: lim } : {}), ...(off !== undefined ? { offset: off } : {}) })
+    const rows = await readPaymentHistory(ctx.node, {
+      ...(token ? { token } : {}),
+      ...(partner ? { partner } : {}),
+      ...(lim !== undefined ? { limit: lim } : {}),
+      ...(off !== undefined ? { offset: off } : {}),
+    })
     return json(c, rows.map(historyEntry))
   }
 

@@ -20,7 +20,17 @@ const entrySchema = {
     token_address: address,
     token_network_address: address,
   },
-  required: ['channel_identifier', 'initiator', 'target', 'locked_amount', 'transferred_amount', 'payment_identifier', 'role', 'token_address', 'token_network_address'],
+  required: [
+    'channel_identifier',
+    'initiator',
+    'target',
+    'locked_amount',
+    'transferred_amount',
+    'payment_identifier',
+    'role',
+    'token_address',
+    'token_network_address',
+  ],
 }
 
 export function pendingTransferEntry(t: PendingTransfer): Record<string, unknown> {

@@ -26,7 +26,12 @@ export function stateRoutes(resources: Resources, ctx: ApiContext): void {
             format: { const: 'sluice-dump' },
             meta: { type: 'object', required: ['chainId', 'registry', 'address', 'schemaVersion', 'syncedBlock', 'createdAt'] },
             snapshot: { type: 'object' },
-            ...Object.fromEntries(['changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions', 'sentProofs', 'sentLocks'].map((k) => [k, { type: 'array', items: { type: 'object' } }])),
+            ...Object.fromEntries(
+              ['changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions', 'sentProofs', 'sentLocks'].map((k) => [
+                k,
+                { type: 'array', items: { type: 'object' } },
+              ]),
+            ),
           },
         },
       },

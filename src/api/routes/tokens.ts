@@ -77,7 +77,10 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
         const token = c.req.param('token_address') as Address
         // One entry per partner: a closed channel and a newer open one with the same partner share a link.
         const partners = [...new Set(unsettledChannels(node.state, networkOf(token)).map((channel) => getAddress(channel.partner)))]
-        return json(c, partners.map((partner) => ({ partner_address: partner, channel: `${ctx.basePath}/channels/${token}/${partner}` })))
+        return json(
+          c,
+          partners.map((partner) => ({ partner_address: partner, channel: `${ctx.basePath}/channels/${token}/${partner}` })),
+        )
       },
     },
   })

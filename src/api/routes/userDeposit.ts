@@ -26,7 +26,7 @@ export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
         summary: 'Deposit to, plan a withdrawal from, or withdraw from the UserDeposit contract',
         description:
           'The body holds exactly one of total_deposit, planned_withdraw_amount and withdraw_amount. Answers once the transaction is mined. ' +
-          'A withdrawal must be planned first and is possible from planned_withdraw_block_number on (the contract\'s withdraw delay, 100 blocks, after planning). ' +
+          "A withdrawal must be planned first and is possible from planned_withdraw_block_number on (the contract's withdraw delay, 100 blocks, after planning). " +
           'planned_withdraw_block_number is a JSON integer, as the API description says.',
         body,
         bodyOneOf: true,
@@ -35,7 +35,7 @@ export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
           400: 'malformed JSON; no field, or more than one field, given',
           402: 'deposit: not enough service tokens; any operation: not enough native currency for gas',
           404: 'the node has no UserDeposit contract configured',
-          409: 'deposit: total_deposit not higher than the current total deposit, or above the contract\'s whole-balance limit; plan: amount not greater than zero or above the balance; withdraw: amount not greater than zero, more than planned, or before the planned block',
+          409: "deposit: total_deposit not higher than the current total deposit, or above the contract's whole-balance limit; plan: amount not greater than zero or above the balance; withdraw: amount not greater than zero, more than planned, or before the planned block",
         },
         schema: {
           type: 'object',
@@ -46,7 +46,8 @@ export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
       handler: async (c) => {
         const { total_deposit, planned_withdraw_amount, withdraw_amount } = await readBody(c.req.raw, body)
         const given = [total_deposit !== undefined, planned_withdraw_amount !== undefined, withdraw_amount !== undefined].filter(Boolean).length
-        if (given === 0) throw new ApiError(400, "Nothing to do. Should either provide 'total_deposit', 'planned_withdraw_amount' or 'withdraw_amount' argument")
+        if (given === 0)
+          throw new ApiError(400, "Nothing to do. Should either provide 'total_deposit', 'planned_withdraw_amount' or 'withdraw_amount' argument")
         if (given > 1) throw new ApiError(400, conflictMessage(total_deposit !== undefined, planned_withdraw_amount !== undefined))
         if (total_deposit !== undefined) {
           const { transactionHash } = await depositToServices(ctx.node, { totalDeposit: total_deposit })

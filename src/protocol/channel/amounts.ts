@@ -1,8 +1,6 @@
 import { maxUint256 } from 'viem'
 import type { ChannelEnd } from '../state/types.ts'
 
-
-
 /** What `end` has sent to its partner with finished (unlocked) payments. */
 export function transferred(end: ChannelEnd): bigint {
   return end.balanceProof?.transferredAmount ?? 0n

@@ -13,7 +13,10 @@ import { actionRejected } from './withdraw.ts'
 type Change<T extends StateChange['type']> = Extract<StateChange, { type: T }>
 
 const sameHash = (a: Hex | undefined, b: Hex | undefined) => !!a && !!b && a.toLowerCase() === b.toLowerCase()
-const stateEvent = (c: Channel): Effect => ({ type: 'event', event: { type: 'channelStateChanged', tokenNetwork: c.tokenNetwork, channelId: c.id, state: c.state } })
+const stateEvent = (c: Channel): Effect => ({
+  type: 'event',
+  event: { type: 'channelStateChanged', tokenNetwork: c.tokenNetwork, channelId: c.id, state: c.state },
+})
 
 export function onChannelOpened(state: NodeState, change: Change<'channelOpened'>, out: Effect[]): NodeState {
   const us = state.address
@@ -49,7 +52,16 @@ export function onChannelDeposit(state: NodeState, change: Change<'channelDeposi
   // Only a deposit that grows an end of one of our channels is news (the API's push events).
   const end = endOf(getChannel(state, change.tokenNetwork, change.channelId), change.participant)
   if (end && change.totalDeposit > end.deposit) {
-    out.push({ type: 'event', event: { type: 'channelDeposit', tokenNetwork: change.tokenNetwork, channelId: change.channelId, participant: change.participant, totalDeposit: change.totalDeposit } })
+    out.push({
+      type: 'event',
+      event: {
+        type: 'channelDeposit',
+        tokenNetwork: change.tokenNetwork,
+        channelId: change.channelId,
+        participant: change.participant,
+        totalDeposit: change.totalDeposit,
+      },
+    })
   }
   return updateEnd(state, change.tokenNetwork, change.channelId, change.participant, (end) =>
     change.totalDeposit > end.deposit ? { ...end, deposit: change.totalDeposit } : end,
@@ -64,7 +76,16 @@ function endOf(channel: Channel | undefined, participant: Address): ChannelEnd |
 export function onChannelWithdraw(state: NodeState, change: Change<'channelWithdraw'>, out: Effect[]): NodeState {
   const end = endOf(getChannel(state, change.tokenNetwork, change.channelId), change.participant)
   if (end && change.totalWithdraw > end.withdrawn) {
-    out.push({ type: 'event', event: { type: 'channelWithdraw', tokenNetwork: change.tokenNetwork, channelId: change.channelId, participant: change.participant, totalWithdraw: change.totalWithdraw } })
+    out.push({
+      type: 'event',
+      event: {
+        type: 'channelWithdraw',
+        tokenNetwork: change.tokenNetwork,
+        channelId: change.channelId,
+        participant: change.participant,
+        totalWithdraw: change.totalWithdraw,
+      },
+    })
   }
   return updateEnd(state, change.tokenNetwork, change.channelId, change.participant, (end) => ({
     ...end,
@@ -76,8 +97,11 @@ export function onChannelWithdraw(state: NodeState, change: Change<'channelWithd
 /** The user closes: submit the partner's latest balance proof (or none). */
 export function closeChannel(state: NodeState, tokenNetwork: Address, channelId: bigint, out: Effect[]): NodeState {
   const channel = getChannel(state, tokenNetwork, channelId)
-  if (!channel || channel.state !== 'opened') return actionRejected(state, 'close', channel ? `channel is ${channel.state}` : 'no such channel', out)
-  out.push({ type: 'transaction', transaction: { type: 'close', tokenNetwork, channelId, partner: channel.partner, balanceProof: channel.partnerEnd.balanceProof } })
+  if (channel?.state !== 'opened') return actionRejected(state, 'close', channel ? `channel is ${channel.state}` : 'no such channel', out)
+  out.push({
+    type: 'transaction',
+    transaction: { type: 'close', tokenNetwork, channelId, partner: channel.partner, balanceProof: channel.partnerEnd.balanceProof },
+  })
   const closing: Channel = { ...channel, state: 'closing' }
   out.push(stateEvent(closing))
   return putChannel(state, closing)
@@ -99,7 +123,10 @@ export function onChannelClosed(state: NodeState, change: Change<'channelClosed'
   const proof = channel.partnerEnd.balanceProof
   if (partnerClosed && proof && proof.nonce > 0n && proof.balanceHash !== ZERO_HASH) {
     // The partner may have closed with an old proof of ours; we answer with its latest proof of its own.
-    out.push({ type: 'transaction', transaction: { type: 'update', tokenNetwork: channel.tokenNetwork, channelId: channel.id, partner: channel.partner, balanceProof: proof } })
+    out.push({
+      type: 'transaction',
+      transaction: { type: 'update', tokenNetwork: channel.tokenNetwork, channelId: channel.id, partner: channel.partner, balanceProof: proof },
+    })
     next = { ...next, updateSent: true }
   }
   out.push(stateEvent(next))
@@ -107,7 +134,11 @@ export function onChannelClosed(state: NodeState, change: Change<'channelClosed'
 }
 
 export function onNonClosingUpdated(state: NodeState, change: Change<'nonClosingUpdated'>): NodeState {
-  return updateEnd(state, change.tokenNetwork, change.channelId, change.closer, (end) => ({ ...end, onchainBalanceHash: change.balanceHash, onchainNonce: change.nonce }))
+  return updateEnd(state, change.tokenNetwork, change.channelId, change.closer, (end) => ({
+    ...end,
+    onchainBalanceHash: change.balanceHash,
+    onchainNonce: change.nonce,
+  }))
 }
 
 const ZERO_BALANCE: BalanceData = { transferredAmount: 0n, lockedAmount: 0n, locksroot: LOCKSROOT_OF_NO_LOCKS }
@@ -134,13 +165,32 @@ export function settleOnBlock(state: NodeState, out: Effect[]): NodeState {
     if (!theirs) continue // we cannot rebuild a proof the contract holds: leave settling to the partner
     if (!ours) {
       // The partner closed with an older proof of ours: its preimage is in the stored history.
-      out.push({ type: 'transaction', transaction: { type: 'settleWithHistory', tokenNetwork: channel.tokenNetwork, channelId: channel.id, our: channel.our.address, ourBalanceHash: channel.our.onchainBalanceHash!, partner: channel.partner, partnerBalance: theirs } })
+      out.push({
+        type: 'transaction',
+        transaction: {
+          type: 'settleWithHistory',
+          tokenNetwork: channel.tokenNetwork,
+          channelId: channel.id,
+          our: channel.our.address,
+          ourBalanceHash: channel.our.onchainBalanceHash!,
+          partner: channel.partner,
+          partnerBalance: theirs,
+        },
+      })
       const next: Channel = { ...channel, state: 'settling' }
       out.push(stateEvent(next))
       s = putChannel(s, next)
       continue
     }
-    out.push({ type: 'transaction', transaction: orderedSettle(channel.tokenNetwork, channel.id, { address: channel.our.address, balance: ours }, { address: channel.partner, balance: theirs }) })
+    out.push({
+      type: 'transaction',
+      transaction: orderedSettle(
+        channel.tokenNetwork,
+        channel.id,
+        { address: channel.our.address, balance: ours },
+        { address: channel.partner, balance: theirs },
+      ),
+    })
     const next: Channel = { ...channel, state: 'settling' }
     out.push(stateEvent(next))
     s = putChannel(s, next)
@@ -155,8 +205,30 @@ export function unlockOnBlock(state: NodeState, out: Effect[]): NodeState {
     const at = channel.our.unlockAt
     if (channel.state !== 'settled' || channel.our.unlocked || at === undefined || state.blockNumber < at) continue
     const locks = channel.our.settledLocksroot && locksFor(channel.our, channel.our.settledLocksroot)
-    if (locks) out.push({ type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.partner, sender: channel.our.address, locks } })
-    else out.push({ type: 'transaction', transaction: { type: 'unlockWithHistory', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.partner, sender: channel.our.address, nonce: channel.our.onchainNonce ?? 0n } })
+    if (locks)
+      out.push({
+        type: 'transaction',
+        transaction: {
+          type: 'unlock',
+          tokenNetwork: channel.tokenNetwork,
+          channelId: channel.id,
+          receiver: channel.partner,
+          sender: channel.our.address,
+          locks,
+        },
+      })
+    else
+      out.push({
+        type: 'transaction',
+        transaction: {
+          type: 'unlockWithHistory',
+          tokenNetwork: channel.tokenNetwork,
+          channelId: channel.id,
+          receiver: channel.partner,
+          sender: channel.our.address,
+          nonce: channel.our.onchainNonce ?? 0n,
+        },
+      })
     const { unlockAt: _, ...our } = channel.our
     s = putChannel(s, { ...channel, our })
   }
@@ -165,7 +237,9 @@ export function unlockOnBlock(state: NodeState, out: Effect[]): NodeState {
 
 /** The locks whose concatenation hashes to `locksroot` for `end`, if they are its latest proof's. */
 function locksFor(end: ChannelEnd, locksroot: Hex): Lock[] | undefined {
-  return end.balanceProof && sameHash(end.balanceProof.locksroot, locksroot) ? end.locks.map(({ expiration, amount, secrethash }) => ({ expiration, amount, secrethash })) : undefined
+  return end.balanceProof && sameHash(end.balanceProof.locksroot, locksroot)
+    ? end.locks.map(({ expiration, amount, secrethash }) => ({ expiration, amount, secrethash }))
+    : undefined
 }
 
 const hasLocks = (root: Hex) => !sameHash(root, LOCKSROOT_OF_NO_LOCKS) && !sameHash(root, ZERO_HASH)
@@ -189,7 +263,18 @@ export function onChannelSettled(state: NodeState, change: Change<'channelSettle
       const at = state.registeredSecrets[l.secrethash]
       return at !== undefined && at < l.expiration
     })
-    if (locks && claimable) out.push({ type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.our.address, sender: channel.partner, locks } })
+    if (locks && claimable)
+      out.push({
+        type: 'transaction',
+        transaction: {
+          type: 'unlock',
+          tokenNetwork: channel.tokenNetwork,
+          channelId: channel.id,
+          receiver: channel.our.address,
+          sender: channel.partner,
+          locks,
+        },
+      })
     else next = { ...next, partnerEnd: { ...next.partnerEnd, unlocked: true } }
   }
   if (hasLocks(ourRoot)) {
@@ -204,7 +289,18 @@ export function onChannelSettled(state: NodeState, change: Change<'channelSettle
     else if (locks.every(claimed)) next = { ...next, our: { ...next.our, unlocked: true } }
     // The partner unlocks what it can claim, which refunds us the rest in the same call; we do it ourselves
     // at once only when it has nothing to claim, or after a reveal timeout if it did not.
-    else if (!locks.some(claimed)) out.push({ type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver: channel.partner, sender: channel.our.address, locks } })
+    else if (!locks.some(claimed))
+      out.push({
+        type: 'transaction',
+        transaction: {
+          type: 'unlock',
+          tokenNetwork: channel.tokenNetwork,
+          channelId: channel.id,
+          receiver: channel.partner,
+          sender: channel.our.address,
+          locks,
+        },
+      })
     else next = { ...next, our: { ...next.our, unlockAt: change.blockNumber + channel.revealTimeout } }
   }
   out.push(stateEvent(next))
@@ -243,9 +339,14 @@ export function onTransactionFailed(state: NodeState, change: Change<'transactio
   if (!channel) return state
   const back: Partial<Record<string, Channel['state']>> = { close: 'opened', settle: 'closed', cooperativeSettle: 'opened' }
   const revert = back[change.transaction]
-  if (!revert || (change.transaction === 'close' && channel.state !== 'closing') || (change.transaction !== 'close' && channel.state !== 'settling')) return state
+  if (!revert || (change.transaction === 'close' && channel.state !== 'closing') || (change.transaction !== 'close' && channel.state !== 'settling'))
+    return state
   // A failed settle is tried again after a reveal timeout, unless the partner's settle lands first.
-  const next: Channel = { ...channel, state: revert, ...(change.transaction === 'settle' ? { settleNotBefore: state.blockNumber + channel.revealTimeout } : {}) }
+  const next: Channel = {
+    ...channel,
+    state: revert,
+    ...(change.transaction === 'settle' ? { settleNotBefore: state.blockNumber + channel.revealTimeout } : {}),
+  }
   out.push(stateEvent(next))
   return putChannel(state, next)
 }

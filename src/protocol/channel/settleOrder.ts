@@ -13,5 +13,13 @@ export function orderedSettle(
 ): Extract<Transaction, { type: 'settle' }> {
   const aFirst = a.balance.transferredAmount + a.balance.lockedAmount <= b.balance.transferredAmount + b.balance.lockedAmount
   const [p1, p2] = aFirst ? [a, b] : [b, a]
-  return { type: 'settle', tokenNetwork, channelId, participant1: p1.address, participant1Balance: p1.balance, participant2: p2.address, participant2Balance: p2.balance }
+  return {
+    type: 'settle',
+    tokenNetwork,
+    channelId,
+    participant1: p1.address,
+    participant1Balance: p1.balance,
+    participant2: p2.address,
+    participant2Balance: p2.balance,
+  }
 }

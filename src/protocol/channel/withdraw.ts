@@ -12,7 +12,14 @@ function rejected(out: Effect[], sender: Address, messageType: string, reason: s
 }
 
 /** Sends a WithdrawRequest for `totalWithdraw`, taking our next nonce; the caller checked it is allowed. */
-function requestWithdraw(state: NodeState, channel: Channel, totalWithdraw: bigint, expiration: bigint, coop: 'initiator' | 'partner' | undefined, out: Effect[]): NodeState {
+function requestWithdraw(
+  state: NodeState,
+  channel: Channel,
+  totalWithdraw: bigint,
+  expiration: bigint,
+  coop: 'initiator' | 'partner' | undefined,
+  out: Effect[],
+): NodeState {
   const [id, s] = takeMessageId(state)
   const nonce = channel.our.nonce + 1n
   // Only the side that starts a cooperative settle flags its request, and only it sends the transaction.
@@ -23,7 +30,18 @@ function requestWithdraw(state: NodeState, channel: Channel, totalWithdraw: bigi
     type: 'send',
     recipient: channel.partner,
     channelKey: channelKey(channel.tokenNetwork, channel.id),
-    message: { type: 'WithdrawRequest', message_identifier: id, chain_id: channel.chainId, token_network_address: channel.tokenNetwork, channel_identifier: channel.id, participant: channel.our.address, total_withdraw: totalWithdraw, nonce, expiration, coop_settle: coopSettle },
+    message: {
+      type: 'WithdrawRequest',
+      message_identifier: id,
+      chain_id: channel.chainId,
+      token_network_address: channel.tokenNetwork,
+      channel_identifier: channel.id,
+      participant: channel.our.address,
+      total_withdraw: totalWithdraw,
+      nonce,
+      expiration,
+      coop_settle: coopSettle,
+    },
   })
   return putChannel(s, next)
 }
@@ -48,7 +66,7 @@ export function startWithdraw(state: NodeState, tokenNetwork: Address, channelId
 
 /** Why a cooperative settle cannot start now, or undefined. */
 export function whyNotCoopSettle(channel: Channel | undefined): string | undefined {
-  if (!channel || channel.state !== 'opened') return 'channel is not open'
+  if (channel?.state !== 'opened') return 'channel is not open'
   if (channel.our.locks.length || channel.partnerEnd.locks.length) return 'pending locks: cooperative settle needs a quiet channel'
   if (channel.our.pendingWithdraws.length || channel.partnerEnd.pendingWithdraws.length) return 'a withdraw is pending'
   return undefined
@@ -72,7 +90,10 @@ export function startCoopSettle(state: NodeState, tokenNetwork: Address, channel
 
 export function receiveWithdrawRequest(state: NodeState, message: Signed<WithdrawRequest>, sender: Address, out: Effect[]): NodeState {
   const channel = getChannel(state, message.token_network_address, message.channel_identifier)
-  const fail = (reason: string) => (rejected(out, sender, message.type, reason), state)
+  const fail = (reason: string) => {
+    rejected(out, sender, message.type, reason)
+    return state
+  }
   if (!channel) return fail('unknown channel')
   if (!sameAddress(sender, channel.partner) || !sameAddress(message.participant, sender)) return fail('participant is not the sender and channel partner')
   if (message.chain_id !== channel.chainId) return fail('wrong chain id')
@@ -85,18 +106,40 @@ export function receiveWithdrawRequest(state: NodeState, message: Signed<Withdra
   const coop = message.coop_settle === true
   if (coop) {
     const whole = channel.partnerEnd.withdrawn + balance(channel.partnerEnd, channel.our)
-    if (channel.our.locks.length || channel.partnerEnd.locks.length || channel.our.pendingWithdraws.length) return fail('cooperative settle needs a quiet channel')
+    if (channel.our.locks.length || channel.partnerEnd.locks.length || channel.our.pendingWithdraws.length)
+      return fail('cooperative settle needs a quiet channel')
     if (message.total_withdraw !== whole) return fail(`cooperative settle must withdraw the whole balance ${whole}`)
   }
-  const pending: PendingWithdraw = { totalWithdraw: message.total_withdraw, expiration: message.expiration, nonce: message.nonce, messageIdentifier: message.message_identifier, requesterSignature: message.signature, ...(coop ? { coopSettle: true } : {}) }
+  const pending: PendingWithdraw = {
+    totalWithdraw: message.total_withdraw,
+    expiration: message.expiration,
+    nonce: message.nonce,
+    messageIdentifier: message.message_identifier,
+    requesterSignature: message.signature,
+    ...(coop ? { coopSettle: true } : {}),
+  }
   // An expired request is still confirmed: it used the partner's nonce, and its WithdrawExpired will follow.
   const nonce = channel.our.nonce + 1n
-  let next: Channel = { ...channel, partnerEnd: { ...channel.partnerEnd, nonce: message.nonce, pendingWithdraws: [...channel.partnerEnd.pendingWithdraws, pending] }, our: { ...channel.our, nonce } }
+  let next: Channel = {
+    ...channel,
+    partnerEnd: { ...channel.partnerEnd, nonce: message.nonce, pendingWithdraws: [...channel.partnerEnd.pendingWithdraws, pending] },
+    our: { ...channel.our, nonce },
+  }
   out.push({
     type: 'send',
     recipient: channel.partner,
     channelKey: channelKey(channel.tokenNetwork, channel.id),
-    message: { type: 'WithdrawConfirmation', message_identifier: message.message_identifier, chain_id: channel.chainId, token_network_address: channel.tokenNetwork, channel_identifier: channel.id, participant: channel.partner, total_withdraw: message.total_withdraw, nonce, expiration: message.expiration },
+    message: {
+      type: 'WithdrawConfirmation',
+      message_identifier: message.message_identifier,
+      chain_id: channel.chainId,
+      token_network_address: channel.tokenNetwork,
+      channel_identifier: channel.id,
+      participant: channel.partner,
+      total_withdraw: message.total_withdraw,
+      nonce,
+      expiration: message.expiration,
+    },
   })
   let s = putChannel(state, next)
   if (coop) {
@@ -130,9 +173,13 @@ function maybeCoopSettle(state: NodeState, channel: Channel, out: Effect[]): Nod
 
 export function receiveWithdrawConfirmation(state: NodeState, message: Signed<WithdrawConfirmation>, sender: Address, out: Effect[]): NodeState {
   const channel = getChannel(state, message.token_network_address, message.channel_identifier)
-  const fail = (reason: string) => (rejected(out, sender, message.type, reason), state)
+  const fail = (reason: string) => {
+    rejected(out, sender, message.type, reason)
+    return state
+  }
   if (!channel) return fail('unknown channel')
-  if (!sameAddress(sender, channel.partner) || !sameAddress(message.participant, state.address)) return fail('not a confirmation of our withdraw by the partner')
+  if (!sameAddress(sender, channel.partner) || !sameAddress(message.participant, state.address))
+    return fail('not a confirmation of our withdraw by the partner')
   if (message.chain_id !== channel.chainId) return fail('wrong chain id')
   const pending = channel.our.pendingWithdraws.find((w) => w.totalWithdraw === message.total_withdraw && w.expiration === message.expiration)
   if (!pending) {
@@ -158,7 +205,15 @@ export function receiveWithdrawConfirmation(state: NodeState, message: Signed<Wi
   if (channel.state === 'opened' && state.blockNumber + channel.revealTimeout <= pending.expiration) {
     out.push({
       type: 'transaction',
-      transaction: { type: 'setTotalWithdraw', tokenNetwork: channel.tokenNetwork, channelId: channel.id, participant: state.address, totalWithdraw: pending.totalWithdraw, expiration: pending.expiration, partnerSignature: message.signature },
+      transaction: {
+        type: 'setTotalWithdraw',
+        tokenNetwork: channel.tokenNetwork,
+        channelId: channel.id,
+        participant: state.address,
+        totalWithdraw: pending.totalWithdraw,
+        expiration: pending.expiration,
+        partnerSignature: message.signature,
+      },
     })
     next = { ...next, our: { ...next.our, pendingWithdraws: next.our.pendingWithdraws.map((w) => (w === confirmed ? { ...w, sent: true } : w)) } }
     s = putChannel(s, next)
@@ -168,7 +223,10 @@ export function receiveWithdrawConfirmation(state: NodeState, message: Signed<Wi
 
 export function receiveWithdrawExpired(state: NodeState, message: Signed<WithdrawExpired>, sender: Address, ctx: TransitionContext, out: Effect[]): NodeState {
   const channel = getChannel(state, message.token_network_address, message.channel_identifier)
-  const fail = (reason: string) => (rejected(out, sender, message.type, reason), state)
+  const fail = (reason: string) => {
+    rejected(out, sender, message.type, reason)
+    return state
+  }
   if (!channel) return fail('unknown channel')
   if (!sameAddress(sender, channel.partner) || !sameAddress(message.participant, sender)) return fail('participant is not the sender and channel partner')
   if (message.nonce <= channel.partnerEnd.nonce) return sendProcessed(state, sender, message.message_identifier, out)
@@ -176,7 +234,10 @@ export function receiveWithdrawExpired(state: NodeState, message: Signed<Withdra
   const pending = channel.partnerEnd.pendingWithdraws.find((w) => w.totalWithdraw === message.total_withdraw && w.expiration === message.expiration)
   if (!pending) return fail('no matching pending withdraw')
   if (state.blockNumber < message.expiration + ctx.confirmationBlocks) return fail('withdraw not expired yet')
-  const next: Channel = { ...channel, partnerEnd: { ...channel.partnerEnd, nonce: message.nonce, pendingWithdraws: channel.partnerEnd.pendingWithdraws.filter((w) => w !== pending) } }
+  const next: Channel = {
+    ...channel,
+    partnerEnd: { ...channel.partnerEnd, nonce: message.nonce, pendingWithdraws: channel.partnerEnd.pendingWithdraws.filter((w) => w !== pending) },
+  }
   return sendProcessed(putChannel(state, next), sender, message.message_identifier, out)
 }
 
@@ -197,7 +258,17 @@ export function withdrawOnBlock(state: NodeState, ctx: TransitionContext, out: E
         type: 'send',
         recipient: channel.partner,
         channelKey: channelKey(channel.tokenNetwork, channel.id),
-        message: { type: 'WithdrawExpired', message_identifier: id, chain_id: channel.chainId, token_network_address: channel.tokenNetwork, channel_identifier: channel.id, participant: state.address, total_withdraw: w.totalWithdraw, nonce, expiration: w.expiration },
+        message: {
+          type: 'WithdrawExpired',
+          message_identifier: id,
+          chain_id: channel.chainId,
+          token_network_address: channel.tokenNetwork,
+          channel_identifier: channel.id,
+          participant: state.address,
+          total_withdraw: w.totalWithdraw,
+          nonce,
+          expiration: w.expiration,
+        },
       })
       out.push({ type: 'event', event: { type: 'withdrawExpired', tokenNetwork: channel.tokenNetwork, channelId: channel.id, totalWithdraw: w.totalWithdraw } })
     }

@@ -27,8 +27,7 @@ export function address(value: unknown, field: string): Address {
   const checksummed = getAddress(value)
   const body = value.slice(2)
   // Mixed case claims a checksum: it must be the right one.
-  if (body !== body.toLowerCase() && body !== body.toUpperCase() && checksummed !== value)
-    throw new InvalidMessageError(field, 'bad EIP-55 checksum')
+  if (body !== body.toLowerCase() && body !== body.toUpperCase() && checksummed !== value) throw new InvalidMessageError(field, 'bad EIP-55 checksum')
   return checksummed
 }
 

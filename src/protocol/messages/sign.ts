@@ -34,7 +34,6 @@ export type DecodedMessage = { message: Signed<Message>; signer: Address; signer
 export async function decodeMessage(text: string, sender?: Address): Promise<DecodedMessage> {
   const message = parseMessage(text)
   const { signer, publicKey } = messageSignerKey(message)
-  if (sender !== undefined && signer.toLowerCase() !== sender.toLowerCase())
-    throw new InvalidSignatureError(`signed by ${signer}, not by the sender ${sender}`)
+  if (sender !== undefined && signer.toLowerCase() !== sender.toLowerCase()) throw new InvalidSignatureError(`signed by ${signer}, not by the sender ${sender}`)
   return { message, signer, signerKey: publicKey }
 }

@@ -16,7 +16,11 @@ const MAX_METADATA_BYTES = 16_384
 
 function lock(value: unknown): WireLock {
   const o = object(value, 'lock')
-  return { amount: uint(o.amount, 'lock.amount', 256), expiration: uint(o.expiration, 'lock.expiration', 256), secrethash: bytes(o.secrethash, 'lock.secrethash', 32) }
+  return {
+    amount: uint(o.amount, 'lock.amount', 256),
+    expiration: uint(o.expiration, 'lock.expiration', 256),
+    secrethash: bytes(o.secrethash, 'lock.secrethash', 32),
+  }
 }
 
 /** Checks the route shape and keeps the object exactly as received, so its hash stays the signed one. */
@@ -26,7 +30,7 @@ function metadata(value: unknown): Metadata {
   o.routes.forEach((r, i) => {
     const route = object(r, `metadata.routes[${i}]`)
     if (!Array.isArray(route.route)) throw new InvalidMessageError(`metadata.routes[${i}].route`, 'expected a list of addresses')
-    route.route.forEach((a, j) => address(a, `metadata.routes[${i}].route[${j}]`))
+    for (const [j, a] of route.route.entries()) address(a, `metadata.routes[${i}].route[${j}]`)
   })
   if (o.secret !== undefined && (typeof o.secret !== 'string' || !/^0x[0-9a-fA-F]*$/.test(o.secret)))
     throw new InvalidMessageError('metadata.secret', 'expected 0x-hex')
@@ -124,7 +128,13 @@ export function readMessage(value: unknown): Signed<Message> {
         signature,
       }
     case 'Unlock':
-      return { type: o.type, ...envelope(o), payment_identifier: uint(o.payment_identifier, 'payment_identifier', 64), secret: bytes(o.secret, 'secret', 32), signature }
+      return {
+        type: o.type,
+        ...envelope(o),
+        payment_identifier: uint(o.payment_identifier, 'payment_identifier', 64),
+        secret: bytes(o.secret, 'secret', 32),
+        signature,
+      }
     case 'LockExpired':
       return { type: o.type, ...envelope(o), recipient: address(o.recipient, 'recipient'), secrethash: bytes(o.secrethash, 'secrethash', 32), signature }
     case 'WithdrawRequest':

@@ -12,11 +12,26 @@ function withGraph(state: NodeState, tokenNetwork: Address, update: (graph: Toke
 export function graphOnOpened(state: NodeState, change: Extract<StateChange, { type: 'channelOpened' }>): NodeState {
   return withGraph(state, change.tokenNetwork, (graph) => ({
     ...graph,
-    [change.channelId.toString()]: { participant1: change.participant1, participant2: change.participant2, deposit1: 0n, deposit2: 0n, withdrawn1: 0n, withdrawn2: 0n, open: true, settleTimeout: change.settleTimeout },
+    [change.channelId.toString()]: {
+      participant1: change.participant1,
+      participant2: change.participant2,
+      deposit1: 0n,
+      deposit2: 0n,
+      withdrawn1: 0n,
+      withdrawn2: 0n,
+      open: true,
+      settleTimeout: change.settleTimeout,
+    },
   }))
 }
 
-export function graphOnAmounts(state: NodeState, tokenNetwork: Address, channelId: bigint, participant: Address, amounts: { deposit?: bigint; withdrawn?: bigint }): NodeState {
+export function graphOnAmounts(
+  state: NodeState,
+  tokenNetwork: Address,
+  channelId: bigint,
+  participant: Address,
+  amounts: { deposit?: bigint; withdrawn?: bigint },
+): NodeState {
   return withGraph(state, tokenNetwork, (graph) => {
     const c = graph[channelId.toString()]
     if (!c) return graph

@@ -13,7 +13,9 @@ export type RouteHoldsLockParameters = {
 /** The open channel of the public graph between `a` and `b`, if the chain events told us of one. */
 export function graphChannelBetween(state: NodeState, tokenNetwork: Address, a: Address, b: Address): GraphChannel | undefined {
   const graph = state.tokenNetworks[tokenNetwork]?.graph ?? {}
-  return Object.values(graph).find((c) => c.open && ((sameAddress(c.participant1, a) && sameAddress(c.participant2, b)) || (sameAddress(c.participant1, b) && sameAddress(c.participant2, a))))
+  return Object.values(graph).find(
+    (c) => c.open && ((sameAddress(c.participant1, a) && sameAddress(c.participant2, b)) || (sameAddress(c.participant1, b) && sameAddress(c.participant2, a))),
+  )
 }
 
 /**
@@ -29,7 +31,10 @@ export function whyRouteCannotHoldLock(state: NodeState, { tokenNetwork, route, 
   const ours = first ? channelWith(state, tokenNetwork, first) : undefined
   if (!first || !ours) return 'no channel with the first hop'
   const timeout = lockTimeout ?? 2n * ours.revealTimeout
-  const named = lockTimeout === undefined ? `the lock timeout ${timeout} (twice the reveal timeout ${ours.revealTimeout} of our channel with ${first})` : `the lock timeout ${timeout}`
+  const named =
+    lockTimeout === undefined
+      ? `the lock timeout ${timeout} (twice the reveal timeout ${ours.revealTimeout} of our channel with ${first})`
+      : `the lock timeout ${timeout}`
   const links: { a: Address; b: Address; settle: bigint }[] = []
   for (let i = 0; i + 1 < route.length; i++) {
     const [a, b] = [route[i]!, route[i + 1]!]
@@ -38,9 +43,13 @@ export function whyRouteCannotHoldLock(state: NodeState, { tokenNetwork, route, 
   }
   // What would fit instead: the lock must arrive with more than our reveal timeout left, and fit every settle timeout.
   const lowest = links.reduce((min, l) => (l.settle < min ? l.settle : min), ours.settleTimeout)
-  const fits = ours.revealTimeout + 2n <= lowest ? `a lock timeout from ${ours.revealTimeout + 2n} to ${lowest} fits this route` : `no lock timeout fits this route unless the reveal timeout of our channel with ${first} is at most ${lowest - 2n}`
+  const fits =
+    ours.revealTimeout + 2n <= lowest
+      ? `a lock timeout from ${ours.revealTimeout + 2n} to ${lowest} fits this route`
+      : `no lock timeout fits this route unless the reveal timeout of our channel with ${first} is at most ${lowest - 2n}`
   // The lock expires at block + timeout - 1: that many blocks are left when the first hop receives it.
-  if (timeout - 1n <= ours.revealTimeout) return `${named} leaves ${timeout - 1n} blocks, not more than the reveal timeout ${ours.revealTimeout} of our channel with ${first} (${fits})`
+  if (timeout - 1n <= ours.revealTimeout)
+    return `${named} leaves ${timeout - 1n} blocks, not more than the reveal timeout ${ours.revealTimeout} of our channel with ${first} (${fits})`
   if (timeout > ours.settleTimeout) return `${named} exceeds the settle timeout ${ours.settleTimeout} of our channel with ${first} (${fits})`
   const short = links.find((l) => timeout > l.settle)
   if (short) return `${named} exceeds the settle timeout ${short.settle} of the channel between ${short.a} and ${short.b} (${fits})`

@@ -78,7 +78,17 @@ export type SecretResolverRequest = {
 }
 
 export type NodeEvent =
-  | { type: 'paymentSentSuccess'; token: Address; tokenNetwork: Address; target: Address; amount: bigint; paymentId: bigint; secret: Hex; secrethash: Hex; route: Address[] }
+  | {
+      type: 'paymentSentSuccess'
+      token: Address
+      tokenNetwork: Address
+      target: Address
+      amount: bigint
+      paymentId: bigint
+      secret: Hex
+      secrethash: Hex
+      route: Address[]
+    }
   | { type: 'paymentSentFailed'; token: Address; tokenNetwork: Address; target: Address; amount: bigint; paymentId: bigint; secrethash: Hex; reason: string }
   | { type: 'paymentReceivedSuccess'; token: Address; tokenNetwork: Address; initiator: Address; amount: bigint; paymentId: bigint; secrethash: Hex }
   | { type: 'mediationSucceeded'; tokenNetwork: Address; secrethash: Hex; amount: bigint }

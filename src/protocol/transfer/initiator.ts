@@ -16,7 +16,19 @@ type InitPayment = Extract<StateChange, { type: 'initPayment' }>
 const lockTimeoutFor = (channel: Channel, lockTimeout?: bigint) => lockTimeout ?? 2n * channel.revealTimeout
 
 function failed(payment: Pick<InitiatorPayment, 'token' | 'tokenNetwork' | 'target' | 'amount' | 'paymentId' | 'secrethash'>, reason: string): Effect {
-  return { type: 'event', event: { type: 'paymentSentFailed', token: payment.token, tokenNetwork: payment.tokenNetwork, target: payment.target, amount: payment.amount, paymentId: payment.paymentId, secrethash: payment.secrethash, reason } }
+  return {
+    type: 'event',
+    event: {
+      type: 'paymentSentFailed',
+      token: payment.token,
+      tokenNetwork: payment.tokenNetwork,
+      target: payment.target,
+      amount: payment.amount,
+      paymentId: payment.paymentId,
+      secrethash: payment.secrethash,
+      reason,
+    },
+  }
 }
 
 /** The reason a payment failed after trying routes: each route and why it could not carry the payment. */
@@ -44,7 +56,14 @@ function tryRoutes(
     const channel = channelWith(state, base.tokenNetwork, route[0]!)
     const timeout = channel ? lockTimeoutFor(channel, base.lockTimeout) : 0n
     const lock: Lock = { amount: base.amount, expiration: state.blockNumber + timeout - 1n, secrethash: base.secrethash }
-    const tooLong = channel?.state === 'opened' ? whyRouteCannotHoldLock(state, { tokenNetwork: base.tokenNetwork, route, ...(base.lockTimeout !== undefined ? { lockTimeout: base.lockTimeout } : {}) }) : undefined
+    const tooLong =
+      channel?.state === 'opened'
+        ? whyRouteCannotHoldLock(state, {
+            tokenNetwork: base.tokenNetwork,
+            route,
+            ...(base.lockTimeout !== undefined ? { lockTimeout: base.lockTimeout } : {}),
+          })
+        : undefined
     const why = tooLong ?? whyNotUsable(channel, lock.amount, lock.expiration - state.blockNumber, ctx)
     if (why) {
       reasons.push(`via ${route.join(', ')}: ${why}`)
@@ -54,7 +73,14 @@ function tryRoutes(
       state,
       channel!,
       'LockedTransfer',
-      { paymentId: base.paymentId, token: base.token, lock, target: base.target, initiator: state.address, metadata: { routes: [{ route: [state.address, ...route] }], ...(base.encryptedSecret ? { secret: base.encryptedSecret } : {}) } },
+      {
+        paymentId: base.paymentId,
+        token: base.token,
+        lock,
+        target: base.target,
+        initiator: state.address,
+        metadata: { routes: [{ route: [state.address, ...route] }], ...(base.encryptedSecret ? { secret: base.encryptedSecret } : {}) },
+      },
       out,
     )
     const payment: InitiatorPayment = {
@@ -102,7 +128,7 @@ export function initPayment(state: NodeState, change: InitPayment, ctx: Transiti
 /** The target asks for the secret: answer the first valid request, from the resolver if we lack the secret. */
 export function initiatorOnSecretRequest(state: NodeState, message: Signed<SecretRequest>, sender: Address, out: Effect[]): NodeState {
   const payment = state.initiators[message.secrethash]
-  if (!payment || payment.status !== 'pending' || payment.secretRequested) return state
+  if (payment?.status !== 'pending' || payment.secretRequested) return state
   const valid =
     sameAddress(sender, payment.target) &&
     message.payment_identifier === payment.paymentId &&
@@ -110,12 +136,25 @@ export function initiatorOnSecretRequest(state: NodeState, message: Signed<Secre
     message.expiration === payment.lock.expiration &&
     state.blockNumber < payment.lock.expiration
   if (!valid) return state
-  const marked: NodeState = { ...state, initiators: { ...state.initiators, [payment.secrethash]: { ...payment, secretRequested: true, awaitingResolver: !payment.secret } } }
+  const marked: NodeState = {
+    ...state,
+    initiators: { ...state.initiators, [payment.secrethash]: { ...payment, secretRequested: true, awaitingResolver: !payment.secret } },
+  }
   if (!payment.secret) {
     const channel = state.channels[payment.channelKey]!
     out.push({
       type: 'resolveSecret',
-      request: { token: payment.token, secrethash: payment.secrethash, amount: payment.amount, paymentIdentifier: payment.paymentId, paymentSender: state.address, paymentRecipient: payment.target, expiration: payment.lock.expiration, revealTimeout: channel.revealTimeout, settleTimeout: channel.settleTimeout },
+      request: {
+        token: payment.token,
+        secrethash: payment.secrethash,
+        amount: payment.amount,
+        paymentIdentifier: payment.paymentId,
+        paymentSender: state.address,
+        paymentRecipient: payment.target,
+        expiration: payment.lock.expiration,
+        revealTimeout: channel.revealTimeout,
+        settleTimeout: channel.settleTimeout,
+      },
     })
     return marked
   }
@@ -126,7 +165,7 @@ export function initiatorOnSecretRequest(state: NodeState, message: Signed<Secre
 /** The resolver answered for a payment started with only its secret hash. */
 export function initiatorOnSecretResolved(state: NodeState, secrethash: Hex, secret: Hex, out: Effect[]): NodeState {
   const payment = state.initiators[secrethash]
-  if (!payment || !payment.awaitingResolver || sha256(secret) !== secrethash.toLowerCase()) return state
+  if (!payment?.awaitingResolver || sha256(secret) !== secrethash.toLowerCase()) return state
   const [id, s] = takeMessageId({ ...state, initiators: { ...state.initiators, [secrethash]: { ...payment, secret, awaitingResolver: false } } })
   return sendUnordered(s, payment.target, { type: 'RevealSecret', message_identifier: id, secret }, out)
 }
@@ -140,7 +179,17 @@ function succeed(state: NodeState, payment: InitiatorPayment, secret: Hex, out: 
   }
   out.push({
     type: 'event',
-    event: { type: 'paymentSentSuccess', token: payment.token, tokenNetwork: payment.tokenNetwork, target: payment.target, amount: payment.amount, paymentId: payment.paymentId, secret, secrethash: payment.secrethash, route: payment.route },
+    event: {
+      type: 'paymentSentSuccess',
+      token: payment.token,
+      tokenNetwork: payment.tokenNetwork,
+      target: payment.target,
+      amount: payment.amount,
+      paymentId: payment.paymentId,
+      secret,
+      secrethash: payment.secrethash,
+      route: payment.route,
+    },
   })
   return { ...s, initiators: without(s.initiators, payment.secrethash) as NodeState['initiators'] }
 }
@@ -148,7 +197,7 @@ function succeed(state: NodeState, payment: InitiatorPayment, secret: Hex, out: 
 /** Our partner on the route revealed the secret: it has been paid downstream, so we unlock. */
 export function initiatorOnRevealSecret(state: NodeState, message: Signed<RevealSecret>, secrethash: Hex, sender: Address, out: Effect[]): NodeState {
   const payment = state.initiators[secrethash]
-  if (!payment || payment.status !== 'pending' || !sameAddress(sender, payment.route[0])) return state
+  if (payment?.status !== 'pending' || !sameAddress(sender, payment.route[0])) return state
   if (state.blockNumber >= payment.lock.expiration) return state
   return succeed(state, payment, message.secret, out)
 }
@@ -156,7 +205,7 @@ export function initiatorOnRevealSecret(state: NodeState, message: Signed<Reveal
 /** The secret was registered on-chain in time: the target can claim it, so the payment is done. */
 export function initiatorOnSecretRegistered(state: NodeState, secrethash: Hex, secret: Hex, blockNumber: bigint, out: Effect[]): NodeState {
   const payment = state.initiators[secrethash]
-  if (!payment || payment.status !== 'pending' || blockNumber >= payment.lock.expiration) return state
+  if (payment?.status !== 'pending' || blockNumber >= payment.lock.expiration) return state
   return succeed(state, payment, secret, out)
 }
 
@@ -168,7 +217,7 @@ export function initiatorOnSecretRegistered(state: NodeState, secrethash: Hex, s
  */
 export function initiatorOnRefund(state: NodeState, message: Signed<RefundTransfer>, sender: Address, ctx: TransitionContext, out: Effect[]): NodeState {
   const payment = state.initiators[message.lock.secrethash]
-  if (!payment || payment.status !== 'pending' || !sameAddress(sender, payment.route[0]) || sameAddress(sender, payment.target)) return state
+  if (payment?.status !== 'pending' || !sameAddress(sender, payment.route[0]) || sameAddress(sender, payment.target)) return state
   const matches =
     message.payment_identifier === payment.paymentId &&
     message.lock.amount === payment.lock.amount &&
@@ -178,18 +227,43 @@ export function initiatorOnRefund(state: NodeState, message: Signed<RefundTransf
   // Once the target asked for the secret, it holds a lock of this payment: the payment may still succeed.
   if (!matches || payment.secretRequested) return state
   const failedRoutes = [...(payment.failedRoutes ?? []), `${sender} refunded it, unable to forward the lock (route ${payment.route.join(', ')})`]
-  const retired: NodeState = { ...state, initiators: { ...state.initiators, [payment.secrethash]: { ...payment, status: 'failed', failureReason: 'refunded', failedRoutes } } }
+  const retired: NodeState = {
+    ...state,
+    initiators: { ...state.initiators, [payment.secrethash]: { ...payment, status: 'failed', failureReason: 'refunded', failedRoutes } },
+  }
   const secret = payment.freshSecrets[0]
   if (payment.remainingRoutes.length === 0) {
     out.push(failed(payment, noRoute(failedRoutes)))
     return retired
   }
   if (!payment.ownSecret || !secret) {
-    out.push(failed(payment, noRoute([...failedRoutes, 'the other routes were not tried: the payment secret was given by the caller (or no fresh secret is left), and a secret is never used on two routes'])))
+    out.push(
+      failed(
+        payment,
+        noRoute([
+          ...failedRoutes,
+          'the other routes were not tried: the payment secret was given by the caller (or no fresh secret is left), and a secret is never used on two routes',
+        ]),
+      ),
+    )
     return retired
   }
   const secrethash = sha256(secret)
-  const { remainingRoutes, channelKey: _c, route: _r, lock: _l, messageIdentifier: _m, status: _s, startedBlock: _b, failureReason: _f, secretRequested: _q, awaitingResolver: _a, encryptedSecret: _e, failedRoutes: _p, ...base } = payment
+  const {
+    remainingRoutes,
+    channelKey: _c,
+    route: _r,
+    lock: _l,
+    messageIdentifier: _m,
+    status: _s,
+    startedBlock: _b,
+    failureReason: _f,
+    secretRequested: _q,
+    awaitingResolver: _a,
+    encryptedSecret: _e,
+    failedRoutes: _p,
+    ...base
+  } = payment
   const result = tryRoutes(retired, { ...base, secret, secrethash, freshSecrets: payment.freshSecrets.slice(1), failedRoutes }, remainingRoutes, ctx, out)
   if ('state' in result) return result.state
   out.push(failed(payment, noRoute([...failedRoutes, ...result.reasons])))
@@ -206,7 +280,15 @@ export function initiatorOnBlock(state: NodeState, ctx: TransitionContext, out: 
       const sent = sendLockExpired(s, channel, payment.secrethash, out)
       if (sent) s = sent.state
     }
-    if (payment.status === 'pending') out.push(failed(payment, payment.awaitingResolver ? 'the secret resolver gave no secret before the lock expired' : 'lock expired: the target did not claim the payment in time'))
+    if (payment.status === 'pending')
+      out.push(
+        failed(
+          payment,
+          payment.awaitingResolver
+            ? 'the secret resolver gave no secret before the lock expired'
+            : 'lock expired: the target did not claim the payment in time',
+        ),
+      )
     s = { ...s, initiators: without(s.initiators, payment.secrethash) as NodeState['initiators'] }
   }
   return s

@@ -28,7 +28,7 @@ export function nextHop(message: LockedTransfer, us: Address): Address | undefin
  * secret in time makes both claimable, and we never have to register it ourselves.
  */
 function whyNoRefund(state: NodeState, channel: Channel | undefined, lock: Lock, ctx: TransitionContext): string | undefined {
-  if (!channel || channel.state !== 'opened') return `the channel with the payer is ${channel?.state ?? 'gone'}`
+  if (channel?.state !== 'opened') return `the channel with the payer is ${channel?.state ?? 'gone'}`
   const blocksLeft = lock.expiration - state.blockNumber
   if (blocksLeft <= 0n) return 'the lock has expired'
   if (blocksLeft > channel.settleTimeout) return `the lock outlasts the settle timeout ${channel.settleTimeout}`
@@ -83,7 +83,14 @@ export function startMediator(state: NodeState, payerChannel: Channel, message: 
     state,
     payeeChannel!,
     'LockedTransfer',
-    { paymentId: message.payment_identifier, token: message.token, lock: payeeLock, target: message.target, initiator: message.initiator, metadata: message.metadata },
+    {
+      paymentId: message.payment_identifier,
+      token: message.token,
+      lock: payeeLock,
+      target: message.target,
+      initiator: message.initiator,
+      metadata: message.metadata,
+    },
     out,
   )
   return put(sent.state, { ...task, payeeChannelKey: channelKey(payeeChannel!.tokenNetwork, payeeChannel!.id), payee: hop!, payeeLock, payeeState: 'pending' })
@@ -96,7 +103,7 @@ export function startMediator(state: NodeState, payerChannel: Channel, message: 
  */
 export function mediatorOnRefund(state: NodeState, message: Signed<RefundTransfer>, sender: Address, ctx: TransitionContext, out: Effect[]): NodeState {
   const task = state.mediators[message.lock.secrethash]
-  if (!task || !task.payee || !task.payeeLock || task.payeeState !== 'pending' || task.refunded || !sameAddress(sender, task.payee)) return state
+  if (!task?.payee || !task.payeeLock || task.payeeState !== 'pending' || task.refunded || !sameAddress(sender, task.payee)) return state
   const matches =
     message.payment_identifier === task.paymentId &&
     message.lock.amount === task.payeeLock.amount &&
@@ -115,9 +122,9 @@ function payerLockSafe(state: NodeState, task: MediatedTransfer): boolean {
 }
 
 function unlockPayee(state: NodeState, task: MediatedTransfer, out: Effect[]): NodeState {
-  if (!task.secret || task.payeeState !== 'pending' && task.payeeState !== 'secret_revealed') return state
+  if (!task.secret || (task.payeeState !== 'pending' && task.payeeState !== 'secret_revealed')) return state
   const channel = task.payeeChannelKey ? state.channels[task.payeeChannelKey] : undefined
-  if (!channel || channel.state !== 'opened' || state.blockNumber >= task.payeeLock!.expiration) return state
+  if (channel?.state !== 'opened' || state.blockNumber >= task.payeeLock!.expiration) return state
   const sent = sendUnlock(state, channel, task.secrethash, task.secret, task.paymentId, out)
   return sent ? finishIfDone(put(sent.state, { ...task, payeeState: 'unlocked' }), task.secrethash, out) : state
 }
@@ -158,7 +165,7 @@ function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out:
 
 export function mediatorOnRevealSecret(state: NodeState, message: Signed<RevealSecret>, secrethash: Hex, sender: Address, out: Effect[]): NodeState {
   const task = state.mediators[secrethash]
-  if (!task || !task.payee || !sameAddress(sender, task.payee)) return state
+  if (!task?.payee || !sameAddress(sender, task.payee)) return state
   return learnSecret(state, task, message.secret, out)
 }
 

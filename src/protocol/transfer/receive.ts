@@ -80,7 +80,8 @@ export function receiveLockedTransfer(
     },
     (s, channel) => {
       // A refund is for the payment we started, or for a transfer we forwarded (then it travels on back).
-      if (message.type === 'RefundTransfer') return s.initiators[lock.secrethash] ? initiatorOnRefund(s, message, sender, ctx, out) : mediatorOnRefund(s, message, sender, ctx, out)
+      if (message.type === 'RefundTransfer')
+        return s.initiators[lock.secrethash] ? initiatorOnRefund(s, message, sender, ctx, out) : mediatorOnRefund(s, message, sender, ctx, out)
       if (sameAddress(message.target, s.address)) return startTarget(s, channel, message, out, decryptedSecret)
       if (s.initiators[lock.secrethash] || s.mediators[lock.secrethash]) return s // a transfer coming back to us (a loop): let it expire
       return startMediator(s, channel, message, ctx, out)
@@ -107,7 +108,18 @@ export function receiveUnlock(state: NodeState, message: Signed<Unlock>, sender:
     (s) => {
       const target = s.targets[secrethash]
       if (target) {
-        out.push({ type: 'event', event: { type: 'paymentReceivedSuccess', token: s.tokenNetworks[target.tokenNetwork]?.token ?? target.tokenNetwork, tokenNetwork: target.tokenNetwork, initiator: target.initiator, amount: target.lock.amount, paymentId: target.paymentId, secrethash } })
+        out.push({
+          type: 'event',
+          event: {
+            type: 'paymentReceivedSuccess',
+            token: s.tokenNetworks[target.tokenNetwork]?.token ?? target.tokenNetwork,
+            tokenNetwork: target.tokenNetwork,
+            initiator: target.initiator,
+            amount: target.lock.amount,
+            paymentId: target.paymentId,
+            secrethash,
+          },
+        })
         return endTarget(s, secrethash)
       }
       return mediatorOnPayerResolved(s, secrethash, channelKey(message.token_network_address, message.channel_identifier), 'unlocked', out)
@@ -128,8 +140,12 @@ export function receiveLockExpired(state: NodeState, message: Signed<LockExpired
       if (!sameAddress(message.recipient, state.address)) return { ok: false, reason: 'we are not the recipient' }
       const registered = state.registeredSecrets[lock.secrethash]
       if (registered !== undefined && registered < lock.expiration) return { ok: false, reason: 'the secret was registered on-chain before the lock expired' }
-      if (state.blockNumber < lock.expiration + ctx.confirmationBlocks) return { ok: false, reason: `lock expires at ${lock.expiration}, confirmed at ${lock.expiration + ctx.confirmationBlocks}` }
-      return receivePartnerProof(channel, message, sender, { locks: end.locks.filter((l) => l !== lock), transferredAmount: end.balanceProof?.transferredAmount ?? 0n })
+      if (state.blockNumber < lock.expiration + ctx.confirmationBlocks)
+        return { ok: false, reason: `lock expires at ${lock.expiration}, confirmed at ${lock.expiration + ctx.confirmationBlocks}` }
+      return receivePartnerProof(channel, message, sender, {
+        locks: end.locks.filter((l) => l !== lock),
+        transferredAmount: end.balanceProof?.transferredAmount ?? 0n,
+      })
     },
     (s) => {
       const target = s.targets[message.secrethash]

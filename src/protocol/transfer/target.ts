@@ -41,7 +41,14 @@ export function startTarget(state: NodeState, channel: Channel, message: Signed<
   s = sendUnordered(
     s2,
     message.initiator,
-    { type: 'SecretRequest', message_identifier: id, payment_identifier: message.payment_identifier, secrethash: message.lock.secrethash, amount: message.lock.amount, expiration: message.lock.expiration },
+    {
+      type: 'SecretRequest',
+      message_identifier: id,
+      payment_identifier: message.payment_identifier,
+      secrethash: message.lock.secrethash,
+      amount: message.lock.amount,
+      expiration: message.lock.expiration,
+    },
     out,
   )
   return { ...s, targets: { ...s.targets, [task.secrethash]: { ...task, secretRequested: true } } }

@@ -90,7 +90,10 @@ function parseRelay(address: string): { addr: Multiaddr; peerId: PeerId } {
   } catch (error) {
     throw new InvalidRelayAddressError(address, `is not a multiaddr (${(error as Error).message})`)
   }
-  const id = addr.getComponents().filter((c) => c.name === 'p2p').pop()?.value
+  const id = addr
+    .getComponents()
+    .filter((c) => c.name === 'p2p')
+    .pop()?.value
   if (!id) throw new InvalidRelayAddressError(address, 'has no /p2p/<relay peer id>')
   return { addr, peerId: peerIdFromString(id) }
 }
@@ -173,10 +176,13 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   /** Announce soon, once for a burst of reasons (several newcomers, a new reservation and a new subscriber). */
   const announceSoon = () => {
     if (answerTimer !== undefined || !running) return
-    answerTimer = setTimeout(() => {
-      answerTimer = undefined
-      announce()
-    }, 20 + Math.random() * 80)
+    answerTimer = setTimeout(
+      () => {
+        answerTimer = undefined
+        announce()
+      },
+      20 + Math.random() * 80,
+    )
   }
 
   const onPresence = async (msg: PubsubMessage) => {
@@ -307,19 +313,22 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       if (!running || !node) return
       if (node.getConnections(relay.peerId).length > 0) return
       state.dialing = true
-      node.dial(relay.addr, { signal: AbortSignal.timeout(dialTimeoutMs) }).finally(() => (state.dialing = false)).then(
-        () => {
-          state.delay = 250
-          log?.({ type: 'relayConnected', relay: relay.addr.toString() })
-        },
-        (error) => {
-          log?.({ type: 'relayLost', relay: relay.addr.toString(), error })
-          // Keep trying, backing off to 10 s: the relay may be restarting.
-          if (!running) return
-          state.timer = setTimeout(attempt, state.delay)
-          state.delay = Math.min(state.delay * 2, 10_000)
-        },
-      )
+      node
+        .dial(relay.addr, { signal: AbortSignal.timeout(dialTimeoutMs) })
+        .finally(() => (state.dialing = false))
+        .then(
+          () => {
+            state.delay = 250
+            log?.({ type: 'relayConnected', relay: relay.addr.toString() })
+          },
+          (error) => {
+            log?.({ type: 'relayLost', relay: relay.addr.toString(), error })
+            // Keep trying, backing off to 10 s: the relay may be restarting.
+            if (!running) return
+            state.timer = setTimeout(attempt, state.delay)
+            state.delay = Math.min(state.delay * 2, 10_000)
+          },
+        )
     }
     attempt()
   }
