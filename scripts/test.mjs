@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: typecheck, the compiled contracts are up to date, then every vitest test (Node and Chromium).
-// The last line is `N passed, N failed`, counting the two checks and every test.
+// `npm test`: typecheck, format and lint, the compiled contracts are up to date, then every vitest test (Node and
+// Chromium). The last line is `N passed, N failed`, counting the three checks and every test.
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 
@@ -19,9 +19,8 @@ function findChromium() {
   const isRoot = process.getuid?.() === 0
   const hasApt = existsSync('/usr/bin/apt-get')
   if (isRoot && hasApt) {
-    console.log('Chromium is missing: installing Debian\'s chromium with apt-get')
-    if (run('apt-get', ['update', '-qq']) && run('apt-get', ['install', '-y', '-qq', 'chromium']) && existsSync('/usr/bin/chromium'))
-      return '/usr/bin/chromium'
+    console.log("Chromium is missing: installing Debian's chromium with apt-get")
+    if (run('apt-get', ['update', '-qq']) && run('apt-get', ['install', '-y', '-qq', 'chromium']) && existsSync('/usr/bin/chromium')) return '/usr/bin/chromium'
   }
   console.error('Chromium not found. Install it with `sudo apt-get update && sudo apt-get install -y chromium`, or set CHROMIUM_PATH.')
   process.exit(1)
@@ -31,6 +30,7 @@ const chromium = findChromium()
 
 for (const [label, cmd, args] of [
   ['typecheck', 'npx', ['tsc', '-p', '.']],
+  ['format and lint (biome)', 'npx', ['biome', 'ci', '.']],
   ['contracts up to date', 'node', ['scripts/compile.mjs', '--check']],
 ]) {
   if (run(cmd, args)) {

@@ -3,7 +3,15 @@ import { getAddress, parseEther, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from '../../src/api/resource.ts'
-import { createChainClient, createTransactionQueue, mintTokens, readChannelInfo, readParticipantInfo, readTokenBalance, registerToken } from '../../src/chain/index.ts'
+import {
+  createChainClient,
+  createTransactionQueue,
+  mintTokens,
+  readChannelInfo,
+  readParticipantInfo,
+  readTokenBalance,
+  registerToken,
+} from '../../src/chain/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { eventually } from '../integration/support/eventually.ts'
@@ -11,7 +19,18 @@ import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { sendPayment } from '../../src/node/payments.ts'
 
 const UINT256_MAX = 2n ** 256n - 1n
-const SPEC_FIELDS = ['channel_identifier', 'token_network_address', 'partner_address', 'token_address', 'balance', 'total_deposit', 'total_withdraw', 'state', 'settle_timeout', 'reveal_timeout']
+const SPEC_FIELDS = [
+  'channel_identifier',
+  'token_network_address',
+  'partner_address',
+  'token_address',
+  'balance',
+  'total_deposit',
+  'total_withdraw',
+  'state',
+  'settle_timeout',
+  'reveal_timeout',
+]
 
 let net: ApiNet
 let a: ApiNode
@@ -183,7 +202,14 @@ describe('PUT /channels opens', () => {
     await eventually(async () => {
       const r = await b.get(path(token, A))
       expect(r.status).toBe(200)
-      expect(r.body).toMatchObject({ channel_identifier: channelId, partner_address: A, balance: '0', total_deposit: '0', state: 'opened', settle_timeout: '40' })
+      expect(r.body).toMatchObject({
+        channel_identifier: channelId,
+        partner_address: A,
+        balance: '0',
+        total_deposit: '0',
+        state: 'opened',
+        settle_timeout: '40',
+      })
     })
   })
 
@@ -192,7 +218,10 @@ describe('PUT /channels opens', () => {
     const again = await a.request('PUT', '/channels', { partner_address: B, token_address: token, total_deposit: '1000' })
     expect(again.status).toBe(200)
     expect(again.body).toEqual((await a.get(path(token, B))).body)
-    expect(await a.request('PUT', '/channels', { partner_address: B, token_address: token, total_deposit: 0, settle_timeout: 100 })).toMatchObject({ status: 200, body: again.body })
+    expect(await a.request('PUT', '/channels', { partner_address: B, token_address: token, total_deposit: 0, settle_timeout: 100 })).toMatchObject({
+      status: 200,
+      body: again.body,
+    })
     expect(await snapshot()).toEqual(before)
     expectError(await a.request('PUT', '/channels', { partner_address: B, token_address: token, total_deposit: '999' }), 409, /did not increase/)
     expect(await snapshot()).toEqual(before)
@@ -218,7 +247,20 @@ describe('PATCH refused: nothing changes', () => {
   })
 
   it('400: malformed JSON, nothing to do, unknown fields, a state other than closed', async () => {
-    for (const body of ['{', '', '[]', '{}', '"closed"', { state: null }, { state: null, total_deposit: null }, { foo: 1 }, { state: 'inlimbo' }, { state: 1 }, { total_deposit: '12.5' }, { reveal_timeout: false }])
+    for (const body of [
+      '{',
+      '',
+      '[]',
+      '{}',
+      '"closed"',
+      { state: null },
+      { state: null, total_deposit: null },
+      { foo: 1 },
+      { state: 'inlimbo' },
+      { state: 1 },
+      { total_deposit: '12.5' },
+      { reveal_timeout: false },
+    ])
       expectError(await patch(body), 400)
     expectError(await patch({ state: 'opened' }), 400, /invalid channel state/)
     expectError(await patch({ state: 'settled' }), 400, /invalid channel state/)
@@ -230,7 +272,8 @@ describe('PATCH refused: nothing changes', () => {
     expectError(await patch({ reveal_timeout: 12, state: 'closed' }), 409, /at the same time/)
     expectError(await patch({ reveal_timeout: 12, total_withdraw: 1, total_deposit: 5000 }), 409, /at the same time/)
     // No channel with C: 409 for a PATCH (GET would be 404), whatever the field.
-    for (const body of [{ state: 'closed' }, { state: 'opened' }, { total_deposit: 5 }, { total_withdraw: 5 }, { reveal_timeout: 5 }]) expectError(await patch(body, path(token, C)), 409, /not found/)
+    for (const body of [{ state: 'closed' }, { state: 'opened' }, { total_deposit: 5 }, { total_withdraw: 5 }, { reveal_timeout: 5 }])
+      expectError(await patch(body, path(token, C)), 409, /not found/)
     expectError(await patch({ total_deposit: 5 }, path(net.deployment.serviceToken, B)), 409, /not found/)
     expectError(await patch({ total_deposit: '1200' }), 409, /did not increase/)
     expectError(await patch({ total_deposit: '1' }), 409, /did not increase/)
@@ -354,7 +397,11 @@ describe('deposit limits of a token network', () => {
     tt2 = net.deployment.tokens.TT2
     const deployer = await createChainClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0], pollingInterval: 50 })
     const queue = createTransactionQueue(deployer)
-    await registerToken(deployer, queue, { registry: net.deployment.contracts.TokenNetworkRegistry.address, token: tt2, limits: { channelParticipantDepositLimit: 100n, tokenNetworkDepositLimit: 130n } })
+    await registerToken(deployer, queue, {
+      registry: net.deployment.contracts.TokenNetworkRegistry.address,
+      token: tt2,
+      limits: { channelParticipantDepositLimit: 100n, tokenNetworkDepositLimit: 130n },
+    })
     await mintTokens(deployer, queue, { token: tt2, amount: 10_000n, to: A })
     await synced()
   })
@@ -402,7 +449,7 @@ describe('fuzzing: never a 500, never a change', () => {
       { weight: 1, arbitrary: garbage() },
     )
   /** Absent in `absent` cases out of `absent + 1`, so that bodies are often well-formed. */
-  const sometimes = <T,>(arb: fc.Arbitrary<T>, absent = 1) => fc.oneof({ weight: absent, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb })
+  const sometimes = <T>(arb: fc.Arbitrary<T>, absent = 1) => fc.oneof({ weight: absent, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb })
   const junk = sometimes(fc.anything(), 10)
 
   /** A value the API reads as a positive integer (a JSON integer or a decimal string). */
@@ -417,13 +464,24 @@ describe('fuzzing: never a 500, never a change', () => {
   /** A PUT that would legitimately act: a TT2 channel with D, a top-up we can pay of a TTT channel with deposit 0 (B, D). Left out. */
   const acts = (body: Record<string, unknown>) =>
     (body.token_address === net.deployment.tokens.TT2 && body.partner_address === D) ||
-    ((body.partner_address === D || body.partner_address === B) && body.token_address === token && positiveInteger(body.total_deposit) && BigInt(String(body.total_deposit)) <= before.tokens)
+    ((body.partner_address === D || body.partner_address === B) &&
+      body.token_address === token &&
+      positiveInteger(body.total_deposit) &&
+      BigInt(String(body.total_deposit)) <= before.tokens)
 
   it('PUT /channels with arbitrary bodies', async () => {
     const bodies = fc.record(
       {
         partner_address: addressLike(D, B, A),
-        token_address: addressLike(token, token, token, net.deployment.tokens.TT2, net.deployment.serviceToken, net.deployment.contracts.SecretRegistry.address, getAddress('0x00000000000000000000000000000000000000aa')),
+        token_address: addressLike(
+          token,
+          token,
+          token,
+          net.deployment.tokens.TT2,
+          net.deployment.serviceToken,
+          net.deployment.contracts.SecretRegistry.address,
+          getAddress('0x00000000000000000000000000000000000000aa'),
+        ),
         total_deposit: sometimes(integerLike(0n, 2n * 10n ** 21n)),
         settle_timeout: sometimes(integerLike(0n, 120_000n)),
         reveal_timeout: sometimes(integerLike(0n, 100n)),

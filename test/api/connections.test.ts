@@ -50,7 +50,8 @@ async function rawChannel(from: 5 | 6 | 7 | 8 | 9, to: 5 | 6 | 7 | 8 | 9, tokenN
 
 const put = (n: ApiNode, t: string, body: unknown) => n.request('PUT', `/connections/${t}`, body)
 const del = (n: ApiNode, t: string) => n.request('DELETE', `/connections/${t}`)
-const openChannels = (n: ApiNode) => Object.values(n.node.state.channels).filter((ch) => ch.state === 'opened' && ch.tokenNetwork.toLowerCase() === net.tokenNetwork.toLowerCase())
+const openChannels = (n: ApiNode) =>
+  Object.values(n.node.state.channels).filter((ch) => ch.state === 'opened' && ch.tokenNetwork.toLowerCase() === net.tokenNetwork.toLowerCase())
 const depositWith = (n: ApiNode, partner: Address) => n.node.channel(net.tokenNetwork, partner)?.our.deposit
 
 /** What a refused request must leave alone: the node's channels, its nonce and its tokens. */
@@ -94,7 +95,18 @@ describe('GET /connections', () => {
 describe('PUT /connections/<token>: refused requests change nothing', () => {
   it('400 for a malformed body', async () => {
     const before = await snapshot(a)
-    for (const body of ['', '{', '[]', {}, { initial_channel_target: 3 }, { funds: '1.5' }, { funds: 'x' }, { funds: 10, initial_channel_target: 'two' }, { funds: 10, joinable_funds_target: 'half' }, { funds: 10, other: 1 }]) {
+    for (const body of [
+      '',
+      '{',
+      '[]',
+      {},
+      { initial_channel_target: 3 },
+      { funds: '1.5' },
+      { funds: 'x' },
+      { funds: 10, initial_channel_target: 'two' },
+      { funds: 10, joinable_funds_target: 'half' },
+      { funds: 10, other: 1 },
+    ]) {
       const r = await put(a, token, body)
       expect(r.status, JSON.stringify(body)).toBe(400)
       expect(typeof r.body.errors).toBe('string')
@@ -169,7 +181,11 @@ describe('joining a token network', () => {
     const r = await put(a, token, { funds: '1000', initial_channel_target: 2 })
     expect(r.status).toBe(204)
     expect(r.text).toBe('')
-    expect(openChannels(a).map((ch) => ch.partner).sort()).toEqual([X[8], second].sort())
+    expect(
+      openChannels(a)
+        .map((ch) => ch.partner)
+        .sort(),
+    ).toEqual([X[8], second].sort())
     expect(depositWith(a, X[8])).toBe(300n)
     expect(depositWith(a, second)).toBe(300n)
     expect(await readTokenBalance(a.node.chain, { token })).toBe(MINTED - 600n)
@@ -252,7 +268,9 @@ describe('DELETE /connections/<token>', () => {
     expect([...r.body].sort()).toEqual([...partners].sort())
     for (const p of r.body as string[]) expect(getAddress(p)).toBe(p)
     // Settled: gone from the state, and every deposit is back.
-    expect(Object.values(a.node.state.channels).filter((ch) => ch.tokenNetwork.toLowerCase() === net.tokenNetwork.toLowerCase() && ch.state !== 'settled')).toEqual([])
+    expect(
+      Object.values(a.node.state.channels).filter((ch) => ch.tokenNetwork.toLowerCase() === net.tokenNetwork.toLowerCase() && ch.state !== 'settled'),
+    ).toEqual([])
     expect(await readTokenBalance(a.node.chain, { token })).toBe(MINTED)
     expect((await a.get('/connections')).body).toEqual({})
   })
@@ -266,14 +284,20 @@ describe('DELETE /connections/<token>', () => {
 
 describe('fuzzing', () => {
   // Built inside the tests: the token addresses exist only once the net runs.
-  const address = () => fc.oneof(fc.constantFrom<string>(tt2, tt2.toLowerCase(), X[9], '0x0000000000000000000000000000000000000000'), fc.string(), fc.stringMatching(/^0x[0-9a-fA-F]{0,42}$/))
+  const address = () =>
+    fc.oneof(
+      fc.constantFrom<string>(tt2, tt2.toLowerCase(), X[9], '0x0000000000000000000000000000000000000000'),
+      fc.string(),
+      fc.stringMatching(/^0x[0-9a-fA-F]{0,42}$/),
+    )
   const value = fc.oneof(
     fc.bigInt({ min: -(2n ** 260n), max: 2n ** 260n }).map((n) => n.toString()),
     fc.integer(),
     fc.double(),
     fc.jsonValue(),
   )
-  const body = () => fc.oneof(fc.record({ funds: value, initial_channel_target: value, joinable_funds_target: value }, { requiredKeys: [] }), fc.jsonValue(), fc.string())
+  const body = () =>
+    fc.oneof(fc.record({ funds: value, initial_channel_target: value, joinable_funds_target: value }, { requiredKeys: [] }), fc.jsonValue(), fc.string())
 
   it('PUT bodies and paths (a token the node holds none of): never a 500, never a change', async () => {
     await fc.assert(

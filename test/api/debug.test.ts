@@ -32,7 +32,16 @@ beforeAll(async () => {
 
 afterAll(() => net?.stopAll())
 
-type Entry = { args: Record<string, unknown>; event: string; logIndex: number; transactionIndex: number; transactionHash: Hex; address: Address; blockHash: Hex; block_number: number }
+type Entry = {
+  args: Record<string, unknown>
+  event: string
+  logIndex: number
+  transactionIndex: number
+  transactionHash: Hex
+  address: Address
+  blockHash: Hex
+  block_number: number
+}
 const ENTRY_KEYS = ['address', 'args', 'blockHash', 'block_number', 'event', 'logIndex', 'transactionHash', 'transactionIndex']
 const LOG_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 const events = async (path: string): Promise<Entry[]> => {
@@ -55,7 +64,7 @@ describe('GET /_debug/blockchain_events/...', () => {
     expect(receipt.logs.some((l) => l.logIndex === e.logIndex && getAddress(l.address) === registry)).toBe(true)
   })
 
-  it("tokens/<token>: every event of the token network contract, oldest first", async () => {
+  it('tokens/<token>: every event of the token network contract, oldest first', async () => {
     const list = await events(`/tokens/${net.token}`)
     expect(list.map((e) => e.event)).toEqual(['ChannelOpened', 'ChannelNewDeposit', 'ChannelNewDeposit', 'ChannelOpened'])
     for (const e of list) {
@@ -88,7 +97,9 @@ describe('GET /_debug/blockchain_events/...', () => {
     const all = await events(`/tokens/${net.token}`)
     expect(await events(`/tokens/${net.token}?from_block=${secondBlock}`)).toEqual(all.slice(3))
     expect(await events(`/tokens/${net.token}?to_block=${secondBlock - 1n}`)).toEqual(all.slice(0, 3))
-    expect(await events(`/tokens/${net.token}?from_block=${firstBlock}&to_block=${firstBlock}`)).toEqual(all.filter((e) => e.block_number === Number(firstBlock)))
+    expect(await events(`/tokens/${net.token}?from_block=${firstBlock}&to_block=${firstBlock}`)).toEqual(
+      all.filter((e) => e.block_number === Number(firstBlock)),
+    )
     expect(await events(`/tokens/${net.token}?from_block=${secondBlock}&to_block=${firstBlock}`)).toEqual([])
     expect(await events(`/tokens/${net.token}?from_block=0&to_block=${2n ** 64n - 1n}`)).toEqual(all)
     expect(await events(`/payment_networks/${net.token}/channels/${b.node.address}?from_block=${secondBlock}`)).toEqual([])
@@ -146,9 +157,24 @@ describe('GET /_debug/node_events', () => {
     expect(times).toEqual([...times].sort((x, y) => x - y))
     const sent = list.filter((e) => e.event === 'EventPaymentSentSuccess')
     expect(sent).toHaveLength(1)
-    expect(sent[0]).toMatchObject({ amount: '5', identifier: '99', payment_network_identifier: registry, target: b.node.address, token_network_identifier: net.tokenNetwork, token_address: net.token })
+    expect(sent[0]).toMatchObject({
+      amount: '5',
+      identifier: '99',
+      payment_network_identifier: registry,
+      target: b.node.address,
+      token_network_identifier: net.tokenNetwork,
+      token_address: net.token,
+    })
     const received = ((await b.get('/_debug/node_events')).body as Record<string, unknown>[]).filter((e) => e.event === 'EventPaymentReceivedSuccess')
-    expect(received).toEqual([expect.objectContaining({ amount: '5', identifier: '99', initiator: a.node.address, payment_network_identifier: registry, token_network_identifier: net.tokenNetwork })])
+    expect(received).toEqual([
+      expect.objectContaining({
+        amount: '5',
+        identifier: '99',
+        initiator: a.node.address,
+        payment_network_identifier: registry,
+        token_network_identifier: net.tokenNetwork,
+      }),
+    ])
   })
 
   it('pages with limit and offset; 400 for a bad one or an unknown parameter', async () => {
@@ -170,7 +196,12 @@ describe('fuzzing the debug queries', () => {
   it('only 200, 400 or 409: never a 500, never a change of state', async () => {
     const state = () => JSON.stringify(a.node.state, (_, v) => (typeof v === 'bigint' ? v.toString() : v))
     const before = state()
-    const path = fc.constantFrom('/_debug/blockchain_events/network', `/_debug/blockchain_events/tokens/${net.token}`, `/_debug/blockchain_events/payment_networks/${net.token}/channels/${b.node.address}`, '/_debug/node_events')
+    const path = fc.constantFrom(
+      '/_debug/blockchain_events/network',
+      `/_debug/blockchain_events/tokens/${net.token}`,
+      `/_debug/blockchain_events/payment_networks/${net.token}/channels/${b.node.address}`,
+      '/_debug/node_events',
+    )
     const value = fc.oneof(fc.string(), fc.bigInt({ min: -(2n ** 100n), max: 2n ** 100n }).map(String), fc.double().map(String))
     await fc.assert(
       fc.asyncProperty(path, fc.dictionary(fc.constantFrom('from_block', 'to_block', 'limit', 'offset', 'x'), value), async (p, query) => {
@@ -179,7 +210,11 @@ describe('fuzzing the debug queries', () => {
       }),
       { numRuns: 300 },
     )
-    const segment = fc.oneof(fc.string(), fc.uint8Array({ minLength: 20, maxLength: 20 }).map((u) => getAddress(bytesToHex(u))), fc.constant(net.token))
+    const segment = fc.oneof(
+      fc.string(),
+      fc.uint8Array({ minLength: 20, maxLength: 20 }).map((u) => getAddress(bytesToHex(u))),
+      fc.constant(net.token),
+    )
     await fc.assert(
       fc.asyncProperty(segment, segment, async (token, partner) => {
         const r = await a.get(`/_debug/blockchain_events/payment_networks/${encodeURIComponent(token)}/channels/${encodeURIComponent(partner)}`)

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
-import { SluiceNode } from '../../src/node/sluiceNode.ts'
+import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { toPushEvent } from '../../src/api/routes/events.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
@@ -18,7 +18,10 @@ afterAll(() => net?.stopAll())
 
 /** How many subscribers the node's notice bus has: every stream must give its own back. */
 const listeners = (node: SluiceNode) => (node.notices as unknown as { listeners: Set<unknown> }).listeners.size
-const named = (name: string, data: Record<string, unknown> = {}) => (e: SseEvent) => e.event === name && Object.entries(data).every(([k, v]) => e.data[k] === v)
+const named =
+  (name: string, data: Record<string, unknown> = {}) =>
+  (e: SseEvent) =>
+    e.event === name && Object.entries(data).every(([k, v]) => e.data[k] === v)
 const mine = (blocks: number) => createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] }).mine({ blocks })
 
 function expectIncreasingIds(stream: SseClient) {
@@ -45,9 +48,17 @@ describe('GET /events', () => {
     const tokenNetwork = net.tokenNetwork
     const channel = await openChannelOnChain(a.node, { tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
     const ids = { token_network_address: tokenNetwork, token_address: net.token, channel_identifier: String(channel.id) }
-    for (const [stream, partner] of [[sa, b.node.address], [sb, a.node.address]] as const) {
+    for (const [stream, partner] of [
+      [sa, b.node.address],
+      [sb, a.node.address],
+    ] as const) {
       expect((await stream.next(named('channel_opened'))).data).toEqual({ ...ids, partner_address: partner, state: 'opened' })
-      expect((await stream.next(named('channel_deposit', { participant: a.node.address }))).data).toEqual({ ...ids, partner_address: partner, participant: a.node.address, total_deposit: '1000' })
+      expect((await stream.next(named('channel_deposit', { participant: a.node.address }))).data).toEqual({
+        ...ids,
+        partner_address: partner,
+        participant: a.node.address,
+        total_deposit: '1000',
+      })
     }
 
     await b.node.waitForBlock(channel.openedBlock)
@@ -66,10 +77,18 @@ describe('GET /events', () => {
       log_time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     })
     const received = await sb.next(named('payment_received_success'))
-    expect(received.data).toMatchObject({ event: 'EventPaymentReceivedSuccess', amount: '70', initiator: a.node.address, identifier: '1234', token_address: net.token, secret_hash: paid.secrethash })
+    expect(received.data).toMatchObject({
+      event: 'EventPaymentReceivedSuccess',
+      amount: '70',
+      initiator: a.node.address,
+      identifier: '1234',
+      token_address: net.token,
+      secret_hash: paid.secrethash,
+    })
 
     await a.node.dispatch({ type: 'withdraw', tokenNetwork, channelId: channel.id, totalWithdraw: 100n })
-    for (const stream of [sa, sb]) expect((await stream.next(named('channel_withdraw'))).data).toMatchObject({ ...ids, participant: a.node.address, total_withdraw: '100' })
+    for (const stream of [sa, sb])
+      expect((await stream.next(named('channel_withdraw'))).data).toMatchObject({ ...ids, participant: a.node.address, total_withdraw: '100' })
 
     await a.node.dispatch({ type: 'closeChannel', tokenNetwork, channelId: channel.id })
     expect((await sa.next(named('channel_closing'))).data).toMatchObject({ ...ids, state: 'closing' })
@@ -94,12 +113,33 @@ describe('GET /events', () => {
     const failed = toPushEvent({ type: 'paymentSentFailed', token, tokenNetwork, target, amount: 5n, paymentId: 9n, secrethash, reason: 'lock expired' }, node)
     expect(failed).toEqual({
       event: 'payment_sent_failed',
-      data: { event: 'EventPaymentSentFailed', target, identifier: 9n, log_time: expect.any(String), token_address: token, reason: 'lock expired', amount: 5n, secret_hash: secrethash },
+      data: {
+        event: 'EventPaymentSentFailed',
+        target,
+        identifier: 9n,
+        log_time: expect.any(String),
+        token_address: token,
+        reason: 'lock expired',
+        amount: 5n,
+        secret_hash: secrethash,
+      },
     })
-    expect(toPushEvent({ type: 'mediationSucceeded', tokenNetwork, secrethash, amount: 3n }, node)).toEqual({ event: 'payment_mediated', data: { token_network_address: tokenNetwork, token_address: token, amount: 3n, secret_hash: secrethash } })
-    expect(toPushEvent({ type: 'messageRejected', sender: target, messageType: 'LockedTransfer', reason: 'bad nonce' }, node)).toEqual({ event: 'message_rejected', data: { sender: target, message_type: 'LockedTransfer', reason: 'bad nonce' } })
-    expect(toPushEvent({ type: 'actionRejected', action: 'close', reason: 'no such channel' }, node)).toEqual({ event: 'action_rejected', data: { action: 'close', reason: 'no such channel' } })
-    expect(toPushEvent({ type: 'error', where: 'chain sync', error: new Error('rpc down\nwith details') }, node)).toEqual({ event: 'node_error', data: { where: 'chain sync', message: 'rpc down', code: 'INTERNAL' } })
+    expect(toPushEvent({ type: 'mediationSucceeded', tokenNetwork, secrethash, amount: 3n }, node)).toEqual({
+      event: 'payment_mediated',
+      data: { token_network_address: tokenNetwork, token_address: token, amount: 3n, secret_hash: secrethash },
+    })
+    expect(toPushEvent({ type: 'messageRejected', sender: target, messageType: 'LockedTransfer', reason: 'bad nonce' }, node)).toEqual({
+      event: 'message_rejected',
+      data: { sender: target, message_type: 'LockedTransfer', reason: 'bad nonce' },
+    })
+    expect(toPushEvent({ type: 'actionRejected', action: 'close', reason: 'no such channel' }, node)).toEqual({
+      event: 'action_rejected',
+      data: { action: 'close', reason: 'no such channel' },
+    })
+    expect(toPushEvent({ type: 'error', where: 'chain sync', error: new Error('rpc down\nwith details') }, node)).toEqual({
+      event: 'node_error',
+      data: { where: 'chain sync', message: 'rpc down', code: 'INTERNAL' },
+    })
     expect(toPushEvent({ type: 'withdrawExpired', tokenNetwork, channelId: 77n, totalWithdraw: 4n }, node)).toEqual({
       event: 'channel_withdraw_expired',
       data: { token_network_address: tokenNetwork, token_address: token, partner_address: null, channel_identifier: 77n, total_withdraw: 4n },
@@ -158,14 +198,17 @@ describe('GET /events', () => {
     const before = listeners(a.node)
     const channelsBefore = JSON.stringify(a.node.state.channels, (_, v) => (typeof v === 'bigint' ? v.toString() : v))
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.string(), fc.integer({ min: -5, max: 400 }).map(String), fc.constantFrom('1', '15', '300', '01', '1e2', '0x10', ' 5')), async (value) => {
-        const abort = new AbortController()
-        const response = await fetch(`${a.url}/events?heartbeat=${encodeURIComponent(value)}`, { signal: abort.signal })
-        const valid = /^(0|[1-9]\d*)$/.test(value) && Number(value) >= 1 && Number(value) <= 300
-        expect(response.status, value).toBe(valid ? 200 : 400)
-        abort.abort()
-        await response.body?.cancel().catch(() => {})
-      }),
+      fc.asyncProperty(
+        fc.oneof(fc.string(), fc.integer({ min: -5, max: 400 }).map(String), fc.constantFrom('1', '15', '300', '01', '1e2', '0x10', ' 5')),
+        async (value) => {
+          const abort = new AbortController()
+          const response = await fetch(`${a.url}/events?heartbeat=${encodeURIComponent(value)}`, { signal: abort.signal })
+          const valid = /^(0|[1-9]\d*)$/.test(value) && Number(value) >= 1 && Number(value) <= 300
+          expect(response.status, value).toBe(valid ? 200 : 400)
+          abort.abort()
+          await response.body?.cancel().catch(() => {})
+        },
+      ),
       { numRuns: 60 },
     )
     await eventually(() => expect(listeners(a.node)).toBe(before), 5_000)

@@ -1,7 +1,6 @@
 import { getAddress } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
-import { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
 
 let net: ApiNet

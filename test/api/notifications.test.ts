@@ -131,8 +131,18 @@ describe('version notifications from a release feed', () => {
   it('an outdated version with a security problem raises both', async () => {
     const r = await a.get('/notifications')
     expect(r.body).toEqual([
-      { id: 'version_outdated', summary: 'Your version is outdated', body: expect.stringMatching(/running version 0\.1\.0; the latest release is 0\.2\.0/), urgency: 'normal' },
-      { id: 'version_security_warning', summary: 'Security update required', body: expect.stringMatching(/Version 0\.1\.0.*known security problem/), urgency: 'critical' },
+      {
+        id: 'version_outdated',
+        summary: 'Your version is outdated',
+        body: expect.stringMatching(/running version 0\.1\.0; the latest release is 0\.2\.0/),
+        urgency: 'normal',
+      },
+      {
+        id: 'version_security_warning',
+        summary: 'Security update required',
+        body: expect.stringMatching(/Version 0\.1\.0.*known security problem/),
+        urgency: 'critical',
+      },
     ])
     expect(feedRequests).toBeGreaterThan(0)
   })
@@ -191,12 +201,21 @@ describe('GET /notifications: fuzzing', () => {
   it('any method, query and body: never a 500, and the list does not change by being asked', async () => {
     const before = await a.get('/notifications')
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'), fc.string(), fc.oneof(fc.jsonValue(), fc.string()), async (method, query, body) => {
-        const r = await a.request(method, `/notifications?${encodeURIComponent(query)}`, method === 'GET' ? undefined : typeof body === 'string' ? body : JSON.stringify(body))
-        expect([200, 405]).toContain(r.status)
-        if (r.status === 200) expect(r.body).toEqual(before.body)
-        else expect(typeof r.body.errors).toBe('string')
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'),
+        fc.string(),
+        fc.oneof(fc.jsonValue(), fc.string()),
+        async (method, query, body) => {
+          const r = await a.request(
+            method,
+            `/notifications?${encodeURIComponent(query)}`,
+            method === 'GET' ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+          )
+          expect([200, 405]).toContain(r.status)
+          if (r.status === 200) expect(r.body).toEqual(before.body)
+          else expect(typeof r.body.errors).toBe('string')
+        },
+      ),
       { numRuns: 60 },
     )
     expect((await a.get('/notifications')).body).toEqual(before.body)

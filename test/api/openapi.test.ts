@@ -37,28 +37,47 @@ describe('GET /openapi.json', () => {
       expect(op, where).toBeDefined()
       operations++
       expect(op.summary, where).toBe(route.doc.summary)
-      expect((item.parameters ?? []).map((p: { name: string }) => p.name), where).toEqual(parameters)
+      expect(
+        (item.parameters ?? []).map((p: { name: string }) => p.name),
+        where,
+      ).toEqual(parameters)
       for (const p of item.parameters ?? []) expect(p, where).toMatchObject({ in: 'path', required: true })
       expect((op.parameters ?? []).map((p: { name: string }) => p.name).sort(), where).toEqual(Object.keys(route.doc.query ?? {}).sort())
-      for (const status of Object.keys(route.doc.responses)) expect(op.responses[status], `${where} ${status}`).toMatchObject({ description: route.doc.responses[Number(status)] })
+      for (const status of Object.keys(route.doc.responses))
+        expect(op.responses[status], `${where} ${status}`).toMatchObject({ description: route.doc.responses[Number(status)] })
       for (const [status, response] of Object.entries<any>(op.responses)) {
         if (Number(status) >= 400) expect(response.content['application/json'].schema, `${where} ${status}`).toEqual({ $ref: '#/components/schemas/Error' })
       }
       expect(op.responses['503'], where).toBeDefined()
       const body = op.requestBody?.content['application/json'].schema
       if (!route.doc.body) expect(op.requestBody, where).toBeUndefined()
-      else if (route.doc.bodyOneOf) expect(body.oneOf.map((s: { required: string[] }) => s.required[0]), where).toEqual(Object.keys(route.doc.body))
+      else if (route.doc.bodyOneOf)
+        expect(
+          body.oneOf.map((s: { required: string[] }) => s.required[0]),
+          where,
+        ).toEqual(Object.keys(route.doc.body))
       else expect(Object.keys(body.properties), where).toEqual(Object.keys(route.doc.body))
     }
-    const documented = Object.values<Record<string, unknown>>(doc.paths).reduce((sum, item) => sum + Object.keys(item).filter((k) => k !== 'parameters').length, 0)
+    const documented = Object.values<Record<string, unknown>>(doc.paths).reduce(
+      (sum, item) => sum + Object.keys(item).filter((k) => k !== 'parameters').length,
+      0,
+    )
     expect(documented).toBe(operations)
-    expect(doc.components.schemas.Error).toMatchObject({ type: 'object', properties: { errors: { type: 'string' }, code: { type: 'string' } }, required: ['errors', 'code'], additionalProperties: false })
+    expect(doc.components.schemas.Error).toMatchObject({
+      type: 'object',
+      properties: { errors: { type: 'string' }, code: { type: 'string' } },
+      required: ['errors', 'code'],
+      additionalProperties: false,
+    })
     // The push events are a stream, not JSON.
     expect(Object.keys(doc.paths['/events'].get.responses['200'].content)).toEqual(['text/event-stream'])
   })
 
   it('turns Hono paths into templates, bodies into schemas, and one-field bodies into oneOf', () => {
-    expect(openApiPath('/channels/:token_address/:partner_address')).toEqual({ path: '/channels/{token_address}/{partner_address}', parameters: ['token_address', 'partner_address'] })
+    expect(openApiPath('/channels/:token_address/:partner_address')).toEqual({
+      path: '/channels/{token_address}/{partner_address}',
+      parameters: ['token_address', 'partner_address'],
+    })
     expect(openApiPath('/things/:id{[0-9]+}/x')).toEqual({ path: '/things/{id}/x', parameters: ['id'] })
     expect(objectOf({ amount: integer(), target: optional(address()) })).toEqual({
       type: 'object',
@@ -71,7 +90,12 @@ describe('GET /openapi.json', () => {
         {
           method: 'PATCH',
           path: '/items/:item_address',
-          doc: { summary: 'patch', body: { state: oneOf(['closed']), total: integer() }, bodyOneOf: true, responses: { 200: 'ok', 204: 'nothing', 409: 'conflict' } },
+          doc: {
+            summary: 'patch',
+            body: { state: oneOf(['closed']), total: integer() },
+            bodyOneOf: true,
+            responses: { 200: 'ok', 204: 'nothing', 409: 'conflict' },
+          },
           handler: () => new Response(),
         },
       ],

@@ -39,7 +39,8 @@ afterAll(async () => {
   await net?.stopAll()
 })
 
-const pay = (from: ApiNode, target: Address | string, body: unknown, token: Address | string = net.token) => from.request('POST', `/payments/${token}/${target}`, body)
+const pay = (from: ApiNode, target: Address | string, body: unknown, token: Address | string = net.token) =>
+  from.request('POST', `/payments/${token}/${target}`, body)
 const randomSecret = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
 const own = (n: ApiNode, partner: Address) => {
   const ch = n.node.channel(net.tokenNetwork, partner)!
@@ -72,7 +73,8 @@ async function quiet() {
   await eventually(() => {
     for (const n of [a, b, c]) {
       expect(Object.keys(n.node.state.initiators)).toEqual([])
-      for (const ch of Object.values(n.node.state.channels)) if (ch.partner !== offline) expect([ch.our.locks.length, ch.partnerEnd.locks.length]).toEqual([0, 0])
+      for (const ch of Object.values(n.node.state.channels))
+        if (ch.partner !== offline) expect([ch.our.locks.length, ch.partnerEnd.locks.length]).toEqual([0, 0])
     }
   })
 }
@@ -83,7 +85,13 @@ describe('POST /payments/<token>/<target>: success', () => {
     const r = await pay(a, b.node.address, { amount: '10', identifier: '4242' })
     expect(r.status, r.text).toBe(200)
     expect(Object.keys(r.body).sort()).toEqual(RESULT_KEYS)
-    expect(r.body).toMatchObject({ initiator_address: a.node.address, target_address: b.node.address, token_address: net.token, amount: '10', identifier: '4242' })
+    expect(r.body).toMatchObject({
+      initiator_address: a.node.address,
+      target_address: b.node.address,
+      token_address: net.token,
+      amount: '10',
+      identifier: '4242',
+    })
     expect(r.body.secret).toMatch(/^0x[0-9a-f]{64}$/)
     expect(r.body.secret_hash).toBe(sha256(r.body.secret))
     await eventually(() => expect(own(b, a.node.address)).toBe(before + 10n))
@@ -130,9 +138,28 @@ describe('POST /payments/<token>/<target>: success', () => {
     const asked = resolver.requests.filter((q) => q.body.secrethash === secrethash)
     expect(asked).toHaveLength(1)
     expect(asked[0]!.contentType).toMatch(/^application\/json/)
-    expect(Object.keys(asked[0]!.body).sort()).toEqual(['amount', 'expiration', 'payment_identifier', 'payment_recipient', 'payment_sender', 'reveal_timeout', 'secrethash', 'settle_timeout', 'token'])
+    expect(Object.keys(asked[0]!.body).sort()).toEqual([
+      'amount',
+      'expiration',
+      'payment_identifier',
+      'payment_recipient',
+      'payment_sender',
+      'reveal_timeout',
+      'secrethash',
+      'settle_timeout',
+      'token',
+    ])
     // Numbers are JSON integers, as docs/rest-api.md types them; addresses EIP-55.
-    expect(asked[0]!.body).toMatchObject({ token: net.token, secrethash, amount: 4, payment_identifier: 777, payment_sender: a.node.address, payment_recipient: c.node.address, reveal_timeout: 10, settle_timeout: 40 })
+    expect(asked[0]!.body).toMatchObject({
+      token: net.token,
+      secrethash,
+      amount: 4,
+      payment_identifier: 777,
+      payment_sender: a.node.address,
+      payment_recipient: c.node.address,
+      reveal_timeout: 10,
+      settle_timeout: 40,
+    })
     const expiration = asked[0]!.body.expiration as number
     expect(Number.isInteger(expiration)).toBe(true)
     expect(BigInt(expiration)).toBeGreaterThan(block)
@@ -181,7 +208,10 @@ describe('POST /payments/<token>/<target>: success', () => {
     const again = await pay(a, b.node.address, { amount: '3', identifier: '9100' })
     expect(again.status, again.text).toBe(200)
     expect(again.body).toEqual(first.body)
-    for (const other of [{ amount: '4', identifier: '9100' }, { amount: '3', identifier: '9100', secret_hash: sha256(randomSecret()) }]) {
+    for (const other of [
+      { amount: '4', identifier: '9100' },
+      { amount: '3', identifier: '9100', secret_hash: sha256(randomSecret()) },
+    ]) {
       const conflict = await pay(a, b.node.address, other)
       expect(conflict.status, conflict.text).toBe(409)
       expect(conflict.body).toMatchObject({ code: 'CONFLICT', errors: expect.stringMatching(/already used for a different payment/) })
@@ -307,10 +337,16 @@ describe('POST /payments/<token>/<target>: failures change nothing', () => {
   it('409: the secret is already registered on-chain', async () => {
     const secret = randomSecret()
     const secrethash = sha256(secret)
-    await sendProtocolTransaction({ type: 'registerSecret', secret, secrethash }, { queue: d.node.queue, signer: d.node.chain, secretRegistry: net.deployment.contracts.SecretRegistry.address })
+    await sendProtocolTransaction(
+      { type: 'registerSecret', secret, secrethash },
+      { queue: d.node.queue, signer: d.node.chain, secretRegistry: net.deployment.contracts.SecretRegistry.address },
+    )
     // At once (read from the chain), and once the node has synced the registration (from its state).
     for (let i = 0; i < 2; i++) {
-      for (const body of [{ amount: '1', secret }, { amount: '1', secret_hash: secrethash }]) {
+      for (const body of [
+        { amount: '1', secret },
+        { amount: '1', secret_hash: secrethash },
+      ]) {
         const r = await pay(a, b.node.address, body)
         expect(r.status, r.text).toBe(409)
         expect(r.body.errors).toMatch(/registered on-chain/)
@@ -378,7 +414,14 @@ describe('GET /payments', () => {
     }
     const times = all.map((e) => Date.parse(e.log_time!))
     expect(times).toEqual([...times].sort((x, y) => x - y))
-    expect(all[0]).toEqual({ event: 'EventPaymentSentSuccess', amount: '10', target: b.node.address, identifier: '4242', log_time: all[0]!.log_time, token_address: net.token })
+    expect(all[0]).toEqual({
+      event: 'EventPaymentSentSuccess',
+      amount: '10',
+      target: b.node.address,
+      identifier: '4242',
+      log_time: all[0]!.log_time,
+      token_address: net.token,
+    })
     const ids = all.map((e) => e.identifier)
     expect(ids.indexOf('4242')).toBeLessThan(ids.indexOf('777'))
     expect(all.find((e) => e.identifier === '777')).toMatchObject({ event: 'EventPaymentSentSuccess', amount: '4', target: c.node.address })
@@ -396,10 +439,21 @@ describe('GET /payments', () => {
     expect((await a.get(`/payments/${net.token}/${c.node.address}`)).body).toEqual(all.filter((e) => e.target === c.node.address))
     // B received from A; C received from A through B.
     const atB = (await b.get(`/payments/${net.token}/${a.node.address}`)).body
-    expect(atB[0]).toEqual({ event: 'EventPaymentReceivedSuccess', amount: '10', initiator: a.node.address, identifier: '4242', log_time: expect.stringMatching(LOG_TIME), token_address: net.token })
+    expect(atB[0]).toEqual({
+      event: 'EventPaymentReceivedSuccess',
+      amount: '10',
+      initiator: a.node.address,
+      identifier: '4242',
+      log_time: expect.stringMatching(LOG_TIME),
+      token_address: net.token,
+    })
     expect(atB.every((e: Record<string, string>) => e.event === 'EventPaymentReceivedSuccess' && e.initiator === a.node.address)).toBe(true)
     const atC = (await c.get('/payments')).body
-    expect(atC.find((e: Record<string, string>) => e.identifier === '777')).toMatchObject({ event: 'EventPaymentReceivedSuccess', amount: '4', initiator: a.node.address })
+    expect(atC.find((e: Record<string, string>) => e.identifier === '777')).toMatchObject({
+      event: 'EventPaymentReceivedSuccess',
+      amount: '4',
+      initiator: a.node.address,
+    })
     expect((await c.get(`/payments/${net.token}/${b.node.address}`)).body).toEqual([])
     expect((await d.get('/payments')).body).toEqual([])
   })
@@ -422,7 +476,17 @@ describe('GET /payments', () => {
   })
 
   it('400 for a bad limit or offset or an unknown parameter; 409 for a token with no token network; 404 for a bad address', async () => {
-    for (const query of ['?limit=-1', '?offset=-1', '?limit=abc', '?offset=1.5', '?limit=', '?limit=1e2', '?foo=1', '?limit=1&limit=2', `?limit=${2n ** 256n}`]) {
+    for (const query of [
+      '?limit=-1',
+      '?offset=-1',
+      '?limit=abc',
+      '?offset=1.5',
+      '?limit=',
+      '?limit=1e2',
+      '?foo=1',
+      '?limit=1&limit=2',
+      `?limit=${2n ** 256n}`,
+    ]) {
       const r = await a.get(`/payments${query}`)
       expect(r.status, query).toBe(400)
       expect(typeof r.body.errors).toBe('string')
@@ -454,7 +518,12 @@ describe('fuzzing: never a 500, never a change of state', () => {
     fc.constant(null),
     fc.constantFrom('1.5', '1e3', '0x10', ' 1', '01', '-0', ''),
   )
-  const hexish = fc.oneof(fc.uint8Array({ minLength: 0, maxLength: 40 }).map((u) => bytesToHex(u)), fc.string(), fc.integer(), fc.constant(null))
+  const hexish = fc.oneof(
+    fc.uint8Array({ minLength: 0, maxLength: 40 }).map((u) => bytesToHex(u)),
+    fc.string(),
+    fc.integer(),
+    fc.constant(null),
+  )
   /** An amount the payment can never carry: not positive, above A's balance, or not an amount at all. */
   const hopelessAmount = fc.oneof(
     fc.bigInt({ min: -(2n ** 300n), max: 0n }).map((n) => n.toString()),
@@ -462,7 +531,10 @@ describe('fuzzing: never a 500, never a change of state', () => {
     fc.bigInt({ min: 10n ** 9n, max: 2n ** 300n }).map((n) => n.toString()),
     // Not a decimal the channel could carry ("5" would pay).
     fc.string().filter((s) => !/^[1-9]\d{0,8}$/.test(s)),
-    fc.double().filter((n) => !Number.isInteger(n) || n <= 0 || n >= 1e9).map((n) => ({ raw: JSON.stringify(n) })),
+    fc
+      .double()
+      .filter((n) => !Number.isInteger(n) || n <= 0 || n >= 1e9)
+      .map((n) => ({ raw: JSON.stringify(n) })),
     fc.constant(null),
   )
   const toText = (body: Record<string, unknown>) =>
@@ -486,10 +558,17 @@ describe('fuzzing: never a 500, never a change of state', () => {
       { numRuns: 300 },
     )
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.json(), fc.string(), fc.jsonValue().map((v) => JSON.stringify(v))), async (text) => {
-        const r = await pay(a, b.node.address, text)
-        expect([400, 402, 409], `${text}: ${r.text}`).toContain(r.status)
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          fc.json(),
+          fc.string(),
+          fc.jsonValue().map((v) => JSON.stringify(v)),
+        ),
+        async (text) => {
+          const r = await pay(a, b.node.address, text)
+          expect([400, 402, 409], `${text}: ${r.text}`).toContain(r.status)
+        },
+      ),
       { numRuns: 200 },
     )
     expect(a.internalErrors).toEqual([])
@@ -499,7 +578,9 @@ describe('fuzzing: never a 500, never a change of state', () => {
   it('paths and query values', async () => {
     const segment = fc.oneof(
       fc.string(),
-      fc.constantFrom(net.token, b.node.address, a.node.address).chain((x) => fc.constantFrom(x, x.toLowerCase(), x.toUpperCase().replace('0X', '0x'), x.slice(0, 41), `${x}0`)),
+      fc
+        .constantFrom(net.token, b.node.address, a.node.address)
+        .chain((x) => fc.constantFrom(x, x.toLowerCase(), x.toUpperCase().replace('0X', '0x'), x.slice(0, 41), `${x}0`)),
       fc.uint8Array({ minLength: 20, maxLength: 20 }).map((u) => getAddress(bytesToHex(u))),
     )
     await fc.assert(
@@ -512,10 +593,13 @@ describe('fuzzing: never a 500, never a change of state', () => {
       { numRuns: 200 },
     )
     await fc.assert(
-      fc.asyncProperty(fc.dictionary(fc.constantFrom('limit', 'offset', 'from', 'x'), fc.oneof(fc.string(), fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }).map(String))), async (query) => {
-        const r = await a.get(`/payments?${new URLSearchParams(query)}`)
-        expect([200, 400], `${new URLSearchParams(query)}: ${r.text}`).toContain(r.status)
-      }),
+      fc.asyncProperty(
+        fc.dictionary(fc.constantFrom('limit', 'offset', 'from', 'x'), fc.oneof(fc.string(), fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }).map(String))),
+        async (query) => {
+          const r = await a.get(`/payments?${new URLSearchParams(query)}`)
+          expect([200, 400], `${new URLSearchParams(query)}: ${r.text}`).toContain(r.status)
+        },
+      ),
       { numRuns: 200 },
     )
     expect(a.internalErrors).toEqual([])

@@ -28,7 +28,17 @@ afterAll(async () => {
   await net?.stopAll()
 })
 
-const ENTRY_KEYS = ['channel_identifier', 'initiator', 'locked_amount', 'payment_identifier', 'role', 'target', 'token_address', 'token_network_address', 'transferred_amount']
+const ENTRY_KEYS = [
+  'channel_identifier',
+  'initiator',
+  'locked_amount',
+  'payment_identifier',
+  'role',
+  'target',
+  'token_address',
+  'token_network_address',
+  'transferred_amount',
+]
 const randomSecret = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
 const list = async (n: ApiNode, path = '') => {
   const r = await n.get(`/pending_transfers${path}`)
@@ -62,7 +72,14 @@ describe('GET /pending_transfers', () => {
     try {
       paying = a.request('POST', `/payments/${net.token}/${c.node.address}`, { amount: '7', identifier: '555', secret_hash: secrethash })
       await resolver.requested(secrethash)
-      const common = { initiator: a.node.address, target: c.node.address, locked_amount: '7', payment_identifier: '555', token_address: net.token, token_network_address: net.tokenNetwork }
+      const common = {
+        initiator: a.node.address,
+        target: c.node.address,
+        locked_amount: '7',
+        payment_identifier: '555',
+        token_address: net.token,
+        token_network_address: net.tokenNetwork,
+      }
       const atA = await list(a)
       expect(atA).toEqual([{ ...common, role: 'initiator', channel_identifier: ab.toString(), transferred_amount: '5' }])
       expect(Object.keys(atA[0]).sort()).toEqual(ENTRY_KEYS)

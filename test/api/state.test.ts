@@ -31,7 +31,9 @@ describe('GET /_state/export', () => {
     const r = await a.request('GET', '/_state/export')
     expect(r.status).toBe(200)
     expect(r.headers.get('content-type')).toMatch(/^application\/json/)
-    expect(r.headers.get('content-disposition')).toMatch(new RegExp(`^attachment; filename="sluice-state-31337-${a.node.address.toLowerCase()}-block\\d+\\.json"$`))
+    expect(r.headers.get('content-disposition')).toMatch(
+      new RegExp(`^attachment; filename="sluice-state-31337-${a.node.address.toLowerCase()}-block\\d+\\.json"$`),
+    )
     const dump = jsonParse(r.text) as StorageDump
     expect(dump.format).toBe('sluice-dump')
     expect(dump.meta).toMatchObject({ chainId: 31337n, address: a.node.address, registry: net.deployment.contracts.TokenNetworkRegistry.address })
@@ -94,11 +96,16 @@ describe('GET /_state/export', () => {
     const a = net.nodes[0]!
     const before = plain(a.node.state.channels)
     await fc.assert(
-      fc.asyncProperty(fc.string({ maxLength: 20 }), fc.string({ maxLength: 20 }), fc.constantFrom('GET', 'POST', 'PUT', 'DELETE'), async (segment, query, method) => {
-        const r = await a.request(method, `/_state/${encodeURIComponent(segment)}?${encodeURIComponent(query)}`)
-        expect([200, 404, 405], `${method} ${segment} ${query}`).toContain(r.status)
-        if (r.status !== 200) expect(typeof r.body.errors).toBe('string')
-      }),
+      fc.asyncProperty(
+        fc.string({ maxLength: 20 }),
+        fc.string({ maxLength: 20 }),
+        fc.constantFrom('GET', 'POST', 'PUT', 'DELETE'),
+        async (segment, query, method) => {
+          const r = await a.request(method, `/_state/${encodeURIComponent(segment)}?${encodeURIComponent(query)}`)
+          expect([200, 404, 405], `${method} ${segment} ${query}`).toContain(r.status)
+          if (r.status !== 200) expect(typeof r.body.errors).toBe('string')
+        },
+      ),
       { numRuns: 40 },
     )
     expect(plain(a.node.state.channels)).toEqual(before)

@@ -39,7 +39,11 @@ async function snapshot() {
     nonce: await a.node.chain.publicClient.getTransactionCount({ address: a.node.address }),
     ours: await balanceOf(a.node.address),
     theirs: await balanceOf(C),
-    supply: await devnet.readContract({ address: token, abi: [{ type: 'function', name: 'totalSupply', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint256' }] }], functionName: 'totalSupply' }),
+    supply: await devnet.readContract({
+      address: token,
+      abi: [{ type: 'function', name: 'totalSupply', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint256' }] }],
+      functionName: 'totalSupply',
+    }),
   }
 }
 
@@ -143,7 +147,11 @@ describe('POST /_testing/tokens/<token>/mint', () => {
       fc.jsonValue(),
     )
     const body = fc.oneof(fc.record({ to: address, value }, { requiredKeys: [] }), fc.jsonValue(), fc.string())
-    const tokenPath = fc.oneof(fc.constant(token as string), fc.constant(C as string), address.map((s) => encodeURIComponent(String(s))))
+    const tokenPath = fc.oneof(
+      fc.constant(token as string),
+      fc.constant(C as string),
+      address.map((s) => encodeURIComponent(String(s))),
+    )
     await fc.assert(
       fc.asyncProperty(tokenPath, body, async (t, b) => {
         const before = await snapshot()

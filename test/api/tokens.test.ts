@@ -43,11 +43,22 @@ beforeAll(async () => {
   deployment = await deployContracts(devnet, { rpcUrl: anvil.rpcUrl, maxTokenNetworks: MAX_TOKEN_NETWORKS })
   ;({ TTT, TT2 } = deployment.tokens)
   const deployer = await createChainClient({ rpcUrl: anvil.rpcUrl, privateKey: anvilKeys[0], pollingInterval: 50 })
-  ;({ tokenNetwork: tokenNetworkTTT } = await registerToken(deployer, createTransactionQueue(deployer), { registry: deployment.contracts.TokenNetworkRegistry.address, token: TTT }))
+  ;({ tokenNetwork: tokenNetworkTTT } = await registerToken(deployer, createTransactionQueue(deployer), {
+    registry: deployment.contracts.TokenNetworkRegistry.address,
+    token: TTT,
+  }))
   X0 = await deployToken('X0', 0n)
   X1 = await deployToken('X1', 10n ** 24n)
   X2 = await deployToken('X2', 10n ** 24n)
-  const net = { anvil, deployment, token: TTT, tokenNetwork: tokenNetworkTTT, channelName: `sluice-tokens-${Math.random()}`, dataDir: '', stop: () => anvil.stop() }
+  const net = {
+    anvil,
+    deployment,
+    token: TTT,
+    tokenNetwork: tokenNetworkTTT,
+    channelName: `sluice-tokens-${Math.random()}`,
+    dataDir: '',
+    stop: () => anvil.stop(),
+  }
   node = await startNode(net, anvilKeys[1] as Hex)
   dev = await serveNode(node)
   prod = await serveNode(node, { environment: 'production' })
@@ -148,7 +159,9 @@ describe('PUT /tokens/<token> registers', () => {
   it('201 with the token network, already synced by the node when the call returns', async () => {
     const r = await dev.request('PUT', `/tokens/${TT2}`)
     expect(r.status, r.text).toBe(201)
-    expect(r.body).toEqual({ token_network_address: await readTokenNetworkOf(node.chain, { registry: deployment.contracts.TokenNetworkRegistry.address, token: TT2 }) })
+    expect(r.body).toEqual({
+      token_network_address: await readTokenNetworkOf(node.chain, { registry: deployment.contracts.TokenNetworkRegistry.address, token: TT2 }),
+    })
     expect((await dev.get(`/tokens/${TT2}`)).body).toBe(r.body.token_network_address)
     expect((await dev.get('/tokens')).body).toEqual([TTT, TT2])
     expect(await dev.get(`/tokens/${TT2}/partners`)).toMatchObject({ status: 200, body: [] })
@@ -173,7 +186,18 @@ describe('fuzzing: never a 500, never a change', () => {
   it('PUT and GET /tokens/<anything>', async () => {
     const before = await snapshot()
     // X2 and the service token could be registered but for the limit; the rest never can.
-    const known = [TTT, TT2, X0, X1, X2, NO_CODE, deployment.serviceToken, deployment.contracts.SecretRegistry.address, deployment.contracts.TokenNetworkRegistry.address, deployment.contracts.UserDeposit.address]
+    const known = [
+      TTT,
+      TT2,
+      X0,
+      X1,
+      X2,
+      NO_CODE,
+      deployment.serviceToken,
+      deployment.contracts.SecretRegistry.address,
+      deployment.contracts.TokenNetworkRegistry.address,
+      deployment.contracts.UserDeposit.address,
+    ]
     const segment = fc.oneof(
       { weight: 4, arbitrary: fc.constantFrom(...known) },
       { weight: 1, arbitrary: fc.constantFrom(...known.map((t) => t.toLowerCase())) },

@@ -99,7 +99,14 @@ describe('POST /user_deposit: request shape (400)', () => {
   })
 
   it('a field that is not an integer, or an unknown field, is 400', async () => {
-    for (const body of [{ total_deposit: '1.5' }, { total_deposit: 1.5 }, { withdraw_amount: 'ten' }, { planned_withdraw_amount: true }, { total_deposit: '0x10' }, { amount: '1' }]) {
+    for (const body of [
+      { total_deposit: '1.5' },
+      { total_deposit: 1.5 },
+      { withdraw_amount: 'ten' },
+      { planned_withdraw_amount: true },
+      { total_deposit: '0x10' },
+      { amount: '1' },
+    ]) {
       expect((await post(a, body)).status, JSON.stringify(body)).toBe(400)
     }
   })
@@ -155,7 +162,7 @@ describe('POST /user_deposit: deposit', () => {
     expect(await snapshot()).toEqual(before)
   })
 
-  it('409 above the contract\'s whole-balance limit; below it, 200', async () => {
+  it("409 above the contract's whole-balance limit; below it, 200", async () => {
     const before = await snapshot(limited)
     const r = await post(limited, { total_deposit: '51' })
     expect(r.status).toBe(409)

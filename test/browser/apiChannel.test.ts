@@ -45,7 +45,9 @@ describe('the API channel', () => {
     expect(got.status).toBe(200)
     expect(got.headers.get('content-type')).toMatch(/json/)
     expect(await got.json()).toEqual({ our_address: '0x00000000000000000000000000000000000000aa' })
-    const posted = await forwardOverApiChannel(new Request(`${location.origin}/api/v1/echo`, { method: 'POST', body: JSON.stringify({ amount: '10' }) }), { channelName: name })
+    const posted = await forwardOverApiChannel(new Request(`${location.origin}/api/v1/echo`, { method: 'POST', body: JSON.stringify({ amount: '10' }) }), {
+      channelName: name,
+    })
     expect(posted.status).toBe(201)
     expect(await posted.json()).toEqual({ got: { amount: '10' }, method: 'POST' })
   })
@@ -65,7 +67,11 @@ describe('the API channel', () => {
 
   test('with no node in the origin: a clear 503 soon, never a hang', async () => {
     const t0 = performance.now()
-    const got = await forwardOverApiChannel(new Request(`${location.origin}/api/v1/address`), { channelName: channelName(), discoverMs: 200, nodeStarting: async () => false })
+    const got = await forwardOverApiChannel(new Request(`${location.origin}/api/v1/address`), {
+      channelName: channelName(),
+      discoverMs: 200,
+      nodeStarting: async () => false,
+    })
     expect(got.status).toBe(503)
     expect(await got.json()).toMatchObject({ code: 'NO_NODE' })
     expect(performance.now() - t0).toBeLessThan(2_000)
@@ -73,7 +79,11 @@ describe('the API channel', () => {
 
   test('a request made while the node starts is answered once it is ready', async () => {
     const name = channelName()
-    const pending = forwardOverApiChannel(new Request(`${location.origin}/api/v1/address`), { channelName: name, discoverMs: 100, nodeStarting: async () => true })
+    const pending = forwardOverApiChannel(new Request(`${location.origin}/api/v1/address`), {
+      channelName: name,
+      discoverMs: 100,
+      nodeStarting: async () => true,
+    })
     await new Promise((r) => setTimeout(r, 400))
     serve(name)
     expect((await pending).status).toBe(200)

@@ -25,7 +25,11 @@ test('Chromium creates a chain client, sends through the queue and syncs the eve
   const queue = createTransactionQueue(chain)
 
   // A token of our own to register: the shared deployment's tokens stay unregistered for other tests.
-  const deployHash = await chain.walletClient.deployContract({ abi: CustomToken.abi, bytecode: CustomToken.bytecode, args: [10n ** 24n, 18, 'Browser Token', 'BRT'] })
+  const deployHash = await chain.walletClient.deployContract({
+    abi: CustomToken.abi,
+    bytecode: CustomToken.bytecode,
+    args: [10n ** 24n, 18, 'Browser Token', 'BRT'],
+  })
   const token = getAddress((await chain.publicClient.waitForTransactionReceipt({ hash: deployHash, pollingInterval: 50 })).contractAddress!)
   const registry = deployment.contracts.TokenNetworkRegistry.address
   const { tokenNetwork } = await registerToken(chain, queue, { registry, token })
@@ -35,7 +39,11 @@ test('Chromium creates a chain client, sends through the queue and syncs the eve
 
   const toBlock = await chain.publicClient.getBlockNumber()
   const { events, tokenNetworks } = await syncChainEvents(chain.publicClient, {
-    contracts: { tokenNetworkRegistry: registry, secretRegistry: deployment.contracts.SecretRegistry.address, userDeposit: deployment.contracts.UserDeposit.address },
+    contracts: {
+      tokenNetworkRegistry: registry,
+      secretRegistry: deployment.contracts.SecretRegistry.address,
+      userDeposit: deployment.contracts.UserDeposit.address,
+    },
     fromBlock: BigInt(deployment.contracts.TokenNetworkRegistry.blockNumber),
     toBlock,
     defaultRevealTimeout: 10n,

@@ -16,7 +16,6 @@ function spawn(): Comlink.Remote<NodeWorkerApi> {
 }
 afterAll(() => workers.forEach((w) => w.terminate()))
 
-
 test('two nodes in two workers open a channel, pay, and one resumes from IndexedDB after its worker is reloaded', async () => {
   const rpcUrl = inject('rpcUrl')
   const deployment = inject('deployment')

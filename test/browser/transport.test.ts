@@ -22,7 +22,9 @@ function spawn() {
   const api = Comlink.wrap<DeliveryWorkerApi>(worker)
   workers.push({ worker, api })
   // A module that cannot load in a worker (a Node-only import, say) fails here instead of hanging the test.
-  const failed = new Promise<never>((_, reject) => worker.addEventListener('error', (e) => reject(new Error(`worker failed: ${e.message || 'could not load'}`))))
+  const failed = new Promise<never>((_, reject) =>
+    worker.addEventListener('error', (e) => reject(new Error(`worker failed: ${e.message || 'could not load'}`))),
+  )
   failed.catch(() => {})
   return {
     start: (...args: Parameters<DeliveryWorkerApi['start']>) => Promise.race([api.start(...args), failed]),
@@ -37,10 +39,13 @@ test('two module workers exchange messages over BroadcastChannel, acknowledged e
   const b = spawn()
   const addressA = await a.start(KEY_A, channelName, false)
   const addressB = await b.start(KEY_B, channelName, true)
-  await vi.waitFor(async () => {
-    expect((await a.state()).peers).toEqual([addressB])
-    expect((await b.state()).peers).toEqual([addressA])
-  }, { timeout: 10_000 })
+  await vi.waitFor(
+    async () => {
+      expect((await a.state()).peers).toEqual([addressB])
+      expect((await b.state()).peers).toEqual([addressA])
+    },
+    { timeout: 10_000 },
+  )
 
   const ch = channelKeyOf(7n)
   await a.put([record(addressB, unlock(11n, 1n), ch), record(addressB, unlock(12n, 2n), ch), record(addressB, secretRequest(13n))])

@@ -47,9 +47,14 @@ describe('sluice chain', () => {
     const raw = JSON.parse(readFileSync(path, 'utf8'))
     // The exact shape of docs/architecture.md (the deployment file), key for key.
     expect(Object.keys(raw)).toEqual(['chainId', 'contracts_version', 'contracts', 'tokens', 'serviceToken', 'rpcUrl'])
-    expect(Object.keys(raw.contracts).sort()).toEqual(
-      ['MonitoringService', 'OneToN', 'SecretRegistry', 'ServiceRegistry', 'TokenNetworkRegistry', 'UserDeposit'],
-    )
+    expect(Object.keys(raw.contracts).sort()).toEqual([
+      'MonitoringService',
+      'OneToN',
+      'SecretRegistry',
+      'ServiceRegistry',
+      'TokenNetworkRegistry',
+      'UserDeposit',
+    ])
     for (const entry of Object.values(raw.contracts)) expect(Object.keys(entry as object)).toEqual(['address', 'blockNumber'])
     expect(Object.keys(raw.tokens)).toEqual(['TTT', 'TT2'])
     expect(raw).toMatchObject({ chainId: 31337, contracts_version: '0.40.0', rpcUrl })
@@ -66,9 +71,9 @@ describe('sluice chain', () => {
     // The contracts are wired to each other.
     const registry = { address: raw.contracts.TokenNetworkRegistry.address, abi: TokenNetworkRegistry.abi } as const
     expect(await client.readContract({ ...registry, functionName: 'secret_registry_address' })).toBe(raw.contracts.SecretRegistry.address)
-    expect(
-      await client.readContract({ address: raw.contracts.UserDeposit.address, abi: UserDeposit.abi, functionName: 'msc_address' }),
-    ).toBe(raw.contracts.MonitoringService.address)
+    expect(await client.readContract({ address: raw.contracts.UserDeposit.address, abi: UserDeposit.abi, functionName: 'msc_address' })).toBe(
+      raw.contracts.MonitoringService.address,
+    )
 
     const out = sluice.stdout()
     for (const [name, c] of Object.entries(raw.contracts) as [string, { address: string; blockNumber: number }][])

@@ -48,11 +48,24 @@ describe('sluice devnet', () => {
     const client = createPublicClient({ transport: http(info.rpcUrl) })
     for (const n of info.nodes) {
       expect(await client.getBalance({ address: n.address })).toBeGreaterThan(10n ** 18n)
-      for (const token of Object.values(info.tokens)) expect(await client.readContract({ address: token, abi: CustomToken.abi, functionName: 'balanceOf', args: [n.address] })).toBe(1000n * 10n ** 18n)
-      expect(await client.readContract({ address: deployment.contracts.UserDeposit.address, abi: UserDeposit.abi, functionName: 'effectiveBalance', args: [n.address] })).toBe(100n * 10n ** 18n)
+      for (const token of Object.values(info.tokens))
+        expect(await client.readContract({ address: token, abi: CustomToken.abi, functionName: 'balanceOf', args: [n.address] })).toBe(1000n * 10n ** 18n)
+      expect(
+        await client.readContract({
+          address: deployment.contracts.UserDeposit.address,
+          abi: UserDeposit.abi,
+          functionName: 'effectiveBalance',
+          args: [n.address],
+        }),
+      ).toBe(100n * 10n ** 18n)
     }
 
-    const opened = await call('PUT', `${a.api}/channels`, { partner_address: b.address, token_address: info.tokens.TTT, total_deposit: '1000', settle_timeout: '40' })
+    const opened = await call('PUT', `${a.api}/channels`, {
+      partner_address: b.address,
+      token_address: info.tokens.TTT,
+      total_deposit: '1000',
+      settle_timeout: '40',
+    })
     expect(opened.status).toBe(201)
     expect(opened.body).toMatchObject({ partner_address: b.address, token_address: info.tokens.TTT, total_deposit: '1000', state: 'opened' })
     const paid = await call('POST', `${a.api}/payments/${info.tokens.TTT}/${b.address}`, { amount: '10', identifier: '7' })
@@ -97,7 +110,17 @@ describe('sluice devnet', () => {
 
   test('--transport libp2p: the nodes talk through a relay it starts (its multiaddr in the --json line); a payment over REST; SIGTERM stops everything', async () => {
     const t0 = performance.now()
-    const { sluice, info, anvilPid } = await startDevnetCommand(['--nodes', '2', '--channels', '--port-base', '0', '--storage', 'memory', '--transport', 'libp2p'])
+    const { sluice, info, anvilPid } = await startDevnetCommand([
+      '--nodes',
+      '2',
+      '--channels',
+      '--port-base',
+      '0',
+      '--storage',
+      'memory',
+      '--transport',
+      'libp2p',
+    ])
     const tReady = performance.now()
     // The documented keys, in their order, and the relay last.
     expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes', 'relay'])
@@ -106,11 +129,19 @@ describe('sluice devnet', () => {
 
     const [a, b] = info.nodes as [DevnetJson['nodes'][0], DevnetJson['nodes'][0]]
     const deposit = String(100n * 10n ** 18n)
-    expect((await call('GET', `${a.api}/channels/${info.tokens.TTT}/${b.address}`)).body).toMatchObject({ state: 'opened', total_deposit: deposit, balance: deposit })
+    expect((await call('GET', `${a.api}/channels/${info.tokens.TTT}/${b.address}`)).body).toMatchObject({
+      state: 'opened',
+      total_deposit: deposit,
+      balance: deposit,
+    })
     const paid = await call('POST', `${a.api}/payments/${info.tokens.TTT}/${b.address}`, { amount: '5', identifier: '11' })
     expect(paid).toMatchObject({ status: 200, body: { amount: '5', identifier: '11', target_address: b.address } })
-    await eventually(async () => expect((await call('GET', `${b.api}/channels/${info.tokens.TTT}/${a.address}`)).body.balance).toBe(String(100n * 10n ** 18n + 5n)))
-    expect((await call('GET', `${b.api}/payments/${info.tokens.TTT}`)).body).toEqual([expect.objectContaining({ event: 'EventPaymentReceivedSuccess', initiator: a.address, amount: '5', identifier: '11' })])
+    await eventually(async () =>
+      expect((await call('GET', `${b.api}/channels/${info.tokens.TTT}/${a.address}`)).body.balance).toBe(String(100n * 10n ** 18n + 5n)),
+    )
+    expect((await call('GET', `${b.api}/payments/${info.tokens.TTT}`)).body).toEqual([
+      expect.objectContaining({ event: 'EventPaymentReceivedSuccess', initiator: a.address, amount: '5', identifier: '11' }),
+    ])
     const tPaid = performance.now()
 
     sluice.child.kill('SIGTERM')

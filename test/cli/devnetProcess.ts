@@ -20,4 +20,3 @@ export async function call(method: string, url: string, body?: unknown) {
   const text = await r.text()
   return { status: r.status, body: text ? JSON.parse(text) : undefined }
 }
-

@@ -42,11 +42,19 @@ const cases: Case[] = [
   { endpoint: 'GET /channels' },
   { endpoint: 'GET /channels/{token_address}', params: (c) => ({ token_address: c.TTT }) },
   { endpoint: 'GET /channels/{token_address}/{partner_address}', params: tokenAndPartner },
-  { endpoint: 'PUT /channels', body: (c) => ({ partner_address: c.B, token_address: c.TT2, total_deposit: '1000', settle_timeout: '40', reveal_timeout: '10' }), status: 201 },
+  {
+    endpoint: 'PUT /channels',
+    body: (c) => ({ partner_address: c.B, token_address: c.TT2, total_deposit: '1000', settle_timeout: '40', reveal_timeout: '10' }),
+    status: 201,
+  },
   { endpoint: 'PATCH /channels/{token_address}/{partner_address}', params: tokenAndPartner, body: () => ({ total_deposit: String(hundredTokens + 100n) }) },
   { endpoint: 'PATCH /channels/{token_address}/{partner_address}', params: tokenAndPartner, body: () => ({ reveal_timeout: '12' }) },
   { endpoint: 'PATCH /channels/{token_address}/{partner_address}', params: tokenAndPartner, body: () => ({ total_withdraw: '50' }) },
-  { endpoint: 'POST /payments/{token_address}/{target_address}', params: (c) => ({ token_address: c.TTT, target_address: c.B }), body: () => ({ amount: '5', identifier: '42' }) },
+  {
+    endpoint: 'POST /payments/{token_address}/{target_address}',
+    params: (c) => ({ token_address: c.TTT, target_address: c.B }),
+    body: () => ({ amount: '5', identifier: '42' }),
+  },
   { endpoint: 'GET /payments', query: 'limit=10&offset=0' },
   { endpoint: 'GET /payments/{token_address}', params: (c) => ({ token_address: c.TTT }), query: 'limit=10&offset=0' },
   { endpoint: 'GET /payments/{token_address}/{partner_address}', params: tokenAndPartner, query: 'limit=10&offset=0' },
@@ -64,7 +72,12 @@ const cases: Case[] = [
   { endpoint: 'GET /_debug/blockchain_events/payment_networks/{token_address}/channels/{partner_address}', params: tokenAndPartner },
   { endpoint: 'GET /_debug/node_events', query: 'limit=10&offset=0' },
   { endpoint: 'GET /connections' },
-  { endpoint: 'PUT /connections/{token_address}', params: (c) => ({ token_address: c.TT2 }), body: () => ({ funds: '1000', initial_channel_target: '1', joinable_funds_target: 0.4 }), status: 204 },
+  {
+    endpoint: 'PUT /connections/{token_address}',
+    params: (c) => ({ token_address: c.TT2 }),
+    body: () => ({ funds: '1000', initial_channel_target: '1', joinable_funds_target: 0.4 }),
+    status: 204,
+  },
   { endpoint: 'DELETE /connections/{token_address}', params: (c) => ({ token_address: c.TT2 }), mine: true },
   { endpoint: 'PATCH /channels/{token_address}/{partner_address}', params: tokenAndPartner, body: () => ({ state: 'closed' }) },
   { endpoint: 'GET /events' },
@@ -79,7 +92,14 @@ let ctx: Ctx
 beforeAll(async () => {
   ;({ sluice, info } = await startDevnetCommand(['--nodes', '2', '--channels', '--port-base', '0']))
   const deployment = JSON.parse(readFileSync(info.deployment, 'utf8')) as { serviceToken: Address }
-  ctx = { A: info.nodes[0]!.address, B: info.nodes[1]!.address, TTT: info.tokens.TTT!, TT2: info.tokens.TT2!, SVT: deployment.serviceToken, rpcUrl: info.rpcUrl }
+  ctx = {
+    A: info.nodes[0]!.address,
+    B: info.nodes[1]!.address,
+    TTT: info.tokens.TTT!,
+    TT2: info.tokens.TT2!,
+    SVT: deployment.serviceToken,
+    rpcUrl: info.rpcUrl,
+  }
 }, 180_000)
 afterAll(async () => {
   if (!sluice) return
@@ -107,7 +127,11 @@ async function mineWhile<T>(rpcUrl: string, work: Promise<T>): Promise<T> {
   void work.finally(() => (done = true)).catch(() => {})
   const mining = (async () => {
     for (let i = 0; i < 400 && !done; i++) {
-      await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'anvil_mine', params: ['0x5'] }) })
+      await fetch(rpcUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'anvil_mine', params: ['0x5'] }),
+      })
       await new Promise((r) => setTimeout(r, 100))
     }
   })()
@@ -120,30 +144,46 @@ describe('every endpoint of the REST API against sluice devnet', () => {
   test('the list covers every route the node documents in /openapi.json', async () => {
     const doc = (await (await fetch(`${info.nodes[0]!.api}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> }
     const listed = new Set(cases.map((c) => template(c.endpoint)))
-    const documented = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).filter((k) => k !== 'parameters').map((m) => `${m.toUpperCase()} ${template(path)}`))
+    const documented = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((k) => k !== 'parameters')
+        .map((m) => `${m.toUpperCase()} ${template(path)}`),
+    )
     expect(documented.filter((e) => !listed.has(e))).toEqual([])
   })
 
-  test.each(cases.map((c, i) => [`${i + 1}. ${c.endpoint}${c.body ? ` ${JSON.stringify(c.body({ A: '0xA', B: '0xB', TTT: '0xTTT', TT2: '0xTT2', SVT: '0xSVT', rpcUrl: '' } as never))}` : ''}`, c] as const))('%s', async (_, c) => {
-    const [method, pattern] = c.endpoint.split(' ') as [string, string]
-    const params = c.params?.(ctx) ?? {}
-    const path = pattern.replace(/\{([^}]+)\}/g, (_, name: string) => params[name]!)
-    const url = `${info.nodes[0]!.api}${path}${c.query ? `?${c.query}` : ''}`
-    const body = c.body ? JSON.stringify(c.body(ctx)) : undefined
-    if (method === 'GET' && path === '/events') {
-      // The event stream stays open: its head is the answer.
-      const abort = new AbortController()
-      const response = await fetch(url, { signal: abort.signal })
-      abort.abort()
-      expect(response.status).toBe(200)
-      expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/)
-      return
-    }
-    // As a user would type it: curl, with the JSON body of the spec's request.
-    const request = curl(method, url, body)
-    const { status, text } = await (c.mine ? mineWhile(ctx.rpcUrl, request) : request)
-    expect(status, `${c.endpoint} answered ${status}: ${text.slice(0, 300)}`).toBe(c.status ?? 200)
-    if (status === 204) expect(text).toBe('')
-    else expect(() => JSON.parse(text), text.slice(0, 300)).not.toThrow()
-  }, 120_000)
+  test.each(
+    cases.map(
+      (c, i) =>
+        [
+          `${i + 1}. ${c.endpoint}${c.body ? ` ${JSON.stringify(c.body({ A: '0xA', B: '0xB', TTT: '0xTTT', TT2: '0xTT2', SVT: '0xSVT', rpcUrl: '' } as never))}` : ''}`,
+          c,
+        ] as const,
+    ),
+  )(
+    '%s',
+    async (_, c) => {
+      const [method, pattern] = c.endpoint.split(' ') as [string, string]
+      const params = c.params?.(ctx) ?? {}
+      const path = pattern.replace(/\{([^}]+)\}/g, (_, name: string) => params[name]!)
+      const url = `${info.nodes[0]!.api}${path}${c.query ? `?${c.query}` : ''}`
+      const body = c.body ? JSON.stringify(c.body(ctx)) : undefined
+      if (method === 'GET' && path === '/events') {
+        // The event stream stays open: its head is the answer.
+        const abort = new AbortController()
+        const response = await fetch(url, { signal: abort.signal })
+        abort.abort()
+        expect(response.status).toBe(200)
+        expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/)
+        return
+      }
+      // As a user would type it: curl, with the JSON body of the spec's request.
+      const request = curl(method, url, body)
+      const { status, text } = await (c.mine ? mineWhile(ctx.rpcUrl, request) : request)
+      expect(status, `${c.endpoint} answered ${status}: ${text.slice(0, 300)}`).toBe(c.status ?? 200)
+      if (status === 204) expect(text).toBe('')
+      else expect(() => JSON.parse(text), text.slice(0, 300)).not.toThrow()
+    },
+    120_000,
+  )
 })

@@ -37,7 +37,24 @@ afterAll(async () => {
 const relayPeer = '12D3KooWKU7okcWxSUvkMzho4KjaAfaXTxvr4pjova2NLypqc72H'
 const relayExample = `/ip4/127.0.0.1/tcp/9090/ws/p2p/${relayPeer}`
 
-const baseArgs = (dataDir: string, ...more: string[]) => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--data-dir', dataDir, '--api', '127.0.0.1:0', '--confirmations', '0', '--polling-interval', '50', '--environment', 'development', ...more]
+const baseArgs = (dataDir: string, ...more: string[]) => [
+  'serve',
+  '--rpc',
+  net.anvil.rpcUrl,
+  '--deployment',
+  deploymentFile,
+  '--data-dir',
+  dataDir,
+  '--api',
+  '127.0.0.1:0',
+  '--confirmations',
+  '0',
+  '--polling-interval',
+  '50',
+  '--environment',
+  'development',
+  ...more,
+]
 
 /** Starts `sluice serve` and resolves with its API base URL once it listens. */
 async function startServe(args: string[]): Promise<{ sluice: SluiceProcess; api: string }> {
@@ -66,7 +83,21 @@ describe('sluice serve', () => {
   test('--help lists the flags and exits 0', async () => {
     const { code, stdout } = await runSluice(['serve', '--help'], tempDir())
     expect(code).toBe(0)
-    for (const flag of ['--rpc <URL>', '--deployment <FILE>', '--key <HEX>', '--keystore <FILE>', '--password-file <FILE>', '--api <HOST:PORT>', '--data-dir <DIR>', '--resolver-endpoint <URL>', '--environment <NAME>', '--confirmations <N>', '--transport <NAME>', '--relay <MULTIADDR>', '--import <FILE>']) {
+    for (const flag of [
+      '--rpc <URL>',
+      '--deployment <FILE>',
+      '--key <HEX>',
+      '--keystore <FILE>',
+      '--password-file <FILE>',
+      '--api <HOST:PORT>',
+      '--data-dir <DIR>',
+      '--resolver-endpoint <URL>',
+      '--environment <NAME>',
+      '--confirmations <N>',
+      '--transport <NAME>',
+      '--relay <MULTIADDR>',
+      '--import <FILE>',
+    ]) {
       expect(stdout).toContain(flag)
     }
     expect(stdout).toMatch(/--transport <NAME> .*\(default: libp2p with --relay, else broadcast\)/)
@@ -105,7 +136,9 @@ describe('sluice serve', () => {
 
   test('--release-feed-url and --min-service-token-balance drive GET /notifications', async () => {
     // A real release feed over HTTP, as a project would publish it.
-    const feed = createHttpServer((_, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ latest: '99.0.0', security: ['0.1.0'] })))
+    const feed = createHttpServer((_, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ latest: '99.0.0', security: ['0.1.0'] })),
+    )
     await new Promise<void>((r) => feed.listen(0, '127.0.0.1', r))
     const feedUrl = `http://127.0.0.1:${(feed.address() as AddressInfo).port}/releases.json`
     try {
@@ -148,7 +181,9 @@ describe('sluice serve', () => {
     const { sluice, api } = await startServe(baseArgs(tempDir(), '--keystore', keystore, '--password-file', join(dir, 'password')))
     expect((await get(`${api}/status`)).status).toBe(200)
     await waitReady(api)
-    expect((await get(`${api}/address`)).body).toEqual({ our_address: privateKeyToAddress('0x7a28b5ba57c53603b0b07b56bba752f7784bf506fa95edc395f5cf6c7514fe9d') })
+    expect((await get(`${api}/address`)).body).toEqual({
+      our_address: privateKeyToAddress('0x7a28b5ba57c53603b0b07b56bba752f7784bf506fa95edc395f5cf6c7514fe9d'),
+    })
     sluice.child.kill('SIGINT')
     expect((await sluice.exited).code).toBe(0)
   })
@@ -171,7 +206,11 @@ describe('sluice serve', () => {
     expect(busy.stderr.trim().split('\n')).toHaveLength(1)
 
     // The node moves on (more blocks synced), so the dump becomes older than its store.
-    await fetch(`${net.anvil.rpcUrl}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x5'] }) })
+    await fetch(`${net.anvil.rpcUrl}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x5'] }),
+    })
     await eventually(async () => {
       const again = jsonParse(await (await fetch(`${first.api}/_state/export`)).text()) as { meta: { syncedBlock: bigint } }
       expect(again.meta.syncedBlock).toBeGreaterThan((jsonParse(text) as { meta: { syncedBlock: bigint } }).meta.syncedBlock)
@@ -216,22 +255,74 @@ describe('sluice serve', () => {
       ['no --data-dir', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key], /--data-dir is required/],
       ['no key', () => baseArgs(tempDir()), /--key or --keystore is required/],
       ['both keys', () => baseArgs(tempDir(), '--key', key, '--keystore', 'k.json'), /either --key or --keystore, not both/],
-      ['a bad URL', () => ['serve', '--rpc', 'localhost:8545', '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir()], /--rpc must be an http\(s\) or ws\(s\) URL, got "localhost:8545"/],
+      [
+        'a bad URL',
+        () => ['serve', '--rpc', 'localhost:8545', '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir()],
+        /--rpc must be an http\(s\) or ws\(s\) URL, got "localhost:8545"/,
+      ],
       ['a bad key', () => baseArgs(tempDir(), '--key', '0x1234'), /--key must be 32 bytes of hex/],
-      ['a bad --api', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir(), '--api', '5001'], /--api must be HOST:PORT/],
-      ['a bad --environment', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir(), '--environment', 'staging'], /--environment must be development or production, got "staging"/],
+      [
+        'a bad --api',
+        () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir(), '--api', '5001'],
+        /--api must be HOST:PORT/,
+      ],
+      [
+        'a bad --environment',
+        () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir(), '--environment', 'staging'],
+        /--environment must be development or production, got "staging"/,
+      ],
       ['an unknown --transport', () => baseArgs(tempDir(), '--key', key, '--transport', 'nostr'), /--transport must be libp2p or broadcast, got "nostr"/],
       ['--transport libp2p without --relay', () => baseArgs(tempDir(), '--key', key, '--transport', 'libp2p'), /--transport libp2p needs --relay MULTIADDR/],
-      ['--relay with --transport broadcast', () => baseArgs(tempDir(), '--key', key, '--transport', 'broadcast', '--relay', relayExample), /--relay goes with --transport libp2p/],
-      ['a --relay that is no multiaddr', () => baseArgs(tempDir(), '--key', key, '--relay', 'relay.example.org:9090'), /--relay must be a WebSockets multiaddr ending in \/p2p\/<relay peer id>.*, got "relay\.example\.org:9090"/],
-      ['a --relay that does not parse', () => baseArgs(tempDir(), '--key', key, '--relay', '/ip4/999.0.0.1/tcp/9090/ws/p2p/' + relayPeer), /--relay must be a WebSockets multiaddr/],
-      ['a --relay without its peer id', () => baseArgs(tempDir(), '--key', key, '--relay', '/ip4/127.0.0.1/tcp/9090/ws'), /--relay must be a WebSockets multiaddr .*, got "\/ip4\/127\.0\.0\.1\/tcp\/9090\/ws"/],
-      ['a --relay that is not WebSockets', () => baseArgs(tempDir(), '--key', key, '--relay', '/ip4/127.0.0.1/tcp/9090/p2p/' + relayPeer), /--relay must be a WebSockets multiaddr/],
-      ['a bad second --relay', () => baseArgs(tempDir(), '--key', key, '--relay', relayExample, '--relay', '/ip4/127.0.0.1/tcp/9090/ws/p2p/notapeerid'), /--relay must be a WebSockets multiaddr .*, got "\/ip4\/127\.0\.0\.1\/tcp\/9090\/ws\/p2p\/notapeerid"/],
-      ['a missing deployment file', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', '/nonexistent/d.json', '--key', key, '--data-dir', tempDir()], /no deployment file at \/nonexistent\/d\.json/],
-      ['a keystore without a password on a non-terminal', () => baseArgs(tempDir(), '--keystore', keystoreFile), /--keystore needs --password-file when standard input is not a terminal/],
-      ['an unreadable keystore', () => baseArgs(tempDir(), '--keystore', '/nonexistent/k.json', '--password-file', '/nonexistent/p'), /cannot read the keystore \/nonexistent\/k\.json: ENOENT/],
-      ['an unreachable RPC', () => ['serve', '--rpc', 'http://127.0.0.1:1', '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir()], /--rpc http:\/\/127\.0\.0\.1:1: ChainRpcError/],
+      [
+        '--relay with --transport broadcast',
+        () => baseArgs(tempDir(), '--key', key, '--transport', 'broadcast', '--relay', relayExample),
+        /--relay goes with --transport libp2p/,
+      ],
+      [
+        'a --relay that is no multiaddr',
+        () => baseArgs(tempDir(), '--key', key, '--relay', 'relay.example.org:9090'),
+        /--relay must be a WebSockets multiaddr ending in \/p2p\/<relay peer id>.*, got "relay\.example\.org:9090"/,
+      ],
+      [
+        'a --relay that does not parse',
+        () => baseArgs(tempDir(), '--key', key, '--relay', `/ip4/999.0.0.1/tcp/9090/ws/p2p/${relayPeer}`),
+        /--relay must be a WebSockets multiaddr/,
+      ],
+      [
+        'a --relay without its peer id',
+        () => baseArgs(tempDir(), '--key', key, '--relay', '/ip4/127.0.0.1/tcp/9090/ws'),
+        /--relay must be a WebSockets multiaddr .*, got "\/ip4\/127\.0\.0\.1\/tcp\/9090\/ws"/,
+      ],
+      [
+        'a --relay that is not WebSockets',
+        () => baseArgs(tempDir(), '--key', key, '--relay', `/ip4/127.0.0.1/tcp/9090/p2p/${relayPeer}`),
+        /--relay must be a WebSockets multiaddr/,
+      ],
+      [
+        'a bad second --relay',
+        () => baseArgs(tempDir(), '--key', key, '--relay', relayExample, '--relay', '/ip4/127.0.0.1/tcp/9090/ws/p2p/notapeerid'),
+        /--relay must be a WebSockets multiaddr .*, got "\/ip4\/127\.0\.0\.1\/tcp\/9090\/ws\/p2p\/notapeerid"/,
+      ],
+      [
+        'a missing deployment file',
+        () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', '/nonexistent/d.json', '--key', key, '--data-dir', tempDir()],
+        /no deployment file at \/nonexistent\/d\.json/,
+      ],
+      [
+        'a keystore without a password on a non-terminal',
+        () => baseArgs(tempDir(), '--keystore', keystoreFile),
+        /--keystore needs --password-file when standard input is not a terminal/,
+      ],
+      [
+        'an unreadable keystore',
+        () => baseArgs(tempDir(), '--keystore', '/nonexistent/k.json', '--password-file', '/nonexistent/p'),
+        /cannot read the keystore \/nonexistent\/k\.json: ENOENT/,
+      ],
+      [
+        'an unreachable RPC',
+        () => ['serve', '--rpc', 'http://127.0.0.1:1', '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir()],
+        /--rpc http:\/\/127\.0\.0\.1:1: ChainRpcError/,
+      ],
       ['a missing dump', () => baseArgs(tempDir(), '--key', key, '--import', '/nonexistent/dump.json'), /cannot read the state dump/],
       ['a port in use', () => [...baseArgs(tempDir(), '--key', key), '--api', `127.0.0.1:${busyPort}`], /127\.0\.0\.1:\d+ is already in use/],
     ]

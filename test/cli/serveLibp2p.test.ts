@@ -88,7 +88,10 @@ describe('sluice serve over libp2p', () => {
   test('two serve processes meet through a sluice relay and pay each other over REST; SIGTERM stops both with exit code 0', async () => {
     const t0 = performance.now()
     // A names the transport; B gets libp2p as the default that --relay implies.
-    const [a, b] = await Promise.all([startServe(serveArgs(keyA, '--transport', 'libp2p', '--relay', relayAddress)), startServe(serveArgs(keyB, '--relay', relayAddress))])
+    const [a, b] = await Promise.all([
+      startServe(serveArgs(keyA, '--transport', 'libp2p', '--relay', relayAddress)),
+      startServe(serveArgs(keyB, '--relay', relayAddress)),
+    ])
     await Promise.all([waitReady(a.api), waitReady(b.api)])
     const tReady = performance.now()
     for (const [node, key] of [
@@ -107,18 +110,31 @@ describe('sluice serve over libp2p', () => {
     const tOpened = performance.now()
     // The payment needs B to have seen A's presence and synced the channel; the delivery layer retries until it has.
     const paid = await call('POST', `${a.api}/payments/${net.token}/${addressB}`, { amount: '10', identifier: '7' })
-    expect(paid).toMatchObject({ status: 200, body: { initiator_address: addressA, target_address: addressB, token_address: net.token, amount: '10', identifier: '7' } })
+    expect(paid).toMatchObject({
+      status: 200,
+      body: { initiator_address: addressA, target_address: addressB, token_address: net.token, amount: '10', identifier: '7' },
+    })
     const tPaid = performance.now()
 
     // B, in its own process, holds what A sent over libp2p: its channel balance and its payment history say so.
-    await eventually(async () => expect((await call('GET', `${b.api}/channels/${net.token}/${addressA}`)).body).toMatchObject({ partner_address: addressA, balance: '10', state: 'opened' }))
+    await eventually(async () =>
+      expect((await call('GET', `${b.api}/channels/${net.token}/${addressA}`)).body).toMatchObject({
+        partner_address: addressA,
+        balance: '10',
+        state: 'opened',
+      }),
+    )
     expect((await call('GET', `${a.api}/channels/${net.token}/${addressB}`)).body).toMatchObject({ balance: '990', total_deposit: '1000' })
     await eventually(async () => {
       const history = await call('GET', `${b.api}/payments/${net.token}`)
       expect(history.status).toBe(200)
-      expect(history.body).toEqual([expect.objectContaining({ event: 'EventPaymentReceivedSuccess', initiator: addressA, amount: '10', identifier: '7', token_address: net.token })])
+      expect(history.body).toEqual([
+        expect.objectContaining({ event: 'EventPaymentReceivedSuccess', initiator: addressA, amount: '10', identifier: '7', token_address: net.token }),
+      ])
     })
-    expect((await call('GET', `${a.api}/payments/${net.token}/${addressB}`)).body).toEqual([expect.objectContaining({ event: 'EventPaymentSentSuccess', target: addressB, amount: '10', identifier: '7' })])
+    expect((await call('GET', `${a.api}/payments/${net.token}/${addressB}`)).body).toEqual([
+      expect.objectContaining({ event: 'EventPaymentSentSuccess', target: addressB, amount: '10', identifier: '7' }),
+    ])
 
     // A second payment, the other way: B's messages reach A as well.
     expect((await call('POST', `${b.api}/payments/${net.token}/${addressA}`, { amount: '3', identifier: '8' })).status).toBe(200)
@@ -138,4 +154,3 @@ describe('sluice serve over libp2p', () => {
     )
   })
 })
-

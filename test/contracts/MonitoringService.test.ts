@@ -1,4 +1,4 @@
-import { encodePacked, getAddress, keccak256, parseEventLogs, toFunctionSelector, toHex, zeroAddress, type Address, type Hex,  } from 'viem'
+import { encodePacked, getAddress, keccak256, parseEventLogs, toFunctionSelector, toHex, zeroAddress, type Address, type Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { CustomToken, MonitoringService, OneToN, SecretRegistry, TokenNetwork, TokenNetworkRegistry } from '../../src/contracts/index.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../src/devnet/anvil.ts'
@@ -12,16 +12,7 @@ import { snapshotEach } from '../support/chainSuite.ts'
 import { anvilClient, type AnvilClient } from '../support/clients.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
-import {
-  constructorRevertReason,
-  deployServices,
-  depositToUdc,
-  mined,
-  mineTo,
-  registerService,
-  udcBalance,
-  type Services,
-} from '../support/services.ts'
+import { constructorRevertReason, deployServices, depositToUdc, mined, mineTo, registerService, udcBalance, type Services } from '../support/services.ts'
 
 // 30% and 50% of 15 are 4.5 and 7.5: the contract floors each on its own (4 and 7), where flooring 80% and
 // subtracting would give a range of 8. A settle timeout above the minimum makes the assumed close block differ
@@ -56,7 +47,10 @@ const tn = () => ({ address: tokenNetwork, abi: TokenNetwork.abi }) as const
 const sign = (who: Address, data: Hex) => signPacked(keyOf.get(who)!, data)
 
 async function openChannel(a: AnvilClient = closer, b: AnvilClient = node): Promise<bigint> {
-  const receipt = await mined(client, client.writeContract({ ...tn(), functionName: 'openChannel', args: [a.account.address, b.account.address, SETTLE_TIMEOUT] }))
+  const receipt = await mined(
+    client,
+    client.writeContract({ ...tn(), functionName: 'openChannel', args: [a.account.address, b.account.address, SETTLE_TIMEOUT] }),
+  )
   const [opened] = parseEventLogs({ abi: TokenNetwork.abi, logs: receipt.logs, eventName: 'ChannelOpened' })
   return opened!.args.channel_identifier
 }
@@ -103,7 +97,14 @@ async function monitorRequest(
 ): Promise<MonitorRequest> {
   const transferred = 3n * nonce
   const bh = balanceHash({ transferredAmount: transferred, lockedAmount: 0n, locksroot: LOCKSROOT_OF_NO_LOCKS })
-  const proof = { tokenNetworkAddress: tokenNetwork, chainId, channelIdentifier: channelId, balanceHash: bh, nonce, additionalHash: keccak256(toHex(`msg ${nonce}`)) }
+  const proof = {
+    tokenNetworkAddress: tokenNetwork,
+    chainId,
+    channelIdentifier: channelId,
+    balanceHash: bh,
+    nonce,
+    additionalHash: keccak256(toHex(`msg ${nonce}`)),
+  }
   const closingSignature = await sign(closer.account.address, packBalanceProof(proof))
   const nonClosingSignature = await sign(node.account.address, packBalanceProofCounter(MessageTypeId.BalanceProofUpdate, proof, closingSignature))
   const reward: RewardProof = {
@@ -116,7 +117,18 @@ async function monitorRequest(
     ...rewardOverrides,
   }
   const rewardProofSignature = await sign(rewardSigner, packRewardProof(reward))
-  return { channelId, nonce, transferred, balanceHash: bh, additionalHash: proof.additionalHash, closingSignature, nonClosingSignature, rewardAmount, rewardProofSignature, tokenNetwork }
+  return {
+    channelId,
+    nonce,
+    transferred,
+    balanceHash: bh,
+    additionalHash: proof.additionalHash,
+    closingSignature,
+    nonClosingSignature,
+    rewardAmount,
+    rewardProofSignature,
+    tokenNetwork,
+  }
 }
 
 const monitorArgs = (r: MonitorRequest) =>
@@ -168,8 +180,16 @@ beforeAll(async () => {
   const secretRegistry = await deploy(client, SecretRegistry, [])
   tnRegistry = getAddress(await deploy(client, TokenNetworkRegistry, [secretRegistry, SETTLE_TIMEOUT_MIN, 1000n, 10n]))
   channelToken = getAddress(await deploy(client, CustomToken, [10n ** 24n, 18, 'Channel Token', 'CT']))
-  await mined(client, client.writeContract({ address: tnRegistry, abi: TokenNetworkRegistry.abi, functionName: 'createERC20TokenNetworkWithoutLimits', args: [channelToken] }))
-  tokenNetwork = await client.readContract({ address: tnRegistry, abi: TokenNetworkRegistry.abi, functionName: 'token_to_token_networks', args: [channelToken] })
+  await mined(
+    client,
+    client.writeContract({ address: tnRegistry, abi: TokenNetworkRegistry.abi, functionName: 'createERC20TokenNetworkWithoutLimits', args: [channelToken] }),
+  )
+  tokenNetwork = await client.readContract({
+    address: tnRegistry,
+    abi: TokenNetworkRegistry.abi,
+    functionName: 'token_to_token_networks',
+    args: [channelToken],
+  })
 
   s = await deployServices(client, { tokenNetworkRegistry: tnRegistry })
   await registerService(ms, s)
@@ -228,8 +248,14 @@ describe('first block allowed to monitor', () => {
   test('refuses absurd inputs and a settle timeout too small to leave a range', async () => {
     const [a, b, c] = [closer.account.address, node.account.address, ms.account.address]
     const huge = 2n ** 256n / 100n
-    await expectRevert(client.readContract({ ...msc(), functionName: 'firstBlockAllowedToMonitor', args: [0n, huge, a, b, c] }), 'maliciously big settle timeout')
-    await expectRevert(client.readContract({ ...msc(), functionName: 'firstBlockAllowedToMonitor', args: [huge, 10n, a, b, c] }), 'maliciously big closed_at_block')
+    await expectRevert(
+      client.readContract({ ...msc(), functionName: 'firstBlockAllowedToMonitor', args: [0n, huge, a, b, c] }),
+      'maliciously big settle timeout',
+    )
+    await expectRevert(
+      client.readContract({ ...msc(), functionName: 'firstBlockAllowedToMonitor', args: [huge, 10n, a, b, c] }),
+      'maliciously big closed_at_block',
+    )
     // 50% of 1 rounds to 0: modulo by zero.
     await expectRevert(client.readContract({ ...msc(), functionName: 'firstBlockAllowedToMonitor', args: [0n, 1n, a, b, c] }), { panic: 0x12 })
   })
@@ -245,7 +271,11 @@ describe('first block allowed to monitor', () => {
   test('needs a registered service and a closed channel', async () => {
     const channelId = await openChannel()
     const call = (service: Address) =>
-      client.readContract({ ...msc(), functionName: 'firstBlockAllowedToMonitorChannel', args: [tokenNetwork, channelId, closer.account.address, node.account.address, service] })
+      client.readContract({
+        ...msc(),
+        functionName: 'firstBlockAllowedToMonitorChannel',
+        args: [tokenNetwork, channelId, closer.account.address, node.account.address, service],
+      })
     await expectRevert(call(stranger.account.address), 'service not registered')
     await expectRevert(call(ms.account.address), 'channel not closed')
   })
@@ -258,7 +288,11 @@ describe('first block allowed to monitor', () => {
     const fake: Address = '0x00000000000000000000000000000000000fa4e0'
     await client.setCode({ address: fake, bytecode: code })
     await expectRevert(
-      client.readContract({ ...msc(), functionName: 'firstBlockAllowedToMonitorChannel', args: [fake, 1n, closer.account.address, node.account.address, ms.account.address] }),
+      client.readContract({
+        ...msc(),
+        functionName: 'firstBlockAllowedToMonitorChannel',
+        args: [fake, 1n, closer.account.address, node.account.address, ms.account.address],
+      }),
       'too low settle block number',
     )
   })
@@ -285,9 +319,18 @@ describe('monitor', () => {
     })
     const [updated] = parseEventLogs({ abi: TokenNetwork.abi, logs: receipt.logs, eventName: 'NonClosingBalanceProofUpdated' })
     expect(updated?.args).toEqual({ channel_identifier: channelId, closing_participant: closer.account.address, nonce: 5n, balance_hash: request.balanceHash })
-    const closerInfo = await client.readContract({ ...tn(), functionName: 'getChannelParticipantInfo', args: [channelId, closer.account.address, node.account.address] })
+    const closerInfo = await client.readContract({
+      ...tn(),
+      functionName: 'getChannelParticipantInfo',
+      args: [channelId, closer.account.address, node.account.address],
+    })
     expect([closerInfo[3], closerInfo[4]]).toEqual([request.balanceHash, 5n])
-    expect(await client.readContract({ ...msc(), functionName: 'rewards', args: [rewardId(channelId)] })).toEqual([REWARD, 5n, node.account.address, ms.account.address])
+    expect(await client.readContract({ ...msc(), functionName: 'rewards', args: [rewardId(channelId)] })).toEqual([
+      REWARD,
+      5n,
+      node.account.address,
+      ms.account.address,
+    ])
   })
 
   test('an unregistered service is refused', async () => {
@@ -311,8 +354,21 @@ describe('monitor', () => {
       1000n,
       10n,
     ])
-    await mined(client, client.writeContract({ address: otherRegistry, abi: TokenNetworkRegistry.abi, functionName: 'createERC20TokenNetworkWithoutLimits', args: [channelToken] }))
-    const lookalike = await client.readContract({ address: otherRegistry, abi: TokenNetworkRegistry.abi, functionName: 'token_to_token_networks', args: [channelToken] })
+    await mined(
+      client,
+      client.writeContract({
+        address: otherRegistry,
+        abi: TokenNetworkRegistry.abi,
+        functionName: 'createERC20TokenNetworkWithoutLimits',
+        args: [channelToken],
+      }),
+    )
+    const lookalike = await client.readContract({
+      address: otherRegistry,
+      abi: TokenNetworkRegistry.abi,
+      functionName: 'token_to_token_networks',
+      args: [channelToken],
+    })
     const { channelId } = await closedChannel()
     const request = { ...(await monitorRequest(channelId, 5n)), tokenNetwork: lookalike }
     await expectRevert(ms.simulateContract({ ...msc(), functionName: 'monitor', args: monitorArgs(request) }), 'Unknown TokenNetwork')
@@ -352,7 +408,12 @@ describe('monitor', () => {
     await expectRevert(ms2.simulateContract({ ...msc(), functionName: 'monitor', args: monitorArgs(await monitorRequest(channelId, 5n)) }), 'stale nonce')
     await expectRevert(ms2.simulateContract({ ...msc(), functionName: 'monitor', args: monitorArgs(await monitorRequest(channelId, 4n)) }), 'stale nonce')
     await mined(ms2, ms2.writeContract({ ...msc(), functionName: 'monitor', args: monitorArgs(await monitorRequest(channelId, 6n, 12n)) }))
-    expect(await client.readContract({ ...msc(), functionName: 'rewards', args: [rewardId(channelId)] })).toEqual([12n, 6n, node.account.address, ms2.account.address])
+    expect(await client.readContract({ ...msc(), functionName: 'rewards', args: [rewardId(channelId)] })).toEqual([
+      12n,
+      6n,
+      node.account.address,
+      ms2.account.address,
+    ])
   })
 
   test('the token network still checks the balance proof itself', async () => {
@@ -363,11 +424,29 @@ describe('monitor', () => {
     const forged = { ...request, additionalHash: keccak256(toHex('other message')) }
     const nonClosingSignature = await sign(
       node.account.address,
-      packBalanceProofCounter(MessageTypeId.BalanceProofUpdate, { tokenNetworkAddress: tokenNetwork, chainId, channelIdentifier: channelId, balanceHash: forged.balanceHash, nonce: 5n, additionalHash: forged.additionalHash }, forged.closingSignature),
+      packBalanceProofCounter(
+        MessageTypeId.BalanceProofUpdate,
+        {
+          tokenNetworkAddress: tokenNetwork,
+          chainId,
+          channelIdentifier: channelId,
+          balanceHash: forged.balanceHash,
+          nonce: 5n,
+          additionalHash: forged.additionalHash,
+        },
+        forged.closingSignature,
+      ),
     )
     const rewardProofSignature = await sign(
       node.account.address,
-      packRewardProof({ monitoringServiceAddress: s.monitoringService, chainId, tokenNetworkAddress: tokenNetwork, nonClosingParticipant: node.account.address, nonClosingSignature, rewardAmount: REWARD }),
+      packRewardProof({
+        monitoringServiceAddress: s.monitoringService,
+        chainId,
+        tokenNetworkAddress: tokenNetwork,
+        nonClosingParticipant: node.account.address,
+        nonClosingSignature,
+        rewardAmount: REWARD,
+      }),
     )
     await expectRevert(
       ms.simulateContract({ ...msc(), functionName: 'monitor', args: monitorArgs({ ...forged, nonClosingSignature, rewardProofSignature }) }),
@@ -382,7 +461,7 @@ describe('claimReward', () => {
     await monitorWhenAllowed(await monitorRequest(channel.channelId, 5n))
     return channel
   }
-  const claim = (who: AnvilClient, channelId: bigint) =>
+  const claim = (_who: AnvilClient, channelId: bigint) =>
     ({ ...msc(), functionName: 'claimReward', args: [channelId, tokenNetwork, closer.account.address, node.account.address] }) as const
 
   test('pays the reward from the node deposit once the settle block has passed, and only once', async () => {
@@ -404,7 +483,14 @@ describe('claimReward', () => {
     const { channelId, settleBlock } = await monitored()
     await mineTo(client, settleBlock)
     // The smaller transferred + locked side goes first: the node has no proof stored (closed with nonce 0).
-    await mined(client, client.writeContract({ ...tn(), functionName: 'settleChannel', args: [channelId, node.account.address, 0n, 0n, ZERO_HASH, closer.account.address, 15n, 0n, LOCKSROOT_OF_NO_LOCKS] }))
+    await mined(
+      client,
+      client.writeContract({
+        ...tn(),
+        functionName: 'settleChannel',
+        args: [channelId, node.account.address, 0n, 0n, ZERO_HASH, closer.account.address, 15n, 0n, LOCKSROOT_OF_NO_LOCKS],
+      }),
+    )
     const [, state] = await client.readContract({ ...tn(), functionName: 'getChannelInfo', args: [channelId, closer.account.address, node.account.address] })
     expect(state).toBe(4) // Removed
     await mined(ms, ms.writeContract(claim(ms, channelId)))
@@ -445,12 +531,26 @@ test('invariant 20: IOUs and monitoring rewards are paid only under their condit
   await expectRevert(claimIou(stranger.account.address), 'receiver not registered')
   await expectRevert(claimIou(ms.account.address, await sign(payer.account.address, packIou({ ...iou, amount: 11n }))), 'Signature mismatch')
   expect((await claimIou(ms.account.address)).result).toBe(6n) // partial: only 6 deposited
-  await mined(ms, ms.writeContract({ address: s.oneToN, abi: OneToN.abi, functionName: 'claim', args: [iou.sender, iou.receiver, iou.amount, iou.expirationBlock, signature] }))
+  await mined(
+    ms,
+    ms.writeContract({
+      address: s.oneToN,
+      abi: OneToN.abi,
+      functionName: 'claim',
+      args: [iou.sender, iou.receiver, iou.amount, iou.expirationBlock, signature],
+    }),
+  )
   await expectRevert(claimIou(ms.account.address), 'Already settled session')
   // An unclaimed IOU to another registered service is still valid in its expiration block (it pays 0: the
   // deposit is used up) and expired one block later.
   const unclaimed = { ...iou, receiver: ms2.account.address }
-  const unclaimedArgs = [unclaimed.sender, unclaimed.receiver, unclaimed.amount, unclaimed.expirationBlock, await sign(payer.account.address, packIou(unclaimed))] as const
+  const unclaimedArgs = [
+    unclaimed.sender,
+    unclaimed.receiver,
+    unclaimed.amount,
+    unclaimed.expirationBlock,
+    await sign(payer.account.address, packIou(unclaimed)),
+  ] as const
   await mineTo(client, expiration)
   expect((await ms2.simulateContract({ address: s.oneToN, abi: OneToN.abi, functionName: 'claim', args: unclaimedArgs })).result).toBe(0n)
   await mineTo(client, expiration + 1n)
@@ -467,7 +567,10 @@ test('invariant 20: IOUs and monitoring rewards are paid only under their condit
   await expectRevert(ms.simulateContract({ ...msc(), functionName: 'monitor', args: monitorArgs(request) }), 'not allowed to monitor')
   await expectRevert(stranger.simulateContract({ ...msc(), functionName: 'monitor', args: monitorArgs(request) }), 'service not registered')
   // UserDeposit answers token() like a token network would, but the registry does not list it.
-  await expectRevert(ms.simulateContract({ ...msc(), functionName: 'monitor', args: monitorArgs({ ...request, tokenNetwork: s.userDeposit }) }), 'Unknown TokenNetwork')
+  await expectRevert(
+    ms.simulateContract({ ...msc(), functionName: 'monitor', args: monitorArgs({ ...request, tokenNetwork: s.userDeposit }) }),
+    'Unknown TokenNetwork',
+  )
   await mined(ms, ms.writeContract({ ...msc(), functionName: 'monitor', args: monitorArgs(request) }))
   await expectRevert(ms.simulateContract({ ...msc(), functionName: 'monitor', args: monitorArgs(request) }), 'stale nonce')
   // claimReward: only after the settle block, paid from the node's deposit.
@@ -479,4 +582,3 @@ test('invariant 20: IOUs and monitoring rewards are paid only under their condit
   expect(await udcBalance(client, s, node.account.address)).toBe(100n - REWARD)
   expect(await udcBalance(client, s, ms.account.address)).toBe(6n + REWARD)
 })
-

@@ -39,11 +39,9 @@ function signIou(iou: Iou, signer: Address = iou.sender): Promise<Hex> {
   return signPacked(keyOf.get(signer)!, packIou(iou))
 }
 
-const claimArgs = (iou: Iou, signature: Hex) =>
-  [iou.sender, iou.receiver, iou.amount, iou.expirationBlock, signature] as const
+const claimArgs = (iou: Iou, signature: Hex) => [iou.sender, iou.receiver, iou.amount, iou.expirationBlock, signature] as const
 
-const sessionKey = (iou: Iou) =>
-  keccak256(encodePacked(['address', 'address', 'uint256'], [iou.receiver, iou.sender, iou.expirationBlock]))
+const sessionKey = (iou: Iou) => keccak256(encodePacked(['address', 'address', 'uint256'], [iou.receiver, iou.sender, iou.expirationBlock]))
 
 beforeAll(async () => {
   anvil = await startAnvil()
@@ -139,8 +137,7 @@ describe('claim', () => {
   test('the signature covers every field: changing any one of them is refused', async () => {
     const iou = await makeIou(alice)
     const signature = await signIou(iou)
-    const claimWith = (changed: Iou, sig: Hex = signature) =>
-      pfs.simulateContract({ ...oneToN(), functionName: 'claim', args: claimArgs(changed, sig) })
+    const claimWith = (changed: Iou, sig: Hex = signature) => pfs.simulateContract({ ...oneToN(), functionName: 'claim', args: claimArgs(changed, sig) })
     // Claiming with the right signature but one field changed.
     await expectRevert(claimWith({ ...iou, sender: bob.account.address }), 'Signature mismatch')
     await expectRevert(claimWith({ ...iou, amount: 11n }), 'Signature mismatch')
@@ -214,8 +211,7 @@ describe('claim', () => {
     const other = await deploy(client, OneToN, [s.userDeposit, 77n, s.serviceRegistry])
     const iou = await makeIou(alice, { oneToNAddress: other, chainId: 77n })
     const asAnvil = { ...iou, chainId: 31337n }
-    const claimOther = (signature: Hex) =>
-      pfs.simulateContract({ address: other, abi: OneToN.abi, functionName: 'claim', args: claimArgs(iou, signature) })
+    const claimOther = (signature: Hex) => pfs.simulateContract({ address: other, abi: OneToN.abi, functionName: 'claim', args: claimArgs(iou, signature) })
     await expectRevert(claimOther(await signIou(asAnvil)), 'Signature mismatch')
     // It gets as far as paying, which fails only because this OneToN is not wired into the user deposit.
     await expectRevert(claimOther(await signIou(iou)), 'unknown caller')
@@ -232,8 +228,7 @@ describe('bulkClaim', () => {
       signatures: concatHex(await Promise.all(ious.map((i) => signIou(i)))),
     }
   }
-  const bulk = (b: Awaited<ReturnType<typeof batch>>) =>
-    [b.senders, b.receivers, b.amounts, b.expirations, b.signatures] as const
+  const bulk = (b: Awaited<ReturnType<typeof batch>>) => [b.senders, b.receivers, b.amounts, b.expirations, b.signatures] as const
 
   test('pays several IOUs in one transaction and returns the sum', async () => {
     const b = await batch([await makeIou(alice, { amount: 10n }), await makeIou(bob, { amount: 20n })])
@@ -264,8 +259,14 @@ describe('bulkClaim', () => {
   test('signatures must be exactly 65 bytes per IOU', async () => {
     const b = await batch([await makeIou(alice), await makeIou(bob)])
     const reason = '`signatures` should contain 65 bytes per IOU'
-    await expectRevert(pfs.simulateContract({ ...oneToN(), functionName: 'bulkClaim', args: bulk({ ...b, signatures: concatHex([b.signatures, '0x01']) }) }), reason)
-    await expectRevert(pfs.simulateContract({ ...oneToN(), functionName: 'bulkClaim', args: bulk({ ...b, signatures: sliceHex(b.signatures, 0, 129) }) }), reason)
+    await expectRevert(
+      pfs.simulateContract({ ...oneToN(), functionName: 'bulkClaim', args: bulk({ ...b, signatures: concatHex([b.signatures, '0x01']) }) }),
+      reason,
+    )
+    await expectRevert(
+      pfs.simulateContract({ ...oneToN(), functionName: 'bulkClaim', args: bulk({ ...b, signatures: sliceHex(b.signatures, 0, 129) }) }),
+      reason,
+    )
   })
 
   test('one bad IOU makes the whole batch fail, paying nobody', async () => {
@@ -274,7 +275,14 @@ describe('bulkClaim', () => {
       pfs.simulateContract({ ...oneToN(), functionName: 'bulkClaim', args: bulk({ ...b, amounts: [b.amounts[0]!, b.amounts[1]! + 1n] }) }),
       'Signature mismatch',
     )
-    await mined(pfs, pfs.writeContract({ ...oneToN(), functionName: 'claim', args: [b.senders[1]!, b.receivers[1]!, b.amounts[1]!, b.expirations[1]!, sliceHex(b.signatures, 65)] }))
+    await mined(
+      pfs,
+      pfs.writeContract({
+        ...oneToN(),
+        functionName: 'claim',
+        args: [b.senders[1]!, b.receivers[1]!, b.amounts[1]!, b.expirations[1]!, sliceHex(b.signatures, 65)],
+      }),
+    )
     await expectRevert(pfs.simulateContract({ ...oneToN(), functionName: 'bulkClaim', args: bulk(b) }), 'Already settled session')
   })
 })

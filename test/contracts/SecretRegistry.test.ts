@@ -7,7 +7,13 @@ import { mined, secretFor, type ChainFixture, type Party } from '../support/toke
 let fx: ChainFixture
 let alice: Party
 let bob: Party
-useChain((t) => ({ fx, parties: [alice, bob] } = t))
+useChain(
+  (t) =>
+    ({
+      fx,
+      parties: [alice, bob],
+    } = t),
+)
 
 const register = async (who: Party, secret: Hex) =>
   mined(who.client, await who.client.writeContract({ address: fx.secretRegistry, abi: SecretRegistry.abi, functionName: 'registerSecret', args: [secret] }))
@@ -15,8 +21,7 @@ const simulateRegister = async (who: Party, secret: Hex) =>
   (await who.client.simulateContract({ address: fx.secretRegistry, abi: SecretRegistry.abi, functionName: 'registerSecret', args: [secret] })).result
 const revealBlock = (secrethash: Hex) =>
   fx.controller.client.readContract({ address: fx.secretRegistry, abi: SecretRegistry.abi, functionName: 'getSecretRevealBlockHeight', args: [secrethash] })
-const revealedEvents = (logs: Parameters<typeof parseEventLogs>[0]['logs']) =>
-  parseEventLogs({ abi: SecretRegistry.abi, eventName: 'SecretRevealed', logs })
+const revealedEvents = (logs: Parameters<typeof parseEventLogs>[0]['logs']) => parseEventLogs({ abi: SecretRegistry.abi, eventName: 'SecretRevealed', logs })
 
 test('invariant 18: registerSecret returns true the first time and false afterwards, whoever calls it', async () => {
   const { secret } = secretFor('once')
@@ -61,14 +66,20 @@ test('an unknown secrethash has reveal block 0', async () => {
 
 test('invariant 18: registerSecretBatch returns true only if every secret is new, and still registers the new ones', async () => {
   const [s1, s2, s3] = ['b1', 'b2', 'b3'].map((l) => secretFor(l)) as [ReturnType<typeof secretFor>, ReturnType<typeof secretFor>, ReturnType<typeof secretFor>]
-  const batch = (secrets: Hex[]) => alice.client.simulateContract({ address: fx.secretRegistry, abi: SecretRegistry.abi, functionName: 'registerSecretBatch', args: [secrets] })
+  const batch = (secrets: Hex[]) =>
+    alice.client.simulateContract({ address: fx.secretRegistry, abi: SecretRegistry.abi, functionName: 'registerSecretBatch', args: [secrets] })
   expect((await batch([s1.secret, s2.secret])).result).toBe(true)
   await register(bob, s1.secret)
   expect((await batch([s1.secret, s2.secret, s3.secret])).result).toBe(false)
 
   const receipt = await mined(
     alice.client,
-    await alice.client.writeContract({ address: fx.secretRegistry, abi: SecretRegistry.abi, functionName: 'registerSecretBatch', args: [[s1.secret, s2.secret, s3.secret]] }),
+    await alice.client.writeContract({
+      address: fx.secretRegistry,
+      abi: SecretRegistry.abi,
+      functionName: 'registerSecretBatch',
+      args: [[s1.secret, s2.secret, s3.secret]],
+    }),
   )
   // One event per newly registered secret, none for the known one.
   expect(revealedEvents(receipt.logs).map((e) => e.args.secrethash)).toEqual([s2.secrethash, s3.secrethash])
@@ -79,7 +90,12 @@ test('invariant 18: registerSecretBatch returns true only if every secret is new
 
 test('a batch repeating one new secret registers it once and returns false', async () => {
   const { secret } = secretFor('twice in one batch')
-  const { result } = await alice.client.simulateContract({ address: fx.secretRegistry, abi: SecretRegistry.abi, functionName: 'registerSecretBatch', args: [[secret, secret]] })
+  const { result } = await alice.client.simulateContract({
+    address: fx.secretRegistry,
+    abi: SecretRegistry.abi,
+    functionName: 'registerSecretBatch',
+    args: [[secret, secret]],
+  })
   expect(result).toBe(false)
   const receipt = await mined(
     alice.client,
@@ -89,6 +105,11 @@ test('a batch repeating one new secret registers it once and returns false', asy
 })
 
 test('an empty batch returns true and registers nothing', async () => {
-  const { result } = await alice.client.simulateContract({ address: fx.secretRegistry, abi: SecretRegistry.abi, functionName: 'registerSecretBatch', args: [[]] })
+  const { result } = await alice.client.simulateContract({
+    address: fx.secretRegistry,
+    abi: SecretRegistry.abi,
+    functionName: 'registerSecretBatch',
+    args: [[]],
+  })
   expect(result).toBe(true)
 })

@@ -36,8 +36,16 @@ let s: Services
 
 const registry = () => ({ address: s.serviceRegistry, abi: ServiceRegistry.abi }) as const
 type RegistryGetter =
-  | 'currentPrice' | 'set_price' | 'set_price_at' | 'min_price' | 'decay_constant' | 'registration_duration'
-  | 'price_bump_numerator' | 'price_bump_denominator' | 'deprecated' | 'everMadeDepositsLen'
+  | 'currentPrice'
+  | 'set_price'
+  | 'set_price_at'
+  | 'min_price'
+  | 'decay_constant'
+  | 'registration_duration'
+  | 'price_bump_numerator'
+  | 'price_bump_denominator'
+  | 'deprecated'
+  | 'everMadeDepositsLen'
 const readRegistry = <const F extends RegistryGetter>(functionName: F) => client.readContract({ ...registry(), functionName })
 const validTill = (who: Address) => client.readContract({ ...registry(), functionName: 'service_valid_till', args: [who] })
 const isRegistered = (who: Address) => client.readContract({ ...registry(), functionName: 'hasValidRegistration', args: [who] })
@@ -62,10 +70,37 @@ snapshotEach(() => client)
 
 describe('deployment', () => {
   test('stores the token, the controller given (not the deployer) and every parameter', async () => {
-    const r = { ...registryDefaults, initialPrice: 5000n, priceBumpNumerator: 6n, priceBumpDenominator: 5n, decayConstant: 10n * DAY, minPrice: 7n, registrationDuration: 30n * DAY }
-    const address = await deploy(client, ServiceRegistry, [s.token, other.account.address, r.initialPrice, r.priceBumpNumerator, r.priceBumpDenominator, r.decayConstant, r.minPrice, r.registrationDuration])
-    const get = (functionName: 'token' | 'controller' | 'set_price' | 'price_bump_numerator' | 'price_bump_denominator' | 'decay_constant' | 'min_price' | 'registration_duration' | 'deprecated') =>
-      client.readContract({ address, abi: ServiceRegistry.abi, functionName } as never)
+    const r = {
+      ...registryDefaults,
+      initialPrice: 5000n,
+      priceBumpNumerator: 6n,
+      priceBumpDenominator: 5n,
+      decayConstant: 10n * DAY,
+      minPrice: 7n,
+      registrationDuration: 30n * DAY,
+    }
+    const address = await deploy(client, ServiceRegistry, [
+      s.token,
+      other.account.address,
+      r.initialPrice,
+      r.priceBumpNumerator,
+      r.priceBumpDenominator,
+      r.decayConstant,
+      r.minPrice,
+      r.registrationDuration,
+    ])
+    const get = (
+      functionName:
+        | 'token'
+        | 'controller'
+        | 'set_price'
+        | 'price_bump_numerator'
+        | 'price_bump_denominator'
+        | 'decay_constant'
+        | 'min_price'
+        | 'registration_duration'
+        | 'deprecated',
+    ) => client.readContract({ address, abi: ServiceRegistry.abi, functionName } as never)
     expect(await get('token')).toBe(s.token)
     expect(await get('controller')).toBe(other.account.address)
     expect(await get('set_price')).toBe(5000n)
@@ -80,7 +115,16 @@ describe('deployment', () => {
 
   test('an initial price below the default minimum of 1000 starts at 1000, as in raiden-contracts 0.40', async () => {
     const d = registryDefaults
-    const address = await deploy(client, ServiceRegistry, [s.token, client.account.address, 100n, d.priceBumpNumerator, d.priceBumpDenominator, d.decayConstant, 10n, d.registrationDuration])
+    const address = await deploy(client, ServiceRegistry, [
+      s.token,
+      client.account.address,
+      100n,
+      d.priceBumpNumerator,
+      d.priceBumpDenominator,
+      d.decayConstant,
+      10n,
+      d.registrationDuration,
+    ])
     expect(await client.readContract({ address, abi: ServiceRegistry.abi, functionName: 'set_price' })).toBe(1000n)
     expect(await client.readContract({ address, abi: ServiceRegistry.abi, functionName: 'min_price' })).toBe(10n)
   })
@@ -90,7 +134,16 @@ describe('deployment', () => {
     const empty = await deploy(client, CustomToken, [0n, 18, 'Empty', 'E'])
     const construct = (token: Address, initial: bigint, over: Partial<typeof d> = {}) => {
       const p = { ...d, ...over }
-      return constructorRevertReason(client, ServiceRegistry, [token, client.account.address, initial, p.priceBumpNumerator, p.priceBumpDenominator, p.decayConstant, p.minPrice, p.registrationDuration])
+      return constructorRevertReason(client, ServiceRegistry, [
+        token,
+        client.account.address,
+        initial,
+        p.priceBumpNumerator,
+        p.priceBumpDenominator,
+        p.decayConstant,
+        p.minPrice,
+        p.registrationDuration,
+      ])
     }
     expect(await construct(zeroAddress, 2000n)).toBe('token at address zero')
     expect(await construct(service.account.address, 2000n)).toBe('token has no code')
@@ -195,18 +248,32 @@ describe('deposit', () => {
   })
 
   test('each deposit bumps the price by numerator/denominator and restarts the decay', async () => {
-    await mined(client, client.writeContract({ ...registry(), functionName: 'changeParameters', args: [6n, 5n, registryDefaults.decayConstant, registryDefaults.minPrice, registryDefaults.registrationDuration] }))
+    await mined(
+      client,
+      client.writeContract({
+        ...registry(),
+        functionName: 'changeParameters',
+        args: [6n, 5n, registryDefaults.decayConstant, registryDefaults.minPrice, registryDefaults.registrationDuration],
+      }),
+    )
     const event = await depositEvent(await registerService(service, s))
     expect(await readRegistry('set_price')).toBe((event.deposit_amount * 6n) / 5n)
     expect(await readRegistry('set_price_at')).toBe(event.timestamp)
     const next = await depositEvent(await registerService(other, s))
-    const decayed = referenceDecayedPrice((event.deposit_amount * 6n) / 5n, next.timestamp - event.timestamp, registryDefaults.decayConstant, registryDefaults.minPrice)
+    const decayed = referenceDecayedPrice(
+      (event.deposit_amount * 6n) / 5n,
+      next.timestamp - event.timestamp,
+      registryDefaults.decayConstant,
+      registryDefaults.minPrice,
+    )
     expect(next.deposit_amount).toBe(decayed)
   })
 
   test('a bumped price is capped at 2^90', async () => {
     const d = registryDefaults
-    const address = getAddress(await deploy(client, ServiceRegistry, [s.token, client.account.address, 2n ** 90n, 3n, 2n, d.decayConstant, d.minPrice, d.registrationDuration]))
+    const address = getAddress(
+      await deploy(client, ServiceRegistry, [s.token, client.account.address, 2n ** 90n, 3n, 2n, d.decayConstant, d.minPrice, d.registrationDuration]),
+    )
     const price = await client.readContract({ address, abi: ServiceRegistry.abi, functionName: 'currentPrice' })
     // Headroom: an eth_call may run at a later timestamp than the block that mines the deposit (a second
     // boundary in between), where the price has decayed a little less.
@@ -255,7 +322,10 @@ describe('controller', () => {
     const d = registryDefaults
     const change = (num: bigint, den: bigint, decay: bigint) =>
       client.simulateContract({ ...registry(), functionName: 'changeParameters', args: [num, den, decay, d.minPrice, d.registrationDuration] })
-    await expectRevert(service.simulateContract({ ...registry(), functionName: 'changeParameters', args: [1n, 1n, d.decayConstant, 0n, 0n] }), 'Can only be called by controller')
+    await expectRevert(
+      service.simulateContract({ ...registry(), functionName: 'changeParameters', args: [1n, 1n, d.decayConstant, 0n, 0n] }),
+      'Can only be called by controller',
+    )
     await expectRevert(change(1n, 0n, d.decayConstant), 'divide by zero')
     await expectRevert(change(4n, 5n, d.decayConstant), 'price dump instead of bump')
     await expectRevert(change(2n ** 40n, 1n, d.decayConstant), 'price dump numerator is too big')

@@ -1,6 +1,6 @@
 // A whole channel life on anvil, the way two nodes would drive it: open, fund, withdraw, pay off-chain with
 // balance proofs and locks, close, update, settle, unlock both directions. Every token is accounted for.
-import { type Hex } from 'viem'
+import type { Hex } from 'viem'
 import { expect, test } from 'vitest'
 import { TokenNetwork } from '../../src/contracts/index.ts'
 import { locksroot, type Lock } from '../../src/protocol/locks.ts'
@@ -35,7 +35,14 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-useChain({ isolate: false }, (t) => ({ fx, parties: [A, B, C] } = t))
+useChain(
+  { isolate: false },
+  (t) =>
+    ({
+      fx,
+      parties: [A, B, C],
+    } = t),
+)
 
 const SETTLE_TIMEOUT = 20n
 
@@ -100,7 +107,13 @@ test('a channel from open to the last unlock pays both sides exactly what their 
   const second = settleSide(A, latestA)
   await mineTo(fx, lastBlockOfWindow - 1n)
   await expectRevert(simulateTokenNetwork(fx, C, 'settleChannel', settleArgs(channel, first, second)), 'TN/settle: settlement timeout')
-  const earlyHash = await C.client.writeContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'settleChannel', args: settleArgs(channel, first, second), gas: 500_000n })
+  const earlyHash = await C.client.writeContract({
+    address: fx.tokenNetwork,
+    abi: TokenNetwork.abi,
+    functionName: 'settleChannel',
+    args: settleArgs(channel, first, second),
+    gas: 500_000n,
+  })
   const early = await C.client.waitForTransactionReceipt({ hash: earlyHash })
   expect([early.blockNumber, early.status]).toEqual([lastBlockOfWindow, 'reverted'])
 
@@ -129,20 +142,40 @@ test('a channel from open to the last unlock pays both sides exactly what their 
 
   // Unlock A's locks to B: only the lock revealed in time pays B (10); 7 + 5 go back to A.
   const revealBlock = (s: { secrethash: Hex }) =>
-    s.secrethash === secret.aPaid.secrethash || s.secrethash === secret.bPaid.secrethash ? inTime.blockNumber : s.secrethash === secret.aLate.secrethash ? late.blockNumber : 0n
+    s.secrethash === secret.aPaid.secrethash || s.secrethash === secret.bPaid.secrethash
+      ? inTime.blockNumber
+      : s.secrethash === secret.aLate.secrethash
+        ? late.blockNumber
+        : 0n
   const claimable = (locks: Lock[]) => locks.filter((l) => isClaimable(l.expiration, revealBlock(l))).reduce((s, l) => s + l.amount, 0n)
   expect([claimable(locksA), claimable(locksB)]).toEqual([10n, 8n])
   const aToB = await unlock(fx, channel, B.address, A.address, locksA, C)
-  expect(tokenNetworkEvents(aToB, 'ChannelUnlocked')[0]!.args).toMatchObject({ receiver: B.address, sender: A.address, unlocked_amount: 10n, returned_tokens: 12n })
+  expect(tokenNetworkEvents(aToB, 'ChannelUnlocked')[0]!.args).toMatchObject({
+    receiver: B.address,
+    sender: A.address,
+    unlocked_amount: 10n,
+    returned_tokens: 12n,
+  })
   // Unlock B's locks to A: 8 to A, 4 back to B.
   const bToA = await unlock(fx, channel, A.address, B.address, locksB, C)
-  expect(tokenNetworkEvents(bToA, 'ChannelUnlocked')[0]!.args).toMatchObject({ receiver: A.address, sender: B.address, unlocked_amount: 8n, returned_tokens: 4n })
+  expect(tokenNetworkEvents(bToA, 'ChannelUnlocked')[0]!.args).toMatchObject({
+    receiver: A.address,
+    sender: B.address,
+    unlocked_amount: 8n,
+    returned_tokens: 4n,
+  })
   expect((await channelInfo(fx, channel, A.address, B.address)).state).toBe(ChannelState.Removed)
   expect(await tokenBalance(fx, fx.tokenNetwork)).toBe(0n)
 
   // In total, after the 20 withdrawn: A = D - W + T_B - T_A + Lc_B - Lc_A, B likewise, and nothing is lost.
-  const fairA = fairFinalBalance({ deposit: 200n, withdrawn: 20n, transferred: 50n, locked: 22n, claimable: 10n }, { deposit: 100n, withdrawn: 0n, transferred: 30n, locked: 12n, claimable: 8n })
-  const fairB = fairFinalBalance({ deposit: 100n, withdrawn: 0n, transferred: 30n, locked: 12n, claimable: 8n }, { deposit: 200n, withdrawn: 20n, transferred: 50n, locked: 22n, claimable: 10n })
+  const fairA = fairFinalBalance(
+    { deposit: 200n, withdrawn: 20n, transferred: 50n, locked: 22n, claimable: 10n },
+    { deposit: 100n, withdrawn: 0n, transferred: 30n, locked: 12n, claimable: 8n },
+  )
+  const fairB = fairFinalBalance(
+    { deposit: 100n, withdrawn: 0n, transferred: 30n, locked: 12n, claimable: 8n },
+    { deposit: 200n, withdrawn: 20n, transferred: 50n, locked: 22n, claimable: 10n },
+  )
   expect([fairA, fairB]).toEqual([158n, 122n])
   expect((await tokenBalance(fx, A.address)) - startA).toBe(20n + fairA)
   expect((await tokenBalance(fx, B.address)) - startB).toBe(fairB)

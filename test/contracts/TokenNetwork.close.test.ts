@@ -29,11 +29,19 @@ import {
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
 let channel: bigint
-useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
+useChain(
+  { channel: [100n, 50n] },
+  (t) =>
+    ({
+      fx,
+      channel,
+      parties: [A, B, C],
+    } = t),
+)
 
 const proofOfB = (nonce = 3n, transferred = 20n) => signBalanceProof(fx, B, channel, { nonce, transferred })
 
-test('invariant 10: closing with the partner\'s proof stores it on the partner, marks the closer and starts the settle window', async () => {
+test("invariant 10: closing with the partner's proof stores it on the partner, marks the closer and starts the settle window", async () => {
   const proof = await proofOfB()
   const receipt = await closeChannel(fx, channel, A, B, proof)
   expect(tokenNetworkEvents(receipt, 'ChannelClosed')[0]!.args).toEqual({
@@ -80,18 +88,32 @@ test('a close naming the wrong partner is refused', async () => {
   await expectRevert(simulateTokenNetwork(fx, A, 'closeChannel', await closeArgs(fx, channel, A, C)), 'TN/close: channel id mismatch')
 })
 
-test('invariant 10: the closer\'s counter-signature is checked, and with nonce 0 too', async () => {
+test("invariant 10: the closer's counter-signature is checked, and with nonce 0 too", async () => {
   const proof = await proofOfB()
   const args = await closeArgs(fx, channel, A, B, proof)
   // C counter-signs instead of A.
   const byStranger = await signCounter(C, MessageTypeId.BalanceProof, proof, proof.signature)
-  await expectRevert(simulateTokenNetwork(fx, C, 'closeChannel', [args[0], args[1], args[2], args[3], args[4], args[5], args[6], byStranger]), 'TN/close: invalid closing sig')
+  await expectRevert(
+    simulateTokenNetwork(fx, C, 'closeChannel', [args[0], args[1], args[2], args[3], args[4], args[5], args[6], byStranger]),
+    'TN/close: invalid closing sig',
+  )
   // B's own balance proof signature is not a counter-signature by A.
-  await expectRevert(simulateTokenNetwork(fx, A, 'closeChannel', [args[0], args[1], args[2], args[3], args[4], args[5], args[6], proof.signature]), 'TN/close: invalid closing sig')
+  await expectRevert(
+    simulateTokenNetwork(fx, A, 'closeChannel', [args[0], args[1], args[2], args[3], args[4], args[5], args[6], proof.signature]),
+    'TN/close: invalid closing sig',
+  )
   // Nonce 0: still A must have signed.
   const empty = await closeArgs(fx, channel, A, B)
-  const strangerEmpty = await signCounter(C, MessageTypeId.BalanceProof, { ...fx, channelId: channel, balanceHash: ZERO, nonce: 0n, additionalHash: ZERO }, EMPTY_SIGNATURE)
-  await expectRevert(simulateTokenNetwork(fx, A, 'closeChannel', [empty[0], empty[1], empty[2], empty[3], empty[4], empty[5], empty[6], strangerEmpty]), 'TN/close: invalid closing sig')
+  const strangerEmpty = await signCounter(
+    C,
+    MessageTypeId.BalanceProof,
+    { ...fx, channelId: channel, balanceHash: ZERO, nonce: 0n, additionalHash: ZERO },
+    EMPTY_SIGNATURE,
+  )
+  await expectRevert(
+    simulateTokenNetwork(fx, A, 'closeChannel', [empty[0], empty[1], empty[2], empty[3], empty[4], empty[5], empty[6], strangerEmpty]),
+    'TN/close: invalid closing sig',
+  )
 })
 
 test('invariant 10: with a nonce above 0 the partner must have signed the proof', async () => {
@@ -107,12 +129,17 @@ test('invariant 10: closing with nonce 0 stores nothing for the partner, but the
   const bp = { tokenNetwork: fx.tokenNetwork, chainId: fx.chainId, channelId: channel, balanceHash: givenHash, nonce: 0n, additionalHash: ZERO }
   const closingSignature = await signCounter(A, MessageTypeId.BalanceProof, bp, EMPTY_SIGNATURE)
   const receipt = await sendTokenNetwork(fx, A, 'closeChannel', [channel, B.address, A.address, givenHash, 0n, ZERO, EMPTY_SIGNATURE, closingSignature])
-  expect(tokenNetworkEvents(receipt, 'ChannelClosed')[0]!.args).toEqual({ channel_identifier: channel, closing_participant: A.address, nonce: 0n, balance_hash: givenHash })
+  expect(tokenNetworkEvents(receipt, 'ChannelClosed')[0]!.args).toEqual({
+    channel_identifier: channel,
+    closing_participant: A.address,
+    nonce: 0n,
+    balance_hash: givenHash,
+  })
   expect(await participantInfo(fx, channel, B.address, A.address)).toMatchObject({ balanceHash: ZERO, nonce: 0n })
   expect((await participantInfo(fx, channel, A.address, B.address)).isTheCloser).toBe(true)
 })
 
-test('invariant 9: a close signed for a channel is refused on the pair\'s reopened channel', async () => {
+test("invariant 9: a close signed for a channel is refused on the pair's reopened channel", async () => {
   const proof = await proofOfB()
   const oldArgs = await closeArgs(fx, channel, A, B, proof)
   await closeChannel(fx, channel, A, B, proof)

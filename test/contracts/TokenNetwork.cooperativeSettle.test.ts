@@ -26,12 +26,26 @@ import {
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
 let channel: bigint
-useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
+useChain(
+  { channel: [100n, 50n] },
+  (t) =>
+    ({
+      fx,
+      channel,
+      parties: [A, B, C],
+    } = t),
+)
 
 const simulateCoop = (d1: WithdrawInput, d2: WithdrawInput, id = channel, sender: Party = C) =>
   simulateTokenNetwork(fx, sender, 'cooperativeSettle', [id, d1, d2])
 /** A side that takes nothing needs no signatures. */
-const nothingFor = (p: Party): WithdrawInput => ({ participant: p.address, total_withdraw: 0n, expiration_block: 0n, participant_signature: '0x', partner_signature: '0x' })
+const nothingFor = (p: Party): WithdrawInput => ({
+  participant: p.address,
+  total_withdraw: 0n,
+  expiration_block: 0n,
+  participant_signature: '0x',
+  partner_signature: '0x',
+})
 
 test('invariant 17: a third party can settle cooperatively: both get their signed totals, ChannelSettled has zero locksroots, the channel is gone', async () => {
   const aBefore = await tokenBalance(fx, A.address)
@@ -54,15 +68,28 @@ test('invariant 17: a third party can settle cooperatively: both get their signe
   expect(await tokenBalance(fx, B.address)).toBe(bBefore + 80n)
   expect(await tokenBalance(fx, fx.tokenNetwork)).toBe(0n)
   expect(await channelInfo(fx, channel, A.address, B.address)).toEqual({ settleBlockNumber: 0n, state: ChannelState.Removed })
-  expect(await fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'getChannelIdentifier', args: [A.address, B.address] })).toBe(0n)
+  expect(
+    await fx.controller.client.readContract({
+      address: fx.tokenNetwork,
+      abi: TokenNetwork.abi,
+      functionName: 'getChannelIdentifier',
+      args: [A.address, B.address],
+    }),
+  ).toBe(0n)
   expect((await participantInfo(fx, channel, A.address, B.address)).deposit).toBe(0n)
   // The pair may open again, with a new id.
   expect(await openChannel(fx, A, B)).toBe(channel + 1n)
 })
 
 test('invariant 17: the totals must add up to the whole deposit, no more and no less', async () => {
-  await expectRevert(simulateCoop(await withdrawInput(fx, channel, A, B, 70n), await withdrawInput(fx, channel, B, A, 79n)), 'TN/coopSettle: incomplete amounts')
-  await expectRevert(simulateCoop(await withdrawInput(fx, channel, A, B, 70n), await withdrawInput(fx, channel, B, A, 81n)), 'TN/coopSettle: incomplete amounts')
+  await expectRevert(
+    simulateCoop(await withdrawInput(fx, channel, A, B, 70n), await withdrawInput(fx, channel, B, A, 79n)),
+    'TN/coopSettle: incomplete amounts',
+  )
+  await expectRevert(
+    simulateCoop(await withdrawInput(fx, channel, A, B, 70n), await withdrawInput(fx, channel, B, A, 81n)),
+    'TN/coopSettle: incomplete amounts',
+  )
 })
 
 test('invariant 17: a side getting 0 is skipped and needs no signature', async () => {
@@ -96,7 +123,10 @@ test('the totals count earlier withdraws: after A withdrew 20, totals 70 + 80 st
 
 test('a cooperative settle naming another pair, or the same participant twice, is refused', async () => {
   await openChannel(fx, A, C)
-  await expectRevert(simulateCoop(await withdrawInput(fx, channel, A, C, 70n), await withdrawInput(fx, channel, C, A, 80n)), 'TN/coopSettle: channel id mismatch')
+  await expectRevert(
+    simulateCoop(await withdrawInput(fx, channel, A, C, 70n), await withdrawInput(fx, channel, C, A, 80n)),
+    'TN/coopSettle: channel id mismatch',
+  )
   await expectRevert(simulateCoop(await withdrawInput(fx, channel, A, B, 70n), await withdrawInput(fx, channel, A, B, 80n)), 'TN: identical addresses')
 })
 
@@ -111,7 +141,7 @@ test('a closed channel cannot be settled cooperatively', async () => {
   await expectRevert(simulateCoop(d1, d2), 'TN: channel not open')
 })
 
-test('invariant 9: cooperative settle signatures for a channel are refused on the pair\'s reopened channel', async () => {
+test("invariant 9: cooperative settle signatures for a channel are refused on the pair's reopened channel", async () => {
   const d1 = await withdrawInput(fx, channel, A, B, 70n)
   const d2 = await withdrawInput(fx, channel, B, A, 80n)
   await sendTokenNetwork(fx, C, 'cooperativeSettle', [channel, d1, d2])

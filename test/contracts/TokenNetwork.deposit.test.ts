@@ -31,7 +31,15 @@ import {
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
 let channel: bigint
-useChain({ channel: [0n, 0n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
+useChain(
+  { channel: [0n, 0n] },
+  (t) =>
+    ({
+      fx,
+      channel,
+      parties: [A, B, C],
+    } = t),
+)
 
 const simulateDeposit = (who: Party, participant: Address, total: bigint, partner: Address, id = channel) =>
   simulateTokenNetwork(fx, who, 'setTotalDeposit', [id, participant, total, partner])
@@ -83,7 +91,7 @@ test('invariant 4: deposits are refused once the channel is closed, and for unkn
   await expectRevert(simulateDeposit(A, A.address, 10n, B.address), 'TN: channel not open')
 })
 
-test('a deposit naming another partner than the channel\'s is refused', async () => {
+test("a deposit naming another partner than the channel's is refused", async () => {
   await mintAndApprove(fx, A, 100n)
   await expectRevert(simulateDeposit(A, A.address, 10n, C.address), 'TN/deposit: channel id mismatch')
   await openChannel(fx, A, C)
@@ -94,7 +102,7 @@ test('a deposit naming another partner than the channel\'s is refused', async ()
   await expectRevert(simulateDeposit(A, A.address, 10n, A.address), 'TN: identical addresses')
 })
 
-test('the token\'s own checks stop a deposit without balance or allowance', async () => {
+test("the token's own checks stop a deposit without balance or allowance", async () => {
   await expectRevert(simulateDeposit(C, A.address, 10n, B.address), 'balance too low')
   await mintAndApprove(fx, C, 5n)
   await expectRevert(simulateDeposit(C, A.address, 10n, B.address), 'balance too low')
@@ -104,7 +112,15 @@ test('the token\'s own checks stop a deposit without balance or allowance', asyn
 
 test('a token whose transferFrom returns false makes the deposit revert with "TN/deposit: transfer failed"', async () => {
   const fake = await deployRaw(fx.controller.client, fakeTokenBytecode(selectors.transferFrom))
-  const tokenNetwork = await deploy(fx.controller.client, TokenNetwork, [fake, fx.secretRegistry, SETTLE_TIMEOUT_MIN, SETTLE_TIMEOUT_MAX, fx.controller.address, 1000n, 10_000n])
+  const tokenNetwork = await deploy(fx.controller.client, TokenNetwork, [
+    fake,
+    fx.secretRegistry,
+    SETTLE_TIMEOUT_MIN,
+    SETTLE_TIMEOUT_MAX,
+    fx.controller.address,
+    1000n,
+    10_000n,
+  ])
   await sendTokenNetwork(fx, A, 'openChannel', [A.address, B.address, DEFAULT_SETTLE_TIMEOUT], tokenNetwork)
   await expectRevert(simulateTokenNetwork(fx, A, 'setTotalDeposit', [1n, A.address, 10n, B.address], tokenNetwork), 'TN/deposit: transfer failed')
 })

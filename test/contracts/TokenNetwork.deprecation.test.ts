@@ -28,7 +28,13 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-useChain((t) => ({ fx, parties: [A, B, C] } = t))
+useChain(
+  (t) =>
+    ({
+      fx,
+      parties: [A, B, C],
+    } = t),
+)
 
 const deprecated = () => fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'safety_deprecation_switch' })
 const deprecate = () => sendTokenNetwork(fx, fx.controller, 'deprecate', [])

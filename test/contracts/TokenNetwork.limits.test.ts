@@ -24,7 +24,14 @@ const NETWORK_LIMIT = 250n
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party, D: Party
-useChain({ deploy: { participantDepositLimit: PARTICIPANT_LIMIT, networkDepositLimit: NETWORK_LIMIT } }, (t) => ({ fx, parties: [A, B, C, D] } = t))
+useChain(
+  { deploy: { participantDepositLimit: PARTICIPANT_LIMIT, networkDepositLimit: NETWORK_LIMIT } },
+  (t) =>
+    ({
+      fx,
+      parties: [A, B, C, D],
+    } = t),
+)
 
 const limit = (functionName: 'channel_participant_deposit_limit' | 'token_network_deposit_limit') =>
   fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName })
@@ -51,12 +58,18 @@ test('the TokenNetwork constructor checks its arguments in the order of 0.40', a
   expect(await reason(zeroSupply, fx.secretRegistry, 5n, 6n, A.address, 10n, 10n)).toBe('TN: no supply for token')
 })
 
-test('invariant 5: a participant\'s total deposit may reach the participant limit but not exceed it', async () => {
+test("invariant 5: a participant's total deposit may reach the participant limit but not exceed it", async () => {
   const channel = await openChannel(fx, A, B)
   await mintAndApprove(fx, A, 200n)
-  await expectRevert(simulateTokenNetwork(fx, A, 'setTotalDeposit', [channel, A.address, PARTICIPANT_LIMIT + 1n, B.address]), 'TN/deposit: deposit limit reached')
+  await expectRevert(
+    simulateTokenNetwork(fx, A, 'setTotalDeposit', [channel, A.address, PARTICIPANT_LIMIT + 1n, B.address]),
+    'TN/deposit: deposit limit reached',
+  )
   await sendTokenNetwork(fx, A, 'setTotalDeposit', [channel, A.address, PARTICIPANT_LIMIT, B.address])
-  await expectRevert(simulateTokenNetwork(fx, A, 'setTotalDeposit', [channel, A.address, PARTICIPANT_LIMIT + 1n, B.address]), 'TN/deposit: deposit limit reached')
+  await expectRevert(
+    simulateTokenNetwork(fx, A, 'setTotalDeposit', [channel, A.address, PARTICIPANT_LIMIT + 1n, B.address]),
+    'TN/deposit: deposit limit reached',
+  )
 })
 
 test('invariant 5: deposits across channels stop at the network limit, and opening stops once it is reached', async () => {
@@ -73,7 +86,10 @@ test('invariant 5: deposits across channels stop at the network limit, and openi
 
 test('tokens sent to the contract directly count towards the network limit', async () => {
   await mintAndApprove(fx, A, NETWORK_LIMIT)
-  await mined(A.client, await A.client.writeContract({ address: fx.token, abi: CustomToken.abi, functionName: 'transfer', args: [fx.tokenNetwork, NETWORK_LIMIT] }))
+  await mined(
+    A.client,
+    await A.client.writeContract({ address: fx.token, abi: CustomToken.abi, functionName: 'transfer', args: [fx.tokenNetwork, NETWORK_LIMIT] }),
+  )
   await expectRevert(simulateTokenNetwork(fx, A, 'openChannel', [A.address, B.address, DEFAULT_SETTLE_TIMEOUT]), 'TN/open: network deposit limit reached')
 })
 

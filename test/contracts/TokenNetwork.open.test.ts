@@ -27,7 +27,13 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-useChain((t) => ({ fx, parties: [A, B, C] } = t))
+useChain(
+  (t) =>
+    ({
+      fx,
+      parties: [A, B, C],
+    } = t),
+)
 
 function read<F extends 'channel_counter' | 'safety_deprecation_switch'>(functionName: F) {
   return fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName })
@@ -39,20 +45,50 @@ test('opening a channel emits ChannelOpened and records the pair, the settle tim
   expect(event!.args).toEqual({ channel_identifier: 1n, participant1: A.address, participant2: B.address, settle_timeout: 42n })
 
   expect(await channelInfo(fx, 1n, A.address, B.address)).toEqual({ settleBlockNumber: 42n, state: ChannelState.Opened })
-  expect(await fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'channels', args: [1n] })).toEqual([42n, ChannelState.Opened])
-  const pairHash = keccak256(encodePacked(['address', 'address'], A.address.toLowerCase() < B.address.toLowerCase() ? [A.address, B.address] : [B.address, A.address]))
-  expect(await fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'participants_hash_to_channel_identifier', args: [pairHash] })).toBe(1n)
-  for (const [p, q] of [[A, B], [B, A]] as const) {
-    expect(await fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'getChannelIdentifier', args: [p.address, q.address] })).toBe(1n)
+  expect(await fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'channels', args: [1n] })).toEqual([
+    42n,
+    ChannelState.Opened,
+  ])
+  const pairHash = keccak256(
+    encodePacked(['address', 'address'], A.address.toLowerCase() < B.address.toLowerCase() ? [A.address, B.address] : [B.address, A.address]),
+  )
+  expect(
+    await fx.controller.client.readContract({
+      address: fx.tokenNetwork,
+      abi: TokenNetwork.abi,
+      functionName: 'participants_hash_to_channel_identifier',
+      args: [pairHash],
+    }),
+  ).toBe(1n)
+  for (const [p, q] of [
+    [A, B],
+    [B, A],
+  ] as const) {
+    expect(
+      await fx.controller.client.readContract({
+        address: fx.tokenNetwork,
+        abi: TokenNetwork.abi,
+        functionName: 'getChannelIdentifier',
+        args: [p.address, q.address],
+      }),
+    ).toBe(1n)
   }
   // A fresh channel has nothing on either side.
   expect(await participantInfo(fx, 1n, A.address, B.address)).toEqual({
-    deposit: 0n, withdrawnAmount: 0n, isTheCloser: false, balanceHash: ZERO, nonce: 0n, locksroot: ZERO, lockedAmount: 0n,
+    deposit: 0n,
+    withdrawnAmount: 0n,
+    isTheCloser: false,
+    balanceHash: ZERO,
+    nonce: 0n,
+    locksroot: ZERO,
+    lockedAmount: 0n,
   })
 })
 
 test('openChannel returns the new id, and a third party can open a channel between two others', async () => {
-  expect(await (simulateTokenNetwork(fx, C, 'openChannel', [A.address, B.address, DEFAULT_SETTLE_TIMEOUT]) as Promise<{ result: bigint }>).then((r) => r.result)).toBe(1n)
+  expect(
+    await (simulateTokenNetwork(fx, C, 'openChannel', [A.address, B.address, DEFAULT_SETTLE_TIMEOUT]) as Promise<{ result: bigint }>).then((r) => r.result),
+  ).toBe(1n)
   const receipt = await sendTokenNetwork(fx, C, 'openChannel', [A.address, B.address, DEFAULT_SETTLE_TIMEOUT])
   expect(tokenNetworkEvents(receipt, 'ChannelOpened')[0]!.args.participant1).toBe(A.address)
 })
@@ -87,7 +123,7 @@ test('invariant 2: the settle timeout must lie within [min, max]; both bounds ar
   expect((await channelInfo(fx, 2n, A.address, C.address)).settleBlockNumber).toBe(SETTLE_TIMEOUT_MAX)
 })
 
-test('openChannelWithDeposit opens and deposits for participant1 with the caller\'s tokens', async () => {
+test("openChannelWithDeposit opens and deposits for participant1 with the caller's tokens", async () => {
   await mintAndApprove(fx, C, 30n)
   const before = await tokenBalance(fx, C.address)
   const receipt = await sendTokenNetwork(fx, C, 'openChannelWithDeposit', [A.address, B.address, DEFAULT_SETTLE_TIMEOUT, 30n])
@@ -103,10 +139,16 @@ test('openChannelWithDeposit applies both the open and the deposit checks', asyn
   await mintAndApprove(fx, A, 30n)
   await expectRevert(simulateTokenNetwork(fx, A, 'openChannelWithDeposit', [A.address, B.address, SETTLE_TIMEOUT_MIN - 1n, 30n]), 'TN: settle timeout < min')
   await expectRevert(simulateTokenNetwork(fx, A, 'openChannelWithDeposit', [A.address, B.address, SETTLE_TIMEOUT_MAX + 1n, 30n]), 'TN: settle timeout > max')
-  await expectRevert(simulateTokenNetwork(fx, A, 'openChannelWithDeposit', [A.address, B.address, DEFAULT_SETTLE_TIMEOUT, 0n]), 'TN/deposit: total_deposit is zero')
+  await expectRevert(
+    simulateTokenNetwork(fx, A, 'openChannelWithDeposit', [A.address, B.address, DEFAULT_SETTLE_TIMEOUT, 0n]),
+    'TN/deposit: total_deposit is zero',
+  )
   await expectRevert(simulateTokenNetwork(fx, A, 'openChannelWithDeposit', [A.address, A.address, DEFAULT_SETTLE_TIMEOUT, 30n]), 'TN: identical addresses')
   await openChannel(fx, A, B)
-  await expectRevert(simulateTokenNetwork(fx, A, 'openChannelWithDeposit', [B.address, A.address, DEFAULT_SETTLE_TIMEOUT, 30n]), 'TN/open: channel exists for participants')
+  await expectRevert(
+    simulateTokenNetwork(fx, A, 'openChannelWithDeposit', [B.address, A.address, DEFAULT_SETTLE_TIMEOUT, 30n]),
+    'TN/open: channel exists for participants',
+  )
   // Without an allowance the token's own transferFrom check stops it.
   await expectRevert(simulateTokenNetwork(fx, B, 'openChannelWithDeposit', [B.address, C.address, DEFAULT_SETTLE_TIMEOUT, 30n]), 'balance too low')
 })
@@ -122,9 +164,18 @@ test('invariant 3: a pair can reopen only after settlement, gets a new id, and t
 
   const second = await openChannel(fx, B, A)
   expect(second).toBe(first + 1n)
-  for (const [p, q] of [[A, B], [B, A]] as const) {
+  for (const [p, q] of [
+    [A, B],
+    [B, A],
+  ] as const) {
     expect(await participantInfo(fx, second, p.address, q.address)).toEqual({
-      deposit: 0n, withdrawnAmount: 0n, isTheCloser: false, balanceHash: ZERO, nonce: 0n, locksroot: ZERO, lockedAmount: 0n,
+      deposit: 0n,
+      withdrawnAmount: 0n,
+      isTheCloser: false,
+      balanceHash: ZERO,
+      nonce: 0n,
+      locksroot: ZERO,
+      lockedAmount: 0n,
     })
   }
   expect(await channelInfo(fx, second, A.address, B.address)).toEqual({ settleBlockNumber: DEFAULT_SETTLE_TIMEOUT, state: ChannelState.Opened })

@@ -42,7 +42,15 @@ let A: Party, B: Party, C: Party
 let channel: bigint
 let proofOfA: SignedBalanceProof
 let proofOfB: SignedBalanceProof
-useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
+useChain(
+  { channel: [100n, 50n] },
+  (t) =>
+    ({
+      fx,
+      channel,
+      parties: [A, B, C],
+    } = t),
+)
 beforeEach(async () => {
   proofOfA = await signBalanceProof(fx, A, channel, { nonce: 3n, transferred: 30n })
   proofOfB = await signBalanceProof(fx, B, channel, { nonce: 2n, transferred: 10n })
@@ -70,7 +78,13 @@ test('invariant 12: settle is refused during the settle window and allowed from 
   await expectRevert(simulateSettle(first, second), 'TN/settle: settlement timeout')
   // A settle transaction mined in the window's last block reverts.
   await mineTo(fx, lastBlockOfWindow - 1n)
-  const hash = await C.client.writeContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'settleChannel', args: settleArgs(channel, first, second), gas: 500_000n })
+  const hash = await C.client.writeContract({
+    address: fx.tokenNetwork,
+    abi: TokenNetwork.abi,
+    functionName: 'settleChannel',
+    args: settleArgs(channel, first, second),
+    gas: 500_000n,
+  })
   const early = await C.client.waitForTransactionReceipt({ hash })
   expect(early.blockNumber).toBe(lastBlockOfWindow)
   expect(early.status).toBe('reverted')
@@ -100,9 +114,22 @@ test('invariant 12: with no balance proofs each side gets its deposit minus its 
     participant2_locksroot: ZERO,
   })
   expect(await channelInfo(fx, channel, A.address, B.address)).toEqual({ settleBlockNumber: 0n, state: ChannelState.Removed })
-  expect(await fx.controller.client.readContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'getChannelIdentifier', args: [A.address, B.address] })).toBe(0n)
+  expect(
+    await fx.controller.client.readContract({
+      address: fx.tokenNetwork,
+      abi: TokenNetwork.abi,
+      functionName: 'getChannelIdentifier',
+      args: [A.address, B.address],
+    }),
+  ).toBe(0n)
   expect(await participantInfo(fx, channel, A.address, B.address)).toEqual({
-    deposit: 0n, withdrawnAmount: 0n, isTheCloser: false, balanceHash: ZERO, nonce: 0n, locksroot: ZERO, lockedAmount: 0n,
+    deposit: 0n,
+    withdrawnAmount: 0n,
+    isTheCloser: false,
+    balanceHash: ZERO,
+    nonce: 0n,
+    locksroot: ZERO,
+    lockedAmount: 0n,
   })
 })
 
@@ -129,7 +156,12 @@ test('settleChannel2 takes the same data as SettleInput tuples', async () => {
     'TN: transfers not ordered',
   )
   const receipt = await sendTokenNetwork(fx, C, 'settleChannel2', [channel, tuple(settleSide(B, proofOfB)), tuple(settleSide(A, proofOfA))])
-  expect(tokenNetworkEvents(receipt, 'ChannelSettled')[0]!.args).toMatchObject({ participant1: B.address, participant1_amount: 70n, participant2: A.address, participant2_amount: 80n })
+  expect(tokenNetworkEvents(receipt, 'ChannelSettled')[0]!.args).toMatchObject({
+    participant1: B.address,
+    participant1_amount: 70n,
+    participant2: A.address,
+    participant2_amount: 80n,
+  })
 })
 
 test('a settle naming another pair is "channel id mismatch"', async () => {
@@ -168,7 +200,11 @@ test('a side without a stored proof settles with zero amounts and any locksroot,
   await expectRevert(simulateSettle({ ...settleSide(B), transferred: 1n }, settleSide(A, proofOfA)), 'TN/settle: invalid data for participant 1')
   const { receipt } = await settleChannel(fx, channel, { ...settleSide(B), locksroot: anyRoot }, settleSide(A, proofOfA))
   // The event repeats the locksroots as given.
-  expect(tokenNetworkEvents(receipt, 'ChannelSettled')[0]!.args).toMatchObject({ participant1: B.address, participant1_locksroot: anyRoot, participant1_amount: 80n })
+  expect(tokenNetworkEvents(receipt, 'ChannelSettled')[0]!.args).toMatchObject({
+    participant1: B.address,
+    participant1_locksroot: anyRoot,
+    participant1_amount: 80n,
+  })
 })
 
 test('settle keeps pending locks back and records them for unlock; getChannelInfo says Settled until they are unlocked', async () => {
@@ -187,9 +223,17 @@ test('settle keeps pending locks back and records them for unlock; getChannelInf
   expect(await channelInfo(fx, channel, B.address, A.address)).toEqual({ settleBlockNumber: 0n, state: ChannelState.Settled })
 })
 
-test('a token whose transfer returns false makes settle revert with the failing participant\'s reason', async () => {
+test("a token whose transfer returns false makes settle revert with the failing participant's reason", async () => {
   const fake = await deployRaw(fx.controller.client, fakeTokenBytecode(selectors.transfer))
-  const tokenNetwork = await deploy(fx.controller.client, TokenNetwork, [fake, fx.secretRegistry, SETTLE_TIMEOUT_MIN, SETTLE_TIMEOUT_MAX, fx.controller.address, 1000n, 10_000n])
+  const tokenNetwork = await deploy(fx.controller.client, TokenNetwork, [
+    fake,
+    fx.secretRegistry,
+    SETTLE_TIMEOUT_MIN,
+    SETTLE_TIMEOUT_MAX,
+    fx.controller.address,
+    1000n,
+    10_000n,
+  ])
   const onFake = { ...fx, tokenNetwork }
   // Channel 1: only A deposited, so participant 1 (A, first by order of zero sums) gets a payout.
   await sendTokenNetwork(fx, A, 'openChannel', [A.address, B.address, DEFAULT_SETTLE_TIMEOUT], tokenNetwork)
@@ -200,6 +244,12 @@ test('a token whose transfer returns false makes settle revert with the failing 
   await sendTokenNetwork(fx, C, 'setTotalDeposit', [2n, C.address, 10n, A.address], tokenNetwork)
   await closeChannel(onFake, 2n, A, C)
   await mineTo(fx, (await blockNumber(fx)) + DEFAULT_SETTLE_TIMEOUT + 1n)
-  await expectRevert(simulateTokenNetwork(fx, C, 'settleChannel', settleArgs(1n, settleSide(A), settleSide(B)), tokenNetwork), 'TN/settle: transfer for participant 1 failed')
-  await expectRevert(simulateTokenNetwork(fx, C, 'settleChannel', settleArgs(2n, settleSide(A), settleSide(C)), tokenNetwork), 'TN/settle: transfer for participant 2 failed')
+  await expectRevert(
+    simulateTokenNetwork(fx, C, 'settleChannel', settleArgs(1n, settleSide(A), settleSide(B)), tokenNetwork),
+    'TN/settle: transfer for participant 1 failed',
+  )
+  await expectRevert(
+    simulateTokenNetwork(fx, C, 'settleChannel', settleArgs(2n, settleSide(A), settleSide(C)), tokenNetwork),
+    'TN/settle: transfer for participant 2 failed',
+  )
 })

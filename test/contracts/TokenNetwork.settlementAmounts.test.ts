@@ -30,7 +30,13 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party
-useChain((t) => ({ fx, parties: [A, B] } = t))
+useChain(
+  (t) =>
+    ({
+      fx,
+      parties: [A, B],
+    } = t),
+)
 
 /** A's and B's stored deposit/withdrawn and the transferred/locked of the proof each signed (submitted by the other). */
 type Scenario = { a: SideState; b: SideState; closer: 'A' | 'B' }
@@ -105,7 +111,10 @@ const cases: Array<[string, Scenario]> = [
   ['equal transferred + locked on both sides', { a: side(100n, 0n, 20n, 5n), b: side(50n, 0n, 25n, 0n), closer: 'A' }],
   ['a side withdrew more than its own deposit', { a: side(100n, 0n, 130n, 0n), b: side(50n, 120n, 0n, 0n), closer: 'A' }],
   ['withdrawn exceeds deposit + received: the receivable floors at zero', { a: side(10n, 40n, 0n, 0n), b: side(50n, 0n, 5n, 0n), closer: 'B' }],
-  ['transferred more than the whole channel holds (invalid proof): payouts clamp to the channel', { a: side(100n, 0n, 500n, 0n), b: side(50n, 0n, 0n, 0n), closer: 'B' }],
+  [
+    'transferred more than the whole channel holds (invalid proof): payouts clamp to the channel',
+    { a: side(100n, 0n, 500n, 0n), b: side(50n, 0n, 0n, 0n), closer: 'B' },
+  ],
   ['locks larger than what the receiver may get: the kept-back amount is clamped', { a: side(10n, 0n, 0n, 100n), b: side(0n, 0n, 0n, 0n), closer: 'B' }],
   ['transferred near 2^256 (stale or invalid): saturating arithmetic never reverts', { a: side(100n, 0n, 10n, 0n), b: side(50n, 0n, MAX, 0n), closer: 'A' }],
   ['transferred + locked overflow on both sides: both saturate to MAX', { a: side(100n, 0n, MAX, 5n), b: side(50n, 0n, MAX - 1n, 10n), closer: 'B' }],

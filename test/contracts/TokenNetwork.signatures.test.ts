@@ -34,7 +34,15 @@ import {
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
 let channel: bigint
-useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
+useChain(
+  { channel: [100n, 50n] },
+  (t) =>
+    ({
+      fx,
+      channel,
+      parties: [A, B, C],
+    } = t),
+)
 
 const OTHER_HASH = keccak256(toHex('something else'))
 const data = { nonce: 5n, transferred: 20n, locked: 3n, locksroot: keccak256(toHex('locks')), additionalHash: keccak256(toHex('message')) }
@@ -47,7 +55,18 @@ test('the packed messages have the lengths the contract hard-codes (212, 277, 20
   expect(size(signature)).toBe(65)
   expect(await recoverPackedSigner(packed, signature)).toBe(A.address)
   expect(size(packBalanceProofCounter(MessageTypeId.BalanceProof, bp, signature))).toBe(277)
-  expect(size(packWithdraw({ tokenNetworkAddress: fx.tokenNetwork, chainId: fx.chainId, channelIdentifier: channel, participant: A.address, totalWithdraw: 1n, expiration: 2n }))).toBe(200)
+  expect(
+    size(
+      packWithdraw({
+        tokenNetworkAddress: fx.tokenNetwork,
+        chainId: fx.chainId,
+        channelIdentifier: channel,
+        participant: A.address,
+        totalWithdraw: 1n,
+        expiration: 2n,
+      }),
+    ),
+  ).toBe(200)
   // The empty balance hashes to zero (docs/protocol.md §2.2); anything else is keccak(T || L || locksroot).
   expect(balanceHash({ transferredAmount: 0n, lockedAmount: 0n, locksroot: LOCKSROOT_OF_NO_LOCKS })).toBe(ZERO)
 })
@@ -70,7 +89,11 @@ const proofFlips: Array<[string, { domain?: Partial<ProofDomain>; data?: Partial
 ]
 
 /** `signer`'s signature over the proof `base` with one field changed, attached to the real (unchanged) proof. */
-async function signedOverOther(signer: Party, base: BalanceProofData, flip: { domain?: Partial<ProofDomain>; data?: Partial<BalanceProofData> }): Promise<SignedBalanceProof> {
+async function signedOverOther(
+  signer: Party,
+  base: BalanceProofData,
+  flip: { domain?: Partial<ProofDomain>; data?: Partial<BalanceProofData> },
+): Promise<SignedBalanceProof> {
   const real = await signBalanceProof(fx, signer, channel, base)
   const other = await signBalanceProof(fx, signer, channel, { ...base, ...flip.data }, flip.domain)
   return { ...real, signature: other.signature }
@@ -102,7 +125,10 @@ test.each(counterFlips)('a close counter-signature over %s is refused ("invalid 
   const proof = await signBalanceProof(fx, B, channel, data)
   const args = await closeArgs(fx, channel, A, B, proof)
   const forged = await signCounter(A, MessageTypeId.BalanceProof, { ...proof, ...change }, proof.signature)
-  await expectRevert(simulateTokenNetwork(fx, A, 'closeChannel', [args[0], args[1], args[2], args[3], args[4], args[5], args[6], forged]), 'TN/close: invalid closing sig')
+  await expectRevert(
+    simulateTokenNetwork(fx, A, 'closeChannel', [args[0], args[1], args[2], args[3], args[4], args[5], args[6], forged]),
+    'TN/close: invalid closing sig',
+  )
   await simulateTokenNetwork(fx, A, 'closeChannel', args)
 })
 
@@ -161,7 +187,12 @@ test.each<[string, Partial<{ channelId: bigint; chainId: bigint; tokenNetwork: H
   ['another expiration', { expiration: 12_345n }],
 ])('a withdraw signature over %s is refused ("invalid participant sig")', async (_what, change) => {
   const real = await withdrawInput(fx, channel, A, B, 10n)
-  const message = { channelId: change.channelId ?? channel, participant: (change.participant ?? A.address) as Hex, totalWithdraw: change.totalWithdraw ?? 10n, expiration: change.expiration ?? real.expiration_block }
+  const message = {
+    channelId: change.channelId ?? channel,
+    participant: (change.participant ?? A.address) as Hex,
+    totalWithdraw: change.totalWithdraw ?? 10n,
+    expiration: change.expiration ?? real.expiration_block,
+  }
   const forged = await signWithdraw(fx, A, message, { chainId: change.chainId, tokenNetwork: change.tokenNetwork })
   await expectRevert(
     simulateTokenNetwork(fx, A, 'setTotalWithdraw', [channel, A.address, 10n, real.expiration_block, forged, real.partner_signature]),
@@ -174,7 +205,10 @@ test('a withdraw signature is not a balance proof signature: message types keep 
   // Sign the 200 withdraw bytes and try them as the closer's counter-signature: refused.
   const w = await withdrawInput(fx, channel, A, B, 10n)
   const args = await closeArgs(fx, channel, A, B)
-  await expectRevert(simulateTokenNetwork(fx, A, 'closeChannel', [args[0], args[1], args[2], args[3], args[4], args[5], args[6], w.participant_signature]), 'TN/close: invalid closing sig')
+  await expectRevert(
+    simulateTokenNetwork(fx, A, 'closeChannel', [args[0], args[1], args[2], args[3], args[4], args[5], args[6], w.participant_signature]),
+    'TN/close: invalid closing sig',
+  )
 })
 
 /** Signs balance proofs over varying additional hashes until both recovery ids (v = 27 and 28) occurred. */
@@ -234,7 +268,14 @@ test('ECVerify reverts without a reason for a signature that is not 65 bytes lon
   const short = nonClosingSig.slice(0, -2) as Hex
   const counter = packBalanceProofCounter(
     MessageTypeId.BalanceProof,
-    { tokenNetworkAddress: fx.tokenNetwork, chainId: fx.chainId, channelIdentifier: channel, balanceHash: proof.balanceHash, nonce: proof.nonce, additionalHash: proof.additionalHash },
+    {
+      tokenNetworkAddress: fx.tokenNetwork,
+      chainId: fx.chainId,
+      channelIdentifier: channel,
+      balanceHash: proof.balanceHash,
+      nonce: proof.nonce,
+      additionalHash: proof.additionalHash,
+    },
     short,
   )
   const digest = keccak256(concatHex([toHex('\x19Ethereum Signed Message:\n277'), counter]))
@@ -243,12 +284,22 @@ test('ECVerify reverts without a reason for a signature that is not 65 bytes lon
   // And a withdraw with a 64-byte participant signature.
   const w = await withdrawInput(fx, channel, A, B, 10n)
   await expectRevert(
-    simulateTokenNetwork(fx, A, 'setTotalWithdraw', [channel, A.address, 10n, w.expiration_block, w.participant_signature.slice(0, -2) as Hex, w.partner_signature]),
+    simulateTokenNetwork(fx, A, 'setTotalWithdraw', [
+      channel,
+      A.address,
+      10n,
+      w.expiration_block,
+      w.participant_signature.slice(0, -2) as Hex,
+      w.partner_signature,
+    ]),
     'no reason',
   )
 })
 
 test('ECVerify reverts without a reason when ecrecover finds no signer (r = s = 0)', async () => {
   const [id, nonCloser, closer, bh, nonce, ah, nonClosingSig] = await closeArgs(fx, channel, A, B, await signBalanceProof(fx, B, channel, data))
-  await expectRevert(simulateTokenNetwork(fx, A, 'closeChannel', [id, nonCloser, closer, bh, nonce, ah, nonClosingSig, withV(EMPTY_SIGNATURE, 27)]), 'no reason')
+  await expectRevert(
+    simulateTokenNetwork(fx, A, 'closeChannel', [id, nonCloser, closer, bh, nonce, ah, nonClosingSig, withV(EMPTY_SIGNATURE, 27)]),
+    'no reason',
+  )
 })

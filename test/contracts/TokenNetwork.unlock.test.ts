@@ -42,7 +42,13 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-useChain((t) => ({ fx, parties: [A, B, C] } = t))
+useChain(
+  (t) =>
+    ({
+      fx,
+      parties: [A, B, C],
+    } = t),
+)
 
 const simulateUnlock = (id: bigint, receiver: Party, sender: Party, locks: Hex, caller: Party = C) =>
   simulateTokenNetwork(fx, caller, 'unlock', [id, receiver.address, sender.address, locks])
@@ -114,7 +120,11 @@ test('invariant 16: with no secret registered everything returns to the sender',
 test('invariant 16: a secret registered in the block before expiration pays; in the expiration block or later it refunds', async () => {
   // docs/protocol.md §6: the Python node would accept a reveal in the expiration block; the contract (and we) do not.
   const now = await blockNumber(fx)
-  const [early, atExpiry, late] = ['early', 'at expiry', 'late'].map((l) => secretFor(`timing ${l}`)) as [ReturnType<typeof secretFor>, ReturnType<typeof secretFor>, ReturnType<typeof secretFor>]
+  const [early, atExpiry, late] = ['early', 'at expiry', 'late'].map((l) => secretFor(`timing ${l}`)) as [
+    ReturnType<typeof secretFor>,
+    ReturnType<typeof secretFor>,
+    ReturnType<typeof secretFor>,
+  ]
   const expiration = now + 20n
   const locks: Lock[] = [
     { expiration, amount: 1n, secrethash: early.secrethash },
@@ -194,11 +204,21 @@ test('invariant 16: the two directions are unlocked independently, each from its
   // A's locks cannot be unlocked with the direction reversed.
   await expectRevert(simulateUnlock(channel, A, B, encodeLocks(locksA)), 'TN/unlock: locksroot mismatch')
   const b2a = await unlock(fx, channel, A.address, B.address, locksB)
-  expect(tokenNetworkEvents(b2a, 'ChannelUnlocked')[0]!.args).toMatchObject({ receiver: A.address, sender: B.address, unlocked_amount: 0n, returned_tokens: 3n })
+  expect(tokenNetworkEvents(b2a, 'ChannelUnlocked')[0]!.args).toMatchObject({
+    receiver: A.address,
+    sender: B.address,
+    unlocked_amount: 0n,
+    returned_tokens: 3n,
+  })
   // One direction done, the other still pending: Settled, then Removed.
   expect((await channelInfo(fx, channel, A.address, B.address)).state).toBe(ChannelState.Settled)
   const a2b = await unlock(fx, channel, B.address, A.address, locksA)
-  expect(tokenNetworkEvents(a2b, 'ChannelUnlocked')[0]!.args).toMatchObject({ receiver: B.address, sender: A.address, unlocked_amount: 8n, returned_tokens: 0n })
+  expect(tokenNetworkEvents(a2b, 'ChannelUnlocked')[0]!.args).toMatchObject({
+    receiver: B.address,
+    sender: A.address,
+    unlocked_amount: 8n,
+    returned_tokens: 0n,
+  })
   expect((await channelInfo(fx, channel, A.address, B.address)).state).toBe(ChannelState.Removed)
 })
 
@@ -244,12 +264,23 @@ test.each([1, 10, 100])('unlock of a settled channel with %i locks pays exactly 
 
 test('a token whose transfer returns false makes unlock revert with "unlocked/returned transfer failed"', async () => {
   const fake = await deployRaw(fx.controller.client, fakeTokenBytecode(selectors.transfer))
-  const tokenNetwork = await deploy(fx.controller.client, TokenNetwork, [fake, fx.secretRegistry, SETTLE_TIMEOUT_MIN, SETTLE_TIMEOUT_MAX, fx.controller.address, 1000n, 10_000n])
+  const tokenNetwork = await deploy(fx.controller.client, TokenNetwork, [
+    fake,
+    fx.secretRegistry,
+    SETTLE_TIMEOUT_MIN,
+    SETTLE_TIMEOUT_MAX,
+    fx.controller.address,
+    1000n,
+    10_000n,
+  ])
   const onFake = { ...fx, tokenNetwork }
   const { locks, secrets } = await threeLocks()
   await registerSecrets(fx, [secrets[0]!])
   // Two channels whose settle pays nothing (so settle does not call transfer): all of A's deposit is locked.
-  for (const [id, receiver] of [[1n, B], [2n, C]] as const) {
+  for (const [id, receiver] of [
+    [1n, B],
+    [2n, C],
+  ] as const) {
     await sendTokenNetwork(fx, A, 'openChannel', [A.address, receiver.address, DEFAULT_SETTLE_TIMEOUT], tokenNetwork)
     await sendTokenNetwork(fx, A, 'setTotalDeposit', [id, A.address, 60n, receiver.address], tokenNetwork)
     const proof = await signBalanceProof(onFake, A, id, { nonce: 1n, locked: 60n, locksroot: locksroot(id === 1n ? locks : [locks[1]!]) })
@@ -259,5 +290,8 @@ test('a token whose transfer returns false makes unlock revert with "unlocked/re
   }
   // Channel 1: lock 1 is claimable, so the receiver's transfer fails first; channel 2: nothing claimable, the refund fails.
   await expectRevert(simulateTokenNetwork(fx, C, 'unlock', [1n, B.address, A.address, encodeLocks(locks)], tokenNetwork), 'TN/unlock: unlocked transfer failed')
-  await expectRevert(simulateTokenNetwork(fx, C, 'unlock', [2n, C.address, A.address, encodeLocks([locks[1]!])], tokenNetwork), 'TN/unlock: returned transfer failed')
+  await expectRevert(
+    simulateTokenNetwork(fx, C, 'unlock', [2n, C.address, A.address, encodeLocks([locks[1]!])], tokenNetwork),
+    'TN/unlock: returned transfer failed',
+  )
 })

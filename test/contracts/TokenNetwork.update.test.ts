@@ -29,7 +29,15 @@ let A: Party, B: Party, C: Party
 let channel: bigint
 // A closes with B's proof; B then updates with A's proof.
 let proofOfB: SignedBalanceProof
-useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
+useChain(
+  { channel: [100n, 50n] },
+  (t) =>
+    ({
+      fx,
+      channel,
+      parties: [A, B, C],
+    } = t),
+)
 beforeEach(async () => {
   proofOfB = await signBalanceProof(fx, B, channel, { nonce: 4n, transferred: 10n })
 })
@@ -38,7 +46,7 @@ const proofOfA = (nonce = 5n, transferred = 30n) => signBalanceProof(fx, A, chan
 const simulateUpdate = async (args: Awaited<ReturnType<typeof updateArgs>>, sender: Party = B) =>
   simulateTokenNetwork(fx, sender, 'updateNonClosingBalanceProof', args)
 
-test('invariant 11: the non-closer stores the closer\'s proof on the closer\'s record and NonClosingBalanceProofUpdated is emitted', async () => {
+test("invariant 11: the non-closer stores the closer's proof on the closer's record and NonClosingBalanceProofUpdated is emitted", async () => {
   await closeChannel(fx, channel, A, B, proofOfB)
   const proof = await proofOfA()
   const receipt = await updateNonClosingBalanceProof(fx, channel, A, B, proof)
@@ -95,7 +103,7 @@ test('an update naming the wrong pair, or for a settled channel, is "channel id 
   await expectRevert(simulateUpdate(args), 'TN/update: channel id mismatch')
 })
 
-test('invariant 11: the non-closer\'s counter-signature (type 2) and the closer\'s proof signature are both checked', async () => {
+test("invariant 11: the non-closer's counter-signature (type 2) and the closer's proof signature are both checked", async () => {
   await closeChannel(fx, channel, A, B, proofOfB)
   const proof = await proofOfA()
   const args = await updateArgs(fx, channel, A, B, proof)
@@ -128,7 +136,7 @@ test('invariant 11: the update is still accepted after the settle window, until 
   expect((await participantInfo(fx, channel, A.address, B.address)).nonce).toBe(5n)
 })
 
-test('invariant 9: an update signed for a channel is refused on the pair\'s reopened channel', async () => {
+test("invariant 9: an update signed for a channel is refused on the pair's reopened channel", async () => {
   await closeChannel(fx, channel, A, B, proofOfB)
   const oldArgs = await updateArgs(fx, channel, A, B, await proofOfA())
   await passSettleWindow(fx, channel, A.address, B.address)

@@ -30,7 +30,13 @@ import {
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
-useChain((t) => ({ fx, parties: [A, B, C] } = t))
+useChain(
+  (t) =>
+    ({
+      fx,
+      parties: [A, B, C],
+    } = t),
+)
 
 // ------------------------------------------------------------------------------------------------ ABI compatibility
 
@@ -77,7 +83,7 @@ const controllableAbi = ['function changeController(address new_controller) nonp
 const withdrawInput = '(address participant, uint256 total_withdraw, uint256 expiration_block, bytes participant_signature, bytes partner_signature)'
 const settleInput = '(address participant, uint256 transferred_amount, uint256 locked_amount, bytes32 locksroot)'
 
-test('the TokenNetwork ABI is raiden-contracts 0.40\'s: functions, argument names and types, events with their indexed flags', () => {
+test("the TokenNetwork ABI is raiden-contracts 0.40's: functions, argument names and types, events with their indexed flags", () => {
   // Written out from 0.40. Two deliberate differences, neither changing a selector: MAX_SAFE_UINT256 has a public
   // getter, and chain_id() is declared view (0.40 left it non-view) so clients can read it with eth_call.
   expect(describeAbi(TokenNetwork.abi)).toEqual(
@@ -127,7 +133,7 @@ test('the TokenNetwork ABI is raiden-contracts 0.40\'s: functions, argument name
   )
 })
 
-test('the TokenNetworkRegistry and SecretRegistry ABIs are raiden-contracts 0.40\'s', () => {
+test("the TokenNetworkRegistry and SecretRegistry ABIs are raiden-contracts 0.40's", () => {
   expect(describeAbi(TokenNetworkRegistry.abi)).toEqual(
     [
       'constructor(address _secret_registry_address, uint256 _settlement_timeout_min, uint256 _settlement_timeout_max, uint256 _max_token_networks)',
@@ -213,7 +219,10 @@ test('getChannelInfo follows a channel from NonExistent to Opened, Closed, Settl
   const lock: Lock = { expiration: (await blockNumber(fx)) + 100n, amount: 5n, secrethash: secretFor('info').secrethash }
   const proof = await signBalanceProof(fx, A, channel, { nonce: 1n, locked: 5n, locksroot: locksroot([lock]) })
   const close = await closeChannel(fx, channel, B, A, proof)
-  expect(await channelInfo(fx, channel, A.address, B.address)).toEqual({ settleBlockNumber: close.blockNumber + DEFAULT_SETTLE_TIMEOUT, state: ChannelState.Closed })
+  expect(await channelInfo(fx, channel, A.address, B.address)).toEqual({
+    settleBlockNumber: close.blockNumber + DEFAULT_SETTLE_TIMEOUT,
+    state: ChannelState.Closed,
+  })
   await passSettleWindow(fx, channel, A.address, B.address)
   await settleChannel(fx, channel, settleSide(B), settleSide(A, proof))
   expect(await channelInfo(fx, channel, A.address, B.address)).toEqual({ settleBlockNumber: 0n, state: ChannelState.Settled })
@@ -229,20 +238,38 @@ test('getChannelParticipantInfo reports deposit, withdrawn, closer flag, balance
   const channel = await openFundedChannel(fx, A, B, 100n, 40n)
   await withdraw(fx, channel, A, B, 15n)
   expect(await participantInfo(fx, channel, A.address, B.address)).toEqual({
-    deposit: 100n, withdrawnAmount: 15n, isTheCloser: false, balanceHash: ZERO, nonce: 0n, locksroot: ZERO, lockedAmount: 0n,
+    deposit: 100n,
+    withdrawnAmount: 15n,
+    isTheCloser: false,
+    balanceHash: ZERO,
+    nonce: 0n,
+    locksroot: ZERO,
+    lockedAmount: 0n,
   })
   const lock: Lock = { expiration: (await blockNumber(fx)) + 100n, amount: 5n, secrethash: secretFor('participant info').secrethash }
   const proof = await signBalanceProof(fx, A, channel, { nonce: 3n, transferred: 10n, locked: 5n, locksroot: locksroot([lock]) })
   await closeChannel(fx, channel, B, A, proof)
   expect(await participantInfo(fx, channel, A.address, B.address)).toEqual({
-    deposit: 100n, withdrawnAmount: 15n, isTheCloser: false, balanceHash: proof.balanceHash, nonce: 3n, locksroot: ZERO, lockedAmount: 0n,
+    deposit: 100n,
+    withdrawnAmount: 15n,
+    isTheCloser: false,
+    balanceHash: proof.balanceHash,
+    nonce: 3n,
+    locksroot: ZERO,
+    lockedAmount: 0n,
   })
   expect(await participantInfo(fx, channel, B.address, A.address)).toMatchObject({ deposit: 40n, isTheCloser: true, nonce: 0n })
   await passSettleWindow(fx, channel, A.address, B.address)
   await settleChannel(fx, channel, settleSide(B), settleSide(A, proof))
   // After settle only the unlock record remains, keyed (channel, sender, receiver).
   expect(await participantInfo(fx, channel, A.address, B.address)).toEqual({
-    deposit: 0n, withdrawnAmount: 0n, isTheCloser: false, balanceHash: ZERO, nonce: 0n, locksroot: proof.locksroot, lockedAmount: 5n,
+    deposit: 0n,
+    withdrawnAmount: 0n,
+    isTheCloser: false,
+    balanceHash: ZERO,
+    nonce: 0n,
+    locksroot: proof.locksroot,
+    lockedAmount: 5n,
   })
   expect(await participantInfo(fx, channel, A.address, C.address)).toMatchObject({ lockedAmount: 0n })
   await expectRevert(view('getChannelParticipantInfo', [channel, A.address, A.address]), 'TN: sender/receiver mismatch')
@@ -270,7 +297,7 @@ test('the settlement helpers min, max, failsafe_subtract and failsafe_addition n
   expect(await view('failsafe_addition', [MAX_UINT256 - 1n, 1n])).toBe(MAX_UINT256)
 })
 
-test('channels(id) exposes settle_block_number and the stored state; participants_hash_to_channel_identifier the pair\'s id', async () => {
+test("channels(id) exposes settle_block_number and the stored state; participants_hash_to_channel_identifier the pair's id", async () => {
   const channel = await openChannel(fx, A, B, 33n)
   expect(await view('channels', [channel])).toEqual([33n, ChannelState.Opened])
   expect(await view('participants_hash_to_channel_identifier', [await view('getParticipantsHash', [A.address, B.address])])).toBe(channel)

@@ -33,7 +33,15 @@ import {
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
 let channel: bigint
-useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))
+useChain(
+  { channel: [100n, 50n] },
+  (t) =>
+    ({
+      fx,
+      channel,
+      parties: [A, B, C],
+    } = t),
+)
 
 const args = (w: WithdrawInput, id = channel) =>
   [id, w.participant, w.total_withdraw, w.expiration_block, w.participant_signature, w.partner_signature] as const
@@ -75,7 +83,7 @@ test('setTotalWithdraw2 takes the same withdraw as one WithdrawInput tuple', asy
   await expectRevert(simulateTokenNetwork(fx, C, 'setTotalWithdraw2', [channel + 1n, w]), 'TN: channel not open')
 })
 
-test('invariant 8: the contract bounds withdraws by the channel\'s total deposit only, not by the own deposit', async () => {
+test("invariant 8: the contract bounds withdraws by the channel's total deposit only, not by the own deposit", async () => {
   // B deposited 50 but may withdraw 120 if A signs: the off-chain balance is what A vouches for.
   await withdraw(fx, channel, B, A, 120n)
   expect((await participantInfo(fx, channel, B.address, A.address)).withdrawnAmount).toBe(120n)
@@ -97,7 +105,13 @@ test('invariant 8: a withdraw mined in the block before its expiration works; on
   const now = await blockNumber(fx)
   const tooLate = await withdrawInput(fx, channel, A, B, 10n, now + 1n)
   // The next transaction lands in block now + 1 == expiration: give the gas so it is sent, and see it revert.
-  const hash = await A.client.writeContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'setTotalWithdraw', args: args(tooLate), gas: 300_000n })
+  const hash = await A.client.writeContract({
+    address: fx.tokenNetwork,
+    abi: TokenNetwork.abi,
+    functionName: 'setTotalWithdraw',
+    args: args(tooLate),
+    gas: 300_000n,
+  })
   const receipt = await A.client.waitForTransactionReceipt({ hash })
   expect(receipt.blockNumber).toBe(now + 1n)
   expect(receipt.status).toBe('reverted')
@@ -107,7 +121,7 @@ test('invariant 8: a withdraw mined in the block before its expiration works; on
   expect(ok.blockNumber).toBe(now + 2n)
 })
 
-test('invariant 7: the participant\'s own signature is required', async () => {
+test("invariant 7: the participant's own signature is required", async () => {
   const w = await withdrawInput(fx, channel, A, B, 10n)
   const message = { channelId: channel, participant: A.address, totalWithdraw: 10n, expiration: w.expiration_block }
   // Signed by the partner twice, by a stranger, or missing the participant's signature.
@@ -117,7 +131,7 @@ test('invariant 7: the participant\'s own signature is required', async () => {
   await expectRevert(simulateWithdraw({ ...w, participant: B.address }), 'TN/withdraw: invalid participant sig')
 })
 
-test('invariant 7: the partner\'s signature must come from the channel partner', async () => {
+test("invariant 7: the partner's signature must come from the channel partner", async () => {
   const w = await withdrawInput(fx, channel, A, B, 10n)
   const message = { channelId: channel, participant: A.address, totalWithdraw: 10n, expiration: w.expiration_block }
   await expectRevert(simulateWithdraw({ ...w, partner_signature: await signWithdraw(fx, C, message) }), 'TN/withdraw: channel id mismatch')
@@ -125,7 +139,7 @@ test('invariant 7: the partner\'s signature must come from the channel partner',
   await expectRevert(simulateWithdraw({ ...w, partner_signature: w.participant_signature }), 'TN: identical addresses')
 })
 
-test('invariant 8: the two withdrawn totals together may not exceed the channel\'s total deposit', async () => {
+test("invariant 8: the two withdrawn totals together may not exceed the channel's total deposit", async () => {
   await expectRevert(simulateWithdraw(await withdrawInput(fx, channel, A, B, 151n)), 'TN/withdraw: withdraw > deposit')
   await withdraw(fx, channel, B, A, 50n)
   await expectRevert(simulateWithdraw(await withdrawInput(fx, channel, A, B, 101n)), 'TN/withdraw: withdraw > deposit')
@@ -143,7 +157,7 @@ test('a total below the amount already withdrawn panics with 0x11 (checked arith
   await expectRevert(simulateWithdraw(await withdrawInput(fx, channel, A, B, 9n)), { panic: 0x11 })
 })
 
-test('a total that overflows with the partner\'s withdrawn amount panics with 0x11 before the deposit check', async () => {
+test("a total that overflows with the partner's withdrawn amount panics with 0x11 before the deposit check", async () => {
   await withdraw(fx, channel, B, A, 1n)
   await expectRevert(simulateWithdraw(await withdrawInput(fx, channel, A, B, MAX_UINT256)), { panic: 0x11 })
 })
@@ -155,7 +169,7 @@ test('withdraws stop once the channel is closed', async () => {
   await expectRevert(simulateTokenNetwork(fx, A, 'setTotalWithdraw2', [channel, w]), 'TN: channel not open')
 })
 
-test('invariant 9: a withdraw signed for a channel is refused on the pair\'s reopened channel', async () => {
+test("invariant 9: a withdraw signed for a channel is refused on the pair's reopened channel", async () => {
   const w = await withdrawInput(fx, channel, A, B, 10n)
   await closeChannel(fx, channel, B, A)
   await passSettleWindow(fx, channel, A.address, B.address)
@@ -168,7 +182,15 @@ test('invariant 9: a withdraw signed for a channel is refused on the pair\'s reo
 test('a token whose transfer returns false makes the withdraw revert with "TN/withdraw: transfer failed"', async () => {
   // transferFrom answers true (so the deposit is accepted), transfer answers false.
   const fake = await deployRaw(fx.controller.client, fakeTokenBytecode(selectors.transfer))
-  const tokenNetwork = await deploy(fx.controller.client, TokenNetwork, [fake, fx.secretRegistry, SETTLE_TIMEOUT_MIN, SETTLE_TIMEOUT_MAX, fx.controller.address, 1000n, 10_000n])
+  const tokenNetwork = await deploy(fx.controller.client, TokenNetwork, [
+    fake,
+    fx.secretRegistry,
+    SETTLE_TIMEOUT_MIN,
+    SETTLE_TIMEOUT_MAX,
+    fx.controller.address,
+    1000n,
+    10_000n,
+  ])
   const onFake = { ...fx, tokenNetwork }
   await sendTokenNetwork(fx, A, 'openChannel', [A.address, B.address, DEFAULT_SETTLE_TIMEOUT], tokenNetwork)
   await sendTokenNetwork(fx, A, 'setTotalDeposit', [1n, A.address, 10n, B.address], tokenNetwork)

@@ -18,19 +18,40 @@ import {
 
 let fx: ChainFixture
 let stranger: Party
-useChain((t) => ({ fx, parties: [stranger] } = t))
+useChain(
+  (t) =>
+    ({
+      fx,
+      parties: [stranger],
+    } = t),
+)
 
 const newToken = async () => getAddress(await deploy(fx.controller.client, CustomToken, [1000n, 18, 'New', 'NEW']))
 const newRegistry = async (maxTokenNetworks: bigint) =>
   await deploy(fx.controller.client, TokenNetworkRegistry, [fx.secretRegistry, SETTLE_TIMEOUT_MIN, SETTLE_TIMEOUT_MAX, maxTokenNetworks])
-const read = <F extends 'secret_registry_address' | 'settlement_timeout_min' | 'settlement_timeout_max' | 'max_token_networks' | 'token_network_created' | 'controller'>(
+const read = <
+  F extends 'secret_registry_address' | 'settlement_timeout_min' | 'settlement_timeout_max' | 'max_token_networks' | 'token_network_created' | 'controller',
+>(
   registry: Address,
   functionName: F,
 ) => fx.controller.client.readContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName })
 const simulateCreate = (registry: Address, token: Address, participantLimit: bigint, networkLimit: bigint, who: Party = stranger) =>
-  who.client.simulateContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'createERC20TokenNetwork', args: [token, participantLimit, networkLimit] })
+  who.client.simulateContract({
+    address: registry,
+    abi: TokenNetworkRegistry.abi,
+    functionName: 'createERC20TokenNetwork',
+    args: [token, participantLimit, networkLimit],
+  })
 const create = async (registry: Address, token: Address, participantLimit = 100n, networkLimit = 1000n, who: Party = stranger) =>
-  mined(who.client, await who.client.writeContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'createERC20TokenNetwork', args: [token, participantLimit, networkLimit] }))
+  mined(
+    who.client,
+    await who.client.writeContract({
+      address: registry,
+      abi: TokenNetworkRegistry.abi,
+      functionName: 'createERC20TokenNetwork',
+      args: [token, participantLimit, networkLimit],
+    }),
+  )
 
 test('the constructor stores its arguments and makes the deployer the controller', async () => {
   const registry = await newRegistry(3n)
@@ -63,11 +84,23 @@ test('anyone can register a token: TokenNetworkCreated is emitted and the new ne
   expect(event!.args.token_address).toBe(token)
   const tokenNetwork = event!.args.token_network_address
   expect(tokenNetwork).toBe(result)
-  expect(await fx.controller.client.readContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'token_to_token_networks', args: [token] })).toBe(tokenNetwork)
+  expect(
+    await fx.controller.client.readContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'token_to_token_networks', args: [token] }),
+  ).toBe(tokenNetwork)
   expect(await read(registry, 'token_network_created')).toBe(1n)
 
-  const tn = <F extends 'token' | 'secret_registry' | 'settlement_timeout_min' | 'settlement_timeout_max' | 'controller' | 'channel_participant_deposit_limit' | 'token_network_deposit_limit'>(functionName: F) =>
-    fx.controller.client.readContract({ address: tokenNetwork, abi: TokenNetwork.abi, functionName })
+  const tn = <
+    F extends
+      | 'token'
+      | 'secret_registry'
+      | 'settlement_timeout_min'
+      | 'settlement_timeout_max'
+      | 'controller'
+      | 'channel_participant_deposit_limit'
+      | 'token_network_deposit_limit',
+  >(
+    functionName: F,
+  ) => fx.controller.client.readContract({ address: tokenNetwork, abi: TokenNetwork.abi, functionName })
   expect(await tn('token')).toBe(token)
   expect(await tn('secret_registry')).toBe(fx.secretRegistry)
   expect(await tn('settlement_timeout_min')).toBe(SETTLE_TIMEOUT_MIN)
@@ -79,7 +112,14 @@ test('anyone can register a token: TokenNetworkCreated is emitted and the new ne
 })
 
 test('an unregistered token maps to the zero address', async () => {
-  expect(await fx.controller.client.readContract({ address: fx.registry, abi: TokenNetworkRegistry.abi, functionName: 'token_to_token_networks', args: [await newToken()] })).toBe(zeroAddress)
+  expect(
+    await fx.controller.client.readContract({
+      address: fx.registry,
+      abi: TokenNetworkRegistry.abi,
+      functionName: 'token_to_token_networks',
+      args: [await newToken()],
+    }),
+  ).toBe(zeroAddress)
 })
 
 test('invariant 5: a token can be registered only once', async () => {
@@ -111,12 +151,21 @@ test('createERC20TokenNetworkWithoutLimits creates a network with both deposit l
   const token = await newToken()
   const receipt = await mined(
     stranger.client,
-    await stranger.client.writeContract({ address: fx.registry, abi: TokenNetworkRegistry.abi, functionName: 'createERC20TokenNetworkWithoutLimits', args: [token] }),
+    await stranger.client.writeContract({
+      address: fx.registry,
+      abi: TokenNetworkRegistry.abi,
+      functionName: 'createERC20TokenNetworkWithoutLimits',
+      args: [token],
+    }),
   )
   const [event] = parseEventLogs({ abi: TokenNetworkRegistry.abi, eventName: 'TokenNetworkCreated', logs: receipt.logs })
   const tokenNetwork = event!.args.token_network_address
-  expect(await fx.controller.client.readContract({ address: tokenNetwork, abi: TokenNetwork.abi, functionName: 'channel_participant_deposit_limit' })).toBe(MAX_UINT256)
-  expect(await fx.controller.client.readContract({ address: tokenNetwork, abi: TokenNetwork.abi, functionName: 'token_network_deposit_limit' })).toBe(MAX_UINT256)
+  expect(await fx.controller.client.readContract({ address: tokenNetwork, abi: TokenNetwork.abi, functionName: 'channel_participant_deposit_limit' })).toBe(
+    MAX_UINT256,
+  )
+  expect(await fx.controller.client.readContract({ address: tokenNetwork, abi: TokenNetwork.abi, functionName: 'token_network_deposit_limit' })).toBe(
+    MAX_UINT256,
+  )
 })
 
 test('invariant 5: only the controller can remove the limit on token networks', async () => {
@@ -125,21 +174,32 @@ test('invariant 5: only the controller can remove the limit on token networks', 
     stranger.client.simulateContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'removeLimits' }),
     'Can only be called by controller',
   )
-  await mined(fx.controller.client, await fx.controller.client.writeContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'removeLimits' }))
+  await mined(
+    fx.controller.client,
+    await fx.controller.client.writeContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'removeLimits' }),
+  )
   expect(await read(registry, 'max_token_networks')).toBe(MAX_UINT256)
 })
 
 test('invariant 5: after removeLimits the registry is no longer full, but only networks without deposit limits are accepted', async () => {
   const registry = await newRegistry(1n)
   await create(registry, await newToken())
-  await mined(fx.controller.client, await fx.controller.client.writeContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'removeLimits' }))
+  await mined(
+    fx.controller.client,
+    await fx.controller.client.writeContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'removeLimits' }),
+  )
   const token = await newToken()
   await expectRevert(simulateCreate(registry, token, 100n, MAX_UINT256), 'TNR: limits must be set to MAX_INT')
   await expectRevert(simulateCreate(registry, token, MAX_UINT256, 1000n), 'TNR: limits must be set to MAX_INT')
   await create(registry, token, MAX_UINT256, MAX_UINT256)
   await mined(
     stranger.client,
-    await stranger.client.writeContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'createERC20TokenNetworkWithoutLimits', args: [await newToken()] }),
+    await stranger.client.writeContract({
+      address: registry,
+      abi: TokenNetworkRegistry.abi,
+      functionName: 'createERC20TokenNetworkWithoutLimits',
+      args: [await newToken()],
+    }),
   )
   expect(await read(registry, 'token_network_created')).toBe(3n)
 })
@@ -150,7 +210,10 @@ test('the controller can hand its role to another address, which then controls t
     stranger.client.simulateContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'changeController', args: [stranger.address] }),
     'Can only be called by controller',
   )
-  await mined(fx.controller.client, await fx.controller.client.writeContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'changeController', args: [stranger.address] }))
+  await mined(
+    fx.controller.client,
+    await fx.controller.client.writeContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'changeController', args: [stranger.address] }),
+  )
   expect(await read(registry, 'controller')).toBe(stranger.address)
   await expectRevert(
     fx.controller.client.simulateContract({ address: registry, abi: TokenNetworkRegistry.abi, functionName: 'removeLimits' }),
@@ -158,7 +221,9 @@ test('the controller can hand its role to another address, which then controls t
   )
   const receipt = await create(registry, await newToken())
   const [event] = parseEventLogs({ abi: TokenNetworkRegistry.abi, eventName: 'TokenNetworkCreated', logs: receipt.logs })
-  expect(await fx.controller.client.readContract({ address: event!.args.token_network_address, abi: TokenNetwork.abi, functionName: 'controller' })).toBe(stranger.address)
+  expect(await fx.controller.client.readContract({ address: event!.args.token_network_address, abi: TokenNetwork.abi, functionName: 'controller' })).toBe(
+    stranger.address,
+  )
 })
 
 test('the shared Utils views are exposed: signature prefix, MAX_SAFE_UINT256, contractExists', async () => {

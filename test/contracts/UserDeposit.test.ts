@@ -64,16 +64,12 @@ describe('deployment', () => {
   })
 
   test('init can run only once', async () => {
-    await expectRevert(
-      client.simulateContract({ ...udc(), functionName: 'init', args: [s.monitoringService, s.oneToN] }),
-      'already initialized',
-    )
+    await expectRevert(client.simulateContract({ ...udc(), functionName: 'init', args: [s.monitoringService, s.oneToN] }), 'already initialized')
   })
 
   test('init refuses zero addresses and addresses without code, checking the MS contract first', async () => {
     const fresh = await deploy(client, UserDeposit, [s.token, 1000n])
-    const init = (ms: Address, oneToN: Address) =>
-      client.simulateContract({ address: fresh, abi: UserDeposit.abi, functionName: 'init', args: [ms, oneToN] })
+    const init = (ms: Address, oneToN: Address) => client.simulateContract({ address: fresh, abi: UserDeposit.abi, functionName: 'init', args: [ms, oneToN] })
     await expectRevert(init(zeroAddress, s.oneToN), 'MS contract at address zero')
     await expectRevert(init(alice.account.address, s.oneToN), 'MS contract has no code')
     await expectRevert(init(s.monitoringService, zeroAddress), 'OneToN at address zero')
@@ -135,10 +131,7 @@ describe('deposit', () => {
 describe('transfer (service payments)', () => {
   test('an ordinary account cannot move deposits', async () => {
     await depositToUdc(alice, s, alice.account.address, 50n)
-    await expectRevert(
-      bob.simulateContract({ ...udc(), functionName: 'transfer', args: [alice.account.address, bob.account.address, 10n] }),
-      'unknown caller',
-    )
+    await expectRevert(bob.simulateContract({ ...udc(), functionName: 'transfer', args: [alice.account.address, bob.account.address, 10n] }), 'unknown caller')
   })
 
   test('OneToN and the monitoring contract move balance and emit BalanceReduced for the payer', async () => {
@@ -158,8 +151,7 @@ describe('transfer (service payments)', () => {
   test('returns false without reverting when the amount is zero or above the balance', async () => {
     const [a, b] = [alice.account.address, bob.account.address]
     await depositToUdc(alice, s, a, 50n)
-    const simulate = (amount: bigint) =>
-      client.simulateContract({ ...udc(), account: s.oneToN, functionName: 'transfer', args: [a, b, amount] })
+    const simulate = (amount: bigint) => client.simulateContract({ ...udc(), account: s.oneToN, functionName: 'transfer', args: [a, b, amount] })
     expect((await simulate(0n)).result).toBe(false)
     expect((await simulate(51n)).result).toBe(false)
     expect((await simulate(50n)).result).toBe(true)

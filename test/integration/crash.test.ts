@@ -26,7 +26,13 @@ let c: NodeProcess
 beforeAll(async () => {
   const t0 = performance.now()
   ;[net, relay] = await Promise.all([startDevnet([keyA, keyB, keyC]), startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })])
-  const config = (privateKey: `0x${string}`) => ({ rpcUrl: net.anvil.rpcUrl, deployment: net.deployment, privateKey, dataDir: net.dataDir, relays: relay.multiaddrs })
+  const config = (privateKey: `0x${string}`) => ({
+    rpcUrl: net.anvil.rpcUrl,
+    deployment: net.deployment,
+    privateKey,
+    dataDir: net.dataDir,
+    relays: relay.multiaddrs,
+  })
   ;[a, b, c] = await Promise.all([spawnNodeProcess('A', config(keyA)), spawnNodeProcess('B', config(keyB)), spawnNodeProcess('C', config(keyC))])
   await Promise.all([
     a.call({ cmd: 'openChannel', tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: deposit }),
@@ -34,7 +40,9 @@ beforeAll(async () => {
   ])
   const head = await createPublicClient({ transport: http(net.anvil.rpcUrl) }).getBlockNumber()
   await Promise.all([a, b, c].map((n) => n.call({ cmd: 'waitForBlock', block: head })))
-  console.log(`setup: 3 node processes started in ${[a, b, c].map((n) => n.startTimes[0]!.toFixed(0)).join('/')} ms; total ${(performance.now() - t0).toFixed(0)} ms`)
+  console.log(
+    `setup: 3 node processes started in ${[a, b, c].map((n) => n.startTimes[0]!.toFixed(0)).join('/')} ms; total ${(performance.now() - t0).toFixed(0)} ms`,
+  )
 }, 60_000)
 
 afterAll(async () => {
@@ -105,7 +113,12 @@ async function crashDuringPayment({ payer, target, victim, at }: Case) {
   await v.restart()
   const restartedAt = performance.now() - t0
   await eventually(async () => expect(await received(t)).toBe(receivedBefore + amount), 20_000).catch(async (error) => {
-    for (const n of [a, b, c]) console.error(`---- ${n.name}`, await n.call({ cmd: 'debug' }), n.notices.filter((e) => e.at > t0))
+    for (const n of [a, b, c])
+      console.error(
+        `---- ${n.name}`,
+        await n.call({ cmd: 'debug' }),
+        n.notices.filter((e) => e.at > t0),
+      )
     throw error
   })
   const receivedAt = performance.now() - t0
@@ -140,12 +153,60 @@ const holds = (holder: () => NodeProcess, from: () => NodeProcess): KillPoint =>
 
 describe('crash in the middle of a payment (nodes in separate processes, SIGKILL, restart from LevelDB)', () => {
   test.each([
-    ['initiator A', 'B holds A\'s lock', () => a, holds(() => b, () => a)],
-    ['initiator A', 'C holds B\'s lock', () => a, holds(() => c, () => b)],
-    ['mediator B', 'B holds A\'s lock', () => b, holds(() => b, () => a)],
-    ['mediator B', 'C holds B\'s lock', () => b, holds(() => c, () => b)],
-    ['target C', 'B holds A\'s lock', () => c, holds(() => b, () => a)],
-    ['target C', 'C holds B\'s lock', () => c, holds(() => c, () => b)],
+    [
+      'initiator A',
+      "B holds A's lock",
+      () => a,
+      holds(
+        () => b,
+        () => a,
+      ),
+    ],
+    [
+      'initiator A',
+      "C holds B's lock",
+      () => a,
+      holds(
+        () => c,
+        () => b,
+      ),
+    ],
+    [
+      'mediator B',
+      "B holds A's lock",
+      () => b,
+      holds(
+        () => b,
+        () => a,
+      ),
+    ],
+    [
+      'mediator B',
+      "C holds B's lock",
+      () => b,
+      holds(
+        () => c,
+        () => b,
+      ),
+    ],
+    [
+      'target C',
+      "B holds A's lock",
+      () => c,
+      holds(
+        () => b,
+        () => a,
+      ),
+    ],
+    [
+      'target C',
+      "C holds B's lock",
+      () => c,
+      holds(
+        () => c,
+        () => b,
+      ),
+    ],
   ] as const)('mediated A→B→C: kill the %s when %s; the payment completes and every channel agrees', async (_who, _when, victim, at) => {
     await crashDuringPayment({ payer: () => a, target: () => c, victim, at })
   })
@@ -153,7 +214,15 @@ describe('crash in the middle of a payment (nodes in separate processes, SIGKILL
   test.each([
     ['payer A', () => a],
     ['payee B', () => b],
-  ] as const)('direct A→B: kill the %s when B holds A\'s lock; the payment completes and both ends agree', async (_who, victim) => {
-    await crashDuringPayment({ payer: () => a, target: () => b, victim, at: holds(() => b, () => a) })
+  ] as const)("direct A→B: kill the %s when B holds A's lock; the payment completes and both ends agree", async (_who, victim) => {
+    await crashDuringPayment({
+      payer: () => a,
+      target: () => b,
+      victim,
+      at: holds(
+        () => b,
+        () => a,
+      ),
+    })
   })
 })

@@ -38,7 +38,7 @@ const synced = async () => {
   await Promise.all([a.waitForBlock(head), b.waitForBlock(head)])
 }
 
-describe('a channel\'s whole life between two nodes on anvil', () => {
+describe("a channel's whole life between two nodes on anvil", () => {
   test('withdraw with both signatures made by the nodes is accepted on-chain', async () => {
     await openChannelOnChain(a, { tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 300n })
     await synced()

@@ -33,7 +33,6 @@ const own = (n: SluiceNode, partner: SluiceNode) => {
   return balance(ch.our, ch.partnerEnd)
 }
 
-
 describe('three nodes on anvil (A-B, B-C)', () => {
   test('a direct payment A→B', async () => {
     const result = await sendPayment(a, { token: net.token, target: b.address, amount: 10n })

@@ -36,7 +36,7 @@ async function timed<T>(payment: Promise<T>): Promise<{ ms: number; result?: T; 
   }
 }
 
-describe('a new user (reveal timeout 50: 100-block locks) pays over the devnet\'s channels (settle timeout 40), no block mined', () => {
+describe("a new user (reveal timeout 50: 100-block locks) pays over the devnet's channels (settle timeout 40), no block mined", () => {
   const [keyN, keyB, keyC, keyM] = [anvilKeys[1], anvilKeys[2], anvilKeys[3], anvilKeys[4]]
   let net: Devnet
   let n: SluiceNode
@@ -72,7 +72,9 @@ describe('a new user (reveal timeout 50: 100-block locks) pays over the devnet\'
     const before = await head(n)
     const { ms, error } = await timed(sendPayment(n, { token: net.token, target: c.address, amount: 7n }))
     expect(refusals).toContain(error?.name)
-    expect(error?.message).toContain(`the lock timeout 100 (twice the reveal timeout 50 of our channel with ${b.address}) exceeds the settle timeout 40 of the channel between ${b.address} and ${c.address}`)
+    expect(error?.message).toContain(
+      `the lock timeout 100 (twice the reveal timeout 50 of our channel with ${b.address}) exceeds the settle timeout 40 of the channel between ${b.address} and ${c.address}`,
+    )
     expect(ms).toBeLessThan(5_000)
     expect(await head(n)).toBe(before)
     // Nothing was locked: B never got a lock it could not forward.
@@ -84,12 +86,14 @@ describe('a new user (reveal timeout 50: 100-block locks) pays over the devnet\'
     const before = await head(m)
     const { ms, error } = await timed(sendPayment(m, { token: net.token, target: c.address, amount: 7n }))
     expect(refusals).toContain(error?.name)
-    expect(error?.message).toContain(`the lock timeout 100 (twice the reveal timeout 50 of our channel with ${b.address}) exceeds the settle timeout 40 of our channel with ${b.address}`)
+    expect(error?.message).toContain(
+      `the lock timeout 100 (twice the reveal timeout 50 of our channel with ${b.address}) exceeds the settle timeout 40 of our channel with ${b.address}`,
+    )
     expect(ms).toBeLessThan(5_000)
     expect(await head(m)).toBe(before)
   })
 
-  test('a lock_timeout of 40, which the devnet\'s channels would hold, is refused at once: it must exceed our reveal timeout (50)', async () => {
+  test("a lock_timeout of 40, which the devnet's channels would hold, is refused at once: it must exceed our reveal timeout (50)", async () => {
     const { ms, error } = await timed(sendPayment(n, { token: net.token, target: c.address, amount: 7n, lockTimeout: 40n }))
     expect(error).toBeDefined()
     expect(error?.message).toMatch(/lock_timeout 40|reveal timeout/)

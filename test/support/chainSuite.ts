@@ -1,10 +1,10 @@
 // The vitest hooks the contract test files share: one anvil with the contracts deployed per file, and an anvil
 // snapshot around every test so tests never see each other's transactions. Kept apart from tokenNetwork.ts,
 // which has no vitest imports because bench/ reuses it under tsx.
-import { type Hex } from 'viem'
+import type { Hex } from 'viem'
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest'
 import { openFundedChannel, startChain, type ChainFixture, type DeployOptions, type Party } from './tokenNetwork.ts'
-import { type AnvilClient } from './clients.ts'
+import type { AnvilClient } from './clients.ts'
 
 /** anvil keys 1..9 (`ChainFixture.parties`), typed so `[A, B, C] = parties` needs no cast. */
 export type Parties = readonly [Party, Party, Party, Party, Party, Party, Party, Party, Party]
@@ -40,14 +40,18 @@ export function snapshotEach(client: () => AnvilClient): void {
  * each new channel) so a file can keep its module-level variables:
  * `useChain({ channel: [100n, 50n] }, (t) => ({ fx, channel, parties: [A, B, C] } = t))`.
  */
-export function useChain(options: ChainSuiteOptions & { channel: readonly [bigint, bigint] }, bind: (t: ChainSuite & { channel: bigint }) => unknown): ChainSuite & { channel: bigint }
+export function useChain(
+  options: ChainSuiteOptions & { channel: readonly [bigint, bigint] },
+  bind: (t: ChainSuite & { channel: bigint }) => unknown,
+): ChainSuite & { channel: bigint }
 export function useChain(options: ChainSuiteOptions, bind: (t: ChainSuite) => unknown): ChainSuite
 export function useChain(bind: (t: ChainSuite) => unknown): ChainSuite
 export function useChain(
   optionsOrBind: ChainSuiteOptions | ((t: ChainSuite) => unknown),
   bindOrNothing?: (t: ChainSuite & { channel: bigint }) => unknown,
 ): ChainSuite & { channel: bigint } {
-  const [options, bind]: [ChainSuiteOptions, (t: ChainSuite & { channel: bigint }) => unknown] = typeof optionsOrBind === 'function' ? [{}, optionsOrBind] : [optionsOrBind, bindOrNothing!]
+  const [options, bind]: [ChainSuiteOptions, (t: ChainSuite & { channel: bigint }) => unknown] =
+    typeof optionsOrBind === 'function' ? [{}, optionsOrBind] : [optionsOrBind, bindOrNothing!]
   const t = {} as ChainSuite & { channel: bigint }
   beforeAll(async () => {
     t.fx = await startChain(options.deploy)

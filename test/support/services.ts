@@ -78,16 +78,8 @@ export async function deployServices(client: AnvilClient, parameters: ServicePar
     r.registrationDuration,
   ])
   const oneToN = await deploy(client, OneToN, [userDeposit, chainId, serviceRegistry])
-  const monitoringService = await deploy(client, MonitoringService, [
-    token,
-    serviceRegistry,
-    userDeposit,
-    parameters.tokenNetworkRegistry ?? token,
-  ])
-  await mined(
-    client,
-    client.writeContract({ address: userDeposit, abi: UserDeposit.abi, functionName: 'init', args: [monitoringService, oneToN] }),
-  )
+  const monitoringService = await deploy(client, MonitoringService, [token, serviceRegistry, userDeposit, parameters.tokenNetworkRegistry ?? token])
+  await mined(client, client.writeContract({ address: userDeposit, abi: UserDeposit.abi, functionName: 'init', args: [monitoringService, oneToN] }))
   // Receipts give lowercase addresses; contract getters return checksummed ones.
   return {
     token: getAddress(token),
@@ -113,12 +105,18 @@ export async function registerService(service: AnvilClient, services: Services) 
   const latest = (await service.getBlock()).timestamp
   const now = BigInt(Math.floor(Date.now() / 1000))
   const at = (latest > now ? latest : now) + 3n
-  const [setPrice, setPriceAt] = await Promise.all([service.readContract({ ...registry, functionName: 'set_price' }), service.readContract({ ...registry, functionName: 'set_price_at' })])
+  const [setPrice, setPriceAt] = await Promise.all([
+    service.readContract({ ...registry, functionName: 'set_price' }),
+    service.readContract({ ...registry, functionName: 'set_price_at' }),
+  ])
   const price = await service.readContract({ ...registry, functionName: 'decayedPrice', args: [setPrice, at - setPriceAt] })
   await service.setNextBlockTimestamp({ timestamp: at - 2n })
   await mined(service, service.writeContract({ address: services.token, abi: CustomToken.abi, functionName: 'mint', args: [price] }))
   await service.setNextBlockTimestamp({ timestamp: at - 1n })
-  await mined(service, service.writeContract({ address: services.token, abi: CustomToken.abi, functionName: 'approve', args: [services.serviceRegistry, price] }))
+  await mined(
+    service,
+    service.writeContract({ address: services.token, abi: CustomToken.abi, functionName: 'approve', args: [services.serviceRegistry, price] }),
+  )
   await service.setNextBlockTimestamp({ timestamp: at })
   return mined(service, service.writeContract({ ...registry, functionName: 'deposit', args: [maxUint256] }))
 }
@@ -158,4 +156,3 @@ export async function constructorRevertReason<const abi extends Abi>(
   }
   throw new Error('expected the constructor to revert, but it succeeded')
 }
-

@@ -89,12 +89,7 @@ export async function deployContracts(client: AnvilClient, options: DeployOption
 }
 
 /** Registers `token` in the registry and returns its new TokenNetwork. Unlimited deposits unless limits are given. */
-export async function createTokenNetwork(
-  client: AnvilClient,
-  registry: Address,
-  token: Address,
-  limits: DeployOptions = {},
-): Promise<Address> {
+export async function createTokenNetwork(client: AnvilClient, registry: Address, token: Address, limits: DeployOptions = {}): Promise<Address> {
   const receipt = await mined(
     client,
     await client.writeContract({
@@ -223,7 +218,12 @@ export async function deposit(fx: ChainFixture, channelId: bigint, who: Party, t
   if (total > current) await mintAndApprove(fx, payer, total - current)
   return mined(
     payer.client,
-    await payer.client.writeContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'setTotalDeposit', args: [channelId, who.address, total, partner.address] }),
+    await payer.client.writeContract({
+      address: fx.tokenNetwork,
+      abi: TokenNetwork.abi,
+      functionName: 'setTotalDeposit',
+      args: [channelId, who.address, total, partner.address],
+    }),
   )
 }
 
@@ -365,7 +365,14 @@ export async function withdrawInput(
   }
 }
 
-export async function withdraw(fx: ChainFixture, channelId: bigint, participant: Party, partner: Party, totalWithdraw: bigint, sender: Party = participant): Promise<TransactionReceipt> {
+export async function withdraw(
+  fx: ChainFixture,
+  channelId: bigint,
+  participant: Party,
+  partner: Party,
+  totalWithdraw: bigint,
+  sender: Party = participant,
+): Promise<TransactionReceipt> {
   const w = await withdrawInput(fx, channelId, participant, partner, totalWithdraw)
   return mined(
     sender.client,
@@ -382,25 +389,50 @@ export async function withdraw(fx: ChainFixture, channelId: bigint, participant:
 
 /** The arguments of closeChannel: `closer` closes with `proof` (signed by its partner), or with nonce 0 when no proof. */
 export async function closeArgs(fx: ChainFixture, channelId: bigint, closer: Party, partner: Party, proof?: SignedBalanceProof) {
-  const bp = proof ?? { tokenNetwork: fx.tokenNetwork, chainId: fx.chainId, channelId, balanceHash: ZERO_HASH, nonce: 0n, additionalHash: ZERO_HASH, signature: EMPTY_SIGNATURE }
+  const bp = proof ?? {
+    tokenNetwork: fx.tokenNetwork,
+    chainId: fx.chainId,
+    channelId,
+    balanceHash: ZERO_HASH,
+    nonce: 0n,
+    additionalHash: ZERO_HASH,
+    signature: EMPTY_SIGNATURE,
+  }
   const closingSignature = await signCounter(closer, MessageTypeId.BalanceProof, bp, bp.signature)
   return [channelId, partner.address, closer.address, bp.balanceHash, bp.nonce, bp.additionalHash, bp.signature, closingSignature] as const
 }
 
-export async function closeChannel(fx: ChainFixture, channelId: bigint, closer: Party, partner: Party, proof?: SignedBalanceProof, sender: Party = closer): Promise<TransactionReceipt> {
+export async function closeChannel(
+  fx: ChainFixture,
+  channelId: bigint,
+  closer: Party,
+  partner: Party,
+  proof?: SignedBalanceProof,
+  sender: Party = closer,
+): Promise<TransactionReceipt> {
   const args = await closeArgs(fx, channelId, closer, partner, proof)
   return mined(sender.client, await sender.client.writeContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'closeChannel', args }))
 }
 
 /** The arguments of updateNonClosingBalanceProof: `nonCloser` submits the closer's `proof`, counter-signed (type 2). */
-export async function updateArgs(fx: ChainFixture, channelId: bigint, closer: Party, nonCloser: Party, proof: SignedBalanceProof) {
+export async function updateArgs(_fx: ChainFixture, channelId: bigint, closer: Party, nonCloser: Party, proof: SignedBalanceProof) {
   const nonClosingSignature = await signCounter(nonCloser, MessageTypeId.BalanceProofUpdate, proof, proof.signature)
   return [channelId, closer.address, nonCloser.address, proof.balanceHash, proof.nonce, proof.additionalHash, proof.signature, nonClosingSignature] as const
 }
 
-export async function updateNonClosingBalanceProof(fx: ChainFixture, channelId: bigint, closer: Party, nonCloser: Party, proof: SignedBalanceProof, sender: Party = nonCloser): Promise<TransactionReceipt> {
+export async function updateNonClosingBalanceProof(
+  fx: ChainFixture,
+  channelId: bigint,
+  closer: Party,
+  nonCloser: Party,
+  proof: SignedBalanceProof,
+  sender: Party = nonCloser,
+): Promise<TransactionReceipt> {
   const args = await updateArgs(fx, channelId, closer, nonCloser, proof)
-  return mined(sender.client, await sender.client.writeContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'updateNonClosingBalanceProof', args }))
+  return mined(
+    sender.client,
+    await sender.client.writeContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'updateNonClosingBalanceProof', args }),
+  )
 }
 
 // ---------------------------------------------------------------------------------------------- settle / unlock
@@ -427,7 +459,17 @@ export function orderSides(a: SettleSide, b: SettleSide): [SettleSide, SettleSid
 }
 
 export function settleArgs(channelId: bigint, first: SettleSide, second: SettleSide) {
-  return [channelId, first.participant, first.transferred, first.locked, first.locksroot, second.participant, second.transferred, second.locked, second.locksroot] as const
+  return [
+    channelId,
+    first.participant,
+    first.transferred,
+    first.locked,
+    first.locksroot,
+    second.participant,
+    second.transferred,
+    second.locked,
+    second.locksroot,
+  ] as const
 }
 
 export type Settlement = { receipt: TransactionReceipt; first: SettleSide; second: SettleSide; amount1: bigint; amount2: bigint }
@@ -437,7 +479,12 @@ export async function settleChannel(fx: ChainFixture, channelId: bigint, a: Sett
   const [first, second] = orderSides(a, b)
   const receipt = await mined(
     sender.client,
-    await sender.client.writeContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'settleChannel', args: settleArgs(channelId, first, second) }),
+    await sender.client.writeContract({
+      address: fx.tokenNetwork,
+      abi: TokenNetwork.abi,
+      functionName: 'settleChannel',
+      args: settleArgs(channelId, first, second),
+    }),
   )
   const [settled] = parseEventLogs({ abi: TokenNetwork.abi, eventName: 'ChannelSettled', logs: receipt.logs })
   if (!settled) throw new Error('no ChannelSettled event')
@@ -460,10 +507,22 @@ export async function registerSecrets(fx: ChainFixture, secrets: Hex[], sender: 
   )
 }
 
-export async function unlock(fx: ChainFixture, channelId: bigint, receiver: Address, sender: Address, locks: readonly Lock[], caller: Party = fx.parties[8]!): Promise<TransactionReceipt> {
+export async function unlock(
+  fx: ChainFixture,
+  channelId: bigint,
+  receiver: Address,
+  sender: Address,
+  locks: readonly Lock[],
+  caller: Party = fx.parties[8]!,
+): Promise<TransactionReceipt> {
   return mined(
     caller.client,
-    await caller.client.writeContract({ address: fx.tokenNetwork, abi: TokenNetwork.abi, functionName: 'unlock', args: [channelId, receiver, sender, encodeLocks(locks)] }),
+    await caller.client.writeContract({
+      address: fx.tokenNetwork,
+      abi: TokenNetwork.abi,
+      functionName: 'unlock',
+      args: [channelId, receiver, sender, encodeLocks(locks)],
+    }),
   )
 }
 

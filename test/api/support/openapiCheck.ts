@@ -12,7 +12,12 @@ export function checkOpenApi31(doc: any): string[] {
   if (!isObject(doc?.info) || typeof doc.info.title !== 'string' || typeof doc.info.version !== 'string') fail('info', 'needs title and version strings')
   if (doc.jsonSchemaDialect !== undefined && typeof doc.jsonSchemaDialect !== 'string') fail('jsonSchemaDialect', 'must be a URI string')
   if (!isObject(doc.paths) && !isObject(doc.webhooks) && !isObject(doc.components)) fail('document', 'needs paths, webhooks or components')
-  for (const key of Object.keys(doc)) if (!['openapi', 'info', 'jsonSchemaDialect', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags', 'externalDocs'].includes(key) && !key.startsWith('x-')) fail(key, 'not a field of the OpenAPI object')
+  for (const key of Object.keys(doc))
+    if (
+      !['openapi', 'info', 'jsonSchemaDialect', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags', 'externalDocs'].includes(key) &&
+      !key.startsWith('x-')
+    )
+      fail(key, 'not a field of the OpenAPI object')
   for (const [i, server] of (doc.servers ?? []).entries()) if (typeof server?.url !== 'string') fail(`servers[${i}]`, 'needs a url')
 
   const resolve = (ref: string, where: string): any => {
@@ -47,9 +52,15 @@ export function checkOpenApi31(doc: any): string[] {
     }
     if (schema.additionalProperties !== undefined) checkSchema(schema.additionalProperties, `${where}.additionalProperties`)
     if (schema.required !== undefined) {
-      if (!Array.isArray(schema.required) || !schema.required.every((r: unknown) => typeof r === 'string') || new Set(schema.required).size !== schema.required.length) fail(`${where}.required`, 'must be an array of unique strings')
+      if (
+        !Array.isArray(schema.required) ||
+        !schema.required.every((r: unknown) => typeof r === 'string') ||
+        new Set(schema.required).size !== schema.required.length
+      )
+        fail(`${where}.required`, 'must be an array of unique strings')
       // With no other properties allowed, a required one that is not listed could never be given.
-      else if (schema.additionalProperties === false) for (const r of schema.required) if (!Object.hasOwn(schema.properties ?? {}, r)) fail(`${where}.required`, `${r} is not among the properties`)
+      else if (schema.additionalProperties === false)
+        for (const r of schema.required) if (!Object.hasOwn(schema.properties ?? {}, r)) fail(`${where}.required`, `${r} is not among the properties`)
     }
     if (schema.enum !== undefined && (!Array.isArray(schema.enum) || schema.enum.length === 0)) fail(`${where}.enum`, 'must be a non-empty array')
     if (schema.pattern !== undefined) {
@@ -76,7 +87,8 @@ export function checkOpenApi31(doc: any): string[] {
 
   const checkParameter = (p: any, where: string) => {
     if (isObject(p) && p.$ref) p = resolve(p.$ref, where)
-    if (!isObject(p) || typeof p.name !== 'string' || !['query', 'header', 'path', 'cookie'].includes(p.in)) return void fail(where, 'a parameter needs a name and in (query, header, path or cookie)')
+    if (!isObject(p) || typeof p.name !== 'string' || !['query', 'header', 'path', 'cookie'].includes(p.in))
+      return void fail(where, 'a parameter needs a name and in (query, header, path or cookie)')
     if (p.in === 'path' && p.required !== true) fail(where, `path parameter ${p.name} must be required`)
     if ((p.schema === undefined) === (p.content === undefined)) fail(where, 'a parameter has exactly one of schema and content')
     if (p.schema !== undefined) checkSchema(p.schema, `${where}.schema`)
@@ -91,7 +103,9 @@ export function checkOpenApi31(doc: any): string[] {
       fail(path, 'must be a Path Item object')
       continue
     }
-    for (const key of Object.keys(item)) if (![...METHODS, 'summary', 'description', 'servers', 'parameters', '$ref'].includes(key) && !key.startsWith('x-')) fail(path, `${key} is not a field of a Path Item`)
+    for (const key of Object.keys(item))
+      if (![...METHODS, 'summary', 'description', 'servers', 'parameters', '$ref'].includes(key) && !key.startsWith('x-'))
+        fail(path, `${key} is not a field of a Path Item`)
     const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
     if (new Set(templated).size !== templated.length) fail(path, 'a template name appears twice')
     const pathLevel = (item.parameters ?? []).map((p: unknown, i: number) => checkParameter(p, `${path}.parameters[${i}]`))

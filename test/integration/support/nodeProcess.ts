@@ -77,7 +77,15 @@ async function main() {
         relays: config.relays,
         announceIntervalMs: 5_000,
         // SLUICE_TRACE=1: the transport's events on stdout, with the wall clock (to line up several processes).
-        ...(process.env.SLUICE_TRACE ? { log: (e) => console.log(Date.now(), JSON.stringify(e, (_k, v) => (v instanceof Error ? v.message : v))) } : {}),
+        ...(process.env.SLUICE_TRACE
+          ? {
+              log: (e) =>
+                console.log(
+                  Date.now(),
+                  JSON.stringify(e, (_k, v) => (v instanceof Error ? v.message : v)),
+                ),
+            }
+          : {}),
       }),
     confirmations: 0,
     pollingInterval: 50,
@@ -95,7 +103,9 @@ async function main() {
   const run = async (command: NodeCommand): Promise<unknown> => {
     switch (command.cmd) {
       case 'openChannel':
-        return channelSummary(await openChannelOnChain(node, { tokenNetwork: command.tokenNetwork, partner: command.partner, totalDeposit: command.totalDeposit }))
+        return channelSummary(
+          await openChannelOnChain(node, { tokenNetwork: command.tokenNetwork, partner: command.partner, totalDeposit: command.totalDeposit }),
+        )
       case 'waitForBlock':
         await node.waitForBlock(command.block)
         return null
@@ -115,7 +125,8 @@ async function main() {
       }
       case 'debug': {
         // For failure messages: what the node still waits for, and what it holds of each payment.
-        const delivery = (node as unknown as { delivery: { pending(): { key: string; recipient: string; message: { type: string } }[]; stats(): unknown } }).delivery
+        const delivery = (node as unknown as { delivery: { pending(): { key: string; recipient: string; message: { type: string } }[]; stats(): unknown } })
+          .delivery
         const { initiators, mediators, targets } = node.state
         return {
           pending: delivery.pending().map((r) => `${r.message.type} → ${r.recipient} (${r.key})`),
@@ -133,7 +144,8 @@ async function main() {
   process.on('message', (message: { id: number; command: NodeCommand }) => {
     run(message.command).then(
       (result) => send({ type: 'answer', id: message.id, ok: true, result }),
-      (error: unknown) => send({ type: 'answer', id: message.id, ok: false, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }),
+      (error: unknown) =>
+        send({ type: 'answer', id: message.id, ok: false, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }),
     )
   })
   send({ type: 'ready', address: node.address, startMs: performance.now() - started })

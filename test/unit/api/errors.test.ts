@@ -9,12 +9,16 @@ import { NoRouteError, PaymentFailedError } from '../../../src/node/errors.ts'
 const srcDir = new URL('../../../src/', import.meta.url).pathname
 
 function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []))
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  )
 }
 
 /** Every code an error class of src/ declares, with the file it is in. */
 function declaredCodes(): { code: string; file: string }[] {
-  return sourceFiles(srcDir).flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/readonly code(?:: string)? = '([A-Z0-9_]+)'/g)].map((m) => ({ code: m[1]!, file: file.slice(srcDir.length) })))
+  return sourceFiles(srcDir).flatMap((file) =>
+    [...readFileSync(file, 'utf8').matchAll(/readonly code(?:: string)? = '([A-Z0-9_]+)'/g)].map((m) => ({ code: m[1]!, file: file.slice(srcDir.length) })),
+  )
 }
 
 describe('error codes', () => {

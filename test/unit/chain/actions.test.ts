@@ -1,4 +1,4 @@
-import { type Address, type Hex } from 'viem'
+import type { Address, Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { InsufficientTokenBalanceError, TokenNotMintableError, TransactionRevertedError } from '../../../src/chain/errors.ts'
@@ -53,7 +53,11 @@ describe('token registration and reads', () => {
     const before = await readRegistryLimits(A.chain, { registry })
     expect(before).toMatchObject({ settlementTimeoutMin, settlementTimeoutMax, maxTokenNetworks: 1000n })
 
-    const limited = await registerToken(A.chain, A.queue, { registry, token: TTT, limits: { channelParticipantDepositLimit: 500n, tokenNetworkDepositLimit: 2000n } })
+    const limited = await registerToken(A.chain, A.queue, {
+      registry,
+      token: TTT,
+      limits: { channelParticipantDepositLimit: 500n, tokenNetworkDepositLimit: 2000n },
+    })
     const unlimited = await registerToken(A.chain, A.queue, { registry, token: TT2 })
     expect(await readTokenNetworkOf(A.chain, { registry, token: TTT })).toBe(limited.tokenNetwork)
     expect(await readTokenNetworkOf(A.chain, { registry, token: TT2 })).toBe(unlimited.tokenNetwork)
@@ -109,7 +113,10 @@ describe('channel deposits with approval', () => {
   test('openChannel with a deposit approves exactly the deposit, which the deposit then uses up', async () => {
     const { channelId } = await openChannel(A.chain, A.queue, { tokenNetwork, partner: B.chain.address, settleTimeout: 20n, totalDeposit: 120n })
     expect(await readChannelIdentifier(A.chain, { tokenNetwork, participant: B.chain.address, partner: A.chain.address })).toBe(channelId)
-    expect(await readChannelInfo(A.chain, { tokenNetwork, channelId, participant1: A.chain.address, participant2: B.chain.address })).toEqual({ settleBlockNumber: 20n, state: 'opened' })
+    expect(await readChannelInfo(A.chain, { tokenNetwork, channelId, participant1: A.chain.address, participant2: B.chain.address })).toEqual({
+      settleBlockNumber: 20n,
+      state: 'opened',
+    })
     expect((await readParticipantInfo(A.chain, { tokenNetwork, channelId, participant: A.chain.address, partner: B.chain.address })).deposit).toBe(120n)
     expect(await readAllowance(A.chain, { token: TT2, spender: tokenNetwork })).toBe(0n)
 
@@ -147,7 +154,9 @@ describe('channel deposits with approval', () => {
     const channelId = await readChannelIdentifier(B.chain, { tokenNetwork, participant: B.chain.address, partner: A.chain.address })
     const balance = await readTokenBalance(B.chain, { token: TT2 })
     const nonce = await txCount(B)
-    const error = await setTotalDeposit(B.chain, B.queue, { tokenNetwork, channelId, partner: A.chain.address, totalDeposit: 50n + balance + 1n }).catch((e: unknown) => e)
+    const error = await setTotalDeposit(B.chain, B.queue, { tokenNetwork, channelId, partner: A.chain.address, totalDeposit: 50n + balance + 1n }).catch(
+      (e: unknown) => e,
+    )
     expect(error).toBeInstanceOf(InsufficientTokenBalanceError)
     expect(error).toMatchObject({ name: 'InsufficientTokenBalanceError', balance, required: balance + 1n, token: TT2 })
     expect(await txCount(B)).toBe(nonce)
@@ -166,7 +175,13 @@ describe('UserDeposit', () => {
     const svt = bed.deployment.serviceToken
     await mintTokens(A.chain, A.queue, { token: svt, amount: 100n })
     await depositToUserDeposit(A.chain, A.queue, { userDeposit, totalDeposit: 60n })
-    expect(await readUserDeposit(A.chain, { userDeposit })).toEqual({ token: svt, totalDeposit: 60n, balance: 60n, effectiveBalance: 60n, withdrawPlan: undefined })
+    expect(await readUserDeposit(A.chain, { userDeposit })).toEqual({
+      token: svt,
+      totalDeposit: 60n,
+      balance: 60n,
+      effectiveBalance: 60n,
+      withdrawPlan: undefined,
+    })
     expect(await readAllowance(A.chain, { token: svt, spender: userDeposit })).toBe(0n)
 
     const planned = await planUserDepositWithdraw(A.chain, A.queue, { userDeposit, amount: 25n })

@@ -180,7 +180,9 @@ describe('createBlockWatcher', () => {
     expect(errors).toHaveLength(1)
     expect(watcher.progress().syncedBlock).toBe(target)
     // The failed range came again: what was handled covers every block once, in order.
-    const covered = seen.flatMap((e) => (e.type === 'blocks' ? Array.from({ length: Number(e.toBlock - e.fromBlock + 1n) }, (_, i) => e.fromBlock + BigInt(i)) : []))
+    const covered = seen.flatMap((e) =>
+      e.type === 'blocks' ? Array.from({ length: Number(e.toBlock - e.fromBlock + 1n) }, (_, i) => e.fromBlock + BigInt(i)) : [],
+    )
     expect(covered).toEqual([start + 1n, start + 2n])
 
     // Stopped: new blocks are not handled.

@@ -37,7 +37,10 @@ function proof(tokenNetwork: Address, signer: Account, channelId: bigint, nonce:
   const root = locksroot(locks)
   const bh = balanceHash({ transferredAmount, lockedAmount, locksroot: root })
   const messageHash = keccak256(toHex(`message ${nonce}`))
-  const signature = signPackedSync(signer.key, packBalanceProof({ tokenNetworkAddress: tokenNetwork, chainId, channelIdentifier: channelId, balanceHash: bh, nonce, additionalHash: messageHash }))
+  const signature = signPackedSync(
+    signer.key,
+    packBalanceProof({ tokenNetworkAddress: tokenNetwork, chainId, channelIdentifier: channelId, balanceHash: bh, nonce, additionalHash: messageHash }),
+  )
   return { nonce, transferredAmount, lockedAmount, locksroot: root, balanceHash: bh, messageHash, signature }
 }
 
@@ -59,14 +62,32 @@ async function scriptHistory(A: Account, B: Account, C: Account): Promise<void> 
   const opened1 = await openChannel(A.chain, A.queue, { tokenNetwork: tn1, partner: b, settleTimeout: 10n, totalDeposit: 100n })
   const ch1 = opened1.channelId
   expected.push(
-    { type: 'channelOpened', tokenNetwork: tn1, channelId: ch1, participant1: a, participant2: b, settleTimeout: 10n, blockNumber: opened1.receipt.blockNumber, revealTimeout },
+    {
+      type: 'channelOpened',
+      tokenNetwork: tn1,
+      channelId: ch1,
+      participant1: a,
+      participant2: b,
+      settleTimeout: 10n,
+      blockNumber: opened1.receipt.blockNumber,
+      revealTimeout,
+    },
     { type: 'channelDeposit', tokenNetwork: tn1, channelId: ch1, participant: a, totalDeposit: 100n },
   )
   await setTotalDeposit(B.chain, B.queue, { tokenNetwork: tn1, channelId: ch1, partner: a, totalDeposit: 50n })
   expected.push({ type: 'channelDeposit', tokenNetwork: tn1, channelId: ch1, participant: b, totalDeposit: 50n })
 
   const opened2 = await openChannel(B.chain, B.queue, { tokenNetwork: tn1, partner: c, settleTimeout: 15n })
-  expected.push({ type: 'channelOpened', tokenNetwork: tn1, channelId: opened2.channelId, participant1: b, participant2: c, settleTimeout: 15n, blockNumber: opened2.receipt.blockNumber, revealTimeout })
+  expected.push({
+    type: 'channelOpened',
+    tokenNetwork: tn1,
+    channelId: opened2.channelId,
+    participant1: b,
+    participant2: c,
+    settleTimeout: 15n,
+    blockNumber: opened2.receipt.blockNumber,
+    revealTimeout,
+  })
   await setTotalDeposit(C.chain, C.queue, { tokenNetwork: tn1, channelId: opened2.channelId, partner: b, totalDeposit: 20n })
   expected.push({ type: 'channelDeposit', tokenNetwork: tn1, channelId: opened2.channelId, participant: c, totalDeposit: 20n })
 
@@ -76,10 +97,22 @@ async function scriptHistory(A: Account, B: Account, C: Account): Promise<void> 
   const tn2 = created2.tokenNetwork
   expected.push({ type: 'tokenNetworkCreated', token: TT2, tokenNetwork: tn2 })
   const opened3 = await openChannel(C.chain, C.queue, { tokenNetwork: tn2, partner: a, settleTimeout: 5n })
-  expected.push({ type: 'channelOpened', tokenNetwork: tn2, channelId: opened3.channelId, participant1: c, participant2: a, settleTimeout: 5n, blockNumber: opened3.receipt.blockNumber, revealTimeout })
+  expected.push({
+    type: 'channelOpened',
+    tokenNetwork: tn2,
+    channelId: opened3.channelId,
+    participant1: c,
+    participant2: a,
+    settleTimeout: 5n,
+    blockNumber: opened3.receipt.blockNumber,
+    revealTimeout,
+  })
 
   const expiration = (await bed.devnet.getBlockNumber()) + 50n
-  const partnerSignature = signPackedSync(B.key, packWithdraw({ tokenNetworkAddress: tn1, chainId, channelIdentifier: ch1, participant: a, totalWithdraw: 10n, expiration }))
+  const partnerSignature = signPackedSync(
+    B.key,
+    packWithdraw({ tokenNetworkAddress: tn1, chainId, channelIdentifier: ch1, participant: a, totalWithdraw: 10n, expiration }),
+  )
   await tx(A, { type: 'setTotalWithdraw', tokenNetwork: tn1, channelId: ch1, participant: a, totalWithdraw: 10n, expiration, partnerSignature })
   expected.push({ type: 'channelWithdraw', tokenNetwork: tn1, channelId: ch1, participant: a, totalWithdraw: 10n })
 
@@ -91,7 +124,15 @@ async function scriptHistory(A: Account, B: Account, C: Account): Promise<void> 
   const proofOfA = proof(tn1, A, ch1, 3n, 30n, [lock])
   const proofOfB = proof(tn1, B, ch1, 2n, 7n)
   const closed = await tx(B, { type: 'close', tokenNetwork: tn1, channelId: ch1, partner: a, balanceProof: proofOfA })
-  expected.push({ type: 'channelClosed', tokenNetwork: tn1, channelId: ch1, closer: b, nonce: 3n, balanceHash: proofOfA.balanceHash, blockNumber: closed.receipt.blockNumber })
+  expected.push({
+    type: 'channelClosed',
+    tokenNetwork: tn1,
+    channelId: ch1,
+    closer: b,
+    nonce: 3n,
+    balanceHash: proofOfA.balanceHash,
+    blockNumber: closed.receipt.blockNumber,
+  })
   await tx(A, { type: 'update', tokenNetwork: tn1, channelId: ch1, partner: b, balanceProof: proofOfB })
   expected.push({ type: 'nonClosingUpdated', tokenNetwork: tn1, channelId: ch1, closer: b, nonce: 2n, balanceHash: proofOfB.balanceHash })
 
@@ -119,7 +160,16 @@ async function scriptHistory(A: Account, B: Account, C: Account): Promise<void> 
     blockNumber: settled.receipt.blockNumber,
   })
   await tx(C, { type: 'unlock', tokenNetwork: tn1, channelId: ch1, receiver: b, sender: a, locks: [lock] })
-  expected.push({ type: 'channelUnlocked', tokenNetwork: tn1, channelId: ch1, receiver: b, sender: a, locksroot: proofOfA.locksroot, unlockedAmount: 5n, returnedTokens: 0n })
+  expected.push({
+    type: 'channelUnlocked',
+    tokenNetwork: tn1,
+    channelId: ch1,
+    receiver: b,
+    sender: a,
+    locksroot: proofOfA.locksroot,
+    unlockedAmount: 5n,
+    returnedTokens: 0n,
+  })
 
   const userDeposit = bed.deployment.contracts.UserDeposit.address
   await mintTokens(A.chain, A.queue, { token: bed.deployment.serviceToken, amount: 100n })
@@ -186,7 +236,14 @@ describe('syncChainEvents', () => {
   test('gets everything with a tiny chunk size, including a network created and used inside one chunk', async () => {
     const chunkSize = new LogChunkSize({ initial: 2n, min: 1n, max: 2n })
     const progress: bigint[] = []
-    const synced = await syncChainEvents(client, { contracts, fromBlock, toBlock, defaultRevealTimeout: revealTimeout, chunkSize, onProgress: (b) => progress.push(b) })
+    const synced = await syncChainEvents(client, {
+      contracts,
+      fromBlock,
+      toBlock,
+      defaultRevealTimeout: revealTimeout,
+      chunkSize,
+      onProgress: (b) => progress.push(b),
+    })
     expect(changesOf(synced.events)).toEqual(expected)
     expect(progress.at(-1)).toBe(toBlock)
     expect(progress.length).toBeGreaterThanOrEqual(Number(toBlock - fromBlock + 1n) / 2)
@@ -231,7 +288,13 @@ describe('syncChainEvents', () => {
 
   test('gives up with ChainRpcError when even the smallest range is refused', async () => {
     const limited = createPublicClient({ transport: rangeLimitedTransport(bed.anvil.rpcUrl, 0n, []), cacheTime: 0 })
-    const error = await syncChainEvents(limited, { contracts, fromBlock, toBlock, defaultRevealTimeout: revealTimeout, chunkSize: new LogChunkSize({ min: 4n }) }).catch((e: unknown) => e)
+    const error = await syncChainEvents(limited, {
+      contracts,
+      fromBlock,
+      toBlock,
+      defaultRevealTimeout: revealTimeout,
+      chunkSize: new LogChunkSize({ min: 4n }),
+    }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ChainRpcError)
     expect(error).toMatchObject({ method: 'eth_getLogs' })
   })

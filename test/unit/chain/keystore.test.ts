@@ -50,7 +50,9 @@ describe('decryptKeystore', () => {
   test('a wrong password fails on the MAC', async () => {
     await expect(decryptKeystore(pbkdf2Vector, 'testpassworD')).rejects.toBeInstanceOf(WrongPasswordError)
     // A changed ciphertext is caught the same way, never decrypted into another key.
-    await expect(decryptKeystore(withCrypto({ ciphertext: `6${pbkdf2Vector.crypto.ciphertext.slice(1)}` }), 'testpassword')).rejects.toBeInstanceOf(WrongPasswordError)
+    await expect(decryptKeystore(withCrypto({ ciphertext: `6${pbkdf2Vector.crypto.ciphertext.slice(1)}` }), 'testpassword')).rejects.toBeInstanceOf(
+      WrongPasswordError,
+    )
   })
 
   test.each([
@@ -62,8 +64,16 @@ describe('decryptKeystore', () => {
     ['another prf', withCrypto({ kdfparams: { ...pbkdf2Vector.crypto.kdfparams, prf: 'hmac-sha512' } }), /unsupported pbkdf2 prf/],
     ['a short iv', withCrypto({ cipherparams: { iv: 'abcd' } }), /cipherparams\.iv must be 16 bytes of hex/],
     ['bad hex', withCrypto({ mac: 'zz'.repeat(32) }), /mac must be 32 bytes of hex/],
-    ['scrypt n not a power of two', { ...scryptVector, crypto: { ...scryptVector.crypto, kdfparams: { ...scryptVector.crypto.kdfparams, n: 1000 } } }, /power of two/],
-    ['scrypt asking for 4 GiB', { ...scryptVector, crypto: { ...scryptVector.crypto, kdfparams: { ...scryptVector.crypto.kdfparams, n: 2 ** 22, r: 8 } } }, /need more than 1024 MiB/],
+    [
+      'scrypt n not a power of two',
+      { ...scryptVector, crypto: { ...scryptVector.crypto, kdfparams: { ...scryptVector.crypto.kdfparams, n: 1000 } } },
+      /power of two/,
+    ],
+    [
+      'scrypt asking for 4 GiB',
+      { ...scryptVector, crypto: { ...scryptVector.crypto, kdfparams: { ...scryptVector.crypto.kdfparams, n: 2 ** 22, r: 8 } } },
+      /need more than 1024 MiB/,
+    ],
     ['pbkdf2 with 2^40 rounds', withCrypto({ kdfparams: { ...pbkdf2Vector.crypto.kdfparams, c: 2 ** 40 } }), /kdfparams\.c must be an integer/],
   ])('refuses %s with a clear message', async (_, keystore, message) => {
     const error = await decryptKeystore(keystore, 'testpassword').catch((e: unknown) => e)
@@ -75,7 +85,24 @@ describe('decryptKeystore', () => {
     const cheap = { ...pbkdf2Vector.crypto.kdfparams, c: 1 }
     const arbitraryKeystore = fc.oneof(
       fc.jsonValue(),
-      fc.record({ version: fc.oneof(fc.constant(3), fc.jsonValue()), crypto: fc.oneof(fc.jsonValue(), fc.record({ cipher: fc.constantFrom('aes-128-ctr', 'x'), cipherparams: fc.oneof(fc.jsonValue(), fc.record({ iv: fc.string() })), ciphertext: fc.oneof(fc.string(), fc.constant(pbkdf2Vector.crypto.ciphertext)), kdf: fc.constantFrom('pbkdf2', 'scrypt', 'x'), kdfparams: fc.oneof(fc.jsonValue(), fc.constant(cheap), fc.record({ n: fc.integer(), r: fc.integer(), p: fc.integer(), dklen: fc.integer(), salt: fc.string() })), mac: fc.oneof(fc.string(), fc.constant(pbkdf2Vector.crypto.mac)) })) }),
+      fc.record({
+        version: fc.oneof(fc.constant(3), fc.jsonValue()),
+        crypto: fc.oneof(
+          fc.jsonValue(),
+          fc.record({
+            cipher: fc.constantFrom('aes-128-ctr', 'x'),
+            cipherparams: fc.oneof(fc.jsonValue(), fc.record({ iv: fc.string() })),
+            ciphertext: fc.oneof(fc.string(), fc.constant(pbkdf2Vector.crypto.ciphertext)),
+            kdf: fc.constantFrom('pbkdf2', 'scrypt', 'x'),
+            kdfparams: fc.oneof(
+              fc.jsonValue(),
+              fc.constant(cheap),
+              fc.record({ n: fc.integer(), r: fc.integer(), p: fc.integer(), dklen: fc.integer(), salt: fc.string() }),
+            ),
+            mac: fc.oneof(fc.string(), fc.constant(pbkdf2Vector.crypto.mac)),
+          }),
+        ),
+      }),
     )
     await fc.assert(
       fc.asyncProperty(arbitraryKeystore, fc.string(), async (keystore, password) => {

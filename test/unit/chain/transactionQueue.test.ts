@@ -15,7 +15,9 @@ let tokenNetwork: Hex
 beforeAll(async () => {
   bed = await startChainTestbed({ accounts: 3 })
   const [a] = bed.accounts
-  tokenNetwork = (await registerToken(a!.chain, a!.queue, { registry: bed.deployment.contracts.TokenNetworkRegistry.address, token: bed.deployment.tokens.TTT })).tokenNetwork
+  tokenNetwork = (
+    await registerToken(a!.chain, a!.queue, { registry: bed.deployment.contracts.TokenNetworkRegistry.address, token: bed.deployment.tokens.TTT })
+  ).tokenNetwork
 })
 afterAll(() => bed.stop())
 
@@ -46,7 +48,11 @@ describe('createChainClient', () => {
   })
 
   test('reports an unreachable endpoint as ChainRpcError', async () => {
-    const error = await createChainClient({ rpcUrl: 'http://127.0.0.1:1', transport: http('http://127.0.0.1:1', { retryCount: 0 }), privateKey: anvilKeys[1] }).catch((e: unknown) => e)
+    const error = await createChainClient({
+      rpcUrl: 'http://127.0.0.1:1',
+      transport: http('http://127.0.0.1:1', { retryCount: 0 }),
+      privateKey: anvilKeys[1],
+    }).catch((e: unknown) => e)
     expect(error).toMatchObject({ name: 'ChainRpcError', method: 'eth_chainId' })
   })
 })

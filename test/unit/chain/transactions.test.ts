@@ -44,7 +44,10 @@ function signedProof(signer: Account, channelId: bigint, nonce: bigint, transfer
 }
 
 function signedWithdraw(signer: Account, channelId: bigint, participant: Address, totalWithdraw: bigint, expiration: bigint): Hex {
-  return signPackedSync(signer.key, packWithdraw({ tokenNetworkAddress: tokenNetwork, chainId, channelIdentifier: channelId, participant, totalWithdraw, expiration }))
+  return signPackedSync(
+    signer.key,
+    packWithdraw({ tokenNetworkAddress: tokenNetwork, chainId, channelIdentifier: channelId, participant, totalWithdraw, expiration }),
+  )
 }
 
 const send = (who: Account, tx: Transaction) => sendProtocolTransaction(tx, { signer: who.chain, secretRegistry, queue: who.queue })
@@ -74,7 +77,9 @@ describe('protocol transactions on a real channel', () => {
       partnerSignature: signedWithdraw(B, channelId, A.chain.address, 10n, expiration),
     }
     const withdrawn = await send(A, withdrawTx)
-    expect(events(withdrawn.receipt)).toMatchObject([{ eventName: 'ChannelWithdraw', args: { channel_identifier: channelId, participant: A.chain.address, total_withdraw: 10n } }])
+    expect(events(withdrawn.receipt)).toMatchObject([
+      { eventName: 'ChannelWithdraw', args: { channel_identifier: channelId, participant: A.chain.address, total_withdraw: 10n } },
+    ])
 
     // Off-chain history: A paid B 30 and locked 5 more; B paid A 7.
     const secret = keccak256(toHex('transactions test secret'))
@@ -87,7 +92,9 @@ describe('protocol transactions on a real channel', () => {
 
     // B closes with A's proof: stored on A's (the non-closer's) record.
     const closed = await send(B, { type: 'close', tokenNetwork, channelId, partner: A.chain.address, balanceProof: proofOfA })
-    expect(events(closed.receipt)).toMatchObject([{ eventName: 'ChannelClosed', args: { closing_participant: B.chain.address, nonce: 3n, balance_hash: proofOfA.balanceHash } }])
+    expect(events(closed.receipt)).toMatchObject([
+      { eventName: 'ChannelClosed', args: { closing_participant: B.chain.address, nonce: 3n, balance_hash: proofOfA.balanceHash } },
+    ])
     expect(await readParticipantInfo(A.chain, { tokenNetwork, channelId, participant: A.chain.address, partner: B.chain.address })).toMatchObject({
       nonce: 3n,
       balanceHash: proofOfA.balanceHash,
@@ -116,13 +123,19 @@ describe('protocol transactions on a real channel', () => {
     })
     // Deposits 100 + 50, A withdrew 10: B gets 50 + 30 - 7 = 73, A gets 100 - 10 - 30 + 7 - 5 = 62, 5 stay locked.
     expect(events(settled.receipt)).toMatchObject([
-      { eventName: 'ChannelSettled', args: { participant1: B.chain.address, participant1_amount: 73n, participant2: A.chain.address, participant2_amount: 62n } },
+      {
+        eventName: 'ChannelSettled',
+        args: { participant1: B.chain.address, participant1_amount: 73n, participant2: A.chain.address, participant2_amount: 62n },
+      },
     ])
 
     const balanceOfB = await readTokenBalance(B.chain, { token: bed.deployment.tokens.TTT })
     const unlocked = await send(C, { type: 'unlock', tokenNetwork, channelId, receiver: B.chain.address, sender: A.chain.address, locks: [lock] })
     expect(events(unlocked.receipt)).toMatchObject([
-      { eventName: 'ChannelUnlocked', args: { receiver: B.chain.address, sender: A.chain.address, locksroot: proofOfA.locksroot, unlocked_amount: 5n, returned_tokens: 0n } },
+      {
+        eventName: 'ChannelUnlocked',
+        args: { receiver: B.chain.address, sender: A.chain.address, locksroot: proofOfA.locksroot, unlocked_amount: 5n, returned_tokens: 0n },
+      },
     ])
     expect(await readTokenBalance(B.chain, { token: bed.deployment.tokens.TTT })).toBe(balanceOfB + 5n)
   })
@@ -133,7 +146,9 @@ describe('protocol transactions on a real channel', () => {
     const call = protocolTransactionCall(tx, { signer: A.chain, secretRegistry })
     expect(call.data).toContain(EMPTY_SIGNATURE.slice(2))
     const closed = await A.queue.send(call)
-    expect(events(closed.receipt)).toMatchObject([{ eventName: 'ChannelClosed', args: { closing_participant: A.chain.address, nonce: 0n, balance_hash: ZERO_HASH } }])
+    expect(events(closed.receipt)).toMatchObject([
+      { eventName: 'ChannelClosed', args: { closing_participant: A.chain.address, nonce: 0n, balance_hash: ZERO_HASH } },
+    ])
     expect((await readChannelInfo(A.chain, { tokenNetwork, channelId, participant1: A.chain.address, participant2: C.chain.address })).state).toBe('closed')
   })
 
@@ -164,9 +179,23 @@ describe('protocol transactions on a real channel', () => {
     const { channelId } = await openChannel(C.chain, C.queue, { tokenNetwork, partner, settleTimeout: 10n })
     await send(C, { type: 'close', tokenNetwork, channelId, partner, balanceProof: null })
     const empty = { transferredAmount: 0n, lockedAmount: 0n, locksroot: LOCKSROOT_OF_NO_LOCKS }
-    const early: Transaction = { type: 'settle', tokenNetwork, channelId, participant1: partner, participant1Balance: empty, participant2: C.chain.address, participant2Balance: empty }
+    const early: Transaction = {
+      type: 'settle',
+      tokenNetwork,
+      channelId,
+      participant1: partner,
+      participant1Balance: empty,
+      participant2: C.chain.address,
+      participant2Balance: empty,
+    }
     const error = await send(C, early).catch((e: unknown) => e)
-    expect(transactionFailedChange(early, error)).toEqual({ type: 'transactionFailed', transaction: 'settle', tokenNetwork, channelId, reason: 'TN/settle: settlement timeout' })
+    expect(transactionFailedChange(early, error)).toEqual({
+      type: 'transactionFailed',
+      transaction: 'settle',
+      tokenNetwork,
+      channelId,
+      reason: 'TN/settle: settlement timeout',
+    })
     const secrethash = secrethashOf(ZERO_HASH)
     expect(transactionFailedChange({ type: 'registerSecret', secret: ZERO_HASH, secrethash }, new Error('boom'))).toEqual({
       type: 'transactionFailed',
@@ -177,9 +206,19 @@ describe('protocol transactions on a real channel', () => {
   })
 
   test('an update needs a signed partner proof with nonce > 0', () => {
-    const unsigned: BalanceProofState = { nonce: 1n, transferredAmount: 1n, lockedAmount: 0n, locksroot: LOCKSROOT_OF_NO_LOCKS, balanceHash: ZERO_HASH, messageHash: ZERO_HASH }
+    const unsigned: BalanceProofState = {
+      nonce: 1n,
+      transferredAmount: 1n,
+      lockedAmount: 0n,
+      locksroot: LOCKSROOT_OF_NO_LOCKS,
+      balanceHash: ZERO_HASH,
+      messageHash: ZERO_HASH,
+    }
     expect(() =>
-      protocolTransactionCall({ type: 'update', tokenNetwork, channelId: 1n, partner: B.chain.address, balanceProof: unsigned }, { signer: A.chain, secretRegistry }),
+      protocolTransactionCall(
+        { type: 'update', tokenNetwork, channelId: 1n, partner: B.chain.address, balanceProof: unsigned },
+        { signer: A.chain, secretRegistry },
+      ),
     ).toThrow(RangeError)
   })
 
@@ -188,7 +227,10 @@ describe('protocol transactions on a real channel', () => {
       { expiration: 9n, amount: 1n, secrethash: keccak256(toHex('b')) },
       { expiration: 8n, amount: 2n, secrethash: keccak256(toHex('a')) },
     ]
-    const call = protocolTransactionCall({ type: 'unlock', tokenNetwork, channelId: 4n, receiver: A.chain.address, sender: B.chain.address, locks }, { signer: A.chain, secretRegistry })
+    const call = protocolTransactionCall(
+      { type: 'unlock', tokenNetwork, channelId: 4n, receiver: A.chain.address, sender: B.chain.address, locks },
+      { signer: A.chain, secretRegistry },
+    )
     expect(call.data).toContain(encodeLocks(locks).slice(2))
     expect(call.to).toBe(tokenNetwork)
   })

@@ -6,7 +6,10 @@ import { secp256k1Engine, useWasmSecp256k1 } from '../../../src/protocol/secp256
 import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
 import { eip191Hash, recoverPackedSignerSync, signPackedSync } from '../../../src/protocol/signature.ts'
 
-const key = fc.uint8Array({ minLength: 32, maxLength: 32 }).filter((k) => k.some((b) => b !== 0) && k[0]! < 0xff).map((k) => bytesToHex(k))
+const key = fc
+  .uint8Array({ minLength: 32, maxLength: 32 })
+  .filter((k) => k.some((b) => b !== 0) && k[0]! < 0xff)
+  .map((k) => bytesToHex(k))
 const data = fc.uint8Array({ minLength: 0, maxLength: 300 })
 
 describe('the native secp256k1 engine (headless node)', () => {

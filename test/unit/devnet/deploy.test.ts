@@ -1,14 +1,7 @@
 import { maxUint256, type Address } from 'viem'
 import { generatePrivateKey } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import {
-  CustomToken,
-  MonitoringService,
-  OneToN,
-  ServiceRegistry,
-  TokenNetworkRegistry,
-  UserDeposit,
-} from '../../../src/contracts/index.ts'
+import { CustomToken, MonitoringService, OneToN, ServiceRegistry, TokenNetworkRegistry, UserDeposit } from '../../../src/contracts/index.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
 import { DeployContractsError, deployContracts, serviceRegistryParameters } from '../../../src/devnet/deploy.ts'
 import { deployedContractNames, parseDeployment } from '../../../src/chain/deployment.ts'

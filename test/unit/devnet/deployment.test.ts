@@ -105,9 +105,7 @@ describe('readDeployment and writeDeployment', () => {
   test('an invalid field names the file and the field', async () => {
     const path = join(dir, 'bad.json')
     writeFileSync(path, JSON.stringify(withField('contracts.MonitoringService.address', 'nope')))
-    await expect(readDeployment(path)).rejects.toThrow(
-      `deployment file ${path}: contracts.MonitoringService.address must be a 20-byte hex address, got "nope"`,
-    )
+    await expect(readDeployment(path)).rejects.toThrow(`deployment file ${path}: contracts.MonitoringService.address must be a 20-byte hex address, got "nope"`)
     await expect(readDeployment(path)).rejects.toMatchObject({ name: 'InvalidDeploymentError', field: 'contracts.MonitoringService.address', path })
   })
 })

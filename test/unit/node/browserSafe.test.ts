@@ -4,8 +4,11 @@ import { importGraph, nodeOnlyImports } from '../../support/importGraph.ts'
 
 const root = resolve(import.meta.dirname, '../../..')
 
-test.each(['src/node/createNode.ts', 'src/host/hostNode.ts', 'test/browser/fixtures/nodeWorker.ts'])('no Node-only module is reachable from %s (what a browser worker loads)', (file) => {
-  const { modules } = importGraph(resolve(root, file))
-  expect(modules.size).toBeGreaterThan(30)
-  expect(nodeOnlyImports(resolve(root, file))).toEqual([])
-})
+test.each(['src/node/createNode.ts', 'src/host/hostNode.ts', 'test/browser/fixtures/nodeWorker.ts'])(
+  'no Node-only module is reachable from %s (what a browser worker loads)',
+  (file) => {
+    const { modules } = importGraph(resolve(root, file))
+    expect(modules.size).toBeGreaterThan(30)
+    expect(nodeOnlyImports(resolve(root, file))).toEqual([])
+  },
+)

@@ -15,7 +15,10 @@ function setup(events: BlockWatcherEvent[], chainEvents: (r: { fromBlock: bigint
   const dispatched: { change: StateChange; extra: Omit<Input, 'change'> }[] = []
   const acknowledged: BlockRange[] = []
   const errors: { where: string; error: unknown }[] = []
-  const state = { ...initialState({ address: '0x00000000000000000000000000000000000000bb', chainId: 1n, blockNumber: 0n }), tokenNetworks: { [tokenNetwork]: { token: tokenNetwork, graph: {} } } }
+  const state = {
+    ...initialState({ address: '0x00000000000000000000000000000000000000bb', chainId: 1n, blockNumber: 0n }),
+    tokenNetworks: { [tokenNetwork]: { token: tokenNetwork, graph: {} } },
+  }
   const asked: { fromBlock: bigint; toBlock: bigint; tokenNetworks: Address[] }[] = []
   const watcher: BlockWatcher = {
     poll: async () => events.shift(),
@@ -35,7 +38,10 @@ function setup(events: BlockWatcherEvent[], chainEvents: (r: { fromBlock: bigint
         },
       },
       watcher,
-      events: async (r) => (asked.push(r), chainEvents(r)),
+      events: async (r) => {
+        asked.push(r)
+        return chainEvents(r)
+      },
       onError: (where, error) => void errors.push({ where, error }),
     },
     0n,

@@ -63,7 +63,8 @@ describe('the secret resolver', () => {
   test('503 and unreachable are asked again with the backoff; the first real answer ends it', async () => {
     let calls = 0
     const r = resolver([() => new Response('busy', { status: 503 }), () => Response.json({ secret })])
-    const flaky = ((input: RequestInfo | URL, init?: RequestInit) => (++calls === 1 ? Promise.reject(new TypeError('fetch failed')) : r.fetch(input, init))) as typeof fetch
+    const flaky = ((input: RequestInfo | URL, init?: RequestInit) =>
+      ++calls === 1 ? Promise.reject(new TypeError('fetch failed')) : r.fetch(input, init)) as typeof fetch
     const { p, resolved, reports } = parameters(flaky)
     await resolveSecret(request, p)
     expect(resolved).toEqual([secret])
@@ -90,7 +91,12 @@ describe('the secret resolver', () => {
     expect(r.bodies.length).toBe(3)
 
     const stop = new AbortController()
-    const stopping = resolver([() => (stop.abort(), new Response('busy', { status: 503 }))])
+    const stopping = resolver([
+      () => {
+        stop.abort()
+        return new Response('busy', { status: 503 })
+      },
+    ])
     const stopped = parameters(stopping.fetch, { stopped: stop.signal, backoff: { initialMs: 60_000, maxMs: 60_000 } })
     await resolveSecret(request, stopped.p)
     expect(stopping.bodies).toHaveLength(1)

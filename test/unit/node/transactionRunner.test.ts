@@ -6,7 +6,13 @@ import type { Transaction } from '../../../src/protocol/state/effects.ts'
 import type { TransactionRecord } from '../../../src/storage/storage.ts'
 import { TransactionRunner, type TransactionRunnerParameters } from '../../../src/node/transactionRunner.ts'
 
-const close: Transaction = { type: 'close', tokenNetwork: '0x00000000000000000000000000000000000000aa', channelId: 7n, partner: '0x00000000000000000000000000000000000000bb', balanceProof: null }
+const close: Transaction = {
+  type: 'close',
+  tokenNetwork: '0x00000000000000000000000000000000000000aa',
+  channelId: 7n,
+  partner: '0x00000000000000000000000000000000000000bb',
+  balanceProof: null,
+}
 const record = (over: Partial<TransactionRecord> = {}): TransactionRecord => ({ key: 'tx-1', transaction: close, createdAt: 0, status: 'pending', ...over })
 
 /** A runner over an engine that records what it was told. */
@@ -47,14 +53,23 @@ describe('TransactionRunner', () => {
     const { r, dispatched, forgotten, failed } = runner({ send: async () => Promise.reject(error) })
     await r.run(record())
     expect(failed).toEqual([{ transaction: close, error, dispatchedBefore: 0 }])
-    expect(dispatched).toEqual([{ type: 'transactionFailed', transaction: 'close', tokenNetwork: close.tokenNetwork, channelId: 7n, reason: 'channel is not open' }])
+    expect(dispatched).toEqual([
+      { type: 'transactionFailed', transaction: 'close', tokenNetwork: close.tokenNetwork, channelId: 7n, reason: 'channel is not open' },
+    ])
     expect(forgotten).toEqual(['tx-1'])
   })
 
   test('one record runs once at a time: a second run while the first is under way does nothing', async () => {
     let sends = 0
     let finish!: () => void
-    const { r } = runner({ send: () => ((sends++, new Promise<void>((resolve) => (finish = resolve)))) })
+    const { r } = runner({
+      send: () => {
+        sends++
+        return new Promise<void>((resolve) => {
+          finish = resolve
+        })
+      },
+    })
     const first = r.run(record())
     await r.run(record())
     expect(sends).toBe(1)

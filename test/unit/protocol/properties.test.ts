@@ -22,7 +22,13 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     weight: 8,
     arbitrary: fc.record(
       // A 14-block lock reaches B inside B's reveal timeout (15) of its next channel: B refunds it.
-      { kind: fc.constant('pay' as const), from: fc.constantFrom(...names), to: fc.constantFrom(...names), amount: fc.bigInt({ min: 1n, max: 60n }), lockTimeout: fc.constantFrom(14n, 30n) },
+      {
+        kind: fc.constant('pay' as const),
+        from: fc.constantFrom(...names),
+        to: fc.constantFrom(...names),
+        amount: fc.bigInt({ min: 1n, max: 60n }),
+        lockTimeout: fc.constantFrom(14n, 30n),
+      },
       { requiredKeys: ['kind', 'from', 'to', 'amount'] },
     ),
   },
@@ -49,7 +55,9 @@ function views(net: Network): { key: string; a: Channel; b: Channel | undefined 
 function checkAlways(net: Network) {
   for (const { a } of views(net)) {
     // Whatever happens, the two sides together hold exactly what the contract holds for the channel.
-    expect(balance(a.our, a.partnerEnd) + balance(a.partnerEnd, a.our)).toBe(a.our.deposit + a.partnerEnd.deposit - withdrawTotal(a.our) - withdrawTotal(a.partnerEnd))
+    expect(balance(a.our, a.partnerEnd) + balance(a.partnerEnd, a.our)).toBe(
+      a.our.deposit + a.partnerEnd.deposit - withdrawTotal(a.our) - withdrawTotal(a.partnerEnd),
+    )
     expect(balance(a.our, a.partnerEnd)).toBeGreaterThanOrEqual(0n)
   }
   expect(net.violations).toEqual([])
@@ -62,7 +70,7 @@ async function run(net: Network, steps: Step[], payments: Map<bigint, Name>) {
     switch (s.kind) {
       case 'pay': {
         if (s.from === s.to) break
-        const direct = (s.from === 'A' && s.to === 'B') || (s.from === 'B') || (s.to === 'B')
+        const direct = (s.from === 'A' && s.to === 'B') || s.from === 'B' || s.to === 'B'
         const routes = direct ? [[s.to]] : [mid[s.from]]
         await net.pay(s.from, s.to, s.amount, paymentId, routes, s.lockTimeout)
         payments.set(paymentId, s.from)
@@ -147,7 +155,15 @@ describe('three nodes A-B-C wired only through the pure transition (property)', 
         // After quiet, both ends of every open channel see the same channel.
         for (const { key, a, b } of views(net)) {
           if (!b || a.state !== 'opened' || b.state !== 'opened') continue
-          const strip = (c: Channel['our']) => ({ deposit: c.deposit, withdrawn: c.withdrawn, nonce: c.nonce, locks: c.locks.map(({ secret: _, ...l }) => l), pending: c.pendingWithdraws.map((w) => w.totalWithdraw), t: c.balanceProof?.transferredAmount ?? 0n, l: c.balanceProof?.lockedAmount ?? 0n })
+          const strip = (c: Channel['our']) => ({
+            deposit: c.deposit,
+            withdrawn: c.withdrawn,
+            nonce: c.nonce,
+            locks: c.locks.map(({ secret: _, ...l }) => l),
+            pending: c.pendingWithdraws.map((w) => w.totalWithdraw),
+            t: c.balanceProof?.transferredAmount ?? 0n,
+            l: c.balanceProof?.lockedAmount ?? 0n,
+          })
           expect(strip(a.our), key).toEqual(strip(b.partnerEnd))
           expect(strip(a.partnerEnd), key).toEqual(strip(b.our))
           expect(a.our.locks, 'no lock is left pending after quiet').toEqual([])
@@ -188,7 +204,10 @@ const routeConfig: fc.Arbitrary<RouteConfig> = fc.record({
   bDeposit: fc.bigInt({ min: 0n, max: 100n }),
   cDeposit: fc.bigInt({ min: 0n, max: 100n }),
   aKnowsSettleTimeouts: fc.boolean(),
-  payments: fc.array(fc.record({ amount: fc.bigInt({ min: 1n, max: 60n }), lockTimeout: fc.bigInt({ min: 7n, max: 250n }) }, { requiredKeys: ['amount'] }), { minLength: 1, maxLength: 6 }),
+  payments: fc.array(fc.record({ amount: fc.bigInt({ min: 1n, max: 60n }), lockTimeout: fc.bigInt({ min: 7n, max: 250n }) }, { requiredKeys: ['amount'] }), {
+    minLength: 1,
+    maxLength: 6,
+  }),
 })
 
 describe('a route A-B-C-D whose hops can give a lock back (property)', () => {
@@ -221,7 +240,10 @@ describe('a route A-B-C-D whose hops can give a lock back (property)', () => {
         }
         expect(net.chain.block).toBe(start)
         // D got exactly what the succeeded payments carried; every channel still holds what the contract holds.
-        const received = net.node('D').events.filter((e) => e.type === 'paymentReceivedSuccess').reduce((sum, e) => sum + (e as { amount: bigint }).amount, 0n)
+        const received = net
+          .node('D')
+          .events.filter((e) => e.type === 'paymentReceivedSuccess')
+          .reduce((sum, e) => sum + (e as { amount: bigint }).amount, 0n)
         expect(received).toBe(paid)
         for (const n of ['A', 'B', 'C', 'D']) {
           for (const c of Object.values(net.node(n).state.channels)) {

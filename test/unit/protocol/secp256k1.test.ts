@@ -5,7 +5,10 @@ import { describe, expect, test } from 'vitest'
 import { secp256k1Engine, useWasmSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 import { eip191Hash, recoverPackedSignerSync, signPackedSync } from '../../../src/protocol/signature.ts'
 
-const key = fc.uint8Array({ minLength: 32, maxLength: 32 }).filter((k) => k.some((b) => b !== 0) && k[0]! < 0xff).map((k) => bytesToHex(k))
+const key = fc
+  .uint8Array({ minLength: 32, maxLength: 32 })
+  .filter((k) => k.some((b) => b !== 0) && k[0]! < 0xff)
+  .map((k) => bytesToHex(k))
 const data = fc.uint8Array({ minLength: 0, maxLength: 300 })
 
 describe('secp256k1 engines', () => {
@@ -32,7 +35,7 @@ describe('secp256k1 engines', () => {
     )
   })
 
-  test('signatures match viem\'s EIP-191 signing and recover the signer, with v as 27/28 or 0/1', async () => {
+  test("signatures match viem's EIP-191 signing and recover the signer, with v as 27/28 or 0/1", async () => {
     await useWasmSecp256k1()
     await fc.assert(
       fc.asyncProperty(key, data, async (k, d) => {

@@ -13,11 +13,18 @@ const scalar = (n: number) => {
 const targetKey = hexToBytes('0x95d3c5e483e9b1d4f5fc8e79b2deaf51362980de62dbb082a9a4257eef653d7d')
 const targetPublicKey = () => secp256k1Engine().publicKey(targetKey).subarray(1) // 64 bytes, as recovery gives it
 const secret = sha256('0x01')
-const fixed = () => ({ payload: { secret, amount: 100n, paymentId: 42n }, targetPublicKey: targetPublicKey(), ephemeralPrivateKey: scalar(7), nonce: new Uint8Array(16).fill(9) })
+const fixed = () => ({
+  payload: { secret, amount: 100n, paymentId: 42n },
+  targetPublicKey: targetPublicKey(),
+  ephemeralPrivateKey: scalar(7),
+  nonce: new Uint8Array(16).fill(9),
+})
 
 describe('secret cipher (ECIES, the light client format)', () => {
   test('derives the AES key as eciesjs does (HKDF-SHA256 of ephemeral key || shared point)', () => {
-    expect(bytesToHex(encapsulate(scalar(2), secp256k1Engine().publicKey(scalar(3))))).toBe('0x6f982d63e8590c9d9b5b4c1959ff80315d772edd8f60287c9361d548d5200f82')
+    expect(bytesToHex(encapsulate(scalar(2), secp256k1Engine().publicKey(scalar(3))))).toBe(
+      '0x6f982d63e8590c9d9b5b4c1959ff80315d772edd8f60287c9361d548d5200f82',
+    )
   })
 
   test('lays out AES-256-GCM as eciesjs does (nonce || tag || ciphertext, 16-byte nonce)', () => {
@@ -83,7 +90,7 @@ describe('secret cipher (ECIES, the light client format)', () => {
   })
 
   test('the secret comes back lowercase whatever case it was sent in', () => {
-    const upper = ('0x' + secret.slice(2).toUpperCase()) as Hex
+    const upper = `0x${secret.slice(2).toUpperCase()}` as Hex
     expect(decryptSecret(encryptSecret({ ...fixed(), payload: { secret: upper, amount: 1n } }), targetKey)?.secret).toBe(secret)
   })
 })

@@ -23,7 +23,18 @@ test('the database is named after chain, registry and address, with one object s
   expect((await indexedDB.databases()).map((d) => d.name)).toContain(name)
   const db = await openDB(name)
   expect(db.version).toBe(STORAGE_SCHEMA_VERSION)
-  expect([...db.objectStoreNames].sort()).toEqual(['chainEvents', 'changes', 'events', 'meta', 'outbox', 'payments', 'sentLocks', 'sentProofs', 'snapshot', 'transactions'])
+  expect([...db.objectStoreNames].sort()).toEqual([
+    'chainEvents',
+    'changes',
+    'events',
+    'meta',
+    'outbox',
+    'payments',
+    'sentLocks',
+    'sentProofs',
+    'snapshot',
+    'transactions',
+  ])
   const tx = db.transaction(['payments', 'chainEvents'])
   expect([...tx.objectStore('payments').indexNames].sort()).toEqual(['partner', 'token', 'tokenPartner'])
   expect([...tx.objectStore('chainEvents').indexNames].sort()).toEqual(['address', 'channel', 'tokenNetwork'])
@@ -44,7 +55,7 @@ test('another connection upgrading the database closes the store instead of bloc
   await storage.close()
 })
 
-test('a database of the same name without this node\'s meta is refused', async () => {
+test("a database of the same name without this node's meta is refused", async () => {
   const identity = newIdentity()
   const foreign = await openDB(storageName(identity), STORAGE_SCHEMA_VERSION, { upgrade: (db) => void db.createObjectStore('meta') })
   foreign.close()

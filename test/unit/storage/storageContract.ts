@@ -14,7 +14,22 @@ import {
   type StorageDump,
   type StorageIdentity,
 } from '../../../src/storage/storage.ts'
-import { BIG, chainEvent, change, event, newChannelKey, newIdentity, outbox, payment, randomAddress, randomHash, sentLock, sentProof, snapshot, transaction } from './support/records.ts'
+import {
+  BIG,
+  chainEvent,
+  change,
+  event,
+  newChannelKey,
+  newIdentity,
+  outbox,
+  payment,
+  randomAddress,
+  randomHash,
+  sentLock,
+  sentProof,
+  snapshot,
+  transaction,
+} from './support/records.ts'
 
 /** How the shared suite reaches one adapter. */
 export type StorageUnderTest = {
@@ -78,7 +93,12 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       const identity = newIdentity()
       const storage = await open(identity)
       const snap = snapshot(3, identity.address)
-      await storage.commit({ changes: [change(1), change(2), change(3)], outbox: { put: [outbox('a'), outbox('b')] }, transactions: { put: [transaction('t1')] }, meta: { syncedBlock: 10n } })
+      await storage.commit({
+        changes: [change(1), change(2), change(3)],
+        outbox: { put: [outbox('a'), outbox('b')] },
+        transactions: { put: [transaction('t1')] },
+        meta: { syncedBlock: 10n },
+      })
       await storage.commit({ changes: [change(6), change(4)], snapshot: snap })
       await storage.commit({ changes: [change(5)] })
       const loaded = await storage.load()
@@ -104,9 +124,15 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
     test('outbox and transaction records are put, replaced by key and deleted; a key put and deleted in one commit is gone', async () => {
       const storage = await open()
       await storage.commit({ outbox: { put: [outbox('a'), outbox('b'), outbox('c')] }, transactions: { put: [transaction('t1'), transaction('t2')] } })
-      await storage.commit({ outbox: { put: [outbox('a', 3)], delete: ['b', 'never-there'] }, transactions: { put: [transaction('t1', 'sent')], delete: ['t2'] } })
+      await storage.commit({
+        outbox: { put: [outbox('a', 3)], delete: ['b', 'never-there'] },
+        transactions: { put: [transaction('t1', 'sent')], delete: ['t2'] },
+      })
       let loaded = await storage.load()
-      expect(sortByKey(loaded.outbox).map((r) => [r.key, r.attempts])).toEqual([['a', 3], ['c', 0]])
+      expect(sortByKey(loaded.outbox).map((r) => [r.key, r.attempts])).toEqual([
+        ['a', 3],
+        ['c', 0],
+      ])
       expect(loaded.transactions).toHaveLength(1)
       expect(loaded.transactions[0]).toMatchObject({ key: 't1', status: 'sent', nonce: 4 })
       await storage.commit({ outbox: { put: [outbox('d')], delete: ['d', 'c'] }, transactions: { put: [transaction('t3')], delete: ['t3'] } })
@@ -118,7 +144,14 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
     test('a commit with empty lists (only an outbox delete, say) is fine', async () => {
       const storage = await open()
       await storage.commit({ outbox: { put: [outbox('a')] } })
-      await storage.commit({ changes: [], events: [], payments: [], chainEvents: [], outbox: { put: [], delete: ['a'] }, transactions: { put: [], delete: [] } })
+      await storage.commit({
+        changes: [],
+        events: [],
+        payments: [],
+        chainEvents: [],
+        outbox: { put: [], delete: ['a'] },
+        transactions: { put: [], delete: [] },
+      })
       expect((await storage.load()).outbox).toEqual([])
     })
 
@@ -322,7 +355,9 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       await expect(storage.importDump({ ...dump, meta: { ...dump.meta, chainId: 1n } })).rejects.toThrow(/another chain/)
       // The same address in other letter case is the same node.
       await storage.importDump({ ...dump, meta: { ...dump.meta, address: dump.meta.address.toLowerCase() as typeof dump.meta.address } })
-      expect(sortDump(await storage.exportDump())).toEqual(sortDump({ ...dump, meta: { ...dump.meta, address: dump.meta.address.toLowerCase() as typeof dump.meta.address } }))
+      expect(sortDump(await storage.exportDump())).toEqual(
+        sortDump({ ...dump, meta: { ...dump.meta, address: dump.meta.address.toLowerCase() as typeof dump.meta.address } }),
+      )
     })
 
     test('importDump refuses a dump older than the stored state, and accepts the same one again', async () => {
@@ -564,7 +599,9 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       ]
       const good = sentProof(ck, 1n)
       for (const [sentProofs, sentLocks] of bad) {
-        await expect(storage.commit({ changes: [change(1)], sentProofs: [good, ...sentProofs], sentLocks: [sentLock(ck, 1n), ...sentLocks] })).rejects.toBeInstanceOf(StorageError)
+        await expect(
+          storage.commit({ changes: [change(1)], sentProofs: [good, ...sentProofs], sentLocks: [sentLock(ck, 1n), ...sentLocks] }),
+        ).rejects.toBeInstanceOf(StorageError)
       }
       expect((await storage.load()).changes).toEqual([])
       expect(await storage.sentProof(ck, good.balanceHash)).toBeUndefined()
@@ -612,7 +649,9 @@ function sortDump(dump: StorageDump): StorageDump {
     ...dump,
     outbox: sortByKey(dump.outbox),
     transactions: sortByKey(dump.transactions),
-    sentProofs: [...(dump.sentProofs ?? [])].sort((a, b) => compare(a.channelKey, b.channelKey) || compare(a.balanceHash.toLowerCase(), b.balanceHash.toLowerCase())),
+    sentProofs: [...(dump.sentProofs ?? [])].sort(
+      (a, b) => compare(a.channelKey, b.channelKey) || compare(a.balanceHash.toLowerCase(), b.balanceHash.toLowerCase()),
+    ),
     sentLocks: sortLocks(dump.sentLocks ?? []),
   }
 }

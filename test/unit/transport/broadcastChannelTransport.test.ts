@@ -69,7 +69,14 @@ describe('BroadcastChannel transport', () => {
     const name = freshChannel()
     const b = await started(B, name)
     const raw = new BroadcastChannel(name)
-    for (const junk of [null, 'text', { kind: 'lines', to: B, from: 'nobody', lines: ['x'] }, { kind: 'lines', to: B, from: A, lines: [1] }, { kind: 'lines', from: A, lines: ['x'] }, { kind: 'other', from: A }])
+    for (const junk of [
+      null,
+      'text',
+      { kind: 'lines', to: B, from: 'nobody', lines: ['x'] },
+      { kind: 'lines', to: B, from: A, lines: [1] },
+      { kind: 'lines', from: A, lines: ['x'] },
+      { kind: 'other', from: A },
+    ])
       raw.postMessage(junk)
     raw.postMessage({ kind: 'lines', to: B, from: A, lines: ['ok'] })
     raw.close()

@@ -4,10 +4,13 @@ import { importGraph, nodeOnlyImports } from '../../support/importGraph.ts'
 
 const root = resolve(import.meta.dirname, '../../../src/transport')
 
-test.each(['broadcastChannelTransport.ts', 'delivery.ts', 'lineSigner.ts', 'libp2p/libp2pTransport.ts'])('nothing %s loads imports a Node built-in (it runs in browser workers)', (entry) => {
-  expect(importGraph(resolve(root, entry)).modules.size).toBeGreaterThan(1)
-  expect(nodeOnlyImports(resolve(root, entry))).toEqual([])
-})
+test.each(['broadcastChannelTransport.ts', 'delivery.ts', 'lineSigner.ts', 'libp2p/libp2pTransport.ts'])(
+  'nothing %s loads imports a Node built-in (it runs in browser workers)',
+  (entry) => {
+    expect(importGraph(resolve(root, entry)).modules.size).toBeGreaterThan(1)
+    expect(nodeOnlyImports(resolve(root, entry))).toEqual([])
+  },
+)
 
 test('the libp2p adapter loads the libp2p packages, and not `ws` (only nodePolyfills.ts, which browsers never load, does)', () => {
   const { packages } = importGraph(resolve(root, 'libp2p/libp2pTransport.ts'))

@@ -170,7 +170,7 @@ describe('delivery', () => {
     expect(a.received.map((r) => r.message.type)).toEqual(['WithdrawConfirmation'])
   })
 
-  test('Processed is sent once: a lost one is made good by the sender\'s retry, answered with it again', async () => {
+  test("Processed is sent once: a lost one is made good by the sender's retry, answered with it again", async () => {
     const channelName = freshChannel()
     const a = await start(1, { channelName, backoff: { initialMs: 20, maxMs: 40 } })
     const b = await start(2, { channelName, answers: true, backoff: { initialMs: 20, maxMs: 40 } })
@@ -260,7 +260,13 @@ describe('delivery', () => {
       const sends: number[] = []
       const transport = createBroadcastChannelTransport({ address, channelName })
       const delivery = createDelivery({
-        transport: { ...transport, send: (to, lines) => (sends.push(lines.length), transport.send(to, lines)) },
+        transport: {
+          ...transport,
+          send: (to, lines) => {
+            sends.push(lines.length)
+            return transport.send(to, lines)
+          },
+        },
         address,
         sign: lineSigner(key),
         backoff: { initialMs: 60_000 },
@@ -341,7 +347,12 @@ describe('delivery', () => {
     a.put([record(b.address, unlock(4n, 1n), ch)])
     await eventually(() => expect(a.delivery.stats().received).toBe(3))
     expect(a.sends.map((s) => [s.to, s.lines.length])).toHaveLength(2)
-    expect(a.sends.map((s) => [s.to, s.lines.length])).toEqual(expect.arrayContaining([[b.address, 3], [c.address, 1]]))
+    expect(a.sends.map((s) => [s.to, s.lines.length])).toEqual(
+      expect.arrayContaining([
+        [b.address, 3],
+        [c.address, 1],
+      ]),
+    )
     // B answers the two secret requests of the batch in one send; the Unlock waits for its Processed.
     expect(b.sends.map((s) => [s.to, s.lines.length])).toEqual([[a.address, 2]])
   })

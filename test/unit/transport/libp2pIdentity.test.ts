@@ -33,7 +33,7 @@ describe('libp2p identity: the Ethereum key is the PeerId key', () => {
     expect(addressOfPeer(peerIdFromPrivateKey(await generateKeyPair('Ed25519')))).toBeUndefined()
   })
 
-  test.each(['0x12', '0x' + '00'.repeat(31), 'not hex', '0x' + 'zz'.repeat(32)])('refuses %s as a key', (key) => {
+  test.each(['0x12', `0x${'00'.repeat(31)}`, 'not hex', `0x${'zz'.repeat(32)}`])('refuses %s as a key', (key) => {
     expect(() => libp2pPrivateKey(key as `0x${string}`)).toThrow(InvalidPeerKeyError)
   })
 

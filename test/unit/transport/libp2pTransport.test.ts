@@ -113,9 +113,7 @@ describe('libp2p transport (two or three nodes and a relay, in process)', () => 
     await eventually(() => expect([a.peers, b.peers]).toEqual([expect.arrayContaining([B]), expect.arrayContaining([A])]))
     const n = 500
     const t0 = performance.now()
-    await Promise.all(
-      Array.from({ length: n }, (_, i) => [a.transport.send(B, [`a${i}`, `a${i}'`]), b.transport.send(A, [`b${i}`])]).flat(),
-    )
+    await Promise.all(Array.from({ length: n }, (_, i) => [a.transport.send(B, [`a${i}`, `a${i}'`]), b.transport.send(A, [`b${i}`])]).flat())
     await eventually(() => {
       expect(b.lines()).toHaveLength(2 * n)
       expect(a.lines()).toHaveLength(n)
@@ -135,7 +133,15 @@ describe('libp2p transport (two or three nodes and a relay, in process)', () => 
     let pong: (() => void) | undefined
     // B echoes every ping from its receive callback; A's callback ends the round trip.
     const a = await started(keyA, relay.multiaddrs, () => pong?.())
-    const b: Node = await started(keyB, relay.multiaddrs, (lines) => void b.transport.send(A, lines.map((l) => `re:${l}`)))
+    const b: Node = await started(
+      keyB,
+      relay.multiaddrs,
+      (lines) =>
+        void b.transport.send(
+          A,
+          lines.map((l) => `re:${l}`),
+        ),
+    )
     await eventually(() => expect([a.peers, b.peers]).toEqual([expect.arrayContaining([B]), expect.arrayContaining([A])]))
     const roundTrip = async (line: string) => {
       const back = new Promise<void>((resolve) => (pong = resolve))
@@ -149,7 +155,9 @@ describe('libp2p transport (two or three nodes and a relay, in process)', () => 
     for (let i = 0; i < 300; i++) rtts.push(await roundTrip(`ping${i}`))
     rtts.sort((x, y) => x - y)
     const p = (q: number) => rtts[Math.floor(q * (rtts.length - 1))]!
-    console.log(`round trip A→B→A through the relay: first ${cold.toFixed(1)} ms (both streams opened), then p50 ${p(0.5).toFixed(2)} ms, p99 ${p(0.99).toFixed(2)} ms`)
+    console.log(
+      `round trip A→B→A through the relay: first ${cold.toFixed(1)} ms (both streams opened), then p50 ${p(0.5).toFixed(2)} ms, p99 ${p(0.99).toFixed(2)} ms`,
+    )
     expect(a.lines().slice(-1)).toEqual(['re:ping299'])
     expect(p(0.5)).toBeLessThan(100)
   })
@@ -183,7 +191,10 @@ describe('libp2p transport (two or three nodes and a relay, in process)', () => 
     let firstFailure: number | undefined
     while (firstFailure === undefined) {
       const t = performance.now()
-      const error = await a.transport.send(B, ['lost']).then(() => undefined, (e: unknown) => e)
+      const error = await a.transport.send(B, ['lost']).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       durations.push(performance.now() - t)
       if (error) {
         expect(error).toBeInstanceOf(PeerUnreachableError)
@@ -232,13 +243,19 @@ describe('libp2p transport (two or three nodes and a relay, in process)', () => 
     // A bare libp2p node with A's key that never joins the presence topic: B can only learn of it from its connection.
     const bare = await bareNode(keyA)
     const received: string[] = []
-    await bare.handle(messageProtocol, async (stream) => {
-      const lp = lpStream(stream)
-      for (;;) received.push(...(JSON.parse(new TextDecoder().decode((await lp.read()).subarray())) as string[]))
-    }, { runOnLimitedConnection: true })
+    await bare.handle(
+      messageProtocol,
+      async (stream) => {
+        const lp = lpStream(stream)
+        for (;;) received.push(...(JSON.parse(new TextDecoder().decode((await lp.read()).subarray())) as string[]))
+      },
+      { runOnLimitedConnection: true },
+    )
     try {
       await expect(b.transport.send(A, ['too early'])).rejects.toBeInstanceOf(PeerUnknownError)
-      const stream = await bare.dialProtocol(multiaddr(`${relay.multiaddrs[0]}/p2p-circuit/p2p/${b.transport.peerId}`), messageProtocol, { runOnLimitedConnection: true })
+      const stream = await bare.dialProtocol(multiaddr(`${relay.multiaddrs[0]}/p2p-circuit/p2p/${b.transport.peerId}`), messageProtocol, {
+        runOnLimitedConnection: true,
+      })
       await lpStream(stream).write(new TextEncoder().encode('["hi"]'))
       await eventually(() => expect(b.inbox).toEqual([{ lines: ['hi'], from: A }]))
       expect(b.peers).toContain(A)
@@ -258,7 +275,9 @@ describe('libp2p transport (two or three nodes and a relay, in process)', () => 
       await eventually(() => expect(a.peers).toContain(B))
       await first.stop()
       await eventually(() => expect(a.logs.some((e) => e.type === 'relayLost')).toBe(true))
-      const port = multiaddr(relays[0]!).getComponents().find((c) => c.name === 'tcp')!.value
+      const port = multiaddr(relays[0]!)
+        .getComponents()
+        .find((c) => c.name === 'tcp')!.value
       const second = await startRelay({ listen: [`/ip4/127.0.0.1/tcp/${port}/ws`], privateKey: anvilKeys[9] })
       try {
         const t0 = performance.now()
@@ -280,7 +299,9 @@ describe('libp2p transport (two or three nodes and a relay, in process)', () => 
     // A bare libp2p peer with A's key speaks the protocol, but sends garbage.
     const rogue = await bareNode(keyA)
     try {
-      const stream = await rogue.dialProtocol(multiaddr(`${relay.multiaddrs[0]}/p2p-circuit/p2p/${b.transport.peerId}`), messageProtocol, { runOnLimitedConnection: true })
+      const stream = await rogue.dialProtocol(multiaddr(`${relay.multiaddrs[0]}/p2p-circuit/p2p/${b.transport.peerId}`), messageProtocol, {
+        runOnLimitedConnection: true,
+      })
       const lp = lpStream(stream)
       await lp.write(new TextEncoder().encode('{"not":"lines"}'))
       await eventually(() => expect(b.logs).toContainEqual({ type: 'invalidFrame', from: A }))

@@ -1,5 +1,13 @@
 import type { Address, Hex } from 'viem'
-import type { Message, PFSCapacityUpdate, Processed, SecretRequest, Unlock, WithdrawConfirmation, WithdrawRequest } from '../../../src/protocol/messages/types.ts'
+import type {
+  Message,
+  PFSCapacityUpdate,
+  Processed,
+  SecretRequest,
+  Unlock,
+  WithdrawConfirmation,
+  WithdrawRequest,
+} from '../../../src/protocol/messages/types.ts'
 import type { OutboxRecord } from '../../../src/storage/storage.ts'
 
 /** Small valid messages for delivery tests (no Node-only imports: the browser worker fixture uses them too). */
@@ -29,7 +37,18 @@ export function secretRequest(id: bigint): SecretRequest {
 }
 
 export function withdrawRequest(id: bigint, nonce: bigint, participant: Address, channelId = 7n): WithdrawRequest {
-  return { type: 'WithdrawRequest', message_identifier: id, chain_id: 31337n, token_network_address: TOKEN_NETWORK, channel_identifier: channelId, participant, total_withdraw: 3n, nonce, expiration: 50n, coop_settle: false }
+  return {
+    type: 'WithdrawRequest',
+    message_identifier: id,
+    chain_id: 31337n,
+    token_network_address: TOKEN_NETWORK,
+    channel_identifier: channelId,
+    participant,
+    total_withdraw: 3n,
+    nonce,
+    expiration: 50n,
+    coop_settle: false,
+  }
 }
 
 export function withdrawConfirmation(request: WithdrawRequest, nonce: bigint): WithdrawConfirmation {

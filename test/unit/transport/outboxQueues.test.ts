@@ -15,7 +15,11 @@ function queuesWith(...records: ReturnType<typeof record>[]) {
   return q
 }
 const keysDue = (q: OutboxQueues, now: number) => [...q.takeDue(now).due.values()].flat().map((p) => p.record.key)
-const pendingKeys = (q: OutboxQueues) => q.records().map((r) => r.key).sort()
+const pendingKeys = (q: OutboxQueues) =>
+  q
+    .records()
+    .map((r) => r.key)
+    .sort()
 
 describe('backoff', () => {
   test('doubles from the initial delay and stops at the maximum', () => {

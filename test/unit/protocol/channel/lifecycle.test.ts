@@ -81,7 +81,13 @@ describe('close, update, settle, unlock', () => {
     await net.pay('B', 'A', 7n, 3n)
     await net.deliverAll()
     // B closes with an old proof of A's (one that gives B less: it gains nothing, but A must cope).
-    net.chain.submit(net.node('B').address, { type: 'close', tokenNetwork: net.chain.tokenNetwork, channelId: id, partner: net.node('A').address, balanceProof: staleOfA })
+    net.chain.submit(net.node('B').address, {
+      type: 'close',
+      tokenNetwork: net.chain.tokenNetwork,
+      channelId: id,
+      partner: net.node('A').address,
+      balanceProof: staleOfA,
+    })
     await net.mine(1)
     // A answers the close with B's latest proof (B paid A 7).
     expect(net.node('A').transactions.at(-1)).toMatchObject({ type: 'update', balanceProof: { transferredAmount: 7n } })
@@ -108,7 +114,7 @@ describe('close, update, settle, unlock', () => {
     await net.deliver(0)
     net.inFlight.length = 0
     // B learns one secret out of band and registers it on-chain before expiry.
-    const secret = sha256(`0x${(1n).toString(16).padStart(64, '0')}`)
+    const secret = sha256(`0x${1n.toString(16).padStart(64, '0')}`)
     expect(sha256(secret)).toBe(paid)
     net.chain.submit(net.node('B').address, { type: 'registerSecret', secret, secrethash: paid })
     await net.mine(1)
@@ -161,7 +167,17 @@ describe('secret registration and the resolver', () => {
     const secret = sha256('0xabcd')
     const secrethash = sha256(secret)
     const r = [[net.node('B').address]]
-    await net.dispatch('A', { type: 'initPayment', tokenNetwork: net.chain.tokenNetwork, target: net.node('B').address, amount: 10n, paymentId: 5n, secrethash, ownSecret: false, routes: r, freshSecrets: [] })
+    await net.dispatch('A', {
+      type: 'initPayment',
+      tokenNetwork: net.chain.tokenNetwork,
+      target: net.node('B').address,
+      amount: 10n,
+      paymentId: 5n,
+      secrethash,
+      ownSecret: false,
+      routes: r,
+      freshSecrets: [],
+    })
     await net.deliverAll()
     expect(net.node('A').state.initiators[secrethash]?.awaitingResolver).toBe(true)
     await net.dispatch('A', { type: 'secretResolved', secrethash, secret: sha256('0xbad0') })

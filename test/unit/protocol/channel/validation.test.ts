@@ -62,7 +62,7 @@ describe('validation of a received LockedTransfer', () => {
     expect(await offer(net, { ...unsigned(transfer), locked_amount: 31n })).toMatch(/locked amount/)
   })
 
-  test('amount above the partner\'s distributable balance', async () => {
+  test("amount above the partner's distributable balance", async () => {
     const lock = { ...transfer.lock, amount: 101n }
     expect(await offer(net, { ...unsigned(transfer), lock, locked_amount: 101n, locksroot: locksroot([lock]) })).toMatch(/exceeds the partner's distributable/)
   })
@@ -89,7 +89,9 @@ describe('validation of a received LockedTransfer', () => {
     const before = net.node('B').state
     const { state, effects } = transition(before, { type: 'receive', message: transfer, sender: net.node('A').address }, defaultContext)
     expect(state).toBe(before)
-    expect(effects).toEqual([{ type: 'send', recipient: net.node('A').address, message: { type: 'Processed', message_identifier: transfer.message_identifier } }])
+    expect(effects).toEqual([
+      { type: 'send', recipient: net.node('A').address, message: { type: 'Processed', message_identifier: transfer.message_identifier } },
+    ])
   })
 })
 
@@ -98,9 +100,17 @@ describe('validation of a received Unlock and LockExpired', () => {
     await net.deliverAll()
     const channelB = Object.values(net.node('B').state.channels)[0]!
     const base: Unlock = {
-      type: 'Unlock', message_identifier: 77n, chain_id: 31337n, token_network_address: net.chain.tokenNetwork, channel_identifier: channelB.id,
-      nonce: channelB.partnerEnd.nonce + 1n, transferred_amount: channelB.partnerEnd.balanceProof!.transferredAmount, locked_amount: 0n,
-      locksroot: locksroot([]), payment_identifier: 1n, secret: sha256('0x01'),
+      type: 'Unlock',
+      message_identifier: 77n,
+      chain_id: 31337n,
+      token_network_address: net.chain.tokenNetwork,
+      channel_identifier: channelB.id,
+      nonce: channelB.partnerEnd.nonce + 1n,
+      transferred_amount: channelB.partnerEnd.balanceProof!.transferredAmount,
+      locked_amount: 0n,
+      locksroot: locksroot([]),
+      payment_identifier: 1n,
+      secret: sha256('0x01'),
     }
     expect(await offer(net, base)).toMatch(/no pending lock for this secret/)
   })
@@ -111,8 +121,17 @@ describe('validation of a received Unlock and LockExpired', () => {
     const lock = transfer.lock
     // A (wrongly) tries to take back a lock that has not expired.
     const early = {
-      type: 'LockExpired' as const, message_identifier: 78n, chain_id: 31337n, token_network_address: net.chain.tokenNetwork, channel_identifier: channelA.id,
-      nonce: channelA.our.nonce + 1n, transferred_amount: 0n, locked_amount: 0n, locksroot: locksroot([]), recipient: net.node('B').address, secrethash: lock.secrethash,
+      type: 'LockExpired' as const,
+      message_identifier: 78n,
+      chain_id: 31337n,
+      token_network_address: net.chain.tokenNetwork,
+      channel_identifier: channelA.id,
+      nonce: channelA.our.nonce + 1n,
+      transferred_amount: 0n,
+      locked_amount: 0n,
+      locksroot: locksroot([]),
+      recipient: net.node('B').address,
+      secrethash: lock.secrethash,
     }
     expect(await offer(net, early)).toMatch(/lock expires at/)
   })

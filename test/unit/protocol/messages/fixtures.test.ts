@@ -12,7 +12,22 @@ const fixtures = readdirSync(dir)
 describe('pinned message fixtures', () => {
   test('cover all fourteen message types', () => {
     expect(fixtures.map((f) => f.name).sort()).toEqual(
-      ['Delivered', 'LockExpired', 'LockedTransfer', 'PFSCapacityUpdate', 'PFSFeeUpdate', 'Processed', 'RefundTransfer', 'RequestMonitoring', 'RevealSecret', 'SecretRequest', 'Unlock', 'WithdrawConfirmation', 'WithdrawExpired', 'WithdrawRequest'].sort(),
+      [
+        'Delivered',
+        'LockExpired',
+        'LockedTransfer',
+        'PFSCapacityUpdate',
+        'PFSFeeUpdate',
+        'Processed',
+        'RefundTransfer',
+        'RequestMonitoring',
+        'RevealSecret',
+        'SecretRequest',
+        'Unlock',
+        'WithdrawConfirmation',
+        'WithdrawExpired',
+        'WithdrawRequest',
+      ].sort(),
     )
   })
 

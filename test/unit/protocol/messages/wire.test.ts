@@ -32,8 +32,7 @@ async function expectRejected(text: string, kind: typeof InvalidMessageError | t
 
 describe('decoding untrusted messages', () => {
   test('refuses text that is not JSON, not an object, or of an unknown type', async () => {
-    for (const text of ['', 'nope', '[]', 'null', '42', '{"type":"Ping","signature":"0x"}', '{}'])
-      await expectRejected(text, InvalidMessageError)
+    for (const text of ['', 'nope', '[]', 'null', '42', '{"type":"Ping","signature":"0x"}', '{}']) await expectRejected(text, InvalidMessageError)
   })
 
   test('refuses a missing field, naming it', async () => {
@@ -97,7 +96,13 @@ describe('decoding untrusted messages', () => {
   const unsigned: Record<string, string[]> = {
     WithdrawRequest: ['message_identifier', 'nonce'],
     WithdrawConfirmation: ['message_identifier', 'nonce'],
-    RequestMonitoring: ['balance_proof.channel_identifier', 'balance_proof.nonce', 'balance_proof.balance_hash', 'balance_proof.additional_hash', 'balance_proof.signature'],
+    RequestMonitoring: [
+      'balance_proof.channel_identifier',
+      'balance_proof.nonce',
+      'balance_proof.balance_hash',
+      'balance_proof.additional_hash',
+      'balance_proof.signature',
+    ],
   }
 
   test('changing any signed field changes the recovered signer (property)', async () => {
@@ -110,7 +115,10 @@ describe('decoding untrusted messages', () => {
         const changed = /^\d+$/.test(v) ? (BigInt(v) === n ? n + 1n : n).toString() : `${v.slice(0, -1)}${v.endsWith('0') ? '1' : '0'}`
         setAt(m, leaf.path, changed)
         // Either the changed field is out of form (an address whose checksum broke), or the signer changes.
-        const outcome = await decodeMessage(JSON.stringify(m), f.signer).then(() => 'accepted', (e) => e)
+        const outcome = await decodeMessage(JSON.stringify(m), f.signer).then(
+          () => 'accepted',
+          (e) => e,
+        )
         expect(outcome === 'accepted' ? outcome : outcome.name).not.toBe('accepted')
         expect([InvalidMessageError, InvalidSignatureError].some((k) => outcome instanceof k)).toBe(true)
       }),
@@ -120,10 +128,21 @@ describe('decoding untrusted messages', () => {
 
   test('any JSON value decodes or fails with a typed error, never anything else (property)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.jsonValue(), fc.constantFrom(...fixtures).chain((f) => fc.record({ ...Object.fromEntries(Object.keys(f.message).map((k) => [k, fc.oneof(fc.constant(f.message[k]), fc.jsonValue())])) }))), async (value) => {
-        const result = await decodeMessage(JSON.stringify(value)).then(() => null, (e) => e)
-        if (result !== null) expect(result instanceof InvalidMessageError || result instanceof InvalidSignatureError, String(result)).toBe(true)
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          fc.jsonValue(),
+          fc
+            .constantFrom(...fixtures)
+            .chain((f) => fc.record({ ...Object.fromEntries(Object.keys(f.message).map((k) => [k, fc.oneof(fc.constant(f.message[k]), fc.jsonValue())])) })),
+        ),
+        async (value) => {
+          const result = await decodeMessage(JSON.stringify(value)).then(
+            () => null,
+            (e) => e,
+          )
+          if (result !== null) expect(result instanceof InvalidMessageError || result instanceof InvalidSignatureError, String(result)).toBe(true)
+        },
+      ),
       { numRuns: 300 },
     )
   })
@@ -132,21 +151,25 @@ describe('decoding untrusted messages', () => {
     const key = '0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba' as const
     const randomHex = (bytes: number) => fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => bytesToHex(b))
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...fixtures), fc.array(fc.tuple(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), randomHex(20), randomHex(32)), { minLength: 40, maxLength: 40 }), async (f, randoms) => {
-        const m = structuredClone(f.message)
-        fieldLeaves(m).forEach((leaf, i) => {
-          if (leaf.path.includes('signature')) return
-          const v = leaf.value as string
-          const [n, addr, h32] = randoms[i % randoms.length]!
-          if (/^\d+$/.test(v)) setAt(m, leaf.path, n.toString())
-          else if (v.length === 42) setAt(m, leaf.path, addr)
-          else if (v.length === 66) setAt(m, leaf.path, h32)
-        })
-        const { signature: _, ...unsigned } = readMessage(m)
-        const signed = await signMessage(key, unsigned as Message)
-        const decoded = await decodeMessage(encodeMessage(signed), privateKeyToAddress(key))
-        expect(decoded.message).toEqual(signed)
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...fixtures),
+        fc.array(fc.tuple(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), randomHex(20), randomHex(32)), { minLength: 40, maxLength: 40 }),
+        async (f, randoms) => {
+          const m = structuredClone(f.message)
+          fieldLeaves(m).forEach((leaf, i) => {
+            if (leaf.path.includes('signature')) return
+            const v = leaf.value as string
+            const [n, addr, h32] = randoms[i % randoms.length]!
+            if (/^\d+$/.test(v)) setAt(m, leaf.path, n.toString())
+            else if (v.length === 42) setAt(m, leaf.path, addr)
+            else if (v.length === 66) setAt(m, leaf.path, h32)
+          })
+          const { signature: _, ...unsigned } = readMessage(m)
+          const signed = await signMessage(key, unsigned as Message)
+          const decoded = await decodeMessage(encodeMessage(signed), privateKeyToAddress(key))
+          expect(decoded.message).toEqual(signed)
+        },
+      ),
       { numRuns: 100 },
     )
   })

@@ -14,7 +14,10 @@ describe('findRoutes', () => {
     const at = (n: string) => net.node(n).address
     const routes = (amount: bigint) => findRoutes(net.node('A').state, { tokenNetwork: net.chain.tokenNetwork, target: at('C'), amount })
     expect(routes(10n)).toEqual([[at('C')], [at('B'), at('C')], [at('D'), at('E'), at('C')]])
-    expect(routes(50n)).toEqual([[at('B'), at('C')], [at('D'), at('E'), at('C')]])
+    expect(routes(50n)).toEqual([
+      [at('B'), at('C')],
+      [at('D'), at('E'), at('C')],
+    ])
     expect(routes(101n)).toEqual([])
   })
 
@@ -44,13 +47,22 @@ describe('findRoutes with the lock timeout of the payment', () => {
     await net.open('D', 'E', 100n, 0n, 200n, 10n)
     await net.open('E', 'C', 100n, 0n, 200n, 10n)
     const at = (n: string) => net.node(n).address
-    const routes = (lockTimeout?: bigint | 'default') => findRoutes(net.node('A').state, { tokenNetwork: net.chain.tokenNetwork, target: at('C'), amount: 10n, ...(lockTimeout !== undefined ? { lockTimeout } : {}) })
+    const routes = (lockTimeout?: bigint | 'default') =>
+      findRoutes(net.node('A').state, {
+        tokenNetwork: net.chain.tokenNetwork,
+        target: at('C'),
+        amount: 10n,
+        ...(lockTimeout !== undefined ? { lockTimeout } : {}),
+      })
     return { net, at, routes }
   }
 
   test('leaves out a route with a channel whose settle timeout is shorter than the lock timeout', async () => {
     const { at, routes } = await newUser()
-    expect(routes()).toEqual([[at('B'), at('C')], [at('D'), at('E'), at('C')]])
+    expect(routes()).toEqual([
+      [at('B'), at('C')],
+      [at('D'), at('E'), at('C')],
+    ])
     expect(routes(100n)).toEqual([[at('D'), at('E'), at('C')]])
     // The default: twice the reveal timeout of our channel with the first hop (here 2 × 50).
     expect(routes('default')).toEqual([[at('D'), at('E'), at('C')]])
@@ -73,7 +85,10 @@ describe('findRoutes with the lock timeout of the payment', () => {
   test('a channel whose settle timeout the state does not know (stored before it was kept) does not exclude a route', async () => {
     const { net, at, routes } = await newUser()
     for (const c of Object.values(net.node('A').state.tokenNetworks[net.chain.tokenNetwork]!.graph)) delete c.settleTimeout
-    expect(routes(100n)).toEqual([[at('B'), at('C')], [at('D'), at('E'), at('C')]])
+    expect(routes(100n)).toEqual([
+      [at('B'), at('C')],
+      [at('D'), at('E'), at('C')],
+    ])
   })
 
   test('finds the route that holds the lock even when shorter ones that cannot come first', async () => {
@@ -87,7 +102,8 @@ describe('findRoutes with the lock timeout of the payment', () => {
     await net.open('E', 'F', 100n, 0n, 300n, 10n)
     await net.open('F', 'C', 100n, 0n, 300n, 10n)
     const at = (n: string) => net.node(n).address
-    const find = (lockTimeout?: bigint) => findRoutes(net.node('A').state, { tokenNetwork: net.chain.tokenNetwork, target: at('C'), amount: 10n, ...(lockTimeout ? { lockTimeout } : {}) })
+    const find = (lockTimeout?: bigint) =>
+      findRoutes(net.node('A').state, { tokenNetwork: net.chain.tokenNetwork, target: at('C'), amount: 10n, ...(lockTimeout ? { lockTimeout } : {}) })
     expect(find()).toHaveLength(3)
     expect(find().every((r) => r.length === 2)).toBe(true)
     expect(find(100n)).toEqual([[at('E'), at('F'), at('C')]])
@@ -96,14 +112,19 @@ describe('findRoutes with the lock timeout of the payment', () => {
   test('whyNoRouteHoldsLock says which settle timeout is too short, only when routes exist that cannot hold the lock', async () => {
     const { net, at } = await newUser()
     const state = net.node('A').state
-    const ask = (target: string, lockTimeout: bigint | 'default') => whyNoRouteHoldsLock(state, { tokenNetwork: net.chain.tokenNetwork, target: at(target), amount: 10n, lockTimeout })
+    const ask = (target: string, lockTimeout: bigint | 'default') =>
+      whyNoRouteHoldsLock(state, { tokenNetwork: net.chain.tokenNetwork, target: at(target), amount: 10n, lockTimeout })
     // D-E-C holds a 100-block lock: nothing to explain.
     expect(ask('C', 100n)).toBeUndefined()
     expect(ask('C', 'default')).toBeUndefined()
     const why = ask('C', 300n)!
     expect(why).toMatch(/^no route can hold the payment's lock: via /)
-    expect(why).toContain(`via ${at('B')}, ${at('C')}: the lock timeout 300 exceeds the settle timeout 40 of the channel between ${at('B')} and ${at('C')} (no lock timeout fits this route unless the reveal timeout of our channel with ${at('B')} is at most 38)`)
-    expect(why).toContain(`via ${at('D')}, ${at('E')}, ${at('C')}: the lock timeout 300 exceeds the settle timeout 200 of the channel between ${at('D')} and ${at('E')} (a lock timeout from 52 to 200 fits this route)`)
+    expect(why).toContain(
+      `via ${at('B')}, ${at('C')}: the lock timeout 300 exceeds the settle timeout 40 of the channel between ${at('B')} and ${at('C')} (no lock timeout fits this route unless the reveal timeout of our channel with ${at('B')} is at most 38)`,
+    )
+    expect(why).toContain(
+      `via ${at('D')}, ${at('E')}, ${at('C')}: the lock timeout 300 exceeds the settle timeout 200 of the channel between ${at('D')} and ${at('E')} (a lock timeout from 52 to 200 fits this route)`,
+    )
     // No route at all (too much to carry) is not a lock timeout's fault.
     expect(whyNoRouteHoldsLock(state, { tokenNetwork: net.chain.tokenNetwork, target: at('C'), amount: 1000n, lockTimeout: 'default' })).toBeUndefined()
   })

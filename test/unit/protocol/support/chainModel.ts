@@ -6,7 +6,15 @@ import type { ChainTransaction as Transaction } from '../../../../src/protocol/s
 import { settlementAmounts } from '../../../support/settlement.ts'
 
 type Side = { deposit: bigint; withdrawn: bigint; balanceHash: Hex; nonce: bigint; isCloser: boolean }
-type ModelChannel = { id: bigint; a: Address; b: Address; settleTimeout: bigint; state: 'opened' | 'closed' | 'settled'; closedBlock?: bigint; sides: Record<string, Side> }
+type ModelChannel = {
+  id: bigint
+  a: Address
+  b: Address
+  settleTimeout: bigint
+  state: 'opened' | 'closed' | 'settled'
+  closedBlock?: bigint
+  sides: Record<string, Side>
+}
 
 /** An event of the model chain: public, so every node sees it. */
 export type ChainEvent = { change: StateChange }
@@ -39,7 +47,23 @@ export class ChainModel {
     const id = ++this.counter
     const side = (): Side => ({ deposit: 0n, withdrawn: 0n, balanceHash: ZERO_HASH, nonce: 0n, isCloser: false })
     this.channels.set(id, { id, a, b, settleTimeout, state: 'opened', sides: { [a.toLowerCase()]: side(), [b.toLowerCase()]: side() } })
-    return { id, events: [{ change: { type: 'channelOpened', tokenNetwork: this.tokenNetwork, channelId: id, participant1: a, participant2: b, settleTimeout, blockNumber: this.block, revealTimeout } }] }
+    return {
+      id,
+      events: [
+        {
+          change: {
+            type: 'channelOpened',
+            tokenNetwork: this.tokenNetwork,
+            channelId: id,
+            participant1: a,
+            participant2: b,
+            settleTimeout,
+            blockNumber: this.block,
+            revealTimeout,
+          },
+        },
+      ],
+    }
   }
 
   deposit(id: bigint, who: Address, total: bigint): ChainEvent[] {
@@ -86,7 +110,19 @@ export class ChainModel {
         side(from).isCloser = true
         const bp = tx.balanceProof
         if (bp && bp.nonce > 0n) Object.assign(side(tx.partner), { balanceHash: bp.balanceHash, nonce: bp.nonce })
-        return [{ change: { type: 'channelClosed', tokenNetwork: tn, channelId: c.id, closer: from, nonce: bp?.nonce ?? 0n, balanceHash: bp?.balanceHash ?? ZERO_HASH, blockNumber: this.block } }]
+        return [
+          {
+            change: {
+              type: 'channelClosed',
+              tokenNetwork: tn,
+              channelId: c.id,
+              closer: from,
+              nonce: bp?.nonce ?? 0n,
+              balanceHash: bp?.balanceHash ?? ZERO_HASH,
+              blockNumber: this.block,
+            },
+          },
+        ]
       }
       case 'update': {
         if (c.state !== 'closed') return 'channel not closed'
@@ -94,7 +130,18 @@ export class ChainModel {
         if (!closer.isCloser) return 'incorrect signature order'
         if (tx.balanceProof.nonce <= closer.nonce) return 'nonce reused'
         Object.assign(closer, { balanceHash: tx.balanceProof.balanceHash, nonce: tx.balanceProof.nonce })
-        return [{ change: { type: 'nonClosingUpdated', tokenNetwork: tn, channelId: c.id, closer: tx.partner, nonce: tx.balanceProof.nonce, balanceHash: tx.balanceProof.balanceHash } }]
+        return [
+          {
+            change: {
+              type: 'nonClosingUpdated',
+              tokenNetwork: tn,
+              channelId: c.id,
+              closer: tx.partner,
+              nonce: tx.balanceProof.nonce,
+              balanceHash: tx.balanceProof.balanceHash,
+            },
+          },
+        ]
       }
       case 'settle': {
         if (c.state !== 'closed') return 'channel not closed'
@@ -104,17 +151,37 @@ export class ChainModel {
         const matches = (s: Side, d: typeof tx.participant1Balance) =>
           (s.balanceHash === ZERO_HASH && d.transferredAmount === 0n && d.lockedAmount === 0n) || s.balanceHash === balanceHash(d)
         if (!matches(s1, tx.participant1Balance) || !matches(s2, tx.participant2Balance)) return 'invalid data'
-        const p = (s: Side, d: typeof tx.participant1Balance) => ({ deposit: s.deposit, withdrawn: s.withdrawn, transferred: d.transferredAmount, locked: d.lockedAmount })
+        const p = (s: Side, d: typeof tx.participant1Balance) => ({
+          deposit: s.deposit,
+          withdrawn: s.withdrawn,
+          transferred: d.transferredAmount,
+          locked: d.lockedAmount,
+        })
         const amounts = settlementAmounts(p(s1, tx.participant1Balance), p(s2, tx.participant2Balance))
         c.state = 'settled'
         this.pay(tx.participant1, amounts.s1)
         this.pay(tx.participant2, amounts.s2)
         const key = (s: Address, r: Address) => `${c.id}:${s.toLowerCase()}:${r.toLowerCase()}`
-        if (amounts.sl1 > 0n) this.unlockRecords.set(key(tx.participant1, tx.participant2), { locksroot: tx.participant1Balance.locksroot, amount: amounts.sl1 })
-        if (amounts.sl2 > 0n) this.unlockRecords.set(key(tx.participant2, tx.participant1), { locksroot: tx.participant2Balance.locksroot, amount: amounts.sl2 })
-        return [{
-          change: { type: 'channelSettled', tokenNetwork: tn, channelId: c.id, participant1: tx.participant1, participant1Amount: amounts.s1, participant1Locksroot: tx.participant1Balance.locksroot, participant2: tx.participant2, participant2Amount: amounts.s2, participant2Locksroot: tx.participant2Balance.locksroot, blockNumber: this.block },
-        }]
+        if (amounts.sl1 > 0n)
+          this.unlockRecords.set(key(tx.participant1, tx.participant2), { locksroot: tx.participant1Balance.locksroot, amount: amounts.sl1 })
+        if (amounts.sl2 > 0n)
+          this.unlockRecords.set(key(tx.participant2, tx.participant1), { locksroot: tx.participant2Balance.locksroot, amount: amounts.sl2 })
+        return [
+          {
+            change: {
+              type: 'channelSettled',
+              tokenNetwork: tn,
+              channelId: c.id,
+              participant1: tx.participant1,
+              participant1Amount: amounts.s1,
+              participant1Locksroot: tx.participant1Balance.locksroot,
+              participant2: tx.participant2,
+              participant2Amount: amounts.s2,
+              participant2Locksroot: tx.participant2Balance.locksroot,
+              blockNumber: this.block,
+            },
+          },
+        ]
       }
       case 'unlock': {
         if (c.state !== 'settled') return 'channel not settled'
@@ -130,7 +197,20 @@ export class ChainModel {
         this.unlockRecords.delete(key)
         this.pay(tx.receiver, unlocked)
         this.pay(tx.sender, record.amount - unlocked)
-        return [{ change: { type: 'channelUnlocked', tokenNetwork: tn, channelId: c.id, receiver: tx.receiver, sender: tx.sender, locksroot: root, unlockedAmount: unlocked, returnedTokens: record.amount - unlocked } }]
+        return [
+          {
+            change: {
+              type: 'channelUnlocked',
+              tokenNetwork: tn,
+              channelId: c.id,
+              receiver: tx.receiver,
+              sender: tx.sender,
+              locksroot: root,
+              unlockedAmount: unlocked,
+              returnedTokens: record.amount - unlocked,
+            },
+          },
+        ]
       }
       case 'setTotalWithdraw': {
         if (c.state !== 'opened') return 'channel not open'
@@ -152,9 +232,22 @@ export class ChainModel {
         this.pay(from, tx.our.totalWithdraw - side(from).withdrawn)
         this.pay(partner, tx.partner.totalWithdraw - side(partner).withdrawn)
         c.state = 'settled'
-        return [{
-          change: { type: 'channelSettled', tokenNetwork: tn, channelId: c.id, participant1: from, participant1Amount: tx.our.totalWithdraw, participant1Locksroot: ZERO_HASH, participant2: partner, participant2Amount: tx.partner.totalWithdraw, participant2Locksroot: ZERO_HASH, blockNumber: this.block },
-        }]
+        return [
+          {
+            change: {
+              type: 'channelSettled',
+              tokenNetwork: tn,
+              channelId: c.id,
+              participant1: from,
+              participant1Amount: tx.our.totalWithdraw,
+              participant1Locksroot: ZERO_HASH,
+              participant2: partner,
+              participant2Amount: tx.partner.totalWithdraw,
+              participant2Locksroot: ZERO_HASH,
+              blockNumber: this.block,
+            },
+          },
+        ]
       }
     }
   }

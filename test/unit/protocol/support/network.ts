@@ -31,7 +31,8 @@ export type SimNode = {
 
 type InFlight = { from: string; to: string; text: string }
 
-const isEnvelope = (m: Message): m is EnvelopeMessage => m.type === 'LockedTransfer' || m.type === 'RefundTransfer' || m.type === 'Unlock' || m.type === 'LockExpired'
+const isEnvelope = (m: Message): m is EnvelopeMessage =>
+  m.type === 'LockedTransfer' || m.type === 'RefundTransfer' || m.type === 'Unlock' || m.type === 'LockExpired'
 
 /**
  * Nodes wired only through the pure transition function: messages are really signed, encoded, decoded and
@@ -52,13 +53,26 @@ export class Network {
    */
   secretInMetadata: (paymentId: bigint) => boolean = () => false
 
-  constructor(names: string[], readonly ctx: TransitionContext = defaultContext) {
+  constructor(
+    names: string[],
+    readonly ctx: TransitionContext = defaultContext,
+  ) {
     names.forEach((name, i) => {
       const key = anvilKeys[i + 1]!
       const address = privateKeyToAddress(key)
-      this.nodes[name] = { name, key, address, state: initialState({ address, chainId: 31337n, blockNumber: 1n }), events: [], transactions: [], sent: [], online: true }
+      this.nodes[name] = {
+        name,
+        key,
+        address,
+        state: initialState({ address, chainId: 31337n, blockNumber: 1n }),
+        events: [],
+        transactions: [],
+        sent: [],
+        online: true,
+      }
     })
-    for (const node of Object.values(this.nodes)) node.state = transition(node.state, { type: 'tokenNetworkCreated', token: this.chain.token, tokenNetwork: this.chain.tokenNetwork }, ctx).state
+    for (const node of Object.values(this.nodes))
+      node.state = transition(node.state, { type: 'tokenNetworkCreated', token: this.chain.token, tokenNetwork: this.chain.tokenNetwork }, ctx).state
   }
 
   node(name: string): SimNode {
@@ -112,7 +126,8 @@ export class Network {
     const key = `${m.channel_identifier}:${node.name}:${m.nonce}`
     const hash = balanceHash({ transferredAmount: m.transferred_amount, lockedAmount: m.locked_amount, locksroot: m.locksroot })
     const seen = this.proofsByNonce.get(key)
-    if (seen !== undefined && seen !== hash) this.violations.push(`${node.name} signed two different balance proofs with nonce ${m.nonce} in channel ${m.channel_identifier}`)
+    if (seen !== undefined && seen !== hash)
+      this.violations.push(`${node.name} signed two different balance proofs with nonce ${m.nonce} in channel ${m.channel_identifier}`)
     this.proofsByNonce.set(key, hash)
   }
 
@@ -123,7 +138,10 @@ export class Network {
     return {
       sentProof: async (key, hash) => this.history.proofs.get(`${name}:${key}:${hash}`),
       sentLocks: async (key, nonce) =>
-        [...this.history.locks.entries()].filter(([k, l]) => k.startsWith(`${name}:`) && l.channelKey === key && lockAlive(l, nonce)).map(([, l]) => l).sort(byAdded),
+        [...this.history.locks.entries()]
+          .filter(([k, l]) => k.startsWith(`${name}:`) && l.channelKey === key && lockAlive(l, nonce))
+          .map(([, l]) => l)
+          .sort(byAdded),
     }
   }
 
@@ -189,8 +207,17 @@ export class Network {
         })
       : undefined
     await this.dispatch(from, {
-      type: 'initPayment', tokenNetwork: this.chain.tokenNetwork, target: this.node(to).address, amount, paymentId,
-      secret, secrethash: sha256(secret), ownSecret: true, routes: r, freshSecrets: fresh, ...(lockTimeout ? { lockTimeout } : {}),
+      type: 'initPayment',
+      tokenNetwork: this.chain.tokenNetwork,
+      target: this.node(to).address,
+      amount,
+      paymentId,
+      secret,
+      secrethash: sha256(secret),
+      ownSecret: true,
+      routes: r,
+      freshSecrets: fresh,
+      ...(lockTimeout ? { lockTimeout } : {}),
       ...(encryptedSecret ? { encryptedSecret } : {}),
     })
     return sha256(secret)

@@ -6,7 +6,11 @@ import type { NodeEvent } from '../../../../src/protocol/state/effects.ts'
 import { Network } from '../support/network.ts'
 
 const reason = (e: NodeEvent | undefined) => (e && 'reason' in e ? e.reason : undefined)
-const revealed = (net: Network, name: string) => net.node(name).sent.filter((s) => s.message.type === 'RevealSecret').map((s) => (s.message as RevealSecret).secret)
+const revealed = (net: Network, name: string) =>
+  net
+    .node(name)
+    .sent.filter((s) => s.message.type === 'RevealSecret')
+    .map((s) => (s.message as RevealSecret).secret)
 
 /** A-B-C where B can give a lock back to A but cannot forward it to C (too little balance), and A-D-C that can carry it. */
 async function twoRoutes() {
@@ -22,7 +26,10 @@ describe('initiator, when a hop refunds its lock', () => {
   test('tries the next route at once with a fresh secret, and never reveals the first one', async () => {
     const net = await twoRoutes()
     const start = net.chain.block
-    const first = await net.pay('A', 'C', 20n, 1n, [['B', 'C'], ['D', 'C']])
+    const first = await net.pay('A', 'C', 20n, 1n, [
+      ['B', 'C'],
+      ['D', 'C'],
+    ])
     await net.deliverAll()
     expect(net.chain.block).toBe(start)
     const [outcome] = net.outcomes('A', 1n)
@@ -57,7 +64,10 @@ describe('initiator, when a hop refunds its lock', () => {
     await net.open('B', 'C', 5n, 0n)
     await net.open('A', 'D', 100n, 50n)
     await net.open('D', 'C', 5n, 0n)
-    await net.pay('A', 'C', 20n, 1n, [['B', 'C'], ['D', 'C']])
+    await net.pay('A', 'C', 20n, 1n, [
+      ['B', 'C'],
+      ['D', 'C'],
+    ])
     await net.deliverAll()
     const why = reason(net.outcomes('A', 1n)[0])
     expect(why).toMatch(new RegExp(`^no route could carry the payment: ${net.node('B').address} refunded it.*; ${net.node('D').address} refunded it`))
@@ -69,8 +79,19 @@ describe('initiator, when a hop refunds its lock', () => {
     const secret = sha256('0x01')
     const at = (n: string) => net.node(n).address
     await net.dispatch('A', {
-      type: 'initPayment', tokenNetwork: net.chain.tokenNetwork, target: at('C'), amount: 20n, paymentId: 1n,
-      secret, secrethash: sha256(secret), ownSecret: false, routes: [[at('B'), at('C')], [at('D'), at('C')]], freshSecrets: [],
+      type: 'initPayment',
+      tokenNetwork: net.chain.tokenNetwork,
+      target: at('C'),
+      amount: 20n,
+      paymentId: 1n,
+      secret,
+      secrethash: sha256(secret),
+      ownSecret: false,
+      routes: [
+        [at('B'), at('C')],
+        [at('D'), at('C')],
+      ],
+      freshSecrets: [],
     })
     await net.deliverAll()
     expect(reason(net.outcomes('A', 1n)[0])).toMatch(/refunded it.*the other routes were not tried: the payment secret was given by the caller/)
@@ -95,7 +116,14 @@ describe('initiator, when a hop refunds its lock', () => {
     const net = await twoRoutes()
     const h = await net.pay('A', 'C', 20n, 1n, [['B', 'C']])
     const lock = net.node('A').state.initiators[h]!.lock
-    const request: SecretRequest = { type: 'SecretRequest', message_identifier: 77n, payment_identifier: 1n, secrethash: h, amount: 20n, expiration: lock.expiration }
+    const request: SecretRequest = {
+      type: 'SecretRequest',
+      message_identifier: 77n,
+      payment_identifier: 1n,
+      secrethash: h,
+      amount: 20n,
+      expiration: lock.expiration,
+    }
     await net.dispatch('A', { type: 'receive', message: await signMessage(net.node('C').key, request), sender: net.node('C').address })
     expect(revealed(net, 'A')).toHaveLength(1)
     await net.deliverAll()
@@ -118,7 +146,10 @@ describe('initiator, before it sends a lock', () => {
 
   test('skips a route with a channel whose settle timeout is shorter than the lock timeout, and takes one that holds it', async () => {
     const net = await newUser()
-    await net.pay('A', 'C', 20n, 1n, [['B', 'C'], ['D', 'C']])
+    await net.pay('A', 'C', 20n, 1n, [
+      ['B', 'C'],
+      ['D', 'C'],
+    ])
     expect(net.node('B').sent).toEqual([])
     expect(net.inFlight.filter((m) => m.from === 'A').map((m) => m.to)).toEqual(['D'])
     await net.deliverAll()
@@ -138,7 +169,9 @@ describe('initiator, before it sends a lock', () => {
   test('names the lock timeouts that would fit, when some would', async () => {
     const net = await newUser(80n)
     await net.pay('A', 'C', 20n, 1n, [['B', 'C']])
-    expect(reason(net.outcomes('A', 1n)[0])).toMatch(/exceeds the settle timeout 80 of the channel between .* \(a lock timeout from 52 to 80 fits this route\)$/)
+    expect(reason(net.outcomes('A', 1n)[0])).toMatch(
+      /exceeds the settle timeout 80 of the channel between .* \(a lock timeout from 52 to 80 fits this route\)$/,
+    )
     await net.pay('A', 'C', 20n, 2n, [['B', 'C']], 80n)
     await net.deliverAll()
     expect(net.outcomes('A', 2n)).toMatchObject([{ type: 'paymentSentSuccess' }])
@@ -149,7 +182,9 @@ describe('initiator, before it sends a lock', () => {
     await net.open('A', 'B', 100n, 0n, 100n, 10n)
     await net.pay('A', 'B', 5n, 1n, undefined, 11n)
     expect(net.inFlight).toEqual([])
-    expect(reason(net.outcomes('A', 1n)[0])).toMatch(/the lock timeout 11 leaves 10 blocks, not more than the reveal timeout 10 of our channel with 0x[0-9a-fA-F]{40} \(a lock timeout from 12 to 100 fits this route\)/)
+    expect(reason(net.outcomes('A', 1n)[0])).toMatch(
+      /the lock timeout 11 leaves 10 blocks, not more than the reveal timeout 10 of our channel with 0x[0-9a-fA-F]{40} \(a lock timeout from 12 to 100 fits this route\)/,
+    )
     await net.pay('A', 'B', 5n, 2n, undefined, 12n)
     await net.deliverAll()
     expect(net.outcomes('A', 2n)).toMatchObject([{ type: 'paymentSentSuccess' }])

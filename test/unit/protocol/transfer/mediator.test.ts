@@ -91,7 +91,12 @@ describe('a mediator that cannot forward a lock gives it back at once (RefundTra
     await net.pay('A', 'C', 20n, 1n, [['B', 'C']])
     await net.deliverAll()
     expect(net.chain.block).toBe(start)
-    expect(net.node('B').sent.slice(-2).map((s) => s.message.type)).toEqual(['Processed', 'RefundTransfer'])
+    expect(
+      net
+        .node('B')
+        .sent.slice(-2)
+        .map((s) => s.message.type),
+    ).toEqual(['Processed', 'RefundTransfer'])
     expect(reason(net.outcomes('A', 1n)[0])).toMatch(/^no route could carry the payment: .* refunded it/)
   })
 
@@ -131,20 +136,26 @@ describe('a mediator that cannot forward a lock gives it back at once (RefundTra
   })
 
   test('the route names no hop after it, or names the payer again', async () => {
-    for (const route of [['A', 'B'], ['A', 'B', 'A', 'C']]) {
+    for (const route of [
+      ['A', 'B'],
+      ['A', 'B', 'A', 'C'],
+    ]) {
       const net = new Network(['A', 'B', 'C'])
       await net.open('A', 'B', 100n, 50n)
       await net.open('B', 'C', 100n, 0n)
       const start = net.chain.block
       await net.pay('A', 'C', 20n, 1n, [['B', 'C']])
-      await rerouteInFlight(net, route.map((n) => net.node(n).address))
+      await rerouteInFlight(
+        net,
+        route.map((n) => net.node(n).address),
+      )
       await net.deliverAll()
       expectRefundedAtOnce(net, start)
       expect(net.node('C').sent).toEqual([])
     }
   })
 
-  test("a refund from the payee travels on back to the payer at once, and every lock of the route is taken back at expiry", async () => {
+  test('a refund from the payee travels on back to the payer at once, and every lock of the route is taken back at expiry', async () => {
     const net = new Network(['A', 'B', 'C', 'D'])
     await net.open('A', 'B', 100n, 50n)
     await net.open('B', 'C', 100n, 50n)
@@ -157,7 +168,10 @@ describe('a mediator that cannot forward a lock gives it back at once (RefundTra
     // B: Processed to A, LockedTransfer to C, Processed for C's refund, refund to A.
     expect(sentTypes(net, 'B')).toEqual(['Processed', 'LockedTransfer', 'Processed', 'RefundTransfer'])
     expect(reason(net.outcomes('A', 1n)[0])).toMatch(new RegExp(`^no route could carry the payment: ${net.node('B').address} refunded it`))
-    expect(net.node('B').state.mediators[Object.keys(net.node('B').state.mediators)[0] as `0x${string}`]).toMatchObject({ payeeState: 'refunded', refunded: true })
+    expect(net.node('B').state.mediators[Object.keys(net.node('B').state.mediators)[0] as `0x${string}`]).toMatchObject({
+      payeeState: 'refunded',
+      refunded: true,
+    })
     await expectCleanAfterExpiry(net, ['A', 'B', 'C', 'D'])
   })
 

@@ -72,7 +72,10 @@ describe('mediated payment', () => {
     await net.open('B', 'C', 5n, 0n)
     await net.open('A', 'D', 100n, 0n)
     await net.open('D', 'C', 100n, 0n)
-    await net.pay('A', 'C', 20n, 3n, [['B', 'C'], ['D', 'C']])
+    await net.pay('A', 'C', 20n, 3n, [
+      ['B', 'C'],
+      ['D', 'C'],
+    ])
     await net.deliverAll()
     expect(net.outcomes('A', 3n)).toMatchObject([{ type: 'paymentSentSuccess', route: [net.node('D').address, net.node('C').address] }])
     expect(net.node('C').events.find((e) => e.type === 'paymentReceivedSuccess')).toMatchObject({ amount: 20n })

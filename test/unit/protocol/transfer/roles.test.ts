@@ -69,7 +69,14 @@ describe('initiator', () => {
     await net.open('A', 'B', 100n, 0n)
     const h = await net.pay('A', 'B', 30n, 1n)
     const payment = net.node('A').state.initiators[h]!
-    const request: SecretRequest = { type: 'SecretRequest', message_identifier: 9n, payment_identifier: 1n, secrethash: h, amount: 30n, expiration: payment.lock.expiration }
+    const request: SecretRequest = {
+      type: 'SecretRequest',
+      message_identifier: 9n,
+      payment_identifier: 1n,
+      secrethash: h,
+      amount: 30n,
+      expiration: payment.lock.expiration,
+    }
     const offer = async (m: SecretRequest, from: 'B' | 'C') => {
       const signed = await signMessage(net.node(from).key, m)
       const { effects, state } = transition(net.node('A').state, { type: 'receive', message: signed, sender: net.node(from).address }, defaultContext)

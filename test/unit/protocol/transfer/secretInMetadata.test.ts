@@ -17,8 +17,17 @@ async function payWith(net: Network, to: string, route: string[], payload: { sec
     nonce: new Uint8Array(16),
   })
   await net.dispatch('A', {
-    type: 'initPayment', tokenNetwork: net.chain.tokenNetwork, target: net.node(to).address, amount: 10n, paymentId: 1n,
-    secret, secrethash: sha256(secret), ownSecret: true, routes: [route.map((n) => net.node(n).address)], freshSecrets: [], encryptedSecret,
+    type: 'initPayment',
+    tokenNetwork: net.chain.tokenNetwork,
+    target: net.node(to).address,
+    amount: 10n,
+    paymentId: 1n,
+    secret,
+    secrethash: sha256(secret),
+    ownSecret: true,
+    routes: [route.map((n) => net.node(n).address)],
+    freshSecrets: [],
+    encryptedSecret,
   })
 }
 
@@ -30,7 +39,11 @@ describe('the payment secret in the LockedTransfer metadata (docs/protocol.md §
     await net.pay('A', 'B', 10n, 1n)
     const transfer = net.node('A').sent[0]!.message as LockedTransfer
     expect(transfer.type).toBe('LockedTransfer')
-    expect(decryptSecret(transfer.metadata.secret!, hexToBytes(net.node('B').key))).toEqual({ secret: sha256(`0x${(1n).toString(16).padStart(64, '0')}`), amount: 10n, paymentId: 1n })
+    expect(decryptSecret(transfer.metadata.secret!, hexToBytes(net.node('B').key))).toEqual({
+      secret: sha256(`0x${1n.toString(16).padStart(64, '0')}`),
+      amount: 10n,
+      paymentId: 1n,
+    })
   })
 
   test('no ciphertext, no metadata.secret (the usual SecretRequest flow)', async () => {

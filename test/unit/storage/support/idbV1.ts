@@ -6,7 +6,10 @@ import type { OutboxRecord, StorageIdentity, StoredChange } from '../../../../sr
  * Creates the IndexedDB database of `identity` as Sluice with schema version 1 did (a frozen copy of that
  * migration step, not the current code), with a meta row and the given rows, and closes it.
  */
-export async function createV1Database(identity: StorageIdentity, rows: { changes: StoredChange[]; outbox: OutboxRecord[]; syncedBlock: bigint }): Promise<void> {
+export async function createV1Database(
+  identity: StorageIdentity,
+  rows: { changes: StoredChange[]; outbox: OutboxRecord[]; syncedBlock: bigint },
+): Promise<void> {
   const db = await openDB(storageName(identity), 1, {
     upgrade(db) {
       db.createObjectStore('meta')

@@ -35,7 +35,11 @@ const tokenNetwork = randomAddress()
 const partner = randomAddress()
 
 export function change(seq: number, amount = BIG): StoredChange {
-  return { seq, time: 1_700_000_000_000 + seq, change: { type: 'channelDeposit', tokenNetwork, channelId: BigInt(seq), participant: partner, totalDeposit: amount } }
+  return {
+    seq,
+    time: 1_700_000_000_000 + seq,
+    change: { type: 'channelDeposit', tokenNetwork, channelId: BigInt(seq), participant: partner, totalDeposit: amount },
+  }
 }
 
 export function snapshot(seq: number, address: Address, blockNumber = BIG): Snapshot {
