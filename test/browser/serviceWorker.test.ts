@@ -1,0 +1,78 @@
+// The service worker in a real Chromium: it answers /api/v1 through the request channel and passes the rest on.
+import { Hono } from 'hono'
+import { streamSSE } from 'hono/streaming'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { serveApiChannel } from '../../worker/apiChannel.ts'
+
+let registration: ServiceWorkerRegistration
+
+beforeAll(async () => {
+  // Vite serves the TypeScript as a module; the shipped sluice-sw.js is the same code as one classic script.
+  registration = await navigator.serviceWorker.register(new URL('../../worker/sw.ts', import.meta.url), { type: 'module', scope: '/' })
+  if (!navigator.serviceWorker.controller) await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }))
+}, 30_000)
+afterAll(async () => {
+  await registration?.unregister()
+})
+
+/** A stand-in for the node's API, served on the real channel the service worker uses. */
+function serveNodeApi() {
+  const app = new Hono()
+    .get('/api/v1/address', (c) => c.json({ our_address: '0x00000000000000000000000000000000000000aa' }))
+    .post('/api/v1/echo', async (c) => c.json(await c.req.json(), 201))
+    .get('/api/v1/events', (c) =>
+      streamSSE(c, async (stream) => {
+        for (let i = 1; i <= 2; i++) await stream.writeSSE({ id: String(i), data: `event ${i}` })
+        while (!stream.aborted) await stream.sleep(20)
+      }),
+    )
+    .notFound((c) => c.json({ errors: 'invalid endpoint', code: 'NOT_FOUND' }, 404))
+  return serveApiChannel({ fetch: async (r) => app.fetch(r), node: crypto.randomUUID() })
+}
+
+describe('the service worker', () => {
+  test("a page's fetch('/api/v1/...') is answered by the node, every method and status as the node gives it", async () => {
+    const node = serveNodeApi()
+    try {
+      const r = await fetch('/api/v1/address')
+      expect(r.status).toBe(200)
+      expect(await r.json()).toEqual({ our_address: '0x00000000000000000000000000000000000000aa' })
+      const posted = await fetch('/api/v1/echo', { method: 'POST', body: JSON.stringify({ amount: '5' }) })
+      expect(posted.status).toBe(201)
+      expect(await posted.json()).toEqual({ amount: '5' })
+      // A 404 of the node stays the node's: it never falls through to the static host.
+      const missing = await fetch('/api/v1/nowhere')
+      expect(missing.status).toBe(404)
+      expect(await missing.json()).toEqual({ errors: 'invalid endpoint', code: 'NOT_FOUND' })
+    } finally {
+      node.close()
+    }
+  })
+
+  test('an event stream comes through as it is written', async () => {
+    const node = serveNodeApi()
+    const abort = new AbortController()
+    try {
+      const r = await fetch('/api/v1/events', { signal: abort.signal })
+      expect(r.headers.get('content-type')).toMatch(/text\/event-stream/)
+      const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader()
+      let text = ''
+      while (!text.includes('event 2')) text += (await reader.read()).value
+      expect(text).toMatch(/data: event 1\nid: 1\n\n/)
+      abort.abort()
+    } finally {
+      node.close()
+    }
+  })
+
+  test('with no node running, /api/v1 is a clear 503 in JSON; other requests pass through untouched', async () => {
+    const t0 = performance.now()
+    const r = await fetch('/api/v1/address')
+    expect(r.status).toBe(503)
+    expect(await r.json()).toMatchObject({ code: 'NO_NODE', errors: expect.stringMatching(/startNode/) })
+    expect(performance.now() - t0).toBeLessThan(5_000)
+    const page = await fetch(location.href)
+    expect(page.status).toBe(200)
+    expect(await page.text()).toMatch(/<html/i)
+  })
+})
