@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { getAddress, parseEther, type Address, type Hex } from 'viem'
+import { maxUint256, getAddress, parseEther, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from '../../src/api/resource.ts'
@@ -18,7 +18,6 @@ import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { sendPayment } from '../../src/node/payments.ts'
 
-const UINT256_MAX = 2n ** 256n - 1n
 const SPEC_FIELDS = [
   'channel_identifier',
   'token_network_address',
@@ -145,7 +144,7 @@ describe('PUT /channels refused: nothing changes', () => {
     expectError(await open({ ...base, token_address: getAddress('0x00000000000000000000000000000000000000aa') }), 409, /does not contain code/)
     expectError(await open({ ...base, partner_address: A }), 409, /same address/)
     expectError(await open({ ...base, total_deposit: -1 }), 409)
-    expectError(await open({ ...base, total_deposit: (UINT256_MAX + 1n).toString() }), 409)
+    expectError(await open({ ...base, total_deposit: (maxUint256 + 1n).toString() }), 409)
     expectError(await open({ ...base, settle_timeout: '-40' }), 409)
   })
 
@@ -278,7 +277,7 @@ describe('PATCH refused: nothing changes', () => {
     expectError(await patch({ total_deposit: '1200' }), 409, /did not increase/)
     expectError(await patch({ total_deposit: '1' }), 409, /did not increase/)
     expectError(await patch({ total_deposit: -5 }), 409)
-    expectError(await patch({ total_deposit: (UINT256_MAX + 1n).toString() }), 409)
+    expectError(await patch({ total_deposit: (maxUint256 + 1n).toString() }), 409)
     expectError(await patch({ total_withdraw: 0 }), 409, /did not increase/)
     expectError(await patch({ total_withdraw: 1201 }), 409, /bigger than the current balance/)
     expectError(await patch({ total_withdraw: '-1' }), 409)
@@ -445,7 +444,7 @@ describe('fuzzing: never a 500, never a change', () => {
       { weight: 4, arbitrary: fc.bigInt({ min: low, max: high }).map(String) },
       { weight: 2, arbitrary: fc.bigInt({ min: low, max: high }).map(Number) },
       { weight: 1, arbitrary: fc.bigInt({ min: -(2n ** 300n), max: 2n ** 300n }).map(String) },
-      { weight: 1, arbitrary: fc.constantFrom<unknown>('0', 0, -1, (UINT256_MAX + 1n).toString(), UINT256_MAX.toString()) },
+      { weight: 1, arbitrary: fc.constantFrom<unknown>('0', 0, -1, (maxUint256 + 1n).toString(), maxUint256.toString()) },
       { weight: 1, arbitrary: garbage() },
     )
   /** Absent in `absent` cases out of `absent + 1`, so that bodies are often well-formed. */

@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { bytesToHex, getAddress, sha256, type Address, type Hex } from 'viem'
+import { maxUint64, maxUint256, bytesToHex, getAddress, sha256, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readTokenBalance, sendProtocolTransaction } from '../../src/chain/index.ts'
@@ -18,8 +18,6 @@ let c: ApiNode
 let d: ApiNode
 /** A partner that runs no node: payments to it cannot complete. */
 const offline = privateKeyToAddress(anvilKeys[9])
-const UINT256_MAX = 2n ** 256n - 1n
-const UINT64_MAX = 2n ** 64n - 1n
 const LOG_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 const RESULT_KEYS = ['amount', 'identifier', 'initiator_address', 'secret', 'secret_hash', 'target_address', 'token_address']
 
@@ -103,7 +101,7 @@ describe('POST /payments/<token>/<target>: success', () => {
     expect(r.status, r.text).toBe(200)
     expect(r.body).toMatchObject({ initiator_address: a.node.address, target_address: c.node.address, amount: '7' })
     expect(BigInt(r.body.identifier)).toBeGreaterThan(0n)
-    expect(BigInt(r.body.identifier)).toBeLessThanOrEqual(UINT64_MAX)
+    expect(BigInt(r.body.identifier)).toBeLessThanOrEqual(maxUint64)
     await eventually(() => expect(own(c, b.node.address)).toBe(before + 7n))
   })
 
@@ -286,18 +284,18 @@ describe('POST /payments/<token>/<target>: failures change nothing', () => {
       [net.token, b.node.address, { amount: '0' }, /amount/],
       [net.token, b.node.address, { amount: '-1' }, /amount/],
       [net.token, b.node.address, { amount: -5 }, /amount/],
-      [net.token, b.node.address, { amount: (UINT256_MAX + 1n).toString() }, /amount/],
-      [net.token, b.node.address, `{"amount": ${UINT256_MAX + 1n}}`, /amount/],
+      [net.token, b.node.address, { amount: (maxUint256 + 1n).toString() }, /amount/],
+      [net.token, b.node.address, `{"amount": ${maxUint256 + 1n}}`, /amount/],
       [net.token, a.node.address, { amount: '1' }, /target/],
       [net.token, `0x${'0'.repeat(40)}`, { amount: '1' }, /zero address/],
       [unknownToken, b.node.address, { amount: '1' }, /token/],
       [net.token, b.node.address, { amount: '1', identifier: '0' }, /identifier/],
-      [net.token, b.node.address, { amount: '1', identifier: (UINT64_MAX + 1n).toString() }, /identifier/],
+      [net.token, b.node.address, { amount: '1', identifier: (maxUint64 + 1n).toString() }, /identifier/],
       [net.token, b.node.address, { amount: '1', secret, secret_hash: sha256(randomSecret()) }, /secret/],
       [net.token, b.node.address, { amount: '1', lock_timeout: '10' }, /lock_timeout/],
       [net.token, b.node.address, { amount: '1', lock_timeout: '41' }, /lock_timeout/],
       [net.token, b.node.address, { amount: '1', lock_timeout: '0' }, /lock_timeout/],
-      [net.token, b.node.address, { amount: '1', lock_timeout: (UINT256_MAX + 1n).toString() }, /lock_timeout/],
+      [net.token, b.node.address, { amount: '1', lock_timeout: (maxUint256 + 1n).toString() }, /lock_timeout/],
     ]
     for (const [token, target, body, message] of cases) {
       const r = await pay(a, target, body, token)

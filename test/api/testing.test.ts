@@ -1,13 +1,11 @@
 import fc from 'fast-check'
-import { parseEther, type Address, type Hex } from 'viem'
+import { maxUint256, parseEther, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readTokenBalance } from '../../src/chain/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { serveNode, startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
-
-const UINT256_MAX = 2n ** 256n - 1n
 
 let net: ApiNet
 let a: ApiNode
@@ -84,7 +82,7 @@ describe('POST /_testing/tokens/<token>/mint', () => {
       { to: C, value: '0' },
       { to: C, value: 0 },
       { to: C, value: '-1' },
-      { to: C, value: (UINT256_MAX + 1n).toString() },
+      { to: C, value: (maxUint256 + 1n).toString() },
       { to: C, value: 1.5 },
       { to: C, value: '0x10' },
       { to: C.toLowerCase(), value: '1' },
@@ -109,7 +107,7 @@ describe('POST /_testing/tokens/<token>/mint', () => {
       expect(r.body.errors).toMatch(/no mint\(address,uint256\), mintFor\(uint256,address\) or increaseSupply/)
     }
     // The total supply would overflow: the token refuses it.
-    expect((await mint(a, token, { to: C, value: UINT256_MAX.toString() })).status).toBe(400)
+    expect((await mint(a, token, { to: C, value: maxUint256.toString() })).status).toBe(400)
     expect(await snapshot()).toEqual(before)
   })
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { parseEther, zeroAddress, type Address } from 'viem'
+import { maxUint256, parseEther, zeroAddress, type Address } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { mintTokens, readTokenBalance, readUserDeposit } from '../../src/chain/index.ts'
 import { UserDeposit } from '../../src/contracts/index.ts'
@@ -8,7 +8,6 @@ import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { startNode } from '../integration/support/devnet.ts'
 import { serveNode, startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 
-const UINT256_MAX = 2n ** 256n - 1n
 const WITHDRAW_DELAY = 100
 
 let net: ApiNet
@@ -153,7 +152,7 @@ describe('POST /user_deposit: deposit', () => {
 
   it('409 when the total does not increase (same, lower, zero, negative) or overflows uint256; nothing changes', async () => {
     const before = await snapshot()
-    for (const total of ['15', '14', '0', 0, '-1', -5, (UINT256_MAX + 1n).toString()]) {
+    for (const total of ['15', '14', '0', 0, '-1', -5, (maxUint256 + 1n).toString()]) {
       const r = await post(a, { total_deposit: total })
       expect(r.status, String(total)).toBe(409)
       expect(typeof r.body.errors).toBe('string')
@@ -192,7 +191,7 @@ describe('POST /user_deposit: plan and withdraw', () => {
 
   it('plan: 409 for zero, a negative amount, or more than the balance; nothing changes', async () => {
     const before = await snapshot()
-    for (const amount of ['0', '-1', '16', UINT256_MAX.toString()]) {
+    for (const amount of ['0', '-1', '16', maxUint256.toString()]) {
       const r = await post(a, { planned_withdraw_amount: amount })
       expect(r.status, amount).toBe(409)
     }

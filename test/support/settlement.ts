@@ -2,7 +2,9 @@
 // from the spec rather than from the contract, so the settle tests compare the chain against an independent
 // computation.
 
-export const MAX_UINT256 = 2n ** 256n - 1n
+import { maxUint256 } from 'viem'
+
+export const MAX_UINT256 = maxUint256
 
 /** One side of a channel at settlement: stored deposit/withdrawn plus the transferred/locked its proof commits to. */
 export type SideState = {

@@ -9,6 +9,7 @@ import {
   getAddress,
   keccak256,
   numberToHex,
+  maxUint256,
   parseEventLogs,
   sliceHex,
   toHex,
@@ -35,7 +36,7 @@ import { deploy } from './deploy.ts'
 export const SETTLE_TIMEOUT_MIN = 5n
 export const SETTLE_TIMEOUT_MAX = 100_000n
 export const DEFAULT_SETTLE_TIMEOUT = 10n
-export const MAX_UINT256 = 2n ** 256n - 1n
+export const MAX_UINT256 = maxUint256
 export const ZERO: Hex = ZERO_HASH
 /** A 65-byte signature of zeros: what the Python node passes as the partner's signature when closing with nonce 0. */
 export const EMPTY_SIGNATURE: Hex = `0x${'00'.repeat(65)}`
