@@ -1,19 +1,13 @@
 // The service worker in a real Chromium: it answers /api/v1 through the request channel and passes the rest on.
 import { Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { beforeAll, describe, expect, test } from 'vitest'
 import { serveApiChannel } from '../../worker/apiChannel.ts'
-
-let registration: ServiceWorkerRegistration
+import { ensureControlled } from './support/serviceWorker.ts'
 
 beforeAll(async () => {
-  // Vite serves the TypeScript as a module; the shipped sluice-sw.js is the same code as one classic script.
-  registration = await navigator.serviceWorker.register(new URL('../../worker/sw.ts', import.meta.url), { type: 'module', scope: '/' })
-  if (!navigator.serviceWorker.controller) await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }))
+  await ensureControlled()
 }, 30_000)
-afterAll(async () => {
-  await registration?.unregister()
-})
 
 /** A stand-in for the node's API, served on the real channel the service worker uses. */
 function serveNodeApi() {
