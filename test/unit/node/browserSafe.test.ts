@@ -4,7 +4,7 @@ import { importGraph, nodeOnlyImports } from '../../support/importGraph.ts'
 
 const root = resolve(import.meta.dirname, '../../..')
 
-test.each(['src/node/createNode.ts', 'src/host/hostNode.ts', 'test/browser/fixtures/nodeWorker.ts'])(
+test.each(['src/node/createNode.ts', 'src/host/hostNode.ts', 'worker/node.worker.ts', 'test/browser/fixtures/nodeWorker.ts'])(
   'no Node-only module is reachable from %s (what a browser worker loads)',
   (file) => {
     const { modules } = importGraph(resolve(root, file))
