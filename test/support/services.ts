@@ -1,15 +1,47 @@
 // Fixtures for the service contracts (UserDeposit, ServiceRegistry, OneToN, MonitoringService) on anvil.
 // No vitest imports, so scripts run under tsx can reuse it.
-import { BaseError, decodeErrorResult, encodeDeployData, getAddress, maxUint256, type Abi, type Address, type ContractConstructorArgs, type Hex } from 'viem'
+import {
+  BaseError,
+  decodeErrorResult,
+  encodeDeployData,
+  getAddress,
+  maxUint256,
+  WaitForTransactionReceiptTimeoutError,
+  type Abi,
+  type Address,
+  type ContractConstructorArgs,
+  type Hex,
+} from 'viem'
 import { CustomToken, MonitoringService, OneToN, ServiceRegistry, UserDeposit } from '../../src/contracts/index.ts'
 import type { AnvilClient } from './clients.ts'
 import { deploy } from './deploy.ts'
 
 /** Waits for a transaction and fails loudly unless it succeeded. Wrap a `writeContract` promise with it. */
 export async function mined(client: AnvilClient, hash: Promise<Hex> | Hex) {
-  const receipt = await client.waitForTransactionReceipt({ hash: await hash })
+  const sent = await hash
+  let receipt: Awaited<ReturnType<AnvilClient['waitForTransactionReceipt']>>
+  try {
+    // anvil mines each transaction at once: one not mined in 20 s is stuck, and saying why beats a test timeout.
+    receipt = await client.waitForTransactionReceipt({ hash: sent, timeout: 20_000 })
+  } catch (error) {
+    if (!(error instanceof WaitForTransactionReceiptTimeoutError)) throw error
+    throw new Error(`transaction ${sent} was not mined within 20 s: ${await whyNotMined(client, sent)}`, { cause: error })
+  }
   if (receipt.status !== 'success') throw new Error(`transaction ${receipt.transactionHash} reverted`)
   return receipt
+}
+
+/** What anvil knows of a transaction that was not mined: its nonce against the sender's, and the pool. */
+async function whyNotMined(client: AnvilClient, hash: Hex): Promise<string> {
+  const tx = await client.getTransaction({ hash }).catch((e: unknown) => e as Error)
+  if (tx instanceof Error) return `anvil does not know it (${tx.message.split('\n')[0]})`
+  const [latest, pending, block] = await Promise.all([
+    client.getTransactionCount({ address: tx.from, blockTag: 'latest' }),
+    client.getTransactionCount({ address: tx.from, blockTag: 'pending' }),
+    client.getBlockNumber(),
+  ])
+  const pool = await client.request({ method: 'txpool_status' } as never).catch(() => 'unknown')
+  return `nonce ${tx.nonce} of ${tx.from} (latest ${latest}, pending ${pending}), block ${block}, txpool ${JSON.stringify(pool)}`
 }
 
 /** Mines empty blocks until the latest block is `target` (eth_call runs with block.number = latest on anvil). */
