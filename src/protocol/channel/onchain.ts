@@ -205,18 +205,7 @@ export function unlockOnBlock(state: NodeState, out: Effect[]): NodeState {
     const at = channel.our.unlockAt
     if (channel.state !== 'settled' || channel.our.unlocked || at === undefined || state.blockNumber < at) continue
     const locks = channel.our.settledLocksroot && locksFor(channel.our, channel.our.settledLocksroot)
-    if (locks)
-      out.push({
-        type: 'transaction',
-        transaction: {
-          type: 'unlock',
-          tokenNetwork: channel.tokenNetwork,
-          channelId: channel.id,
-          receiver: channel.partner,
-          sender: channel.our.address,
-          locks,
-        },
-      })
+    if (locks) out.push(unlockEffect(channel, channel.our.address, locks))
     else
       out.push({
         type: 'transaction',
@@ -263,18 +252,7 @@ export function onChannelSettled(state: NodeState, change: Change<'channelSettle
       const at = state.registeredSecrets[l.secrethash]
       return at !== undefined && at < l.expiration
     })
-    if (locks && claimable)
-      out.push({
-        type: 'transaction',
-        transaction: {
-          type: 'unlock',
-          tokenNetwork: channel.tokenNetwork,
-          channelId: channel.id,
-          receiver: channel.our.address,
-          sender: channel.partner,
-          locks,
-        },
-      })
+    if (locks && claimable) out.push(unlockEffect(channel, channel.partner, locks))
     else next = { ...next, partnerEnd: { ...next.partnerEnd, unlocked: true } }
   }
   if (hasLocks(ourRoot)) {
@@ -289,18 +267,7 @@ export function onChannelSettled(state: NodeState, change: Change<'channelSettle
     else if (locks.every(claimed)) next = { ...next, our: { ...next.our, unlocked: true } }
     // The partner unlocks what it can claim, which refunds us the rest in the same call; we do it ourselves
     // at once only when it has nothing to claim, or after a reveal timeout if it did not.
-    else if (!locks.some(claimed))
-      out.push({
-        type: 'transaction',
-        transaction: {
-          type: 'unlock',
-          tokenNetwork: channel.tokenNetwork,
-          channelId: channel.id,
-          receiver: channel.partner,
-          sender: channel.our.address,
-          locks,
-        },
-      })
+    else if (!locks.some(claimed)) out.push(unlockEffect(channel, channel.our.address, locks))
     else next = { ...next, our: { ...next.our, unlockAt: change.blockNumber + channel.revealTimeout } }
   }
   out.push(stateEvent(next))
@@ -352,3 +319,9 @@ export function onTransactionFailed(state: NodeState, change: Change<'transactio
 }
 
 export type { TransitionContext }
+
+/** The unlock of `sender`'s locks in the channel: pays the partner what the chain says it can claim, refunds the rest. */
+function unlockEffect(channel: Channel, sender: Address, locks: Lock[]): Effect {
+  const receiver = sameAddress(sender, channel.our.address) ? channel.partner : channel.our.address
+  return { type: 'transaction', transaction: { type: 'unlock', tokenNetwork: channel.tokenNetwork, channelId: channel.id, receiver, sender, locks } }
+}
