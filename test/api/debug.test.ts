@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
+import { pathSegment } from './support/fuzz.ts'
 
 let net: ApiNet
 let a: ApiNode
@@ -211,7 +212,7 @@ describe('fuzzing the debug queries', () => {
       { numRuns: 300 },
     )
     const segment = fc.oneof(
-      fc.string(),
+      pathSegment(),
       fc.uint8Array({ minLength: 20, maxLength: 20 }).map((u) => getAddress(bytesToHex(u))),
       fc.constant(net.token),
     )

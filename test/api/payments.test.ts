@@ -9,6 +9,7 @@ import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { startSecretResolver, type SecretResolver } from './support/secretResolver.ts'
 import { openChannelOnChain } from '../../src/node/channelActions.ts'
+import { pathSegment } from './support/fuzz.ts'
 
 let net: ApiNet
 let resolver: SecretResolver
@@ -575,7 +576,7 @@ describe('fuzzing: never a 500, never a change of state', () => {
 
   it('paths and query values', async () => {
     const segment = fc.oneof(
-      fc.string(),
+      pathSegment(),
       fc
         .constantFrom(net.token, b.node.address, a.node.address)
         .chain((x) => fc.constantFrom(x, x.toLowerCase(), x.toUpperCase().replace('0X', '0x'), x.slice(0, 41), `${x}0`)),

@@ -5,6 +5,7 @@ import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { startSecretResolver, type SecretResolver } from './support/secretResolver.ts'
 import { openChannelOnChain } from '../../src/node/channelActions.ts'
+import { pathSegment } from './support/fuzz.ts'
 
 let net: ApiNet
 let resolver: SecretResolver
@@ -127,7 +128,7 @@ describe('GET /pending_transfers', () => {
 
   it('fuzzed paths: only 200 or 404, never a 500, never a change of state', async () => {
     const segment = fc.oneof(
-      fc.string(),
+      pathSegment(),
       fc.constantFrom(net.token, b.node.address, c.node.address).chain((x) => fc.constantFrom(x, x.toLowerCase(), x.slice(0, 41), `${x}0`)),
       fc.uint8Array({ minLength: 20, maxLength: 20 }).map((u) => getAddress(bytesToHex(u))),
     )
