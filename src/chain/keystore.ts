@@ -1,6 +1,7 @@
 import { SluiceError } from '../errors.ts'
 import { scryptAsync } from '@noble/hashes/scrypt'
 import { bytesToHex, hexToBytes, keccak256, type Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
 
 /**
  * Ethereum JSON keystores, version 3 (the "Web3 Secret Storage" format of geth, Parity and the Raiden node's
@@ -58,6 +59,53 @@ export async function decryptKeystore(keystore: string | unknown, password: stri
   const plain = new Uint8Array(await crypto.subtle.decrypt({ name: 'AES-CTR', counter: iv, length: 128 }, key, ciphertext))
   if (plain.length !== 32) throw new InvalidKeystoreError(`the decrypted key has ${plain.length} bytes, not 32`)
   return bytesToHex(plain)
+}
+
+/** scrypt costs of a keystore this code writes: geth's "light" parameters (4 MiB, well under a second in a browser). */
+export const KEYSTORE_SCRYPT = { n: 4096, r: 8, p: 6 } as const
+
+/**
+ * `key` as a version-3 keystore (scrypt, AES-128-CTR), readable by geth, the Raiden node and `sluice serve
+ * --keystore`. An empty password is allowed: the keystore is then a format, not a protection.
+ */
+export async function encryptKeystore(key: Hex, password: string, scrypt: { n: number; r: number; p: number } = KEYSTORE_SCRYPT): Promise<Keystore> {
+  const plain = hexToBytes(key)
+  if (plain.length !== 32) throw new InvalidKeystoreError(`a private key has 32 bytes, not ${plain.length}`)
+  const salt = crypto.getRandomValues(new Uint8Array(32))
+  const iv = crypto.getRandomValues(new Uint8Array(16))
+  const passwordBytes = new TextEncoder().encode(password.normalize('NFKC'))
+  const derived = await scryptAsync(passwordBytes, salt, { N: scrypt.n, r: scrypt.r, p: scrypt.p, dkLen: 32, maxmem: MAX_SCRYPT_MEMORY + 1024 })
+  const aes = await crypto.subtle.importKey('raw', derived.slice(0, 16), { name: 'AES-CTR' }, false, ['encrypt'])
+  const ciphertext = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-CTR', counter: iv, length: 128 }, aes, plain))
+  const strip = (bytes: Uint8Array) => bytesToHex(bytes).slice(2)
+  return {
+    version: 3,
+    id: crypto.randomUUID(),
+    address: privateKeyToAddress(key).slice(2).toLowerCase(),
+    crypto: {
+      cipher: 'aes-128-ctr',
+      cipherparams: { iv: strip(iv) },
+      ciphertext: strip(ciphertext),
+      kdf: 'scrypt',
+      kdfparams: { dklen: 32, n: scrypt.n, r: scrypt.r, p: scrypt.p, salt: strip(salt) },
+      mac: keccak256(concat(derived.slice(16, 32), ciphertext)).slice(2),
+    },
+  }
+}
+
+/** A version-3 keystore as this code writes it (JSON.stringify gives the file). */
+export type Keystore = {
+  version: 3
+  id: string
+  address: string
+  crypto: {
+    cipher: 'aes-128-ctr'
+    cipherparams: { iv: string }
+    ciphertext: string
+    kdf: 'scrypt'
+    kdfparams: { dklen: number; n: number; r: number; p: number; salt: string }
+    mac: string
+  }
 }
 
 type Kdf =

@@ -4,8 +4,9 @@ import { createServer, type AddressInfo, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Hex } from 'viem'
-import { privateKeyToAddress } from 'viem/accounts'
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { encryptKeystore } from '../../src/chain/keystore.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { jsonParse } from '../../src/storage/json.ts'
@@ -154,24 +155,11 @@ describe('sluice serve', () => {
     }
   })
 
-  test('reads the key from a v3 keystore with --password-file', async () => {
-    // The PBKDF2 test vector of the Web3 Secret Storage Definition.
+  test('reads the key from a v3 keystore with --password-file (one written by encryptKeystore, as a page exports it)', async () => {
     const dir = tempDir()
     const keystore = join(dir, 'keystore.json')
-    writeFileSync(
-      keystore,
-      JSON.stringify({
-        crypto: {
-          cipher: 'aes-128-ctr',
-          cipherparams: { iv: '6087dab2f9fdbbfaddc31a909735c1e6' },
-          ciphertext: '5318b4d5bcd28de64ee5559e671353e16f075ecae9f99c7a79a38af5f869aa46',
-          kdf: 'pbkdf2',
-          kdfparams: { c: 262144, dklen: 32, prf: 'hmac-sha256', salt: 'ae3cd4e7013836a3df6bd7241b12db061dbe2c6785853cce422d148a624ce0bd' },
-          mac: '517ead924a9d0dc3124507e3393d175ce3ff7c1e96529c6c555ce9e51205e9b2',
-        },
-        version: 3,
-      }),
-    )
+    const key = generatePrivateKey()
+    writeFileSync(keystore, JSON.stringify(await encryptKeystore(key, 'testpassword')))
     writeFileSync(join(dir, 'password'), 'testpassword\n')
     writeFileSync(join(dir, 'wrong'), 'nope\n')
     const bad = await runSluice(baseArgs(tempDir(), '--keystore', keystore, '--password-file', join(dir, 'wrong')), dir)
@@ -181,9 +169,7 @@ describe('sluice serve', () => {
     const { sluice, api } = await startServe(baseArgs(tempDir(), '--keystore', keystore, '--password-file', join(dir, 'password')))
     expect((await get(`${api}/status`)).status).toBe(200)
     await waitReady(api)
-    expect((await get(`${api}/address`)).body).toEqual({
-      our_address: privateKeyToAddress('0x7a28b5ba57c53603b0b07b56bba752f7784bf506fa95edc395f5cf6c7514fe9d'),
-    })
+    expect((await get(`${api}/address`)).body).toEqual({ our_address: privateKeyToAddress(key) })
     sluice.child.kill('SIGINT')
     expect((await sluice.exited).code).toBe(0)
   })

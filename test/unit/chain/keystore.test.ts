@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
-import { decryptKeystore, InvalidKeystoreError, KeystoreError, WrongPasswordError } from '../../../src/chain/keystore.ts'
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
+import { decryptKeystore, encryptKeystore, InvalidKeystoreError, KeystoreError, WrongPasswordError } from '../../../src/chain/keystore.ts'
 
 // The test vectors of the Web3 Secret Storage Definition (ethereum/wiki), password "testpassword".
 const PRIVATE_KEY = '0x7a28b5ba57c53603b0b07b56bba752f7784bf506fa95edc395f5cf6c7514fe9d'
@@ -114,5 +115,36 @@ describe('decryptKeystore', () => {
       }),
       { numRuns: 300 },
     )
+  })
+})
+
+describe('encryptKeystore', () => {
+  const cheap = { n: 16, r: 1, p: 1 }
+
+  test('writes a keystore that decrypts to the same key with its password only, with the address geth writes', async () => {
+    const key = generatePrivateKey()
+    const keystore = await encryptKeystore(key, 'correct horse')
+    expect(keystore.crypto.kdfparams).toMatchObject({ n: 4096, r: 8, p: 6, dklen: 32 })
+    expect(`0x${keystore.address}`).toBe(privateKeyToAddress(key).toLowerCase())
+    expect(await decryptKeystore(JSON.stringify(keystore), 'correct horse')).toBe(key)
+    await expect(decryptKeystore(keystore, 'wrong horse')).rejects.toBeInstanceOf(WrongPasswordError)
+  })
+
+  test('round-trips any key and password, each time with a new salt and iv', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.string(), async (bytes, password) => {
+        fc.pre(bytes.some((b) => b !== 0))
+        const key = `0x${Buffer.from(bytes).toString('hex')}` as const
+        const a = await encryptKeystore(key, password, cheap)
+        const b = await encryptKeystore(key, password, cheap)
+        expect(a.crypto.kdfparams.salt).not.toBe(b.crypto.kdfparams.salt)
+        expect(await decryptKeystore(a, password)).toBe(key)
+      }),
+      { numRuns: 50 },
+    )
+  })
+
+  test('refuses a key that is not 32 bytes', async () => {
+    await expect(encryptKeystore('0x1234', '')).rejects.toBeInstanceOf(InvalidKeystoreError)
   })
 })
