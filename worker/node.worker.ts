@@ -2,73 +2,132 @@
 /**
  * The origin's node, in a module web worker of the tab that leads (docs/decisions/0020): the same node as
  * `sluice serve` (createNode + hostNode) with IndexedDB storage, served on the request channel so that the service
- * worker and every tab reach it. The page drives it through Comlink (`start`, `stop`).
+ * worker and every tab reach it. The page drives it through Comlink (`start`, `status`, `stop`).
  */
 import * as Comlink from 'comlink'
-import type { Hex } from 'viem'
+import type { EIP1193Provider, Hex } from 'viem'
 import type { Environment } from '../src/api/context.ts'
 import type { Deployment } from '../src/chain/deployment.ts'
-import { SluiceError } from '../src/errors.ts'
+import type { Keystore } from '../src/chain/keystore.ts'
+import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
 import { hostNode, type HostedNode } from '../src/host/hostNode.ts'
 import { createNode } from '../src/node/createNode.ts'
 import type { NodeConfig, TransportFactory } from '../src/node/nodeConfig.ts'
 import type { NodeStatus } from '../src/node/notices.ts'
+import type { StorageDump } from '../src/storage/storage.ts'
 import { openIdbStorage } from '../src/storage/idbStorage.ts'
 import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
 import { version } from '../src/version.ts'
-import { serveApiChannel } from './apiChannel.ts'
+import { errorResponse, serveApiChannel } from './apiChannel.ts'
 import { carryErrorCodes } from './comlinkErrors.ts'
+import { loadOrCreateKey, storedKeystore } from './keyStore.ts'
 
 /** What the page gives the worker: the node's options (the `sluice serve` flags in camelCase), as data. */
 export type NodeWorkerOptions = Pick<
   NodeConfig,
   'confirmations' | 'pollingInterval' | 'defaultRevealTimeout' | 'defaultSettleTimeout' | 'resolverEndpoint' | 'releaseFeedUrl' | 'encryptSecret'
 > & {
-  rpc: string
+  /** The chain's JSON-RPC endpoint; without it, the page's EIP-1193 provider (start's third argument). */
+  rpc?: string
   deployment: Deployment
-  key: Hex
+  /** The node's key; without it, the one kept in IndexedDB (generated on the first start). */
+  key?: Hex
+  /** Encrypts the kept key (docs: keystore). */
+  passphrase?: string
   /** libp2p relays (`sluice relay` prints them); without any, the node reaches nodes of this origin only. */
   relay?: string[]
   environment?: Environment
+  /** A state dump (GET /_state/export) restored before the node starts; refused if older than the stored state. */
+  import?: StorageDump
   /** The request channel's name (tests use their own). */
   apiChannel?: string
 }
+
+export type StartedNode = { address: string; version: string; keyGenerated: boolean }
+
+/** Told to the page when the node stops on its own: POST /shutdown, a failure, the database taken away. */
+export type NodeStoppedListener = (stopped: { reason: string; error?: ErrorData }) => void
+
+/** The page's wallet, reached across the worker boundary (Comlink proxies its `request`). */
+export type RemoteProvider = { request(args: { method: string; params?: unknown }): Promise<unknown> }
 
 export class NodeAlreadyStartedError extends SluiceError {
   override name = 'NodeAlreadyStartedError' as const
   override readonly code = 'NODE_ALREADY_STARTED' as const
 }
 
+export class NoChainError extends SluiceError {
+  override name = 'NoChainError' as const
+  override readonly code = 'NO_CHAIN' as const
+}
+
 carryErrorCodes()
 
 let hosted: HostedNode | undefined
 let serving: { close(): void } | undefined
-let starting: Promise<{ address: string; version: string }> | undefined
+let starting: Promise<StartedNode> | undefined
+/** Why the node stopped on its own; from then on every request is answered with it. */
+let stoppedWith: string | undefined
 
 const api = {
-  /** Builds the node, serves its API on the request channel at once (/status answers during the first sync), and runs it. */
-  start(options: NodeWorkerOptions): Promise<{ address: string; version: string }> {
+  /**
+   * Builds the node, serves its API on the request channel at once (/status answers during the first sync), and
+   * runs it. `onStopped` hears when it stops without being asked (POST /shutdown, a failure, its database lost).
+   */
+  start(options: NodeWorkerOptions, onStopped?: NodeStoppedListener, provider?: RemoteProvider): Promise<StartedNode> {
     if (starting) return Promise.reject(new NodeAlreadyStartedError('this worker runs a node already'))
     starting = (async () => {
-      const { rpc, deployment, key, relay = [], environment = 'production', apiChannel, ...rest } = options
+      const { rpc, deployment, key: givenKey, passphrase, relay = [], environment = 'production', apiChannel, import: dump, ...rest } = options
+      if (!rpc && !provider) throw new NoChainError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
+      const { key, created } = givenKey ? { key: givenKey, created: false } : await loadOrCreateKey(passphrase)
+      let lost: string | undefined
       const node = await createNode({
         ...rest,
-        rpc,
+        ...(rpc ? { rpc } : { provider: { request: (args: { method: string; params?: unknown }) => provider!.request(args) } as EIP1193Provider }),
         deployment,
         key,
         version,
-        storage: (identity) => openIdbStorage(identity),
+        ...(dump ? { import: dump } : {}),
+        storage: (identity) =>
+          openIdbStorage(identity, {
+            onLost: (reason) => {
+              lost = `its database was taken away (${reason}); reload the page to start it again`
+              void stopOnItsOwn(lost)
+            },
+          }),
         transport: transportFor(relay, deployment),
       })
-      hosted = hostNode({ node, version, environment })
-      serving = serveApiChannel({ fetch: hosted.fetch, node: crypto.randomUUID(), ...(apiChannel ? { channelName: apiChannel } : {}) })
-      void hosted.run()
-      return { address: node.address, version }
+      const current = hostNode({ node, version, environment })
+      hosted = current
+      const stopOnItsOwn = async (reason: string, error?: unknown) => {
+        if (stoppedWith) return
+        stoppedWith = reason
+        await current.stop().catch(() => {})
+        onStopped?.({ reason, ...(error !== undefined ? { error: toErrorData(error) } : {}) })
+      }
+      void current.stopRequested.then((request) =>
+        stopOnItsOwn(
+          lost ?? (request.reason === 'shutdown' ? 'it was shut down (POST /shutdown)' : `it failed: ${toErrorData(request.error).message}`),
+          'error' in request ? request.error : undefined,
+        ),
+      )
+      // A node that stopped on its own keeps answering, with why, so no client waits for it in vain.
+      const answer = (request: Request) =>
+        stoppedWith ? Promise.resolve(errorResponse(503, 'NODE_STOPPED', `the Sluice node stopped: ${stoppedWith}`)) : current.fetch(request)
+      serving = serveApiChannel({ fetch: answer, node: crypto.randomUUID(), ...(apiChannel ? { channelName: apiChannel } : {}) })
+      void current.run()
+      return { address: node.address, version, keyGenerated: created }
     })()
+    // A start that failed leaves the worker free to try again.
+    starting.catch(() => (starting = undefined))
     return starting
   },
   status(): NodeStatus | undefined {
     return hosted?.node.status
+  },
+  /** The v3 keystore of a key generated here (undefined when the page gives the key). */
+  exportKeystore(): Promise<Keystore | undefined> {
+    return storedKeystore()
   },
   /** Stops answering (clients hear `gone`), then stops the node and closes its store. */
   async stop(): Promise<void> {

@@ -18,8 +18,11 @@ import { openapiRoutes } from './routes/openapi.ts'
 
 export const API_BASE_PATH = '/api/v1'
 
-/** Paths answered while the node syncs (the rest is 503 until it is ready). */
-const UNGATED = new Set(['/status', '/openapi.json', '/events'])
+/**
+ * Paths answered while the node syncs (the rest is 503 until it is ready). /version is static, and a page checks
+ * it before anything else: the node it reached must be of its own build (worker/host.ts).
+ */
+const UNGATED = new Set(['/status', '/version', '/openapi.json', '/events'])
 
 export type Api = {
   /** The Hono app; its routes start with /api/v1. */

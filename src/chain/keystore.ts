@@ -69,7 +69,7 @@ export const KEYSTORE_SCRYPT = { n: 4096, r: 8, p: 6 } as const
  * --keystore`. An empty password is allowed: the keystore is then a format, not a protection.
  */
 export async function encryptKeystore(key: Hex, password: string, scrypt: { n: number; r: number; p: number } = KEYSTORE_SCRYPT): Promise<Keystore> {
-  const plain = hexToBytes(key)
+  const plain = new Uint8Array(hexToBytes(key))
   if (plain.length !== 32) throw new InvalidKeystoreError(`a private key has 32 bytes, not ${plain.length}`)
   const salt = crypto.getRandomValues(new Uint8Array(32))
   const iv = crypto.getRandomValues(new Uint8Array(16))

@@ -32,6 +32,11 @@ import { takeWebLock } from './webLock.ts'
 export type OpenIdbStorageOptions = {
   /** Ask the browser to keep the origin's storage under storage pressure (`navigator.storage.persist()`). Default true. */
   persist?: boolean
+  /**
+   * Called once if the browser takes the database away while it is open: another connection upgrades or deletes it
+   * (site data cleared), or the browser closed it. The store is unusable from then on; a host stops its node.
+   */
+  onLost?: (reason: string) => void
 }
 
 type StoreName = StoreNames<SluiceDbSchema>
@@ -47,7 +52,7 @@ export async function openIdbStorage(identity: StorageIdentity, options: OpenIdb
   const name = storageName(identity)
   const release = await takeWebLock(name)
   try {
-    const storage = await connect(name, identity, release)
+    const storage = await connect(name, identity, release, options.onLost)
     if (options.persist !== false) requestPersistence()
     return storage
   } catch (e) {
@@ -56,7 +61,7 @@ export async function openIdbStorage(identity: StorageIdentity, options: OpenIdb
   }
 }
 
-async function connect(name: string, identity: StorageIdentity, release: () => void): Promise<IdbStorage> {
+async function connect(name: string, identity: StorageIdentity, release: () => void, onLost?: (reason: string) => void): Promise<IdbStorage> {
   let storage: IdbStorage | undefined
   let rejectBlocked: (e: Error) => void = () => {}
   const blocked = new Promise<never>((_, reject) => (rejectBlocked = reject))
@@ -108,7 +113,7 @@ async function connect(name: string, identity: StorageIdentity, release: () => v
     db.close()
     throw asStorageError(e, `opening ${name}`)
   }
-  storage = new IdbStorage(identity, db, release)
+  storage = new IdbStorage(identity, db, release, onLost)
   return storage
 }
 
@@ -126,6 +131,7 @@ class IdbStorage implements Storage {
     private readonly identity: StorageIdentity,
     private readonly db: SluiceDb,
     private readonly release: () => void,
+    private readonly onLost: ((reason: string) => void) | undefined,
   ) {}
 
   async commit(batch: Commit): Promise<void> {
@@ -316,6 +322,7 @@ class IdbStorage implements Storage {
     this.#closed = `the store was closed: ${reason}`
     this.db.close()
     this.release()
+    this.onLost?.(reason)
   }
 
   private usable(): void {

@@ -55,7 +55,7 @@ describe('node information', () => {
 })
 
 describe('503 while syncing, then ready', () => {
-  it('answers /status with blocks to sync while the rest is 503', async () => {
+  it('answers /status with blocks to sync, and /version, while the rest is 503', async () => {
     const node = await createApiNode(net, anvilKeys[5]!)
     const served = await serveNode(node)
     try {
@@ -63,6 +63,8 @@ describe('503 while syncing, then ready', () => {
       expect(status.status).toBe(200)
       expect(status.body.status).toBe('syncing')
       expect(status.body.blocks_to_sync).toMatch(/^\d+$/)
+      // A page checks that the node it reached is of its own build before the first sync ends.
+      expect((await served.get('/version')).status).toBe(200)
       const address = await served.get('/address')
       expect(address.status).toBe(503)
       expect(address.body.errors).toMatch(/Try again later/)

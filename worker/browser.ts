@@ -1,0 +1,14 @@
+/**
+ * `sluice/browser`: what a dApp's page imports. `startNode()` starts (or joins) the origin's node; then
+ * `fetch('/api/v1/...')` reaches it from every tab, and the returned object has the REST operations as methods.
+ */
+export { importState, startNode, InvalidOptionsError, NotControlledError, StartTimeoutError, VersionSkewError } from './host.ts'
+export type { NodeStopped, SluiceBrowserNode, StartNodeOptions } from './host.ts'
+export { NodeApiError } from './nodeClient.ts'
+export type { Amount, AsJson, Channel, NodeClient, NodeStatusJson, PaymentEvent, PaymentResult } from './nodeClient.ts'
+export type { PushEvent, PushListener } from './subscription.ts'
+export { ServiceWorkerError } from './controlled.ts'
+export { PassphraseRequiredError } from './keyStore.ts'
+export type { Keystore } from '../src/chain/keystore.ts'
+export type { Deployment } from '../src/chain/deployment.ts'
+export type { StorageDump } from '../src/storage/storage.ts'

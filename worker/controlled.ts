@@ -1,0 +1,31 @@
+/**
+ * The page's half of the service worker: registered at scope `/`, and controlling this page before its first
+ * `fetch('/api/v1/...')`. A page is not controlled on its first visit (it loaded before the worker existed) nor
+ * after a hard reload (which bypasses the service worker); it asks the active worker to claim it then, instead of
+ * making the user reload (lessons of Raiden's light client #3024: never let such a request reach the static host).
+ */
+import { SluiceError } from '../src/errors.ts'
+
+export class ServiceWorkerError extends SluiceError {
+  override name = 'ServiceWorkerError' as const
+  override readonly code = 'SERVICE_WORKER' as const
+}
+
+/** Resolves once `navigator.serviceWorker.controller` is Sluice's worker at `url`. */
+export async function ensureControlled(url: string | URL, type: WorkerType = 'classic'): Promise<ServiceWorkerRegistration> {
+  if (!('serviceWorker' in navigator))
+    throw new ServiceWorkerError('this browser gives the page no service worker (a private window of some browsers, or not a secure context)')
+  let registration: ServiceWorkerRegistration
+  try {
+    registration = await navigator.serviceWorker.register(url, { type, scope: '/' })
+  } catch (e) {
+    throw new ServiceWorkerError(`the service worker ${String(url)} could not be registered: ${(e as Error).message}`, { cause: e })
+  }
+  await navigator.serviceWorker.ready
+  if (!navigator.serviceWorker.controller) {
+    const controlled = new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }))
+    registration.active?.postMessage({ type: 'sluice:claim' })
+    await controlled
+  }
+  return registration
+}

@@ -1,0 +1,360 @@
+/**
+ * `startNode()` for the page (`sluice/browser`): the origin's one node, reached from every tab with plain
+ * `fetch('/api/v1/...')` and through a typed proxy (docs/decisions/0020, 0021).
+ *
+ *   1. the service worker is registered and controls this page (claimed on a first visit or a hard reload);
+ *   2. the tab that gets the leader's Web Lock runs the node in a module worker; the other tabs wait on the lock
+ *      and take over from IndexedDB when the leader's tab closes (the browser releases its lock);
+ *   3. startNode resolves once the node answers this page's fetch, through the service worker, with this build's
+ *      version.
+ * Every step has a timeout: nothing a page awaits here can hang.
+ */
+import * as Comlink from 'comlink'
+import { parseDeployment, type Deployment } from '../src/chain/deployment.ts'
+import type { Keystore } from '../src/chain/keystore.ts'
+import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
+import { jsonParse } from '../src/storage/json.ts'
+import type { StorageDump } from '../src/storage/storage.ts'
+import { version as pageVersion } from '../src/version.ts'
+import { forwardOverApiChannel } from './apiChannel.ts'
+import { carryErrorCodes } from './comlinkErrors.ts'
+import { ensureControlled } from './controlled.ts'
+import { storedKeystore } from './keyStore.ts'
+import { API_PATH, LEADER_LOCK } from './names.ts'
+import { nodeClient, type NodeClient, type SendRequest } from './nodeClient.ts'
+import type { NodeStoppedListener, NodeWorkerApi, NodeWorkerOptions, RemoteProvider } from './node.worker.ts'
+import { subscribeToEvents, type PushListener } from './subscription.ts'
+
+export type StartNodeOptions = Omit<NodeWorkerOptions, 'deployment' | 'import'> & {
+  /** The chain's contracts: the deployment file's JSON, or its URL (fetched). */
+  deployment: Deployment | string | URL
+  /** An EIP-1193 provider (the page's wallet) instead of `rpc`; the node's worker reaches the chain through it. */
+  provider?: RemoteProvider
+  /** Where `sluice init` put the service worker (default `/sluice-sw.js`); it is registered at scope `/`. */
+  serviceWorkerUrl?: string | URL
+  /** `classic` (default, the shipped sluice-sw.js) or `module` (a dev server serving worker/sw.ts). */
+  serviceWorkerType?: WorkerType
+  /** Where `sluice init` put the node's worker (default `/sluice/node.worker.js`). */
+  workerUrl?: string | URL
+  /**
+   * Resolve only once the node has synced with the chain (default true), so that every endpoint answers; with
+   * false, as soon as it answers at all (GET /status then shows the sync's progress, and other paths are 503).
+   */
+  waitForSync?: boolean
+  /** How long start-up may take before it fails with START_TIMEOUT (default 60 s, the first sync included). */
+  startTimeoutMs?: number
+}
+
+export type NodeStopped = { reason: string; error?: ErrorData }
+
+export type SluiceBrowserNode = NodeClient & {
+  /** True while the node runs in this tab's worker; false in a tab that uses another tab's node. */
+  readonly leader: boolean
+  /** The browser's answer to `navigator.storage.persist()`: false means it may evict the node's data under pressure. */
+  readonly storagePersisted: boolean
+  /** Push events of GET /api/v1/events, read over the request channel (no service worker involved); returns unsubscribe. */
+  subscribe(listener: PushListener): () => void
+  /** The v3 keystore of a key generated in this origin (undefined when the page gives `key`); `sluice serve --keystore` reads it. */
+  exportKeystore(): Promise<Keystore | undefined>
+  /** Hears when the node stops on its own (POST /shutdown, a failure, its database taken away). */
+  onStopped(listener: (stopped: NodeStopped) => void): () => void
+  /** This tab stops using the node; if it runs it, the node stops (and another tab waiting on it takes over). */
+  stop(): Promise<void>
+}
+
+export class StartTimeoutError extends SluiceError {
+  override name = 'StartTimeoutError' as const
+  override readonly code = 'START_TIMEOUT' as const
+}
+
+/** The running node (or its database) belongs to another build than this page: never mix them silently. */
+export class VersionSkewError extends SluiceError {
+  override name = 'VersionSkewError' as const
+  override readonly code = 'VERSION_SKEW' as const
+}
+
+/** `fetch('/api/v1/...')` from this page does not reach the node (the service worker does not control it). */
+export class NotControlledError extends SluiceError {
+  override name = 'NotControlledError' as const
+  override readonly code = 'NOT_CONTROLLED' as const
+}
+
+export class InvalidOptionsError extends SluiceError {
+  override name = 'InvalidOptionsError' as const
+  override readonly code = 'INVALID_OPTIONS' as const
+}
+
+const DEFAULT_SERVICE_WORKER_URL = '/sluice-sw.js'
+const DEFAULT_WORKER_URL = '/sluice/node.worker.js'
+const DEFAULT_START_TIMEOUT_MS = 60_000
+/** How often the leader asks its worker whether it still answers, and how long an answer may take. */
+const WATCHDOG_EVERY_MS = 2_000
+const WATCHDOG_TIMEOUT_MS = 5_000
+
+let current: Promise<SluiceBrowserNode> | undefined
+let pendingImport: StorageDump | undefined
+
+/**
+ * Starts (or joins) the origin's node. A second call while the first is under way, or once it is done, gets the
+ * same node: start-up is serialised, so two calls never bind two identities.
+ */
+export function startNode(options: StartNodeOptions): Promise<SluiceBrowserNode> {
+  current ??= start(options).catch((e: unknown) => {
+    current = undefined
+    throw e
+  })
+  return current
+}
+
+/**
+ * Restores a state dump (`exportState()`, GET /api/v1/_state/export) into the node's database at the next
+ * `startNode()` of this page. The store refuses a dump of another node or an older one; it must come before the
+ * node starts, because a running node holds its state in memory.
+ */
+export function importState(dump: StorageDump | string): void {
+  if (current) throw new InvalidOptionsError('importState() must come before startNode(): the node of this page is running')
+  pendingImport = typeof dump === 'string' ? (jsonParse(dump) as StorageDump) : dump
+}
+
+async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
+  carryErrorCodes()
+  const startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS
+  const deadline = Date.now() + startTimeoutMs
+  const within = <T>(work: Promise<T>, what: string) => withTimeout(work, deadline - Date.now(), `${what} took more than ${startTimeoutMs} ms`)
+  const {
+    deployment: deploymentSource,
+    provider,
+    serviceWorkerUrl = DEFAULT_SERVICE_WORKER_URL,
+    serviceWorkerType = 'classic',
+    workerUrl = DEFAULT_WORKER_URL,
+    waitForSync = true,
+    startTimeoutMs: _,
+    ...nodeOptions
+  } = options
+  if (!nodeOptions.rpc && !provider) throw new InvalidOptionsError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
+
+  const deployment = await within(loadDeployment(deploymentSource), 'loading the deployment')
+  const storagePersisted = await requestPersistence()
+  await within(ensureControlled(serviceWorkerUrl, serviceWorkerType), 'registering the service worker')
+
+  const channelName = nodeOptions.apiChannel
+  const send: SendRequest = (request) => forwardOverApiChannel(request, { nodeStarting, startTimeoutMs, ...(channelName ? { channelName } : {}) })
+  const client = nodeClient(send)
+  const stoppedListeners = new Set<(stopped: NodeStopped) => void>()
+  const tellStopped = (stopped: NodeStopped) => {
+    for (const listener of stoppedListeners) listener(stopped)
+  }
+  const imported = pendingImport
+  pendingImport = undefined
+  const leadership = new Leadership(
+    { ...nodeOptions, deployment, ...(imported ? { import: imported } : {}) },
+    new URL(workerUrl, location.href),
+    provider,
+    tellStopped,
+  )
+  const subscriptions = new Set<() => void>()
+  let stopped = false
+
+  try {
+    await within(leadership.elect(), 'starting the node')
+    // Through the request channel (what the proxy uses), then through the service worker (what fetch uses).
+    const { version } = await within(client.version(), 'reaching the node')
+    if (version !== pageVersion)
+      throw new VersionSkewError(`the running Sluice node is version ${version} and this page is ${pageVersion}: reload every tab of this site`)
+    await within(checkFetchReachesNode(version), 'reaching the node through the service worker')
+    if (waitForSync) await within(untilSynced(client), 'the first sync with the chain')
+    return {
+      ...client,
+      get leader() {
+        return leadership.leading
+      },
+      storagePersisted,
+      subscribe(listener) {
+        const unsubscribe = subscribeToEvents(send, listener)
+        subscriptions.add(unsubscribe)
+        return () => {
+          subscriptions.delete(unsubscribe)
+          unsubscribe()
+        }
+      },
+      exportKeystore: () => storedKeystore(),
+      onStopped(listener) {
+        stoppedListeners.add(listener)
+        return () => stoppedListeners.delete(listener)
+      },
+      async stop() {
+        if (stopped) return
+        stopped = true
+        for (const unsubscribe of subscriptions) unsubscribe()
+        subscriptions.clear()
+        await leadership.resign()
+        current = undefined
+      },
+    }
+  } catch (e) {
+    await leadership.resign()
+    throw e
+  }
+}
+
+/**
+ * This tab's part in the election: it leads (runs the node's worker) while it holds LEADER_LOCK, or waits on the
+ * lock to take over. The browser releases the lock when the tab goes, whatever way it goes.
+ */
+class Leadership {
+  leading = false
+  #worker: { worker: Worker; remote: Comlink.Remote<NodeWorkerApi> } | undefined
+  #release: () => void = () => {}
+  readonly #released = new Promise<void>((resolve) => (this.#release = resolve))
+  readonly #abort = new AbortController()
+  #watchdog: ReturnType<typeof setInterval> | undefined
+
+  constructor(
+    private readonly options: NodeWorkerOptions,
+    private readonly workerUrl: URL,
+    private readonly provider: RemoteProvider | undefined,
+    private readonly tellStopped: (stopped: NodeStopped) => void,
+  ) {}
+
+  /** Resolves once this tab leads with a started node, or follows (another tab holds the lock). */
+  elect(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      navigator.locks
+        .request(LEADER_LOCK, { ifAvailable: true }, async (lock) => {
+          if (!lock) {
+            resolve()
+            this.#awaitTakeover()
+            return
+          }
+          try {
+            await this.#lead()
+          } catch (e) {
+            reject(e)
+            return
+          }
+          resolve()
+          await this.#released
+        })
+        .catch(reject)
+    })
+  }
+
+  /** Stops the node if this tab runs it, and gives up the lock or the place in its queue. */
+  async resign(): Promise<void> {
+    this.#abort.abort()
+    clearInterval(this.#watchdog)
+    const running = this.#worker
+    this.#worker = undefined
+    if (running) {
+      await withTimeout(running.remote.stop(), WATCHDOG_TIMEOUT_MS, 'stopping the node').catch(() => {})
+      running.worker.terminate()
+    }
+    this.leading = false
+    this.#release()
+  }
+
+  #awaitTakeover(): void {
+    navigator.locks
+      .request(LEADER_LOCK, { signal: this.#abort.signal }, async () => {
+        try {
+          await this.#lead()
+        } catch (e) {
+          // This tab cannot run the node: say why, and let another tab try.
+          this.tellStopped({ reason: 'this tab could not take the node over', error: toErrorData(e) })
+          return
+        }
+        await this.#released
+      })
+      .catch(() => {})
+  }
+
+  async #lead(): Promise<void> {
+    await this.#startWorker()
+    this.leading = true
+    // A worker that stops answering (killed, crashed, hung) is replaced; the new one resumes from IndexedDB.
+    this.#watchdog = setInterval(() => void this.#check(), WATCHDOG_EVERY_MS)
+  }
+
+  async #startWorker(): Promise<void> {
+    const worker = new Worker(this.workerUrl, { type: 'module', name: 'sluice-node' })
+    const remote = Comlink.wrap<NodeWorkerApi>(worker)
+    const onStopped: NodeStoppedListener = (stopped) => this.tellStopped(stopped)
+    try {
+      const started = await remote.start(
+        this.options,
+        Comlink.proxy(onStopped),
+        this.provider ? Comlink.proxy({ request: (args: { method: string; params?: unknown }) => this.provider!.request(args) }) : undefined,
+      )
+      if (started.version !== pageVersion)
+        throw new VersionSkewError(`the node's worker script is version ${started.version} and this page is ${pageVersion}: run \`sluice init\` again`)
+    } catch (e) {
+      worker.terminate()
+      throw e
+    }
+    this.#worker = { worker, remote }
+  }
+
+  #checking = false
+  async #check(): Promise<void> {
+    const running = this.#worker
+    if (!running || this.#checking) return
+    this.#checking = true
+    try {
+      await withTimeout(running.remote.status(), WATCHDOG_TIMEOUT_MS, 'the node worker did not answer')
+    } catch {
+      if (this.#worker !== running) return
+      running.worker.terminate()
+      this.#worker = undefined
+      await this.#startWorker().catch((e: unknown) =>
+        this.tellStopped({ reason: 'the node worker stopped answering and could not be started again', error: toErrorData(e) }),
+      )
+    } finally {
+      this.#checking = false
+    }
+  }
+}
+
+async function untilSynced(client: NodeClient): Promise<void> {
+  // The node says when it is ready in its event stream too, but one read a tenth of a second costs nothing here.
+  while ((await client.status()).status !== 'ready') await new Promise((resolve) => setTimeout(resolve, 100))
+}
+
+/** A node runs or is starting when some tab holds the leader's lock. */
+async function nodeStarting(): Promise<boolean> {
+  const { held = [] } = await navigator.locks.query()
+  return held.some((lock) => lock.name === LEADER_LOCK)
+}
+
+async function loadDeployment(source: Deployment | string | URL): Promise<Deployment> {
+  if (typeof source !== 'string' && !(source instanceof URL)) return parseDeployment(source)
+  const url = new URL(source, location.href)
+  const response = await fetch(url)
+  if (!response.ok) throw new InvalidOptionsError(`the deployment ${url} answered ${response.status}`)
+  return parseDeployment(await response.json(), url.href)
+}
+
+/** Asks the browser to keep this origin's data under storage pressure (only a page may ask, not a worker). */
+async function requestPersistence(): Promise<boolean> {
+  try {
+    return (await navigator.storage?.persist?.()) ?? false
+  } catch {
+    return false
+  }
+}
+
+/**
+ * A fetch from this page reaches the node: the service worker answers /api/v1 (a page it does not control would
+ * get the static host's answer instead, typically an HTML page or a 404).
+ */
+async function checkFetchReachesNode(version: string): Promise<void> {
+  const response = await fetch(`${API_PATH}/version`, { cache: 'no-store' })
+  const body = (await response.json().catch(() => undefined)) as { version?: unknown } | undefined
+  if (!navigator.serviceWorker.controller || !response.ok || body?.version !== version)
+    throw new NotControlledError(`fetch('${API_PATH}/version') from this page does not reach the node (status ${response.status})`)
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new StartTimeoutError(message)), Math.max(0, ms))))
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer))
+}
