@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config'
 import { playwright } from '@vitest/browser-playwright'
 import { secp256k1Wasm } from './scripts/viteSecp256k1Wasm.ts'
+import { tabCommands } from './test/browser/commands/tabs.ts'
 
 // Debian's Chromium (apt `chromium`); scripts/test.mjs finds or installs it and sets CHROMIUM_PATH.
 const chromiumArgs = [
@@ -63,6 +64,8 @@ export default defineConfig({
               launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs },
             }),
             instances: [{ browser: 'chromium' }],
+            // Real tabs of the test origin (a second tab, a closed tab, a reload): test/browser/commands/.
+            commands: { ...tabCommands },
           },
         },
       },

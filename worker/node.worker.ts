@@ -11,7 +11,9 @@ import type { Deployment } from '../src/chain/deployment.ts'
 import type { Keystore } from '../src/chain/keystore.ts'
 import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
 import { hostNode, type HostedNode } from '../src/host/hostNode.ts'
+import { ANSWERED_WHILE_SYNCING } from '../src/api/app.ts'
 import { createNode } from '../src/node/createNode.ts'
+import type { SluiceNode } from '../src/node/sluiceNode.ts'
 import type { NodeConfig, TransportFactory } from '../src/node/nodeConfig.ts'
 import type { NodeStatus } from '../src/node/notices.ts'
 import type { StorageDump } from '../src/storage/storage.ts'
@@ -20,6 +22,7 @@ import { createBroadcastChannelTransport } from '../src/transport/broadcastChann
 import { version } from '../src/version.ts'
 import { errorResponse, serveApiChannel } from './apiChannel.ts'
 import { carryErrorCodes } from './comlinkErrors.ts'
+import { API_PATH } from './names.ts'
 import { loadOrCreateKey, storedKeystore } from './keyStore.ts'
 
 /** What the page gives the worker: the node's options (the `sluice serve` flags in camelCase), as data. */
@@ -112,8 +115,13 @@ const api = {
         ),
       )
       // A node that stopped on its own keeps answering, with why, so no client waits for it in vain.
-      const answer = (request: Request) =>
-        stoppedWith ? Promise.resolve(errorResponse(503, 'NODE_STOPPED', `the Sluice node stopped: ${stoppedWith}`)) : current.fetch(request)
+      const answer = async (request: Request) => {
+        if (stoppedWith) return errorResponse(503, 'NODE_STOPPED', `the Sluice node stopped: ${stoppedWith}`)
+        // A request that the node can answer only once synced waits a little for that (a tab that takes over
+        // resumes in a second or two) rather than getting the 503 it would get at once.
+        if (!answersWhileSyncing(request)) await untilReady(node, WAIT_FOR_SYNC_MS)
+        return current.fetch(request)
+      }
       serving = serveApiChannel({ fetch: answer, node: crypto.randomUUID(), ...(apiChannel ? { channelName: apiChannel } : {}) })
       void current.run()
       return { address: node.address, version, keyGenerated: created }
@@ -134,6 +142,29 @@ const api = {
     serving?.close()
     await hosted?.stop()
   },
+}
+
+/** How long a request waits for the node to finish syncing before it gets the API's 503 with the progress. */
+const WAIT_FOR_SYNC_MS = 15_000
+
+function answersWhileSyncing(request: Request): boolean {
+  const path = new URL(request.url).pathname.slice(API_PATH.length)
+  return ANSWERED_WHILE_SYNCING.has(path)
+}
+
+function untilReady(node: SluiceNode, ms: number): Promise<void> {
+  if (node.status.status !== 'syncing') return Promise.resolve()
+  return new Promise((resolve) => {
+    const done = () => {
+      off()
+      clearTimeout(timer)
+      resolve()
+    }
+    const off = node.notices.subscribe((notice) => {
+      if (notice.type === 'status' && notice.status.status !== 'syncing') done()
+    })
+    const timer = setTimeout(done, ms)
+  })
 }
 
 /** libp2p through the relays when there are any (loaded only then: it is most of the worker's size), else this origin. */

@@ -22,7 +22,7 @@ export const API_BASE_PATH = '/api/v1'
  * Paths answered while the node syncs (the rest is 503 until it is ready). /version is static, and a page checks
  * it before anything else: the node it reached must be of its own build (worker/host.ts).
  */
-const UNGATED = new Set(['/status', '/version', '/openapi.json', '/events'])
+export const ANSWERED_WHILE_SYNCING: ReadonlySet<string> = new Set(['/status', '/version', '/openapi.json', '/events'])
 
 export type Api = {
   /** The Hono app; its routes start with /api/v1. */
@@ -67,7 +67,7 @@ export function createApi({ onInternalError, ...context }: CreateApiParameters):
   })
   resources.mount(app, (_c, path) => {
     const status = ctx.node.status
-    if (status.status !== 'ready' && !UNGATED.has(path)) {
+    if (status.status !== 'ready' && !ANSWERED_WHILE_SYNCING.has(path)) {
       const progress = status.status === 'syncing' ? ` (syncing, ${status.blocksToSync} blocks to go)` : ''
       throw new ApiError(503, `Service unavailable. Try again later.${progress}`)
     }
