@@ -5,9 +5,12 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterEach, beforeAll, describe, expect, inject, test } from 'vitest'
 import { decryptKeystore } from '../../src/chain/keystore.ts'
 import { version } from '../../src/version.ts'
-import { startNode, type SluiceBrowserNode, type StartNodeOptions } from '../../worker/host.ts'
+import { cdp } from 'vitest/browser'
+import { storageName } from '../../src/storage/identity.ts'
+import { importState, startNode, type NodeStopped, type SluiceBrowserNode, type StartNodeOptions } from '../../worker/host.ts'
 import type { PushEvent } from '../../worker/subscription.ts'
 import { SERVICE_WORKER_URL } from './support/serviceWorker.ts'
+import { deployTestToken } from './support/token.ts'
 
 const rpc = inject('rpcUrl')
 const deployment = inject('deployment')
@@ -45,8 +48,12 @@ async function deleteDatabase(name: string) {
   })
 }
 
+let token: `0x${string}`
 beforeAll(async () => {
   await deleteDatabase('sluice:keys')
+  const key = generatePrivateKey()
+  await fund(privateKeyToAddress(key))
+  token = (await deployTestToken(rpc, deployment, key, 0n)).token
 })
 afterEach(async () => {
   for (const node of started.splice(0)) await node.stop()
@@ -96,5 +103,92 @@ describe('startNode', () => {
 
     const again = await start()
     expect((await again.address()).our_address).toBe(our_address)
+  }, 60_000)
+
+  test('a request made while the node starts is answered once it runs', async () => {
+    const key = generatePrivateKey()
+    const starting = start({ key })
+    // The page is controlled already (first test): this reaches the service worker before the node exists.
+    const early = fetch('/api/v1/address')
+    const response = await early
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual({ our_address: privateKeyToAddress(key) })
+    await starting
+  }, 60_000)
+
+  test('a killed worker is replaced and the node resumes from IndexedDB; a stopped service worker starts again on the next fetch', async () => {
+    const key = generatePrivateKey()
+    await fund(privateKeyToAddress(key))
+    // Every worker startNode makes, the watchdog's replacement included.
+    const Original = globalThis.Worker
+    globalThis.Worker = class extends Original {
+      constructor(url: string | URL, options?: WorkerOptions) {
+        super(url, options)
+        workers.push(this)
+      }
+    }
+    try {
+      await killedAndReplaced(key)
+    } finally {
+      globalThis.Worker = Original
+    }
+  }, 60_000)
+
+  const workers: Worker[] = []
+  async function killedAndReplaced(key: `0x${string}`) {
+    const node = await start({ key })
+    const partner = privateKeyToAddress(generatePrivateKey())
+    await node.openChannel({ token_address: token, partner_address: partner, reveal_timeout: 7 })
+
+    workers[0]!.terminate()
+    // Until the watchdog has started a new worker, requests wait for it (the leader's lock is still held).
+    const channel = await (await fetch(`/api/v1/channels/${token}/${partner}`)).json()
+    expect(channel).toMatchObject({ partner_address: partner, reveal_timeout: '7', state: 'opened' })
+    expect(workers).toHaveLength(2)
+    expect(node.leader).toBe(true)
+
+    const session = cdp()
+    await session.send('ServiceWorker.enable')
+    await session.send('ServiceWorker.stopAllWorkers')
+    expect(await (await fetch('/api/v1/address')).json()).toEqual({ our_address: privateKeyToAddress(key) })
+  }
+
+  test('exportState and importState: a restored database has the state, an older dump is refused', async () => {
+    const key = generatePrivateKey()
+    const address = privateKeyToAddress(key)
+    await fund(address)
+    const partner = privateKeyToAddress(generatePrivateKey())
+    let node = await start({ key })
+    // The reveal timeout is the node's own choice, not on-chain: only the node's state remembers it.
+    await node.openChannel({ token_address: token, partner_address: partner, reveal_timeout: 7 })
+    const dump = await node.exportState()
+    expect(dump.meta.address).toBe(address)
+    await node.stop()
+    started.length = 0
+
+    await deleteDatabase(storageName({ chainId: BigInt(deployment.chainId), registry: deployment.contracts.TokenNetworkRegistry.address, address }))
+    importState(dump)
+    node = await start({ key })
+    expect(await node.channel(token, partner)).toMatchObject({ reveal_timeout: '7' })
+    await node.updateChannel(token, partner, { reveal_timeout: 8 })
+    await node.stop()
+    started.length = 0
+
+    importState(dump)
+    await expect(start({ key })).rejects.toMatchObject({ code: 'DUMP_REJECTED' })
+    node = await start({ key })
+    expect(await node.channel(token, partner)).toMatchObject({ reveal_timeout: '8' })
+  }, 60_000)
+
+  test("the node's database deleted under it (site data cleared) stops it with a visible error, never a fresh empty node", async () => {
+    const key = generatePrivateKey()
+    const address = privateKeyToAddress(key)
+    const node = await start({ key })
+    const stopped = new Promise<NodeStopped>((resolve) => node.onStopped(resolve))
+    await deleteDatabase(storageName({ chainId: BigInt(deployment.chainId), registry: deployment.contracts.TokenNetworkRegistry.address, address }))
+    expect((await stopped).reason).toMatch(/database/)
+    const answer = await fetch('/api/v1/address')
+    expect(answer.status).toBe(503)
+    expect(await answer.json()).toMatchObject({ code: 'NODE_STOPPED', errors: expect.stringMatching(/database/) })
   }, 60_000)
 })
