@@ -5,7 +5,11 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterEach, beforeAll, describe, expect, inject, test } from 'vitest'
 import { decryptKeystore } from '../../src/chain/keystore.ts'
 import { version } from '../../src/version.ts'
+import * as Comlink from 'comlink'
+import { http as httpTransport } from 'viem'
 import { cdp } from 'vitest/browser'
+import { LEADER_LOCK } from '../../worker/names.ts'
+import type { OlderNodeWorkerApi } from './fixtures/olderNodeWorker.ts'
 import { storageName } from '../../src/storage/identity.ts'
 import { importState, startNode, type NodeStopped, type SluiceBrowserNode, type StartNodeOptions } from '../../worker/host.ts'
 import type { PushEvent } from '../../worker/subscription.ts'
@@ -190,5 +194,58 @@ describe('startNode', () => {
     const answer = await fetch('/api/v1/address')
     expect(answer.status).toBe(503)
     expect(await answer.json()).toMatchObject({ code: 'NODE_STOPPED', errors: expect.stringMatching(/database/) })
+  }, 60_000)
+
+  test('a passphrase encrypts the generated key: without it, or with a wrong one, the node does not start', async () => {
+    await deleteDatabase('sluice:keys')
+    const node = await start({ passphrase: 'open sesame' })
+    const { our_address } = await node.address()
+    const keystore = (await node.exportKeystore())!
+    expect(privateKeyToAddress(await decryptKeystore(keystore, 'open sesame'))).toBe(our_address)
+    await node.stop()
+    started.length = 0
+
+    await expect(start()).rejects.toMatchObject({ code: 'PASSPHRASE_REQUIRED' })
+    await expect(start({ passphrase: 'open barley' })).rejects.toMatchObject({ code: 'WRONG_PASSWORD' })
+    expect(await (await start({ passphrase: 'open sesame' })).address()).toEqual({ our_address })
+    await deleteDatabase('sluice:keys')
+  }, 60_000)
+
+  test("with the page's EIP-1193 provider instead of rpc, the worker reaches the chain through the page", async () => {
+    const key = generatePrivateKey()
+    await fund(privateKeyToAddress(key))
+    // A wallet's provider as a page has it: an object with request(), here forwarding to anvil from the page.
+    const calls: string[] = []
+    const transport = httpTransport(rpc)({})
+    const provider = {
+      request: async (args: { method: string; params?: unknown }) => {
+        calls.push(args.method)
+        return transport.request(args as never)
+      },
+    }
+    const { rpc: _, ...rest } = options({ key })
+    const node = await startNode({ ...rest, provider })
+    started.push(node)
+    const partner = privateKeyToAddress(generatePrivateKey())
+    await node.openChannel({ token_address: token, partner_address: partner })
+    expect(await node.channel(token, partner)).toMatchObject({ state: 'opened' })
+    expect(calls).toContain('eth_sendRawTransaction')
+  }, 60_000)
+
+  test('a node of another build already running in this origin is a clear VERSION_SKEW error, not a silent mix', async () => {
+    const key = generatePrivateKey()
+    // Another tab leads with an older build's node: it holds the leader lock and serves the request channel.
+    let releaseLock!: () => void
+    const held = new Promise<void>((resolve) => (releaseLock = resolve))
+    const locked = new Promise<void>((resolve) => void navigator.locks.request(LEADER_LOCK, () => (resolve(), held)))
+    await locked
+    const worker = new Worker(new URL('./fixtures/olderNodeWorker.ts', import.meta.url), { type: 'module' })
+    try {
+      await Comlink.wrap<OlderNodeWorkerApi>(worker).start({ rpc, deployment, key, version: '0.0.1-older' })
+      await expect(start({ key })).rejects.toMatchObject({ code: 'VERSION_SKEW', message: expect.stringMatching(/0\.0\.1-older/) })
+    } finally {
+      worker.terminate()
+      releaseLock()
+    }
   }, 60_000)
 })
