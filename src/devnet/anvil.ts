@@ -4,7 +4,15 @@ import { createRequire } from 'node:module'
 
 /** Where the anvil binary of the npm package `@foundry-rs/anvil-linux-amd64` lives. */
 export function anvilBinary(): string {
-  return createRequire(import.meta.url).resolve('@foundry-rs/anvil-linux-amd64/bin/anvil')
+  try {
+    return createRequire(import.meta.url).resolve('@foundry-rs/anvil-linux-amd64/bin/anvil')
+  } catch {
+    // An optional dependency, so that a dApp can install the package anywhere: npm installs it on Linux x64 only.
+    throw new AnvilStartError(
+      `anvil is not installed: @foundry-rs/anvil-linux-amd64 exists for Linux x64 only (this is ${process.platform}-${process.arch})`,
+      '',
+    )
+  }
 }
 
 export type StartAnvilParameters = {
