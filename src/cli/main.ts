@@ -19,6 +19,10 @@ const commands: Record<string, { summary: string; load(): Promise<Command> }> = 
     summary: 'run a libp2p relay (circuit relay and presence hub) for nodes to meet',
     load: async () => (await import('./relay.ts')).relayCommand,
   },
+  init: {
+    summary: "copy the service worker and the node's worker into the folder a dApp serves",
+    load: async () => (await import('./init.ts')).initCommand,
+  },
 }
 
 export const usage = `Usage: sluice <command> [flags]
