@@ -24,7 +24,14 @@ export default defineConfig({
       {
         test: {
           name: 'node',
-          include: ['test/unit/**/*.test.ts', 'test/contracts/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/api/**/*.test.ts'],
+          include: [
+            'test/unit/**/*.test.ts',
+            'test/contracts/**/*.test.ts',
+            'test/cli/**/*.test.ts',
+            'test/integration/**/*.test.ts',
+            'test/api/**/*.test.ts',
+            'test/package/**/*.test.ts',
+          ],
           environment: 'node',
           testTimeout: 60_000,
           hookTimeout: 60_000,

@@ -13,9 +13,9 @@ export type SluiceProcess = {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
-/** Runs `node bin/sluice.mjs <args>` in `cwd`, collecting its output. */
-export function startSluice(args: readonly string[], cwd: string): SluiceProcess {
-  const child = spawn(process.execPath, [sluiceBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+/** Runs `node bin/sluice.mjs <args>` in `cwd` (or another Node script: an installed package's bin), collecting its output. */
+export function startSluice(args: readonly string[], cwd: string, script = sluiceBin): SluiceProcess {
+  const child = spawn(process.execPath, [script, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()))

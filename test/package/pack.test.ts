@@ -1,0 +1,259 @@
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { getAddress, parseEther, type Address } from 'viem'
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
+import { CustomToken } from '../../src/contracts/index.ts'
+import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
+import { anvilClient } from '../support/clients.ts'
+import { startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
+import { call } from '../cli/devnetProcess.ts'
+import { eventually } from '../integration/support/eventually.ts'
+import { stagePackage } from './support/stage.ts'
+
+/**
+ * The package as a dApp gets it: a fresh build packed by `npm pack`, installed from the tarball into a new Vite
+ * app, `npx sluice init public/`, `vite build` and `vite preview`; then, in Chromium, the app's startNode() pays a
+ * headless peer (`sluice serve` of the installed package, through a `sluice relay` of it) with fetch('/api/v1/...').
+ * And a plain static page with no bundler (an import map) starts a node too.
+ */
+
+const repo = fileURLToPath(new URL('../..', import.meta.url))
+const vite = join(repo, 'node_modules/vite/bin/vite.js')
+const rpc = inject('rpcUrl')
+const deployment = inject('deployment')
+const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--no-first-run', '--disable-quic']
+
+const dirs: string[] = []
+const processes: SluiceProcess[] = []
+let app: string
+let bin: string
+let browser: Browser | undefined
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  dirs.push(dir)
+  return dir
+}
+
+/** Runs a command to completion; rejects with its output if it fails. */
+function run(command: string, args: string[], cwd: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    child.stdout.on('data', (c: Buffer) => (output += c))
+    child.stderr.on('data', (c: Buffer) => (output += c))
+    child.once('error', reject)
+    child.once('close', (code) => (code === 0 ? resolve(output) : reject(new Error(`${command} ${args.join(' ')} exited with ${code}:\n${output}`))))
+  })
+}
+
+/** A long-running Node script of the test (relay, serve, vite preview), stopped in afterAll. */
+function start(script: string, args: string[], cwd: string): SluiceProcess {
+  const p = startSluice(args, cwd, script)
+  processes.push(p)
+  return p
+}
+
+async function preview(outDir: string): Promise<string> {
+  const server = start(vite, ['preview', '--outDir', outDir, '--host', '127.0.0.1', '--port', '0'], app)
+  const [, url] = await server.waitForOutput(/Local:\s+(http:\/\/127\.0\.0\.1:\d+\/)/)
+  return url!
+}
+
+/** What a page fetched, its workers included: path and status. */
+function fetched(context: BrowserContext): Map<string, number> {
+  const seen = new Map<string, number>()
+  context.on('response', (response) => seen.set(new URL(response.url()).pathname, response.status()))
+  return seen
+}
+
+type Answer = { status: number; body: unknown }
+
+/** fetch() in the page, as the dApp calls the node. */
+function api(page: Page, method: string, path: string, body?: unknown): Promise<Answer> {
+  return page.evaluate(
+    async ({ method, path, body }) => {
+      const response = await fetch(path, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+      return { status: response.status, body: await response.json() }
+    },
+    { method, path, body },
+  )
+}
+
+async function fund(address: Address) {
+  await anvilClient(rpc, generatePrivateKey()).setBalance({ address, value: parseEther('10') })
+}
+
+/** A test token of this file's own (the page registers it), so no other test's channels share its network. */
+async function deployToken(): Promise<Address> {
+  const key = generatePrivateKey()
+  await fund(privateKeyToAddress(key))
+  const client = anvilClient(rpc, key)
+  const hash = await client.deployContract({ abi: CustomToken.abi, bytecode: CustomToken.bytecode, args: [10n ** 24n, 18, 'Test Token', 'TST'] })
+  return getAddress((await client.waitForTransactionReceipt({ hash })).contractAddress!)
+}
+
+beforeAll(async () => {
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs })
+})
+
+afterAll(async () => {
+  await browser?.close()
+  for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM')
+  await Promise.all(processes.map((p) => p.exited))
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+})
+
+describe('the sluice package', () => {
+  test('packs with npm pack and installs from the tarball into a fresh Vite app; npx sluice init public/ writes the worker files', async () => {
+    const stage = await stagePackage()
+    dirs.push(stage)
+    const packed = tempDir('sluice-pack-')
+    await run('npm', ['pack', '--ignore-scripts', '--pack-destination', packed], stage)
+    const [tarball] = readdirSync(packed)
+    expect(tarball).toMatch(/^sluice-\d+\.\d+\.\d+\.tgz$/)
+    const listing = await run('tar', ['-tzf', join(packed, tarball!)], packed)
+    // Lean: the built files, the bin, the README; no sources, tests or contracts.
+    expect(listing).toContain('package/dist/browser/index.js')
+    expect(listing).toContain('package/dist/browser/index.d.ts')
+    expect(listing).toContain('package/dist/sluice/secp256k1.wasm')
+    expect(listing).not.toMatch(/^package\/(src|test|contracts|worker|scripts)\//m)
+
+    app = tempDir('sluice-app-')
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }))
+    writeFileSync(join(app, 'index.html'), '<!doctype html><html><body><script type="module" src="/main.ts"></script></body></html>')
+    writeFileSync(
+      join(app, 'main.ts'),
+      ["import { startNode } from 'sluice/browser'", '', '// The test calls it with its chain and peers.', 'Object.assign(window, { startNode })', ''].join(
+        '\n',
+      ),
+    )
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', lib: ['ES2022', 'DOM'], strict: true, noEmit: true, types: [] },
+        include: ['*.ts'],
+      }),
+    )
+    // From the cache `npm ci` filled (no registry here); anvil, an optional dependency, is not needed.
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=optional', join(packed, tarball!)], app)
+    bin = join(app, 'node_modules/sluice/bin/sluice.mjs')
+
+    mkdirSync(join(app, 'public'))
+    const init = await run('npx', ['sluice', 'init', 'public/'], app)
+    expect(init).toMatch(/^Wrote \d+ files to public\/:$/m)
+    expect(init).toContain('public/sluice-sw.js')
+    expect(init).toContain('public/sluice/node.worker.js')
+    expect(readdirSync(join(app, 'public/sluice'))).toContain('secp256k1.wasm')
+    await writeDeployment(join(app, 'public/deployments/31337.json'), deployment)
+  }, 120_000)
+
+  test("sluice/browser's declarations resolve in a consumer (moduleResolution bundler) and carry the real types", async () => {
+    // main.ts must check; a wrong use beside it must not, so the types are real rather than `any`.
+    writeFileSync(join(app, 'wrong.ts'), "import { startNode } from 'sluice/browser'\nawait startNode({ rpc: 1 })\n")
+    const failed = await run(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', '.'], app).then(
+      () => '',
+      (e: Error) => e.message,
+    )
+    rmSync(join(app, 'wrong.ts'))
+    const errors = failed.split('\n').filter((line) => /error TS\d+/.test(line))
+    expect(errors).toEqual([expect.stringMatching(/^wrong\.ts\(2,\d+\): error TS2\d+: /)])
+  })
+
+  test("a Vite app's startNode() opens a channel to a headless peer over libp2p and pays it through fetch('/api/v1/...')", async () => {
+    await run(process.execPath, [vite, 'build', '--logLevel', 'warn'], app)
+    const relay = start(bin, ['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'], app)
+    await relay.waitForOutput(/Press Ctrl-C to stop/)
+    const relayAddress = /^ {2}(\/\S+)$/m.exec(relay.stdout())![1]!
+
+    const peerKey = generatePrivateKey()
+    const peerAddress = privateKeyToAddress(peerKey)
+    const peerArgs = ['serve', '--rpc', rpc, '--deployment', join(app, 'public/deployments/31337.json'), '--key', peerKey]
+    peerArgs.push('--data-dir', tempDir('sluice-peer-'), '--api', '127.0.0.1:0', '--confirmations', '0', '--polling-interval', '50')
+    peerArgs.push('--environment', 'development', '--relay', relayAddress)
+    const peer = start(bin, peerArgs, app)
+    const [url, [, peerApi]] = await Promise.all([preview('dist'), peer.waitForOutput(/REST API: (\S+)\n/, 60_000)])
+
+    const key = generatePrivateKey()
+    const address = privateKeyToAddress(key)
+    const [token] = await Promise.all([deployToken(), fund(address)])
+    const context = await browser!.newContext()
+    const seen = fetched(context)
+    const page = await context.newPage()
+    await page.goto(url!)
+    await page.waitForFunction(() => 'startNode' in window)
+    await page.evaluate(
+      async (options) => {
+        const { startNode } = window as unknown as { startNode: (o: unknown) => Promise<unknown> }
+        Object.assign(window, { node: await startNode(options) })
+      },
+      { rpc, deployment: '/deployments/31337.json', key, relay: [relayAddress], confirmations: 0, pollingInterval: 50, environment: 'development' },
+    )
+
+    expect(await api(page, 'GET', '/api/v1/address')).toEqual({ status: 200, body: { our_address: address } })
+    expect((await api(page, 'PUT', `/api/v1/tokens/${token}`)).status).toBe(201)
+    expect((await api(page, 'POST', `/api/v1/_testing/tokens/${token}/mint`, { to: address, value: '1000' })).status).toBe(200)
+    const opened = await api(page, 'PUT', '/api/v1/channels', { partner_address: peerAddress, token_address: token, total_deposit: '1000' })
+    expect(opened).toMatchObject({ status: 201, body: { partner_address: peerAddress, balance: '1000', state: 'opened' } })
+    const paid = await api(page, 'POST', `/api/v1/payments/${token}/${peerAddress}`, { amount: '10', identifier: '1' })
+    expect(paid).toMatchObject({ status: 200, body: { initiator_address: address, target_address: peerAddress, amount: '10', identifier: '1' } })
+
+    // The peer, in its own process, holds the payment: its side of the channel and its history say so.
+    await eventually(async () => expect((await call('GET', `${peerApi}/channels/${token}/${address}`)).body).toMatchObject({ balance: '10' }))
+    expect((await call('GET', `${peerApi}/payments/${token}`)).body).toEqual([
+      expect.objectContaining({ event: 'EventPaymentReceivedSuccess', initiator: address, amount: '10', identifier: '1' }),
+    ])
+    // The worker came from where init put it, with libsecp256k1's WASM beside it and libp2p loaded for the relay.
+    expect(seen.get('/sluice/node.worker.js')).toBe(200)
+    expect(seen.get('/sluice/secp256k1.wasm')).toBe(200)
+    expect([...seen.keys()].some((path) => /^\/sluice\/libp2pTransport-[\w-]+\.js$/.test(path))).toBe(true)
+    await page.evaluate(() => (window as unknown as { node: { stop(): Promise<void> } }).node.stop())
+    await context.close()
+  }, 120_000)
+
+  test('a plain static page with no bundler imports it through an import map and starts a node without libp2p', async () => {
+    const plain = join(app, 'plain')
+    mkdirSync(plain)
+    await run(process.execPath, [bin, 'init', 'plain'], app)
+    writeFileSync(
+      join(plain, 'index.html'),
+      [
+        '<!doctype html><html><body>',
+        '<script type="importmap">{ "imports": { "sluice/browser": "/sluice/browser.js" } }</script>',
+        '<script type="module">import { startNode } from \'sluice/browser\'; Object.assign(window, { startNode })</script>',
+        '</body></html>',
+      ].join('\n'),
+    )
+    const url = await preview('plain')
+    const key = generatePrivateKey()
+    const context = await browser!.newContext()
+    const seen = fetched(context)
+    const page = await context.newPage()
+    await page.goto(url)
+    await page.waitForFunction(() => 'startNode' in window)
+    await page.evaluate(
+      async (options) => {
+        const { startNode } = window as unknown as { startNode: (o: unknown) => Promise<unknown> }
+        Object.assign(window, { node: await startNode(options) })
+      },
+      { rpc, deployment, key, confirmations: 0, pollingInterval: 50 },
+    )
+    expect(await api(page, 'GET', '/api/v1/address')).toEqual({ status: 200, body: { our_address: privateKeyToAddress(key) } })
+    expect(seen.get('/sluice/secp256k1.wasm')).toBe(200)
+    // The chunk that loads it instantiates it (its import would fail otherwise, and the node would sign in pure JS).
+    const loader = readdirSync(join(plain, 'sluice')).find(
+      (f) => f.endsWith('.js') && readFileSync(join(plain, 'sluice', f), 'utf8').includes('secp256k1.wasm'),
+    )
+    // A string: vitest would rewrite an import() written in this file.
+    expect(await page.evaluate(`import('/sluice/${loader}').then((chunk) => Object.keys(chunk).length)`)).toBeGreaterThan(0)
+    // Without a relay the libp2p chunk is never fetched.
+    expect([...seen.keys()].filter((path) => path.includes('libp2p'))).toEqual([])
+    await page.evaluate(() => (window as unknown as { node: { stop(): Promise<void> } }).node.stop())
+    await context.close()
+  })
+})
