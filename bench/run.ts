@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark, printed as Markdown tables.
 import { benchApi } from './api.ts'
 import { benchNode } from './node.ts'
+import { benchPackage } from './package.ts'
 import { profilePayment } from './profile.ts'
 import { benchProtocol } from './protocol.ts'
 import { benchStorage } from './storage.ts'
@@ -11,6 +12,7 @@ function table(title: string, rows: Record<string, string>) {
 }
 
 console.log(`Sluice benchmarks, ${new Date().toISOString()}, Node ${process.version}`)
+table('Package: what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', await benchPackage())
 table('Protocol core (one process: signing, encoding, decoding, verifying and every transition; payments include all their messages)', await benchProtocol())
 table('Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', await benchStorage())
 table('Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', await benchNode())
