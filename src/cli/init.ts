@@ -85,7 +85,7 @@ async function checkTarget(target: string, shown: string): Promise<void> {
 }
 
 function kilobytes(bytes: number): string {
-  return `${(bytes / 1024).toFixed(1)} KB`
+  return `${(bytes / 1000).toFixed(1)} kB`
 }
 
 async function run(argv: readonly string[]): Promise<number> {
@@ -107,20 +107,21 @@ async function run(argv: readonly string[]): Promise<number> {
   const files = await filesToCopy(join(packageRoot(), 'dist'))
   const stale = (await previouslyWritten(target)).filter((f) => !files.has(f))
   const show = (file: string) => join(shown, ...file.split('/'))
+  const width = Math.max(...[...files.keys(), MANIFEST].map((f) => show(f).length))
   const lines: string[] = []
   try {
     await mkdir(join(target, 'sluice'), { recursive: true })
     for (const [file, from] of files) {
       const to = join(target, ...file.split('/'))
       await copyFile(from, to)
-      lines.push(`  ${show(file)}  ${kilobytes((await stat(to)).size)}`)
+      lines.push(`  ${show(file).padEnd(width)}  ${kilobytes((await stat(to)).size)}`)
     }
     await writeFile(join(target, MANIFEST), `${JSON.stringify({ files: [...files.keys()] }, null, 2)}\n`)
     for (const file of stale) await rm(join(target, ...file.split('/')), { force: true })
   } catch (e) {
     throw new InitError(`cannot write to ${shown}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 1)
   }
-  console.log([`Wrote ${files.size} files to ${shown}:`, ...lines, `  ${show(MANIFEST)}  (what init wrote, for the next run)`].join('\n'))
+  console.log([`Wrote ${files.size} files to ${shown}:`, ...lines, `  ${show(MANIFEST).padEnd(width)}  (what init wrote, for the next run)`].join('\n'))
   if (stale.length > 0) console.log([`Removed ${stale.length} files an earlier version wrote:`, ...stale.map((f) => `  ${show(f)}`)].join('\n'))
   console.log(`startNode() registers /sluice-sw.js at scope / and starts /sluice/node.worker.js: serve ${shown} at the root of your origin.`)
   return 0
