@@ -90,6 +90,8 @@ const api = {
         deployment,
         key,
         version,
+        // The worker answers before its 1.2 MB of WASM has come: it is a speed-up, not a need.
+        secp256k1Wasm: 'background',
         ...(dump ? { import: dump } : {}),
         storage: (identity) =>
           openIdbStorage(identity, {

@@ -37,7 +37,9 @@ import { TransactionRunner } from './transactionRunner.ts'
 export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   const { config, confirmations } = resolveNodeConfig(nodeConfig)
   // The curve engine is process-wide and only a matter of speed: a host that loaded the native one keeps it.
-  await useWasmSecp256k1()
+  // Both engines sign the same bytes (RFC 6979), so the switch may also happen while the node runs.
+  if (nodeConfig.secp256k1Wasm === 'background') void useWasmSecp256k1()
+  else await useWasmSecp256k1()
   if (!config.rpc && !config.provider) throw new TypeError('createNode needs `rpc` or `provider`')
   const { deployment } = config
   const chain = await createChainClient({

@@ -51,6 +51,12 @@ export type NodeConfig = {
    * key is known (docs/decisions/0003). On by default; `false` for peers that mishandle the extra field.
    */
   encryptSecret?: boolean
+  /**
+   * When libsecp256k1's WASM (about 1.2 MB, most of it tables that do not compress) is loaded: before the node
+   * starts (`await`, the default), or while it runs (`background`: the page's node starts on the pure-JS engine,
+   * about 4 times slower to sign, and switches once the WASM is there).
+   */
+  secp256k1Wasm?: 'await' | 'background'
   /** A state dump (GET /_state/export) restored into the store before the node starts; refused if older. */
   import?: StorageDump
   /** Delivery retry backoff. */
