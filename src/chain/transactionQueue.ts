@@ -1,3 +1,4 @@
+import { waitForReceipt } from './receipt.ts'
 import {
   BaseError,
   decodeErrorResult,
@@ -131,7 +132,7 @@ export function createTransactionQueue(
 
     let receipt: TransactionReceipt
     try {
-      receipt = await publicClient.waitForTransactionReceipt({ hash: sent.hash, timeout: receiptTimeout })
+      receipt = await waitForReceipt(publicClient, sent.hash, { timeout: receiptTimeout })
     } catch (e) {
       throw new ChainRpcError('eth_getTransactionReceipt', e)
     }

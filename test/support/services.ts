@@ -1,3 +1,4 @@
+import { waitForReceipt } from '../../src/chain/receipt.ts'
 // Fixtures for the service contracts (UserDeposit, ServiceRegistry, OneToN, MonitoringService) on anvil.
 // No vitest imports, so scripts run under tsx can reuse it.
 import {
@@ -22,7 +23,7 @@ export async function mined(client: AnvilClient, hash: Promise<Hex> | Hex) {
   let receipt: Awaited<ReturnType<AnvilClient['waitForTransactionReceipt']>>
   try {
     // anvil mines each transaction at once: one not mined in 20 s is stuck, and saying why beats a test timeout.
-    receipt = await client.waitForTransactionReceipt({ hash: sent, timeout: 20_000 })
+    receipt = await waitForReceipt(client, sent, { timeout: 20_000 })
   } catch (error) {
     if (!(error instanceof WaitForTransactionReceiptTimeoutError)) throw error
     throw new Error(`transaction ${sent} was not mined within 20 s: ${await whyNotMined(client, sent)}`, { cause: error })

@@ -1,3 +1,4 @@
+import { waitForReceipt } from '../../src/chain/receipt.ts'
 // Fixtures for the channel contracts on a real anvil: deploy SecretRegistry + token + registry + one
 // TokenNetwork, open and fund channels, sign the docs/protocol.md §2 messages with src/protocol, and drive a channel through
 // close / update / settle / unlock. No vitest imports: bench/ reuses this module under tsx.
@@ -73,7 +74,7 @@ export function party(rpcUrl: string, key: Hex): Party {
 
 /** Throws unless the transaction was mined successfully; returns its receipt. */
 export async function mined(client: AnvilClient, hash: Hex): Promise<TransactionReceipt> {
-  const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 5 })
+  const receipt = await waitForReceipt(client, hash, { timeout: 20_000, pollingInterval: 5 })
   if (receipt.status !== 'success') throw new Error(`transaction ${hash} reverted`)
   return receipt
 }
@@ -610,7 +611,7 @@ export const selectors = { transfer: '0xa9059cbb', transferFrom: '0x23b872dd' } 
 
 export async function deployRaw(client: AnvilClient, bytecode: Hex): Promise<Address> {
   const hash = await client.sendTransaction({ data: bytecode, to: null })
-  const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 5 })
+  const receipt = await waitForReceipt(client, hash, { timeout: 20_000, pollingInterval: 5 })
   if (receipt.status !== 'success' || !receipt.contractAddress) throw new Error('raw deployment failed')
   return getAddress(receipt.contractAddress)
 }
