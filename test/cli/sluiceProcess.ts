@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { stripVTControlCharacters } from 'node:util'
 
 export const sluiceBin = fileURLToPath(new URL('../../bin/sluice.mjs', import.meta.url))
 
@@ -8,7 +9,10 @@ export type SluiceProcess = {
   child: ChildProcess
   stdout(): string
   stderr(): string
-  /** Resolves when stdout matches `pattern`; rejects if the process exits first or after `timeoutMs`. */
+  /**
+   * Resolves when stdout, without terminal colour codes, matches `pattern`; rejects if the process exits first or
+   * after `timeoutMs`. (Tools such as Vite colour their output whenever `CI` is set, as it is under .ci/run.)
+   */
   waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
@@ -31,7 +35,7 @@ export function startSluice(args: readonly string[], cwd: string, script = sluic
     waitForOutput(pattern, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
-          const match = pattern.exec(out)
+          const match = pattern.exec(stripVTControlCharacters(out))
           if (!match) return false
           cleanup()
           resolve(match)
