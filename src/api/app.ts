@@ -1,5 +1,6 @@
 import { Hono, type Context } from 'hono'
 import type { ApiContext } from './context.ts'
+import { EventLog } from './eventLog.ts'
 import { ApiError, toApiError } from './errors.ts'
 import { Resources, stringify } from './resource.ts'
 import { nodeRoutes } from './routes/node.ts'
@@ -28,11 +29,15 @@ export type Api = {
   /** The Hono app; its routes start with /api/v1. */
   app: Hono
   resources: Resources
+  /** The push events GET /events streams, logged from the API's creation on. */
+  events: EventLog
   /** From now on every request is 503 (shutdown in progress). */
   shuttingDown(): void
 }
 
-export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing'> & {
+export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing' | 'events'> & {
+  /** How many push events are kept for clients that reconnect (default DEFAULT_EVENT_LOG_CAPACITY). */
+  eventLogCapacity?: number
   /**
    * Called once after a request failed with an error nothing maps to a status (a bug): the API then answers
    * 503 to everything, so no further request acts on a state that may be wrong; the owner should stop the node.
@@ -41,9 +46,10 @@ export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing'> & {
 }
 
 /** Builds the REST API (docs/rest-api.md) for one node. Serve `app.fetch` (Node HTTP server, service worker). */
-export function createApi({ onInternalError, ...context }: CreateApiParameters): Api {
+export function createApi({ onInternalError, eventLogCapacity, ...context }: CreateApiParameters): Api {
   const closing = new AbortController()
-  const ctx: ApiContext = { ...context, basePath: API_BASE_PATH, closing: closing.signal }
+  const events = new EventLog(eventLogCapacity ? { capacity: eventLogCapacity } : {})
+  const ctx: ApiContext = { ...context, basePath: API_BASE_PATH, closing: closing.signal, events }
   const resources = new Resources()
   nodeRoutes(resources, ctx)
   channelsRoutes(resources, ctx)
@@ -87,6 +93,7 @@ export function createApi({ onInternalError, ...context }: CreateApiParameters):
   return {
     app,
     resources,
+    events,
     shuttingDown: () => {
       closed ??= 'The API is shutting down'
       closing.abort()

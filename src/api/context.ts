@@ -1,4 +1,5 @@
 import type { SluiceNode } from '../node/sluiceNode.ts'
+import type { EventLog } from './eventLog.ts'
 
 export type Environment = 'development' | 'production'
 
@@ -16,4 +17,6 @@ export type ApiContext = {
   shutdown(): void
   /** Aborted when the API closes (shutdown or internal error): long-lived answers (event streams) end then. */
   closing: AbortSignal
+  /** The node's recent push events, numbered, for GET /events and its Last-Event-ID replay. */
+  events: EventLog
 }

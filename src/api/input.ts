@@ -104,6 +104,18 @@ export function bytes32(): Field<Hex> {
   }
 }
 
+/** Any string of at most `maxLength` characters: an opaque token the node gave (an event id). */
+export function text({ maxLength, description }: { maxLength: number; description?: string }): Field<string> {
+  return {
+    schema: { type: 'string', maxLength, ...(description ? { description } : {}) },
+    parse(value, name) {
+      if (typeof value !== 'string') throw invalid(name, 'not a string')
+      if (value.length > maxLength) throw invalid(name, `longer than ${maxLength} characters`)
+      return value
+    },
+  }
+}
+
 export function oneOf<const T extends string>(values: readonly T[]): Field<T> {
   return {
     schema: { type: 'string', enum: [...values] },

@@ -2,44 +2,52 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
-import type { SluiceNode } from '../../src/node/sluiceNode.ts'
+import type { Api } from '../../src/api/app.ts'
 import { toPushEvent } from '../../src/api/routes/events.ts'
 import { eventually } from '../integration/support/eventually.ts'
-import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
+import { serveNode, startApiNet, type ApiNet, type ApiNode, createApiNode } from './support/apiNet.ts'
 import { openEvents, type SseClient, type SseEvent } from './support/sse.ts'
 import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
 import { sendPayment } from '../../src/node/payments.ts'
 
 let net: ApiNet
 beforeAll(async () => {
-  net = await startApiNet({ nodes: 2 })
+  net = await startApiNet({ nodes: 3 })
 })
 afterAll(() => net?.stopAll())
 
-/** How many subscribers the node's notice bus has: every stream must give its own back. */
-const listeners = (node: SluiceNode) => (node.notices as unknown as { listeners: Set<unknown> }).listeners.size
+/** How many streams follow an API's event log: every stream must give its subscription back. */
+const listeners = (api: { api: Api }) => api.api.events.listenerCount
 const named =
   (name: string, data: Record<string, unknown> = {}) =>
   (e: SseEvent) =>
     e.event === name && Object.entries(data).every(([k, v]) => e.data[k] === v)
 const mine = (blocks: number) => createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] }).mine({ blocks })
 
+const seqOf = (id: string | undefined) => Number(/^[0-9a-z]+-(\d+)$/.exec(id ?? '')?.[1] ?? Number.NaN)
+
+/** The ids of one run that grow by one from the first (which, for a status that starts a stream, may repeat once). */
 function expectIncreasingIds(stream: SseClient) {
-  expect(stream.events.map((e) => Number(e.id))).toEqual(stream.events.map((_, i) => i + 1))
+  const [first, ...rest] = stream.events
+  const run = first!.id!.split('-')[0]
+  for (const e of stream.events) expect(e.id!.split('-')[0]).toBe(run)
+  const seqs = rest.map((e) => seqOf(e.id))
+  expect(seqs).toEqual(seqs.map((_, i) => seqOf(first!.id) + i + 1))
 }
 
 describe('GET /events', () => {
   it('starts with the status, sends heartbeat comments, and gives its listener back when the client leaves', async () => {
     const a = net.nodes[0]!
-    const before = listeners(a.node)
+    const before = listeners(a)
     const stream = await openEvents(`${a.url}/events?heartbeat=1`)
     expect(stream.status).toBe(200)
     expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/)
-    expect(await stream.next(() => true)).toEqual({ event: 'status', data: { status: 'ready' }, id: '1', retry: 2000 })
-    expect(listeners(a.node)).toBe(before + 1)
+    // The status is true as of the last event the node logged, whose id it carries.
+    expect(await stream.next(() => true)).toEqual({ event: 'status', data: { status: 'ready' }, id: a.api.events.headId, retry: 2000 })
+    expect(listeners(a)).toBe(before + 1)
     await eventually(() => expect(stream.comments.filter((c) => c === 'heartbeat').length).toBeGreaterThanOrEqual(2), 5_000)
     stream.close()
-    await eventually(() => expect(listeners(a.node)).toBe(before), 5_000)
+    await eventually(() => expect(listeners(a)).toBe(before), 5_000)
   })
 
   it("pushes a channel's whole life and its payments to both participants, amounts as decimal strings", async () => {
@@ -104,6 +112,80 @@ describe('GET /events', () => {
     }
   })
 
+  it('a client that reconnects with Last-Event-ID gets every event it missed, once and in order, then the live ones', async () => {
+    const [, b, c] = net.nodes as [ApiNode, ApiNode, ApiNode]
+    await openChannelOnChain(c.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
+    await net.synced()
+    const pay = (identifier: bigint) => sendPayment(c.node, { token: net.token, target: b.node.address, amount: 1n, identifier })
+    const received = named('payment_received_success')
+
+    const first = await openEvents(`${b.url}/events`)
+    await pay(1n)
+    const seen = await first.next(received)
+    first.close()
+    // While the client is away: four payments arrive.
+    for (const id of [2n, 3n, 4n, 5n]) await pay(id)
+
+    const resumed = await openEvents(`${b.url}/events`, { lastEventId: seen.id! })
+    await pay(6n)
+    await resumed.next(named('payment_received_success', { identifier: '6' }))
+    expect(resumed.events.filter(received).map((e) => e.data.identifier)).toEqual(['2', '3', '4', '5', '6'])
+    // No status first: the stream goes on right after the event the client saw, with nothing between left out.
+    expect(seqOf(resumed.events[0]!.id)).toBe(seqOf(seen.id) + 1)
+    expect(resumed.events[0]!.retry).toBe(2000)
+    expectIncreasingIds({ ...resumed, events: [seen, ...resumed.events] })
+    resumed.close()
+
+    // A new EventSource cannot set headers: the same id as a query parameter; a header, when given, wins.
+    for (const [url, header] of [
+      [`${b.url}/events?last_event_id=${seen.id}`, undefined],
+      [`${b.url}/events?last_event_id=garbage`, seen.id!],
+    ] as const) {
+      const again = await openEvents(url, header ? { lastEventId: header } : {})
+      await again.next(named('payment_received_success', { identifier: '6' }))
+      expect(
+        again.events.filter(received).map((e) => e.data.identifier),
+        url,
+      ).toEqual(['2', '3', '4', '5', '6'])
+      again.close()
+    }
+  })
+
+  it('a Last-Event-ID it cannot resume from starts the stream with events_missed and the status', async () => {
+    const [, b, c] = net.nodes as [ApiNode, ApiNode, ApiNode]
+    const log = b.api.events
+    for (const id of ['garbage', 'zzzzz-1', `${log.run}-x`, `${log.run}-${log.next + 1000}`, `${log.run}--1`, `earlier${log.run}-1`]) {
+      const stream = await openEvents(`${b.url}/events`, { lastEventId: id })
+      expect(await stream.next(() => true), id).toEqual({
+        event: 'events_missed',
+        data: { last_event_id: id, reason: 'unknown', oldest_event_id: log.idOf(log.first) },
+        id: log.headId,
+        retry: 2000,
+      })
+      expect(await stream.next(named('status')), id).toMatchObject({ data: { status: 'ready' }, id: log.headId })
+      stream.close()
+    }
+
+    // An API that keeps two events: after three more, the id from before them is too old.
+    const small = await serveNode(c.node, { eventLogCapacity: 2 })
+    try {
+      const before = small.api.events.headId
+      for (const id of [11n, 12n, 13n]) await sendPayment(c.node, { token: net.token, target: b.node.address, amount: 1n, identifier: id })
+      await eventually(() => expect(small.api.events.next).toBeGreaterThan(seqOf(before) + 3), 5_000)
+      const stream = await openEvents(`${small.url}/events`, { lastEventId: before })
+      expect((await stream.next(() => true)).data).toEqual({
+        last_event_id: before,
+        reason: 'too_old',
+        oldest_event_id: small.api.events.idOf(small.api.events.first),
+      })
+      await stream.next(named('status', { status: 'ready' }))
+      stream.close()
+    } finally {
+      small.api.shuttingDown()
+      await small.server.close(100)
+    }
+  })
+
   it('maps every node notice to a named event with decimal strings', () => {
     const node = net.nodes[0]!.node
     const token = net.token
@@ -160,18 +242,18 @@ describe('GET /events', () => {
       await node.run()
       await s1.next(named('status', { status: 'ready' }))
       await s2.next(named('status', { status: 'ready' }))
-      expect(listeners(node)).toBe(2)
+      expect([listeners(first), listeners(second)]).toEqual([1, 1])
 
       second.api.shuttingDown()
       await s2.ended
       expect((await second.get('/events')).status).toBe(503)
-      expect(listeners(node)).toBe(1)
+      expect([listeners(first), listeners(second)]).toEqual([1, 0])
 
       await node.stop()
       await s1.ended
       expect(s1.events.at(-1)).toMatchObject({ event: 'status', data: { status: 'unavailable' } })
       expectIncreasingIds(s1)
-      expect(listeners(node)).toBe(0)
+      expect(listeners(first)).toBe(0)
       // A stopped node has nothing more to push.
       const late = await first.get('/events')
       expect(late.status).toBe(503)
@@ -185,7 +267,17 @@ describe('GET /events', () => {
 
   it('rejects a bad heartbeat or an unknown query parameter with 400, before streaming', async () => {
     const a = net.nodes[0]!
-    for (const query of ['heartbeat=0', 'heartbeat=301', 'heartbeat=abc', 'heartbeat=1.5', 'heartbeat=-1', 'heartbeat=', 'heartbeat=1&heartbeat=2', 'foo=1']) {
+    for (const query of [
+      `last_event_id=${'a'.repeat(65)}`,
+      'heartbeat=0',
+      'heartbeat=301',
+      'heartbeat=abc',
+      'heartbeat=1.5',
+      'heartbeat=-1',
+      'heartbeat=',
+      'heartbeat=1&heartbeat=2',
+      'foo=1',
+    ]) {
       const r = await a.get(`/events?${query}`)
       expect(r.status, query).toBe(400)
       expect(r.headers.get('content-type'), query).toMatch(/^application\/json/)
@@ -195,7 +287,7 @@ describe('GET /events', () => {
 
   it('fuzz: any heartbeat value is a stream (1 to 300) or a 400, never a 500, and leaves no listener behind', async () => {
     const a = net.nodes[0]!
-    const before = listeners(a.node)
+    const before = listeners(a)
     const channelsBefore = JSON.stringify(a.node.state.channels, (_, v) => (typeof v === 'bigint' ? v.toString() : v))
     await fc.assert(
       fc.asyncProperty(
@@ -211,7 +303,7 @@ describe('GET /events', () => {
       ),
       { numRuns: 60 },
     )
-    await eventually(() => expect(listeners(a.node)).toBe(before), 5_000)
+    await eventually(() => expect(listeners(a)).toBe(before), 5_000)
     expect(JSON.stringify(a.node.state.channels, (_, v) => (typeof v === 'bigint' ? v.toString() : v))).toBe(channelsBefore)
   })
 })

@@ -5,9 +5,10 @@ import type { SluiceNode } from '../../node/sluiceNode.ts'
 import { getChannel } from '../../protocol/state/access.ts'
 import { paymentRecord } from '../../node/records.ts'
 import type { ApiContext } from '../context.ts'
+import { DEFAULT_EVENT_LOG_CAPACITY, type EventLog, type MissedReason } from '../eventLog.ts'
 import { errorCode, toErrorData } from '../../errors.ts'
 import { ApiError } from '../errors.ts'
-import { integer, optional, readQuery } from '../input.ts'
+import { integer, optional, readQuery, text } from '../input.ts'
 import { historyEntry } from '../paymentJson.ts'
 import { stringify, type Resources } from '../resource.ts'
 
@@ -15,15 +16,16 @@ import { stringify, type Resources } from '../resource.ts'
 export const DEFAULT_HEARTBEAT_SECONDS = 15
 /** How often the stream looks at the node's status for sync progress, which comes without a notice. */
 const STATUS_CHECK_MS = 1_000
-/**
- * Messages waiting for a client that does not read. Past this the stream ends (the client reconnects) instead
- * of buffering without bound in the node.
- */
-const MAX_PENDING = 1_000
 
 const query = {
   heartbeat: optional(
     integer({ min: 1n, max: 300n, rangeStatus: 400, description: `seconds between heartbeat comments (default ${DEFAULT_HEARTBEAT_SECONDS})` }),
+  ),
+  last_event_id: optional(
+    text({
+      maxLength: 64,
+      description: 'resume after this event id, as the Last-Event-ID header does, for a new EventSource (which cannot set headers); the header wins',
+    }),
   ),
 }
 
@@ -41,23 +43,25 @@ const channelFields = {
 
 /** GET /events: the node's notices pushed as Server-Sent Events (docs/rest-api.md, Beyond Raiden's API). */
 export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
+  logNodeEvents(ctx.events, ctx.node, ctx.closing)
   resources.add('/events', {
     GET: {
       doc: {
         summary: 'Push events (Server-Sent Events) of payments, channels and the node status',
         description: [
-          'A text/event-stream that stays open. Each event has a name (`event:`), an `id:` that grows by one within the stream, and JSON `data` (amounts and identifiers as decimal strings).',
-          'It starts with a `status` event. Payment events (`payment_sent_success`, `payment_sent_failed`, `payment_received_success`) carry a payment history entry (the `event` field as in GET /payments) plus `secret_hash`.',
+          'A text/event-stream that stays open. Each event has a name (`event:`), an `id:` of the form `<run>-<n>` (n grows by one with each event the node logs), and JSON `data` (amounts and identifiers as decimal strings).',
+          'A new stream starts with a `status` event. Payment events (`payment_sent_success`, `payment_sent_failed`, `payment_received_success`) carry a payment history entry (the `event` field as in GET /payments) plus `secret_hash`.',
           "Channel events: `channel_opened`, `channel_closing` (our close transaction is on its way), `channel_closed`, `channel_settling`, `channel_settled`, `channel_deposit` and `channel_withdraw` (a participant's new on-chain total), `channel_withdraw_expired`.",
           'Others: `payment_mediated`, `message_rejected`, `action_rejected`, `node_error` (something failed in the background: sync, a transaction, the secret resolver), and `status` on every change of the node status or of the blocks left to sync.',
-          `A comment line is sent every \`heartbeat\` seconds (default ${DEFAULT_HEARTBEAT_SECONDS}). The stream ends when the node stops or the API shuts down. Missed events are not replayed on reconnect: read GET /payments and GET /channels after reconnecting.`,
+          `Reconnecting with the header \`Last-Event-ID\` (EventSource sends it by itself) replays every event after that id, none twice, then goes on live; a new EventSource gives the id as \`?last_event_id=\` instead. The node keeps its last ${DEFAULT_EVENT_LOG_CAPACITY.toLocaleString('en')} events in memory: for an id from before that, or from an earlier run of the node (it restarted), the stream starts with \`events_missed\` (\`last_event_id\`, \`reason\`: \`too_old\` or \`unknown\`, \`oldest_event_id\`), then the status; read GET /payments and GET /channels to catch up.`,
+          `A comment line is sent every \`heartbeat\` seconds (default ${DEFAULT_HEARTBEAT_SECONDS}). The stream ends when the node stops or the API shuts down.`,
           'Answered while the node syncs (status events show the progress).',
         ].join('\n\n'),
         query,
         contentType: 'text/event-stream',
         responses: {
           200: 'the event stream',
-          400: 'heartbeat is not an integer from 1 to 300, or an unknown query parameter',
+          400: 'heartbeat is not an integer from 1 to 300, last_event_id is longer than 64 characters, or an unknown query parameter',
           503: 'the node is stopped or the API is shutting down',
         },
         schema: {
@@ -79,88 +83,127 @@ export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
             participant: addressSchema,
             total_deposit: decimal,
             total_withdraw: decimal,
+            last_event_id: { type: 'string' },
+            oldest_event_id: { type: 'string' },
           },
         },
       },
       handler: (c) => {
-        const { heartbeat } = readQuery(c.req.url, query)
+        const { heartbeat, last_event_id } = readQuery(c.req.url, query)
         if (ctx.node.status.status === 'stopped') throw new ApiError(503, 'the node is stopped')
         const heartbeatMs = Number(heartbeat ?? BigInt(DEFAULT_HEARTBEAT_SECONDS)) * 1000
-        return streamSSE(c, (stream) => pushEvents(stream, ctx, heartbeatMs))
+        return streamSSE(c, (stream) => pushEvents(stream, ctx, heartbeatMs, c.req.header('last-event-id') || last_event_id || undefined))
       },
     },
   })
 }
 
-type Outgoing = { event: string; data: string; id: string; retry?: number } | { comment: string }
-
-/** Writes events to one client until it leaves, the node stops, or the API closes; then unsubscribes everything. */
-async function pushEvents(stream: SSEStreamingApi, ctx: ApiContext, heartbeatMs: number): Promise<void> {
-  const { node } = ctx
-  const pending: Outgoing[] = []
-  let wake: (() => void) | undefined
-  let ended = false
-  let lastId = 0
-  let cleanup = () => {}
-  // Ending unsubscribes at once, even if a write is still waiting for a client that does not read.
-  const end = () => {
-    ended = true
-    cleanup()
-    wake?.()
-  }
-  const push = (item: Outgoing) => {
-    if (ended) return
-    if (pending.length >= MAX_PENDING) return end()
-    pending.push(item)
-    wake?.()
-  }
-  const send = (e: PushEvent, retry?: number) => push({ event: e.event, data: stringify(e.data), id: String(++lastId), ...(retry ? { retry } : {}) })
-
+/**
+ * Logs the node's notices as push events for as long as the API is open, whether or not a client listens: a
+ * client that reconnects with Last-Event-ID gets what happened while it was away.
+ */
+export function logNodeEvents(log: EventLog, node: SluiceNode, closing: AbortSignal): void {
+  if (closing.aborted) return
   let shownStatus = ''
-  const sendStatus = (status: NodeStatus) => {
+  const logStatus = (status: NodeStatus) => {
     const e = statusEvent(status)
     const shown = stringify(e.data)
     if (shown === shownStatus) return
     shownStatus = shown
-    // The first event also tells EventSource to reconnect after 2 s rather than its default 3 s.
-    send(e, lastId === 0 ? 2_000 : undefined)
+    log.append(e.event, shown)
   }
-
-  sendStatus(node.status)
+  logStatus(node.status)
   const unsubscribe = node.notices.subscribe((notice) => {
-    if (notice.type === 'status') {
-      sendStatus(notice.status)
-      if (notice.status.status === 'stopped') end()
-      return
-    }
+    if (notice.type === 'status') return logStatus(notice.status)
     const e = toPushEvent(notice, node)
-    if (e) send(e)
+    if (e) log.append(e.event, stringify(e.data))
   })
-  const heartbeat = setInterval(() => push({ comment: 'heartbeat' }), heartbeatMs)
-  const statusCheck = setInterval(() => sendStatus(node.status), STATUS_CHECK_MS)
-  cleanup = () => {
-    unsubscribe()
-    clearInterval(heartbeat)
-    clearInterval(statusCheck)
-    ctx.closing.removeEventListener('abort', end)
+  // Sync progress (blocks to sync) changes without a notice.
+  const statusCheck = setInterval(() => logStatus(node.status), STATUS_CHECK_MS)
+  closing.addEventListener(
+    'abort',
+    () => {
+      unsubscribe()
+      clearInterval(statusCheck)
+    },
+    { once: true },
+  )
+}
+
+/**
+ * Writes the log to one client from where it resumes until it leaves, the node stops, or the API closes. A
+ * new stream starts with the status; a resumed one with the events after its Last-Event-ID; one whose id is
+ * unknown or too old with `events_missed`, then the status. Each stream reads the shared log at its own pace,
+ * so a client that does not read costs the node nothing but its place in the log.
+ */
+async function pushEvents(stream: SSEStreamingApi, ctx: ApiContext, heartbeatMs: number, lastEventId: string | undefined): Promise<void> {
+  const { node, events: log } = ctx
+  let ended = false
+  let heartbeatDue = false
+  let wake: (() => void) | undefined
+  const poke = () => wake?.()
+  const end = () => {
+    ended = true
+    poke()
   }
+  const unsubscribe = log.subscribe(poke)
+  const heartbeat = setInterval(() => {
+    heartbeatDue = true
+    poke()
+  }, heartbeatMs)
   stream.onAbort(end)
   ctx.closing.addEventListener('abort', end)
-  if (ctx.closing.aborted || node.status.status === 'stopped') end()
+  // The first event also tells EventSource to reconnect after 2 s rather than its default 3 s.
+  let retry: number | undefined = 2_000
+  const write = (e: { id: string; event: string; data: string }) => {
+    const written = stream.writeSSE({ ...e, ...(retry ? { retry } : {}) })
+    retry = undefined
+    return written
+  }
+  // The status and events_missed are not in the log: they carry the head's id, the point they are true at.
+  const writeStatus = () => write({ id: log.headId, event: 'status', data: stringify(statusEvent(node.status).data) })
+  const writeMissed = (reason: MissedReason, id: string) =>
+    write({ id: log.headId, event: 'events_missed', data: stringify({ last_event_id: id, reason, oldest_event_id: log.idOf(log.first) }) })
+
   try {
-    while (!ended || pending.length > 0) {
-      const item = pending.shift()
-      if (!item) {
-        await new Promise<void>((resolve) => (wake = resolve))
-        wake = undefined
+    let cursor = log.next
+    const resumed = lastEventId === undefined ? undefined : log.resume(lastEventId)
+    if (resumed && 'from' in resumed) cursor = resumed.from
+    else {
+      if (resumed) await writeMissed(resumed.missed, lastEventId!)
+      await writeStatus()
+    }
+    while (!ended && !ctx.closing.aborted && !stream.aborted) {
+      if (cursor < log.next) {
+        const e = log.at(cursor)
+        if (e) {
+          await write(e)
+          cursor++
+        } else {
+          // This client fell further behind than the log keeps.
+          await writeMissed('too_old', log.idOf(cursor - 1))
+          cursor = log.first
+        }
         continue
       }
-      if (stream.aborted) break
-      if ('comment' in item) await stream.write(`: ${item.comment}\n\n`)
-      else await stream.writeSSE(item)
+      // Everything the node logged before it stopped has been written.
+      if (node.status.status === 'stopped') break
+      if (heartbeatDue) {
+        heartbeatDue = false
+        await stream.write(': heartbeat\n\n')
+        continue
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve
+        // The node may have stopped without a further event (the stop is logged as a status change).
+        if (node.status.status === 'stopped') resolve()
+      })
+      wake = undefined
     }
   } finally {
-    end()
+    unsubscribe()
+    clearInterval(heartbeat)
+    ctx.closing.removeEventListener('abort', end)
   }
 }
 

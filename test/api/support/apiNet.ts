@@ -47,7 +47,10 @@ export function apiClient(url: string): ApiClient {
 }
 
 /** Serves one started node's API over HTTP on a free port. */
-export async function serveNode(node: SluiceNode, { environment = 'development' }: { environment?: Environment } = {}): Promise<ApiNode> {
+export async function serveNode(
+  node: SluiceNode,
+  { environment = 'development', eventLogCapacity }: { environment?: Environment; eventLogCapacity?: number } = {},
+): Promise<ApiNode> {
   const internalErrors: unknown[] = []
   let out!: ApiNode
   const api = createApi({
@@ -55,6 +58,7 @@ export async function serveNode(node: SluiceNode, { environment = 'development' 
     version: '0.1.0',
     environment,
     pathfindingServiceAddress: null,
+    ...(eventLogCapacity ? { eventLogCapacity } : {}),
     shutdown: () => {
       out.shutdowns++
       api.shuttingDown()

@@ -16,10 +16,15 @@ export type SseClient = {
   close(): void
 }
 
-/** Reads `url` as an event stream with fetch (Node has no EventSource), parsing events as they arrive. */
-export async function openEvents(url: string): Promise<SseClient> {
+/**
+ * Reads `url` as an event stream with fetch (Node has no EventSource), parsing events as they arrive;
+ * `lastEventId` is sent as EventSource sends it when it reconnects.
+ */
+export async function openEvents(url: string, { lastEventId }: { lastEventId?: string } = {}): Promise<SseClient> {
   const abort = new AbortController()
-  const response = await fetch(url, { signal: abort.signal, headers: { accept: 'text/event-stream' } })
+  const headers: Record<string, string> = { accept: 'text/event-stream' }
+  if (lastEventId !== undefined) headers['last-event-id'] = lastEventId
+  const response = await fetch(url, { signal: abort.signal, headers })
   const events: SseEvent[] = []
   const comments: string[] = []
   const waiters = new Set<() => void>()
