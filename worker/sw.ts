@@ -6,9 +6,13 @@
  * state between requests, so the browser stopping it while idle costs nothing (docs/decisions/0020).
  */
 import { errorResponse, forwardOverApiChannel } from './apiChannel.ts'
+import { eventStreamSeconds, relayEventStream, ResumeIds } from './eventStreamRelay.ts'
 import { API_PATH, LEADER_LOCK } from './names.ts'
 
 declare const self: ServiceWorkerGlobalScope
+
+const streamSeconds = eventStreamSeconds(self.location.href)
+const resumeIds = new ResumeIds()
 
 self.addEventListener('install', () => {
   void self.skipWaiting()
@@ -28,11 +32,36 @@ self.addEventListener('fetch', (event) => {
   if (url.origin !== self.location.origin || !isApiPath(url.pathname)) return
   // Every /api/v1 request is answered here, never passed on to the static host (which would answer it with a page).
   event.respondWith(
-    forwardOverApiChannel(event.request, { nodeStarting }).catch((error: unknown) =>
-      errorResponse(503, 'UNAVAILABLE', `the service worker could not reach the node: ${error instanceof Error ? error.message : String(error)}`),
+    forwardOverApiChannel(withResumeId(event.request, event.clientId), { nodeStarting }).then(
+      (response) => relayIfEventStream(response, event.clientId, event.request.url),
+      (error: unknown) =>
+        errorResponse(503, 'UNAVAILABLE', `the service worker could not reach the node: ${error instanceof Error ? error.message : String(error)}`),
     ),
   )
 })
+
+/** A reconnection of a stream this worker ended gets the Last-Event-ID the browser kept from it (eventStreamRelay.ts). */
+function withResumeId(request: Request, clientId: string): Request {
+  if (!clientId || request.headers.has('last-event-id') || !request.headers.get('accept')?.includes('text/event-stream')) return request
+  const id = resumeIds.take(clientId, request.url)
+  if (id === undefined) return request
+  const headers = new Headers(request.headers)
+  headers.set('last-event-id', id)
+  return new Request(request, { headers })
+}
+
+function relayIfEventStream(response: Response, clientId: string, url: string): Response {
+  if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response
+  const body = relayEventStream(response.body, {
+    seconds: streamSeconds,
+    // EventSource reconnects after a clean end, whether this worker or the node ended the stream.
+    onEnd: (how, lastEventId) => {
+      if ((how === 'cut' || how === 'ended') && clientId && lastEventId !== undefined) resumeIds.remember(clientId, url, lastEventId)
+    },
+  })
+  const { status, statusText, headers } = response
+  return new Response(body, { status, statusText, headers })
+}
 
 export function isApiPath(pathname: string): boolean {
   return pathname === API_PATH || pathname.startsWith(`${API_PATH}/`)

@@ -157,6 +157,71 @@ describe('startNode', () => {
     expect(await (await fetch('/api/v1/address')).json()).toEqual({ our_address: privateKeyToAddress(key) })
   }
 
+  test('an event stream through the service worker resumes where it was after every cut: nothing missed, nothing twice', async () => {
+    const key = generatePrivateKey()
+    await fund(privateKeyToAddress(key))
+    const node = await start({ key })
+    await expect.poll(async () => (await node.status()).status, { timeout: 20_000 }).toBe('ready')
+    const partners = Array.from({ length: 4 }, () => privateKeyToAddress(generatePrivateKey()))
+    const open = (partner: `0x${string}`) => node.openChannel({ token_address: token, partner_address: partner })
+    type Seen = { id: string; event: string; data: Record<string, unknown> }
+    const listen = (url: string) => {
+      const source = new EventSource(url)
+      const seen: Seen[] = []
+      for (const name of ['status', 'channel_opened', 'events_missed'])
+        source.addEventListener(name, (e) => seen.push({ id: e.lastEventId, event: name, data: JSON.parse(e.data) }))
+      const cuts: number[] = []
+      source.addEventListener('error', () => cuts.push(source.readyState))
+      return { source, seen, cuts, openedTo: () => seen.filter((e) => e.event === 'channel_opened').map((e) => e.data.partner_address) }
+    }
+    const seq = (id: string) => Number(id.split('-')[1])
+
+    // EventSource through the service worker, as a dApp listens. The service worker ends the stream before the
+    // browser would stop it (here after TEST_EVENT_STREAM_SECONDS), and EventSource reconnects with Last-Event-ID.
+    const first = listen('/api/v1/events')
+    try {
+      await expect.poll(() => first.seen.length, { timeout: 10_000 }).toBeGreaterThan(0)
+      await open(partners[0]!)
+      await expect.poll(() => first.cuts.length, { timeout: 10_000 }).toBeGreaterThan(0)
+      // Opened while EventSource waits to reconnect.
+      await open(partners[1]!)
+      await open(partners[2]!)
+      await expect.poll(first.openedTo, { timeout: 20_000 }).toEqual(partners.slice(0, 3))
+      await expect.poll(() => first.cuts.length, { timeout: 10_000 }).toBeGreaterThan(1)
+      // Every cut was a clean end that EventSource reconnects after (CONNECTING), none a failure (CLOSED).
+      expect(first.cuts.every((state) => state === EventSource.CONNECTING)).toBe(true)
+      expect(first.seen.map((e) => e.event)).not.toContain('events_missed')
+      // After the status that began it, one run's ids growing by one: nothing missed, nothing twice.
+      const [status, ...rest] = first.seen
+      expect(rest.map((e) => seq(e.id))).toEqual(rest.map((_, i) => seq(status!.id) + i + 1))
+      expect(new Set(first.seen.map((e) => e.id.split('-')[0])).size).toBe(1)
+    } finally {
+      first.source.close()
+    }
+
+    // A service worker stopped mid-stream is a failure EventSource does not retry; a new one resumes with the
+    // last id it saw given as a query parameter (it cannot set headers).
+    const second = listen('/api/v1/events')
+    try {
+      await expect.poll(() => second.seen.length, { timeout: 10_000 }).toBeGreaterThan(0)
+      const session = cdp()
+      await session.send('ServiceWorker.enable')
+      await session.send('ServiceWorker.stopAllWorkers')
+      await expect.poll(() => second.source.readyState, { timeout: 10_000 }).toBe(EventSource.CLOSED)
+    } finally {
+      second.source.close()
+    }
+    await open(partners[3]!)
+    const last = second.seen.at(-1)!.id
+    const third = listen(`/api/v1/events?last_event_id=${last}`)
+    try {
+      await expect.poll(third.openedTo, { timeout: 20_000 }).toEqual([partners[3]])
+      expect(seq(third.seen[0]!.id)).toBe(seq(last) + 1)
+    } finally {
+      third.source.close()
+    }
+  }, 90_000)
+
   test('exportState and importState: a restored database has the state, an older dump is refused', async () => {
     const key = generatePrivateKey()
     const address = privateKeyToAddress(key)
@@ -237,7 +302,13 @@ describe('startNode', () => {
     // Another tab leads with an older build's node: it holds the leader lock and serves the request channel.
     let releaseLock!: () => void
     const held = new Promise<void>((resolve) => (releaseLock = resolve))
-    const locked = new Promise<void>((resolve) => void navigator.locks.request(LEADER_LOCK, () => (resolve(), held)))
+    const locked = new Promise<void>(
+      (resolve) =>
+        void navigator.locks.request(LEADER_LOCK, () => {
+          resolve()
+          return held
+        }),
+    )
     await locked
     const worker = new Worker(new URL('./fixtures/olderNodeWorker.ts', import.meta.url), { type: 'module' })
     try {
