@@ -2,6 +2,7 @@ import { defineConfig } from 'vitest/config'
 import { playwright } from '@vitest/browser-playwright'
 import { secp256k1Wasm } from './scripts/viteSecp256k1Wasm.ts'
 import { tabCommands } from './test/browser/commands/tabs.ts'
+import { peerCommands } from './test/browser/commands/peers.ts'
 
 // Debian's Chromium (apt `chromium`); scripts/test.mjs finds or installs it and sets CHROMIUM_PATH.
 const chromiumArgs = [
@@ -57,6 +58,19 @@ export default defineConfig({
             '@noble/ciphers/aes',
             '@noble/hashes/hkdf',
             '@noble/hashes/sha2',
+            // What the node's worker loads with import() when relays are given (worker/node.worker.ts): the scan of
+            // the test files does not see it, and a dependency found mid-run makes Vite reload and fail the import.
+            '@libp2p/circuit-relay-v2',
+            '@libp2p/gossipsub',
+            '@libp2p/identify',
+            '@libp2p/noise',
+            '@libp2p/peer-id',
+            '@libp2p/utils',
+            '@libp2p/websockets',
+            '@libp2p/yamux',
+            '@libp2p/crypto/keys',
+            '@multiformats/multiaddr',
+            'libp2p',
           ],
           exclude: ['tiny-secp256k1'],
         },
@@ -71,8 +85,9 @@ export default defineConfig({
               launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs },
             }),
             instances: [{ browser: 'chromium' }],
-            // Real tabs of the test origin (a second tab, a closed tab, a reload): test/browser/commands/.
-            commands: { ...tabCommands },
+            // Real tabs of the test origin (a second tab, a closed tab, a reload), and a relay with headless peers:
+            // test/browser/commands/.
+            commands: { ...tabCommands, ...peerCommands },
           },
         },
       },

@@ -13,26 +13,14 @@ import type { OlderNodeWorkerApi } from './fixtures/olderNodeWorker.ts'
 import { storageName } from '../../src/storage/identity.ts'
 import { importState, startNode, type NodeStopped, type SluiceBrowserNode, type StartNodeOptions } from '../../worker/host.ts'
 import type { PushEvent } from '../../worker/subscription.ts'
-import { SERVICE_WORKER_URL } from './support/serviceWorker.ts'
+import { nodeOptions } from './support/nodeOptions.ts'
 import { deployTestToken } from './support/token.ts'
 
 const rpc = inject('rpcUrl')
 const deployment = inject('deployment')
 const started: SluiceBrowserNode[] = []
 
-function options(extra: Partial<StartNodeOptions> = {}): StartNodeOptions {
-  return {
-    rpc,
-    deployment,
-    confirmations: 0,
-    pollingInterval: 50,
-    environment: 'development',
-    serviceWorkerUrl: SERVICE_WORKER_URL,
-    serviceWorkerType: 'module',
-    workerUrl: new URL('../../worker/node.worker.ts', import.meta.url),
-    ...extra,
-  }
-}
+const options = nodeOptions
 
 async function start(extra: Partial<StartNodeOptions> = {}): Promise<SluiceBrowserNode> {
   const node = await startNode(options(extra))
