@@ -4,6 +4,13 @@ import type { PaymentRecord } from '../storage/storage.ts'
 const address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
 const decimal = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
 
+/** Beyond Raiden's API: the hops a sent payment took, ending at its target. */
+export const routeSchema = {
+  type: 'array',
+  items: address,
+  description: 'sent successes (beyond Raiden): the hops the payment took, the first our partner, the last the target',
+}
+
 export const historyEntrySchema = {
   type: 'object',
   properties: {
@@ -15,6 +22,7 @@ export const historyEntrySchema = {
     log_time: { type: 'string', format: 'date-time', description: 'ISO 8601, UTC, with milliseconds' },
     token_address: address,
     reason: { type: 'string' },
+    route: routeSchema,
   },
   required: ['event', 'log_time', 'token_address'],
 }
@@ -25,7 +33,15 @@ export function historyEntry(r: PaymentRecord): Record<string, unknown> {
   const token_address = getAddress(r.token)
   switch (r.event) {
     case 'EventPaymentSentSuccess':
-      return { event: r.event, amount: r.amount, target: getAddress(r.partner), identifier: r.identifier, log_time, token_address }
+      return {
+        event: r.event,
+        amount: r.amount,
+        target: getAddress(r.partner),
+        identifier: r.identifier,
+        log_time,
+        token_address,
+        ...(r.route ? { route: r.route.map((hop) => getAddress(hop)) } : {}),
+      }
     case 'EventPaymentSentFailed':
       return { event: r.event, target: getAddress(r.partner), log_time, token_address, reason: r.reason ?? '' }
     case 'EventPaymentReceivedSuccess':

@@ -32,6 +32,8 @@ export type SentPayment = {
   identifier: bigint
   secret: Hex
   secrethash: Hex
+  /** The hops it took, ending at the target (unknown for payments kept before routes were). */
+  route?: Address[]
 }
 
 /**
@@ -150,6 +152,7 @@ export async function sendPayment(node: SluiceNode, p: SendPaymentParameters): P
         identifier: done.identifier,
         secret: done.secret,
         secrethash: done.secrethash,
+        ...(done.route ? { route: done.route } : {}),
       }
     }
     // Started before a restart: the store resumed it, and its outcome is waited for here.
@@ -229,7 +232,16 @@ function outcome(node: SluiceNode, target: Address, identifier: bigint): Promise
 }
 
 function sentPayment(node: SluiceNode, r: PaymentOutcome): SentPayment {
-  return { initiator: node.address, target: r.target, token: r.token, amount: r.amount, identifier: r.paymentId, secret: r.secret, secrethash: r.secrethash }
+  return {
+    initiator: node.address,
+    target: r.target,
+    token: r.token,
+    amount: r.amount,
+    identifier: r.paymentId,
+    secret: r.secret,
+    secrethash: r.secrethash,
+    route: r.route,
+  }
 }
 
 /**

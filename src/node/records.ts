@@ -46,6 +46,7 @@ export function paymentRecord(event: NodeEvent, seq: number, time: number): Paym
         identifier: event.paymentId,
         secrethash: event.secrethash,
         secret: event.secret,
+        route: event.route,
       }
     case 'paymentSentFailed':
       return {

@@ -90,6 +90,8 @@ export type PaymentRecord = {
   secrethash: Hex
   /** Sent successes: the secret, so a payment retried with its identifier gets its first result (docs/decisions/0018). */
   secret?: Hex
+  /** Sent successes: the hops the payment took, ending at the target (absent in rows written before it was kept). */
+  route?: Address[]
   reason?: string
 }
 

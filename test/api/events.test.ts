@@ -82,6 +82,7 @@ describe('GET /events', () => {
       identifier: '1234',
       token_address: net.token,
       secret_hash: paid.secrethash,
+      route: [b.node.address],
       log_time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     })
     const received = await sb.next(named('payment_received_success'))

@@ -20,7 +20,8 @@ let d: ApiNode
 /** A partner that runs no node: payments to it cannot complete. */
 const offline = privateKeyToAddress(anvilKeys[9])
 const LOG_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
-const RESULT_KEYS = ['amount', 'identifier', 'initiator_address', 'secret', 'secret_hash', 'target_address', 'token_address']
+/** Raiden's fields, and (beyond Raiden) the route. */
+const RESULT_KEYS = ['amount', 'identifier', 'initiator_address', 'route', 'secret', 'secret_hash', 'target_address', 'token_address']
 
 beforeAll(async () => {
   resolver = await startSecretResolver()
@@ -90,6 +91,8 @@ describe('POST /payments/<token>/<target>: success', () => {
       token_address: net.token,
       amount: '10',
       identifier: '4242',
+      // Direct: the one hop is the target.
+      route: [b.node.address],
     })
     expect(r.body.secret).toMatch(/^0x[0-9a-f]{64}$/)
     expect(r.body.secret_hash).toBe(sha256(r.body.secret))
@@ -100,7 +103,7 @@ describe('POST /payments/<token>/<target>: success', () => {
     const before = own(c, b.node.address)
     const r = await pay(a, c.node.address, { amount: 7 })
     expect(r.status, r.text).toBe(200)
-    expect(r.body).toMatchObject({ initiator_address: a.node.address, target_address: c.node.address, amount: '7' })
+    expect(r.body).toMatchObject({ initiator_address: a.node.address, target_address: c.node.address, amount: '7', route: [b.node.address, c.node.address] })
     expect(BigInt(r.body.identifier)).toBeGreaterThan(0n)
     expect(BigInt(r.body.identifier)).toBeLessThanOrEqual(maxUint64)
     await eventually(() => expect(own(c, b.node.address)).toBe(before + 7n))
@@ -401,7 +404,7 @@ describe('GET /payments', () => {
 
   it('lists sent successes and failures oldest first, each shaped as docs/rest-api.md says', async () => {
     const keys: Record<string, string[]> = {
-      EventPaymentSentSuccess: ['amount', 'event', 'identifier', 'log_time', 'target', 'token_address'],
+      EventPaymentSentSuccess: ['amount', 'event', 'identifier', 'log_time', 'route', 'target', 'token_address'],
       EventPaymentSentFailed: ['event', 'log_time', 'reason', 'target', 'token_address'],
       EventPaymentReceivedSuccess: ['amount', 'event', 'identifier', 'initiator', 'log_time', 'token_address'],
     }
@@ -420,6 +423,7 @@ describe('GET /payments', () => {
       identifier: '4242',
       log_time: all[0]!.log_time,
       token_address: net.token,
+      route: [b.node.address],
     })
     const ids = all.map((e) => e.identifier)
     expect(ids.indexOf('4242')).toBeLessThan(ids.indexOf('777'))

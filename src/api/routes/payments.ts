@@ -3,7 +3,7 @@ import { getAddress, type Address } from 'viem'
 import { maxUint64 } from 'viem'
 import { readPaymentHistory, sendPayment } from '../../node/payments.ts'
 import type { ApiContext } from '../context.ts'
-import { historyEntry, historyEntrySchema } from '../paymentJson.ts'
+import { historyEntry, historyEntrySchema, routeSchema } from '../paymentJson.ts'
 import { bytes32, integer, optional, readBody, readQuery } from '../input.ts'
 import { json, type Resources, type RouteDoc } from '../resource.ts'
 
@@ -39,6 +39,7 @@ const paymentResultSchema = {
     identifier: decimal,
     secret: hex32,
     secret_hash: hex32,
+    route: routeSchema,
   },
   required: ['initiator_address', 'target_address', 'token_address', 'amount', 'identifier', 'secret', 'secret_hash'],
 }
@@ -118,6 +119,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
           identifier: paid.identifier,
           secret: paid.secret,
           secret_hash: paid.secrethash,
+          ...(paid.route ? { route: paid.route.map((hop) => getAddress(hop)) } : {}),
         })
       },
     },
