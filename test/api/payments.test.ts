@@ -109,6 +109,33 @@ describe('POST /payments/<token>/<target>: success', () => {
     await eventually(() => expect(own(c, b.node.address)).toBe(before + 7n))
   })
 
+  it('GET /tokens/<token>/network: our channels with what each side could pay, exactly; the others as the chain shows them', async () => {
+    await quiet()
+    const r = await a.get(`/tokens/${net.token}/network`)
+    expect(r.status, r.text).toBe(200)
+    expect(r.body).toMatchObject({ token_network_address: net.tokenNetwork, our_address: a.node.address, synced_block: expect.stringMatching(/^\d+$/) })
+    const between = (x: Address, y: Address) =>
+      r.body.channels.filter(
+        (ch: { participant1: string; participant2: string }) =>
+          new Set([ch.participant1, ch.participant2]).size === 2 && [ch.participant1, ch.participant2].every((p) => p === x || p === y),
+      )
+    const [ab] = between(a.node.address, b.node.address)
+    // Ours: A first, and both sides' balances as each node itself has them after the payments above.
+    expect(ab).toMatchObject({
+      participant1: a.node.address,
+      participant2: b.node.address,
+      state: 'opened',
+      balance1: String(own(a, b.node.address)),
+      balance2: String(own(b, a.node.address)),
+    })
+    // Not ours: what the chain says, B's deposit of 500 and nothing on C's side.
+    const [bc] = between(b.node.address, c.node.address)
+    expect(bc).toMatchObject({ state: 'opened' })
+    expect(new Set([bc.balance1, bc.balance2])).toEqual(new Set(['500', '0']))
+    expect((await a.get(`/tokens/${net.token}/network`)).body).toEqual(r.body)
+    expect((await a.get(`/tokens/${getAddress(offline)}/network`)).status).toBe(404)
+  })
+
   it("uses the caller's secret, with or without its SHA-256 hash", async () => {
     const secret = randomSecret()
     const r = await pay(a, b.node.address, { amount: '3', secret, secret_hash: sha256(secret) })

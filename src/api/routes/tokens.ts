@@ -2,7 +2,9 @@ import { getAddress, type Address } from 'viem'
 import { unsettledChannels } from '../../node/channelActions.ts'
 import { NotFoundError } from '../../node/errors.ts'
 import { knownTokens, registerToken } from '../../node/tokenRegistration.ts'
+import { distributable } from '../../protocol/channel/amounts.ts'
 import { tokenNetworkOf } from '../../protocol/state/access.ts'
+import { apiChannelState } from '../channelJson.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
@@ -84,4 +86,79 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
       },
     },
   })
+
+  resources.add('/tokens/:token_address/network', {
+    GET: {
+      doc: {
+        summary: 'The channel network of a token as this node knows it (beyond Raiden): every channel it routes over',
+        description: [
+          'What the node finds routes in: every open or closed channel of the token network the chain told it about, ours and others.',
+          'balance1 and balance2 are what each participant could pay the other now: for our channels, exactly (deposits, withdrawals, transfers and locks off-chain); for the others, what the chain shows (deposit minus withdrawal).',
+          'Our closed channels also give closed_block and settle_block (the first block at which the channel can be settled); synced_block is the block the node has synced to.',
+        ].join('\n\n'),
+        responses: { 200: 'the token network', 404: 'token_address is not EIP-55, or the token has no token network' },
+        schema: networkSchema,
+      },
+      handler: (c) => {
+        const tokenNetwork = networkOf(c.req.param('token_address') as Address)
+        const ours = new Map(unsettledChannels(node.state, tokenNetwork).map((channel) => [channel.id, channel]))
+        const graph = node.state.tokenNetworks[tokenNetwork]?.graph ?? {}
+        const channels = Object.entries(graph).map(([id, g]) => {
+          const own = ours.get(BigInt(id))
+          if (own) {
+            return {
+              channel_identifier: own.id,
+              participant1: node.address,
+              participant2: getAddress(own.partner),
+              state: apiChannelState[own.state],
+              balance1: distributable(own.our, own.partnerEnd),
+              balance2: distributable(own.partnerEnd, own.our),
+              settle_timeout: own.settleTimeout,
+              ...(own.closedBlock !== undefined ? { closed_block: own.closedBlock, settle_block: own.closedBlock + own.settleTimeout } : {}),
+            }
+          }
+          return {
+            channel_identifier: BigInt(id),
+            participant1: getAddress(g.participant1),
+            participant2: getAddress(g.participant2),
+            state: g.open ? 'opened' : 'closed',
+            balance1: g.deposit1 - g.withdrawn1,
+            balance2: g.deposit2 - g.withdrawn2,
+            ...(g.settleTimeout !== undefined ? { settle_timeout: g.settleTimeout } : {}),
+          }
+        })
+        return json(c, { token_network_address: tokenNetwork, our_address: node.address, synced_block: node.status.syncedBlock, channels })
+      },
+    },
+  })
+}
+
+const decimalSchema = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
+
+const networkSchema = {
+  type: 'object',
+  properties: {
+    token_network_address: addressSchema,
+    our_address: addressSchema,
+    synced_block: decimalSchema,
+    channels: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          channel_identifier: decimalSchema,
+          participant1: addressSchema,
+          participant2: addressSchema,
+          state: { enum: ['opened', 'closed'] },
+          balance1: decimalSchema,
+          balance2: decimalSchema,
+          settle_timeout: decimalSchema,
+          closed_block: decimalSchema,
+          settle_block: decimalSchema,
+        },
+        required: ['channel_identifier', 'participant1', 'participant2', 'state', 'balance1', 'balance2'],
+      },
+    },
+  },
+  required: ['token_network_address', 'our_address', 'synced_block', 'channels'],
 }
