@@ -1,0 +1,110 @@
+/**
+ * The node's REST API as this page calls it: plain fetch('/api/v1/...'), answered by the node in this browser
+ * through the service worker, exactly as a dApp calls it. A failure carries the API's own message and code.
+ */
+export const API = '/api/v1'
+
+export class ApiFailure extends Error {
+  override name = 'ApiFailure'
+  constructor(
+    readonly status: number,
+    readonly code: string | undefined,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+export type Answer = { status: number; body: unknown; ms: number }
+
+/** Any request under /api/v1, whatever its status: for the REST console. */
+export async function request(method: string, path: string, body?: string): Promise<Answer> {
+  const started = performance.now()
+  const response = await fetch(`${API}${path}`, {
+    method,
+    headers: body ? { 'content-type': 'application/json' } : {},
+    ...(body ? { body } : {}),
+  })
+  const text = await response.text()
+  let parsed: unknown = text
+  try {
+    parsed = text ? JSON.parse(text) : null
+  } catch {
+    // not JSON: shown as text
+  }
+  return { status: response.status, body: parsed, ms: performance.now() - started }
+}
+
+/** A call that must succeed: its JSON, or an ApiFailure with the API's message. */
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const answer = await request(method, path, body === undefined ? undefined : JSON.stringify(body))
+  if (answer.status >= 400) {
+    const error = answer.body as { errors?: unknown; code?: string } | null
+    const message = typeof error?.errors === 'string' ? error.errors : `HTTP ${answer.status}`
+    throw new ApiFailure(answer.status, error?.code, message)
+  }
+  return answer.body as T
+}
+
+export const get = <T>(path: string) => call<T>('GET', path)
+
+/** The same call against a headless node (`sluice serve --api 127.0.0.1:5001`), as a shell line. */
+export function curlLine(method: string, path: string, body: string | undefined, base = 'http://127.0.0.1:5001'): string {
+  const parts = ['curl', '-sS']
+  if (method !== 'GET') parts.push('-X', method)
+  parts.push(`'${base}${API}${path}'`)
+  if (body) parts.push('-H', "'content-type: application/json'", '-d', `'${body.replaceAll("'", "'\\''")}'`)
+  return parts.join(' ')
+}
+
+export type Channel = {
+  channel_identifier: string
+  token_network_address: string
+  partner_address: `0x${string}`
+  token_address: `0x${string}`
+  balance: string
+  total_deposit: string
+  total_withdraw: string
+  state: 'opened' | 'closed' | 'settled'
+  settle_timeout: string
+  reveal_timeout: string
+}
+
+export type NetworkChannel = {
+  channel_identifier: string
+  participant1: `0x${string}`
+  participant2: `0x${string}`
+  state: 'opened' | 'closed'
+  balance1: string
+  balance2: string
+  settle_timeout?: string
+  closed_block?: string
+  settle_block?: string
+}
+
+export type Network = { token_network_address: string; our_address: `0x${string}`; synced_block: string; channels: NetworkChannel[] }
+
+export type PaymentResult = {
+  initiator_address: string
+  target_address: `0x${string}`
+  token_address: string
+  amount: string
+  identifier: string
+  secret: string
+  secret_hash: string
+  route?: `0x${string}`[]
+}
+
+export type HistoryEntry = {
+  event: 'EventPaymentSentSuccess' | 'EventPaymentSentFailed' | 'EventPaymentReceivedSuccess'
+  amount?: string
+  target?: `0x${string}`
+  initiator?: `0x${string}`
+  identifier?: string
+  log_time: string
+  token_address: `0x${string}`
+  reason?: string
+  route?: `0x${string}`[]
+}
+
+export type Status = { status: 'ready' | 'syncing' | 'unavailable'; blocks_to_sync?: string }

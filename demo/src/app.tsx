@@ -1,0 +1,175 @@
+import { startNode, type SluiceBrowserNode } from 'sluice/browser'
+import { useCallback, useEffect, useMemo, useState } from 'preact/hooks'
+import { get } from './api.ts'
+import type { DemoConfig } from './config.ts'
+import { ChannelsPanel } from './parts/channelsPanel.tsx'
+import { Failure, short, type Shared } from './parts/common.tsx'
+import { ConsolePanel } from './parts/consolePanel.tsx'
+import { EventsPanel, type LoggedEvent } from './parts/eventsPanel.tsx'
+import { FundingPanel } from './parts/fundingPanel.tsx'
+import { NetworkPanel } from './parts/networkPanel.tsx'
+import { NodePanel } from './parts/nodePanel.tsx'
+import { PaymentsPanel } from './parts/paymentsPanel.tsx'
+
+/** Remembered so that a reload starts the node again by itself (its key is kept in IndexedDB). */
+const STARTED = 'sluice-demo:started'
+const EVENTS_SHOWN = 200
+const EVENT_NAMES = [
+  'status',
+  'payment_sent_success',
+  'payment_sent_failed',
+  'payment_received_success',
+  'payment_mediated',
+  'channel_opened',
+  'channel_closing',
+  'channel_closed',
+  'channel_settling',
+  'channel_settled',
+  'channel_deposit',
+  'channel_withdraw',
+  'channel_withdraw_expired',
+  'message_rejected',
+  'action_rejected',
+  'node_error',
+  'events_missed',
+]
+
+export function App({ config }: { config: DemoConfig }) {
+  const [node, setNode] = useState<SluiceBrowserNode | undefined>()
+  const [address, setAddress] = useState<`0x${string}` | undefined>()
+  const [starting, setStarting] = useState(false)
+  const [error, setError] = useState<string | undefined>()
+  const [passphrase, setPassphrase] = useState('')
+  const [tick, setTick] = useState(0)
+  const [events, setEvents] = useState<LoggedEvent[]>([])
+  const [lastRoute, setLastRoute] = useState<`0x${string}`[] | undefined>()
+  const refresh = useCallback(() => setTick((t) => t + 1), [])
+
+  const start = useCallback(
+    async (withPassphrase: string) => {
+      setStarting(true)
+      setError(undefined)
+      try {
+        const started = await startNode({
+          rpc: config.rpc,
+          deployment: config.deployment,
+          relay: config.relay,
+          environment: 'development',
+          confirmations: 0,
+          pollingInterval: 250,
+          // The devnet's channels: a lock must fit their settle timeout of 40 blocks.
+          defaultRevealTimeout: 10,
+          defaultSettleTimeout: 40,
+          waitForSync: false,
+          ...(withPassphrase ? { passphrase: withPassphrase } : {}),
+        })
+        started.onStopped((stopped) => {
+          setError(`The node stopped: ${stopped.reason}`)
+          setNode(undefined)
+        })
+        setAddress((await get<{ our_address: `0x${string}` }>('/address')).our_address)
+        setNode(started)
+        localStorage.setItem(STARTED, '1')
+      } catch (e) {
+        const code = (e as { code?: string }).code
+        setError(code === 'PASSPHRASE_REQUIRED' ? 'This node’s key is protected: enter its passphrase.' : e instanceof Error ? e.message : String(e))
+      } finally {
+        setStarting(false)
+      }
+    },
+    [config],
+  )
+
+  // A reload starts the node it ran before, as a dApp would.
+  useEffect(() => {
+    if (localStorage.getItem(STARTED)) void start('')
+  }, [start])
+
+  // Every pushed event moves the tick (panels reload) and goes to the log; blocks move it too (countdowns).
+  useEffect(() => {
+    if (!node) return
+    const source = new EventSource('/api/v1/events')
+    const onEvent = (e: MessageEvent<string>) => {
+      setEvents((list) =>
+        [{ id: e.lastEventId, event: e.type, data: JSON.parse(e.data) as Record<string, unknown>, at: new Date() }, ...list].slice(0, EVENTS_SHOWN),
+      )
+      refresh()
+    }
+    for (const name of EVENT_NAMES) source.addEventListener(name, onEvent as EventListener)
+    const timer = setInterval(refresh, Math.max(1, config.blockTime) * 2_000)
+    return () => {
+      source.close()
+      clearInterval(timer)
+    }
+  }, [node, config.blockTime, refresh])
+
+  const names = useMemo(() => {
+    const known = new Map<string, string>(config.peers.map((p) => [p.address.toLowerCase(), p.name]))
+    if (address) known.set(address.toLowerCase(), 'You')
+    return known
+  }, [config, address])
+  const nameOf = useCallback((a: string) => names.get(a.toLowerCase()) ?? short(a), [names])
+
+  const stop = async () => {
+    await node?.stop()
+    localStorage.removeItem(STARTED)
+    setNode(undefined)
+  }
+
+  const shared: Shared | undefined = address ? { config, address, tick, refresh, nameOf, lastRoute, setLastRoute } : undefined
+  return (
+    <>
+      <header>
+        <h1>
+          Sluice <span>a payment-channel node in your browser</span>
+        </h1>
+        <p class="hint">
+          Chain {config.chainId} at {config.rpc} (a block every {config.blockTime} s) · relay {short(config.relay[0] ?? '')} · {config.peers.length} headless
+          peers
+        </p>
+      </header>
+      <main>
+        {node && shared ? (
+          <>
+            <NodePanel shared={shared} node={node} onStop={stop} />
+            <FundingPanel shared={shared} />
+            <ChannelsPanel shared={shared} />
+            <PaymentsPanel shared={shared} />
+            <NetworkPanel shared={shared} />
+            <EventsPanel shared={shared} events={events} />
+            <ConsolePanel />
+          </>
+        ) : (
+          <section class="panel start" id="start">
+            <h2>Start your node</h2>
+            <p>
+              The node runs in a worker of this page: its key is generated on the first start and kept in this browser (IndexedDB), encrypted with the
+              passphrase if you give one. Every call below is a plain <code>fetch('/api/v1/...')</code>, answered by it through a service worker.
+            </p>
+            <form
+              class="row"
+              onSubmit={(e) => {
+                e.preventDefault()
+                void start(passphrase)
+              }}
+            >
+              <input
+                name="passphrase"
+                type="password"
+                placeholder="passphrase (optional)"
+                autocomplete="current-password"
+                value={passphrase}
+                onInput={(e) => setPassphrase(e.currentTarget.value)}
+              />
+              <button type="submit" disabled={starting} data-testid="start">
+                {starting ? 'Starting…' : 'Start my node'}
+              </button>
+            </form>
+            <Failure error={error} />
+          </section>
+        )}
+        {node && error ? <Failure error={error} /> : null}
+      </main>
+    </>
+  )
+}

@@ -1,0 +1,56 @@
+import type { SluiceBrowserNode } from 'sluice/browser'
+import { useEffect, useState } from 'preact/hooks'
+import { get, type Status } from '../api.ts'
+import { Failure, Panel, type Shared } from './common.tsx'
+
+/** The node: who it is, how far it has synced, whether the browser keeps its data. */
+export function NodePanel({ shared, node, onStop }: { shared: Shared; node: SluiceBrowserNode; onStop(): void }) {
+  const [status, setStatus] = useState<Status | undefined>()
+  const [mostToSync, setMostToSync] = useState(0)
+  const [error, setError] = useState<string | undefined>()
+  useEffect(() => {
+    get<Status>('/status').then(
+      (s) => {
+        setStatus(s)
+        setError(undefined)
+        const left = Number(s.blocks_to_sync ?? 0)
+        setMostToSync((most) => Math.max(most, left))
+      },
+      (e: Error) => setError(e.message),
+    )
+  }, [shared.tick])
+  const left = Number(status?.blocks_to_sync ?? 0)
+  const progress = status?.status === 'ready' ? 1 : mostToSync > 0 ? 1 - left / mostToSync : 0
+  return (
+    <Panel title="Your node" id="node">
+      <dl class="facts">
+        <dt>Address</dt>
+        <dd>
+          <code data-testid="our-address">{shared.address}</code>{' '}
+          <button type="button" class="link" onClick={() => navigator.clipboard?.writeText(shared.address)}>
+            copy
+          </button>
+        </dd>
+        <dt>Status</dt>
+        <dd>
+          <span class={`chip ${status?.status ?? 'unknown'}`} data-testid="node-status">
+            {status?.status ?? '…'}
+          </span>
+          {status?.status === 'syncing' ? ` ${left} blocks to sync` : ''}
+        </dd>
+        <dt>Sync</dt>
+        <dd>
+          <progress max={1} value={progress} aria-label="sync progress" />
+        </dd>
+        <dt>Storage</dt>
+        <dd>{node.storagePersisted ? 'persistent (the browser keeps it)' : 'best effort: the browser may clear it under storage pressure'}</dd>
+        <dt>This tab</dt>
+        <dd>{node.leader ? 'runs the node' : 'uses the node of another tab'}</dd>
+      </dl>
+      <Failure error={error} />
+      <button type="button" class="secondary" onClick={onStop}>
+        Stop the node
+      </button>
+    </Panel>
+  )
+}
