@@ -6,7 +6,7 @@ import { startDevnetCommand, type DevnetJson } from './devnetProcess.ts'
 import type { SluiceProcess } from './sluiceProcess.ts'
 
 /**
- * Every endpoint of the REST API (docs/rest-api.md; and the three Sluice adds: /events, /openapi.json, /_state/export), called
+ * Every endpoint of the REST API (docs/rest-api.md; and what Sluice adds: /events, /openapi.json, /_state/export, /tokens/{token}/network), called
  * against `sluice devnet` over HTTP with the request the spec documents for it, in an order that keeps each
  * request meaningful (a channel exists before it is patched, the node shuts down last). The answer must be one
  * the spec gives that request: its success status (or the 409 of a withdrawal planned too recently). Requests
@@ -38,6 +38,7 @@ const cases: Case[] = [
   { endpoint: 'GET /tokens' },
   { endpoint: 'GET /tokens/{token_address}', params: (c) => ({ token_address: c.TTT }) },
   { endpoint: 'GET /tokens/{token_address}/partners', params: (c) => ({ token_address: c.TTT }) },
+  { endpoint: 'GET /tokens/{token_address}/network', params: (c) => ({ token_address: c.TTT }) },
   { endpoint: 'PUT /tokens/{token_address}', params: (c) => ({ token_address: c.SVT }), status: 201 },
   { endpoint: 'GET /channels' },
   { endpoint: 'GET /channels/{token_address}', params: (c) => ({ token_address: c.TTT }) },
