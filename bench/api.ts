@@ -3,7 +3,7 @@
 import { startDevnetCommand } from '../test/cli/devnetProcess.ts'
 import { fmt } from './measure.ts'
 
-const percentile = (values: number[], p: number) => {
+export const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 }

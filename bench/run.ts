@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark, printed as Markdown tables.
 import { benchApi } from './api.ts'
+import { benchBrowser } from './browser.ts'
 import { benchNode } from './node.ts'
 import { benchPackage } from './package.ts'
 import { profilePayment } from './profile.ts'
@@ -17,4 +18,5 @@ table('Protocol core (one process: signing, encoding, decoding, verifying and ev
 table('Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', await benchStorage())
 table('Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', await benchNode())
 table('REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', await benchApi())
+table('The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer)', await benchBrowser())
 table('CPU profile of one direct payment (both nodes in one process, LevelDB sync writes; self time per payment)', await profilePayment())

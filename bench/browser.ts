@@ -1,0 +1,305 @@
+// The node in a page, as a dApp runs it: the package built into a temporary folder and copied by its own
+// `sluice init` into a static site (a plain page with an import map), served by a small static server; Chromium
+// headless (playwright-core) calls startNode() with a relay; the peer is `sluice serve` of the same build, reached
+// through `sluice relay` of it; anvil with the contracts and TTT registered.
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { extname, join, normalize } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { privateKeyToAddress } from 'viem/accounts'
+import { buildPackage } from '../scripts/build.ts'
+import { anvilKeys } from '../src/devnet/anvil.ts'
+import { writeDeployment } from '../src/devnet/deploymentFile.ts'
+import { startSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
+import { startDevnet, type Devnet } from '../test/integration/support/devnet.ts'
+import { percentile } from './api.ts'
+import { fmt } from './measure.ts'
+
+const repo = fileURLToPath(new URL('..', import.meta.url))
+const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--no-first-run', '--disable-quic']
+
+/** Sequential requests of each kind timed, after the warm-up. */
+const REQUESTS = 1000
+const WARM_UP_REQUESTS = 100
+/** Payments timed, and how many are in flight at once. */
+const PAYMENTS = 10_000
+const WARM_UP_PAYMENTS = 100
+const IN_FLIGHT = 32
+/** Restarts timed for each value of waitForSync. */
+const RESTARTS = 5
+
+/**
+ * The page: startNode from the package through an import map, and the measuring loops, in plain JavaScript (the
+ * bench calls them by name, so nothing of this file's TypeScript has to run in the browser).
+ */
+const PAGE = `<!doctype html><html><body>
+<script type="importmap">{ "imports": { "sluice/browser": "/sluice/browser.js" } }</script>
+<script type="module">
+import { startNode } from 'sluice/browser'
+
+async function timed(request) {
+  const t0 = performance.now()
+  await request()
+  return performance.now() - t0
+}
+
+async function viaServiceWorker(path) {
+  const response = await fetch(path)
+  const body = await response.json()
+  if (!response.ok) throw new Error(path + ' answered ' + response.status + ': ' + JSON.stringify(body))
+  return body
+}
+
+window.bench = {
+  async start(options) {
+    const t0 = performance.now()
+    window.node = await startNode(options)
+    const started = performance.now()
+    const { our_address } = await viaServiceWorker('/api/v1/address')
+    const answered = performance.now()
+    return { address: our_address, startNode: started - t0, answered: answered - t0, sinceNavigation: answered }
+  },
+  async stop() {
+    await window.node.stop()
+    window.node = undefined
+  },
+  call(method, path, body) {
+    return fetch(path, { method, ...(body == null ? {} : { body: JSON.stringify(body) }) }).then(async (r) => ({ status: r.status, body: await r.json() }))
+  },
+  /** n sequential requests through the service worker and n on the proxy, each after its warm-up. */
+  async latencies(path, warmUp, n) {
+    const serviceWorker = []
+    const proxy = []
+    for (let i = 0; i < warmUp; i++) await viaServiceWorker(path)
+    for (let i = 0; i < n; i++) serviceWorker.push(await timed(() => viaServiceWorker(path)))
+    for (let i = 0; i < warmUp; i++) await window.node.channels()
+    for (let i = 0; i < n; i++) proxy.push(await timed(() => window.node.channels()))
+    return { serviceWorker, proxy }
+  },
+  /** n payments of 1 to the target, inFlight at a time through the service worker; each one's latency, and the failures. */
+  async pay(token, target, n, inFlight) {
+    const latencies = []
+    const failures = []
+    let next = 0
+    const t0 = performance.now()
+    await Promise.all(Array.from({ length: inFlight }, async () => {
+      while (next < n) {
+        next++
+        const t = performance.now()
+        try {
+          const response = await fetch('/api/v1/payments/' + token + '/' + target, { method: 'POST', body: '{"amount":"1"}' })
+          const text = await response.text()
+          if (response.status === 200) latencies.push(performance.now() - t)
+          else failures.push(response.status + ' ' + text)
+        } catch (e) {
+          failures.push(String(e))
+        }
+      }
+    }))
+    return { seconds: (performance.now() - t0) / 1000, latencies, failures: failures.length, firstFailures: failures.slice(0, 3) }
+  },
+}
+</script>
+</body></html>
+`
+
+const contentTypes: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.json': 'application/json',
+  '.wasm': 'application/wasm',
+}
+
+/** A static server of `root` as a dApp's host would be: revalidated with Last-Modified (304), no compression. */
+function serveStatic(root: string): Promise<{ server: Server; url: string }> {
+  const server = createServer((request, response) => {
+    const path = normalize(decodeURIComponent(new URL(request.url ?? '/', 'http://x').pathname))
+    const file = join(root, path.endsWith('/') ? `${path}index.html` : path)
+    let modified: string
+    try {
+      const stat = statSync(file)
+      if (!stat.isFile()) throw new Error('not a file')
+      modified = stat.mtime.toUTCString()
+    } catch {
+      response.writeHead(404).end()
+      return
+    }
+    const headers = { 'last-modified': modified, 'cache-control': 'no-cache' }
+    if (request.headers['if-modified-since'] === modified) {
+      response.writeHead(304, headers).end()
+      return
+    }
+    response.writeHead(200, { ...headers, 'content-type': contentTypes[extname(file)] ?? 'application/octet-stream' }).end(readFileSync(file))
+  })
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` }))
+  })
+}
+
+type Call = { status: number; body: unknown }
+type Started = { address: string; startNode: number; answered: number; sinceNavigation: number }
+type Paid = { seconds: number; latencies: number[]; failures: number; firstFailures: string[] }
+
+/** Calls `bench.<method>(...args)` in the page (a string: nothing of tsx's output goes into the browser). */
+function inPage<T>(page: Page, method: string, ...args: unknown[]): Promise<T> {
+  return page.evaluate(`window.bench.${method}(...${JSON.stringify(args)})`) as Promise<T>
+}
+
+const median = (values: number[]) => percentile(values, 50)
+const p50p99 = (values: number[]) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`
+
+/** `payments`: how many the throughput row times (10,000; fewer only to try the bench out). */
+export async function benchBrowser(payments = PAYMENTS): Promise<Record<string, string>> {
+  const stage = mkdtempSync(join(tmpdir(), 'sluice-bench-browser-'))
+  const processes: SluiceProcess[] = []
+  let net: Devnet | undefined
+  let site: Server | undefined
+  let browser: Browser | undefined
+  const pageErrors: string[] = []
+  try {
+    // The package as `npm pack` takes it, with a fresh dist/; its bin runs dist/cli/ (no src/ beside it), and
+    // the repository's node_modules stand in for an install.
+    for (const file of ['package.json', 'README.md', 'bin']) cpSync(join(repo, file), join(stage, file), { recursive: true })
+    symlinkSync(join(repo, 'node_modules'), join(stage, 'node_modules'), 'dir')
+    await buildPackage({ outDir: join(stage, 'dist'), declarations: false })
+    const bin = join(stage, 'bin/sluice.mjs')
+    const start = (args: string[]) => {
+      const p = startSluice(args, stage, bin)
+      processes.push(p)
+      return p
+    }
+    mkdirSync(join(stage, 'site'))
+    const init = start(['init', 'site'])
+    if ((await init.exited).code !== 0) throw new Error(`sluice init failed:\n${init.stdout()}${init.stderr()}`)
+    writeFileSync(join(stage, 'site/index.html'), PAGE)
+
+    const pageKey = anvilKeys[1]
+    const peerKey = anvilKeys[2]
+    const address = privateKeyToAddress(pageKey)
+    const peerAddress = privateKeyToAddress(peerKey)
+    net = await startDevnet([pageKey])
+    const rpc = net.anvil.rpcUrl
+    const token = net.token
+    const deploymentFile = join(stage, 'site/deployments', `${net.deployment.chainId}.json`)
+    await writeDeployment(deploymentFile, net.deployment)
+
+    const relay = start(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'])
+    await relay.waitForOutput(/Press Ctrl-C to stop/)
+    const relayAddress = /^ {2}(\/\S+)$/m.exec(relay.stdout())![1]!
+    const peerArgs = ['serve', '--rpc', rpc, '--deployment', deploymentFile, '--key', peerKey, '--data-dir', join(stage, 'peer'), '--api', '127.0.0.1:0']
+    peerArgs.push('--confirmations', '0', '--polling-interval', '50', '--environment', 'development', '--relay', relayAddress)
+    const peer = start(peerArgs)
+    const [served, [, peerApi]] = await Promise.all([serveStatic(join(stage, 'site')), peer.waitForOutput(/REST API: (\S+)\n/, 60_000)])
+    site = served.server
+
+    browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs })
+    // One context for the whole run: its IndexedDB keeps the node's store across the restarts.
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    page.on('pageerror', (e) => pageErrors.push(e.message))
+    const open = async () => {
+      await page.goto(served.url)
+      await page.waitForFunction('window.bench !== undefined')
+    }
+    const options = {
+      rpc,
+      deployment: `/deployments/${net.deployment.chainId}.json`,
+      key: pageKey,
+      relay: [relayAddress],
+      confirmations: 0,
+      pollingInterval: 50,
+      environment: 'development',
+    }
+    const call = async (method: string, path: string, body?: unknown, expected = [200]) => {
+      const answer = await inPage<Call>(page, 'call', method, path, body)
+      if (!expected.includes(answer.status)) throw new Error(`${method} ${path} answered ${answer.status}: ${JSON.stringify(answer.body)}`)
+      return answer.body
+    }
+
+    await open()
+    const first = await inPage<Started>(page, 'start', options)
+    if (first.address !== address) throw new Error(`the node is ${first.address}, not ${address}`)
+    await call('PUT', '/api/v1/channels', { partner_address: peerAddress, token_address: token, total_deposit: String(10 ** 6) }, [201])
+
+    const rows: Record<string, string> = {}
+    // 1. The service worker's cost: the same read through it (fetch) and on the proxy (the request channel).
+    const { serviceWorker, proxy } = await inPage<{ serviceWorker: number[]; proxy: number[] }>(
+      page,
+      'latencies',
+      '/api/v1/channels',
+      WARM_UP_REQUESTS,
+      REQUESTS,
+    )
+    rows[`GET /channels through the service worker p50 / p99 (ms), ${fmt(REQUESTS)} sequential fetches`] = p50p99(serviceWorker)
+    rows['the same on the proxy (node.channels()) p50 / p99 (ms)'] = p50p99(proxy)
+
+    // 2. Direct payments to the headless peer, through the relay.
+    const pay = async (n: number) => {
+      const paid = await inPage<Paid>(page, 'pay', token, peerAddress, n, IN_FLIGHT)
+      if (paid.failures > 0) throw new Error(`${paid.failures} of ${n} payments failed, e.g. ${paid.firstFailures.join('; ')}`)
+      return paid
+    }
+    await pay(WARM_UP_PAYMENTS)
+    const paid = await pay(payments)
+    rows[`direct payments/s to the peer through the relay, ${IN_FLIGHT} in flight (${fmt(payments)} payments in ${paid.seconds.toFixed(1)} s)`] = fmt(
+      payments / paid.seconds,
+    )
+    rows['payments that succeeded'] = `${paid.latencies.length.toLocaleString('en-US')} of ${payments.toLocaleString('en-US')}`
+    rows[`payment latency p50 / p99 with ${IN_FLIGHT} in flight (ms)`] = p50p99(paid.latencies)
+    const stored = WARM_UP_PAYMENTS + payments
+    // The peer, in its own process, holds them all (its last Unlocks may still be on their way for a moment).
+    let received = 0
+    for (const deadline = Date.now() + 30_000; received < stored && Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
+      const entries = (await (await fetch(`${peerApi}/payments/${token}?limit=${stored * 2}`)).json()) as { event: string }[]
+      received = entries.filter((entry) => entry.event === 'EventPaymentReceivedSuccess').length
+    }
+    if (received !== stored) throw new Error(`the peer received ${received} payments, not ${stored}`)
+    rows['received by the peer (its GET /payments), warm-up included'] = received.toLocaleString('en-US')
+
+    // 3. Start with the payments stored: stop, reload (same context: IndexedDB stays), time startNode() to the first answer.
+    const restarts = async (restartOptions: object) => {
+      const times: Started[] = []
+      for (let i = 0; i < RESTARTS; i++) {
+        await inPage(page, 'stop')
+        await open()
+        times.push(await inPage<Started>(page, 'start', { ...options, ...restartOptions }))
+      }
+      return times
+    }
+    const quick = await restarts({ waitForSync: false })
+    const history = (await call('GET', `/api/v1/payments?limit=${stored * 2}`)) as { event: string }[]
+    const sent = history.filter((entry) => entry.event === 'EventPaymentSentSuccess').length
+    if (sent !== stored) throw new Error(`after the restart GET /payments shows ${sent} sent payments, not ${stored}`)
+    const synced = await restarts({ waitForSync: true })
+    // What libp2p costs there: the same node and store without the relay (the worker then never loads libp2p).
+    const local = await restarts({ relay: [], waitForSync: false })
+    const label = `startNode() to the first answered GET /address, ${fmt(stored)} stored payments`
+    rows[`${label}, waitForSync: false, median of ${RESTARTS} reloads (ms)`] = fmt(median(quick.map((t) => t.answered)))
+    rows[`${label}, waitForSync: true (the default), median of ${RESTARTS} (ms)`] = fmt(median(synced.map((t) => t.answered)))
+    rows['of which startNode() itself, waitForSync false / true, median (ms)'] =
+      `${fmt(median(quick.map((t) => t.startNode)))} / ${fmt(median(synced.map((t) => t.startNode)))}`
+    rows['the same from the navigation (page load included), waitForSync false / true, median (ms)'] =
+      `${fmt(median(quick.map((t) => t.sinceNavigation)))} / ${fmt(median(synced.map((t) => t.sinceNavigation)))}`
+    rows['the same without the relay (libp2p not loaded), waitForSync: false, median (ms)'] = fmt(median(local.map((t) => t.answered)))
+    rows['GET /payments after the restart: sent payments listed'] = sent.toLocaleString('en-US')
+    await inPage(page, 'stop')
+    return rows
+  } catch (e) {
+    if (pageErrors.length > 0 && e instanceof Error) e.message += `\npage errors: ${pageErrors.slice(0, 5).join('\n')}`
+    throw e
+  } finally {
+    await browser?.close().catch(() => {})
+    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM')
+    await Promise.all(processes.map((p) => p.exited))
+    site?.closeAllConnections()
+    await new Promise((resolve) => (site ? site.close(resolve) : resolve(undefined)))
+    await net?.stop()
+    // The link first, by itself: nothing of the repository's node_modules may go with the stage.
+    rmSync(join(stage, 'node_modules'), { force: true })
+    rmSync(stage, { recursive: true, force: true })
+  }
+}
