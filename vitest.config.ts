@@ -32,6 +32,7 @@ export default defineConfig({
             'test/integration/**/*.test.ts',
             'test/api/**/*.test.ts',
             'test/package/**/*.test.ts',
+            'test/demo/**/*.test.ts',
           ],
           environment: 'node',
           testTimeout: 60_000,

@@ -1,0 +1,148 @@
+import { readFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, describe, expect, test } from 'vitest'
+import type { DemoConfig } from '../../demo/src/config.ts'
+import { call } from '../cli/devnetProcess.ts'
+import { childProcesses, isAlive, startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
+import { eventually } from '../integration/support/eventually.ts'
+import { drivePage } from './drivePage.ts'
+
+/**
+ * `npm run demo` as a person runs it (scripts/demo.ts under tsx): it builds the package and the page, starts the
+ * network, serves the page with /demo.json; a person (Playwright, drivePage.ts) uses the page end to end; Ctrl-C
+ * leaves no process behind. It builds into the checkout's dist/,
+ * demo/public/ and demo/dist/, as `npm run demo` does: run the port-in-use case first, which must fail before building.
+ */
+
+const repo = fileURLToPath(new URL('../..', import.meta.url))
+const tsx = join(repo, 'node_modules/tsx/dist/cli.mjs')
+
+const started: SluiceProcess[] = []
+function startDemo(args: string[]): SluiceProcess {
+  const demo = startSluice(['scripts/demo.ts', ...args], repo, tsx)
+  started.push(demo)
+  return demo
+}
+
+/**
+ * Every process under `pid`, sampled every 50 ms until `stop()`: once a parent exits its children are reparented, so
+ * the tree must be known while it stands. Checked at the end: none may outlive the demo.
+ */
+function watchTree(pid: number) {
+  const seen = new Map<number, string>()
+  const sample = () => {
+    const queue = [pid]
+    while (queue.length > 0)
+      for (const child of childProcesses(queue.shift()!)) {
+        seen.set(child.pid, child.name)
+        queue.push(child.pid)
+      }
+  }
+  sample()
+  const timer = setInterval(sample, 50)
+  return {
+    seen,
+    stop: () => clearInterval(timer),
+    alive: () => [...seen].filter(([p]) => isAlive(p)).map(([p, name]) => `${name} (${p})`),
+  }
+}
+
+afterAll(async () => {
+  // A failed test may leave a demo running: stop it as Ctrl-C would.
+  for (const demo of started) if (demo.child.exitCode === null && demo.child.signalCode === null) demo.child.kill('SIGINT')
+  await Promise.all(started.map((d) => d.exited))
+})
+
+async function takenPort(): Promise<{ server: Server; port: number }> {
+  const server = createServer()
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
+  return { server, port: (server.address() as { port: number }).port }
+}
+
+describe('npm run demo', () => {
+  test('a port in use: one line on stderr, exit code 2, nothing built or left running', async () => {
+    const { server, port } = await takenPort()
+    try {
+      const demo = startDemo(['--port', String(port)])
+      const tree = watchTree(demo.child.pid!)
+      const { code } = await demo.exited
+      tree.stop()
+      expect(code).toBe(2)
+      expect(demo.stderr()).toBe(`sluice demo: port ${port} is in use; choose another with --port\n`)
+      expect(demo.stdout()).toBe('')
+      expect(tree.seen.size).toBeGreaterThan(0) // tsx runs the script in a child process
+      await eventually(() => expect(tree.alive()).toEqual([]), 5_000)
+    } finally {
+      server.close()
+    }
+  })
+
+  // One demo for the rest of the file (one build): it is started, the page is driven, then it is stopped.
+  let demo: SluiceProcess
+  let tree: ReturnType<typeof watchTree>
+  let url: string
+  let config: DemoConfig
+
+  test('builds, starts the network and serves the page with /demo.json', async () => {
+    const began = performance.now()
+    demo = startDemo(['--port', '0'])
+    tree = watchTree(demo.child.pid!)
+    await demo.waitForOutput(/Press Ctrl-C to stop\.\n$/, 150_000)
+    console.log(`npm run demo: ready in ${((performance.now() - began) / 1000).toFixed(1)} s`)
+    url = /^Demo: (http:\/\/127\.0\.0\.1:\d+\/)$/m.exec(demo.stdout())![1]!
+
+    // The page, with its title.
+    const title = /<title>(.*)<\/title>/.exec(readFileSync(join(repo, 'demo/index.html'), 'utf8'))![1]!
+    const page = await fetch(url)
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/)
+    expect(await page.text()).toContain(`<title>${title}</title>`)
+
+    // What the page is told: the chain, the relay, the two peers (running), the tokens.
+    const answer = await fetch(new URL('/demo.json', url))
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get('content-type')).toMatch(/^application\/json/)
+    config = (await answer.json()) as DemoConfig
+    expect(Object.keys(config).sort()).toEqual(['blockTime', 'chainId', 'deployment', 'peers', 'relay', 'rpc', 'tokens'])
+    expect(config.blockTime).toBe(1)
+    expect(config.deployment).toBe(`/deployments/${config.chainId}.json`)
+    expect(config.relay).toHaveLength(1)
+    expect(config.relay[0]).toMatch(/^\/ip4\/127\.0\.0\.1\/tcp\/\d+\/ws\/p2p\/\w+$/)
+    expect(Object.keys(config.tokens)).toEqual(['TTT', 'TT2'])
+    expect(config.peers.map((p) => p.name)).toEqual(['Peer 1', 'Peer 2'])
+    for (const peer of config.peers) expect(await call('GET', `${peer.api}/address`)).toEqual({ status: 200, body: { our_address: peer.address } })
+    const chain = await call('POST', config.rpc, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] })
+    expect(Number(chain.body.result)).toBe(config.chainId)
+
+    // The deployment file it names, on this origin.
+    const deployment = await fetch(new URL(config.deployment, url))
+    expect(deployment.status).toBe(200)
+    expect(deployment.headers.get('content-type')).toMatch(/^application\/json/)
+    expect(((await deployment.json()) as { chainId: number }).chainId).toBe(config.chainId)
+
+    // The service worker `sluice init` copied, as JavaScript.
+    const sw = await fetch(new URL('/sluice-sw.js', url))
+    expect(sw.status).toBe(200)
+    expect(sw.headers.get('content-type')).toMatch(/^text\/javascript/)
+    expect((await sw.text()).length).toBeGreaterThan(0)
+  }, 180_000)
+
+  test('a person drives the page: start, fund, open, deposit, pay direct and mediated, reload, withdraw, close and settle', async ({ skip }) => {
+    if (!config) skip('the demo did not start')
+    await drivePage(url, config, (line) => console.log(line))
+  }, 300_000)
+
+  test('Ctrl-C stops everything it started and exits 0', async ({ skip }) => {
+    if (!demo) skip('the demo did not start')
+    // No process of the tree may be left (anvil, the devnet, its peers and relay, tsx's own).
+    expect([...tree.seen.values()]).toContain('anvil')
+    demo.child.kill('SIGINT')
+    const { code } = await demo.exited
+    tree.stop()
+    expect(code).toBe(0)
+    expect(demo.stderr()).toMatch(/SIGINT: stopping\n$/)
+    await eventually(() => expect(tree.alive()).toEqual([]), 5_000)
+  }, 60_000)
+})
