@@ -19,6 +19,7 @@ import type { NodeStatus } from '../src/node/notices.ts'
 import type { StorageDump } from '../src/storage/storage.ts'
 import { openIdbStorage } from '../src/storage/idbStorage.ts'
 import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
+import { lazyTransport } from '../src/transport/lazyTransport.ts'
 import { version } from '../src/version.ts'
 import { errorResponse, serveApiChannel } from './apiChannel.ts'
 import { carryErrorCodes } from './comlinkErrors.ts'
@@ -169,7 +170,10 @@ function untilReady(node: SluiceNode, ms: number): Promise<void> {
   })
 }
 
-/** libp2p through the relays when there are any (loaded only then: it is most of the worker's size), else this origin. */
+/**
+ * libp2p through the relays when there are any, else this origin. libp2p is most of the worker's size: it loads only
+ * then, and as the node starts, not before it answers.
+ */
 function transportFor(relays: string[], deployment: Deployment): TransportFactory {
   if (relays.length === 0)
     return ({ address }) =>
@@ -177,7 +181,7 @@ function transportFor(relays: string[], deployment: Deployment): TransportFactor
         address,
         channelName: `sluice-${deployment.chainId}-${deployment.contracts.TokenNetworkRegistry.address.toLowerCase()}`,
       })
-  return async ({ key }) => (await import('../src/transport/libp2p/libp2pTransport.ts')).createLibp2pTransport({ privateKey: key, relays })
+  return ({ key }) => lazyTransport(async () => (await import('../src/transport/libp2p/libp2pTransport.ts')).createLibp2pTransport({ privateKey: key, relays }))
 }
 
 export type NodeWorkerApi = typeof api

@@ -115,10 +115,11 @@ export class SluiceNode {
   }
 
   private async start(): Promise<void> {
-    await this.delivery.start()
+    // The transport (reaching a relay, say) and the catch-up with the chain go on side by side: neither needs the
+    // other, and both come before ready. The first sync can be long, and the status tells how far it is.
+    const delivering = this.delivery.start()
     for (const record of this.pendingTransactions) void this.transactions.run(record)
-    // Catch up before serving: the first sync can be long, and the status tells how far it is.
-    await this.follower.catchUp(() => this.stopping.signal.aborted)
+    await Promise.all([delivering, this.follower.catchUp(() => this.stopping.signal.aborted)])
     if (this.stopping.signal.aborted) throw new NodeStoppedError()
     this.publishStatus('ready')
     this.follower.start()

@@ -1,0 +1,93 @@
+import type { Address } from 'viem'
+import { afterEach, describe, expect, test } from 'vitest'
+import { createBroadcastChannelTransport } from '../../../src/transport/broadcastChannelTransport.ts'
+import { TransportClosedError } from '../../../src/transport/errors.ts'
+import { lazyTransport } from '../../../src/transport/lazyTransport.ts'
+import type { Transport } from '../../../src/transport/transport.ts'
+import { eventually, freshChannel } from './support.ts'
+
+const A: Address = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266'
+const B: Address = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'
+
+const running: Transport[] = []
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((t) => t.stop()))
+})
+
+/** A lazy BroadcastChannel transport for A, and what became of its loads. */
+function lazyA(channelName: string, { delay = 0 } = {}) {
+  const loads: Transport[] = []
+  const lazy = lazyTransport(async () => {
+    await new Promise((r) => setTimeout(r, delay))
+    const transport = createBroadcastChannelTransport({ address: A, channelName })
+    loads.push(transport)
+    return transport
+  })
+  running.push(lazy)
+  return { lazy, loads }
+}
+
+async function plainB(channelName: string) {
+  const transport = createBroadcastChannelTransport({ address: B, channelName })
+  const inbox: { lines: string[]; from: Address }[] = []
+  await transport.start((lines, from) => inbox.push({ lines, from }))
+  running.push(transport)
+  return { transport, inbox }
+}
+
+describe('lazyTransport', () => {
+  test('loads its adapter on start, once, and then carries messages both ways', async () => {
+    const name = freshChannel()
+    const { lazy, loads } = lazyA(name)
+    expect(loads).toHaveLength(0)
+    const b = await plainB(name)
+    const inbox: { lines: string[]; from: Address }[] = []
+    await lazy.start((lines, from) => inbox.push({ lines, from }))
+    expect(loads).toHaveLength(1)
+    await lazy.send(B, ['to b'])
+    await b.transport.send(A, ['to a'])
+    await eventually(() => {
+      expect(b.inbox).toEqual([{ lines: ['to b'], from: A }])
+      expect(inbox).toEqual([{ lines: ['to a'], from: B }])
+    })
+    expect(loads).toHaveLength(1)
+  })
+
+  test('a peer listener registered before start hears the peers the adapter sees', async () => {
+    const name = freshChannel()
+    const { lazy } = lazyA(name)
+    const peers: Address[] = []
+    lazy.onPeerSeen!((peer) => peers.push(peer))
+    await plainB(name)
+    await lazy.start(() => {})
+    await eventually(() => expect(peers).toEqual([B]))
+  })
+
+  test('a send while the adapter loads waits for it; a send before start is refused', async () => {
+    const name = freshChannel()
+    const { lazy } = lazyA(name, { delay: 50 })
+    await expect(lazy.send(B, ['early'])).rejects.toBeInstanceOf(TransportClosedError)
+    const b = await plainB(name)
+    const starting = lazy.start(() => {})
+    const sent = lazy.send(B, ['while loading'])
+    await starting
+    await sent
+    await eventually(() => expect(b.inbox).toEqual([{ lines: ['while loading'], from: A }]))
+  })
+
+  test('stopped while it loads, the adapter is stopped once loaded; stopped before start, nothing is loaded', async () => {
+    const name = freshChannel()
+    const { lazy, loads } = lazyA(name, { delay: 50 })
+    const starting = lazy.start(() => {}).catch((e: unknown) => e)
+    await lazy.stop()
+    await starting
+    expect(loads).toHaveLength(1)
+    await expect(loads[0]!.send(B, ['after stop'])).rejects.toBeInstanceOf(TransportClosedError)
+    await expect(lazy.send(B, ['after stop'])).rejects.toBeInstanceOf(TransportClosedError)
+
+    const never = lazyA(name)
+    await never.lazy.stop()
+    await expect(never.lazy.start(() => {})).rejects.toBeInstanceOf(TransportClosedError)
+    expect(never.loads).toHaveLength(0)
+  })
+})
