@@ -132,6 +132,11 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     ...nodeOptions
   } = options
   if (!nodeOptions.rpc && !provider) throw new InvalidOptionsError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
+  // The shape only: libp2p, which parses them whole, loads after the node is ready (docs/decisions/0024), and a
+  // relay it refuses then stops the node with INVALID_RELAY_ADDRESS.
+  for (const relay of nodeOptions.relay ?? [])
+    if (typeof relay !== 'string' || !/^\/.+\/p2p\/[^/]+$/.test(relay))
+      throw new InvalidOptionsError(`each relay must be a multiaddr ending in /p2p/<the relay's peer id>, not ${JSON.stringify(relay)}`)
 
   const deployment = await within(loadDeployment(deploymentSource), 'loading the deployment')
   const storagePersisted = await requestPersistence()

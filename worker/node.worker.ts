@@ -101,7 +101,7 @@ const api = {
               void stopOnItsOwn(lost)
             },
           }),
-        transport: transportFor(relay, deployment),
+        transport: transportFor(relay, deployment, (error) => void stopOnItsOwn(`its transport did not start: ${toErrorData(error).message}`, error)),
       })
       const current = hostNode({ node, version, environment })
       hosted = current
@@ -172,16 +172,21 @@ function untilReady(node: SluiceNode, ms: number): Promise<void> {
 
 /**
  * libp2p through the relays when there are any, else this origin. libp2p is most of the worker's size: it loads only
- * then, and as the node starts, not before it answers.
+ * then, and in the background as the node starts: the node is ready once synced, while libp2p loads and reserves
+ * its place on the relays (about 300 ms here); what it sends meanwhile waits for that (docs/decisions/0024).
  */
-function transportFor(relays: string[], deployment: Deployment): TransportFactory {
+function transportFor(relays: string[], deployment: Deployment, onError: (error: unknown) => void): TransportFactory {
   if (relays.length === 0)
     return ({ address }) =>
       createBroadcastChannelTransport({
         address,
         channelName: `sluice-${deployment.chainId}-${deployment.contracts.TokenNetworkRegistry.address.toLowerCase()}`,
       })
-  return ({ key }) => lazyTransport(async () => (await import('../src/transport/libp2p/libp2pTransport.ts')).createLibp2pTransport({ privateKey: key, relays }))
+  return ({ key }) =>
+    lazyTransport(async () => (await import('../src/transport/libp2p/libp2pTransport.ts')).createLibp2pTransport({ privateKey: key, relays }), {
+      background: true,
+      onError,
+    })
 }
 
 export type NodeWorkerApi = typeof api

@@ -1,42 +1,66 @@
 import type { Address } from 'viem'
-import { TransportClosedError } from './errors.ts'
+import { toErrorData } from '../errors.ts'
+import { TransportClosedError, TransportError } from './errors.ts'
 import type { Transport } from './transport.ts'
+
+export type LazyTransportOptions = {
+  /**
+   * Start in the background: `start` resolves at once, and the node does not wait for the adapter to load and
+   * reach its relays before it is ready. Sends wait for it meanwhile; a failure goes to `onError`.
+   */
+  background?: boolean
+  /** A background start that failed (the adapter did not load or start); the transport is unusable then. */
+  onError?: (error: unknown) => void
+}
 
 /**
  * A Transport whose adapter is loaded when it starts, not when the node is built. The browser worker builds its
- * node with this around libp2p (most of the worker's bytes, in chunks of their own): the node answers its first
- * request while libp2p still loads and reaches the relay, instead of after.
+ * node with this around libp2p (most of the worker's bytes, in chunks of their own, and a relay to reach): in the
+ * background, the node answers and syncs while libp2p loads and reserves its place on the relay, and the messages
+ * it sends meanwhile wait for that (delivery resends whatever a peer did not acknowledge).
  */
-export function lazyTransport(load: () => Promise<Transport>): Transport {
-  let loading: Promise<Transport> | undefined
+export function lazyTransport(load: () => Promise<Transport>, { background = false, onError }: LazyTransportOptions = {}): Transport {
+  let started: Promise<Transport> | undefined
   let stopped = false
   const peerSeen: ((peer: Address) => void)[] = []
-  const loaded = () => {
-    loading ??= load().then((transport) => {
-      for (const listener of peerSeen) transport.onPeerSeen?.(listener)
-      return transport
-    })
-    return loading
+  const startAdapter = async (onMessages: (lines: string[], from: Address) => void) => {
+    const transport = await load()
+    // Stopped while it loaded: stop() stops the adapter, which must not start after that.
+    if (stopped) throw new TransportClosedError('start')
+    for (const listener of peerSeen) transport.onPeerSeen?.(listener)
+    await transport.start(onMessages)
+    return transport
   }
   return {
     async start(onMessages) {
       if (stopped) throw new TransportClosedError('start')
-      const transport = await loaded()
-      // Stopped while it loaded: stop() stops the adapter, which must not start after that.
-      if (stopped) throw new TransportClosedError('start')
-      await transport.start(onMessages)
+      if (started) throw new TransportError('transport already started')
+      started = startAdapter(onMessages)
+      if (!background) {
+        await started
+        return
+      }
+      started.catch((error: unknown) => {
+        if (!stopped) onError?.(error)
+      })
     },
     async send(to, lines) {
-      if (!loading || stopped) throw new TransportClosedError('send')
-      await (await loading).send(to, lines)
+      if (!started || stopped) throw new TransportClosedError('send')
+      let transport: Transport
+      try {
+        transport = await started
+      } catch (error) {
+        throw new TransportError(`the transport did not start: ${toErrorData(error).message}`)
+      }
+      await transport.send(to, lines)
     },
     onPeerSeen(listener) {
       peerSeen.push(listener)
     },
     async stop() {
       stopped = true
-      // Never loaded: nothing to stop. A load in progress is stopped once it is done (a failed one has nothing).
-      const transport = await loading?.catch(() => undefined)
+      // Never started: nothing to stop. A start in progress is stopped once it is done (a failed one has nothing).
+      const transport = await started?.catch(() => undefined)
       await transport?.stop()
     },
   }

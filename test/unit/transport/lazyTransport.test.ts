@@ -1,8 +1,8 @@
 import type { Address } from 'viem'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createBroadcastChannelTransport } from '../../../src/transport/broadcastChannelTransport.ts'
-import { TransportClosedError } from '../../../src/transport/errors.ts'
-import { lazyTransport } from '../../../src/transport/lazyTransport.ts'
+import { TransportClosedError, TransportError } from '../../../src/transport/errors.ts'
+import { type LazyTransportOptions, lazyTransport } from '../../../src/transport/lazyTransport.ts'
 import type { Transport } from '../../../src/transport/transport.ts'
 import { eventually, freshChannel } from './support.ts'
 
@@ -15,14 +15,14 @@ afterEach(async () => {
 })
 
 /** A lazy BroadcastChannel transport for A, and what became of its loads. */
-function lazyA(channelName: string, { delay = 0 } = {}) {
+function lazyA(channelName: string, { delay = 0, ...options }: { delay?: number } & LazyTransportOptions = {}) {
   const loads: Transport[] = []
   const lazy = lazyTransport(async () => {
     await new Promise((r) => setTimeout(r, delay))
     const transport = createBroadcastChannelTransport({ address: A, channelName })
     loads.push(transport)
     return transport
-  })
+  }, options)
   running.push(lazy)
   return { lazy, loads }
 }
@@ -89,5 +89,48 @@ describe('lazyTransport', () => {
     await never.lazy.stop()
     await expect(never.lazy.start(() => {})).rejects.toBeInstanceOf(TransportClosedError)
     expect(never.loads).toHaveLength(0)
+  })
+
+  test('in the background, start resolves before the adapter has loaded; sends meanwhile wait for it', async () => {
+    const name = freshChannel()
+    const { lazy, loads } = lazyA(name, { delay: 50, background: true })
+    const b = await plainB(name)
+    const inbox: { lines: string[]; from: Address }[] = []
+    await lazy.start((lines, from) => inbox.push({ lines, from }))
+    expect(loads).toHaveLength(0)
+    await lazy.send(B, ['sent while it loaded'])
+    expect(loads).toHaveLength(1)
+    await b.transport.send(A, ['back'])
+    await eventually(() => {
+      expect(b.inbox).toEqual([{ lines: ['sent while it loaded'], from: A }])
+      expect(inbox).toEqual([{ lines: ['back'], from: B }])
+    })
+  })
+
+  test('in the background, a failed start goes to onError and every send fails with why', async () => {
+    const errors: unknown[] = []
+    const lazy = lazyTransport(
+      async () => {
+        throw new Error('no relay answered')
+      },
+      { background: true, onError: (e) => errors.push(e) },
+    )
+    running.push(lazy)
+    await lazy.start(() => {})
+    await eventually(() => expect(errors).toEqual([new Error('no relay answered')]))
+    const failed = await lazy.send(B, ['x']).catch((e: unknown) => e)
+    expect(failed).toBeInstanceOf(TransportError)
+    expect((failed as Error).message).toBe('the transport did not start: no relay answered')
+  })
+
+  test('in the background, stopped while it loads: the adapter never starts and onError hears nothing', async () => {
+    const name = freshChannel()
+    const errors: unknown[] = []
+    const { lazy, loads } = lazyA(name, { delay: 50, background: true, onError: (e) => errors.push(e) })
+    await lazy.start(() => {})
+    await lazy.stop()
+    expect(loads).toHaveLength(1)
+    await expect(loads[0]!.send(B, ['x'])).rejects.toBeInstanceOf(TransportClosedError)
+    expect(errors).toEqual([])
   })
 })
