@@ -8,7 +8,7 @@ import { LogChunkSize } from '../chain/getLogsByChunk.ts'
 import { createTransactionQueue } from '../chain/transactionQueue.ts'
 import { sendProtocolTransaction } from '../chain/transactions.ts'
 import { defaultContext, initialState, type TransitionContext } from '../protocol/state/access.ts'
-import { useWasmSecp256k1 } from '../protocol/secp256k1.ts'
+import { useSmallJsTables, useWasmSecp256k1 } from '../protocol/secp256k1.ts'
 import { createDelivery } from '../transport/delivery.ts'
 import { lineSigner } from '../transport/lineSigner.ts'
 import { ChainFollower } from './chainFollower.ts'
@@ -38,8 +38,10 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   const { config, confirmations } = resolveNodeConfig(nodeConfig)
   // The curve engine is process-wide and only a matter of speed: a host that loaded the native one keeps it.
   // Both engines sign the same bytes (RFC 6979), so the switch may also happen while the node runs.
-  if (nodeConfig.secp256k1Wasm === 'background') void useWasmSecp256k1()
-  else await useWasmSecp256k1()
+  if (nodeConfig.secp256k1Wasm === 'background') {
+    useSmallJsTables()
+    void useWasmSecp256k1()
+  } else await useWasmSecp256k1()
   if (!config.rpc && !config.provider) throw new TypeError('createNode needs `rpc` or `provider`')
   const { deployment } = config
   const chain = await createChainClient({

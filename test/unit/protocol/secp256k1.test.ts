@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { bytesToHex, hashMessage, hexToBytes, type Hex } from 'viem'
 import { privateKeyToAddress, sign, serializeSignature } from 'viem/accounts'
 import { describe, expect, test } from 'vitest'
-import { secp256k1Engine, useWasmSecp256k1 } from '../../../src/protocol/secp256k1.ts'
+import { secp256k1Engine, useSmallJsTables, useWasmSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 import { eip191Hash, recoverPackedSignerSync, signPackedSync } from '../../../src/protocol/signature.ts'
 
 const key = fc
@@ -33,6 +33,28 @@ describe('secp256k1 engines', () => {
       }),
       { numRuns: 50 },
     )
+  })
+
+  test("with the small tables (the browser's bridge until the WASM), keys, signatures and recovery are the WASM engine's (property)", async () => {
+    await useWasmSecp256k1()
+    const wasm = secp256k1Engine()
+    const { secp256k1 } = await import('@noble/curves/secp256k1')
+    useSmallJsTables()
+    try {
+      fc.assert(
+        fc.property(key, data, (k, d) => {
+          const hash = eip191Hash(d)
+          expect(bytesToHex(secp256k1.getPublicKey(hexToBytes(k), false))).toBe(bytesToHex(wasm.publicKey(hexToBytes(k))))
+          const noble = secp256k1.sign(hash, hexToBytes(k))
+          const fromWasm = wasm.sign(hash, hexToBytes(k))
+          expect(bytesToHex(noble.toCompactRawBytes())).toBe(bytesToHex(fromWasm.subarray(0, 64)))
+          expect(bytesToHex(noble.recoverPublicKey(hash).toRawBytes(false))).toBe(bytesToHex(wasm.publicKey(hexToBytes(k))))
+        }),
+        { numRuns: 50 },
+      )
+    } finally {
+      secp256k1.utils.precompute(8) // noble's default again, for the rest of this process
+    }
   })
 
   test("signatures match viem's EIP-191 signing and recover the signer, with v as 27/28 or 0/1", async () => {
