@@ -2,6 +2,7 @@ import { getAddress, type Address } from 'viem'
 import { balance } from '../protocol/channel/amounts.ts'
 import type { Channel, ChannelState } from '../protocol/state/types.ts'
 import type { Schema } from './input.ts'
+import { addressSchema as address, decimalSchema as decimal } from './input.ts'
 
 /** The Channel object of docs/rest-api.md, field for field and in its order; amounts are bigints (`json()` writes them as strings). */
 export type ChannelJson = {
@@ -50,9 +51,6 @@ export function channelJson(channel: Channel): ChannelJson {
     reveal_timeout: channel.revealTimeout,
   }
 }
-
-const address: Schema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
-const decimal: Schema = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
 
 /** The JSON Schema of a Channel object (openapi.json). */
 export const channelSchema: Schema = {

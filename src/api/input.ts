@@ -4,6 +4,9 @@ import { JsonNumber, JsonSyntaxError, parseJson, type JsonValue } from './json.t
 
 /** A JSON Schema (OpenAPI 3.1 dialect) fragment. */
 export type Schema = Record<string, unknown>
+/** The JSON Schemas of the API's two commonest strings: an address, and a uint as decimal digits (docs/rest-api.md). */
+export const addressSchema: Schema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
+export const decimalSchema: Schema = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
 
 /**
  * One request field: how to read it (throwing ApiError with the status the spec gives) and how it is
@@ -44,10 +47,7 @@ export function integer({
 } = {}): Field<bigint> {
   return {
     schema: {
-      oneOf: [
-        { type: 'string', pattern: '^(0|[1-9][0-9]*)$' },
-        { type: 'integer', minimum: Number(min) },
-      ],
+      oneOf: [decimalSchema, { type: 'integer', minimum: Number(min) }],
       ...(description ? { description } : {}),
     },
     parse(value, name) {
@@ -79,7 +79,7 @@ const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000'
 /** An EIP-55 address in a body: any other form is 400 (the Raiden node's AddressField), the zero address too. */
 export function address({ allowZero = false }: { allowZero?: boolean } = {}): Field<Address> {
   return {
-    schema: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$', description: 'EIP-55 checksummed address' },
+    schema: { ...addressSchema, description: 'EIP-55 checksummed address' },
     parse(value, name) {
       if (typeof value !== 'string') throw invalid(name, 'not a string')
       if (!/^0[xX]/.test(value)) throw invalid(name, 'not a valid hex encoded address, must be 0x prefixed')

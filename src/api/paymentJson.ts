@@ -1,8 +1,6 @@
 import { getAddress } from 'viem'
 import type { PaymentRecord } from '../storage/storage.ts'
-
-const address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
-const decimal = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
+import { addressSchema as address, decimalSchema as decimal } from './input.ts'
 
 /** Beyond Raiden's API: the hops a sent payment took, ending at its target. */
 export const routeSchema = {

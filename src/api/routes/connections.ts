@@ -1,10 +1,8 @@
 import type { Address } from 'viem'
 import type { ApiContext } from '../context.ts'
-import { fraction, integer, optional, readBody } from '../input.ts'
+import { fraction, integer, optional, readBody, addressSchema } from '../input.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
-
-const addressSchema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
 
 const joinBody = {
   funds: integer({ description: 'tokens to put into the token network, in all (required, > 0)' }),

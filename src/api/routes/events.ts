@@ -8,7 +8,7 @@ import type { ApiContext } from '../context.ts'
 import { DEFAULT_EVENT_LOG_CAPACITY, type EventLog, type MissedReason } from '../eventLog.ts'
 import { errorCode, toErrorData } from '../../errors.ts'
 import { ApiError } from '../errors.ts'
-import { integer, optional, readQuery, text } from '../input.ts'
+import { integer, optional, readQuery, text, addressSchema, decimalSchema as decimal } from '../input.ts'
 import { historyEntry } from '../paymentJson.ts'
 import { stringify, type Resources } from '../resource.ts'
 
@@ -32,8 +32,6 @@ const query = {
 /** One server-sent event: its name and its JSON data (bigints as decimal strings). */
 export type PushEvent = { event: string; data: Record<string, unknown> }
 
-const addressSchema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
-const decimal = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
 const channelFields = {
   token_network_address: addressSchema,
   token_address: addressSchema,

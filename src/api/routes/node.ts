@@ -1,8 +1,7 @@
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
-
-const addressSchema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
+import { addressSchema } from '../input.ts'
 
 /** Who the node is and how it runs: address, version, status, settings, contracts, shutdown. */
 export function nodeRoutes(resources: Resources, ctx: ApiContext): void {

@@ -1,5 +1,5 @@
 import type { ApiContext } from '../context.ts'
-import type { Schema, Shape } from '../input.ts'
+import { addressSchema, type Schema, type Shape } from '../input.ts'
 import type { Resources, Route } from '../resource.ts'
 
 /** The error body of every answer that is not a success (docs/rest-api.md, Errors). */
@@ -88,7 +88,7 @@ function pathParameter(name: string) {
     in: 'path',
     required: true,
     description: isAddress ? 'EIP-55 checksummed address (any other form is 404)' : name,
-    schema: isAddress ? { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' } : { type: 'string' },
+    schema: isAddress ? addressSchema : { type: 'string' },
   }
 }
 

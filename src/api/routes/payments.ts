@@ -4,11 +4,9 @@ import { maxUint64 } from 'viem'
 import { readPaymentHistory, sendPayment } from '../../node/payments.ts'
 import type { ApiContext } from '../context.ts'
 import { historyEntry, historyEntrySchema, routeSchema } from '../paymentJson.ts'
-import { bytes32, integer, optional, readBody, readQuery } from '../input.ts'
+import { bytes32, integer, optional, readBody, readQuery, addressSchema as address, decimalSchema as decimal } from '../input.ts'
 import { json, type Resources, type RouteDoc } from '../resource.ts'
 
-const address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
-const decimal = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
 const hex32 = { type: 'string', pattern: '^0x[0-9a-f]{64}$' }
 
 const historyQuery = {

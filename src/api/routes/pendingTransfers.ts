@@ -3,9 +3,7 @@ import type { Address } from 'viem'
 import { pendingTransfers, type PendingTransfer } from '../../node/pendingTransfers.ts'
 import type { ApiContext } from '../context.ts'
 import { json, type Resources, type RouteDoc } from '../resource.ts'
-
-const address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
-const decimal = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
+import { addressSchema as address, decimalSchema as decimal } from '../input.ts'
 
 const entrySchema = {
   type: 'object',

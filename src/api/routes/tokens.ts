@@ -8,8 +8,7 @@ import { apiChannelState } from '../channelJson.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
-
-const addressSchema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
+import { addressSchema, decimalSchema } from '../input.ts'
 
 /** Tokens registered in the node's registry, their token networks and partners, and registering a token. */
 export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
@@ -132,8 +131,6 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
     },
   })
 }
-
-const decimalSchema = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
 
 const networkSchema = {
   type: 'object',
