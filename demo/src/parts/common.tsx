@@ -73,11 +73,22 @@ export function PartnerInput({
   )
 }
 
-export function TokenSelect({ shared, value, onChange, name }: { shared: Shared; value: string; onChange(v: `0x${string}`): void; name: string }) {
+/** The configured tokens by symbol; with `all`, a first choice of no token (value ''), as a filter has. */
+export function TokenSelect({
+  shared,
+  value,
+  onChange,
+  name,
+  all = false,
+}: { shared: Shared; value: string; name: string } & (
+  | { all?: false; onChange(v: `0x${string}`): void }
+  | { all: true; onChange(v: `0x${string}` | ''): void }
+)) {
   return (
     <label>
       Token{' '}
-      <select name={name} value={value} onChange={(e) => onChange(e.currentTarget.value as `0x${string}`)}>
+      <select name={name} value={value} onChange={(e) => (onChange as (v: string) => void)(e.currentTarget.value)}>
+        {all ? <option value="">all</option> : null}
         {Object.entries(shared.config.tokens).map(([symbol, address]) => (
           <option key={address} value={address}>
             {symbol}

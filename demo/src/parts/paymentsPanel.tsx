@@ -85,24 +85,16 @@ function History({ shared }: { shared: Shared }) {
     <div class="history">
       <h3>History</h3>
       <div class="row">
-        <label>
-          Token{' '}
-          <select
-            name="history-token"
-            value={token}
-            onChange={(e) => {
-              setToken(e.currentTarget.value)
-              setPage(0)
-            }}
-          >
-            <option value="">all</option>
-            {Object.entries(shared.config.tokens).map(([symbol, address]) => (
-              <option key={address} value={address}>
-                {symbol}
-              </option>
-            ))}
-          </select>
-        </label>
+        <TokenSelect
+          shared={shared}
+          name="history-token"
+          all
+          value={token}
+          onChange={(v) => {
+            setToken(v)
+            setPage(0)
+          }}
+        />
         <PartnerInput
           label="Partner"
           shared={shared}
