@@ -2,15 +2,16 @@
 // `sluice init` into a static site (a plain page with an import map), served by a small static server; Chromium
 // headless (playwright-core) calls startNode() with a relay; the peer is `sluice serve` of the same build, reached
 // through `sluice relay` of it; anvil with the contracts and TTT registered.
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
-import { extname, join, normalize } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { privateKeyToAddress } from 'viem/accounts'
 import { buildPackage } from '../scripts/build.ts'
+import { staticServer } from '../scripts/staticServer.ts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { writeDeployment } from '../src/devnet/deploymentFile.ts'
 import { startSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
@@ -106,34 +107,9 @@ window.bench = {
 </body></html>
 `
 
-const contentTypes: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.json': 'application/json',
-  '.wasm': 'application/wasm',
-}
-
-/** A static server of `root` as a dApp's host would be: revalidated with Last-Modified (304), no compression. */
+/** The site, served as `npm run demo` serves its page; resolves to its URL once it listens. */
 function serveStatic(root: string): Promise<{ server: Server; url: string }> {
-  const server = createServer((request, response) => {
-    const path = normalize(decodeURIComponent(new URL(request.url ?? '/', 'http://x').pathname))
-    const file = join(root, path.endsWith('/') ? `${path}index.html` : path)
-    let modified: string
-    try {
-      const stat = statSync(file)
-      if (!stat.isFile()) throw new Error('not a file')
-      modified = stat.mtime.toUTCString()
-    } catch {
-      response.writeHead(404).end()
-      return
-    }
-    const headers = { 'last-modified': modified, 'cache-control': 'no-cache' }
-    if (request.headers['if-modified-since'] === modified) {
-      response.writeHead(304, headers).end()
-      return
-    }
-    response.writeHead(200, { ...headers, 'content-type': contentTypes[extname(file)] ?? 'application/octet-stream' }).end(readFileSync(file))
-  })
+  const server = staticServer(root)
   return new Promise((resolve, reject) => {
     server.once('error', reject)
     server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` }))

@@ -5,23 +5,23 @@
 //   1. npm run build (dist/), sluice init demo/public, vite build --config demo/vite.config.ts (demo/dist/), while
 //      sluice devnet starts beside them;
 //   2. demo/dist/demo.json (DemoConfig, demo/src/config.ts) and demo/dist/deployments/<chainId>.json;
-//   3. a static server of demo/dist (node:http), listening from the start so that a port in use fails at once.
+//   3. a static server of demo/dist (staticServer.ts), listening from the start so that a port in use fails at once.
 //
 // Two demos at once in one checkout (a test and a person) build one after the other (a lock file), and each serves
 // its own demo.json and deployment file from memory, whichever wrote demo/dist last.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { createReadStream } from 'node:fs'
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
-import { createServer, type Server } from 'node:http'
+import type { Server } from 'node:http'
 import { tmpdir } from 'node:os'
-import { extname, join, resolve, sep } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { DemoConfig } from '../demo/src/config.ts'
 import type { DevnetSummary } from '../src/cli/devnet.ts'
 import { nextSignal } from '../src/cli/processSignals.ts'
 import { formatTable } from '../src/cli/table.ts'
+import { staticServer } from './staticServer.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const distDir = join(root, 'demo/dist')
@@ -232,65 +232,6 @@ function startDevnet(rpcPort: number): Devnet {
 }
 
 // --- The page's server ---
-
-const contentTypes: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.wasm': 'application/wasm',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.txt': 'text/plain; charset=utf-8',
-  '.woff2': 'font/woff2',
-}
-
-/**
- * Serves `dir` once `ownFiles()` gives this run's own files (JSON by path, answered from memory); until then a 503
- * that says to wait. Revalidated on every load: demo.json changes with each run.
- */
-function staticServer(dir: string, ownFiles: () => Map<string, string> | undefined): Server {
-  return createServer(async (req, res) => {
-    const answer = (status: number, text: string) => {
-      res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' })
-      res.end(req.method === 'HEAD' ? undefined : `${text}\n`)
-    }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.setHeader('Allow', 'GET, HEAD')
-      return answer(405, 'Method not allowed')
-    }
-    const own = ownFiles()
-    if (!own) return answer(503, 'The demo is starting (npm run demo): reload in a moment.')
-    let pathname: string
-    try {
-      pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://localhost').pathname)
-    } catch {
-      return answer(400, 'Bad request')
-    }
-    const json = own.get(pathname)
-    if (json !== undefined) {
-      res.writeHead(200, { 'Content-Type': contentTypes['.json']!, 'Content-Length': Buffer.byteLength(json), 'Cache-Control': 'no-cache' })
-      return res.end(req.method === 'HEAD' ? undefined : json)
-    }
-    if (pathname.endsWith('/')) pathname += 'index.html'
-    const file = resolve(dir, `.${pathname}`)
-    if (!file.startsWith(dir + sep)) return answer(404, 'Not found')
-    const info = await stat(file).catch(() => undefined)
-    if (!info?.isFile()) return answer(404, 'Not found')
-    res.writeHead(200, {
-      'Content-Type': contentTypes[extname(file)] ?? 'application/octet-stream',
-      'Content-Length': info.size,
-      'Cache-Control': 'no-cache',
-    })
-    if (req.method === 'HEAD') return res.end()
-    createReadStream(file)
-      .on('error', () => res.destroy())
-      .pipe(res)
-  })
-}
 
 function listen(server: Server, port: number): Promise<number> {
   return new Promise((done, fail) => {
