@@ -11,7 +11,8 @@ import {
   type TestClient,
   type Transport,
 } from 'viem'
-import { deployContract, estimateFeesPerGas, getAutomine, getChainId, getTransactionCount, mine, waitForTransactionReceipt, writeContract } from 'viem/actions'
+import { deployContract, estimateFeesPerGas, getAutomine, getChainId, getTransactionCount, getTransactionReceipt, mine, writeContract } from 'viem/actions'
+import { waitForReceipt } from '../chain/receipt.ts'
 import { CustomToken, MonitoringService, OneToN, SecretRegistry, ServiceRegistry, TokenNetworkRegistry, UserDeposit } from '../contracts/index.ts'
 import { contractsVersion, type DeployedContract, type DeployedContractName, type Deployment } from '../chain/deployment.ts'
 
@@ -145,7 +146,8 @@ export async function deployContracts(
   for (const { symbol, name } of testTokens) tokens[symbol] = await create(`token ${symbol}`, CustomToken, [tokenSupply, 18, name, symbol])
 
   if (!(await getAutomine(client))) await mine(client, { blocks: 1 })
-  const receipts = await Promise.all(sent.map(({ hash }) => waitForTransactionReceipt(client, { hash, pollingInterval: 20 })))
+  const reader = { getTransactionReceipt: (args: { hash: Hex }) => getTransactionReceipt(client, args), pollingInterval: 20 }
+  const receipts = await Promise.all(sent.map(({ hash }) => waitForReceipt(reader, hash, { timeout: 60_000 })))
   receipts.forEach((receipt, i) => {
     if (receipt.status !== 'success') throw new DeployContractsError(sent[i]!.step, `transaction ${receipt.transactionHash} reverted`)
   })

@@ -11,6 +11,7 @@ import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { startNode } from '../integration/support/devnet.ts'
 import { serveNode, type ApiNode } from './support/apiNet.ts'
+import { waitForReceipt } from '../../src/chain/receipt.ts'
 
 /** The registry of this file accepts 3 token networks: TTT (registered at start), then two through the API. */
 const MAX_TOKEN_NETWORKS = 3n
@@ -33,7 +34,7 @@ const NO_CODE = getAddress('0x00000000000000000000000000000000000000aa')
 
 async function deployToken(symbol: string, supply: bigint): Promise<Address> {
   const hash = await devnet.deployContract({ abi: CustomToken.abi, bytecode: CustomToken.bytecode, args: [supply, 18, symbol, symbol] })
-  const receipt = await devnet.waitForTransactionReceipt({ hash })
+  const receipt = await waitForReceipt(devnet, hash, { timeout: 20_000 })
   return getAddress(receipt.contractAddress!)
 }
 

@@ -7,6 +7,7 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { startNode } from '../integration/support/devnet.ts'
 import { serveNode, startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
+import { waitForReceipt } from '../../src/chain/receipt.ts'
 
 const WITHDRAW_DELAY = 100
 
@@ -27,7 +28,7 @@ beforeAll(async () => {
   devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] })
   serviceToken = net.deployment.serviceToken
   const hash = await devnet.deployContract({ abi: UserDeposit.abi, bytecode: UserDeposit.bytecode, args: [serviceToken, 50n] })
-  limitedUdc = (await devnet.waitForTransactionReceipt({ hash })).contractAddress!
+  limitedUdc = (await waitForReceipt(devnet, hash, { timeout: 20_000 })).contractAddress!
   const withUdc = (address: Address) => ({ ...net.deployment, contracts: { ...net.deployment.contracts, UserDeposit: { address, blockNumber: 0 } } })
   none = await serveNode(await startNode(net, anvilKeys[2], { deployment: withUdc(zeroAddress) }))
   limited = await serveNode(await startNode(net, anvilKeys[3], { deployment: withUdc(limitedUdc) }))

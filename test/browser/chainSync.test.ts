@@ -12,6 +12,7 @@ import {
   syncChainEvents,
 } from '../../src/chain/index.ts'
 import { CustomToken } from '../../src/contracts/index.ts'
+import { waitForReceipt } from '../../src/chain/receipt.ts'
 
 test('Chromium creates a chain client, sends through the queue and syncs the events it caused', async () => {
   const rpcUrl = inject('rpcUrl')
@@ -30,7 +31,7 @@ test('Chromium creates a chain client, sends through the queue and syncs the eve
     bytecode: CustomToken.bytecode,
     args: [10n ** 24n, 18, 'Browser Token', 'BRT'],
   })
-  const token = getAddress((await chain.publicClient.waitForTransactionReceipt({ hash: deployHash, pollingInterval: 50 })).contractAddress!)
+  const token = getAddress((await waitForReceipt(chain.publicClient, deployHash, { timeout: 20_000 })).contractAddress!)
   const registry = deployment.contracts.TokenNetworkRegistry.address
   const { tokenNetwork } = await registerToken(chain, queue, { registry, token })
   expect(await readTokenNetworkOf(chain, { registry, token })).toBe(tokenNetwork)

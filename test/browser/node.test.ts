@@ -7,6 +7,7 @@ import { createChainClient, createTransactionQueue, mintTokens, registerToken } 
 import { CustomToken } from '../../src/contracts/index.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import type { NodeWorkerApi } from './fixtures/nodeWorker.ts'
+import { waitForReceipt } from '../../src/chain/receipt.ts'
 
 const workers: Worker[] = []
 function spawn(): Comlink.Remote<NodeWorkerApi> {
@@ -26,7 +27,7 @@ test('two nodes in two workers open a channel, pay, and one resumes from Indexed
   const chainA = await createChainClient({ rpcUrl, privateKey: keyA, pollingInterval: 50 })
   const queue = createTransactionQueue(chainA)
   const hash = await chainA.walletClient.deployContract({ abi: CustomToken.abi, bytecode: CustomToken.bytecode, args: [10n ** 24n, 18, 'Worker Token', 'WKT'] })
-  const token = getAddress((await chainA.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 })).contractAddress!)
+  const token = getAddress((await waitForReceipt(chainA.publicClient, hash, { timeout: 20_000 })).contractAddress!)
   const { tokenNetwork } = await registerToken(chainA, queue, { registry: deployment.contracts.TokenNetworkRegistry.address, token })
   await mintTokens(chainA, queue, { token, amount: 1000n })
 

@@ -12,6 +12,7 @@ import { TokenNetworkRegistry, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilClient } from '../support/clients.ts'
 import { expectRevert } from '../support/revert.ts'
 import { childProcesses, isAlive, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { waitForReceipt } from '../../src/chain/receipt.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -115,7 +116,7 @@ describe('sluice chain', () => {
     expect(await client.readContract({ ...registry, functionName: 'max_token_networks' })).toBe(1n)
 
     const hash = await client.writeContract({ ...registry, functionName: 'createERC20TokenNetwork', args: [tokens.TTT!, maxUint256, maxUint256] })
-    expect((await client.waitForTransactionReceipt({ hash })).status).toBe('success')
+    expect((await waitForReceipt(client, hash, { timeout: 20_000 })).status).toBe('success')
     expect(await client.readContract({ ...registry, functionName: 'token_network_created' })).toBe(1n)
     await expectRevert(
       client.simulateContract({ ...registry, functionName: 'createERC20TokenNetwork', args: [tokens.TT2!, maxUint256, maxUint256] }),

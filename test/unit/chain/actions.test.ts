@@ -20,6 +20,7 @@ import { depositToUserDeposit, planUserDepositWithdraw, withdrawFromUserDeposit 
 import { CustomToken } from '../../../src/contracts/index.ts'
 import { settlementTimeoutMax, settlementTimeoutMin } from '../../../src/devnet/deploy.ts'
 import { startChainTestbed, type Account, type ChainTestbed } from './chainTestbed.ts'
+import { waitForReceipt } from '../../../src/chain/receipt.ts'
 
 let bed: ChainTestbed
 let A: Account, B: Account
@@ -44,7 +45,7 @@ async function deployMintForOnlyToken(): Promise<Address> {
   const runtime = '60003560e01c6340c10f1914601057005b60006000fd'
   const size = (runtime.length / 2).toString(16).padStart(2, '0')
   const hash = await bed.devnet.sendTransaction({ data: `0x60${size}600c60003960${size}6000f3${runtime}` as Hex, to: null })
-  return (await bed.devnet.waitForTransactionReceipt({ hash })).contractAddress!
+  return (await waitForReceipt(bed.devnet, hash, { timeout: 20_000 })).contractAddress!
 }
 
 describe('token registration and reads', () => {

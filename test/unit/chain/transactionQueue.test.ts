@@ -9,6 +9,7 @@ import { createTransactionQueue, type ChainCall } from '../../../src/chain/trans
 import { SecretRegistry, TokenNetwork } from '../../../src/contracts/index.ts'
 import { anvilKeys } from '../../../src/devnet/anvil.ts'
 import { startChainTestbed, type ChainTestbed } from './chainTestbed.ts'
+import { waitForReceipt } from '../../../src/chain/receipt.ts'
 
 let bed: ChainTestbed
 let tokenNetwork: Hex
@@ -150,7 +151,7 @@ describe('createTransactionQueue', () => {
     await queue.send(registerSecretCall(bed.deployment.contracts.SecretRegistry.address, 'warm up'))
     // Another client of the same key uses the nonce the queue would use next.
     const other = await createChainClient({ rpcUrl: bed.anvil.rpcUrl, privateKey: key, pollingInterval: 20 })
-    await other.publicClient.waitForTransactionReceipt({ hash: await other.walletClient.sendTransaction({ to: other.address, value: 1n }) })
+    await waitForReceipt(other.publicClient, await other.walletClient.sendTransaction({ to: other.address, value: 1n }), { timeout: 20_000 })
     const error = await queue.send(registerSecretCall(bed.deployment.contracts.SecretRegistry.address, 'stale nonce')).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ChainRpcError)
     const next = await queue.send(registerSecretCall(bed.deployment.contracts.SecretRegistry.address, 'resynced'))
