@@ -19,12 +19,13 @@ import type { NodeStatus } from '../src/node/notices.ts'
 import type { StorageDump } from '../src/storage/storage.ts'
 import { openIdbStorage } from '../src/storage/idbStorage.ts'
 import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
-import { lazyTransport } from '../src/transport/lazyTransport.ts'
+import { lazyTransport, type LazyTransportOptions } from '../src/transport/lazyTransport.ts'
 import { version } from '../src/version.ts'
 import { errorResponse, serveApiChannel } from './apiChannel.ts'
 import { carryErrorCodes } from './comlinkErrors.ts'
 import { API_PATH } from './names.ts'
 import { loadOrCreateKey, storedKeystore } from './keyStore.ts'
+import { createRequestActivity } from './requestActivity.ts'
 
 /** What the page gives the worker: the node's options (the `sluice serve` flags in camelCase), as data. */
 export type NodeWorkerOptions = Pick<
@@ -85,6 +86,14 @@ const api = {
       if (!rpc && !provider) throw new NoChainError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
       const { key, created } = givenKey ? { key: givenKey, created: false } : await loadOrCreateKey(passphrase)
       let lost: string | undefined
+      const activity = createRequestActivity()
+      // libp2p holds the worker's thread for about 250 ms as it loads and starts: once the node is ready and the
+      // page's first requests are answered, at the latest LIBP2P_AT_THE_LATEST_MS after the start (decision 0024).
+      const libp2pWhen = () =>
+        Promise.race([
+          untilReady(node, LIBP2P_AT_THE_LATEST_MS).then(() => activity.quiet(LIBP2P_AFTER_QUIET_MS)),
+          new Promise((resolve) => setTimeout(resolve, LIBP2P_AT_THE_LATEST_MS)),
+        ])
       const node = await createNode({
         ...rest,
         ...(rpc ? { rpc } : { provider: { request: (args: { method: string; params?: unknown }) => provider!.request(args) } as EIP1193Provider }),
@@ -101,7 +110,10 @@ const api = {
               void stopOnItsOwn(lost)
             },
           }),
-        transport: transportFor(relay, deployment, (error) => void stopOnItsOwn(`its transport did not start: ${toErrorData(error).message}`, error)),
+        transport: transportFor(relay, deployment, {
+          loadWhen: libp2pWhen,
+          onError: (error) => void stopOnItsOwn(`its transport did not start: ${toErrorData(error).message}`, error),
+        }),
       })
       const current = hostNode({ node, version, environment })
       hosted = current
@@ -118,13 +130,14 @@ const api = {
         ),
       )
       // A node that stopped on its own keeps answering, with why, so no client waits for it in vain.
-      const answer = async (request: Request) => {
-        if (stoppedWith) return errorResponse(503, 'NODE_STOPPED', `the Sluice node stopped: ${stoppedWith}`)
-        // A request that the node can answer only once synced waits a little for that (a tab that takes over
-        // resumes in a second or two) rather than getting the 503 it would get at once.
-        if (!answersWhileSyncing(request)) await untilReady(node, WAIT_FOR_SYNC_MS)
-        return current.fetch(request)
-      }
+      const answer = (request: Request) =>
+        activity.track(async () => {
+          if (stoppedWith) return errorResponse(503, 'NODE_STOPPED', `the Sluice node stopped: ${stoppedWith}`)
+          // A request that the node can answer only once synced waits a little for that (a tab that takes over
+          // resumes in a second or two) rather than getting the 503 it would get at once.
+          if (!answersWhileSyncing(request)) await untilReady(node, WAIT_FOR_SYNC_MS)
+          return current.fetch(request)
+        })
       serving = serveApiChannel({ fetch: answer, node: crypto.randomUUID(), ...(apiChannel ? { channelName: apiChannel } : {}) })
       void current.run()
       return { address: node.address, version, keyGenerated: created }
@@ -149,6 +162,10 @@ const api = {
 
 /** How long a request waits for the node to finish syncing before it gets the API's 503 with the progress. */
 const WAIT_FOR_SYNC_MS = 15_000
+/** libp2p loads once the API has been quiet this long after the node is ready (or at a send)... */
+const LIBP2P_AFTER_QUIET_MS = 100
+/** ...and at the latest this long after the start, whatever the page does meanwhile. */
+const LIBP2P_AT_THE_LATEST_MS = 2_000
 
 function answersWhileSyncing(request: Request): boolean {
   const path = new URL(request.url).pathname.slice(API_PATH.length)
@@ -172,10 +189,10 @@ function untilReady(node: SluiceNode, ms: number): Promise<void> {
 
 /**
  * libp2p through the relays when there are any, else this origin. libp2p is most of the worker's size: it loads only
- * then, and in the background as the node starts: the node is ready once synced, while libp2p loads and reserves
- * its place on the relays (about 300 ms here); what it sends meanwhile waits for that (docs/decisions/0024).
+ * then, and in the background: the node is ready once synced, and libp2p loads when `loadWhen` says (or at the first
+ * send) and reserves its place on the relays; what the node sends meanwhile waits for that (docs/decisions/0024).
  */
-function transportFor(relays: string[], deployment: Deployment, onError: (error: unknown) => void): TransportFactory {
+function transportFor(relays: string[], deployment: Deployment, { loadWhen, onError }: Pick<LazyTransportOptions, 'loadWhen' | 'onError'>): TransportFactory {
   if (relays.length === 0)
     return ({ address }) =>
       createBroadcastChannelTransport({
@@ -185,6 +202,7 @@ function transportFor(relays: string[], deployment: Deployment, onError: (error:
   return ({ key }) =>
     lazyTransport(async () => (await import('../src/transport/libp2p/libp2pTransport.ts')).createLibp2pTransport({ privateKey: key, relays }), {
       background: true,
+      loadWhen,
       onError,
     })
 }

@@ -11,6 +11,11 @@ export type LazyTransportOptions = {
   background?: boolean
   /** A background start that failed (the adapter did not load or start); the transport is unusable then. */
   onError?: (error: unknown) => void
+  /**
+   * In the background, load the adapter only once this resolves (called at start), or at the first send if that
+   * comes sooner. The browser worker waits for its first requests to be answered (docs/decisions/0024).
+   */
+  loadWhen?: () => Promise<unknown>
 }
 
 /**
@@ -19,11 +24,16 @@ export type LazyTransportOptions = {
  * background, the node answers and syncs while libp2p loads and reserves its place on the relay, and the messages
  * it sends meanwhile wait for that (delivery resends whatever a peer did not acknowledge).
  */
-export function lazyTransport(load: () => Promise<Transport>, { background = false, onError }: LazyTransportOptions = {}): Transport {
+export function lazyTransport(load: () => Promise<Transport>, { background = false, onError, loadWhen }: LazyTransportOptions = {}): Transport {
   let started: Promise<Transport> | undefined
   let stopped = false
   const peerSeen: ((peer: Address) => void)[] = []
+  // Settles the wait for loadWhen: on the first send, or on stop (which must not wait for it).
+  let needed!: () => void
+  const neededNow = new Promise<void>((resolve) => (needed = resolve))
   const startAdapter = async (onMessages: (lines: string[], from: Address) => void) => {
+    if (background && loadWhen) await Promise.race([loadWhen().catch(() => {}), neededNow])
+    if (stopped) throw new TransportClosedError('start')
     const transport = await load()
     // Stopped while it loaded: stop() stops the adapter, which must not start after that.
     if (stopped) throw new TransportClosedError('start')
@@ -46,6 +56,7 @@ export function lazyTransport(load: () => Promise<Transport>, { background = fal
     },
     async send(to, lines) {
       if (!started || stopped) throw new TransportClosedError('send')
+      needed()
       let transport: Transport
       try {
         transport = await started
@@ -59,6 +70,7 @@ export function lazyTransport(load: () => Promise<Transport>, { background = fal
     },
     async stop() {
       stopped = true
+      needed()
       // Never started: nothing to stop. A start in progress is stopped once it is done (a failed one has nothing).
       const transport = await started?.catch(() => undefined)
       await transport?.stop()

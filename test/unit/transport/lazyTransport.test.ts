@@ -133,4 +133,41 @@ describe('lazyTransport', () => {
     await expect(loads[0]!.send(B, ['x'])).rejects.toBeInstanceOf(TransportClosedError)
     expect(errors).toEqual([])
   })
+
+  test('in the background with loadWhen, the adapter loads once it resolves, not before', async () => {
+    const name = freshChannel()
+    let now!: () => void
+    const when = new Promise<void>((resolve) => (now = resolve))
+    const { lazy, loads } = lazyA(name, { background: true, loadWhen: () => when })
+    const b = await plainB(name)
+    await lazy.start(() => {})
+    await new Promise((r) => setTimeout(r, 50))
+    expect(loads).toHaveLength(0)
+    now()
+    await eventually(() => expect(loads).toHaveLength(1))
+    await lazy.send(B, ['after loadWhen'])
+    await eventually(() => expect(b.inbox).toEqual([{ lines: ['after loadWhen'], from: A }]))
+  })
+
+  test('in the background with loadWhen, a send loads the adapter at once and goes', async () => {
+    const name = freshChannel()
+    const { lazy, loads } = lazyA(name, { background: true, loadWhen: () => new Promise(() => {}) })
+    const b = await plainB(name)
+    await lazy.start(() => {})
+    await lazy.send(B, ['needed now'])
+    expect(loads).toHaveLength(1)
+    await eventually(() => expect(b.inbox).toEqual([{ lines: ['needed now'], from: A }]))
+  })
+
+  test('in the background with loadWhen, a stop before it resolves ends at once: nothing loads, onError hears nothing', async () => {
+    const name = freshChannel()
+    const errors: unknown[] = []
+    const { lazy, loads } = lazyA(name, { background: true, loadWhen: () => new Promise(() => {}), onError: (e) => errors.push(e) })
+    await lazy.start(() => {})
+    await lazy.stop()
+    await new Promise((r) => setTimeout(r, 20))
+    expect(loads).toHaveLength(0)
+    expect(errors).toEqual([])
+    await expect(lazy.send(B, ['x'])).rejects.toBeInstanceOf(TransportClosedError)
+  })
 })
