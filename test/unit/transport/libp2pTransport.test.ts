@@ -198,7 +198,9 @@ describe('libp2p transport (two or three nodes and a relay, in process)', () => 
       durations.push(performance.now() - t)
       if (error) {
         expect(error).toBeInstanceOf(PeerUnreachableError)
-        expect(String((error as Error).message)).toMatch(/NO_RESERVATION|closed|reset|abort/i)
+        // Which status the relay gives depends on how far the peer's stop had gone (NO_RESERVATION, a reset
+        // stream, MALFORMED_MESSAGE when its stream ended mid-read): what a user reads is who cannot be reached.
+        expect(String((error as Error).message)).toContain(`cannot reach ${B}`)
         firstFailure = performance.now() - stoppedAt
       } else await sleep(5)
       expect(performance.now() - stoppedAt).toBeLessThan(3_000)
