@@ -75,7 +75,16 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const stopping = new AbortController()
     // Wired below; the engine hands each durable commit to `onApplied`, which needs the node.
     let node!: SluiceNode
-    const engine = new Engine({ state, seq, ctx, storage, now: Date.now, snapshotEvery: config.snapshotEvery, onApplied: (applied) => onApplied(applied) })
+    const engine = new Engine({
+      state,
+      seq,
+      ctx,
+      storage,
+      now: Date.now,
+      snapshotEvery: config.snapshotEvery,
+      snapshotWhenIdle: config.snapshotWhenIdle,
+      onApplied: (applied) => onApplied(applied),
+    })
     const queue = createTransactionQueue(chain)
     const transport = await config.transport({ address, key: config.key })
     const privateKey = hexToBytes(config.key)

@@ -63,6 +63,8 @@ export type NodeConfig = {
   backoff?: Partial<Backoff>
   /** Take a snapshot of the state after this many changes (500 by default). */
   snapshotEvery?: number
+  /** And once no change has come for this long, in ms (1,000 by default): a restart then replays nothing. */
+  snapshotWhenIdle?: number
   context?: Partial<TransitionContext>
   /** How often the notifications are checked, and how long the release feed may take. */
   notifications?: Pick<NotificationsOptions, 'checkEveryBlocks' | 'feedTimeoutMs'>
@@ -81,11 +83,19 @@ export type ResolvedNodeConfig = Omit<
   encryptSecret: boolean
   backoff: Backoff
   snapshotEvery: number
+  snapshotWhenIdle: number
   notifications: NotificationsOptions
   fetch: typeof fetch
 }
 
-export const nodeDefaults = { confirmations: 5n, pollingInterval: 1_000, defaultRevealTimeout: 50n, defaultSettleTimeout: 500n, snapshotEvery: 500 }
+export const nodeDefaults = {
+  confirmations: 5n,
+  pollingInterval: 1_000,
+  defaultRevealTimeout: 50n,
+  defaultSettleTimeout: 500n,
+  snapshotEvery: 500,
+  snapshotWhenIdle: 1_000,
+}
 
 export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeConfig; confirmations: bigint } {
   const { confirmations, defaultRevealTimeout, defaultSettleTimeout, backoff, notifications, import: _import, ...rest } = config
@@ -97,6 +107,7 @@ export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeCon
     encryptSecret: config.encryptSecret ?? true,
     backoff: { ...defaultBackoff, ...backoff },
     snapshotEvery: config.snapshotEvery ?? nodeDefaults.snapshotEvery,
+    snapshotWhenIdle: config.snapshotWhenIdle ?? nodeDefaults.snapshotWhenIdle,
     notifications: {
       version: config.version ?? '0.0.0',
       ...(config.releaseFeedUrl ? { releaseFeedUrl: config.releaseFeedUrl } : {}),

@@ -198,7 +198,9 @@ export class SluiceNode {
     this.connections.stop()
     await this.follower.stop()
     await this.delivery.stop()
-    await this.engine.settled()
+    // A clean stop leaves a snapshot: the next start replays nothing.
+    this.engine.close()
+    await this.engine.snapshot()
     await this.storage.close()
     await this.running?.catch(() => {})
     this.statusValue = { ...this.statusValue, status: 'stopped' }

@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'vitest'
+import { describe, expect, test, vi } from 'vitest'
 import { Engine, type Applied } from '../../../src/node/engine.ts'
 import { defaultContext, initialState } from '../../../src/protocol/state/access.ts'
 import { openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
@@ -40,9 +40,18 @@ async function store() {
   }
 }
 
-function engine(storage: Storage, applied: Applied[][] = []) {
+function engine(storage: Storage, applied: Applied[][] = [], snapshotWhenIdle?: number) {
   const state = initialState({ address: identity.address, chainId: 1n, blockNumber: 0n })
-  return new Engine({ state, seq: 0, ctx: defaultContext, storage, now: () => 1_000, snapshotEvery: 3, onApplied: (a) => void applied.push(a) })
+  return new Engine({
+    state,
+    seq: 0,
+    ctx: defaultContext,
+    storage,
+    now: () => 1_000,
+    snapshotEvery: 3,
+    ...(snapshotWhenIdle !== undefined ? { snapshotWhenIdle } : {}),
+    onApplied: (a) => void applied.push(a),
+  })
 }
 
 describe('Engine', () => {
@@ -106,5 +115,52 @@ describe('Engine', () => {
     expect(loaded.snapshot?.seq).toBe(3)
     expect(loaded.snapshot?.state.blockNumber).toBe(3n)
     expect(loaded.changes.map((c) => c.seq)).toEqual([4])
+  })
+
+  test('once no change has come for `snapshotWhenIdle` ms, a snapshot covers them all; changes that keep coming put it off', async () => {
+    vi.useFakeTimers()
+    try {
+      const s = await store()
+      const e = engine(s.storage, [], 100)
+      await e.dispatch({ type: 'block', blockNumber: 1n })
+      await vi.advanceTimersByTimeAsync(60)
+      await e.dispatch({ type: 'block', blockNumber: 2n })
+      await vi.advanceTimersByTimeAsync(60)
+      expect((await s.storage.load()).snapshot).toBeUndefined()
+      await vi.advanceTimersByTimeAsync(40)
+      await e.settled()
+      const loaded = await s.storage.load()
+      expect(loaded.snapshot?.seq).toBe(2)
+      expect(loaded.snapshot?.state.blockNumber).toBe(2n)
+      expect(loaded.changes).toEqual([])
+      // Nothing new: no second snapshot.
+      const commits = s.commits.length
+      await vi.advanceTimersByTimeAsync(1_000)
+      expect(s.commits).toHaveLength(commits)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  test('snapshot() commits one at once when changes came since the last, none otherwise; after close() no idle one comes', async () => {
+    vi.useFakeTimers()
+    try {
+      const s = await store()
+      const e = engine(s.storage, [], 100)
+      await e.snapshot()
+      expect(s.commits).toHaveLength(0)
+      await e.dispatch({ type: 'block', blockNumber: 1n })
+      await e.snapshot()
+      expect((await s.storage.load()).snapshot?.seq).toBe(1)
+      await e.snapshot()
+      expect(s.commits).toHaveLength(2)
+      await e.dispatch({ type: 'block', blockNumber: 2n })
+      e.close()
+      await vi.advanceTimersByTimeAsync(1_000)
+      expect(s.commits).toHaveLength(3)
+      expect((await s.storage.load()).changes.map((c) => c.seq)).toEqual([2])
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })
