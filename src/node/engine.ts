@@ -184,8 +184,8 @@ export class Engine {
           commit.snapshot = { seq, state }
           commit.pruneChangesUpTo = seq
           this.sinceSnapshot = 0
+          this.snapshotWanted = false
         }
-        this.snapshotWanted = false
         try {
           await this.p.storage.commit(commit)
         } catch (error) {
