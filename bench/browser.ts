@@ -31,6 +31,8 @@ const WARM_UP_PAYMENTS = 100
 const IN_FLIGHT = 32
 /** Restarts timed for each value of waitForSync. */
 const RESTARTS = 5
+/** Payments made just before a reload with no stop(): their changes are replayed at the next start. */
+const PAYMENTS_BEFORE_CRASH = 50
 
 /**
  * The page: startNode from the package through an import map, and the measuring loops, in plain JavaScript (the
@@ -261,6 +263,20 @@ export async function benchBrowser(payments = PAYMENTS): Promise<Record<string, 
     rows['the same from the navigation (page load included), waitForSync false / true, median (ms)'] =
       `${fmt(median(quick.map((t) => t.sinceNavigation)))} / ${fmt(median(synced.map((t) => t.sinceNavigation)))}`
     rows['the same without the relay (libp2p not loaded), waitForSync: false, median (ms)'] = fmt(median(local.map((t) => t.answered)))
+    // 4. The worst case: a reload right after payments, with no stop() and no quiet second, so no snapshot covers
+    // them and the next start replays their changes (each re-verified).
+    const crashes: Started[] = []
+    for (let i = 0; i < RESTARTS; i++) {
+      await inPage(page, 'stop')
+      await open()
+      await inPage<Started>(page, 'start', { ...options, waitForSync: false })
+      await pay(PAYMENTS_BEFORE_CRASH)
+      await open()
+      crashes.push(await inPage<Started>(page, 'start', { ...options, waitForSync: false }))
+    }
+    rows[`the same with a relay after a reload right after ${PAYMENTS_BEFORE_CRASH} payments, no stop() (their changes replayed), median (ms)`] = fmt(
+      median(crashes.map((t) => t.answered)),
+    )
     rows['GET /payments after the restart: sent payments listed'] = sent.toLocaleString('en-US')
     await inPage(page, 'stop')
     return rows
