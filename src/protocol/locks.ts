@@ -18,11 +18,27 @@ export function encodeLock(lock: Lock): Hex {
   return bytesToHex(packLocks([lock]))
 }
 
+/**
+ * Each lock's 96 bytes, packed once. Every balance proof packs all the pending locks of its channel end again (up
+ * to the lock limit) and a lock stays pending across many of them; state is never mutated, so a lock object's
+ * bytes never change. A memo of a pure function: it decides nothing.
+ */
+const packed = new WeakMap<Lock, Uint8Array>()
+
+function lockBytes(lock: Lock): Uint8Array {
+  let bytes = packed.get(lock)
+  if (bytes === undefined) {
+    bytes = new PackedWriter(96).uint(lock.expiration, 32).uint(lock.amount, 32).fixed(lock.secrethash, 32).done()
+    packed.set(lock, bytes)
+  }
+  return bytes
+}
+
 /** The locks' 96-byte encodings, concatenated in order, as bytes. */
 export function packLocks(locks: readonly Lock[]): Uint8Array {
-  const w = new PackedWriter(96 * locks.length)
-  for (const l of locks) w.uint(l.expiration, 32).uint(l.amount, 32).fixed(l.secrethash, 32)
-  return w.done()
+  const bytes = new Uint8Array(96 * locks.length)
+  for (const [i, lock] of locks.entries()) bytes.set(lockBytes(lock), 96 * i)
+  return bytes
 }
 
 /** The pending locks concatenated in insertion order, as `TokenNetwork.unlock` takes them. */

@@ -5,6 +5,8 @@ import { hexToBytes, type Hex } from 'viem'
  * padded to their width, raw 20-byte addresses and fixed bytes. Faster than going through hex strings,
  * which matters on the signing and verifying hot path.
  */
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+
 export class PackedWriter {
   readonly bytes: Uint8Array
   private offset = 0
@@ -16,10 +18,15 @@ export class PackedWriter {
   /** An unsigned integer of `width` bytes; throws if it does not fit. */
   uint(value: bigint, width: number): this {
     if (value < 0n || value >> BigInt(width * 8) !== 0n) throw new RangeError(`${value} does not fit in uint${width * 8}`)
-    let v = value
-    for (let i = this.offset + width - 1; i >= this.offset; i--) {
-      this.bytes[i] = Number(v & 0xffn)
-      v >>= 8n
+    // The bytes start at zero: only the value's own bytes are written, from the end. Block numbers, nonces and
+    // most amounts fit in a double; shifting a bigint a byte at a time costs several times more (the replay of
+    // a restart packs every pending lock of every balance proof again).
+    let i = this.offset + width - 1
+    if (value <= MAX_SAFE) {
+      for (let v = Number(value); v > 0; v = Math.floor(v / 256)) this.bytes[i--] = v % 256
+    } else {
+      const hex = value.toString(16)
+      for (let end = hex.length; end > 0; end -= 2) this.bytes[i--] = Number.parseInt(hex.slice(Math.max(0, end - 2), end), 16)
     }
     this.offset += width
     return this
