@@ -78,6 +78,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const engine = new Engine({
       state,
       seq,
+      replayed: loaded.changes.length,
       ctx,
       storage,
       now: Date.now,

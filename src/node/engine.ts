@@ -26,6 +26,12 @@ export type EngineParameters = {
   state: NodeState
   /** The seq of the last stored change. */
   seq: number
+  /**
+   * How many stored changes after the latest snapshot `state` was rebuilt from (replayed at the start). The next
+   * snapshot covers them too: else a restart followed by a clean stop before any new change would leave them to
+   * be replayed again, and again, at every start.
+   */
+  replayed?: number
   ctx: TransitionContext
   storage: Storage
   now: () => number
@@ -33,7 +39,8 @@ export type EngineParameters = {
   snapshotEvery?: number
   /**
    * Also take one once no change has come for this long (ms), so that a restart after a quiet moment (a reload,
-   * a closed tab) replays nothing: replaying a change re-verifies its messages, about 0.3 ms each in the page.
+   * a closed tab) replays nothing: replaying a change runs its transition again, hashes and all (the signatures
+   * were checked when it came), cold code in a fresh page's worker.
    */
   snapshotWhenIdle?: number
   /** Called after each durable commit with what it applied, in order. */
@@ -66,6 +73,7 @@ export class Engine {
   constructor(private readonly p: EngineParameters) {
     this.state = p.state
     this.seq = p.seq
+    this.sinceSnapshot = p.replayed ?? 0
   }
 
   /** The latest applied state (already durable, or about to be: read-only use). */

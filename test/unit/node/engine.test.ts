@@ -1,5 +1,5 @@
 import { describe, expect, test, vi } from 'vitest'
-import { Engine, type Applied } from '../../../src/node/engine.ts'
+import { Engine, replay, type Applied } from '../../../src/node/engine.ts'
 import { defaultContext, initialState } from '../../../src/protocol/state/access.ts'
 import { openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
 import type { Commit, Storage } from '../../../src/storage/storage.ts'
@@ -162,5 +162,22 @@ describe('Engine', () => {
     } finally {
       vi.useRealTimers()
     }
+  })
+
+  test('after a restart, a clean stop before any new change still snapshots what was replayed: the next start replays nothing', async () => {
+    const s = await store()
+    const first = engine(s.storage)
+    await first.dispatch({ type: 'block', blockNumber: 1n })
+    await first.dispatch({ type: 'block', blockNumber: 2n })
+    first.close() // a reload: no snapshot
+    const loaded = await s.storage.load()
+    expect(loaded.changes.map((c) => c.seq)).toEqual([1, 2])
+    const base = initialState({ address: identity.address, chainId: 1n, blockNumber: 0n })
+    const { state, seq } = replay(base, 0, loaded.changes, defaultContext)
+    const again = new Engine({ state, seq, replayed: loaded.changes.length, ctx: defaultContext, storage: s.storage, now: () => 1_000, onApplied: () => {} })
+    await again.snapshot()
+    const after = await s.storage.load()
+    expect(after.changes).toEqual([])
+    expect(after.snapshot).toMatchObject({ seq: 2, state: { blockNumber: 2n } })
   })
 })
