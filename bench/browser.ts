@@ -264,7 +264,7 @@ export async function benchBrowser(payments = PAYMENTS): Promise<Record<string, 
       `${fmt(median(quick.map((t) => t.sinceNavigation)))} / ${fmt(median(synced.map((t) => t.sinceNavigation)))}`
     rows['the same without the relay (libp2p not loaded), waitForSync: false, median (ms)'] = fmt(median(local.map((t) => t.answered)))
     // 4. The worst case: a reload right after payments, with no stop() and no quiet second, so no snapshot covers
-    // them and the next start replays their changes (each re-verified).
+    // them and the next start replays their changes.
     const crashes: Started[] = []
     for (let i = 0; i < RESTARTS; i++) {
       await inPage(page, 'stop')

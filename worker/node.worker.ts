@@ -110,6 +110,9 @@ const api = {
               void stopOnItsOwn(lost)
             },
           }),
+        // So do the resends of what the last run left unacknowledged: signing them (on the JS engine until the WASM
+        // is there) and loading libp2p to send them would hold the thread before the first answer.
+        resendWhen: libp2pWhen,
         transport: transportFor(relay, deployment, {
           loadWhen: libp2pWhen,
           onError: (error) => void stopOnItsOwn(`its transport did not start: ${toErrorData(error).message}`, error),
@@ -162,7 +165,7 @@ const api = {
 
 /** How long a request waits for the node to finish syncing before it gets the API's 503 with the progress. */
 const WAIT_FOR_SYNC_MS = 15_000
-/** libp2p loads once the API has been quiet this long after the node is ready (or at a send)... */
+/** libp2p loads once the node is ready and the API has been quiet this long after its first answer (or at a send)... */
 const LIBP2P_AFTER_QUIET_MS = 100
 /** ...and at the latest this long after the start, whatever the page does meanwhile. */
 const LIBP2P_AT_THE_LATEST_MS = 2_000

@@ -6,13 +6,17 @@
 export type RequestActivity = {
   /** Runs `answer`, counting it as a request in flight until it settles. */
   track<T>(answer: () => Promise<T>): Promise<T>
-  /** Resolves once no request has been in flight for `ms` (counted from creation when there was none yet). */
+  /**
+   * Resolves once a request has been answered and none has been in flight since for `ms`. Not before the first
+   * answer: the node is ready before its page asks anything, and work that starts in that gap holds the first
+   * request (the caller bounds the wait).
+   */
   quiet(ms: number): Promise<void>
 }
 
 export function createRequestActivity(now: () => number = Date.now): RequestActivity {
   let inFlight = 0
-  let last = now()
+  let last: number | undefined
   return {
     async track(answer) {
       inFlight++
@@ -26,7 +30,7 @@ export function createRequestActivity(now: () => number = Date.now): RequestActi
     quiet(ms) {
       return new Promise((resolve) => {
         const check = () => {
-          const left = inFlight > 0 ? ms : last + ms - now()
+          const left = inFlight > 0 || last === undefined ? ms : last + ms - now()
           if (left <= 0) resolve()
           else setTimeout(check, left)
         }

@@ -104,7 +104,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       onAcknowledged: (keys) => engine.forget(keys),
       backoff: config.backoff,
     })
-    delivery.enqueue(loaded.outbox)
+    delivery.resume(loaded.outbox, config.resendWhen)
 
     const chunkSize = new LogChunkSize()
     const follower = new ChainFollower(

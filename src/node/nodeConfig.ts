@@ -59,6 +59,11 @@ export type NodeConfig = {
   secp256k1Wasm?: 'await' | 'background'
   /** A state dump (GET /_state/export) restored into the store before the node starts; refused if older. */
   import?: StorageDump
+  /**
+   * When to resend what the last run left unacknowledged (at the start by default). The page's worker waits until
+   * its first requests are answered, as it does to load libp2p (docs/decisions/0024).
+   */
+  resendWhen?: () => Promise<unknown>
   /** Delivery retry backoff. */
   backoff?: Partial<Backoff>
   /** Take a snapshot of the state after this many changes (500 by default). */

@@ -79,6 +79,13 @@ export type Delivery = {
    * (the records are durable: the next start resends them).
    */
   enqueue(records: readonly OutboxRecord[]): void
+  /**
+   * Resumes what the last run left unacknowledged (`Loaded.outbox`) as `enqueue` does, but held until `when()`
+   * (called at `start`) resolves: a host can answer its first requests before it signs these and loads its
+   * transport for them (docs/decisions/0024). A held message still goes at once with a later message of its
+   * channel queue (the receiver takes that one only after it).
+   */
+  resume(records: readonly OutboxRecord[], when?: () => Promise<unknown>): void
   /** Stops retrying these keys (the runtime no longer wants them sent: an expired withdraw, a settled channel). */
   cancel(keys: readonly string[]): void
   /** What is waiting for acknowledgement, with in-memory attempt counts. */
@@ -118,6 +125,23 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
   let flushAgain = false
   let timer: ReturnType<typeof setTimeout> | undefined
   let receiving: Promise<void> = Promise.resolve()
+  let resumeWhen: (() => Promise<unknown>) | undefined
+  const releaseWhen = (when: () => Promise<unknown>) => {
+    const release = () => {
+      if (queues.release() > 0) scheduleFlush()
+    }
+    Promise.resolve().then(when).then(release, release)
+  }
+
+  const add = (records: readonly OutboxRecord[], held: boolean) => {
+    if (stopped) return
+    const t = now()
+    for (const record of records) {
+      rememberAnswer(record)
+      queues.add(record, t, held)
+    }
+    scheduleFlush()
+  }
 
   const acknowledge = (keys: string[]) => {
     if (keys.length === 0) return
@@ -351,17 +375,18 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         // One batch at a time, in arrival order: the state machine must see a channel's messages in order.
         receiving = receiving.then(() => receive(lines, from))
       })
+      if (resumeWhen) releaseWhen(resumeWhen)
       scheduleFlush()
     },
 
     enqueue(records) {
-      if (stopped) return
-      const t = now()
-      for (const record of records) {
-        rememberAnswer(record)
-        queues.add(record, t)
-      }
-      scheduleFlush()
+      add(records, false)
+    },
+
+    resume(records, when) {
+      add(records, when !== undefined)
+      if (when && started) releaseWhen(when)
+      else if (when) resumeWhen = when
     },
 
     cancel(keys) {

@@ -18,6 +18,11 @@ export type PendingMessage = {
   sends: number
   /** The signed wire line, made on the first send: signing is deterministic, so it never changes. */
   line?: string
+  /**
+   * Left by the last run and not to be sent on its own until `release`, even to a peer seen again: it still goes
+   * with a later message of its channel queue, which the receiver accepts only after it.
+   */
+  held: boolean
 }
 
 /** What is due now, per recipient (lowercase address), in sending order. */
@@ -50,8 +55,8 @@ export class OutboxQueues {
     return this.#pending.size
   }
 
-  /** Adds a record, due at once; false if its key is already pending (a record is queued once). */
-  add(record: OutboxRecord, now: number): boolean {
+  /** Adds a record, due at once unless `held`; false if its key is already pending (a record is queued once). */
+  add(record: OutboxRecord, now: number, held = false): boolean {
     if (this.#pending.has(record.key)) return false
     this.#pending.set(record.key, {
       record,
@@ -61,8 +66,20 @@ export class OutboxQueues {
       attempts: 0,
       nextAttemptAt: now,
       sends: 0,
+      held,
     })
     return true
+  }
+
+  /** The held records are due now. */
+  release(): number {
+    let count = 0
+    for (const p of this.#pending.values())
+      if (p.held) {
+        p.held = false
+        count++
+      }
+    return count
   }
 
   /** Removes these keys; returns those that were pending. */
@@ -78,18 +95,18 @@ export class OutboxQueues {
   /** When the earliest retry is due, or undefined if nothing is pending. */
   nextDueAt(): number | undefined {
     let next: number | undefined
-    for (const p of this.#pending.values()) if (next === undefined || p.nextAttemptAt < next) next = p.nextAttemptAt
+    for (const p of this.#pending.values()) if (!p.held && (next === undefined || p.nextAttemptAt < next)) next = p.nextAttemptAt
     return next
   }
 
-  /** The peer is back: everything to it is due now, and its backoff starts over. */
+  /** The peer is back: everything to it is due now (but what is held), and its backoff starts over. */
   peerSeen(peer: Address, now: number): number {
     let count = 0
     for (const p of this.#pending.values())
       if (p.peer === peer.toLowerCase()) {
         p.attempts = 0
         p.nextAttemptAt = now
-        count++
+        if (!p.held) count++
       }
     return count
   }
@@ -98,7 +115,7 @@ export class OutboxQueues {
    * Takes what is due at `now` and schedules its next attempt. In a channel queue a due retry brings along the
    * messages before it, in nonce order: the receiver accepts a balance proof only after its predecessors, so
    * resending one alone is useless if an earlier one was lost. First sends go alone (the earlier ones are in
-   * flight). Messages nothing acknowledges (no message_identifier) are sent once and listed in `finished`, and
+   * flight), with the held ones before them. Messages nothing acknowledges (no message_identifier) are sent once and listed in `finished`, and
    * so is Processed: a lost Processed shows as a resend of what it acknowledged, which is answered with it again
    * (as the light client does), so it needs no Delivered and no retry of its own.
    */
@@ -110,7 +127,7 @@ export class OutboxQueues {
     for (const p of this.#pending.values()) {
       const queue = queueOf(p)
       if (queue === undefined) {
-        if (p.nextAttemptAt <= now) chosen.push(p)
+        if (!p.held && p.nextAttemptAt <= now) chosen.push(p)
       } else {
         const list = channelQueues.get(queue)
         if (list) list.push(p)
@@ -120,12 +137,13 @@ export class OutboxQueues {
     for (const list of channelQueues.values()) {
       list.sort((a, b) => (before(a, b) ? -1 : 1))
       let last = list.length - 1
-      while (last >= 0 && list[last]!.nextAttemptAt > now) last--
+      while (last >= 0 && (list[last]!.held || list[last]!.nextAttemptAt > now)) last--
       if (last < 0) continue
       const retrying = list.slice(0, last + 1).some((p) => p.nextAttemptAt <= now && p.attempts > 0)
-      chosen.push(...list.slice(0, last + 1).filter((p) => retrying || p.nextAttemptAt <= now))
+      chosen.push(...list.slice(0, last + 1).filter((p) => retrying || p.held || p.nextAttemptAt <= now))
     }
     for (const p of chosen) {
+      p.held = false
       p.attempts++
       p.sends++
       p.nextAttemptAt = now + retryDelay(this.backoff, p.attempts)

@@ -299,6 +299,34 @@ describe('delivery', () => {
     await again.storage.close()
   })
 
+  test("a resumed outbox waits for the host's moment, then goes out; presence after that resends as usual", async () => {
+    const channelName = freshChannel()
+    const bAddress = privateKeyToAddress(anvilKeys[2]!)
+    const left = [record(bAddress, unlock(1n, 1n), ch), record(bAddress, secretRequest(2n))]
+    let resend!: () => void
+    const a = await start(1, { channelName, outbox: left, resendWhen: () => new Promise<void>((resolve) => (resend = resolve)) })
+    await sleep(50)
+    expect(a.sends).toEqual([])
+    resend()
+    await eventually(() => expect(sentLines(a, 'Unlock')).toHaveLength(1)) // lost: B is not there
+    expect(sentLines(a, 'SecretRequest')).toHaveLength(1)
+    const b = await start(2, { channelName, answers: true })
+    await eventually(() => expect(a.outbox.size).toBe(0))
+    expect(receivedTypes(b).sort()).toEqual(['SecretRequest:2', 'Unlock:1'])
+  })
+
+  test('a held message goes at once with a later message of its channel queue, which the peer takes only after it', async () => {
+    const channelName = freshChannel()
+    const b = await start(2, { channelName, answers: true })
+    const left = [record(b.address, unlock(1n, 1n), ch), record(b.address, secretRequest(9n))]
+    // The host's moment never comes in this test, and B is not seen again: only the new Unlock can carry Unlock 1.
+    const a = await start(1, { channelName, outbox: left, resendWhen: () => new Promise(() => {}) })
+    a.put([record(b.address, unlock(2n, 2n), ch)])
+    await eventually(() => expect(receivedTypes(b)).toEqual(['Unlock:1', 'Unlock:2']))
+    expect(a.sends[0]!.lines.map((l) => JSON.parse(l).type)).toEqual(['Unlock', 'Unlock'])
+    expect(sentLines(a, 'SecretRequest')).toEqual([])
+  })
+
   test('drops invalid lines (counted and logged) and still takes the valid ones of the batch', async () => {
     const channelName = freshChannel()
     const b = await start(2, { channelName })

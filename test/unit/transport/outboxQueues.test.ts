@@ -74,6 +74,45 @@ describe('what is due', () => {
     expect(q.size).toBe(0)
   })
 
+  test('a held record waits for release, with no retry time of its own; then it is due', () => {
+    const left = record(X, secretRequest(1n))
+    const q = new OutboxQueues(backoff)
+    q.add(left, 0, true)
+    expect(keysDue(q, 0)).toEqual([])
+    expect(keysDue(q, 10_000)).toEqual([])
+    expect(q.nextDueAt()).toBeUndefined()
+    expect(pendingKeys(q)).toEqual([left.key])
+    expect(q.release()).toBe(1)
+    expect(keysDue(q, 10_000)).toEqual([left.key])
+    expect(q.nextDueAt()).toBe(10_100)
+    expect(q.release()).toBe(0)
+  })
+
+  test('a held record goes with a later message of its channel queue, in nonce order; other queues stay held', () => {
+    const left = record(X, unlock(1n, 1n), ch)
+    const elsewhere = record(X, unlock(5n, 1n), channelKeyOf(8n))
+    const unordered = record(X, secretRequest(9n))
+    const q = new OutboxQueues(backoff)
+    for (const r of [left, elsewhere, unordered]) q.add(r, 0, true)
+    const next = record(X, unlock(2n, 2n), ch)
+    q.add(next, 50)
+    expect(keysDue(q, 50)).toEqual([left.key, next.key])
+    // Sent now, it is no longer held: it retries on the backoff, as the message it went with does.
+    expect(keysDue(q, 149)).toEqual([])
+    expect(keysDue(q, 150)).toEqual([left.key, next.key])
+    expect(q.release()).toBe(2)
+    expect(keysDue(q, 150).sort()).toEqual([elsewhere.key, unordered.key].sort())
+  })
+
+  test('a peer seen does not release what is held for it', () => {
+    const q = new OutboxQueues(backoff)
+    q.add(record(X, secretRequest(1n)), 0, true)
+    expect(q.peerSeen(X, 30)).toBe(0)
+    expect(keysDue(q, 30)).toEqual([])
+    expect(q.release()).toBe(1)
+    expect(keysDue(q, 30)).toEqual([record(X, secretRequest(1n)).key])
+  })
+
   test('a key is queued once', () => {
     const q = new OutboxQueues(backoff)
     expect(q.add(record(X, secretRequest(1n)), 0)).toBe(true)

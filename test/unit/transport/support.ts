@@ -44,6 +44,8 @@ export type TestNodeOptions = {
   redeliverAfterMs?: number
   /** Outbox records from before a restart. */
   outbox?: OutboxRecord[]
+  /** When to resend them (Delivery.resume): at once if absent. */
+  resendWhen?: () => Promise<unknown>
   /** When the fake runtime has made a handed-up message durable (what onMessage returns); at once if absent. */
   applied?: (message: Signed<Message>) => Promise<unknown> | undefined
 }
@@ -105,7 +107,7 @@ export function testNode(index: number, options: TestNodeOptions): TestNode {
     for (const r of records) node.outbox.set(r.key, r)
     node.delivery.enqueue(records)
   }
-  node.delivery.enqueue([...node.outbox.values()])
+  node.delivery.resume([...node.outbox.values()], options.resendWhen)
   return node
 }
 

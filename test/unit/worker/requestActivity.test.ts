@@ -17,9 +17,11 @@ async function settledAfter(promise: Promise<unknown>, ms: number): Promise<bool
 }
 
 describe('requestActivity', () => {
-  test('with no request at all, quiet comes the given time after creation', async () => {
+  test('quiet waits for a first request, however long it takes, then counts from its answer', async () => {
     const activity = createRequestActivity()
     const quiet = activity.quiet(100)
+    expect(await settledAfter(quiet, 10_000)).toBe(false)
+    await activity.track(async () => 'ok')
     expect(await settledAfter(quiet, 99)).toBe(false)
     expect(await settledAfter(quiet, 1)).toBe(true)
   })
