@@ -1,12 +1,12 @@
 import { hexToBytes, type Hex } from 'viem'
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+
 /**
  * Builds `abi.encodePacked`-style byte strings straight into a Uint8Array: big-endian unsigned integers
  * padded to their width, raw 20-byte addresses and fixed bytes. Faster than going through hex strings,
  * which matters on the signing and verifying hot path.
  */
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
-
 export class PackedWriter {
   readonly bytes: Uint8Array
   private offset = 0
