@@ -89,11 +89,13 @@ const api = {
       const activity = createRequestActivity()
       // libp2p holds the worker's thread for about 250 ms as it loads and starts: once the node is ready and the
       // page's first requests are answered, at the latest LIBP2P_AT_THE_LATEST_MS after the start (decision 0024).
-      const libp2pWhen = () =>
-        Promise.race([
+      // One moment for it and the resends; asked for once the node runs (`node` does not exist before).
+      let moment: Promise<unknown> | undefined
+      const afterFirstAnswers = () =>
+        (moment ??= Promise.race([
           untilReady(node, LIBP2P_AT_THE_LATEST_MS).then(() => activity.quiet(LIBP2P_AFTER_QUIET_MS)),
           new Promise((resolve) => setTimeout(resolve, LIBP2P_AT_THE_LATEST_MS)),
-        ])
+        ]))
       const node = await createNode({
         ...rest,
         ...(rpc ? { rpc } : { provider: { request: (args: { method: string; params?: unknown }) => provider!.request(args) } as EIP1193Provider }),
@@ -112,9 +114,9 @@ const api = {
           }),
         // So do the resends of what the last run left unacknowledged: signing them (on the JS engine until the WASM
         // is there) and loading libp2p to send them would hold the thread before the first answer.
-        resendWhen: libp2pWhen,
+        resendWhen: afterFirstAnswers,
         transport: transportFor(relay, deployment, {
-          loadWhen: libp2pWhen,
+          loadWhen: afterFirstAnswers,
           onError: (error) => void stopOnItsOwn(`its transport did not start: ${toErrorData(error).message}`, error),
         }),
       })

@@ -17,6 +17,8 @@ export type RequestActivity = {
 export function createRequestActivity(now: () => number = Date.now): RequestActivity {
   let inFlight = 0
   let last: number | undefined
+  /** The waiters' checks, run at each answer: no timer runs while no answer has come or one is in flight. */
+  const waiting = new Set<() => void>()
   return {
     async track(answer) {
       inFlight++
@@ -25,15 +27,23 @@ export function createRequestActivity(now: () => number = Date.now): RequestActi
       } finally {
         inFlight--
         last = now()
+        for (const check of waiting) check()
       }
     },
     quiet(ms) {
       return new Promise((resolve) => {
+        let timer: ReturnType<typeof setTimeout> | undefined
         const check = () => {
-          const left = inFlight > 0 || last === undefined ? ms : last + ms - now()
-          if (left <= 0) resolve()
-          else setTimeout(check, left)
+          clearTimeout(timer)
+          if (inFlight > 0 || last === undefined) return
+          const left = last + ms - now()
+          if (left > 0) timer = setTimeout(check, left)
+          else {
+            waiting.delete(check)
+            resolve()
+          }
         }
+        waiting.add(check)
         check()
       })
     },
