@@ -41,6 +41,11 @@ export function eventSelectors(source: EventSource): Hex[] {
   return abis[source].filter((item) => item.type === 'event' && names.includes(item.name)).map((item) => toEventSelector(item as never))
 }
 
+/** Chain order: by block number, then log index (sort with it). */
+export function byChainPosition(a: { blockNumber: bigint; logIndex: number }, b: { blockNumber: bigint; logIndex: number }): number {
+  return a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1
+}
+
 export type DecodeChainEventParameters = {
   source: EventSource
   log: Log

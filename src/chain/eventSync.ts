@@ -1,5 +1,6 @@
 import { getAddress, type Address, type Log, type PublicClient } from 'viem'
-import { decodeChainEvent, eventSelectors, type EventSource, type SyncedChainEvent } from './chainEvents.ts'
+import { byChainPosition, decodeChainEvent, eventSelectors, type EventSource, type SyncedChainEvent } from './chainEvents.ts'
+import { ChainRpcError } from './errors.ts'
 import { getLogsByChunk, getLogsChunk, LogChunkSize } from './getLogsByChunk.ts'
 
 /** The contracts whose events the node follows. */
@@ -25,7 +26,7 @@ export type SyncChainEventsParameters = {
 }
 
 export type SyncChainEventsReturnType = {
-  /** Every followed event of the range, ordered by (block, log index); those of other people's channels too. */
+  /** Every followed event of the range, each once, ordered by (block, log index); those of other people's channels too. */
   events: SyncedChainEvent[]
   /** Every token network known after the range: the given ones and those created in it, in creation order. */
   tokenNetworks: Address[]
@@ -43,6 +44,10 @@ const userDepositSelectors = eventSelectors('userDeposit')
  * One eth_getLogs per chunk covers all known contracts. A token network created inside a chunk is not in that
  * request's address list, so its events from its creation block to the chunk's end are fetched right after
  * (a contract emits nothing before it exists), and later chunks include it.
+ *
+ * The endpoint may repeat a log (within an answer, or in both requests of a chunk) and order them as it likes:
+ * each log is kept once, by its position (block, log index), and the events are sorted. Two different logs at
+ * one position mean the endpoint mixes forks: ChainRpcError, and the caller asks again later.
  */
 export async function syncChainEvents(client: PublicClient, parameters: SyncChainEventsParameters): Promise<SyncChainEventsReturnType> {
   const { contracts, fromBlock, toBlock, defaultRevealTimeout, onProgress } = parameters
@@ -60,8 +65,15 @@ export async function syncChainEvents(client: PublicClient, parameters: SyncChai
     return known.has(address) ? 'tokenNetwork' : undefined
   }
   const events: SyncedChainEvent[] = []
+  const seen = new Map<string, Log>()
   const decodeAll = (logs: Log[]) => {
     for (const log of logs) {
+      const at = `${log.blockNumber}:${log.logIndex}`
+      const earlier = seen.get(at)
+      if (earlier && !sameLog(earlier, log))
+        throw new ChainRpcError('eth_getLogs', new Error(`two different logs at block ${log.blockNumber}, log ${log.logIndex}`))
+      if (earlier) continue
+      seen.set(at, log)
       const source = sourceOf(getAddress(log.address))
       const synced = source && decodeChainEvent({ source, log, defaultRevealTimeout })
       if (synced) events.push(synced)
@@ -78,7 +90,8 @@ export async function syncChainEvents(client: PublicClient, parameters: SyncChai
 
     const newNetworks: Address[] = []
     let firstCreation = chunk.toBlock
-    for (const { event, change } of events.slice(before)) {
+    // In chain order, whatever order the answer came in: tokenNetworks lists them in creation order.
+    for (const { event, change } of events.slice(before).sort((a, b) => byChainPosition(a.event, b.event))) {
       if (change?.type !== 'tokenNetworkCreated' || known.has(change.tokenNetwork)) continue
       known.add(change.tokenNetwork)
       tokenNetworks.push(change.tokenNetwork)
@@ -99,8 +112,17 @@ export async function syncChainEvents(client: PublicClient, parameters: SyncChai
     from = chunk.toBlock + 1n
   }
 
-  events.sort((a, b) =>
-    a.event.blockNumber === b.event.blockNumber ? a.event.logIndex - b.event.logIndex : a.event.blockNumber < b.event.blockNumber ? -1 : 1,
-  )
+  events.sort((a, b) => byChainPosition(a.event, b.event))
   return { events, tokenNetworks }
+}
+
+/** The same log, as far as a node can tell: same block, transaction, emitter and content. */
+function sameLog(a: Log, b: Log): boolean {
+  return (
+    a.blockHash === b.blockHash &&
+    a.transactionHash === b.transactionHash &&
+    a.address.toLowerCase() === b.address.toLowerCase() &&
+    a.data === b.data &&
+    a.topics.join() === b.topics.join()
+  )
 }

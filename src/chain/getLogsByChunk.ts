@@ -65,7 +65,8 @@ export type GetLogsByChunkParameters = {
 /**
  * One eth_getLogs over as much of [fromBlock, toBlock] as the chunk size allows, shrinking and retrying on
  * failure. Returns the logs and the last block covered. No viem retry: a refused range is answered by a
- * smaller range, not by asking the same again after a backoff.
+ * smaller range, not by asking the same again after a backoff. Only what was asked for is kept (`isAnswer`);
+ * the logs may still repeat and come in any order (docs/decisions/0028).
  */
 export async function getLogsChunk(
   client: PublicClient,
@@ -82,14 +83,33 @@ export async function getLogsChunk(
         { retryCount: 0 },
       )
       chunkSize.succeeded()
-      return { logs: logs.map((log) => formatLog(log)), toBlock: end }
+      const wanted = { addresses: new Set(address.map((a) => a.toLowerCase())), selectors: new Set(eventSelectors.map((t) => t.toLowerCase())) }
+      return { logs: logs.map((log) => formatLog(log)).filter((log) => isAnswer(log, { ...wanted, fromBlock, toBlock: end })), toBlock: end }
     } catch (e) {
       if (!chunkSize.failed(end - fromBlock + 1n)) throw new ChainRpcError('eth_getLogs', e)
     }
   }
 }
 
-/** All logs of [fromBlock, toBlock] for the addresses and events, fetched in adaptive chunks, in chain order. */
+/**
+ * Whether a log answers the request: mined in the range asked for (block number, block hash, transaction hash
+ * and log index all present), from an address and of an event asked for, and not `removed` (a log a reorg took
+ * back). An endpoint that returns anything else is careless or lying; what it adds is dropped, not applied.
+ */
+function isAnswer(log: Log, asked: { addresses: ReadonlySet<string>; selectors: ReadonlySet<string>; fromBlock: bigint; toBlock: bigint }): boolean {
+  const { blockNumber, blockHash, transactionHash, logIndex, removed } = log
+  if (removed || blockNumber === null || blockHash === null || transactionHash === null || logIndex === null) return false
+  if (blockNumber < asked.fromBlock || blockNumber > asked.toBlock) return false
+  const selector = Array.isArray(log.topics) ? log.topics[0] : undefined
+  return (
+    typeof log.address === 'string' &&
+    asked.addresses.has(log.address.toLowerCase()) &&
+    typeof selector === 'string' &&
+    asked.selectors.has(selector.toLowerCase())
+  )
+}
+
+/** The logs of [fromBlock, toBlock] for the addresses and events, fetched in adaptive chunks, chunk after chunk (as getLogsChunk keeps them). */
 export async function getLogsByChunk(client: PublicClient, parameters: GetLogsByChunkParameters): Promise<Log[]> {
   const all: Log[] = []
   let from = parameters.fromBlock

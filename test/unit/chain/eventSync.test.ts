@@ -15,6 +15,7 @@ import type { StateChange } from '../../../src/protocol/state/changes.ts'
 import type { ChainTransaction as Transaction } from '../../../src/protocol/state/effects.ts'
 import type { BalanceProofState } from '../../../src/protocol/state/types.ts'
 import { packWithdraw } from '../../../src/protocol/withdrawProof.ts'
+import { startMisbehavingRpc } from '../../support/misbehavingRpc.ts'
 import { startChainTestbed, type Account, type ChainTestbed } from './chainTestbed.ts'
 
 const revealTimeout = 7n
@@ -286,6 +287,36 @@ describe('syncChainEvents', () => {
     expect(chunkSize.current).toBeLessThanOrEqual(limit * 2n)
   })
 
+  test('through an endpoint that repeats, reorders, replays and adds logs, the same events: once each, in chain order', async () => {
+    const seed = Number(process.env.MISBEHAVING_RPC_SEED ?? Math.floor(Math.random() * 2 ** 31))
+    const rpc = await startMisbehavingRpc(bed.anvil.rpcUrl, { seed })
+    try {
+      const careless = createPublicClient({ transport: http(rpc.url), cacheTime: 0 })
+      const straight = await syncChainEvents(client, { contracts, fromBlock, toBlock, defaultRevealTimeout: revealTimeout })
+      // Whole, and in chunks of two blocks (many answers to replay, and networks found inside a chunk).
+      for (const chunkSize of [undefined, new LogChunkSize({ initial: 2n, min: 1n, max: 2n })]) {
+        const synced = await syncChainEvents(careless, {
+          contracts,
+          fromBlock,
+          toBlock,
+          defaultRevealTimeout: revealTimeout,
+          ...(chunkSize ? { chunkSize } : {}),
+        })
+        expect(synced, `seed ${seed}`).toEqual(straight)
+      }
+      for (const k of ['duplicated', 'replayed', 'removedCopies', 'incompleteCopies'] as const) expect(rpc.stats[k], `${k}, seed ${seed}`).toBeGreaterThan(0)
+    } finally {
+      await rpc.close()
+    }
+  })
+
+  test('refuses with ChainRpcError an answer with two different logs at one position (an endpoint mixing forks)', async () => {
+    const forked = createPublicClient({ transport: forkMixingTransport(bed.anvil.rpcUrl), cacheTime: 0 })
+    const error = await syncChainEvents(forked, { contracts, fromBlock, toBlock, defaultRevealTimeout: revealTimeout }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ChainRpcError)
+    expect(String(error)).toMatch(/two different logs at block \d+, log \d+/)
+  })
+
   test('gives up with ChainRpcError when even the smallest range is refused', async () => {
     const limited = createPublicClient({ transport: rangeLimitedTransport(bed.anvil.rpcUrl, 0n, []), cacheTime: 0 })
     const error = await syncChainEvents(limited, {
@@ -305,6 +336,23 @@ function halvings(total: bigint, limit: bigint): bigint[] {
   const out = [total]
   while (out.at(-1)! > limit) out.push(out.at(-1)! / 2n)
   return out
+}
+
+/** http() to anvil, except that each eth_getLogs answer also has its first log as another fork has it (another block hash). */
+function forkMixingTransport(url: string): Transport {
+  const inner = http(url)
+  return (options) => {
+    const transport = inner(options)
+    return {
+      ...transport,
+      request: (async (args: { method: string; params?: unknown }, requestOptions?: unknown) => {
+        const result = await transport.request(args as never, requestOptions as never)
+        if (args.method !== 'eth_getLogs' || !Array.isArray(result) || result.length === 0) return result
+        const [first] = result as { blockHash: Hex }[]
+        return [...result, { ...first, blockHash: keccak256(first!.blockHash) }]
+      }) as typeof transport.request,
+    }
+  }
 }
 
 /** http() to anvil, except that eth_getLogs over more than `limit` blocks fails as some providers' do. */
