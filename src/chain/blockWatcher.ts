@@ -45,8 +45,6 @@ export type CreateBlockWatcherParameters = {
   fromBlock: bigint
   /** Blocks a block must have on top of it before its events count; 5 by default (Raiden's default). */
   confirmations?: bigint
-  /** Milliseconds between polls of `start`; the client's polling interval by default. */
-  pollingInterval?: number
   /** How many of the last synced blocks keep their hash for reorg checks; 32 by default. */
   reorgDepth?: number
   /** Largest range handed out at once, so a long catch-up is synced (and persisted) piecewise; unlimited by default. */
@@ -58,33 +56,26 @@ export type CreateBlockWatcherParameters = {
 export type BlockWatcher = {
   /**
    * Looks at the chain once: a reorg of synced blocks, or the next range of confirmed blocks to sync, or
-   * nothing new. A range is handed out again until acknowledged with `synced`.
+   * nothing new. A range is handed out again until acknowledged with `synced`, so two polls before an
+   * acknowledgement hand out the same blocks: one caller at a time (the ChainFollower's sync step).
    */
   poll(): Promise<BlockWatcherEvent | undefined>
   /** The range's events are durable: the next poll continues after it. */
   synced(range: BlockRange): void
-  /**
-   * Polls every interval and awaits `onEvent` for each event; a range is acknowledged when `onEvent` resolves.
-   * A failing poll or handler goes to `onError` and is retried at the next tick.
-   */
-  start(onEvent: (event: BlockWatcherEvent) => void | Promise<void>, onError?: (error: unknown) => void): void
-  /** Stops polling; resolves once a poll in progress has finished. */
-  stop(): Promise<void>
   progress(): SyncProgress
   /** The remembered hashes, oldest first: persist them with the synced block to check them after a restart. */
   recentBlocks(): BlockRef[]
 }
 
 /**
- * Polls the latest block and hands out ranges of confirmed blocks (latest − confirmations) to sync, in order.
- * It remembers the hashes of the last synced blocks; when one changes, it reports a reorg with the first
- * block to sync again. A new range's blocks must chain onto the last synced one (parent hashes), so a reorg
- * during the poll itself is never taken for new blocks.
+ * Looks at the latest block when polled and hands out ranges of confirmed blocks (latest − confirmations) to
+ * sync, in order; when to poll is its caller's business. It remembers the hashes of the last synced blocks;
+ * when one changes, it reports a reorg with the first block to sync again. A new range's blocks must chain
+ * onto the last synced one (parent hashes), so a reorg during the poll itself is never taken for new blocks.
  */
 export function createBlockWatcher(client: PublicClient, parameters: CreateBlockWatcherParameters): BlockWatcher {
   const confirmations = parameters.confirmations ?? 5n
   const reorgDepth = parameters.reorgDepth ?? 32
-  const pollingInterval = parameters.pollingInterval ?? client.pollingInterval
   const maxRange = parameters.maxRange
   let syncedBlock = parameters.fromBlock
   let latestBlock = syncedBlock
@@ -173,53 +164,9 @@ export function createBlockWatcher(client: PublicClient, parameters: CreateBlock
     remembered = [...remembered, ...range.tail].filter((b) => b.number <= syncedBlock).slice(-reorgDepth)
   }
 
-  let timer: ReturnType<typeof setTimeout> | undefined
-  let running: Promise<void> | undefined
-  let stopped = true
-
-  function start(onEvent: (event: BlockWatcherEvent) => void | Promise<void>, onError: (error: unknown) => void = () => {}): void {
-    if (!stopped) return
-    stopped = false
-    // A reorg is applied when polled; if its handler fails it is delivered again before anything else.
-    let undelivered: ChainReorg | undefined
-    const tick = async () => {
-      try {
-        if (undelivered) {
-          await onEvent(undelivered)
-          undelivered = undefined
-        }
-        // Drain: a catch-up split by maxRange, or a reorg followed by its resync, needs no extra interval.
-        for (let event = await poll(); event && !stopped; event = await poll()) {
-          if (event.type === 'reorg') undelivered = event
-          await onEvent(event)
-          if (event.type === 'blocks') synced(event)
-          else undelivered = undefined
-        }
-      } catch (e) {
-        onError(e)
-      }
-    }
-    const loop = () => {
-      if (stopped) return
-      running = tick().finally(() => {
-        running = undefined
-        if (!stopped) timer = setTimeout(loop, pollingInterval)
-      })
-    }
-    loop()
-  }
-
-  async function stop(): Promise<void> {
-    stopped = true
-    if (timer !== undefined) clearTimeout(timer)
-    await running
-  }
-
   return {
     poll,
     synced,
-    start,
-    stop,
     progress: () => {
       const confirmedBlock = latestBlock - confirmations
       return { syncedBlock, confirmedBlock, latestBlock, blocksToSync: confirmedBlock > syncedBlock ? confirmedBlock - syncedBlock : 0n }

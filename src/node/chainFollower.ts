@@ -1,6 +1,6 @@
 import type { Address } from 'viem'
-import type { BlockRange, BlockWatcher, BlockWatcherEvent, SyncProgress } from '../chain/blockWatcher.ts'
-import type { SyncedChainEvent } from '../chain/chainEvents.ts'
+import type { BlockRange, BlockWatcher, SyncProgress } from '../chain/blockWatcher.ts'
+import { byChainPosition, type SyncedChainEvent } from '../chain/chainEvents.ts'
 import type { Applied, Engine } from './engine.ts'
 
 export type ChainFollowerParameters = {
@@ -8,7 +8,9 @@ export type ChainFollowerParameters = {
   watcher: BlockWatcher
   /** The followed events of a range (syncChainEvents over the node's contracts and these token networks). */
   events(range: { fromBlock: bigint; toBlock: bigint; tokenNetworks: Address[] }): Promise<SyncedChainEvent[]>
-  /** A reorg deeper than the confirmations, or a failed poll: reported, never fatal. */
+  /** Milliseconds between looks at the chain once `start`ed. */
+  pollingInterval: number
+  /** A reorg deeper than the confirmations, or a failed sync of the loop: reported, never fatal. */
   onError(where: 'chain sync' | 'chain reorg', error: unknown): void
 }
 
@@ -17,9 +19,21 @@ export type ChainFollowerParameters = {
  * (one per event, and the block itself), committed together, so a range is either synced or not at all. Only
  * confirmed blocks are acted on; a reorg of them is reported and the range synced again (re-applied events are
  * idempotent in the core).
+ *
+ * One sync at a time (docs/decisions/0028): a sync step polls the watcher, applies the range and acknowledges
+ * it, and whoever asks while a step is under way (the loop, the first catch-up, waitForBlock) shares that step.
+ * Two steps side by side would be handed the same unacknowledged range and dispatch its events twice, into one
+ * commit the store refuses.
  */
 export class ChainFollower {
   private syncedBlockValue: bigint
+  /** The sync step under way. */
+  private step: Promise<boolean> | undefined
+  /** The loop's current round of steps, and its timer between rounds. */
+  private round: Promise<void> | undefined
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private started = false
+  private stopped = false
 
   constructor(
     private readonly p: ChainFollowerParameters,
@@ -28,7 +42,7 @@ export class ChainFollower {
     this.syncedBlockValue = syncedBlock
   }
 
-  /** The last block whose events are applied and durable. */
+  /** The last block whose events are applied and durable (lower again after a reorg, until it is synced again). */
   get syncedBlock(): bigint {
     return this.syncedBlockValue
   }
@@ -37,13 +51,13 @@ export class ChainFollower {
     return this.p.watcher.progress()
   }
 
-  /** Looks at the chain once and applies what is new; false when there was nothing. */
-  async syncOnce(): Promise<boolean> {
-    const event = await this.p.watcher.poll()
-    if (!event) return false
-    await this.apply(event)
-    if (event.type === 'blocks') this.p.watcher.synced(event)
-    return true
+  /** Looks at the chain once and applies what is new, or shares the step under way; false when nothing was new, or once stopped. */
+  syncOnce(): Promise<boolean> {
+    if (this.stopped) return Promise.resolve(false)
+    this.step ??= this.syncStep().finally(() => {
+      this.step = undefined
+    })
+    return this.step
   }
 
   /** Syncs until nothing is new (or `stopping()` says so): the first catch-up before the node is ready. */
@@ -51,29 +65,56 @@ export class ChainFollower {
     while (!stopping() && (await this.syncOnce()));
   }
 
-  /** Follows the chain from now on, every polling interval. */
+  /** Follows the chain from now on, every polling interval; a failed round is reported and tried again at the next. */
   start(): void {
-    this.p.watcher.start(
-      (event) => this.apply(event),
-      (error) => this.p.onError('chain sync', error),
-    )
+    if (this.started || this.stopped) return
+    this.started = true
+    const loop = () => {
+      this.round = this.drain().finally(() => {
+        this.round = undefined
+        if (!this.stopped) this.timer = setTimeout(loop, this.p.pollingInterval)
+      })
+    }
+    loop()
   }
 
-  stop(): Promise<void> {
-    return this.p.watcher.stop()
+  /** Stops following; resolves once no step is under way (nothing is dispatched after). */
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearTimeout(this.timer)
+    await this.round
+    await this.step?.catch(() => {})
   }
 
-  private async apply(event: BlockWatcherEvent): Promise<void> {
+  /** Steps until nothing is new: a catch-up split in ranges, or a reorg and its resync, needs no extra interval. */
+  private async drain(): Promise<void> {
+    try {
+      while (!this.stopped && (await this.syncOnce()));
+    } catch (error) {
+      this.p.onError('chain sync', error)
+    }
+  }
+
+  private async syncStep(): Promise<boolean> {
+    const event = await this.p.watcher.poll()
+    if (!event) return false
     if (event.type === 'reorg') {
+      // The watcher hands out the blocks after the common ancestor again: their events are to be applied again.
+      if (event.commonAncestor < this.syncedBlockValue) this.syncedBlockValue = event.commonAncestor
       this.p.onError('chain reorg', new Error(`blocks from ${event.resyncFrom} were replaced${event.deep ? ' (deeper than remembered)' : ''}`))
-      return
+      return true
     }
     await this.applyRange(event)
+    this.p.watcher.synced(event)
+    return true
   }
 
   private async applyRange(range: BlockRange): Promise<void> {
+    // A range already applied (it cannot come in lockstep with the watcher, but nothing is applied twice).
+    if (range.toBlock <= this.syncedBlockValue) return
     const tokenNetworks = Object.keys(this.p.engine.current.tokenNetworks) as Address[]
-    const events = await this.p.events({ fromBlock: range.fromBlock, toBlock: range.toBlock, tokenNetworks })
+    const fetched = await this.p.events({ fromBlock: range.fromBlock, toBlock: range.toBlock, tokenNetworks })
+    const events = inOrderOnce(fetched, max(this.syncedBlockValue, range.fromBlock - 1n), range.toBlock)
     // Dispatched together, the engine commits them in one batch with the block and the synced mark.
     const pending: Promise<Applied>[] = []
     for (const e of events) if (e.change) pending.push(this.p.engine.dispatch(e.change, { chainEvents: [e.event] }))
@@ -83,3 +124,15 @@ export class ChainFollower {
     this.syncedBlockValue = range.toBlock
   }
 }
+
+/**
+ * The events of blocks (after, toBlock], in chain order, one per position: the store refuses a commit with two
+ * events at one position, and the engine stops at a refused commit. syncChainEvents already returns them so;
+ * this is the last guard before the engine.
+ */
+function inOrderOnce(events: SyncedChainEvent[], after: bigint, toBlock: bigint): SyncedChainEvent[] {
+  const sorted = events.filter(({ event }) => event.blockNumber > after && event.blockNumber <= toBlock).sort((a, b) => byChainPosition(a.event, b.event))
+  return sorted.filter((e, i) => i === 0 || byChainPosition(sorted[i - 1]!.event, e.event) !== 0)
+}
+
+const max = (a: bigint, b: bigint) => (a > b ? a : b)

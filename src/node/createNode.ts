@@ -110,7 +110,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const follower = new ChainFollower(
       {
         engine,
-        watcher: createBlockWatcher(chain.publicClient, { fromBlock: syncedBlock, confirmations, pollingInterval: config.pollingInterval }),
+        watcher: createBlockWatcher(chain.publicClient, { fromBlock: syncedBlock, confirmations }),
+        pollingInterval: config.pollingInterval,
         events: async ({ fromBlock, toBlock, tokenNetworks }) => {
           const synced = await syncChainEvents(chain.publicClient, {
             contracts: {

@@ -1,5 +1,6 @@
 import type { Address } from 'viem'
 import type { ChainClient } from '../chain/chainClient.ts'
+import { ChainRpcError } from '../chain/errors.ts'
 import type { TransactionQueue } from '../chain/transactionQueue.ts'
 import { channelWith, type TransitionContext } from '../protocol/state/access.ts'
 import type { StateChange } from '../protocol/state/changes.ts'
@@ -131,13 +132,23 @@ export class SluiceNode {
     return this.engine.dispatch(change)
   }
 
-  /** Resolves once the state has synced the given block (chain events up to it are applied). */
+  /**
+   * Resolves once the state has synced the given block (chain events up to it are applied). It asks the follower
+   * for its sync step (the one under way, if any: never a second sync of the same blocks, docs/decisions/0028);
+   * a failing endpoint is asked again until the deadline, anything else (a refused commit) fails at once.
+   */
   async waitForBlock(blockNumber: bigint, timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs
+    let endpointError: ChainRpcError | undefined
     while (this.engine.current.blockNumber < blockNumber) {
       if (this.stopping.signal.aborted) throw new NodeStoppedError()
-      if (Date.now() > deadline) throw new Error(`block ${blockNumber} not synced within ${timeoutMs} ms`)
-      if (!(await this.follower.syncOnce())) await new Promise((r) => setTimeout(r, 20))
+      if (Date.now() > deadline) throw new Error(`block ${blockNumber} not synced within ${timeoutMs} ms`, { cause: endpointError })
+      const synced = await this.follower.syncOnce().catch((error: unknown) => {
+        if (!(error instanceof ChainRpcError)) throw error
+        endpointError = error
+        return false
+      })
+      if (!synced) await new Promise((r) => setTimeout(r, 20))
       this.updateProgress()
     }
     await this.engine.settled()

@@ -1,7 +1,7 @@
 import { createPublicClient, http, type PublicClient } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
-import { createBlockWatcher, type BlockRange, type BlockWatcherEvent, type ChainReorg } from '../../../src/chain/blockWatcher.ts'
+import { createBlockWatcher, type BlockRange, type ChainReorg } from '../../../src/chain/blockWatcher.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
 import { createDevnetClient, type DevnetClient } from '../../../src/devnet/devnetClient.ts'
 
@@ -12,7 +12,7 @@ let client: PublicClient
 beforeAll(async () => {
   anvil = await startAnvil()
   devnet = createDevnetClient({ rpcUrl: anvil.rpcUrl, privateKey: anvilKeys[0] })
-  client = createPublicClient({ transport: http(anvil.rpcUrl), cacheTime: 0, pollingInterval: 10 })
+  client = createPublicClient({ transport: http(anvil.rpcUrl), cacheTime: 0 })
 })
 afterAll(() => anvil.stop())
 
@@ -156,58 +156,5 @@ describe('createBlockWatcher', () => {
     expect(await createBlockWatcher(client, { fromBlock: syncedBlock, confirmations: 0n }).poll()).toBeUndefined()
     const resumed = createBlockWatcher(client, { fromBlock: syncedBlock, confirmations: 0n, recentBlocks: persisted })
     expect(await resumed.poll()).toMatchObject({ type: 'reorg', commonAncestor: start, resyncFrom: start + 1n, deep: false })
-  })
-
-  test('start() drives the handler, acknowledges what it handled, and retries what failed', async () => {
-    const watcher = createBlockWatcher(client, { fromBlock: start, confirmations: 0n, pollingInterval: 10 })
-    const seen: BlockWatcherEvent[] = []
-    const errors: unknown[] = []
-    let failOnce = true
-    watcher.start(
-      (event) => {
-        if (failOnce) {
-          failOnce = false
-          throw new Error('handler failed')
-        }
-        seen.push(event)
-      },
-      (e) => errors.push(e),
-    )
-    await devnet.mine({ blocks: 2 })
-    const target = start + 2n
-    for (let i = 0; i < 300 && watcher.progress().syncedBlock < target; i++) await new Promise((r) => setTimeout(r, 10))
-    await watcher.stop()
-    expect(errors).toHaveLength(1)
-    expect(watcher.progress().syncedBlock).toBe(target)
-    // The failed range came again: what was handled covers every block once, in order.
-    const covered = seen.flatMap((e) =>
-      e.type === 'blocks' ? Array.from({ length: Number(e.toBlock - e.fromBlock + 1n) }, (_, i) => e.fromBlock + BigInt(i)) : [],
-    )
-    expect(covered).toEqual([start + 1n, start + 2n])
-
-    // Stopped: new blocks are not handled.
-    await devnet.mine({ blocks: 1 })
-    await new Promise((r) => setTimeout(r, 50))
-    expect(watcher.progress().syncedBlock).toBe(target)
-  })
-
-  test('start() delivers a reorg again when its handler failed, then the resync', async () => {
-    const watcher = createBlockWatcher(client, { fromBlock: start - 1n, confirmations: 0n, pollingInterval: 10 })
-    const snapshot = await devnet.snapshot()
-    await devnet.mine({ blocks: 2 })
-    watcher.synced(await pollRange(watcher))
-    await devnet.revert({ id: snapshot })
-    await mineDifferentBlock()
-    await devnet.mine({ blocks: 1 })
-
-    const seen: string[] = []
-    let reorgFailures = 1
-    watcher.start((event) => {
-      seen.push(event.type === 'reorg' ? `reorg from ${event.resyncFrom - start}` : `blocks ${event.fromBlock - start}..${event.toBlock - start}`)
-      if (event.type === 'reorg' && reorgFailures-- > 0) throw new Error('not now')
-    })
-    for (let i = 0; i < 300 && seen.length < 3; i++) await new Promise((r) => setTimeout(r, 10))
-    await watcher.stop()
-    expect(seen).toEqual(['reorg from 1', 'reorg from 1', 'blocks 1..2'])
   })
 })
