@@ -1,4 +1,5 @@
-// `npm run bench`: every benchmark, printed as Markdown tables.
+// `npm run bench`: every benchmark, printed as Markdown tables; `npm run bench -- node api` runs only those parts.
+import { parseArgs } from 'node:util'
 import { benchApi } from './api.ts'
 import { benchBrowser } from './browser.ts'
 import { benchNode } from './node.ts'
@@ -7,16 +8,33 @@ import { profilePayment } from './profile.ts'
 import { benchProtocol } from './protocol.ts'
 import { benchStorage } from './storage.ts'
 
+const parts = {
+  package: ['Package: what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', benchPackage],
+  protocol: ['Protocol core (one process: signing, encoding, decoding, verifying and every transition; payments include all their messages)', benchProtocol],
+  storage: ['Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', benchStorage],
+  node: ['Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', benchNode],
+  api: ['REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', benchApi],
+  browser: ['The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer)', benchBrowser],
+  profile: ['CPU profile of one direct payment (both nodes in one process, LevelDB sync writes; self time per payment)', profilePayment],
+} as const satisfies Record<string, readonly [string, () => Promise<Record<string, string>>]>
+type Part = keyof typeof parts
+
+const { positionals } = parseArgs({ allowPositionals: true })
+const unknown = positionals.filter((p) => !(p in parts))
+if (unknown.length > 0) {
+  console.error(`unknown part ${unknown.join(', ')}; the parts are: ${Object.keys(parts).join(', ')}`)
+  process.exit(2)
+}
+const chosen = positionals.length > 0 ? (positionals as Part[]) : (Object.keys(parts) as Part[])
+
 function table(title: string, rows: Record<string, string>) {
   console.log(`\n### ${title}\n\n| measure | value |\n| --- | --- |`)
   for (const [k, v] of Object.entries(rows)) console.log(`| ${k} | ${v} |`)
 }
 
 console.log(`Sluice benchmarks, ${new Date().toISOString()}, Node ${process.version}`)
-table('Package: what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', await benchPackage())
-table('Protocol core (one process: signing, encoding, decoding, verifying and every transition; payments include all their messages)', await benchProtocol())
-table('Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', await benchStorage())
-table('Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', await benchNode())
-table('REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', await benchApi())
-table('The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer)', await benchBrowser())
-table('CPU profile of one direct payment (both nodes in one process, LevelDB sync writes; self time per payment)', await profilePayment())
+for (const name of Object.keys(parts) as Part[]) {
+  if (!chosen.includes(name)) continue
+  const [title, run] = parts[name]
+  table(title, await run())
+}
