@@ -55,7 +55,7 @@ export type SluiceBrowserNode = NodeClient & {
   subscribe(listener: PushListener): () => void
   /**
    * The key generated in this origin as a v3 keystore encrypted with `password` (default "", which any tool opens)
-   * with scrypt at geth's standard cost (N = 2^18: about 4 s in the worker); `sluice serve --keystore` reads it.
+   * with scrypt at geth's standard cost (N = 2^18: 3 to 4 s in the worker); `sluice serve --keystore` reads it.
    * Undefined when the page gives `key`. The key is encrypted in the node's worker and never reaches the page.
    */
   exportKeystore(password?: string): Promise<Keystore | undefined>
