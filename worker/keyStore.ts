@@ -37,7 +37,7 @@ export type WrappedKey = {
   iv: Uint8Array<ArrayBuffer>
   ciphertext: Uint8Array<ArrayBuffer>
 }
-/** The key behind the page's passphrase: a v3 keystore (PBKDF2_HMAC-SHA256), as geth would read it. */
+/** The key behind the page's passphrase: a v3 keystore (PBKDF2-HMAC-SHA256), as geth reads it. */
 export type PassphraseKey = { kind: 'passphrase'; address: Address; keystore: Keystore }
 export type StoredKey = WrappedKey | PassphraseKey
 
