@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { privateKeyToAddress } from 'viem/accounts'
+import { build } from 'vite'
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { buildPackage } from '../scripts/build.ts'
 import { staticServer } from '../scripts/staticServer.ts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
@@ -33,6 +34,8 @@ const IN_FLIGHT = 32
 const RESTARTS = 5
 /** Payments made just before a reload with no stop(): their changes are replayed at the next start. */
 const PAYMENTS_BEFORE_CRASH = 50
+/** Times each key-derivation candidate is timed in a worker, and exportKeystore() in the node's worker. */
+const KDF_RUNS = 3
 
 /**
  * The page: startNode from the package through an import map, and the measuring loops, in plain JavaScript (the
@@ -68,6 +71,21 @@ window.bench = {
   async stop() {
     await window.node.stop()
     window.node = undefined
+  },
+  /** node.exportKeystore(): the key encrypted with scrypt N = 2^18 in the node's worker; its time and its KDF's cost. */
+  async exportKeystore() {
+    const t0 = performance.now()
+    const keystore = await window.node.exportKeystore()
+    return { ms: performance.now() - t0, kdfparams: keystore.crypto.kdfparams }
+  },
+  /** The passphrase KDF candidates, timed in a module worker (bench/kdfWorker.ts). */
+  kdf(runs) {
+    const worker = new Worker('/kdf.worker.js', { type: 'module' })
+    return new Promise((resolve, reject) => {
+      worker.onmessage = ({ data }) => resolve(data)
+      worker.onerror = (e) => reject(new Error(e.message))
+      worker.postMessage(runs)
+    }).finally(() => worker.terminate())
   },
   call(method, path, body) {
     return fetch(path, { method, ...(body == null ? {} : { body: JSON.stringify(body) }) }).then(async (r) => ({ status: r.status, body: await r.json() }))
@@ -154,6 +172,19 @@ export async function benchBrowser(payments = PAYMENTS): Promise<Record<string, 
     const init = start(['init', 'site'])
     if ((await init.exited).code !== 0) throw new Error(`sluice init failed:\n${init.stdout()}${init.stderr()}`)
     writeFileSync(join(stage, 'site/index.html'), PAGE)
+    await build({
+      root: repo,
+      configFile: false,
+      logLevel: 'warn',
+      publicDir: false,
+      build: {
+        outDir: join(stage, 'site'),
+        emptyOutDir: false,
+        target: 'es2022',
+        reportCompressedSize: false,
+        lib: { entry: 'bench/kdfWorker.ts', formats: ['es'], fileName: () => 'kdf.worker.js' },
+      },
+    })
 
     const pageKey = anvilKeys[1]
     const peerKey = anvilKeys[2]
@@ -279,6 +310,58 @@ export async function benchBrowser(payments = PAYMENTS): Promise<Record<string, 
     )
     rows['GET /payments after the restart: sent payments listed'] = sent.toLocaleString('en-US')
     await inPage(page, 'stop')
+
+    // 5. The key kept in the page (docs/decisions/0027): what unlocking it costs at each start, in the node's worker
+    // ('sluice:key', measured by the worker), and startNode() to the first answer; each kind of key in a profile of
+    // its own (a fresh IndexedDB), restarted RESTARTS times after its first start.
+    const keyStarts = async (keyOptions: object) => {
+      const keyContext = await browser!.newContext()
+      const keyPage = await keyContext.newPage()
+      keyPage.on('pageerror', (e) => pageErrors.push(e.message))
+      const openKeyPage = async () => {
+        await keyPage.goto(served.url)
+        await keyPage.waitForFunction('window.bench !== undefined')
+      }
+      const unlocking = async () => {
+        const worker = keyPage
+          .workers()
+          .filter((w) => w.url().includes('node.worker'))
+          .at(-1)
+        return (await worker!.evaluate("performance.getEntriesByName('sluice:key').at(-1).duration")) as number
+      }
+      const startOptions = { ...options, key: undefined, waitForSync: false, ...keyOptions }
+      await openKeyPage()
+      await inPage<Started>(keyPage, 'start', startOptions)
+      const times: { unlock: number; answered: number }[] = []
+      for (let i = 0; i < RESTARTS; i++) {
+        await inPage(keyPage, 'stop')
+        await openKeyPage()
+        const { answered } = await inPage<Started>(keyPage, 'start', startOptions)
+        times.push({ unlock: await unlocking(), answered })
+      }
+      return { times, page: keyPage, context: keyContext }
+    }
+    const given = await keyStarts({ key: generatePrivateKey() })
+    await given.context.close()
+    const wrapped = await keyStarts({})
+    const exports: number[] = []
+    for (let i = 0; i < KDF_RUNS; i++) {
+      const exported = await inPage<{ ms: number; kdfparams: { n: number } }>(wrapped.page, 'exportKeystore')
+      if (exported.kdfparams.n !== 2 ** 18) throw new Error(`exportKeystore() wrote scrypt N = ${exported.kdfparams.n}, not 2^18`)
+      exports.push(exported.ms)
+    }
+    await wrapped.context.close()
+    const withPassphrase = await keyStarts({ passphrase: 'a passphrase of the bench' })
+    await withPassphrase.context.close()
+    const keyLabel = (what: string) =>
+      `${what}: unlocking in the node's worker / startNode() to the first answered GET /address, median of ${RESTARTS} reloads (ms)`
+    const keyRow = (runs: { unlock: number; answered: number }[]) => `${fmt(median(runs.map((t) => t.unlock)))} / ${fmt(median(runs.map((t) => t.answered)))}`
+    rows[keyLabel('the key given (`key`)')] = keyRow(given.times)
+    rows[keyLabel('a generated key without a passphrase (AES-GCM, non-extractable key)')] = keyRow(wrapped.times)
+    rows[keyLabel('a generated key behind a passphrase (PBKDF2-HMAC-SHA256, 600,000 rounds)')] = keyRow(withPassphrase.times)
+    rows[`node.exportKeystore() (scrypt N = 2^18, r = 8, p = 1, in the node's worker), median of ${KDF_RUNS} (ms)`] = fmt(median(exports))
+    const kdfs = await inPage<{ name: string; ms: number[] }[]>(page, 'kdf', KDF_RUNS)
+    for (const { name, ms } of kdfs) rows[`unlocking a keystore in a worker: ${name}, median of ${KDF_RUNS} (ms)`] = fmt(median(ms))
     return rows
   } catch (e) {
     if (pageErrors.length > 0 && e instanceof Error) e.message += `\npage errors: ${pageErrors.slice(0, 5).join('\n')}`

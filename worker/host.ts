@@ -19,7 +19,6 @@ import { version as pageVersion } from '../src/version.ts'
 import { forwardOverApiChannel } from './apiChannel.ts'
 import { carryErrorCodes } from './comlinkErrors.ts'
 import { ensureControlled } from './controlled.ts'
-import { storedKeystore } from './keyStore.ts'
 import { API_PATH, LEADER_LOCK } from './names.ts'
 import { nodeClient, type NodeClient, type SendRequest } from './nodeClient.ts'
 import type { NodeStoppedListener, NodeWorkerApi, NodeWorkerOptions, RemoteProvider } from './node.worker.ts'
@@ -54,8 +53,12 @@ export type SluiceBrowserNode = NodeClient & {
   readonly storagePersisted: boolean
   /** Push events of GET /api/v1/events, read over the request channel (no service worker involved); returns unsubscribe. */
   subscribe(listener: PushListener): () => void
-  /** The v3 keystore of a key generated in this origin (undefined when the page gives `key`); `sluice serve --keystore` reads it. */
-  exportKeystore(): Promise<Keystore | undefined>
+  /**
+   * The key generated in this origin as a v3 keystore encrypted with `password` (default "", which any tool opens)
+   * with scrypt at geth's standard cost (N = 2^18: 3 to 4 s in the worker); `sluice serve --keystore` reads it.
+   * Undefined when the page gives `key`. The key is encrypted in the node's worker and never reaches the page.
+   */
+  exportKeystore(password?: string): Promise<Keystore | undefined>
   /** Hears when the node stops on its own (POST /shutdown, a failure, its database taken away). */
   onStopped(listener: (stopped: NodeStopped) => void): () => void
   /** This tab stops using the node; if it runs it, the node stops (and another tab waiting on it takes over). */
@@ -182,7 +185,7 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
           unsubscribe()
         }
       },
-      exportKeystore: () => storedKeystore(),
+      exportKeystore: (password = '') => leadership.exportKeystore(password),
       onStopped(listener) {
         stoppedListeners.add(listener)
         return () => stoppedListeners.delete(listener)
@@ -256,6 +259,21 @@ class Leadership {
     }
     this.leading = false
     this.#release()
+  }
+
+  /**
+   * The kept key as a keystore: from the node's worker in the tab that leads; elsewhere from a worker of its own,
+   * started for this and ended after, so that the key is unlocked in a worker and never in the page.
+   */
+  async exportKeystore(password: string): Promise<Keystore | undefined> {
+    if (this.options.key) return undefined
+    if (this.#worker) return this.#worker.remote.exportKeystore(password)
+    const worker = new Worker(this.workerUrl, { type: 'module', name: 'sluice-key-export' })
+    try {
+      return await Comlink.wrap<NodeWorkerApi>(worker).exportKeystore(password, this.options.passphrase)
+    } finally {
+      worker.terminate()
+    }
   }
 
   #awaitTakeover(): void {

@@ -8,7 +8,7 @@ import * as Comlink from 'comlink'
 import type { EIP1193Provider, Hex } from 'viem'
 import type { Environment } from '../src/api/context.ts'
 import type { Deployment } from '../src/chain/deployment.ts'
-import type { Keystore } from '../src/chain/keystore.ts'
+import { encryptKeystore, type Keystore } from '../src/chain/keystore.ts'
 import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
 import { hostNode, type HostedNode } from '../src/host/hostNode.ts'
 import { ANSWERED_WHILE_SYNCING } from '../src/api/app.ts'
@@ -24,7 +24,7 @@ import { version } from '../src/version.ts'
 import { errorResponse, serveApiChannel } from './apiChannel.ts'
 import { carryErrorCodes } from './comlinkErrors.ts'
 import { API_PATH } from './names.ts'
-import { loadOrCreateKey, storedKeystore } from './keyStore.ts'
+import { loadOrCreateKey, readStoredKey } from './keyStore.ts'
 import { createRequestActivity } from './requestActivity.ts'
 
 /** What the page gives the worker: the node's options (the `sluice serve` flags in camelCase), as data. */
@@ -37,7 +37,7 @@ export type NodeWorkerOptions = Pick<
   deployment: Deployment
   /** The node's key; without it, the one kept in IndexedDB (generated on the first start). */
   key?: Hex
-  /** Encrypts the kept key (docs: keystore). */
+  /** Protects the kept key at rest (docs/decisions/0027); without it the key is kept wrapped by a non-extractable WebCrypto key. */
   passphrase?: string
   /** libp2p relays (`sluice relay` prints them); without any, the node reaches nodes of this origin only. */
   relay?: string[]
@@ -69,6 +69,8 @@ export class NoChainError extends SluiceError {
 carryErrorCodes()
 
 let hosted: HostedNode | undefined
+/** The key this worker's node uses when it is the one kept in IndexedDB: in this worker's memory only, never posted. */
+let keptKey: Hex | undefined
 let serving: { close(): void } | undefined
 let starting: Promise<StartedNode> | undefined
 /** Why the node stopped on its own; from then on every request is answered with it. */
@@ -84,7 +86,11 @@ const api = {
     starting = (async () => {
       const { rpc, deployment, key: givenKey, passphrase, relay = [], environment = 'production', apiChannel, import: dump, ...rest } = options
       if (!rpc && !provider) throw new NoChainError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
+      const unlocking = performance.now()
       const { key, created } = givenKey ? { key: givenKey, created: false } : await loadOrCreateKey(passphrase)
+      // What unlocking (or generating) the key cost, for the bench and the browser's performance tools.
+      performance.measure('sluice:key', { start: unlocking })
+      keptKey = givenKey ? undefined : key
       let lost: string | undefined
       const activity = createRequestActivity()
       // libp2p holds the worker's thread for about 250 ms as it loads and starts: once the node is ready and the
@@ -154,9 +160,14 @@ const api = {
   status(): NodeStatus | undefined {
     return hosted?.node.status
   },
-  /** The v3 keystore of a key generated here (undefined when the page gives the key). */
-  exportKeystore(): Promise<Keystore | undefined> {
-    return storedKeystore()
+  /**
+   * The kept key as a v3 keystore encrypted with `password` (scrypt at geth's standard cost), or undefined when the
+   * page gives the key. A worker that runs no node (a tab that does not lead) unlocks the stored key with
+   * `passphrase` for this and forgets it; the key itself never leaves the worker.
+   */
+  async exportKeystore(password = '', passphrase?: string): Promise<Keystore | undefined> {
+    const key = hosted ? keptKey : await readStoredKey(passphrase)
+    return key && encryptKeystore(key, password)
   },
   /** Stops answering (clients hear `gone`), then stops the node and closes its store. */
   async stop(): Promise<void> {

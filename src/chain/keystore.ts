@@ -43,15 +43,7 @@ const MAX_PBKDF2_ROUNDS = 10_000_000
 export async function decryptKeystore(keystore: string | unknown, password: string): Promise<Hex> {
   const parsed = typeof keystore === 'string' ? parseJson(keystore) : keystore
   const { kdf, ciphertext, iv, mac } = readKeystore(parsed)
-  const passwordBytes = new TextEncoder().encode(password.normalize('NFKC'))
-  let derived: Uint8Array
-  if (kdf.name === 'scrypt') {
-    derived = await scryptAsync(passwordBytes, kdf.salt, { N: kdf.n, r: kdf.r, p: kdf.p, dkLen: kdf.dklen, maxmem: MAX_SCRYPT_MEMORY + 1024 })
-  } else {
-    // WebCrypto has PBKDF2 (native, in browsers and Node alike); it has no scrypt, so that one is @noble/hashes.
-    const base = await crypto.subtle.importKey('raw', passwordBytes, 'PBKDF2', false, ['deriveBits'])
-    derived = new Uint8Array(await crypto.subtle.deriveBits({ name: 'PBKDF2', hash: 'SHA-256', salt: kdf.salt, iterations: kdf.c }, base, kdf.dklen * 8))
-  }
+  const derived = await deriveKey(password, kdf)
   const expected = keccak256(concat(derived.slice(16, 32), ciphertext))
   if (expected.toLowerCase() !== bytesToHex(mac)) throw new WrongPasswordError()
   const key = await crypto.subtle.importKey('raw', derived.slice(0, 16), { name: 'AES-CTR' }, false, ['decrypt'])
@@ -61,23 +53,36 @@ export async function decryptKeystore(keystore: string | unknown, password: stri
   return bytesToHex(plain)
 }
 
-/** scrypt costs of a keystore this code writes: geth's "light" parameters (4 MiB, well under a second in a browser). */
-export const KEYSTORE_SCRYPT = { n: 4096, r: 8, p: 6 } as const
+/** scrypt costs: N (a power of two), r, p. */
+export type ScryptCost = { n: number; r: number; p: number }
+/** PBKDF2-HMAC-SHA256 cost: the number of rounds. */
+export type Pbkdf2Cost = { c: number }
 
 /**
- * `key` as a version-3 keystore (scrypt, AES-128-CTR), readable by geth, the Raiden node and `sluice serve
- * --keystore`. An empty password is allowed: the keystore is then a format, not a protection.
+ * What a keystore this code writes costs by default: geth's "standard" scrypt (N = 2^18, r = 8, p = 1: 256 MiB; in
+ * pure JS about 1.3 s in Node and 4 s in Chromium), what `geth account new` writes. docs/decisions/0027.
  */
-export async function encryptKeystore(key: Hex, password: string, scrypt: { n: number; r: number; p: number } = KEYSTORE_SCRYPT): Promise<Keystore> {
+export const KEYSTORE_SCRYPT: ScryptCost = { n: 2 ** 18, r: 8, p: 1 }
+
+/**
+ * `key` as a version-3 keystore (AES-128-CTR; scrypt, or PBKDF2-HMAC-SHA256 when `cost` gives rounds), readable by
+ * geth, the Raiden node and `sluice serve --keystore`. An empty password is allowed: the keystore is then a format,
+ * not a protection.
+ */
+export async function encryptKeystore(key: Hex, password: string, cost: ScryptCost | Pbkdf2Cost = KEYSTORE_SCRYPT): Promise<Keystore> {
   const plain = new Uint8Array(hexToBytes(key))
   if (plain.length !== 32) throw new InvalidKeystoreError(`a private key has 32 bytes, not ${plain.length}`)
   const salt = crypto.getRandomValues(new Uint8Array(32))
   const iv = crypto.getRandomValues(new Uint8Array(16))
-  const passwordBytes = new TextEncoder().encode(password.normalize('NFKC'))
-  const derived = await scryptAsync(passwordBytes, salt, { N: scrypt.n, r: scrypt.r, p: scrypt.p, dkLen: 32, maxmem: MAX_SCRYPT_MEMORY + 1024 })
+  const kdf: Kdf = 'c' in cost ? { name: 'pbkdf2', c: cost.c, dklen: 32, salt } : { name: 'scrypt', n: cost.n, r: cost.r, p: cost.p, dklen: 32, salt }
+  const derived = await deriveKey(password, kdf)
   const aes = await crypto.subtle.importKey('raw', derived.slice(0, 16), { name: 'AES-CTR' }, false, ['encrypt'])
   const ciphertext = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-CTR', counter: iv, length: 128 }, aes, plain))
   const strip = (bytes: Uint8Array) => bytesToHex(bytes).slice(2)
+  const kdfFields =
+    kdf.name === 'pbkdf2'
+      ? ({ kdf: 'pbkdf2', kdfparams: { dklen: 32, c: kdf.c, prf: 'hmac-sha256', salt: strip(salt) } } as const)
+      : ({ kdf: 'scrypt', kdfparams: { dklen: 32, n: kdf.n, r: kdf.r, p: kdf.p, salt: strip(salt) } } as const)
   return {
     version: 3,
     id: crypto.randomUUID(),
@@ -86,11 +91,18 @@ export async function encryptKeystore(key: Hex, password: string, scrypt: { n: n
       cipher: 'aes-128-ctr',
       cipherparams: { iv: strip(iv) },
       ciphertext: strip(ciphertext),
-      kdf: 'scrypt',
-      kdfparams: { dklen: 32, n: scrypt.n, r: scrypt.r, p: scrypt.p, salt: strip(salt) },
+      ...kdfFields,
       mac: keccak256(concat(derived.slice(16, 32), ciphertext)).slice(2),
     },
   }
+}
+
+async function deriveKey(password: string, kdf: Kdf): Promise<Uint8Array> {
+  const passwordBytes = new TextEncoder().encode(password.normalize('NFKC'))
+  if (kdf.name === 'scrypt') return scryptAsync(passwordBytes, kdf.salt, { N: kdf.n, r: kdf.r, p: kdf.p, dkLen: kdf.dklen, maxmem: MAX_SCRYPT_MEMORY + 1024 })
+  // WebCrypto has PBKDF2 (native, in browsers and Node alike); it has no scrypt, so that one is @noble/hashes.
+  const base = await crypto.subtle.importKey('raw', passwordBytes, 'PBKDF2', false, ['deriveBits'])
+  return new Uint8Array(await crypto.subtle.deriveBits({ name: 'PBKDF2', hash: 'SHA-256', salt: kdf.salt, iterations: kdf.c }, base, kdf.dklen * 8))
 }
 
 /** A version-3 keystore as this code writes it (JSON.stringify gives the file). */
@@ -102,10 +114,11 @@ export type Keystore = {
     cipher: 'aes-128-ctr'
     cipherparams: { iv: string }
     ciphertext: string
-    kdf: 'scrypt'
-    kdfparams: { dklen: number; n: number; r: number; p: number; salt: string }
     mac: string
-  }
+  } & (
+    | { kdf: 'scrypt'; kdfparams: { dklen: number; n: number; r: number; p: number; salt: string } }
+    | { kdf: 'pbkdf2'; kdfparams: { dklen: number; c: number; prf: 'hmac-sha256'; salt: string } }
+  )
 }
 
 type Kdf =

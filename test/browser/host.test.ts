@@ -1,9 +1,10 @@
 // startNode() in a real Chromium: the service worker, the leader lock, the node's worker on anvil, the proxy over
-// the request channel, and the key kept in IndexedDB.
-import { createTestClient, http, parseEther } from 'viem'
+// the request channel, and the key kept in IndexedDB (wrapped, behind a passphrase, and the first format migrated).
+import { openDB } from 'idb'
+import { bytesToHex, createTestClient, http, parseEther } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
-import { afterEach, beforeAll, describe, expect, inject, test } from 'vitest'
-import { decryptKeystore } from '../../src/chain/keystore.ts'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, test } from 'vitest'
+import { decryptKeystore, encryptKeystore, type Keystore } from '../../src/chain/keystore.ts'
 import { version } from '../../src/version.ts'
 import * as Comlink from 'comlink'
 import { http as httpTransport } from 'viem'
@@ -82,19 +83,6 @@ describe('startNode', () => {
     const after = await fetch('/api/v1/address')
     expect(after.status).toBe(503)
     expect(await after.json()).toMatchObject({ code: 'NO_NODE' })
-  }, 60_000)
-
-  test('without a key, it generates one on the first start, keeps it as a v3 keystore, and uses it again on the next', async () => {
-    const first = await start()
-    const { our_address } = await first.address()
-    const keystore = await first.exportKeystore()
-    expect(keystore).toBeDefined()
-    expect(privateKeyToAddress(await decryptKeystore(keystore, ''))).toBe(our_address)
-    await first.stop()
-    started.length = 0
-
-    const again = await start()
-    expect((await again.address()).our_address).toBe(our_address)
   }, 60_000)
 
   test('a request made while the node starts is answered once it runs', async () => {
@@ -266,21 +254,6 @@ describe('startNode', () => {
     expect(failure).toMatchObject({ status: 503, code: 'NODE_STOPPED', errors: expect.stringContaining('999.0.0.1') })
   }, 30_000)
 
-  test('a passphrase encrypts the generated key: without it, or with a wrong one, the node does not start', async () => {
-    await deleteDatabase('sluice:keys')
-    const node = await start({ passphrase: 'open sesame' })
-    const { our_address } = await node.address()
-    const keystore = (await node.exportKeystore())!
-    expect(privateKeyToAddress(await decryptKeystore(keystore, 'open sesame'))).toBe(our_address)
-    await node.stop()
-    started.length = 0
-
-    await expect(start()).rejects.toMatchObject({ code: 'PASSPHRASE_REQUIRED' })
-    await expect(start({ passphrase: 'open barley' })).rejects.toMatchObject({ code: 'WRONG_PASSWORD' })
-    expect(await (await start({ passphrase: 'open sesame' })).address()).toEqual({ our_address })
-    await deleteDatabase('sluice:keys')
-  }, 60_000)
-
   test("with the page's EIP-1193 provider instead of rpc, the worker reaches the chain through the page", async () => {
     const key = generatePrivateKey()
     await fund(privateKeyToAddress(key))
@@ -323,5 +296,139 @@ describe('startNode', () => {
       worker.terminate()
       releaseLock()
     }
+  }, 60_000)
+})
+
+// What a copy of the profile's IndexedDB would hold, and the formats a page's key was kept in before (decision 0027).
+describe('the key kept in the page', () => {
+  /** The first format: a v3 keystore (scrypt N = 4096, r = 8, p = 6) in store `keystores`, "" without a passphrase. */
+  const FIRST_FORMAT_SCRYPT = { n: 4096, r: 8, p: 6 }
+  const EXPORT_SCRYPT = { kdf: 'scrypt', kdfparams: { n: 2 ** 18, r: 8, p: 1, dklen: 32 } }
+
+  beforeEach(() => deleteDatabase('sluice:keys'))
+  afterAll(() => deleteDatabase('sluice:keys'))
+
+  /** Every record of every store of `sluice:keys`, as a copy of the profile would have them. */
+  async function keyRecords(): Promise<{ store: string; value: unknown }[]> {
+    const db = await openDB('sluice:keys')
+    try {
+      const records: { store: string; value: unknown }[] = []
+      for (const store of db.objectStoreNames) for (const value of await db.getAll(store)) records.push({ store, value })
+      return records
+    } finally {
+      db.close()
+    }
+  }
+
+  async function writeFirstFormat(keystore: Keystore) {
+    const db = await openDB('sluice:keys', 1, { upgrade: (db) => void db.createObjectStore('keystores') })
+    await db.put('keystores', keystore, 'node')
+    db.close()
+  }
+
+  /** The value and every value inside it (CryptoKeys and typed arrays as they are). */
+  function* everyValue(value: unknown): Generator<unknown> {
+    yield value
+    if (typeof value === 'object' && value !== null && !(value instanceof CryptoKey) && !ArrayBuffer.isView(value))
+      for (const inner of Object.values(value)) yield* everyValue(inner)
+  }
+
+  /** Whether the key's 32 bytes are anywhere in `value`, as bytes or as hex. */
+  function holdsInClear(value: unknown, key: `0x${string}`): boolean {
+    const hex = key.slice(2).toLowerCase()
+    return [...everyValue(value)].some((v) =>
+      typeof v === 'string'
+        ? v.toLowerCase().includes(hex)
+        : ArrayBuffer.isView(v) && bytesToHex(new Uint8Array(v.buffer, v.byteOffset, v.byteLength)).includes(hex),
+    )
+  }
+
+  test('without a passphrase: no keystore in IndexedDB and nothing "" opens, a non-extractable wrapping key, the same address after a restart; exportKeystore gives scrypt N = 2^18', async () => {
+    const first = await start()
+    const { our_address } = await first.address()
+    const records = await keyRecords()
+    expect(records).toEqual([{ store: 'keys', value: expect.objectContaining({ kind: 'wrapped', address: our_address }) }])
+    const record = records[0]!.value as { wrappingKey: CryptoKey; iv: Uint8Array<ArrayBuffer>; ciphertext: Uint8Array<ArrayBuffer> }
+    for (const value of everyValue(record)) await expect(decryptKeystore(value, '')).rejects.toMatchObject({ code: 'INVALID_KEYSTORE' })
+    expect(record.wrappingKey).toMatchObject({ extractable: false, algorithm: { name: 'AES-GCM', length: 256 } })
+    await expect(crypto.subtle.exportKey('raw', record.wrappingKey)).rejects.toThrow()
+    await expect(crypto.subtle.exportKey('jwk', record.wrappingKey)).rejects.toThrow()
+
+    // The standard file sluice serve --keystore reads, with "" by default (tabs.test.ts exports with a password).
+    const exported = (await first.exportKeystore())!
+    expect(exported.crypto).toMatchObject(EXPORT_SCRYPT)
+    const key = await decryptKeystore(exported, '')
+    expect(privateKeyToAddress(key)).toBe(our_address)
+    expect(holdsInClear(record, key)).toBe(false)
+
+    await first.stop()
+    started.length = 0
+    expect(await (await start()).address()).toEqual({ our_address })
+    // Read as it was, not written again.
+    expect(await keyRecords()).toEqual(records)
+  }, 60_000)
+
+  test('with a passphrase: a PBKDF2-HMAC-SHA256 keystore at 600,000 rounds; without it PASSPHRASE_REQUIRED, a wrong one WRONG_PASSWORD', async () => {
+    const node = await start({ passphrase: 'open sesame' })
+    const { our_address } = await node.address()
+    const [record, ...others] = await keyRecords()
+    expect(others).toEqual([])
+    const { keystore } = record!.value as { keystore: Keystore }
+    expect(record).toEqual({ store: 'keys', value: { kind: 'passphrase', address: our_address, keystore: expect.anything() } })
+    expect(keystore.crypto).toMatchObject({ kdf: 'pbkdf2', kdfparams: { c: 600_000, prf: 'hmac-sha256', dklen: 32 } })
+    const key = await decryptKeystore(keystore, 'open sesame')
+    expect(privateKeyToAddress(key)).toBe(our_address)
+    expect(holdsInClear(record, key)).toBe(false)
+    await expect(decryptKeystore(keystore, '')).rejects.toMatchObject({ code: 'WRONG_PASSWORD' })
+    await node.stop()
+    started.length = 0
+
+    await expect(start()).rejects.toMatchObject({ code: 'PASSPHRASE_REQUIRED' })
+    await expect(start({ passphrase: 'open barley' })).rejects.toMatchObject({ code: 'WRONG_PASSWORD' })
+    expect(await (await start({ passphrase: 'open sesame' })).address()).toEqual({ our_address })
+    expect(await keyRecords()).toEqual([record])
+  }, 60_000)
+
+  test('a passphrase given for a key kept without one protects that key from then on', async () => {
+    const first = await start()
+    const { our_address } = await first.address()
+    await first.stop()
+    started.length = 0
+    const second = await start({ passphrase: 'open sesame' })
+    expect(await second.address()).toEqual({ our_address })
+    const [record] = await keyRecords()
+    expect(record!.value).toMatchObject({ kind: 'passphrase', address: our_address })
+    await second.stop()
+    started.length = 0
+    await expect(start()).rejects.toMatchObject({ code: 'PASSPHRASE_REQUIRED' })
+  }, 60_000)
+
+  test('the first format without a passphrase (a keystore "" opens) starts the node with the same address and is rewritten wrapped', async () => {
+    const key = generatePrivateKey()
+    await writeFirstFormat(await encryptKeystore(key, '', FIRST_FORMAT_SCRYPT))
+    const node = await start()
+    expect(await node.address()).toEqual({ our_address: privateKeyToAddress(key) })
+    const records = await keyRecords()
+    expect(records).toEqual([{ store: 'keys', value: expect.objectContaining({ kind: 'wrapped', address: privateKeyToAddress(key) }) }])
+    expect(holdsInClear(records, key)).toBe(false)
+    await node.stop()
+    started.length = 0
+    expect(await (await start()).address()).toEqual({ our_address: privateKeyToAddress(key) })
+  }, 60_000)
+
+  test('the first format with a passphrase (scrypt N = 4096) is refused without it or with a wrong one, untouched; with it, re-encrypted at 600,000 PBKDF2 rounds', async () => {
+    const key = generatePrivateKey()
+    const firstFormat = await encryptKeystore(key, 'open sesame', FIRST_FORMAT_SCRYPT)
+    await writeFirstFormat(firstFormat)
+    await expect(start()).rejects.toMatchObject({ code: 'PASSPHRASE_REQUIRED' })
+    await expect(start({ passphrase: 'open barley' })).rejects.toMatchObject({ code: 'WRONG_PASSWORD' })
+    expect(await keyRecords()).toEqual([{ store: 'keystores', value: firstFormat }])
+
+    const node = await start({ passphrase: 'open sesame' })
+    expect(await node.address()).toEqual({ our_address: privateKeyToAddress(key) })
+    const [record, ...others] = await keyRecords()
+    expect(others).toEqual([])
+    expect(record).toMatchObject({ store: 'keys', value: { kind: 'passphrase', keystore: { crypto: { kdf: 'pbkdf2', kdfparams: { c: 600_000 } } } } })
+    expect(await decryptKeystore((record!.value as { keystore: Keystore }).keystore, 'open sesame')).toBe(key)
   }, 60_000)
 })

@@ -5,6 +5,7 @@ import { createTestClient, http, parseEther } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterEach, expect, inject, test } from 'vitest'
 import { commands } from 'vitest/browser'
+import { decryptKeystore, type Keystore } from '../../src/chain/keystore.ts'
 
 const rpc = inject('rpcUrl')
 const deployment = inject('deployment')
@@ -57,3 +58,31 @@ test('a hard reload (which bypasses the service worker) is detected and recovere
   expect(await inTab(tab, 'controlled')).toBe(true)
   expect(await inTab<Fetched>(tab, 'fetch', '/api/v1/address')).toEqual({ status: 200, body: { our_address: address } })
 }, 60_000)
+
+test('a tab that does not lead exports the kept key with a password: unlocked with its passphrase in a worker of its own', async () => {
+  await deleteKeys()
+  try {
+    // No key: the leader generates one and keeps it behind the passphrase; both tabs give the same options.
+    const { key: _, ...options } = { ...(await nodeOptions()).options, passphrase: 'open sesame' }
+    const first = await commands.openTab()
+    expect(await inTab(first, 'start', options)).toEqual({ leader: true })
+    const second = await commands.openTab()
+    expect(await inTab(second, 'start', options)).toEqual({ leader: false })
+    const { our_address } = (await inTab<Fetched>(second, 'fetch', '/api/v1/address')).body as { our_address: string }
+
+    const keystore = await inTab<Keystore>(second, 'exportKeystore', 'export password')
+    expect(keystore.crypto).toMatchObject({ kdf: 'scrypt', kdfparams: { n: 2 ** 18, r: 8, p: 1 } })
+    expect(privateKeyToAddress(await decryptKeystore(keystore, 'export password'))).toBe(our_address)
+  } finally {
+    await commands.closeAllTabs()
+    await deleteKeys()
+  }
+}, 60_000)
+
+function deleteKeys(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.deleteDatabase('sluice:keys')
+    request.onsuccess = () => resolve()
+    request.onerror = () => reject(request.error)
+  })
+}

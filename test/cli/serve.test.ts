@@ -155,16 +155,20 @@ describe('sluice serve', () => {
     }
   })
 
-  test('reads the key from a v3 keystore with --password-file (one written by encryptKeystore, as a page exports it)', async () => {
+  test('reads the key from a v3 keystore with --password-file (scrypt N = 2^18, as a page exports it)', async () => {
     const dir = tempDir()
     const keystore = join(dir, 'keystore.json')
     const key = generatePrivateKey()
+    // The default cost, geth's standard scrypt (N = 2^18), as a page's exportKeystore() writes it.
     writeFileSync(keystore, JSON.stringify(await encryptKeystore(key, 'testpassword')))
     writeFileSync(join(dir, 'password'), 'testpassword\n')
     writeFileSync(join(dir, 'wrong'), 'nope\n')
-    const bad = await runSluice(baseArgs(tempDir(), '--keystore', keystore, '--password-file', join(dir, 'wrong')), dir)
+    // A wrong password only needs a keystore: a cheap one.
+    const cheap = join(dir, 'cheap-keystore.json')
+    writeFileSync(cheap, JSON.stringify(await encryptKeystore(key, 'testpassword', { n: 16, r: 1, p: 1 })))
+    const bad = await runSluice(baseArgs(tempDir(), '--keystore', cheap, '--password-file', join(dir, 'wrong')), dir)
     expect(bad.code).toBe(2)
-    expect(bad.stderr).toMatch(/^sluice serve: .*keystore\.json: wrong password for the keystore[^\n]*\n$/)
+    expect(bad.stderr).toMatch(/^sluice serve: .*cheap-keystore\.json: wrong password for the keystore[^\n]*\n$/)
 
     const { sluice, api } = await startServe(baseArgs(tempDir(), '--keystore', keystore, '--password-file', join(dir, 'password')))
     expect((await get(`${api}/status`)).status).toBe(200)

@@ -121,11 +121,30 @@ describe('decryptKeystore', () => {
 describe('encryptKeystore', () => {
   const cheap = { n: 16, r: 1, p: 1 }
 
-  test('writes a keystore that decrypts to the same key with its password only, with the address geth writes', async () => {
+  test("writes geth's standard scrypt cost (N = 2^18, r = 8, p = 1) by default, which decrypts to the same key", async () => {
     const key = generatePrivateKey()
     const keystore = await encryptKeystore(key, 'correct horse')
-    expect(keystore.crypto.kdfparams).toMatchObject({ n: 4096, r: 8, p: 6, dklen: 32 })
+    expect(keystore.crypto).toMatchObject({ kdf: 'scrypt', kdfparams: { n: 2 ** 18, r: 8, p: 1, dklen: 32 } })
+    expect(await decryptKeystore(JSON.stringify(keystore), 'correct horse')).toBe(key)
+  })
+
+  test('decrypts with its password only, and carries the address geth writes', async () => {
+    const key = generatePrivateKey()
+    const keystore = await encryptKeystore(key, 'correct horse', cheap)
     expect(`0x${keystore.address}`).toBe(privateKeyToAddress(key).toLowerCase())
+    await expect(decryptKeystore(keystore, 'wrong horse')).rejects.toBeInstanceOf(WrongPasswordError)
+  })
+
+  test("still reads what it wrote before (geth's light scrypt, N = 4096, r = 8, p = 6)", async () => {
+    const key = generatePrivateKey()
+    const keystore = await encryptKeystore(key, '', { n: 4096, r: 8, p: 6 })
+    expect(await decryptKeystore(keystore, '')).toBe(key)
+  })
+
+  test('writes PBKDF2-HMAC-SHA256 when given rounds: kdf "pbkdf2", prf "hmac-sha256", as geth reads it', async () => {
+    const key = generatePrivateKey()
+    const keystore = await encryptKeystore(key, 'correct horse', { c: 1000 })
+    expect(keystore.crypto).toMatchObject({ kdf: 'pbkdf2', kdfparams: { c: 1000, prf: 'hmac-sha256', dklen: 32 } })
     expect(await decryptKeystore(JSON.stringify(keystore), 'correct horse')).toBe(key)
     await expect(decryptKeystore(keystore, 'wrong horse')).rejects.toBeInstanceOf(WrongPasswordError)
   })
@@ -145,6 +164,6 @@ describe('encryptKeystore', () => {
   })
 
   test('refuses a key that is not 32 bytes', async () => {
-    await expect(encryptKeystore('0x1234', '')).rejects.toBeInstanceOf(InvalidKeystoreError)
+    await expect(encryptKeystore('0x1234', '', cheap)).rejects.toBeInstanceOf(InvalidKeystoreError)
   })
 })
