@@ -184,7 +184,7 @@ export type Commit = {
   sentProofs?: SentProofRecord[]
   /** Put by key (channelKey, secrethash, addedNonce): a second put with removedNonce replaces the first. */
   sentLocks?: SentLockRecord[]
-  /** Put by key (channelKey, nonce). */
+  /** Put by key (channelKey, nonce): a later put under the same key replaces it, in the same commit too. */
   received?: ReceivedRecord[]
   meta?: Partial<Meta>
 }
