@@ -53,6 +53,7 @@ export const statusOfCode = {
   INVALID_PAYMENT: 409,
   PAYMENT_FAILED: 409,
   NODE_STOPPED: 503,
+  STALE_STATE: 503,
   // storage
   STORAGE_CLOSED: 503,
   DUMP_REJECTED: 409,

@@ -301,6 +301,9 @@ async function run(argv: readonly string[]): Promise<number> {
         // The store refuses a dump of another chain, registry or address, or one older than itself.
         if (hasCode(e, 'DUMP_REJECTED')) return `--import ${flags.import}: ${e.message}`
         if (hasCode(e, 'STORAGE', 'STORAGE_VERSION', 'STORAGE_CLOSED')) return `cannot open the store in ${flags.dataDir}: ${e.message}`
+        // Never signs again on a state that is older than what it signed (docs/decisions/0029).
+        if (hasCode(e, 'STALE_STATE'))
+          return `${e.message} (STALE_STATE). Start from a newer backup of this node (--import FILE into a new --data-dir), or close its channels from a node that has its newest state`
         return undefined
       },
     )

@@ -51,6 +51,8 @@ export function hostNode({ node, version, environment, pathfindingServiceAddress
   })
   let running: Promise<void> | undefined
   let stopping: Promise<void> | undefined
+  // A node that stops itself while it runs (its state found stale) is a failure its host reports.
+  void node.halted.then((error) => requestStop({ reason: 'node failed', error }))
   return {
     node,
     api,

@@ -12,10 +12,11 @@ import { useSmallJsTables, useWasmSecp256k1 } from '../protocol/secp256k1.ts'
 import { createDelivery } from '../transport/delivery.ts'
 import { lineSigner } from '../transport/lineSigner.ts'
 import { ChainFollower } from './chainFollower.ts'
-import { DeploymentMismatchError } from './errors.ts'
+import { DeploymentMismatchError, StaleStateError } from './errors.ts'
 import { Engine, replay, type Applied } from './engine.ts'
 import { EventBus } from './eventBus.ts'
 import { resolveFromHistory } from './history.ts'
+import { needsLookup, withOurProofKnown, withStoredNonce } from './nonceLookups.ts'
 import { resolveNodeConfig, type NodeConfig } from './nodeConfig.ts'
 import type { NodeNotice } from './notices.ts'
 import { resolveSecret } from './secretResolver.ts'
@@ -70,6 +71,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       initialState({ address, chainId: BigInt(deployment.chainId), blockNumber: deployedAt - 1n, firstMessageId: BigInt(loaded.meta.createdAt) })
     const { state, seq } = replay(base, loaded.snapshot?.seq ?? 0, loaded.changes, ctx)
     const syncedBlock = loaded.meta.syncedBlock > 0n ? loaded.meta.syncedBlock : deployedAt - 1n
+    // A state found stale signs nothing again: restore the newest backup instead (docs/decisions/0029).
+    if (state.stale) throw new StaleStateError(`this node's stored state is older than what it signed: ${state.stale.reason}`)
 
     const notices = new EventBus<NodeNotice>()
     const stopping = new AbortController()
@@ -89,15 +92,39 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const queue = createTransactionQueue(chain)
     const transport = await config.transport({ address, key: config.key })
     const privateKey = hexToBytes(config.key)
+    const signLine = lineSigner(config.key)
+    /** Set when the state is found stale: from then on nothing is signed (docs/decisions/0029). */
+    let stale: StaleStateError | undefined
+    // Received messages reach the engine in the order they came. One whose nonce comes back waits for the store to
+    // say what it holds under that nonce, and those after it wait behind it.
+    let lane: Promise<unknown> = Promise.resolve()
+    let inLane = 0
     const delivery = createDelivery({
       transport,
       address,
-      sign: lineSigner(config.key),
+      sign: (message) => {
+        if (stale) throw stale
+        return signLine(message)
+      },
       // The promise tells delivery when the message is durable: its Delivered waits for that (a crash between
       // the two would lose a SecretRequest or RevealSecret its sender no longer retries).
       onMessage: (message, sender, senderKey) => {
         const decryptedSecret = secretFromMetadata(message, address, privateKey)
-        const applied = engine.dispatch({ type: 'receive', message, sender, senderKey, ...(decryptedSecret ? { decryptedSecret } : {}) })
+        const change = { type: 'receive' as const, message, sender, senderKey, ...(decryptedSecret ? { decryptedSecret } : {}) }
+        let applied: Promise<Applied>
+        if (inLane === 0 && !needsLookup(engine.current, change)) applied = engine.dispatch(change)
+        else {
+          inLane++
+          // Wrapped, so the lane moves on once the change is queued, not once it is durable.
+          const queued = lane.then(async () => {
+            const dispatched = engine.dispatch(await withStoredNonce(engine.current, change, storage))
+            dispatched.catch(() => {})
+            return { dispatched }
+          })
+          queued.finally(() => inLane--).catch(() => {})
+          lane = queued.catch(() => {})
+          applied = queued.then(({ dispatched }) => dispatched)
+        }
         applied.catch((error) => node.report('receive', error))
         return applied
       },
@@ -125,6 +152,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
             defaultRevealTimeout: config.defaultRevealTimeout,
             chunkSize,
           })
+          // A close or update that put a proof of ours on-chain is checked against the proofs we signed.
+          for (const e of synced.events) if (e.change) e.change = await withOurProofKnown(engine.current, e.change, storage)
           return synced.events
         },
         onError: (where, error) => node.report(where, error),
@@ -150,6 +179,14 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     })
 
     const onApplied = (applied: Applied[]) => {
+      const found = applied.flatMap((a) => a.effects).find((e) => e.type === 'event' && e.event.type === 'staleState')
+      if (found?.type === 'event' && found.event.type === 'staleState') {
+        // Nothing of this batch leaves the node, signed or sent: its changes were computed on a stale state.
+        stale = new StaleStateError(`this node's state is older than what it signed: ${found.event.reason}`)
+        for (const a of applied) for (const effect of a.effects) if (effect.type === 'event') notices.publish(effect.event)
+        void node.halt(stale)
+        return
+      }
       for (const a of applied) {
         if (a.outbox.length) delivery.enqueue(a.outbox)
         for (const record of a.transactions) void transactions.run(record)

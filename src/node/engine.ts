@@ -4,7 +4,7 @@ import type { Effect } from '../protocol/state/effects.ts'
 import type { NodeState } from '../protocol/state/types.ts'
 import { transition } from '../protocol/transition.ts'
 import type { Commit, Meta, OutboxRecord, Storage, StoredChainEvent, TransactionRecord } from '../storage/storage.ts'
-import { outboxRecord, paymentRecord, sentHistory, storedEvent, transactionRecord } from './records.ts'
+import { outboxRecord, paymentRecord, receivedHistory, sentHistory, storedEvent, transactionRecord } from './records.ts'
 
 /** What one committed change produced, handed to the shell to carry out once it is durable. */
 export type Applied = {
@@ -145,10 +145,11 @@ export class Engine {
         const deletes = this.pendingDeletes
         this.pendingDeletes = { outbox: [], transactions: [], transactionPuts: [] }
         const now = this.p.now()
-        const commit: Required<Pick<Commit, 'changes' | 'events' | 'payments' | 'chainEvents' | 'sentProofs' | 'sentLocks'>> & Commit = {
+        const commit: Required<Pick<Commit, 'changes' | 'events' | 'payments' | 'chainEvents' | 'sentProofs' | 'sentLocks' | 'received'>> & Commit = {
           changes: [],
           sentProofs: [],
           sentLocks: [],
+          received: [],
           events: [],
           payments: [],
           chainEvents: [],
@@ -180,6 +181,8 @@ export class Engine {
               if (payment) commit.payments.push(payment)
             }
           })
+          const received = receivedHistory(input.change, before, state)
+          if (received) commit.received.push(received)
           commit.changes.push({ seq, time: now, change: input.change })
           commit.outbox!.put!.push(...outbox)
           commit.transactions!.put!.push(...transactions)

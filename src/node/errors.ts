@@ -14,6 +14,15 @@ export class NodeStoppedError extends NodeError {
   }
 }
 
+/**
+ * Our own nonce came back with content we never signed: the node's state is older than what it sent (a stale
+ * backup or copy of its store). It stops signing and stops; it does not start on that state again.
+ */
+export class StaleStateError extends NodeError {
+  override name = 'StaleStateError' as const
+  override readonly code = 'STALE_STATE' as const
+}
+
 export class ChannelNotFoundError extends NodeError {
   override name = 'ChannelNotFoundError' as const
   override readonly code = 'CHANNEL_NOT_FOUND' as const

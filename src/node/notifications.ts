@@ -2,7 +2,7 @@ import { readGasReserve } from './gasReserve.ts'
 import type { SluiceNode } from './sluiceNode.ts'
 import { readOwnUserDeposit } from './userDeposit.ts'
 
-export type NotificationId = 'low_service_token' | 'missing_gas_reserve' | 'version_outdated' | 'version_security_warning'
+export type NotificationId = 'low_service_token' | 'missing_gas_reserve' | 'version_outdated' | 'version_security_warning' | 'partner_equivocation'
 
 /** `critical`: funds or security are at stake; `normal`: something to act on soon; `low`: informational. */
 export type NotificationUrgency = 'low' | 'normal' | 'critical'
@@ -38,6 +38,8 @@ const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
  *   settle and unlock every channel the node has (gasReserve.ts).
  * - version_outdated / version_security_warning: from the release feed, when one is configured. A feed that
  *   cannot be read leaves these two as they were.
+ * - partner_equivocation: a partner signed two different messages under one nonce (docs/decisions/0029); raised as
+ *   soon as it happens, from the count the state keeps, so it stays raised across restarts.
  */
 export class NodeNotifications {
   private readonly raised = new Map<NotificationId, Notification>()
@@ -54,6 +56,9 @@ export class NodeNotifications {
     options: NotificationsOptions,
   ) {
     this.configure(options)
+    node.notices.subscribe((notice) => {
+      if (notice.type === 'partnerEquivocated') this.checkEquivocations()
+    })
   }
 
   /** Starts over with these options: nothing raised until the first check with them. */
@@ -110,6 +115,7 @@ export class NodeNotifications {
   }
 
   private async checkAll() {
+    this.checkEquivocations()
     const results = await Promise.allSettled([this.checkServiceToken(), this.checkGasReserve(), this.checkVersion()])
     for (const r of results) if (r.status === 'rejected' && !this.stopped) this.node.notices.publish({ type: 'error', error: r.reason, where: 'notifications' })
   }
@@ -117,6 +123,24 @@ export class NodeNotifications {
   private set(id: NotificationId, notification: Omit<Notification, 'id'> | undefined) {
     if (!notification) this.raised.delete(id)
     else this.raised.set(id, { id, ...notification })
+  }
+
+  private checkEquivocations() {
+    const cheats = Object.values(this.node.state.channels).filter((c) => (c.partnerEnd.equivocations ?? 0) > 0)
+    this.set(
+      'partner_equivocation',
+      cheats.length === 0
+        ? undefined
+        : {
+            summary: 'A partner signed two different messages under one nonce',
+            body: `${cheats
+              .map((c) => `${c.partner} in channel ${c.id} of token ${c.token} (${c.partnerEnd.equivocations} time(s))`)
+              .join(
+                '; ',
+              )}. The second message was not acknowledged and changed nothing; both, with their signatures, are kept as evidence in the node's events (GET /_debug/node_events, event partnerEquivocated). A partner that does this is cheating or broken: consider closing the channel with it.`,
+            urgency: 'critical',
+          },
+    )
   }
 
   private async checkServiceToken() {

@@ -7,6 +7,7 @@ import type { NodeState } from '../protocol/state/types.ts'
 import type { PaymentQuery, PaymentRecord } from '../storage/storage.ts'
 import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NoRouteError, PaymentFailedError } from './errors.ts'
 import type { NodeNotice } from './notices.ts'
+import type { KnownPayment, PaymentTerms } from './paymentsInFlight.ts'
 import { secretForTarget } from './secretInMetadata.ts'
 import type { SluiceNode } from './sluiceNode.ts'
 
@@ -116,35 +117,74 @@ const randomIdentifier = (): bigint => BigInt(bytesToHex(crypto.getRandomValues(
  * first is in flight (it joins it), after it completed (from the payment history), and after a restart (a payment
  * the store resumed is waited for). The same identifier for a different payment is a ConflictError (409). An
  * identifier whose payment failed is free again: nothing was paid.
+ *
+ * The identifier is reserved synchronously, before the first await: whatever the timing of two requests (a client
+ * retrying while its first request still reads the history, two tabs, the proxy and REST), the second finds the
+ * first and joins it or conflicts with it; it never starts a payment of its own.
  */
 export async function sendPayment(node: SluiceNode, p: SendPaymentParameters): Promise<SentPayment> {
   const { tokenNetwork, secrethash } = checkPayment(node.state, p)
   const identifier = p.identifier ?? randomIdentifier()
-  // The same payment: the same token and amount, and the same secret hash when the request names one.
-  const differs = (amount: bigint, network: Address, hash: Hex | undefined) =>
-    amount !== p.amount
-      ? `amount ${amount}`
-      : !sameAddress(network, tokenNetwork)
-        ? 'another token'
-        : secrethash && hash && hash !== secrethash
-          ? `secret hash ${hash}`
-          : undefined
-  const conflict = (state: string, what: string) =>
-    new ConflictError(`the identifier ${identifier} is already used for a different payment to ${p.target} (${state} with ${what})`)
-
-  const running = node.payments.get(p.target, identifier)
-  if (running) {
-    const why = differs(running.amount, running.tokenNetwork, running.secrethash)
-    if (why) throw conflict('in flight', why)
-    return running.result
+  const asked: PaymentTerms = { tokenNetwork, amount: p.amount, ...(secrethash ? { secrethash } : {}) }
+  for (;;) {
+    // No await between looking for a claim and making one: the second of two requests always finds the first.
+    const claim = node.payments.get(p.target, identifier)
+    if (!claim) {
+      const payment = findOrStart(node, p, asked, identifier)
+      node.payments.claim(p.target, identifier, { asked, payment })
+      return joinOrConflict(p, asked, identifier, await payment)
+    }
+    let known: KnownPayment
+    try {
+      known = await claim.payment
+    } catch (error) {
+      // The claim failed before any payment (no route, say): the same request shares its answer; another may try.
+      if (!differs(asked, claim.asked)) throw error
+      continue
+    }
+    return joinOrConflict(p, asked, identifier, known)
   }
+}
+
+/** The result of the payment the identifier stands for if it is the one asked for, else a ConflictError (409). */
+function joinOrConflict(p: SendPaymentParameters, asked: PaymentTerms, identifier: bigint, known: KnownPayment): Promise<SentPayment> {
+  const why = differs(asked, known)
+  if (why) throw new ConflictError(`the identifier ${identifier} is already used for a different payment to ${p.target} (${known.state} with ${why})`)
+  return known.result
+}
+
+/** Why a payment already known under the identifier is not the one asked for: another amount, token or secret hash. */
+function differs(asked: PaymentTerms, known: PaymentTerms): string | undefined {
+  if (known.amount !== asked.amount) return `amount ${known.amount}`
+  if (!sameAddress(known.tokenNetwork, asked.tokenNetwork)) return 'another token'
+  if (asked.secrethash && known.secrethash && known.secrethash !== asked.secrethash) return `secret hash ${known.secrethash}`
+  return undefined
+}
+
+/**
+ * What the identifier stands for: a payment resumed after a restart, one completed before (from the history), or
+ * else a new payment with the terms asked, started now. Rejects, paying nothing, when a new one cannot start.
+ */
+async function findOrStart(node: SluiceNode, p: SendPaymentParameters, asked: PaymentTerms, identifier: bigint): Promise<KnownPayment> {
   if (p.identifier !== undefined) {
+    // Started before a restart: the store resumed it. Looked at before the first await, so that its outcome cannot
+    // come and go unseen while the history is read.
+    const resumed = Object.values(node.state.initiators).find((i) => sameAddress(i.target, p.target) && i.paymentId === identifier && i.status !== 'failed')
+    if (resumed) {
+      const result = outcome(node, p.target, identifier).then((r) => sentPayment(node, r))
+      return { tokenNetwork: resumed.tokenNetwork, amount: resumed.amount, secrethash: resumed.secrethash, state: 'in flight', result }
+    }
+    // Completed: its success row and its end in the state are one commit, so it is either resumed above or here.
     const done = await findSentPayment(node, p.target, identifier)
     if (done?.event === 'EventPaymentSentSuccess') {
-      const why = differs(done.amount, tokenNetworkOf(node.state, done.token) ?? done.token, done.secrethash)
-      if (why) throw conflict('paid', why)
-      if (!done.secret) throw conflict('paid', 'no result kept (paid before this node kept them)')
-      return {
+      const terms = { tokenNetwork: tokenNetworkOf(node.state, done.token) ?? done.token, amount: done.amount, secrethash: done.secrethash }
+      if (!done.secret) {
+        const kept = new ConflictError(
+          `the identifier ${identifier} was used for a payment to ${p.target} whose result was not kept (paid before this node kept them)`,
+        )
+        return { ...terms, state: 'paid', result: Promise.reject(kept) }
+      }
+      const first: SentPayment = {
         initiator: node.address,
         target: done.partner,
         token: done.token,
@@ -154,36 +194,33 @@ export async function sendPayment(node: SluiceNode, p: SendPaymentParameters): P
         secrethash: done.secrethash,
         ...(done.route ? { route: done.route } : {}),
       }
-    }
-    // Started before a restart: the store resumed it, and its outcome is waited for here.
-    const resumed = Object.values(node.state.initiators).find((i) => sameAddress(i.target, p.target) && i.paymentId === identifier && i.status !== 'failed')
-    if (resumed) {
-      const why = differs(resumed.amount, resumed.tokenNetwork, resumed.secrethash)
-      if (why) throw conflict('in flight', why)
-      const result = outcome(node, p.target, identifier).then((r) => sentPayment(node, r))
-      node.payments.track(p.target, identifier, { tokenNetwork, amount: p.amount, secrethash: resumed.secrethash, result })
-      return result
+      return { ...terms, state: 'paid', result: Promise.resolve(first) }
     }
   }
+  // The state may have moved while the history was read: the checks run on the state the payment starts from.
+  const { secrethash } = asked
   if (secrethash) checkSecretHash(node.state, secrethash)
-  checkRoute(node.state, { tokenNetwork, target: p.target, amount: p.amount, ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}) })
-
-  const result = (async (): Promise<SentPayment> => {
-    if (secrethash) {
-      // The state knows the confirmed registrations; the chain also knows the latest ones.
-      const registry = node.config.deployment.contracts.SecretRegistry.address
-      if ((await readSecretRevealBlock(node.chain, { secretRegistry: registry, secrethash })) > 0n)
-        throw new ConflictError(`the secret of ${secrethash} is already registered on-chain`)
-    }
+  checkRoute(node.state, {
+    tokenNetwork: asked.tokenNetwork,
+    target: p.target,
+    amount: p.amount,
+    ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
+  })
+  if (secrethash) {
+    // The state knows the confirmed registrations; the chain also knows the latest ones.
+    const registry = node.config.deployment.contracts.SecretRegistry.address
+    if ((await readSecretRevealBlock(node.chain, { secretRegistry: registry, secrethash })) > 0n)
+      throw new ConflictError(`the secret of ${secrethash} is already registered on-chain`)
+  }
+  const result = (async () => {
     const release = await node.payments.slots.acquire()
     try {
-      return sentPayment(node, await startPayment(node, { ...p, tokenNetwork, identifier, ...(secrethash ? { secrethash } : {}) }))
+      return sentPayment(node, await startPayment(node, { ...p, tokenNetwork: asked.tokenNetwork, identifier, ...(secrethash ? { secrethash } : {}) }))
     } finally {
       release()
     }
   })()
-  node.payments.track(p.target, identifier, { tokenNetwork, amount: p.amount, ...(secrethash ? { secrethash } : {}), result })
-  return result
+  return { ...asked, state: 'in flight', result }
 }
 
 type PaymentOutcome = Extract<NodeNotice, { type: 'paymentSentSuccess' }>

@@ -2,8 +2,12 @@ import type { Address } from 'viem'
 import type { Effect, NodeEvent } from '../protocol/state/effects.ts'
 import { sha256 } from 'viem'
 import { balanceHash } from '../protocol/balanceProof.ts'
+import { channelKey } from '../protocol/channel/key.ts'
+import { signedCopy, takesNonce } from '../protocol/channel/usedNonce.ts'
+import { sameAddress } from '../protocol/state/access.ts'
+import type { StateChange } from '../protocol/state/changes.ts'
 import type { NodeState } from '../protocol/state/types.ts'
-import type { OutboxRecord, PaymentRecord, SentLockRecord, SentProofRecord, StoredEvent, TransactionRecord } from '../storage/storage.ts'
+import type { OutboxRecord, PaymentRecord, ReceivedRecord, SentLockRecord, SentProofRecord, StoredEvent, TransactionRecord } from '../storage/storage.ts'
 
 /** The outbox key of a message: unique per recipient, type and message identifier. */
 export function outboxKey(recipient: Address, type: string, messageIdentifier: bigint): string {
@@ -106,4 +110,19 @@ export function sentHistory(effect: Extract<Effect, { type: 'send' }>, before: N
     proof,
     lock: { channelKey, secrethash: lock.secrethash, expiration: lock.expiration, amount: lock.amount, addedNonce: lock.nonce, removedNonce: m.nonce },
   }
+}
+
+/**
+ * What a partner's message leaves in the stored history when the transition applied it (its end's nonce moved to the
+ * message's): its signed bytes and signature, so a second message under that nonce can be compared (docs/decisions/0029).
+ */
+export function receivedHistory(change: StateChange, before: NodeState, after: NodeState): ReceivedRecord | undefined {
+  if (change.type !== 'receive' || !takesNonce(change.message)) return undefined
+  const m = change.message
+  const key = channelKey(m.token_network_address, m.channel_identifier)
+  const was = before.channels[key]
+  const now = after.channels[key]
+  if (!was || !now || !sameAddress(change.sender, now.partner)) return undefined
+  if (was.partnerEnd.nonce >= m.nonce || now.partnerEnd.nonce !== m.nonce) return undefined
+  return { channelKey: key, nonce: m.nonce, ...signedCopy(m) }
 }

@@ -66,6 +66,9 @@ export class SluiceNode {
   private readonly stopping: AbortController
   private statusValue: NodeStatus
   private running: Promise<void> | undefined
+  private haltWith: ((error: Error) => void) | undefined
+  /** Resolves with the error when the node stops itself while it runs (STALE_STATE): its host should report it and stop. */
+  readonly halted: Promise<Error> = new Promise((resolve) => (this.haltWith = resolve))
   /** What waits for a notice (a payment's outcome): rejected with NodeStoppedError on stop. */
   private readonly waiters = new Set<(error: Error) => void>()
 
@@ -198,6 +201,17 @@ export class SluiceNode {
     const progress = this.follower.progress()
     this.statusValue = { status, blocksToSync: progress.blocksToSync, syncedBlock: this.engine.current.blockNumber }
     this.notices.publish({ type: 'status', status: this.statusValue })
+  }
+
+  /**
+   * Stops the node on its own, for a reason its host must hear (`halted`): nothing more is signed or sent from now on
+   * (the shell's effect handler has already held back the batch that found it), then it stops as `stop()` does.
+   */
+  halt(error: Error): Promise<void> {
+    if (!this.stopping.signal.aborted) this.notices.publish({ type: 'error', error, where: 'node' })
+    this.haltWith?.(error)
+    this.haltWith = undefined
+    return this.stop()
   }
 
   /** Stops syncing, delivering and accepting work; waits for what is being committed, then closes the store. */

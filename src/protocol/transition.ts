@@ -24,6 +24,7 @@ import {
   withdrawOnBlock,
   actionRejected,
 } from './channel/withdraw.ts'
+import { nonceSigner, receiveOwnMessage, receiveUnderUsedNonce, takesNonce } from './channel/usedNonce.ts'
 import { graphOnAmounts, graphOnClosed, graphOnOpened, graphOnSettled } from './routing/graph.ts'
 import type { DecryptedSecret, StateChange } from './state/changes.ts'
 import type { Effect } from './state/effects.ts'
@@ -49,8 +50,15 @@ export type TransitionResult = { state: NodeState; effects: Effect[] }
  * randomness; the same inputs always give the same outputs, so replaying the write-ahead log rebuilds the state.
  */
 export function transition(state: NodeState, change: StateChange, ctx: TransitionContext): TransitionResult {
+  // A stale state (our own nonce came back with content we never signed) signs nothing and changes no more.
+  if (state.stale) return { state, effects: [] }
   const out: Effect[] = []
   const next = apply(state, change, ctx, out)
+  if (next.stale) {
+    // Nothing this change asked for leaves the node, but the news: what it would sign may reuse a nonce.
+    const staleState: Effect = { type: 'event', event: { type: 'staleState', ...next.stale } }
+    return { state: next, effects: [...out.filter((e) => e.type === 'event'), staleState] }
+  }
   return { state: next, effects: out }
 }
 
@@ -117,7 +125,15 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
       return onTransactionFailed(state, change, out)
     case 'receive': {
       const known = change.senderKey ? rememberPublicKey(state, change.sender, change.senderKey) : state
-      return receive(known, change.message, change.sender, ctx, out, change.decryptedSecret)
+      const m = change.message
+      if (takesNonce(m)) {
+        // A nonce of ours coming back, or one the partner already used: compared, never applied again (docs/decisions/0029).
+        const channel = getChannel(known, m.token_network_address, m.channel_identifier)
+        const signer = channel && nonceSigner(known, channel, change.sender)
+        if (signer === 'us') return receiveOwnMessage(known, channel!, m, change.ourProofKnown)
+        if (signer === 'partner' && m.nonce > 0n && m.nonce <= channel!.partnerEnd.nonce) return receiveUnderUsedNonce(known, channel!, m, change.applied, out)
+      }
+      return receive(known, m, change.sender, ctx, out, change.decryptedSecret)
     }
   }
 }

@@ -1,5 +1,6 @@
 import { isAddress, maxUint256 } from 'viem'
 import { checkMetaPatch } from './meta.ts'
+import { checkReceived } from './receivedRecords.ts'
 import { checkSentLock, checkSentProof } from './sentRecords.ts'
 import { StorageError, type Commit, type StorageIdentity, type StoredChainEvent } from './storage.ts'
 
@@ -34,6 +35,7 @@ export function checkCommit(batch: Commit, identity: StorageIdentity): void {
   // The same key twice in one commit is allowed for these: the last one wins (a lock added and removed in one batch).
   for (const p of batch.sentProofs ?? []) checkSentProof(p)
   for (const l of batch.sentLocks ?? []) checkSentLock(l)
+  for (const r of batch.received ?? []) checkReceived(r)
   if (batch.meta) checkMetaPatch(batch.meta, identity)
 }
 

@@ -27,7 +27,8 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
           : 'node address'
     throw new DumpRejectedError(`the dump belongs to another ${what} (chain ${d.meta.chainId}, registry ${d.meta.registry}, address ${d.meta.address})`)
   }
-  // An older dump is a subset of this format (version 2 added sent proofs and locks): it comes in as this version.
+  // An older dump is a subset of this format (version 2 added sent proofs and locks, 3 the received messages): it
+  // comes in as this version.
   if (!Number.isInteger(d.meta.schemaVersion) || d.meta.schemaVersion < 1 || d.meta.schemaVersion > STORAGE_SCHEMA_VERSION) {
     throw new DumpRejectedError(`the dump has schema version ${d.meta.schemaVersion}; this node reads versions 1 to ${STORAGE_SCHEMA_VERSION}`)
   }
@@ -43,6 +44,7 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
         transactions: { put: d.transactions },
         sentProofs: d.sentProofs ?? [],
         sentLocks: d.sentLocks ?? [],
+        received: d.received ?? [],
       },
       identity,
     )
@@ -63,8 +65,8 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
 }
 
 const LISTS = ['changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions'] as const
-/** Absent from dumps of schema version 1. */
-const OPTIONAL_LISTS = ['sentProofs', 'sentLocks'] as const
+/** Absent from dumps of schema version 1 (sent proofs and locks) or up to 2 (received). */
+const OPTIONAL_LISTS = ['sentProofs', 'sentLocks', 'received'] as const
 
 function checkShape(dump: unknown): StorageDump {
   if (!isObject(dump) || dump.format !== 'sluice-dump') throw new DumpRejectedError('not a Sluice dump (format is not "sluice-dump")')

@@ -5,6 +5,7 @@ import type {
   Meta,
   OutboxRecord,
   PaymentRecord,
+  ReceivedRecord,
   SentLockRecord,
   SentProofRecord,
   Snapshot,
@@ -37,6 +38,9 @@ export type SentProofRow = { channelKey: string; hash: string; record: SentProof
  */
 export type SentLockRow = { channelKey: string; added: string; hash: string; record: SentLockRecord }
 
+/** A received message keyed by channel and nonce (zero-padded decimal, as for sent locks): one channel is one key range. */
+export type ReceivedRow = { channelKey: string; nonce: string; record: ReceivedRecord }
+
 export interface SluiceDbSchema extends DBSchema {
   meta: { key: string; value: Meta }
   snapshot: { key: string; value: Snapshot }
@@ -52,6 +56,7 @@ export interface SluiceDbSchema extends DBSchema {
   transactions: { key: string; value: TransactionRecord }
   sentProofs: { key: [string, string]; value: SentProofRow }
   sentLocks: { key: [string, string, string]; value: SentLockRow }
+  received: { key: [string, string]; value: ReceivedRow }
 }
 
 export type SluiceDb = IDBPDatabase<SluiceDbSchema>
@@ -91,6 +96,10 @@ export const idbMigrations: Record<number, IdbMigration> = {
     db.createObjectStore('sentProofs', { keyPath: ['channelKey', 'hash'] })
     db.createObjectStore('sentLocks', { keyPath: ['channelKey', 'added', 'hash'] })
   },
+  // The partner's messages we applied, by channel and nonce; nothing existing changes.
+  3(db) {
+    db.createObjectStore('received', { keyPath: ['channelKey', 'nonce'] })
+  },
 }
 
 export function paymentRow(p: PaymentRecord): PaymentRow {
@@ -114,4 +123,8 @@ export function sentProofRow(p: SentProofRecord): SentProofRow {
 
 export function sentLockRow(l: SentLockRecord): SentLockRow {
   return { channelKey: l.channelKey, added: padNonce(l.addedNonce), hash: hashKey(l.secrethash), record: l }
+}
+
+export function receivedRow(r: ReceivedRecord): ReceivedRow {
+  return { channelKey: r.channelKey, nonce: padNonce(r.nonce), record: r }
 }

@@ -4,9 +4,21 @@ import { asStorageError } from './asStorageError.ts'
 import { checkCommit } from './checkCommit.ts'
 import { checkDump, progressOf } from './dump.ts'
 import { checkIdentity, sameIdentity, storageName } from './identity.ts'
-import { chainEventRow, idbMigrations, META_KEY, paymentRow, sentLockRow, sentProofRow, SNAPSHOT_KEY, type SluiceDb, type SluiceDbSchema } from './idbSchema.ts'
+import {
+  chainEventRow,
+  idbMigrations,
+  META_KEY,
+  paymentRow,
+  receivedRow,
+  sentLockRow,
+  sentProofRow,
+  SNAPSHOT_KEY,
+  type SluiceDb,
+  type SluiceDbSchema,
+} from './idbSchema.ts'
 import { mergeMeta } from './meta.ts'
 import { blockSpan, chainEventMatches, checkPage } from './queries.ts'
+import { byReceivedKey, receivedQuery } from './receivedRecords.ts'
 import { lockAlive, padNonce, sentLocksQuery, sentProofQuery } from './sentRecords.ts'
 import {
   STORAGE_SCHEMA_VERSION,
@@ -19,6 +31,7 @@ import {
   type Loaded,
   type PaymentQuery,
   type PaymentRecord,
+  type ReceivedRecord,
   type SentLockRecord,
   type SentProofRecord,
   type Storage,
@@ -40,7 +53,19 @@ export type OpenIdbStorageOptions = {
 }
 
 type StoreName = StoreNames<SluiceDbSchema>
-const ALL_STORES: StoreName[] = ['meta', 'snapshot', 'changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions', 'sentProofs', 'sentLocks']
+const ALL_STORES: StoreName[] = [
+  'meta',
+  'snapshot',
+  'changes',
+  'events',
+  'payments',
+  'chainEvents',
+  'outbox',
+  'transactions',
+  'sentProofs',
+  'sentLocks',
+  'received',
+]
 
 /**
  * Opens the node's IndexedDB store: database `sluice:<chainId>:<registry>:<address>`, upgraded step by step to
@@ -164,6 +189,7 @@ class IdbStorage implements Storage {
       // put replaces a row of the same key: the same proof recorded again, a lock written again with removedNonce.
       for (const p of batch.sentProofs ?? []) quiet(tx.objectStore('sentProofs').put(sentProofRow(p)))
       for (const l of batch.sentLocks ?? []) quiet(tx.objectStore('sentLocks').put(sentLockRow(l)))
+      for (const r of batch.received ?? []) quiet(tx.objectStore('received').put(receivedRow(r)))
       if (patch) {
         // Read-merge-write inside the transaction: IndexedDB runs overlapping write transactions one at a time.
         const meta = await tx.objectStore('meta').get(META_KEY)
@@ -248,6 +274,13 @@ class IdbStorage implements Storage {
     return rows.map((row) => row.record).filter((l) => lockAlive(l, q.nonce))
   }
 
+  async receivedMessage(channelKey: string, nonce: bigint): Promise<ReceivedRecord | undefined> {
+    this.usable()
+    const q = receivedQuery(channelKey, nonce)
+    if (!q) return undefined
+    return (await this.db.get('received', [q.channelKey, padNonce(q.nonce)]))?.record
+  }
+
   async exportDump(): Promise<StorageDump> {
     this.usable()
     const tx = this.db.transaction(ALL_STORES, 'readonly')
@@ -261,6 +294,7 @@ class IdbStorage implements Storage {
     const transactions = await tx.objectStore('transactions').getAll()
     const sentProofs = await tx.objectStore('sentProofs').getAll()
     const sentLocks = await tx.objectStore('sentLocks').getAll()
+    const received = await tx.objectStore('received').getAll()
     if (!meta) throw new StorageError('the store has no meta')
     return {
       format: 'sluice-dump',
@@ -274,6 +308,7 @@ class IdbStorage implements Storage {
       transactions,
       sentProofs: sentProofs.map((row) => row.record),
       sentLocks: sentLocks.map((row) => row.record),
+      received: received.map((row) => row.record).sort(byReceivedKey),
     }
   }
 
@@ -302,6 +337,7 @@ class IdbStorage implements Storage {
       for (const r of d.transactions) quiet(tx.objectStore('transactions').put(r))
       for (const p of d.sentProofs ?? []) quiet(tx.objectStore('sentProofs').put(sentProofRow(p)))
       for (const l of d.sentLocks ?? []) quiet(tx.objectStore('sentLocks').put(sentLockRow(l)))
+      for (const r of d.received ?? []) quiet(tx.objectStore('received').put(receivedRow(r)))
     } catch (e) {
       throw await abort(tx, e, 'importDump')
     }
@@ -350,6 +386,7 @@ function storesOf(batch: Commit): StoreName[] {
   if (batch.transactions?.put?.length || batch.transactions?.delete?.length) stores.push('transactions')
   if (batch.sentProofs?.length) stores.push('sentProofs')
   if (batch.sentLocks?.length) stores.push('sentLocks')
+  if (batch.received?.length) stores.push('received')
   if (batch.meta) stores.push('meta')
   return stores
 }

@@ -1,5 +1,5 @@
 import { hashKey, lockSuffix, padNonce } from './sentRecords.ts'
-import type { PaymentRecord, SentLockRecord, SentProofRecord, StorageIdentity, StoredChainEvent } from './storage.ts'
+import type { PaymentRecord, ReceivedRecord, SentLockRecord, SentProofRecord, StorageIdentity, StoredChainEvent } from './storage.ts'
 
 /**
  * The LevelDB key layout. Keys are strings ordered byte-wise, so numbers are zero-padded to a fixed width
@@ -23,6 +23,7 @@ export const TRANSACTIONS = 'tx!'
 
 export const SENT_PROOFS = 'sp!'
 export const SENT_LOCKS = 'sl!'
+export const RECEIVED = 'rm!'
 
 export const changeKey = (seq: number) => CHANGES + pad(seq)
 export const eventKey = (seq: number) => EVENTS + pad(seq)
@@ -36,6 +37,13 @@ export const sentProofKeyOf = (p: SentProofRecord) => sentProofKey(p.channelKey,
 
 /** `sl!<channelKey>!<addedNonce, 20 digits>!<secrethash, lower case>`: a channel's locks in the order they were added. */
 export const sentLockKey = (l: SentLockRecord) => `${SENT_LOCKS}${l.channelKey}!${lockSuffix(l)}`
+
+/**
+ * `rm!<channelKey>!<nonce, 20 digits>`: looked up by exact key (the nonce's fixed width at the end keeps two channels
+ * apart even when a channel key holds `!`); one channel's records are one key range, in nonce order.
+ */
+export const receivedKey = (channelKey: string, nonce: bigint) => `${RECEIVED}${channelKey}!${padNonce(nonce)}`
+export const receivedKeyOf = (r: ReceivedRecord) => receivedKey(r.channelKey, r.nonce)
 
 /**
  * The keys of the locks of `channelKey` added at or before `nonce`: after the padded nonce comes `!`, and `"` sorts

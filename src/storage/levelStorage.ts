@@ -27,6 +27,9 @@ import {
   paymentKey,
   paymentKeyOfIndexKey,
   prefixRange,
+  RECEIVED,
+  receivedKey,
+  receivedKeyOf,
   SENT_LOCKS,
   SENT_PROOFS,
   sentLockKey,
@@ -39,6 +42,7 @@ import {
 } from './levelKeys.ts'
 import { initialMeta, mergeMeta } from './meta.ts'
 import { blockSpan, chainEventMatches, checkPage } from './queries.ts'
+import { byReceivedKey, receivedQuery } from './receivedRecords.ts'
 import { lockAlive, sentLocksQuery, sentProofQuery } from './sentRecords.ts'
 import {
   STORAGE_SCHEMA_VERSION,
@@ -52,6 +56,7 @@ import {
   type Meta,
   type PaymentQuery,
   type PaymentRecord,
+  type ReceivedRecord,
   type SentLockRecord,
   type SentProofRecord,
   type Snapshot,
@@ -122,6 +127,10 @@ const levelMigrations: Record<number, LevelMigration> = {
   async 2() {
     return []
   },
+  // The partner's messages we applied: a new key prefix, empty in a store of version 2; nothing to convert.
+  async 3() {
+    return []
+  },
 }
 
 async function migrate(db: LevelDb, identity: StorageIdentity): Promise<Meta> {
@@ -180,6 +189,7 @@ function plan(batch: Commit): Planned {
   // No index keys: a put under the same key replaces the row (a lock written again with its removedNonce).
   for (const p of batch.sentProofs ?? []) puts.push(put(sentProofKeyOf(p), p))
   for (const l of batch.sentLocks ?? []) puts.push(put(sentLockKey(l), l))
+  for (const r of batch.received ?? []) puts.push(put(receivedKeyOf(r), r))
   const deletes: Op[] = [
     ...(batch.outbox?.delete ?? []).map((k): Op => ({ type: 'del', key: outboxKey(k) })),
     ...(batch.transactions?.delete ?? []).map((k): Op => ({ type: 'del', key: transactionKey(k) })),
@@ -308,6 +318,16 @@ class LevelStorage implements Storage {
     })
   }
 
+  async receivedMessage(channelKey: string, nonce: bigint): Promise<ReceivedRecord | undefined> {
+    this.usable()
+    const q = receivedQuery(channelKey, nonce)
+    if (!q) return undefined
+    return this.read('receivedMessage', async (snapshot) => {
+      const [row] = await this.db.getMany([receivedKey(q.channelKey, q.nonce)], { snapshot })
+      return row ? decode<ReceivedRecord>(row) : undefined
+    })
+  }
+
   async exportDump(): Promise<StorageDump> {
     this.usable()
     return this.read('exportDump', async (snapshot) => {
@@ -325,6 +345,8 @@ class LevelStorage implements Storage {
         transactions: await this.values({ ...prefixRange(TRANSACTIONS) }, snapshot),
         sentProofs: await this.values({ ...prefixRange(SENT_PROOFS) }, snapshot),
         sentLocks: await this.values({ ...prefixRange(SENT_LOCKS) }, snapshot),
+        // Key order (UTF-8 bytes, `!` after the channel key) is not string order for every channel key: sort.
+        received: (await this.values<ReceivedRecord>({ ...prefixRange(RECEIVED) }, snapshot)).sort(byReceivedKey),
       }
     })
   }
@@ -359,6 +381,7 @@ class LevelStorage implements Storage {
       for (const r of d.transactions) ops.push(put(transactionKey(r.key), r))
       for (const p of d.sentProofs ?? []) ops.push(put(sentProofKeyOf(p), p))
       for (const l of d.sentLocks ?? []) ops.push(put(sentLockKey(l), l))
+      for (const r of d.received ?? []) ops.push(put(receivedKeyOf(r), r))
       await db.batch(ops, { sync: true })
       this.meta = d.meta
     }, 'importDump')

@@ -4,6 +4,7 @@ import { checkIdentity, storageName } from './identity.ts'
 import { initialMeta, mergeMeta } from './meta.ts'
 import type { Hex } from 'viem'
 import { blockSpan, chainEventMatches, checkPage, paymentMatches } from './queries.ts'
+import { byReceivedKey, receivedQuery } from './receivedRecords.ts'
 import { byAdded, byProofKey, hashKey, lockAlive, lockSuffix, sentLocksQuery, sentProofQuery } from './sentRecords.ts'
 import {
   StorageClosedError,
@@ -16,6 +17,7 @@ import {
   type OutboxRecord,
   type PaymentQuery,
   type PaymentRecord,
+  type ReceivedRecord,
   type SentLockRecord,
   type SentProofRecord,
   type Snapshot,
@@ -41,6 +43,8 @@ type MemoryData = {
   sentProofs: Map<string, Map<string, SentProofRecord>>
   /** By channel, then `<addedNonce padded>!<secrethash>`: a query reads one channel's locks only. */
   sentLocks: Map<string, Map<string, SentLockRecord>>
+  /** By channel, then nonce. */
+  received: Map<string, Map<bigint, ReceivedRecord>>
 }
 
 /**
@@ -67,6 +71,7 @@ export class MemoryVolume {
         transactions: new Map(),
         sentProofs: new Map(),
         sentLocks: new Map(),
+        received: new Map(),
       }
       this.#stores.set(name, data)
     }
@@ -135,6 +140,7 @@ class MemoryStorage implements Storage {
     for (const k of b.transactions?.delete ?? []) d.transactions.delete(k)
     for (const p of b.sentProofs ?? []) putSentProof(d, p)
     for (const l of b.sentLocks ?? []) putSentLock(d, l)
+    for (const r of b.received ?? []) putReceived(d, r)
     d.meta = meta
   }
 
@@ -187,6 +193,13 @@ class MemoryStorage implements Storage {
     return clone(locks.filter((l) => lockAlive(l, q.nonce)).sort(byAdded), 'sentLocks')
   }
 
+  async receivedMessage(channelKey: string, nonce: bigint): Promise<ReceivedRecord | undefined> {
+    this.usable()
+    const q = receivedQuery(channelKey, nonce)
+    if (!q) return undefined
+    return clone(this.data.received.get(q.channelKey)?.get(q.nonce), 'receivedMessage')
+  }
+
   async exportDump(): Promise<StorageDump> {
     this.usable()
     const d = this.data
@@ -205,6 +218,7 @@ class MemoryStorage implements Storage {
         sentLocks: [...d.sentLocks.values()]
           .flatMap((m) => [...m.values()])
           .sort((a, b) => (a.channelKey === b.channelKey ? byAdded(a, b) : a.channelKey < b.channelKey ? -1 : 1)),
+        received: [...d.received.values()].flatMap((m) => [...m.values()]).sort(byReceivedKey),
       },
       'exportDump',
     )
@@ -225,8 +239,10 @@ class MemoryStorage implements Storage {
     d.transactions = new Map(checked.transactions.map((r) => [r.key, r]))
     d.sentProofs = new Map()
     d.sentLocks = new Map()
+    d.received = new Map()
     for (const p of checked.sentProofs ?? []) putSentProof(d, p)
     for (const l of checked.sentLocks ?? []) putSentLock(d, l)
+    for (const r of checked.received ?? []) putReceived(d, r)
   }
 
   async close(): Promise<void> {
@@ -256,6 +272,15 @@ function putSentLock(d: MemoryData, l: SentLockRecord): void {
     d.sentLocks.set(l.channelKey, channel)
   }
   channel.set(lockSuffix(l), l)
+}
+
+function putReceived(d: MemoryData, r: ReceivedRecord): void {
+  let channel = d.received.get(r.channelKey)
+  if (!channel) {
+    channel = new Map()
+    d.received.set(r.channelKey, channel)
+  }
+  channel.set(r.nonce, r)
 }
 
 function clone<T>(value: T, what: string): T {

@@ -28,6 +28,8 @@ export interface Storage {
   sentProof(channelKey: string, balanceHash: Hex): Promise<SentProofRecord | undefined>
   /** Our locks that were pending in the proof with this nonce, in the order they were added (for unlock). */
   sentLocks(channelKey: string, nonce: bigint): Promise<SentLockRecord[]>
+  /** The partner's message we applied under this nonce of its end of the channel, if one is kept (equivocation check). */
+  receivedMessage(channelKey: string, nonce: bigint): Promise<ReceivedRecord | undefined>
   /** The whole store as plain data (for backup); `importDump` refuses a dump of another node or an older one. */
   exportDump(): Promise<StorageDump>
   importDump(dump: StorageDump): Promise<void>
@@ -37,7 +39,7 @@ export interface Storage {
 /** Which database: one per chain, token network registry and node address. */
 export type StorageIdentity = { chainId: bigint; registry: Address; address: Address }
 
-export const STORAGE_SCHEMA_VERSION = 2
+export const STORAGE_SCHEMA_VERSION = 3
 
 export type Meta = StorageIdentity & {
   schemaVersion: number
@@ -141,6 +143,23 @@ export type SentLockRecord = {
   removedNonce?: bigint
 }
 
+/**
+ * A message the partner signed under one nonce of its end of a channel, as we applied it: a balance proof
+ * (LockedTransfer, RefundTransfer, Unlock, LockExpired) or a withdraw message (WithdrawRequest, WithdrawConfirmation,
+ * WithdrawExpired), which share the nonce sequence. Kept so that a second message under the same nonce can be told
+ * apart from a resend, and be evidence with both signatures if it differs (docs/decisions/0029). Key: channel and
+ * nonce; written once, when the message is applied.
+ */
+export type ReceivedRecord = {
+  channelKey: string
+  nonce: bigint
+  /** The message type. */
+  type: string
+  /** The bytes the partner's signature covers (docs/protocol.md §2: packMessage), as 0x hex. */
+  signed: Hex
+  signature: Hex
+}
+
 export type ChainEventQuery = { address?: Address; tokenNetwork?: Address; channelId?: bigint; fromBlock?: bigint; toBlock?: bigint }
 
 /**
@@ -165,6 +184,8 @@ export type Commit = {
   sentProofs?: SentProofRecord[]
   /** Put by key (channelKey, secrethash, addedNonce): a second put with removedNonce replaces the first. */
   sentLocks?: SentLockRecord[]
+  /** Put by key (channelKey, nonce): a later put under the same key replaces it, in the same commit too. */
+  received?: ReceivedRecord[]
   meta?: Partial<Meta>
 }
 
@@ -190,6 +211,8 @@ export type StorageDump = {
   transactions: TransactionRecord[]
   sentProofs?: SentProofRecord[]
   sentLocks?: SentLockRecord[]
+  /** Absent in dumps written before schema 3. */
+  received?: ReceivedRecord[]
 }
 
 export class StorageError extends SluiceError {

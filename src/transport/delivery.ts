@@ -1,5 +1,6 @@
 import type { Address, Hex } from 'viem'
 import type { InvalidMessageError, InvalidSignatureError } from '../protocol/errors.ts'
+import { takesNonce } from '../protocol/channel/usedNonce.ts'
 import { decodeMessage, type DecodedMessage } from '../protocol/messages/sign.ts'
 import type { Message, Signed } from '../protocol/messages/types.ts'
 import type { OutboxRecord } from '../storage/storage.ts'
@@ -96,7 +97,8 @@ export type Delivery = {
 }
 
 /** When a received message was last handed up, and (if the handler said) when that hand-up became durable. */
-type Received = { handedAt: number; applied?: Promise<unknown>; failed?: boolean }
+/** `signature`: of the copy handed up (lower case), which a message under the same id must carry to be a resend of it. */
+type Received = { handedAt: number; signature: string; applied?: Promise<unknown>; failed?: boolean }
 
 /** Creates the delivery layer between the runtime and `transport`. */
 export function createDelivery(parameters: DeliveryParameters): Delivery {
@@ -259,12 +261,15 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
 
   /**
    * Hands a message up unless it is a resend already handed up; answers what we already answered. Returns when
-   * the message (or its first copy) is durably applied, if the handler tells.
+   * the message (or its first copy) is durably applied, if the handler tells. For a message that takes a nonce, a
+   * resend is the same signed message: another one under an id already seen (a partner's second message under a
+   * nonce) is handed up for the core to compare, and never answered with what the first got (docs/decisions/0029).
    */
   const handUp = (message: Signed<Message>, signer: Address, id: bigint | undefined, signerKey: Hex): Promise<unknown> | undefined => {
     const byId = id === undefined ? undefined : `${signer.toLowerCase()}|${message.type}|${id}`
     const bySignature = message.signature.toLowerCase()
-    const prior = (byId === undefined ? undefined : received.get(byId)) ?? received.get(bySignature)
+    const sameId = byId === undefined ? undefined : received.get(byId)
+    const prior = (sameId && (sameId.signature === bySignature || !takesNonce(message)) ? sameId : undefined) ?? received.get(bySignature)
     if (prior?.failed) {
       // Applying it failed (the handler reported why): this resend is the next chance.
       prior.handedAt = now()
@@ -283,8 +288,9 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
       stats.redelivered++
       return hand(prior, message, signer, signerKey)
     }
-    const entry: Received = { handedAt: now() }
-    if (byId !== undefined) received.set(byId, entry)
+    const entry: Received = { handedAt: now(), signature: bySignature }
+    // The first message under an id keeps it: a resend of that one is still recognised (and answered) by it.
+    if (byId !== undefined && !sameId) received.set(byId, entry)
     received.set(bySignature, entry)
     return hand(entry, message, signer, signerKey)
   }

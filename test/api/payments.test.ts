@@ -9,6 +9,7 @@ import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { startSecretResolver, type SecretResolver } from './support/secretResolver.ts'
 import { openChannelOnChain } from '../../src/node/channelActions.ts'
+import { sendPayment } from '../../src/node/payments.ts'
 import { pathSegment } from './support/fuzz.ts'
 
 let net: ApiNet
@@ -25,7 +26,8 @@ const RESULT_KEYS = ['amount', 'identifier', 'initiator_address', 'route', 'secr
 
 beforeAll(async () => {
   resolver = await startSecretResolver()
-  net = await startApiNet({ nodes: 4, node: { resolverEndpoint: resolver.url } })
+  // LevelDB, as `sluice serve` runs: reads of the history take the time they take there.
+  net = await startApiNet({ nodes: 4, node: { resolverEndpoint: resolver.url, durable: true } })
   ;[a, b, c, d] = net.nodes as [ApiNode, ApiNode, ApiNode, ApiNode]
   // A-B and B-C carry payments (A->C is mediated by B); A-offline never completes one; D has no channel.
   await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
@@ -227,6 +229,44 @@ describe('POST /payments/<token>/<target>: success', () => {
     expect(resolver.requests.filter((q) => q.body.secrethash === secrethash)).toHaveLength(1)
     const history = (await a.get(`/payments/${net.token}/${b.node.address}`)).body as { identifier?: string }[]
     expect(history.filter((e) => e.identifier === '9001')).toHaveLength(1)
+  })
+
+  it('50 identical and 50 conflicting requests at once with one identifier: one payment; each other request joins it or is 409', async () => {
+    await quiet()
+    const identifier = '9500'
+    const before = own(a, b.node.address)
+    const received = own(b, a.node.address)
+    // Identical and conflicting requests interleaved, all in flight together: whichever the node takes first is the payment.
+    const bodies = Array.from({ length: 100 }, (_, i) => ({ amount: i % 2 === 0 ? '2' : String(3 + (i >> 1)), identifier }))
+    const replies = await Promise.all(bodies.map((body) => pay(a, b.node.address, body)))
+    const paid = replies.filter((r) => r.status === 200)
+
+    expect(paid.length, replies.map((r) => r.status).join(',')).toBeGreaterThan(0)
+    const amount = BigInt(paid[0]!.body.amount)
+    // Every request with the winner's amount got the same result; every other request got a 409 naming the conflict.
+    for (const [i, r] of replies.entries()) {
+      if (BigInt(bodies[i]!.amount) === amount) expect(r.body, r.text).toEqual(paid[0]!.body)
+      else expect(r.body, r.text).toMatchObject({ code: 'CONFLICT', errors: expect.stringMatching(/already used for a different payment/) })
+    }
+    await quiet()
+    expect(own(a, b.node.address)).toBe(before - amount)
+    expect(own(b, a.node.address)).toBe(received + amount)
+    const history = (await a.get(`/payments/${net.token}/${b.node.address}`)).body as { identifier?: string; event: string }[]
+    expect(history.filter((e) => e.identifier === identifier)).toEqual([expect.objectContaining({ event: 'EventPaymentSentSuccess', amount: String(amount) })])
+  })
+
+  it('the identifier is reserved before the first await: two calls in one tick, the same and another payment, make one payment', async () => {
+    await quiet()
+    const before = own(a, b.node.address)
+    const request = { token: net.token, target: b.node.address, amount: 2n, identifier: 9600n }
+    // No await between the calls: the second runs while the first is still reading the payment history.
+    const calls = [sendPayment(a.node, request), sendPayment(a.node, request), sendPayment(a.node, { ...request, amount: 3n })]
+    const [first, joined, other] = await Promise.allSettled(calls)
+    expect(first).toMatchObject({ status: 'fulfilled', value: { amount: 2n, identifier: 9600n } })
+    expect(joined).toEqual(first)
+    expect(other).toMatchObject({ status: 'rejected', reason: { code: 'CONFLICT' } })
+    await quiet()
+    expect(own(a, b.node.address)).toBe(before - 2n)
   })
 
   it('a request retried after the payment completed returns the first result and pays nothing; the identifier for another payment is 409', async () => {

@@ -36,6 +36,8 @@ let hub: Peer
 let far: Peer
 let token: Address
 let node: SluiceBrowserNode
+/** What the concurrent payments with one identifier paid (the winner's amount). */
+let paidAtOnce = 0n
 
 beforeAll(async () => {
   await createTestClient({ mode: 'anvil', transport: http(rpc) }).setBalance({ address, value: parseEther('10') })
@@ -162,6 +164,43 @@ describe('the node in the page, with headless peers through a relay', () => {
     }
   }, 60_000)
 
+  test('50 identical and 50 conflicting payments at once with one identifier, through the service worker and the proxy: one payment', async () => {
+    const before = (await api('GET', `/channels/${token}/${hub.address}`)).body.balance as string
+    const identifier = '4000'
+    // Half through fetch (the service worker), half through the proxy (the request channel); identical and
+    // conflicting requests interleaved, all in flight together.
+    const requests = Array.from({ length: 100 }, (_, i) => ({ amount: i % 2 === 0 ? 2 : 3 + (i >> 1), viaProxy: i % 4 >= 2 }))
+    const answers = await Promise.all(
+      requests.map(async ({ amount, viaProxy }): Promise<Answer> => {
+        if (!viaProxy) return api('POST', `/payments/${token}/${hub.address}`, { amount: String(amount), identifier })
+        try {
+          return { status: 200, body: await node.pay(token, hub.address, { amount: BigInt(amount), identifier: BigInt(identifier) }) }
+        } catch (error) {
+          const { status, code, message } = error as { status: number; code: string; message: string }
+          return { status, body: { code, errors: message } }
+        }
+      }),
+    )
+    const paid = answers.filter((a) => a.status === 200)
+    expect(paid.length, answers.map((a) => a.status).join(',')).toBeGreaterThan(0)
+    const amount = paid[0]!.body.amount as string
+    for (const [i, answer] of answers.entries()) {
+      if (String(requests[i]!.amount) === amount) expect(answer.body).toEqual(paid[0]!.body)
+      else expect(answer).toMatchObject({ status: 409, body: { code: 'CONFLICT' } })
+    }
+    await expect
+      .poll(
+        async () => {
+          const received = (await commands.peerRequest(hub.api, 'GET', `/payments/${token}/${address}`)).body as { identifier: string; event: string }[]
+          return received.filter((p) => p.identifier === identifier && p.event === 'EventPaymentReceivedSuccess').map((p) => p)
+        },
+        { timeout: 20_000 },
+      )
+      .toEqual([expect.objectContaining({ amount })])
+    paidAtOnce = BigInt(amount)
+    expect((await api('GET', `/channels/${token}/${hub.address}`)).body).toMatchObject({ balance: String(BigInt(before) - paidAtOnce) })
+  }, 60_000)
+
   test('a tab reloaded with a payment in flight resumes it; the same POST again pays nothing twice', async () => {
     // The node moves to a tab of its own, which the test can reload.
     await node.stop()
@@ -189,8 +228,8 @@ describe('the node in the page, with headless peers through a relay', () => {
       )
       .toBe(1)
     const channel = await commands.inTab<{ ok: boolean; value: Answer }>(tab, 'fetch', [`/api/v1/channels/${token}/${hub.address}`])
-    // 400 deposited, 5 + 3 + 7 paid, 4 received, 10 withdrawn.
-    expect(channel.value.body).toMatchObject({ balance: String(400 - 5 - 3 - 7 + 4 - 10), total_withdraw: '10' })
+    // 400 deposited, 5 + 3 + 7 and the concurrent payment paid, 4 received, 10 withdrawn.
+    expect(channel.value.body).toMatchObject({ balance: String(400n - 5n - 3n - 7n - paidAtOnce + 4n - 10n), total_withdraw: '10' })
     await commands.inTab(tab, 'stop', [])
   }, 120_000)
 })

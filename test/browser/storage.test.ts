@@ -4,8 +4,8 @@ import { storageName } from '../../src/storage/identity.ts'
 import { openIdbStorage } from '../../src/storage/idbStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageClosedError, StorageLockedError } from '../../src/storage/storage.ts'
 import { describeStorageContract } from '../unit/storage/storageContract.ts'
-import { createV1Database } from '../unit/storage/support/idbV1.ts'
-import { change, newChannelKey, newIdentity, outbox, sentLock, sentProof } from '../unit/storage/support/records.ts'
+import { createOldDatabase } from '../unit/storage/support/idbOldSchemas.ts'
+import { change, newChannelKey, newIdentity, outbox, received, sentLock, sentProof } from '../unit/storage/support/records.ts'
 
 // Real IndexedDB and Web Locks in Chromium.
 describeStorageContract('IndexedDB (Chromium)', {
@@ -41,28 +41,37 @@ test('a newer version opening the database in another tab closes the store and f
   await deleteDB(storageName(identity))
 })
 
-test('a database created by schema version 1 opens, migrates to version 2 and keeps its rows, and the new stores work', async () => {
-  const identity = newIdentity()
-  await createV1Database(identity, { changes: [change(1), change(2)], outbox: [outbox('a')], syncedBlock: 7n })
-  let storage = await openIdbStorage(identity)
-  const loaded = await storage.load()
-  expect(loaded.meta).toMatchObject({ ...identity, schemaVersion: STORAGE_SCHEMA_VERSION, syncedBlock: 7n })
-  expect(loaded.changes).toEqual([change(1), change(2)])
-  expect(loaded.outbox).toEqual([outbox('a')])
-  const ck = newChannelKey()
-  const proof = sentProof(ck, 2n)
-  const locks = [sentLock(ck, 1n), sentLock(ck, 2n, 3n)]
-  await storage.commit({ changes: [change(3)], sentProofs: [proof], sentLocks: locks })
-  await storage.close()
-  storage = await openIdbStorage(identity)
-  expect(await storage.sentProof(ck, proof.balanceHash)).toEqual(proof)
-  expect(await storage.sentLocks(ck, 2n)).toEqual(locks)
-  expect(await storage.sentLocks(ck, 3n)).toEqual([locks[0]])
-  expect((await storage.load()).changes.map((c) => c.seq)).toEqual([1, 2, 3])
-  await storage.close()
-  const db = await openDB(storageName(identity))
-  expect(db.version).toBe(STORAGE_SCHEMA_VERSION)
-  expect([...db.objectStoreNames]).toEqual(expect.arrayContaining(['sentProofs', 'sentLocks']))
-  db.close()
-  await deleteDB(storageName(identity))
-})
+test.each([1, 2] as const)(
+  'a database created by schema version %i opens, migrates to the current version and keeps its rows, and the new stores work',
+  async (version) => {
+    const identity = newIdentity()
+    const ck = newChannelKey()
+    const old = version === 2 ? { sentProofs: [sentProof(ck, 1n)], sentLocks: [sentLock(ck, 1n, 2n)] } : {}
+    await createOldDatabase(identity, version, { changes: [change(1), change(2)], outbox: [outbox('a')], syncedBlock: 7n, ...old })
+    let storage = await openIdbStorage(identity)
+    const loaded = await storage.load()
+    expect(loaded.meta).toMatchObject({ ...identity, schemaVersion: STORAGE_SCHEMA_VERSION, syncedBlock: 7n })
+    expect(loaded.changes).toEqual([change(1), change(2)])
+    expect(loaded.outbox).toEqual([outbox('a')])
+    const proof = sentProof(ck, 2n)
+    const locks = [sentLock(ck, 2n), sentLock(ck, 3n, 4n)]
+    const messages = [received(ck, 1n), received(ck, 3n, { type: 'Unlock' })]
+    await storage.commit({ changes: [change(3)], sentProofs: [proof], sentLocks: locks, received: messages })
+    await storage.close()
+    storage = await openIdbStorage(identity)
+    for (const p of [...(old.sentProofs ?? []), proof]) expect(await storage.sentProof(ck, p.balanceHash)).toEqual(p)
+    expect(await storage.sentLocks(ck, 1n)).toEqual(old.sentLocks ?? [])
+    expect(await storage.sentLocks(ck, 3n)).toEqual(locks)
+    expect(await storage.sentLocks(ck, 4n)).toEqual([locks[0]])
+    expect(await storage.receivedMessage(ck, 1n)).toEqual(messages[0])
+    expect(await storage.receivedMessage(ck, 2n)).toBeUndefined()
+    expect(await storage.receivedMessage(ck, 3n)).toEqual(messages[1])
+    expect((await storage.load()).changes.map((c) => c.seq)).toEqual([1, 2, 3])
+    await storage.close()
+    const db = await openDB(storageName(identity))
+    expect(db.version).toBe(STORAGE_SCHEMA_VERSION)
+    expect([...db.objectStoreNames]).toEqual(expect.arrayContaining(['sentProofs', 'sentLocks', 'received']))
+    db.close()
+    await deleteDB(storageName(identity))
+  },
+)

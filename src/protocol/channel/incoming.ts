@@ -56,9 +56,4 @@ export function receivePartnerProof(
   }
 }
 
-/** Whether a proof with this nonce was already applied: a resend to acknowledge again, not to apply. */
-export function isAlreadyApplied(channel: Channel, message: EnvelopeMessage): boolean {
-  return message.nonce <= channel.partnerEnd.nonce && message.nonce > 0n
-}
-
 export { locked, transferred }

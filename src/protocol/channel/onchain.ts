@@ -7,6 +7,7 @@ import type { BalanceData, Effect } from '../state/effects.ts'
 import type { Channel, ChannelEnd, NodeState } from '../state/types.ts'
 import { emptyChannelEnd } from './end.ts'
 import { orderedSettle } from './settleOrder.ts'
+import { checkOurProofOnChain } from './usedNonce.ts'
 import { channelKey } from './key.ts'
 import { actionRejected } from './withdraw.ts'
 
@@ -111,6 +112,9 @@ export function onChannelClosed(state: NodeState, change: Change<'channelClosed'
   const channel = getChannel(state, change.tokenNetwork, change.channelId)
   if (!channel || channel.state === 'closed' || channel.state === 'settling' || channel.state === 'settled') return state
   const partnerClosed = sameAddress(change.closer, channel.partner)
+  // The partner closed with a proof of ours: one this state does not know we signed means the state is stale.
+  const checked = partnerClosed ? checkOurProofOnChain(state, channel, { ...change, event: 'ChannelClosed' }) : state
+  if (checked.stale) return checked
   // The closer submitted the other side's proof: ours if the partner closed, the partner's if we did.
   const nonCloser = partnerClosed ? 'our' : 'partnerEnd'
   let next: Channel = {
@@ -134,6 +138,12 @@ export function onChannelClosed(state: NodeState, change: Change<'channelClosed'
 }
 
 export function onNonClosingUpdated(state: NodeState, change: Change<'nonClosingUpdated'>): NodeState {
+  // After our close, the partner submitted a proof of ours: one this state does not know we signed means it is stale.
+  const channel = getChannel(state, change.tokenNetwork, change.channelId)
+  if (channel && sameAddress(change.closer, state.address)) {
+    const checked = checkOurProofOnChain(state, channel, { ...change, event: 'NonClosingBalanceProofUpdated' })
+    if (checked.stale) return checked
+  }
   return updateEnd(state, change.tokenNetwork, change.channelId, change.closer, (end) => ({
     ...end,
     onchainBalanceHash: change.balanceHash,

@@ -186,7 +186,6 @@ export function receiveWithdrawConfirmation(state: NodeState, message: Signed<Wi
     const expired = channel.our.expiredWithdraws?.some((w) => w.totalWithdraw === message.total_withdraw && w.expiration === message.expiration)
     if (!expired) return fail('no matching withdraw request')
     // A late confirmation of a withdraw we declared expired: keep nonces in step, do nothing else.
-    if (message.nonce <= channel.partnerEnd.nonce) return sendProcessed(state, sender, message.message_identifier, out)
     if (message.nonce !== channel.partnerEnd.nonce + 1n) return fail(`nonce ${message.nonce} is not ${channel.partnerEnd.nonce + 1n}`)
     const next: Channel = { ...channel, partnerEnd: { ...channel.partnerEnd, nonce: message.nonce } }
     return sendProcessed(putChannel(state, next), sender, message.message_identifier, out)
@@ -229,7 +228,6 @@ export function receiveWithdrawExpired(state: NodeState, message: Signed<Withdra
   }
   if (!channel) return fail('unknown channel')
   if (!sameAddress(sender, channel.partner) || !sameAddress(message.participant, sender)) return fail('participant is not the sender and channel partner')
-  if (message.nonce <= channel.partnerEnd.nonce) return sendProcessed(state, sender, message.message_identifier, out)
   if (message.nonce !== channel.partnerEnd.nonce + 1n) return fail(`nonce ${message.nonce} is not ${channel.partnerEnd.nonce + 1n}`)
   const pending = channel.partnerEnd.pendingWithdraws.find((w) => w.totalWithdraw === message.total_withdraw && w.expiration === message.expiration)
   if (!pending) return fail('no matching pending withdraw')

@@ -22,8 +22,27 @@ export type StateChange =
     }
   | { type: 'channelDeposit'; tokenNetwork: Address; channelId: bigint; participant: Address; totalDeposit: bigint }
   | { type: 'channelWithdraw'; tokenNetwork: Address; channelId: bigint; participant: Address; totalWithdraw: bigint }
-  | { type: 'channelClosed'; tokenNetwork: Address; channelId: bigint; closer: Address; nonce: bigint; balanceHash: Hex; blockNumber: bigint }
-  | { type: 'nonClosingUpdated'; tokenNetwork: Address; channelId: bigint; closer: Address; nonce: bigint; balanceHash: Hex }
+  | {
+      type: 'channelClosed'
+      tokenNetwork: Address
+      channelId: bigint
+      closer: Address
+      nonce: bigint
+      balanceHash: Hex
+      blockNumber: bigint
+      /** When the proof submitted is ours (the partner closed): whether our store holds a proof we signed with this balance hash. */
+      ourProofKnown?: boolean
+    }
+  | {
+      type: 'nonClosingUpdated'
+      tokenNetwork: Address
+      channelId: bigint
+      closer: Address
+      nonce: bigint
+      balanceHash: Hex
+      /** When the proof submitted is ours (we closed): whether our store holds a proof we signed with this balance hash. */
+      ourProofKnown?: boolean
+    }
   | {
       type: 'channelSettled'
       tokenNetwork: Address
@@ -79,6 +98,14 @@ export type StateChange =
        * the lock (hash, amount, payment id) and asks for the secret as usual when it does not fit.
        */
       decryptedSecret?: DecryptedSecret
+      /**
+       * For a message that takes a nonce of the partner's end (a balance proof or a withdraw message) under a nonce
+       * the partner already used: what we applied under that nonce, as the shell found it in the store (null: looked
+       * for, none kept). The core tells a resend from an equivocation with it.
+       */
+      applied?: SignedCopy | null
+      /** For a balance proof signed with our own key: whether our store holds a proof we signed with its balance hash. */
+      ourProofKnown?: boolean
     }
   | { type: 'secretResolved'; secrethash: Hex; secret: Hex }
   | { type: 'closeChannel'; tokenNetwork: Address; channelId: bigint }
@@ -86,6 +113,9 @@ export type StateChange =
   | { type: 'coopSettle'; tokenNetwork: Address; channelId: bigint }
   | { type: 'setRevealTimeout'; tokenNetwork: Address; channelId: bigint; revealTimeout: bigint }
   | { type: 'transactionFailed'; transaction: TransactionKind; tokenNetwork?: Address; channelId?: bigint; secrethash?: Hex; reason: string }
+
+/** A signed message as evidence: its type, the bytes its signature covers (packMessage) and the signature. */
+export type SignedCopy = { type: string; signed: Hex; signature: Hex }
 
 /** A payment secret the shell decrypted from a LockedTransfer's `metadata.secret` (secretCipher.ts). */
 export type DecryptedSecret = { secret: Hex; amount: bigint; paymentId?: bigint }

@@ -1,7 +1,8 @@
 import type { Address, Hex } from 'viem'
 import type { Lock } from '../locks.ts'
 import type { Message } from '../messages/types.ts'
-import type { BalanceProofState } from './types.ts'
+import type { SignedCopy } from './changes.ts'
+import type { BalanceProofState, StaleState } from './types.ts'
 
 /**
  * What a transition asks the shell to do once the new state is durable. Messages leave unsigned: signing
@@ -99,3 +100,10 @@ export type NodeEvent =
   | { type: 'channelDeposit'; tokenNetwork: Address; channelId: bigint; participant: Address; totalDeposit: bigint }
   | { type: 'channelWithdraw'; tokenNetwork: Address; channelId: bigint; participant: Address; totalWithdraw: bigint }
   | { type: 'actionRejected'; action: string; reason: string }
+  /**
+   * The partner signed two different messages under one nonce of its end: both kept here, with their signatures, as
+   * evidence of a cheating or broken partner. The second was not acknowledged and changed nothing else.
+   */
+  | { type: 'partnerEquivocated'; tokenNetwork: Address; channelId: bigint; partner: Address; nonce: bigint; applied: SignedCopy; second: SignedCopy }
+  /** Our own nonce came back with content we never signed: the state is older than what we sent (NodeState.stale). */
+  | ({ type: 'staleState' } & StaleState)

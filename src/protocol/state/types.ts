@@ -33,6 +33,23 @@ export type NodeState = {
    * (docs/decisions/0003). Absent in states stored before it existed.
    */
   publicKeys?: Record<string, Hex>
+  /**
+   * Set once our own nonce came back with content we never signed (docs/decisions/0029): this state is older than
+   * what we sent, so from then on the node signs nothing and every change is ignored; the node stops with STALE_STATE.
+   */
+  stale?: StaleState
+}
+
+/** What showed that our state is older than what we signed. */
+export type StaleState = {
+  reason: string
+  tokenNetwork: Address
+  channelId: bigint
+  /** The nonce of ours that came back, and the last nonce this state knows we used. */
+  nonce: bigint
+  ourNonce: bigint
+  /** Where it came back: a close or update on-chain, or a message signed with our key. */
+  source: 'chain' | 'message'
 }
 
 export type TokenNetworkState = {
@@ -112,6 +129,8 @@ export type ChannelEnd = {
   unlocked?: boolean
   /** After settlement: the block from which we unlock our locks ourselves if the partner has not. */
   unlockAt?: bigint
+  /** The partner's end: how many times it signed a second, different message under a nonce it had used. */
+  equivocations?: number
 }
 
 export type PendingWithdraw = {

@@ -1,6 +1,6 @@
 import { sha256, type Address, type Hex } from 'viem'
 import { distributable } from '../channel/amounts.ts'
-import { isAlreadyApplied, receivePartnerProof, type Verdict } from '../channel/incoming.ts'
+import { receivePartnerProof, type Verdict } from '../channel/incoming.ts'
 import { channelKey } from '../channel/key.ts'
 import type { EnvelopeMessage, LockExpired, LockedTransfer, RefundTransfer, Signed, Unlock } from '../messages/types.ts'
 import { getChannel, putChannel, sameAddress, type TransitionContext } from '../state/access.ts'
@@ -19,8 +19,8 @@ function rejected(sender: Address, message: EnvelopeMessage, reason: string, out
 }
 
 /**
- * The common path of every balance proof from a partner: find the channel, answer a resend of a proof already
- * applied with Processed again (and change nothing), check the new proof, then let `apply` act on the result.
+ * The common path of every balance proof from a partner under a new nonce (one already used never comes here: see
+ * usedNonce.ts): find the channel, check the new proof, then let `apply` act on the result.
  */
 function receiveEnvelope<M extends EnvelopeMessage>(
   state: NodeState,
@@ -34,10 +34,6 @@ function receiveEnvelope<M extends EnvelopeMessage>(
   if (!channel) {
     rejected(sender, message, `unknown channel ${message.channel_identifier}`, out)
     return state
-  }
-  if (sameAddress(sender, channel.partner) && isAlreadyApplied(channel, message)) {
-    // A retry of something we applied: our Processed was lost. Acknowledge it again; never apply twice.
-    return sendProcessed(state, sender, message.message_identifier, out)
   }
   const verdict = check(channel)
   if (!verdict.ok) {

@@ -5,8 +5,8 @@ import { storageName } from '../../../src/storage/identity.ts'
 import { openIdbStorage } from '../../../src/storage/idbStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageClosedError, StorageError, StorageVersionError } from '../../../src/storage/storage.ts'
 import { describeStorageContract } from './storageContract.ts'
-import { createV1Database } from './support/idbV1.ts'
-import { change, newChannelKey, newIdentity, outbox, sentLock, sentProof } from './support/records.ts'
+import { createOldDatabase } from './support/idbOldSchemas.ts'
+import { change, newChannelKey, newIdentity, outbox, received, sentLock, sentProof } from './support/records.ts'
 
 // Node has no Web Locks: single instance is shown in Chromium (test/browser/storage.test.ts).
 describeStorageContract('IndexedDB (fake-indexeddb)', {
@@ -30,6 +30,7 @@ test('the database is named after chain, registry and address, with one object s
     'meta',
     'outbox',
     'payments',
+    'received',
     'sentLocks',
     'sentProofs',
     'snapshot',
@@ -62,21 +63,29 @@ test("a database of the same name without this node's meta is refused", async ()
   await expect(openIdbStorage(identity)).rejects.toBeInstanceOf(StorageError)
 })
 
-test('a database of schema version 1 is upgraded: its rows are kept, its meta says version 2, and the new stores work', async () => {
-  const identity = newIdentity()
-  await createV1Database(identity, { changes: [change(1), change(2)], outbox: [outbox('a')], syncedBlock: 7n })
-  const storage = await openIdbStorage(identity)
-  const loaded = await storage.load()
-  expect(loaded.meta).toMatchObject({ ...identity, schemaVersion: STORAGE_SCHEMA_VERSION, syncedBlock: 7n, createdAt: 1_700_000_000_000 })
-  expect(loaded.changes).toEqual([change(1), change(2)])
-  expect(loaded.outbox).toEqual([outbox('a')])
-  const ck = newChannelKey()
-  const [proof, lock] = [sentProof(ck, 1n), sentLock(ck, 1n)]
-  await storage.commit({ changes: [change(3)], sentProofs: [proof], sentLocks: [lock] })
-  expect(await storage.sentProof(ck, proof.balanceHash)).toEqual(proof)
-  expect(await storage.sentLocks(ck, 1n)).toEqual([lock])
-  await storage.close()
-  const db = await openDB(storageName(identity))
-  expect(db.version).toBe(STORAGE_SCHEMA_VERSION)
-  db.close()
-})
+test.each([1, 2] as const)(
+  'a database of schema version %i is upgraded: its rows are kept, its meta says the current version, and the new stores work',
+  async (version) => {
+    const identity = newIdentity()
+    const ck = newChannelKey()
+    const old = version === 2 ? { sentProofs: [sentProof(ck, 1n)], sentLocks: [sentLock(ck, 1n), sentLock(ck, 2n, 3n)] } : {}
+    await createOldDatabase(identity, version, { changes: [change(1), change(2)], outbox: [outbox('a')], syncedBlock: 7n, ...old })
+    const storage = await openIdbStorage(identity)
+    const loaded = await storage.load()
+    expect(loaded.meta).toMatchObject({ ...identity, schemaVersion: STORAGE_SCHEMA_VERSION, syncedBlock: 7n, createdAt: 1_700_000_000_000 })
+    expect(loaded.changes).toEqual([change(1), change(2)])
+    expect(loaded.outbox).toEqual([outbox('a')])
+    for (const p of old.sentProofs ?? []) expect(await storage.sentProof(ck, p.balanceHash)).toEqual(p)
+    if (old.sentLocks) expect(await storage.sentLocks(ck, 2n)).toEqual(old.sentLocks)
+    const [proof, lock, message] = [sentProof(ck, 4n), sentLock(ck, 4n), received(ck, 4n)]
+    await storage.commit({ changes: [change(3)], sentProofs: [proof], sentLocks: [lock], received: [message] })
+    expect(await storage.sentProof(ck, proof.balanceHash)).toEqual(proof)
+    expect(await storage.sentLocks(ck, 4n)).toEqual([...(old.sentLocks?.slice(0, 1) ?? []), lock])
+    expect(await storage.receivedMessage(ck, 4n)).toEqual(message)
+    await storage.close()
+    const db = await openDB(storageName(identity))
+    expect(db.version).toBe(STORAGE_SCHEMA_VERSION)
+    expect([...db.objectStoreNames]).toEqual(expect.arrayContaining(['sentProofs', 'sentLocks', 'received']))
+    db.close()
+  },
+)

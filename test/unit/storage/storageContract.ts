@@ -8,6 +8,7 @@ import {
   StorageError,
   StorageLockedError,
   type Commit,
+  type ReceivedRecord,
   type SentLockRecord,
   type SentProofRecord,
   type Storage,
@@ -25,6 +26,7 @@ import {
   payment,
   randomAddress,
   randomHash,
+  received,
   sentLock,
   sentProof,
   snapshot,
@@ -64,6 +66,7 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       return {
         sentProofs: [sentProof(ck1, 1n), sentProof(ck1, 2n), sentProof(ck2, 1n)],
         sentLocks: [sentLock(ck1, 1n), sentLock(ck1, 2n, 4n), sentLock(ck2, 3n)],
+        received: [received(ck2, 1n, { type: 'WithdrawRequest' }), received(ck1, 2n, { type: 'Unlock' }), received(ck1, 1n)],
         changes: [change(1), change(2), change(3)],
         snapshot: snapshot(2, identity.address),
         events: [event(1), event(2)],
@@ -313,13 +316,15 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect(await storage.sentProof(CHANNEL_1, all.sentProofs![1]!.balanceHash)).toEqual(all.sentProofs![1])
       expect(await storage.sentLocks(CHANNEL_1, 3n)).toEqual(all.sentLocks!.slice(0, 2))
       expect(await storage.sentLocks(CHANNEL_2, 3n)).toEqual([all.sentLocks![2]])
+      expect(before.dump.received).toEqual([...all.received!].sort(byChannelThenNonce))
+      for (const r of all.received!) expect(await storage.receivedMessage(r.channelKey, r.nonce)).toEqual(r)
     })
 
     test('importDump takes a dump of schema version 1 (no sent proofs or locks) and stores it as this version', async () => {
       const identity = newIdentity()
       const storage = await open(identity)
       await storage.commit({ changes: [change(1)], meta: { syncedBlock: 3n } })
-      const { sentProofs: _p, sentLocks: _l, ...rest } = await storage.exportDump()
+      const { sentProofs: _p, sentLocks: _l, received: _r, ...rest } = await storage.exportDump()
       const v1: StorageDump = { ...rest, meta: { ...rest.meta, schemaVersion: 1 }, changes: [change(1), change(2)] }
       await storage.importDump(v1)
       const dump = await storage.exportDump()
@@ -327,9 +332,29 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect(dump.changes.map((c) => c.seq)).toEqual([1, 2])
       expect(dump.sentProofs).toEqual([])
       expect(dump.sentLocks).toEqual([])
+      expect(dump.received).toEqual([])
       expect((await storage.load()).meta.schemaVersion).toBe(STORAGE_SCHEMA_VERSION)
       await storage.commit({ sentProofs: [sentProof(CHANNEL_1, 1n)] })
       await expect(storage.importDump({ ...v1, meta: { ...v1.meta, schemaVersion: 0 } })).rejects.toBeInstanceOf(DumpRejectedError)
+    })
+
+    test('importDump takes a dump of schema version 2 (no received messages): it keeps none of those the store had', async () => {
+      const identity = newIdentity()
+      const storage = await open(identity)
+      await storage.commit(everything(identity))
+      const { received: had, ...rest } = await storage.exportDump()
+      expect(had).toHaveLength(3)
+      const v2: StorageDump = { ...rest, meta: { ...rest.meta, schemaVersion: 2 } }
+      await storage.importDump(jsonParse(jsonStringify(v2)) as StorageDump)
+      const dump = await storage.exportDump()
+      expect(dump.meta.schemaVersion).toBe(STORAGE_SCHEMA_VERSION)
+      expect(dump.received).toEqual([])
+      expect(sortDump(dump)).toEqual(sortDump({ ...v2, meta: { ...v2.meta, schemaVersion: STORAGE_SCHEMA_VERSION }, received: [] }))
+      for (const r of had!) expect(await storage.receivedMessage(r.channelKey, r.nonce)).toBeUndefined()
+      // The store takes new ones as usual.
+      const next = received(CHANNEL_1, 3n)
+      await storage.commit({ received: [next] })
+      expect(await storage.receivedMessage(CHANNEL_1, 3n)).toEqual(next)
     })
 
     test('importDump refuses a dump of another node, chain or registry, or not a dump at all, and keeps the store', async () => {
@@ -349,6 +374,10 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
         { ...dump, sentLocks: 'none' },
         { ...dump, sentProofs: [...dump.sentProofs!, { ...sentProof(CHANNEL_1, 1n), nonce: 1 }] },
         { ...dump, sentLocks: [...dump.sentLocks!, { ...sentLock(CHANNEL_1, 1n), secrethash: '0x12' }] },
+        { ...dump, received: 'none' },
+        { ...dump, received: [...dump.received!, 7] },
+        { ...dump, received: [...dump.received!, { ...received(CHANNEL_1, 9n), signature: '0x12' }] },
+        { ...dump, received: [...dump.received!, { ...received(CHANNEL_1, 9n), nonce: 0n }] },
       ]
       for (const bad of refused) await expect(storage.importDump(bad as StorageDump)).rejects.toBeInstanceOf(DumpRejectedError)
       await expect(storage.importDump({ ...dump, meta: { ...dump.meta, address: randomAddress() } })).rejects.toThrow(/another node address/)
@@ -397,6 +426,7 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       for (const p of all.sentProofs!) expect(await storage.sentProof(p.channelKey, p.balanceHash)).toEqual(p)
       expect((await storage.sentLocks(CHANNEL_1, 2n)).map((l) => l.addedNonce)).toEqual([1n, 2n])
       expect((await storage.sentLocks(CHANNEL_1, 4n)).map((l) => l.addedNonce)).toEqual([1n])
+      for (const r of all.received!) expect(await storage.receivedMessage(r.channelKey, r.nonce)).toEqual(r)
       await storage.commit({ changes: [change(5)] })
       expect((await storage.load()).changes.map((c) => c.seq)).toEqual([3, 4, 5])
     })
@@ -419,6 +449,7 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect(sortDump(await storage.exportDump())).toEqual(sortDump(before))
       expect(await storage.sentProof(CHANNEL_1, failing.sentProofs![0]!.balanceHash)).toBeUndefined()
       expect(await storage.sentLocks(CHANNEL_1, 10n)).toEqual([])
+      expect(await storage.receivedMessage(CHANNEL_1, 1n)).toBeUndefined()
       // Nothing half-written blocks the next commit of the same seqs.
       await storage.commit({ changes: [change(2), change(3)] })
       expect((await storage.load()).changes.map((c) => c.seq)).toEqual([1, 2, 3])
@@ -481,6 +512,7 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
         () => storage.chainEvents({}),
         () => storage.sentProof(CHANNEL_1, randomHash()),
         () => storage.sentLocks(CHANNEL_1, 1n),
+        () => storage.receivedMessage(CHANNEL_1, 1n),
         () => storage.exportDump(),
       ]) {
         await expect(call()).rejects.toBeInstanceOf(StorageClosedError)
@@ -608,6 +640,102 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect(await storage.sentLocks(ck, 5n)).toEqual([])
     })
 
+    test('received messages are put, replaced under their channel and nonce, found by them, and dumped by channel then nonce', async () => {
+      const storage = await open()
+      const [ck1, ck2] = [newChannelKey(), newChannelKey()].sort() as [string, string]
+      const max = 2n ** 64n - 1n
+      // 9 < 10 < 100 < 2^64 - 1 as numbers, not as strings; written out of order, over several commits.
+      const rows = [received(ck1, 100n), received(ck1, 9n, { type: 'LockExpired' }), received(ck2, 1n), received(ck1, max), received(ck1, 10n)]
+      const first = rows[1]!
+      const committing = storage.commit({ received: rows.slice(0, 3) })
+      // What the call saw is what is stored, even when the caller changes its objects before the commit resolves.
+      first.type = 'Changed'
+      await committing
+      first.type = 'LockExpired'
+      await storage.commit({ received: rows.slice(3) })
+      for (const r of rows) expect(await storage.receivedMessage(r.channelKey, r.nonce)).toEqual(r)
+      // Nothing under another nonce or channel, nor where no nonce can be.
+      expect(await storage.receivedMessage(ck1, 1n)).toBeUndefined()
+      expect(await storage.receivedMessage(ck2, 9n)).toBeUndefined()
+      expect(await storage.receivedMessage(newChannelKey(), 9n)).toBeUndefined()
+      for (const nonce of [0n, -1n, 2n ** 64n, 2n ** 80n]) expect(await storage.receivedMessage(ck1, nonce)).toBeUndefined()
+      expect((await storage.exportDump()).received).toEqual([rows[1], rows[4], rows[0], rows[3], rows[2]])
+      // Written again under its key: replaced, not duplicated.
+      const replaced = received(ck1, 9n, { type: 'WithdrawExpired' })
+      await storage.commit({ received: [replaced] })
+      expect(await storage.receivedMessage(ck1, 9n)).toEqual(replaced)
+      expect((await storage.exportDump()).received).toEqual([replaced, rows[4], rows[0], rows[3], rows[2]])
+      // A copy: changing what came back does not change the store.
+      const got = (await storage.receivedMessage(ck1, 9n))!
+      got.type = 'Changed'
+      expect((await storage.receivedMessage(ck1, 9n))!.type).toBe('WithdrawExpired')
+    })
+
+    test('a channel key of any characters keeps its own records, and the dump is in string order of the channel keys', async () => {
+      const storage = await open()
+      // A space sorts before the `!` that ends a LevelDB key's channel part; the others are multi-byte in UTF-8.
+      const keys = ['k', 'k b', 'k!00000000000000000001', 'ключ', '\u{1F600}', '\uFFFF']
+      const rows = keys.flatMap((ck) => [received(ck, 1n), received(ck, 2n)])
+      await storage.commit({ received: [...rows].reverse() })
+      for (const r of rows) expect(await storage.receivedMessage(r.channelKey, r.nonce)).toEqual(r)
+      expect(await storage.receivedMessage('k!00000000000000000001', 3n)).toBeUndefined()
+      expect((await storage.exportDump()).received).toEqual([...rows].sort(byChannelThenNonce))
+    })
+
+    test('the same channel and nonce twice in one commit: the last one is stored, with the rest of the commit', async () => {
+      const storage = await open()
+      const ck = newChannelKey()
+      const [earlier, later] = [received(ck, 4n), received(ck, 4n, { type: 'Unlock' })]
+      await storage.commit({ changes: [change(1)], received: [earlier, received(ck, 5n), later], meta: { syncedBlock: 2n } })
+      expect(await storage.receivedMessage(ck, 4n)).toEqual(later)
+      expect((await storage.exportDump()).received!.map((r) => r.nonce)).toEqual([4n, 5n])
+      expect((await storage.load()).changes).toEqual([change(1)])
+    })
+
+    test('received messages that no adapter could key or read back are refused, and the commit writes nothing', async () => {
+      const storage = await open()
+      const ck = newChannelKey()
+      const good = received(ck, 1n)
+      const bad: unknown[] = [
+        { ...received(ck, 2n), channelKey: '' },
+        { ...received(ck, 2n), channelKey: 7 },
+        { ...received(ck, 2n), nonce: 0n },
+        { ...received(ck, 2n), nonce: -1n },
+        { ...received(ck, 2n), nonce: 2n ** 64n },
+        { ...received(ck, 2n), nonce: 2 },
+        { ...received(ck, 2n), type: '' },
+        { ...received(ck, 2n), type: undefined },
+        { ...received(ck, 2n), signed: '0xabc' },
+        { ...received(ck, 2n), signed: 'abcd' },
+        { ...received(ck, 2n), signed: '0xzz' },
+        { ...received(ck, 2n), signature: `0x${'ab'.repeat(64)}` },
+        { ...received(ck, 2n), signature: `0x${'ab'.repeat(66)}` },
+        { ...received(ck, 2n), signature: 42 },
+        null,
+      ]
+      for (const row of bad) {
+        await expect(storage.commit({ changes: [change(1)], received: [good, row as ReceivedRecord] })).rejects.toBeInstanceOf(StorageError)
+      }
+      // Well formed but holding what no store can keep: it fails when written, and takes the rest of the commit with it.
+      const unstorable = { ...received(ck, 2n), note: () => 1 } as ReceivedRecord
+      await expect(storage.commit({ changes: [change(1)], received: [good, unstorable] })).rejects.toBeInstanceOf(StorageError)
+      expect((await storage.load()).changes).toEqual([])
+      expect(await storage.receivedMessage(ck, 1n)).toBeUndefined()
+      expect((await storage.exportDump()).received).toEqual([])
+      // An upper-case hex signature and empty signed bytes are well formed.
+      const upper = received(ck, 3n, { signed: '0x', signature: `0x${'AB'.repeat(65)}` })
+      await storage.commit({ received: [upper] })
+      expect(await storage.receivedMessage(ck, 3n)).toEqual(upper)
+    })
+
+    test('receivedMessage refuses a channel key or nonce it could not look up', async () => {
+      const storage = await open()
+      await expect(storage.receivedMessage('', 1n)).rejects.toBeInstanceOf(StorageError)
+      await expect(storage.receivedMessage(7 as unknown as string, 1n)).rejects.toBeInstanceOf(StorageError)
+      await expect(storage.receivedMessage(newChannelKey(), 1 as unknown as bigint)).rejects.toBeInstanceOf(StorageError)
+      await expect(storage.receivedMessage(newChannelKey(), '1' as unknown as bigint)).rejects.toBeInstanceOf(StorageError)
+    })
+
     if (adapter.singleInstance) {
       test('a second open of an open store fails with StorageLockedError, and opens once the first is closed', async () => {
         const identity = newIdentity()
@@ -633,6 +761,11 @@ const CHANNEL_1 = newChannelKey()
 const CHANNEL_2 = newChannelKey()
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+/** The order of received messages in a dump (part of the contract). */
+function byChannelThenNonce(a: ReceivedRecord, b: ReceivedRecord): number {
+  return compare(a.channelKey, b.channelKey) || (a.nonce < b.nonce ? -1 : a.nonce > b.nonce ? 1 : 0)
+}
 
 function sortLocks(locks: SentLockRecord[]): SentLockRecord[] {
   return [...locks].sort(

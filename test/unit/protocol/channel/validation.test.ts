@@ -84,14 +84,47 @@ describe('validation of a received LockedTransfer', () => {
     expect(await offer(net, { ...unsigned(transfer), token: net.node('C').address })).toMatch(/wrong token/)
   })
 
-  test('replay of an old message changes nothing and is acknowledged again', async () => {
+  test('a resend of an applied message changes nothing and is acknowledged again', async () => {
     await net.deliverAll()
     const before = net.node('B').state
-    const { state, effects } = transition(before, { type: 'receive', message: transfer, sender: net.node('A').address }, defaultContext)
+    const change = await net.received('B', transfer, net.node('A').address)
+    expect(change).toMatchObject({ applied: { type: 'LockedTransfer', signature: transfer.signature } })
+    const { state, effects } = transition(before, change, defaultContext)
     expect(state).toBe(before)
     expect(effects).toEqual([
       { type: 'send', recipient: net.node('A').address, message: { type: 'Processed', message_identifier: transfer.message_identifier } },
     ])
+  })
+
+  test('a message under a used nonce, without what was applied under it at hand, is not acknowledged', async () => {
+    await net.deliverAll()
+    const before = net.node('B').state
+    const { state, effects } = transition(before, { type: 'receive', message: transfer, sender: net.node('A').address }, defaultContext)
+    expect(state).toBe(before)
+    expect(effects).toEqual([{ type: 'event', event: expect.objectContaining({ type: 'messageRejected', reason: expect.stringMatching(/not acknowledged/) }) }])
+  })
+
+  test('a different message signed under a used nonce is evidence: kept with both signatures, counted, not acknowledged', async () => {
+    await net.deliverAll()
+    const before = net.node('B').state
+    const variant = await signMessage(net.node('A').key, { ...unsigned(transfer), message_identifier: transfer.message_identifier + 1n })
+    const { state, effects } = transition(before, await net.received('B', variant, net.node('A').address), defaultContext)
+    expect(effects.filter((e) => e.type === 'send')).toEqual([])
+    expect(effects).toEqual([
+      {
+        type: 'event',
+        event: expect.objectContaining({
+          type: 'partnerEquivocated',
+          partner: net.node('A').address,
+          nonce: 1n,
+          applied: expect.objectContaining({ signature: transfer.signature }),
+          second: expect.objectContaining({ signature: variant.signature }),
+        }),
+      },
+    ])
+    const channel = Object.values(state.channels)[0]!
+    expect(channel.partnerEnd.equivocations).toBe(1)
+    expect({ ...channel.partnerEnd, equivocations: undefined }).toEqual({ ...Object.values(before.channels)[0]!.partnerEnd, equivocations: undefined })
   })
 })
 

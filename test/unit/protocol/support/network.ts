@@ -9,8 +9,9 @@ import type { StateChange } from '../../../../src/protocol/state/changes.ts'
 import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
 import { resolveFromHistory } from '../../../../src/node/history.ts'
 import { byAdded, lockAlive } from '../../../../src/storage/sentRecords.ts'
-import { sentHistory } from '../../../../src/node/records.ts'
-import type { SentLockRecord, SentProofRecord, Storage } from '../../../../src/storage/storage.ts'
+import { receivedHistory, sentHistory } from '../../../../src/node/records.ts'
+import { withStoredNonce } from '../../../../src/node/nonceLookups.ts'
+import type { ReceivedRecord, SentLockRecord, SentProofRecord, Storage } from '../../../../src/storage/storage.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
 import { decryptSecret, encryptSecret } from '../../../../src/protocol/secretCipher.ts'
@@ -103,6 +104,9 @@ export class Network {
     const before = node.state
     const { state, effects } = transition(node.state, change, this.ctx)
     node.state = state
+    // The record of a partner's message the runtime would store with the commit (src/node/records.ts).
+    const received = receivedHistory(change, before, state)
+    if (received) this.history.received.set(`${name}:${received.channelKey}:${received.nonce}`, received)
     for (const effect of effects) {
       if (effect.type === 'event') node.events.push(effect.event)
       else if (effect.type === 'transaction') {
@@ -131,11 +135,12 @@ export class Network {
     this.proofsByNonce.set(key, hash)
   }
 
-  readonly history = { proofs: new Map<string, SentProofRecord>(), locks: new Map<string, SentLockRecord>() }
+  readonly history = { proofs: new Map<string, SentProofRecord>(), locks: new Map<string, SentLockRecord>(), received: new Map<string, ReceivedRecord>() }
 
   /** The stored history as the runtime's storage answers it, over what this run recorded. */
-  private historyOf(name: string): Pick<Storage, 'sentProof' | 'sentLocks'> {
+  historyOf(name: string): Pick<Storage, 'sentProof' | 'sentLocks' | 'receivedMessage'> {
     return {
+      receivedMessage: async (key, nonce) => this.history.received.get(`${name}:${key}:${nonce}`),
       sentProof: async (key, hash) => this.history.proofs.get(`${name}:${key}:${hash}`),
       sentLocks: async (key, nonce) =>
         [...this.history.locks.entries()]
@@ -153,7 +158,7 @@ export class Network {
     const head = this.inFlight.find((m) => m.from === pick.from && m.to === pick.to)!
     if (!duplicate) this.inFlight.splice(this.inFlight.indexOf(head), 1)
     const { message, signer } = await decodeMessage(head.text, this.node(head.from).address)
-    await this.dispatch(head.to, this.received(head.to, message, signer))
+    await this.dispatch(head.to, await this.received(head.to, message, signer))
     return true
   }
 
@@ -164,20 +169,23 @@ export class Network {
       const { message, signer } = await decodeMessage(m.text, this.node(from).address)
       if (message.type !== type) continue
       this.inFlight.splice(this.inFlight.indexOf(m), 1)
-      await this.dispatch(to, this.received(to, message, signer))
+      await this.dispatch(to, await this.received(to, message, signer))
       return true
     }
     return false
   }
 
-  /** The receive change the runtime makes: with the secret decrypted from the metadata when it is for us. */
-  private received(to: string, message: Signed<Message>, sender: Address): StateChange {
+  /**
+   * The receive change the runtime makes: with the secret decrypted from the metadata when it is for us, and what the
+   * store knows of a nonce that comes back (src/node/nonceLookups.ts).
+   */
+  async received(to: string, message: Signed<Message>, sender: Address): Promise<StateChange> {
     const node = this.node(to)
-    if (message.type !== 'LockedTransfer' || typeof message.metadata.secret !== 'string' || message.target.toLowerCase() !== node.address.toLowerCase()) {
-      return { type: 'receive', message, sender }
-    }
-    const decryptedSecret = decryptSecret(message.metadata.secret, hexToBytes(node.key))
-    return { type: 'receive', message, sender, ...(decryptedSecret ? { decryptedSecret } : {}) }
+    const decryptedSecret =
+      message.type === 'LockedTransfer' && typeof message.metadata.secret === 'string' && message.target.toLowerCase() === node.address.toLowerCase()
+        ? decryptSecret(message.metadata.secret, hexToBytes(node.key))
+        : undefined
+    return withStoredNonce(node.state, { type: 'receive', message, sender, ...(decryptedSecret ? { decryptedSecret } : {}) }, this.historyOf(to))
   }
 
   async deliverAll(limit = 10_000): Promise<void> {

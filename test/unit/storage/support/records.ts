@@ -3,6 +3,7 @@ import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import type {
   OutboxRecord,
   PaymentRecord,
+  ReceivedRecord,
   SentLockRecord,
   SentProofRecord,
   Snapshot,
@@ -109,6 +110,18 @@ export function sentProof(channelKey: string, nonce: bigint, fields: Partial<Sen
 /** A sent lock of `channelKey` added at `addedNonce` (removed at `removedNonce` when given); random secret hash unless given. */
 export function sentLock(channelKey: string, addedNonce: bigint, removedNonce?: bigint, secrethash: Hex = randomHash()): SentLockRecord {
   return { channelKey, secrethash, expiration: 1000n + addedNonce, amount: BIG, addedNonce, ...(removedNonce !== undefined ? { removedNonce } : {}) }
+}
+
+/** A message the partner signed under `nonce` of `channelKey`, with random signed bytes and signature unless given. */
+export function received(channelKey: string, nonce: bigint, fields: Partial<ReceivedRecord> = {}): ReceivedRecord {
+  return {
+    channelKey,
+    nonce,
+    type: 'LockedTransfer',
+    signed: toHex(crypto.getRandomValues(new Uint8Array(200))),
+    signature: toHex(crypto.getRandomValues(new Uint8Array(65))),
+    ...fields,
+  }
 }
 
 /** A channel key as the protocol makes them (token network, lower case, and channel id). */
