@@ -2,12 +2,15 @@
 /**
  * Sluice's service worker (`sluice-sw.js`, shipped as one classic script: Firefox before 147 refuses module service
  * workers). It answers every same-origin `/api/v1` request by forwarding it to the origin's node over the request
- * channel (apiChannel.ts), streamed bodies included, and lets everything else pass through untouched. It keeps no
- * state between requests, so the browser stopping it while idle costs nothing (docs/decisions/0020).
+ * channel (apiChannel.ts), streamed bodies included, and lets everything else pass through untouched. A request
+ * another site sent (a form posted to the API, a link, a popup) is answered 403 `FORBIDDEN_ORIGIN` and never reaches
+ * the node (ownOrigin.ts, docs/decisions/0026). It keeps no state between requests, so the browser stopping it while
+ * idle costs nothing (docs/decisions/0020).
  */
 import { errorResponse, forwardOverApiChannel } from './apiChannel.ts'
 import { eventStreamSeconds, relayEventStream, ResumeIds } from './eventStreamRelay.ts'
 import { API_PATH, LEADER_LOCK } from './names.ts'
+import { refusal } from './ownOrigin.ts'
 
 declare const self: ServiceWorkerGlobalScope
 
@@ -31,14 +34,24 @@ self.addEventListener('fetch', (event) => {
   const url = new URL(event.request.url)
   if (url.origin !== self.location.origin || !isApiPath(url.pathname)) return
   // Every /api/v1 request is answered here, never passed on to the static host (which would answer it with a page).
-  event.respondWith(
-    forwardOverApiChannel(withResumeId(event.request, event.clientId), { nodeStarting }).then(
-      (response) => relayIfEventStream(response, event.clientId, event.request.url),
-      (error: unknown) =>
-        errorResponse(503, 'UNAVAILABLE', `the service worker could not reach the node: ${error instanceof Error ? error.message : String(error)}`),
-    ),
-  )
+  event.respondWith(answer(event))
 })
+
+async function answer(event: FetchEvent): Promise<Response> {
+  const refused = refusal(event.request, self.location.origin, await clientUrl(event))
+  if (refused) return errorResponse(403, 'FORBIDDEN_ORIGIN', refused)
+  return forwardOverApiChannel(withResumeId(event.request, event.clientId), { nodeStarting }).then(
+    (response) => relayIfEventStream(response, event.clientId, event.request.url),
+    (error: unknown) =>
+      errorResponse(503, 'UNAVAILABLE', `the service worker could not reach the node: ${error instanceof Error ? error.message : String(error)}`),
+  )
+}
+
+/** The URL of the page or worker that sent a request; a navigation's is not looked up (ownOrigin.ts does not use it). */
+async function clientUrl(event: FetchEvent): Promise<string | undefined> {
+  if (event.request.mode === 'navigate' || !event.clientId) return undefined
+  return (await self.clients.get(event.clientId))?.url
+}
 
 /** A reconnection of a stream this worker ended gets the Last-Event-ID the browser kept from it (eventStreamRelay.ts). */
 function withResumeId(request: Request, clientId: string): Request {

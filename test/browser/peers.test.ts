@@ -8,26 +8,13 @@ import { commands } from 'vitest/browser'
 import { startNode, type SluiceBrowserNode } from '../../worker/host.ts'
 import type { PushEvent } from '../../worker/subscription.ts'
 import type { Peer, Peers } from './commands/peers.ts'
+import { api, type Answer } from './support/api.ts'
 import { nodeOptions } from './support/nodeOptions.ts'
 import { deployTestToken, deployToken } from './support/token.ts'
 import { eventually } from '../integration/support/eventually.ts'
 
 const rpc = inject('rpcUrl')
 const deployment = inject('deployment')
-
-type Answer = { status: number; body: any }
-
-/** fetch('/api/v1' + path) from this page, through the service worker, as status and JSON. */
-async function api(method: string, path: string, body?: unknown): Promise<Answer> {
-  const response = await fetch(`/api/v1${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  })
-  const text = await response.text()
-  expect(response.headers.get('content-type') ?? '', `${method} ${path}`).toMatch(text ? /^application\/json/ : /.*/)
-  return { status: response.status, body: text ? JSON.parse(text) : null }
-}
 
 const key = generatePrivateKey()
 const address = privateKeyToAddress(key)
