@@ -1,8 +1,11 @@
-import { Hono, type Context } from 'hono'
+import { Hono } from 'hono'
+import { HTTPException } from 'hono/http-exception'
+import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import type { ApiContext } from './context.ts'
 import { EventLog } from './eventLog.ts'
-import { ApiError, toApiError } from './errors.ts'
-import { Resources, stringify } from './resource.ts'
+import { ApiError, errorAnswer, toApiError } from './errors.ts'
+import { checkBodyMediaType } from './input.ts'
+import { Resources } from './resource.ts'
 import { nodeRoutes } from './routes/node.ts'
 import { channelsRoutes } from './routes/channels.ts'
 import { tokensRoutes } from './routes/tokens.ts'
@@ -67,6 +70,11 @@ export function createApi({ onInternalError, eventLogCapacity, ...context }: Cre
 
   let closed: string | undefined
   const app = new Hono({ strict: true }).basePath(API_BASE_PATH)
+  // What a caller may send, before the rest: nothing runs for a refused request.
+  app.use(async (c, next) => {
+    await checkBodyMediaType(c.req.raw)
+    await next()
+  })
   app.use(async (_c, next) => {
     if (closed) throw new ApiError(503, closed)
     await next()
@@ -78,17 +86,20 @@ export function createApi({ onInternalError, eventLogCapacity, ...context }: Cre
       throw new ApiError(503, `Service unavailable. Try again later.${progress}`)
     }
   })
-  app.notFound((c) => errorResponse(c, new ApiError(404, 'invalid endpoint')))
-  app.onError((error, c) => {
+  app.notFound(() => errorAnswer(new ApiError(404, 'invalid endpoint')))
+  app.onError((error) => {
     const known = toApiError(error)
-    if (known) return errorResponse(c, known)
+    if (known) return errorAnswer(known)
+    // A refusal a middleware throws on purpose (Hono's HTTPException) answers itself; it is no bug.
+    if (error instanceof HTTPException)
+      return error.res ? error.getResponse() : errorAnswer(new ApiError(error.status as ContentfulStatusCode, error.message || `HTTP ${error.status}`))
     if (!closed) {
       closed = 'The API stopped after an internal error; restart the node'
       closing.abort()
       onInternalError?.(error)
     }
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
-    return errorResponse(c, new ApiError(500, `internal error: ${message}`))
+    return errorAnswer(new ApiError(500, `internal error: ${message}`))
   })
   return {
     app,
@@ -99,8 +110,4 @@ export function createApi({ onInternalError, eventLogCapacity, ...context }: Cre
       closing.abort()
     },
   }
-}
-
-function errorResponse(c: Context, error: ApiError): Response {
-  return c.body(stringify({ errors: error.shortMessage, code: error.code }), error.status, { 'content-type': 'application/json', ...error.headers })
 }

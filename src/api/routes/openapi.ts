@@ -60,11 +60,12 @@ export function openApiPath(path: string): { path: string; parameters: string[] 
 /** The OpenAPI 3.1 document of `routes`. */
 export function openApiDocument(routes: readonly Route[], { version, basePath }: { version: string; basePath: string }): OpenApiDocument {
   const paths: OpenApiDocument['paths'] = {}
+  const common = commonResponses
   for (const route of routes) {
     const { path, parameters } = openApiPath(route.path)
     paths[path] ??= parameters.length ? { parameters: parameters.map(pathParameter) } : {}
     const item = paths[path]
-    item[route.method.toLowerCase()] = operation(route)
+    item[route.method.toLowerCase()] = operation(route, common)
   }
   return {
     openapi: '3.1.0',
@@ -92,7 +93,7 @@ function pathParameter(name: string) {
   }
 }
 
-function operation(route: Route) {
+function operation(route: Route, common: Record<number, string>) {
   const { doc } = route
   const op: Record<string, unknown> = {
     operationId: operationId(route),
@@ -109,7 +110,9 @@ function operation(route: Route) {
     }
   }
   const responses: Record<string, unknown> = {}
-  for (const [status, description] of Object.entries({ ...commonResponses, ...doc.responses })) {
+  // Any request but a GET may be refused for its body's type (src/api/input.ts, checkBodyMediaType).
+  const mediaType = route.method === 'GET' ? {} : { 415: 'a Content-Type other than application/json, or a body without one' }
+  for (const [status, description] of Object.entries({ ...common, ...mediaType, ...doc.responses })) {
     const code = Number(status)
     if (description === undefined) continue
     responses[status] = response(code, description, route)
