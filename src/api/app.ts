@@ -1,6 +1,7 @@
 import { Hono } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import { accessChecks, type ApiAccess } from './access.ts'
 import type { ApiContext } from './context.ts'
 import { EventLog } from './eventLog.ts'
 import { ApiError, errorAnswer, toApiError } from './errors.ts'
@@ -38,7 +39,9 @@ export type Api = {
   shuttingDown(): void
 }
 
-export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing' | 'events'> & {
+export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing' | 'events' | 'tokenRequired'> & {
+  /** Who may call, checked before anything else: given when served over HTTP (src/api/access.ts). */
+  access?: ApiAccess
   /** How many push events are kept for clients that reconnect (default DEFAULT_EVENT_LOG_CAPACITY). */
   eventLogCapacity?: number
   /**
@@ -49,10 +52,10 @@ export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing' | 'eve
 }
 
 /** Builds the REST API (docs/rest-api.md) for one node. Serve `app.fetch` (Node HTTP server, service worker). */
-export function createApi({ onInternalError, eventLogCapacity, ...context }: CreateApiParameters): Api {
+export function createApi({ onInternalError, eventLogCapacity, access, ...context }: CreateApiParameters): Api {
   const closing = new AbortController()
   const events = new EventLog(eventLogCapacity ? { capacity: eventLogCapacity } : {})
-  const ctx: ApiContext = { ...context, basePath: API_BASE_PATH, closing: closing.signal, events }
+  const ctx: ApiContext = { ...context, basePath: API_BASE_PATH, closing: closing.signal, events, tokenRequired: access?.token !== undefined }
   const resources = new Resources()
   nodeRoutes(resources, ctx)
   channelsRoutes(resources, ctx)
@@ -70,7 +73,8 @@ export function createApi({ onInternalError, eventLogCapacity, ...context }: Cre
 
   let closed: string | undefined
   const app = new Hono({ strict: true }).basePath(API_BASE_PATH)
-  // What a caller may send, before the rest: nothing runs for a refused request.
+  // Who may call (Host, Origin, token), then what they may send, then the rest: nothing runs for a refused request.
+  for (const check of access ? accessChecks(access) : []) app.use(check)
   app.use(async (c, next) => {
     await checkBodyMediaType(c.req.raw)
     await next()
@@ -90,7 +94,7 @@ export function createApi({ onInternalError, eventLogCapacity, ...context }: Cre
   app.onError((error) => {
     const known = toApiError(error)
     if (known) return errorAnswer(known)
-    // A refusal a middleware throws on purpose (Hono's HTTPException) answers itself; it is no bug.
+    // A refusal a middleware throws on purpose (bearerAuth's 401) answers itself; it is no bug.
     if (error instanceof HTTPException)
       return error.res ? error.getResponse() : errorAnswer(new ApiError(error.status as ContentfulStatusCode, error.message || `HTTP ${error.status}`))
     if (!closed) {
