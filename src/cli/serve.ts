@@ -166,10 +166,10 @@ Runs one node with durable storage and serves its REST API (docs/rest-api.md) at
 answers /status at once and the rest once the node has caught up with the chain. POST /shutdown, Ctrl-C or
 SIGTERM stop it; an internal error stops it with exit code 1.
 
-Who may call: the owner's programs on this machine. The API answers only the Host names 127.0.0.1, localhost,
-[::1] and the --api address (--api-host adds more: DNS rebinding), refuses requests other web sites' pages make
-(--rpccorsdomain allows origins, with CORS), and takes bodies only as application/json. With --api-token-file every
-request needs the token; listening beyond loopback needs one.
+Who may call: the owner's programs on this machine. Against DNS rebinding the API answers only the Hosts
+127.0.0.1, localhost, [::1] and the --api address (--api-host adds names); it refuses what other web sites' pages
+send (--rpccorsdomain allows origins, with CORS) and takes bodies only as application/json. With --api-token-file
+every request needs the token, and listening beyond loopback needs one.
 
 Transport: libp2p reaches nodes in other processes and on other machines, through one or more relays
 (\`sluice relay\`, given with --relay): the node's Ethereum key is its libp2p identity, and nodes find each other
