@@ -88,7 +88,7 @@ window.bench = {
     }).finally(() => worker.terminate())
   },
   call(method, path, body) {
-    return fetch(path, { method, ...(body == null ? {} : { body: JSON.stringify(body) }) }).then(async (r) => ({ status: r.status, body: await r.json() }))
+    return fetch(path, { method, ...(body == null ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) }).then(async (r) => ({ status: r.status, body: await r.json() }))
   },
   /** n sequential requests through the service worker and n on the proxy, each after its warm-up. */
   async latencies(path, warmUp, n) {
@@ -111,7 +111,7 @@ window.bench = {
         next++
         const t = performance.now()
         try {
-          const response = await fetch('/api/v1/payments/' + token + '/' + target, { method: 'POST', body: '{"amount":"1"}' })
+          const response = await fetch('/api/v1/payments/' + token + '/' + target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount":"1"}' })
           const text = await response.text()
           if (response.status === 200) latencies.push(performance.now() - t)
           else failures.push(response.status + ' ' + text)

@@ -1,8 +1,12 @@
-import { Hono, type Context } from 'hono'
+import { Hono } from 'hono'
+import { HTTPException } from 'hono/http-exception'
+import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import { accessChecks, type ApiAccess } from './access.ts'
 import type { ApiContext } from './context.ts'
 import { EventLog } from './eventLog.ts'
-import { ApiError, toApiError } from './errors.ts'
-import { Resources, stringify } from './resource.ts'
+import { ApiError, errorAnswer, toApiError } from './errors.ts'
+import { checkBodyMediaType } from './input.ts'
+import { Resources } from './resource.ts'
 import { nodeRoutes } from './routes/node.ts'
 import { channelsRoutes } from './routes/channels.ts'
 import { tokensRoutes } from './routes/tokens.ts'
@@ -35,7 +39,9 @@ export type Api = {
   shuttingDown(): void
 }
 
-export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing' | 'events'> & {
+export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing' | 'events' | 'tokenRequired'> & {
+  /** Who may call, checked before anything else: given when served over HTTP (src/api/access.ts). */
+  access?: ApiAccess
   /** How many push events are kept for clients that reconnect (default DEFAULT_EVENT_LOG_CAPACITY). */
   eventLogCapacity?: number
   /**
@@ -46,10 +52,10 @@ export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing' | 'eve
 }
 
 /** Builds the REST API (docs/rest-api.md) for one node. Serve `app.fetch` (Node HTTP server, service worker). */
-export function createApi({ onInternalError, eventLogCapacity, ...context }: CreateApiParameters): Api {
+export function createApi({ onInternalError, eventLogCapacity, access, ...context }: CreateApiParameters): Api {
   const closing = new AbortController()
   const events = new EventLog(eventLogCapacity ? { capacity: eventLogCapacity } : {})
-  const ctx: ApiContext = { ...context, basePath: API_BASE_PATH, closing: closing.signal, events }
+  const ctx: ApiContext = { ...context, basePath: API_BASE_PATH, closing: closing.signal, events, tokenRequired: access?.token !== undefined }
   const resources = new Resources()
   nodeRoutes(resources, ctx)
   channelsRoutes(resources, ctx)
@@ -67,6 +73,12 @@ export function createApi({ onInternalError, eventLogCapacity, ...context }: Cre
 
   let closed: string | undefined
   const app = new Hono({ strict: true }).basePath(API_BASE_PATH)
+  // Who may call (Host, Origin, token), then what they may send, then the rest: nothing runs for a refused request.
+  for (const check of access ? accessChecks(access) : []) app.use(check)
+  app.use(async (c, next) => {
+    await checkBodyMediaType(c.req.raw)
+    await next()
+  })
   app.use(async (_c, next) => {
     if (closed) throw new ApiError(503, closed)
     await next()
@@ -78,17 +90,20 @@ export function createApi({ onInternalError, eventLogCapacity, ...context }: Cre
       throw new ApiError(503, `Service unavailable. Try again later.${progress}`)
     }
   })
-  app.notFound((c) => errorResponse(c, new ApiError(404, 'invalid endpoint')))
-  app.onError((error, c) => {
+  app.notFound(() => errorAnswer(new ApiError(404, 'invalid endpoint')))
+  app.onError((error) => {
     const known = toApiError(error)
-    if (known) return errorResponse(c, known)
+    if (known) return errorAnswer(known)
+    // A refusal a middleware throws on purpose (bearerAuth's 401) answers itself; it is no bug.
+    if (error instanceof HTTPException)
+      return error.res ? error.getResponse() : errorAnswer(new ApiError(error.status as ContentfulStatusCode, error.message || `HTTP ${error.status}`))
     if (!closed) {
       closed = 'The API stopped after an internal error; restart the node'
       closing.abort()
       onInternalError?.(error)
     }
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
-    return errorResponse(c, new ApiError(500, `internal error: ${message}`))
+    return errorAnswer(new ApiError(500, `internal error: ${message}`))
   })
   return {
     app,
@@ -99,8 +114,4 @@ export function createApi({ onInternalError, eventLogCapacity, ...context }: Cre
       closing.abort()
     },
   }
-}
-
-function errorResponse(c: Context, error: ApiError): Response {
-  return c.body(stringify({ errors: error.shortMessage, code: error.code }), error.status, { 'content-type': 'application/json', ...error.headers })
 }

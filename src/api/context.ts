@@ -19,4 +19,6 @@ export type ApiContext = {
   closing: AbortSignal
   /** The node's recent push events, numbered, for GET /events and its Last-Event-ID replay. */
   events: EventLog
+  /** Every request must carry `Authorization: Bearer <token>` (`--api-token-file`): openapi.json says so. */
+  tokenRequired: boolean
 }

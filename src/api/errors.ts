@@ -29,6 +29,14 @@ export class ApiError extends SluiceError {
   }
 }
 
+/** The answer of an ApiError: its status and headers, and the body `{"errors": message, "code": code}`. */
+export function errorAnswer(error: ApiError): Response {
+  return new Response(JSON.stringify({ errors: error.shortMessage, code: error.code }), {
+    status: error.status,
+    headers: { 'content-type': 'application/json', ...error.headers },
+  })
+}
+
 /**
  * The one table from the code of an error of the layers below to the status the API answers with. Anything not
  * here is a bug: the API answers 500 and stops (src/api/app.ts). test/unit/api/errors.test.ts fails when an error

@@ -147,9 +147,39 @@ export function parseShape<S extends Shape>(object: Record<string, JsonValue>, s
   return out as Parsed<S>
 }
 
+/** Whether a Content-Type is JSON's: `application/json` in any case, parameters (`; charset=utf-8`) allowed. */
+export function isJsonMediaType(contentType: string): boolean {
+  return contentType.split(';', 1)[0]!.trim().toLowerCase() === 'application/json'
+}
+
 /**
- * The JSON object body of a request. Empty, `{}`-like falsy or unparsable bodies are 400, like anything that
- * is not an object. The Content-Type is not checked: a browser `fetch` with a string body sends text/plain.
+ * Refuses with 415 a request (other than GET and HEAD) with a Content-Type that is not JSON's, or with a body and
+ * no Content-Type; one without either (`curl -X POST .../shutdown`) passes. A web page can send text/plain, a form
+ * or a bare body anywhere without asking the server first, but never application/json (docs/decisions/0025).
+ */
+export async function checkBodyMediaType(request: Request): Promise<void> {
+  if (request.method === 'GET' || request.method === 'HEAD') return
+  const contentType = request.headers.get('content-type')
+  if (contentType !== null) {
+    if (!isJsonMediaType(contentType)) throw unsupportedMediaType(`a body of type ${JSON.stringify(contentType)} is not accepted`)
+    return
+  }
+  if (await carriesBody(request)) throw unsupportedMediaType('a body without a Content-Type is not accepted')
+}
+
+const unsupportedMediaType = (why: string) => new ApiError(415, `${why}: send JSON with Content-Type: application/json`, { code: 'UNSUPPORTED_MEDIA_TYPE' })
+
+async function carriesBody(request: Request): Promise<boolean> {
+  // Over HTTP/1.1 a body is announced; a Request built in a browser (the page's worker) announces nothing.
+  const length = request.headers.get('content-length')
+  if (length !== null) return !/^0+$/.test(length.trim())
+  if (request.body === null) return false
+  return (await request.clone().arrayBuffer()).byteLength > 0
+}
+
+/**
+ * The JSON object body of a request (its Content-Type was checked before: checkBodyMediaType). Empty, `{}`-like
+ * falsy or unparsable bodies are 400, like anything that is not an object.
  */
 export async function readBody<S extends Shape>(request: Request, shape: S): Promise<Parsed<S>> {
   const text = await request.text()

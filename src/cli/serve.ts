@@ -2,9 +2,12 @@ import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Hex } from 'viem'
 import { formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } from '../api/hostsAndOrigins.ts'
 import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
 import { CliError, UsageError } from './cliError.ts'
+import { checkApiExposure } from './apiExposure.ts'
+import type { ServeAccess } from './servedNode.ts'
 import type { Command } from './command.ts'
 
 /** `HOST:PORT`, `[::1]:PORT`; port 0 picks a free one. */
@@ -64,6 +67,14 @@ export async function checkRelays(relays: readonly string[]): Promise<void> {
   }
 }
 
+/** Values of a flag given repeated or comma-separated, each read by `parse`; one bad value refuses them all. */
+function listOf<T>(parse: (raw: string) => T | undefined): (raw: string) => T[] | undefined {
+  return (raw) => {
+    const values = raw.split(',').map((v) => parse(v.trim()))
+    return values.every((v) => v !== undefined) ? (values as T[]) : undefined
+  }
+}
+
 export const serveFlags = {
   rpc: flagOf('JSON-RPC endpoint of the chain (http, https, ws or wss)', 'URL', 'an http(s) or ws(s) URL', (raw) =>
     parseUrl(raw, ['http:', 'https:', 'ws:', 'wss:']),
@@ -78,6 +89,29 @@ export const serveFlags = {
     ...flagOf('where the REST API listens', 'HOST:PORT', 'HOST:PORT (port 0 picks a free one)', (raw) => (parseHostPort(raw) ? raw : undefined)),
     default: '127.0.0.1:5001',
   } as FlagSpec<string, true>,
+  apiHost: {
+    ...flagOf(
+      "another name the API answers to as Host, with the API's port unless one is given; * answers any (needs --api-token-file). Repeat or separate with commas",
+      'NAME',
+      'a host name, an IP address ([::1] for IPv6), either with :PORT, or *',
+      listOf(parseHostRule),
+    ),
+    repeatable: true,
+  } as FlagSpec<HostRule[], false>,
+  rpccorsdomain: {
+    ...flagOf(
+      'origins whose web pages may call the API (CORS), * as a wildcard (http://localhost:*); separate with commas. Default: none',
+      'ORIGINS',
+      'origins such as https://app.example or http://localhost:*, null, or *',
+      listOf(parseOriginPattern),
+    ),
+    repeatable: true,
+  } as FlagSpec<OriginPattern[], false>,
+  apiTokenFile: stringFlag({
+    description:
+      'a file whose first line is a token (16+ characters) every request must carry as Authorization: Bearer <token>; needed to listen beyond loopback',
+    valueName: 'FILE',
+  }),
   dataDir: stringFlag({ description: "where the node's LevelDB store lives (created if missing)", valueName: 'DIR' }),
   resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) =>
     parseUrl(raw, ['http:', 'https:']),
@@ -132,6 +166,11 @@ Runs one node with durable storage and serves its REST API (docs/rest-api.md) at
 answers /status at once and the rest once the node has caught up with the chain. POST /shutdown, Ctrl-C or
 SIGTERM stop it; an internal error stops it with exit code 1.
 
+Who may call: the owner's programs on this machine. Against DNS rebinding the API answers only the Hosts
+127.0.0.1, localhost, [::1] and the --api address (--api-host adds names); it refuses what other web sites' pages
+send (--rpccorsdomain allows origins, with CORS) and takes bodies only as application/json. With --api-token-file
+every request needs the token, and listening beyond loopback needs one.
+
 Transport: libp2p reaches nodes in other processes and on other machines, through one or more relays
 (\`sluice relay\`, given with --relay): the node's Ethereum key is its libp2p identity, and nodes find each other
 by presence announcements on the relays. broadcast (a BroadcastChannel) reaches nodes in the same process only,
@@ -163,6 +202,20 @@ async function readText(path: string, what: string): Promise<string> {
   } catch (e) {
     throw new StartupError(`cannot read the ${what} ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
   }
+}
+
+/** RFC 6750's b64token: what may follow `Bearer ` in an Authorization header. */
+const B64TOKEN = /^[A-Za-z0-9._~+/-]+=*$/
+
+/** The API token: the first line of `--api-token-file`, trimmed; one too weak to guard funds is refused. */
+export async function readApiToken(file: string): Promise<string> {
+  const token = (await readText(file, 'API token file')).split(/\r?\n/)[0]!.trim()
+  const make = `(make one with: openssl rand -hex 32 > ${file})`
+  if (token === '') throw new StartupError(`the API token file ${file} has no token on its first line ${make}`)
+  if (token.length < 16) throw new StartupError(`the API token in ${file} has ${token.length} characters, fewer than 16 ${make}`)
+  if (!B64TOKEN.test(token))
+    throw new StartupError(`the API token in ${file} may hold only letters, digits and - . _ ~ + / (= at its end), as a bearer token ${make}`)
+  return token
 }
 
 /** Asks for a password on the terminal without echoing it. */
@@ -226,6 +279,13 @@ async function run(argv: readonly string[]): Promise<number> {
   if (transport === 'libp2p' && relays.length === 0) throw new UsageError('--transport libp2p needs --relay MULTIADDR (what `sluice relay` prints)')
   if (transport !== 'libp2p' && relays.length > 0) throw new UsageError('--relay goes with --transport libp2p')
   if (relays.length > 0) await checkRelays(relays)
+  const api = parseHostPort(flags.api)!
+  const access: ServeAccess = {
+    hosts: flags.apiHost ?? [],
+    corsOrigins: flags.rpccorsdomain ?? [],
+    token: flags.apiTokenFile ? await readApiToken(flags.apiTokenFile) : undefined,
+  }
+  checkApiExposure({ host: api.host, ...access })
   const privateKey = await loadPrivateKey(flags)
 
   // libp2p 3.x needs Promise.withResolvers and a global WebSocket on Node 20: the polyfills load before it.
@@ -308,7 +368,6 @@ async function run(argv: readonly string[]): Promise<number> {
       },
     )
     if (flags.import) console.log(`Imported the state dump ${flags.import}`)
-    const api = parseHostPort(flags.api)!
     let served: Awaited<ReturnType<typeof serveNode>>
     try {
       served = await serveNode({
@@ -316,6 +375,7 @@ async function run(argv: readonly string[]): Promise<number> {
         version,
         host: api.host,
         port: api.port,
+        access,
         environment: flags.environment,
         pathfindingServiceAddress: flags.pathfindingServiceAddress ?? null,
       })

@@ -1,3 +1,4 @@
+import type { ApiAccess } from '../api/access.ts'
 import { API_BASE_PATH, createApi, type Api } from '../api/app.ts'
 import type { Environment } from '../api/context.ts'
 import type { SluiceNode } from '../node/sluiceNode.ts'
@@ -13,6 +14,8 @@ export type HostNodeParameters = {
   /** `production` disables token registration and minting (501), as the Raiden node's default does. */
   environment: Environment
   pathfindingServiceAddress?: string | null
+  /** Who may call over HTTP (Host, Origin, token); a page's service worker gives none. */
+  access?: ApiAccess
 }
 
 /**
@@ -34,7 +37,7 @@ export type HostedNode = {
   stop(beforeNodeStops?: () => Promise<void>): Promise<void>
 }
 
-export function hostNode({ node, version, environment, pathfindingServiceAddress = null }: HostNodeParameters): HostedNode {
+export function hostNode({ node, version, environment, pathfindingServiceAddress = null, access }: HostNodeParameters): HostedNode {
   let requestStop!: (request: StopRequest) => void
   const stopRequested = new Promise<StopRequest>((resolve) => (requestStop = resolve))
   const api: Api = createApi({
@@ -42,6 +45,7 @@ export function hostNode({ node, version, environment, pathfindingServiceAddress
     version,
     environment,
     pathfindingServiceAddress,
+    ...(access ? { access } : {}),
     // POST /shutdown answers first; the host stops the node when `stopRequested` resolves.
     shutdown: () => {
       api.shuttingDown()

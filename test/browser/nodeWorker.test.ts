@@ -41,9 +41,20 @@ test("the page's fetch('/api/v1/...') reaches the node in its worker, from the f
   expect(channels.status).toBe(200)
   expect(await channels.json()).toEqual([])
   // Bad input gets the API's own 4xx with its code, through the service worker.
-  const bad = await fetch(`/api/v1/payments/${deployment.tokens.TTT}/${started.address.toLowerCase()}`, { method: 'POST', body: '{"amount": "1"}' })
+  const bad = await fetch(`/api/v1/payments/${deployment.tokens.TTT}/${started.address.toLowerCase()}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"amount": "1"}',
+  })
   expect(bad.status).toBe(404)
   expect(await bad.json()).toMatchObject({ code: 'NOT_FOUND' })
+  // A body that is not JSON is 415 in the page too, before any route: a string (text/plain), a form, bytes with no type.
+  for (const body of ['{"amount": "1"}', new URLSearchParams({ amount: '1' }), new Blob(['{"amount": "1"}'])]) {
+    const refused = await fetch('/api/v1/shutdown', { method: 'POST', body })
+    expect(refused.status).toBe(415)
+    expect(await refused.json()).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE' })
+  }
+  expect(await (await fetch('/api/v1/status')).json()).toEqual({ status: 'ready' })
 
   await node.stop()
   const after = await fetch('/api/v1/address')

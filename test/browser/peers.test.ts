@@ -194,7 +194,7 @@ describe('the node in the page, with headless peers through a relay', () => {
     const tab = await commands.openTab()
     const options = { rpc, deployment, key, relay: [world.relay], confirmations: 0, pollingInterval: 50, environment: 'development' }
     expect(await commands.inTab(tab, 'start', [options])).toMatchObject({ ok: true, value: { leader: true } })
-    const pay = { method: 'POST', body: JSON.stringify({ amount: '7', identifier: '777' }) }
+    const pay = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amount: '7', identifier: '777' }) }
     const path = `/api/v1/payments/${token}/${hub.address}`
     await commands.inTab(tab, 'send', [path, pay])
     // The reload kills the worker wherever the payment is: before it was stored, or on its way to the hub.

@@ -31,7 +31,7 @@ describe('the service worker', () => {
       const r = await fetch('/api/v1/address')
       expect(r.status).toBe(200)
       expect(await r.json()).toEqual({ our_address: '0x00000000000000000000000000000000000000aa' })
-      const posted = await fetch('/api/v1/echo', { method: 'POST', body: JSON.stringify({ amount: '5' }) })
+      const posted = await fetch('/api/v1/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amount: '5' }) })
       expect(posted.status).toBe(201)
       expect(await posted.json()).toEqual({ amount: '5' })
       // A 404 of the node stays the node's: it never falls through to the static host.

@@ -21,6 +21,13 @@ function tempDir(): string {
   return dir
 }
 
+/** A new file holding `text`. */
+function textFile(text: string): string {
+  const file = join(tempDir(), 'file')
+  writeFileSync(file, text)
+  return file
+}
+
 let net: Devnet
 let deploymentFile: string
 const key = anvilKeys[1] as Hex
@@ -98,6 +105,9 @@ describe('sluice serve', () => {
       '--transport <NAME>',
       '--relay <MULTIADDR>',
       '--import <FILE>',
+      '--api-host <NAME>',
+      '--rpccorsdomain <ORIGINS>',
+      '--api-token-file <FILE>',
     ]) {
       expect(stdout).toContain(flag)
     }
@@ -122,6 +132,23 @@ describe('sluice serve', () => {
     expect(await sluice.exited).toEqual({ code: 0, signal: null })
     expect(sluice.stdout()).toMatch(/SIGTERM: stopping\nstopped\n$/)
     expect(await refused(`${api}/status`)).toBe(true)
+  })
+
+  test('--api-token-file: beyond loopback with a token, every request needs it (the first line of the file, trimmed)', async () => {
+    const token = 'Zm9vYmFyYmF6cXV4LXNsdWljZQ=='
+    const args = baseArgs(tempDir(), '--key', key, '--api-token-file', textFile(`  ${token}  \nnot this line\n`))
+    const { sluice, api } = await startServe(args.map((a) => (a === '127.0.0.1:0' ? '0.0.0.0:0' : a)))
+    const local = api.replace('0.0.0.0', '127.0.0.1')
+    const missing = await fetch(`${local}/status`)
+    expect(missing.status).toBe(401)
+    expect(missing.headers.get('www-authenticate')).toMatch(/^Bearer/)
+    expect(await missing.json()).toMatchObject({ code: 'UNAUTHORIZED' })
+    const authorized = await fetch(`${local}/status`, { headers: { authorization: `Bearer ${token}` } })
+    expect(authorized.status).toBe(200)
+    // The token does not lift the Origin check: another site's page is refused even with it.
+    expect((await fetch(`${local}/status`, { headers: { authorization: `Bearer ${token}`, origin: 'http://attacker.example' } })).status).toBe(403)
+    sluice.child.kill('SIGTERM')
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
   })
 
   test('POST /shutdown answers, then the process stops with exit code 0', async () => {
@@ -315,6 +342,44 @@ describe('sluice serve', () => {
       ],
       ['a missing dump', () => baseArgs(tempDir(), '--key', key, '--import', '/nonexistent/dump.json'), /cannot read the state dump/],
       ['a port in use', () => [...baseArgs(tempDir(), '--key', key), '--api', `127.0.0.1:${busyPort}`], /127\.0\.0\.1:\d+ is already in use/],
+      // Who may call (docs/decisions/0025): nothing beyond the owner's own programs without a token.
+      ...['0.0.0.0', '[::]', '10.1.2.3', 'node.example.org'].map((host): [string, () => string[], RegExp] => [
+        `--api ${host} (beyond loopback) without a token`,
+        () => [...baseArgs(tempDir(), '--key', key), '--api', `${host}:0`],
+        new RegExp(`--api ${host.replace(/[[\]]/g, '').replace(/\./g, '\\.')} is not a loopback address, .*: give --api-token-file FILE`),
+      ]),
+      [
+        '--api-host * without a token',
+        () => baseArgs(tempDir(), '--key', key, '--api-host', '*'),
+        /--api-host \* lets any web page reach this node by DNS rebinding: give --api-token-file FILE/,
+      ],
+      [
+        '--rpccorsdomain * without a token',
+        () => baseArgs(tempDir(), '--key', key, '--rpccorsdomain', 'http://localhost:*,*'),
+        /--rpccorsdomain \* lets every web site call this node: give --api-token-file FILE/,
+      ],
+      [
+        'a bad --api-host',
+        () => baseArgs(tempDir(), '--key', key, '--api-host', 'node.lan,user@node.lan'),
+        /--api-host must be a host name, .*, got "node\.lan,user@node\.lan"/,
+      ],
+      ['a bad --rpccorsdomain', () => baseArgs(tempDir(), '--key', key, '--rpccorsdomain', 'localhost:3000'), /--rpccorsdomain must be origins such as/],
+      [
+        'a missing --api-token-file',
+        () => baseArgs(tempDir(), '--key', key, '--api-token-file', '/nonexistent/token'),
+        /cannot read the API token file \/nonexistent\/token: ENOENT/,
+      ],
+      [
+        'an empty --api-token-file',
+        () => baseArgs(tempDir(), '--key', key, '--api-token-file', textFile('\n\n')),
+        /has no token on its first line \(make one with: openssl rand -hex 32/,
+      ],
+      ['a short API token', () => baseArgs(tempDir(), '--key', key, '--api-token-file', textFile('abcd1234\n')), /has 8 characters, fewer than 16/],
+      [
+        'an API token a header cannot carry',
+        () => baseArgs(tempDir(), '--key', key, '--api-token-file', textFile('correct horse battery staple\n')),
+        /may hold only letters, digits and - \. _ ~ \+ \/ \(= at its end\)/,
+      ],
     ]
     test.concurrent.each(cases)('%s', async (_, args, message) => {
       let argv = args()

@@ -78,7 +78,8 @@ type Answer = { status: number; body: unknown }
 function api(page: Page, method: string, path: string, body?: unknown): Promise<Answer> {
   return page.evaluate(
     async ({ method, path, body }) => {
-      const response = await fetch(path, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+      const json = { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }
+      const response = await fetch(path, { method, ...(body === undefined ? {} : json) })
       return { status: response.status, body: await response.json() }
     },
     { method, path, body },

@@ -30,7 +30,7 @@ export function openapiRoutes(resources: Resources, ctx: ApiContext): void {
         schema: { type: 'object', required: ['openapi', 'info', 'paths'], properties: { openapi: { type: 'string' } } },
       },
       handler: (c) => {
-        document ??= JSON.stringify(openApiDocument(resources.routes, { version: ctx.version, basePath: ctx.basePath }))
+        document ??= JSON.stringify(openApiDocument(resources.routes, { version: ctx.version, basePath: ctx.basePath, tokenRequired: ctx.tokenRequired }))
         return c.body(document, 200, { 'content-type': 'application/json' })
       },
     },
@@ -43,7 +43,15 @@ export type OpenApiDocument = {
   jsonSchemaDialect: string
   servers: { url: string }[]
   paths: Record<string, Record<string, unknown>>
-  components: { schemas: Record<string, Schema> }
+  components: { schemas: Record<string, Schema>; securitySchemes: Record<string, Record<string, string>> }
+  security?: Record<string, string[]>[]
+}
+
+/** The credential `sluice serve --api-token-file` asks for (docs/decisions/0025-who-may-call-the-headless-api.md). */
+const bearerScheme = {
+  type: 'http',
+  scheme: 'bearer',
+  description: 'The first line of the file given to sluice serve --api-token-file. Without that flag no credential is asked for.',
 }
 
 /** `/channels/:token_address` -> `/channels/{token_address}`, with the names of its parameters. */
@@ -58,13 +66,17 @@ export function openApiPath(path: string): { path: string; parameters: string[] 
 }
 
 /** The OpenAPI 3.1 document of `routes`. */
-export function openApiDocument(routes: readonly Route[], { version, basePath }: { version: string; basePath: string }): OpenApiDocument {
+export function openApiDocument(
+  routes: readonly Route[],
+  { version, basePath, tokenRequired = false }: { version: string; basePath: string; tokenRequired?: boolean },
+): OpenApiDocument {
   const paths: OpenApiDocument['paths'] = {}
+  const common = tokenRequired ? { ...commonResponses, 401: 'no Authorization: Bearer <token> header, a malformed one, or a wrong token' } : commonResponses
   for (const route of routes) {
     const { path, parameters } = openApiPath(route.path)
     paths[path] ??= parameters.length ? { parameters: parameters.map(pathParameter) } : {}
     const item = paths[path]
-    item[route.method.toLowerCase()] = operation(route)
+    item[route.method.toLowerCase()] = operation(route, common)
   }
   return {
     openapi: '3.1.0',
@@ -77,7 +89,8 @@ export function openApiDocument(routes: readonly Route[], { version, basePath }:
     jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     servers: [{ url: basePath }],
     paths,
-    components: { schemas: { Error: errorSchema } },
+    components: { schemas: { Error: errorSchema }, securitySchemes: { bearer: bearerScheme } },
+    ...(tokenRequired ? { security: [{ bearer: [] }] } : {}),
   }
 }
 
@@ -92,7 +105,7 @@ function pathParameter(name: string) {
   }
 }
 
-function operation(route: Route) {
+function operation(route: Route, common: Record<number, string>) {
   const { doc } = route
   const op: Record<string, unknown> = {
     operationId: operationId(route),
@@ -109,7 +122,9 @@ function operation(route: Route) {
     }
   }
   const responses: Record<string, unknown> = {}
-  for (const [status, description] of Object.entries({ ...commonResponses, ...doc.responses })) {
+  // Any request but a GET may be refused for its body's type (src/api/input.ts, checkBodyMediaType).
+  const mediaType = route.method === 'GET' ? {} : { 415: 'a Content-Type other than application/json, or a body without one' }
+  for (const [status, description] of Object.entries({ ...common, ...mediaType, ...doc.responses })) {
     const code = Number(status)
     if (description === undefined) continue
     responses[status] = response(code, description, route)

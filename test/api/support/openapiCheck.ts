@@ -150,5 +150,14 @@ export function checkOpenApi31(doc: any): string[] {
     }
   }
   for (const [name, schema] of Object.entries(doc.components?.schemas ?? {})) checkSchema(schema, `components.schemas.${name}`)
+  const schemes: Record<string, any> = doc.components?.securitySchemes ?? {}
+  for (const [name, scheme] of Object.entries(schemes)) {
+    const where = `components.securitySchemes.${name}`
+    if (!['apiKey', 'http', 'mutualTLS', 'oauth2', 'openIdConnect'].includes(scheme?.type)) fail(where, `bad type ${scheme?.type}`)
+    else if (scheme.type === 'http' && typeof scheme.scheme !== 'string') fail(where, 'an http scheme needs its scheme name')
+  }
+  if (doc.security !== undefined && !Array.isArray(doc.security)) fail('security', 'must be an array of requirements')
+  for (const [i, requirement] of (Array.isArray(doc.security) ? doc.security : []).entries())
+    for (const name of Object.keys(requirement ?? {})) if (!schemes[name]) fail(`security[${i}]`, `${name} is not in components.securitySchemes`)
   return problems
 }
