@@ -6,10 +6,26 @@ import { metadataHash } from './metadata.ts'
 import type { EnvelopeMessage } from './types.ts'
 
 /**
+ * Hashes already computed, by message object: a received message's hash is needed to recover its signer, to check
+ * its proof and to keep its signed bytes, and a LockedTransfer's (its metadata hashed too) costs tens of
+ * microseconds. A memo of a pure function over an object that is never changed; it decides nothing.
+ */
+const hashes = new WeakMap<EnvelopeMessage, Hex>()
+
+/**
  * The additional_hash an envelope message's balance proof commits to (docs/protocol.md §3.4): keccak256 of the
  * message fields that are not in the balance proof itself. The cmdid is one byte here, with no padding.
  */
 export function messageHash(message: EnvelopeMessage): Hex {
+  let hash = hashes.get(message)
+  if (hash === undefined) {
+    hash = computeMessageHash(message)
+    hashes.set(message, hash)
+  }
+  return hash
+}
+
+function computeMessageHash(message: EnvelopeMessage): Hex {
   switch (message.type) {
     case 'LockedTransfer':
     case 'RefundTransfer': {
