@@ -16,6 +16,7 @@ import { importState, startNode, type NodeStopped, type SluiceBrowserNode, type 
 import type { PushEvent } from '../../worker/subscription.ts'
 import { nodeOptions } from './support/nodeOptions.ts'
 import { deployTestToken } from './support/token.ts'
+import { deleteDatabase } from './support/indexedDb.ts'
 
 const rpc = inject('rpcUrl')
 const deployment = inject('deployment')
@@ -31,14 +32,6 @@ async function start(extra: Partial<StartNodeOptions> = {}): Promise<SluiceBrows
 
 async function fund(address: `0x${string}`) {
   await createTestClient({ mode: 'anvil', transport: http(rpc) }).setBalance({ address, value: parseEther('1') })
-}
-
-async function deleteDatabase(name: string) {
-  await new Promise<void>((resolve, reject) => {
-    const request = indexedDB.deleteDatabase(name)
-    request.onsuccess = () => resolve()
-    request.onerror = () => reject(request.error)
-  })
 }
 
 let token: `0x${string}`

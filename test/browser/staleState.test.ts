@@ -11,6 +11,8 @@ import type { Peer } from './commands/peers.ts'
 import { nodeOptions } from './support/nodeOptions.ts'
 import { deployTestToken } from './support/token.ts'
 import { eventually } from '../integration/support/eventually.ts'
+import { deleteDatabase } from './support/indexedDb.ts'
+import { api } from './support/api.ts'
 
 const rpc = inject('rpcUrl')
 const deployment = inject('deployment')
@@ -20,24 +22,6 @@ let hub: Peer
 let relay: string
 let token: Address
 let node: SluiceBrowserNode | undefined
-
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(`/api/v1${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  })
-  const text = await response.text()
-  return { status: response.status, body: text ? JSON.parse(text) : null }
-}
-
-async function deleteDatabase(name: string) {
-  await new Promise<void>((resolve, reject) => {
-    const request = indexedDB.deleteDatabase(name)
-    request.onsuccess = () => resolve()
-    request.onerror = () => reject(request.error)
-  })
-}
 
 beforeAll(async () => {
   await createTestClient({ mode: 'anvil', transport: http(rpc) }).setBalance({ address, value: parseEther('10') })

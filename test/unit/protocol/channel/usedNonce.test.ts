@@ -39,6 +39,14 @@ async function freshNet(): Promise<Network> {
   return net
 }
 
+/** The fresh network after one payment A -> B, every message delivered: A's channel end has used nonces. */
+async function afterOnePayment() {
+  const net = await freshNet()
+  await net.pay('A', 'B', 10n, 1n)
+  await net.deliverAll()
+  return { net, a: net.node('A'), channel: channelOf(net, 'A') }
+}
+
 type Step =
   | { kind: 'next' }
   | { kind: 'resend'; pick: number }
@@ -136,11 +144,7 @@ describe('a nonce that comes back', () => {
   }, 120_000)
 
   test('the partner closing with a proof of ours beyond our last nonce, or one we never signed, marks the state stale; then nothing is signed', async () => {
-    const net = await freshNet()
-    await net.pay('A', 'B', 10n, 1n)
-    await net.deliverAll()
-    const a = net.node('A')
-    const channel = channelOf(net, 'A')
+    const { a, channel } = await afterOnePayment()
     const closed = (nonce: bigint, ourProofKnown?: boolean) =>
       transition(
         a.state,
@@ -173,11 +177,7 @@ describe('a nonce that comes back', () => {
   })
 
   test('after our close, the partner updating with a proof of ours we never signed marks the state stale', async () => {
-    const net = await freshNet()
-    await net.pay('A', 'B', 10n, 1n)
-    await net.deliverAll()
-    const a = net.node('A')
-    const channel = channelOf(net, 'A')
+    const { a, channel } = await afterOnePayment()
     const { state } = transition(
       a.state,
       {
@@ -194,10 +194,7 @@ describe('a nonce that comes back', () => {
   })
 
   test('a proof signed with our own key coming back: an echo is ignored; beyond our nonce, or never signed, the state is stale', async () => {
-    const net = await freshNet()
-    await net.pay('A', 'B', 10n, 1n)
-    await net.deliverAll()
-    const a = net.node('A')
+    const { net, a } = await afterOnePayment()
     const ours = a.sent.find((s) => s.message.type === 'LockedTransfer')!.message as Signed<LockedTransfer>
     const echo = await net.received('A', ours, a.address)
     expect(echo).toMatchObject({ ourProofKnown: true })
