@@ -69,7 +69,8 @@ export const statusOfCode = {
 
 /**
  * Codes of errors that never reach a request: the command line's, the devnet's, start-up failures of the store,
- * the transport's (delivery retries them) and the protocol's (a peer's bad message is dropped, never answered).
+ * the transport's (delivery retries them), the protocol's (a peer's bad message is dropped, never answered) and the
+ * backup copies' (the node's API never answers them).
  * If one does reach a request it is a bug, answered with 500.
  */
 export const codesNeverAnswered = [
@@ -96,6 +97,16 @@ export const codesNeverAnswered = [
   'INVALID_KEYSTORE',
   'WRONG_PASSWORD',
   'JSON_SYNTAX',
+  // The backup copies' and their server's (src/backup/): the backup server maps its own (src/backup/server/app.ts).
+  'BACKUP_MALFORMED',
+  'BACKUP_UNSIGNED',
+  'BACKUP_BAD_SIGNATURE',
+  'BACKUP_TAMPERED',
+  'BACKUP_OTHER_OWNER',
+  'BACKUP_TIMEOUT',
+  'BACKUP_UNREACHABLE',
+  'BACKUP_BAD_ANSWER',
+  'BACKUP_STORE',
 ] as const
 
 export type AnsweredCode = keyof typeof statusOfCode
