@@ -19,6 +19,10 @@ const commands: Record<string, { summary: string; load(): Promise<Command> }> = 
     summary: 'run a libp2p relay (circuit relay and presence hub) for nodes to meet',
     load: async () => (await import('./relay.ts')).relayCommand,
   },
+  'backup-server': {
+    summary: "keep nodes' sealed backup copies off the browser (newest per address)",
+    load: async () => (await import('./backupServer.ts')).backupServerCommand,
+  },
   init: {
     summary: "copy the service worker and the node's worker into the folder a dApp serves",
     load: async () => (await import('./init.ts')).initCommand,
@@ -29,7 +33,7 @@ export const usage = `Usage: sluice <command> [flags]
 
 Commands:
 ${Object.entries(commands)
-  .map(([name, c]) => `  ${name.padEnd(8)}${c.summary}`)
+  .map(([name, c], _, all) => `  ${name.padEnd(Math.max(...all.map(([n]) => n.length)) + 2)}${c.summary}`)
   .join('\n')}
 
 Run \`sluice <command> --help\` for the flags of a command.`

@@ -8,7 +8,7 @@ describe('sluice', () => {
     expect(code).toBe(2)
     expect(stdout).toBe('')
     expect(stderr).toMatch(/^Usage: sluice <command>/)
-    expect(stderr).toMatch(/^ {2}chain {3}/m)
+    expect(stderr).toMatch(/^ {2}chain +start a local anvil chain/m)
   })
 
   test('with an unknown command names it, prints the usage and exits 2', async () => {

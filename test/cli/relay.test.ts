@@ -77,7 +77,7 @@ describe('sluice relay', () => {
 
   test('is listed in the usage of sluice', async () => {
     const { stdout } = await runSluice(['--help'], tmpdir())
-    expect(stdout).toMatch(/^ {2}relay {3}run a libp2p relay/m)
+    expect(stdout).toMatch(/^ {2}relay +run a libp2p relay/m)
   })
 
   test('--help lists every flag with its default and exits 0', async () => {

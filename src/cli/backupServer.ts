@@ -1,0 +1,149 @@
+import { mkdir } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import type { BackupLimits } from '../backup/server/app.ts'
+import type { BackupStore } from '../backup/server/store.ts'
+import { formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import type { Command } from './command.ts'
+import { AddressInUseError, listen } from './httpServer.ts'
+import { nextSignal } from './processSignals.ts'
+import { ApiPortInUseError, describeError } from './servedNode.ts'
+import { MissingFlagError, parseHostPort, StartupError } from './serve.ts'
+
+const MIB = 1024 * 1024
+
+export const backupServerFlags = {
+  dataDir: stringFlag({ description: 'where the copies are kept (LevelDB, created if missing)', valueName: 'DIR' }),
+  api: {
+    description: 'where the backup API listens (http://HOST:PORT/backup/v1)',
+    valueName: 'HOST:PORT',
+    expected: 'HOST:PORT (port 0 picks a free one)',
+    parse: (raw: string) => (parseHostPort(raw) ? raw : undefined),
+    default: '127.0.0.1:5300',
+  } as FlagSpec<string, true>,
+  maxCopyBytes: integerFlag({
+    description: 'the largest copy, in bytes of ciphertext (413 beyond)',
+    valueName: 'BYTES',
+    min: 1024,
+    max: 256 * MIB,
+    default: MIB,
+  }),
+  maxTotalBytes: integerFlag({
+    description: 'what all copies together may take; beyond it a push that grows the store is 507',
+    valueName: 'BYTES',
+    min: MIB,
+    max: Number.MAX_SAFE_INTEGER,
+    default: 1024 * MIB,
+  }),
+  pushesPerMinute: integerFlag({ description: 'pushes a minute per owner address (429 beyond)', valueName: 'N', min: 1, max: 1_000_000, default: 60 }),
+  requestsPerMinute: integerFlag({ description: 'requests a minute per client IP address (429 beyond)', valueName: 'N', min: 1, max: 1_000_000, default: 600 }),
+}
+
+const usage = `Usage: sluice backup-server --data-dir DIR [flags]
+
+Keeps the newest sealed copy of each node's state, off the browser (docs/decisions/0032-off-browser-backup.md).
+A copy is encrypted by its owner and signed with the node's key: the server checks the signature and keeps the copy
+if its version is above the one it holds (409 otherwise), on disk (fsync) before it answers. Only the owner may
+fetch it back (a signed, timestamped request). Any web page may call it (CORS for every origin): the owner's
+signature decides, not the origin. It has no TLS: put a TLS proxy in front of it beyond loopback.
+
+  PUT /backup/v1/copies/<address>   a copy (JSON)       GET /backup/v1/copies/<address>   the newest, to its owner
+  GET /backup/v1/status             what it holds and its limits
+
+Runs until Ctrl-C or SIGTERM.
+
+Flags:
+${formatFlags(backupServerFlags)}`
+
+export type ServedBackups = {
+  /** The API's base URL: http://host:port/backup/v1. */
+  url: string
+  store: BackupStore
+  limits: BackupLimits
+  /** Stops accepting requests (open ones get `graceMs`), then closes the store. */
+  close(graceMs?: number): Promise<void>
+}
+
+/** Opens the store in `<dataDir>/copies` and serves the backup API over HTTP; `sluice devnet` runs one too. */
+export async function serveBackups({
+  dataDir,
+  host,
+  port,
+  limits = {},
+  onInternalError,
+}: {
+  dataDir: string
+  host: string
+  port: number
+  limits?: Partial<BackupLimits>
+  onInternalError?(error: unknown): void
+}): Promise<ServedBackups> {
+  const [{ createBackupApp, DEFAULT_BACKUP_LIMITS, BACKUP_BASE_PATH }, { openBackupStore }, { useNativeSecp256k1 }] = await Promise.all([
+    import('../backup/server/app.ts'),
+    import('../backup/server/store.ts'),
+    import('./nativeSecp256k1.ts'),
+  ])
+  // Every push and fetch recovers a signer: libsecp256k1 does it several times faster than JS.
+  await useNativeSecp256k1()
+  await mkdir(dataDir, { recursive: true })
+  const store = await openBackupStore(join(dataDir, 'copies'))
+  const app = createBackupApp({ store, limits, ...(onInternalError ? { onInternalError } : {}) })
+  try {
+    const server = await listen(app.fetch, { host, port })
+    return {
+      url: `${server.url}${BACKUP_BASE_PATH}`,
+      store,
+      limits: { ...DEFAULT_BACKUP_LIMITS, ...limits },
+      close: async (graceMs = 5_000) => {
+        await server.close(graceMs)
+        await store.close()
+      },
+    }
+  } catch (e) {
+    await store.close()
+    if (e instanceof AddressInUseError) throw new ApiPortInUseError(host, port)
+    throw e
+  }
+}
+
+async function run(argv: readonly string[]): Promise<number> {
+  const parsed = parseFlags(argv, backupServerFlags)
+  if (parsed.help) {
+    console.log(usage)
+    return 0
+  }
+  const { dataDir: dir, api, ...limits } = parsed.values
+  if (!dir) throw new MissingFlagError('--data-dir')
+  const dataDir = resolve(dir)
+  const { host, port } = parseHostPort(api)!
+  const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  try {
+    let served: ServedBackups
+    try {
+      served = await serveBackups({
+        dataDir,
+        host,
+        port,
+        limits,
+        onInternalError: (error) => console.error(`sluice backup-server: internal error (answered 500): ${describeError(error)}`),
+      })
+    } catch (e) {
+      if ((e as { code?: string }).code === 'BACKUP_STORE') throw new StartupError(`--data-dir ${dir}: ${(e as Error).message}`)
+      throw e
+    }
+    const l = served.limits
+    console.log(`Backup server: ${served.url}`)
+    console.log(`Data: ${served.store.location} (${served.store.copies} copies, ${served.store.bytes} bytes)`)
+    console.log(
+      `Limits: a copy up to ${l.maxCopyBytes} bytes, ${l.maxTotalBytes} bytes in all; ${l.pushesPerMinute} pushes a minute per address, ${l.requestsPerMinute} requests a minute per client`,
+    )
+    console.log('Press Ctrl-C to stop.')
+    const received = await signal.received
+    console.log(`${received}: stopping`)
+    await served.close()
+    return 0
+  } finally {
+    signal.dispose()
+  }
+}
+
+export const backupServerCommand: Command = { name: 'backup-server', usage, run }
