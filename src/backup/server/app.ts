@@ -170,7 +170,8 @@ export function createBackupApp({ store, limits: given = {}, now = Date.now, onI
     if (Math.abs(skew) > limits.fetchWindowSeconds)
       throw new ApiError(401, `the request was signed ${Math.abs(skew)} s ${skew < 0 ? 'ago' : 'ahead'}; this server allows ${limits.fetchWindowSeconds} s`, {
         code: 'BACKUP_REQUEST_EXPIRED',
-        headers: CHALLENGE,
+        // The clock this check used, for the client to sign again with (fetchBackup does, once).
+        headers: { ...CHALLENGE, date: new Date(now()).toUTCString() },
       })
     let signer: Address | undefined
     try {
