@@ -1,6 +1,7 @@
 /**
  * What `npm run demo` tells the page about the world it started (scripts/demo.ts writes it as /demo.json): the
- * chain, the relay and the headless peers. A dApp on a real network would have these in its own configuration.
+ * chain, the relay, the headless peers and the backup server. A dApp on a real network would have these in its own
+ * configuration.
  */
 export type DemoConfig = {
   /** anvil's JSON-RPC URL. */
@@ -16,6 +17,8 @@ export type DemoConfig = {
   peers: { name: string; address: `0x${string}`; api: string }[]
   /** Seconds between blocks. */
   blockTime: number
+  /** The backup server's API (`sluice backup-server`, http://127.0.0.1:PORT/backup/v1), for the node's sealed copies. */
+  backup: string
 }
 
 export async function loadConfig(): Promise<DemoConfig> {

@@ -25,6 +25,13 @@ export const devnetFlags = {
     default: 5001,
   }),
   rpcPort: integerFlag({ description: "anvil's JSON-RPC port; 0 picks a free one", valueName: 'PORT', min: 0, max: 65535, default: 0 }),
+  backupPort: integerFlag({
+    description: 'port of the backup server (127.0.0.1, as sluice backup-server); 0 picks a free one',
+    valueName: 'PORT',
+    min: 0,
+    max: 65535,
+    default: 0,
+  }),
   blockTime: positiveNumberFlag({ description: 'mine a block every SECONDS (default: one block per transaction)', valueName: 'SECONDS' }),
   storage: {
     description: 'where the nodes keep their state: level (LevelDB files) or memory',
@@ -48,8 +55,8 @@ const usage = `Usage: sluice devnet [flags]
 One process with a whole network for development: anvil with the contracts deployed, test tokens TTT and TT2
 registered, and N nodes (anvil dev keys 1..N) funded with ETH, 1000 TTT, 1000 TT2 and 100 service tokens in
 the UserDeposit, talking over a BroadcastChannel (or, with --transport libp2p, over libp2p through a relay it
-starts on 127.0.0.1, as nodes in separate processes do), each serving its REST API on 127.0.0.1. Runs until
-Ctrl-C.
+starts on 127.0.0.1, as nodes in separate processes do), each serving its REST API on 127.0.0.1, and a backup
+server for the nodes' sealed copies (as sluice backup-server). Runs until Ctrl-C.
 
 Flags:
 ${formatFlags(devnetFlags)}`
@@ -67,6 +74,8 @@ export type DevnetSummary = {
   nodes: { address: Address; api: string }[]
   /** With --transport libp2p only: the multiaddr of the relay the nodes use (other nodes can use it too). */
   relay?: string
+  /** The backup server (`sluice backup-server`): its API's base URL, http://127.0.0.1:PORT/backup/v1. */
+  backup: { api: string }
 }
 
 /** How long a libp2p devnet waits, once the nodes run, for each to have seen every other (presence). */
@@ -92,6 +101,7 @@ async function run(argv: readonly string[]): Promise<number> {
     { createBroadcastChannelTransport },
     { serveNode, describeError },
     { version },
+    { serveBackups },
   ] = await Promise.all([
     import('../devnet/anvil.ts'),
     import('../devnet/deploy.ts'),
@@ -105,6 +115,7 @@ async function run(argv: readonly string[]): Promise<number> {
     import('../transport/broadcastChannelTransport.ts'),
     import('./servedNode.ts'),
     import('../version.ts'),
+    import('./backupServer.ts'),
   ])
   // With --json, stdout carries the one line only: everything else goes to stderr.
   const log = flags.json ? (line: string) => console.error(line) : (line: string) => console.log(line)
@@ -113,15 +124,29 @@ async function run(argv: readonly string[]): Promise<number> {
   const dataDir = flags.dataDir ? resolve(flags.dataDir) : await mkdtemp(join(tmpdir(), 'sluice-devnet-'))
   let anvil: Awaited<ReturnType<typeof startAnvil>> | undefined
   let relay: import('../transport/libp2p/relay.ts').Relay | undefined
+  let backups: import('./backupServer.ts').ServedBackups | undefined
   const served: ServedNode[] = []
   const stopAll = async () => {
     await Promise.all(served.map((s) => s.stop(1_000).catch(() => {})))
+    await backups?.close(1_000).catch(() => {})
     await relay?.stop().catch(() => {})
     await anvil?.stop()
     if (ownDir) await rm(dataDir, { recursive: true, force: true })
   }
   try {
     const setUp = async (): Promise<DevnetSummary> => {
+      try {
+        backups = await serveBackups({
+          dataDir: join(dataDir, 'backup'),
+          host: '127.0.0.1',
+          port: flags.backupPort,
+          onInternalError: (error) => log(`backup server: internal error (answered 500): ${describeError(error)}`),
+        })
+      } catch (e) {
+        if (hasCode(e, 'API_PORT_IN_USE')) throw new CliError(`port ${flags.backupPort} is already in use (choose another with --backup-port, or 0)`, 2)
+        throw e
+      }
+      log(`backup server at ${backups.url}`)
       try {
         anvil = await startAnvil({ port: flags.rpcPort, ...(flags.blockTime ? { blockTime: flags.blockTime } : {}) })
       } catch (e) {
@@ -225,6 +250,7 @@ async function run(argv: readonly string[]): Promise<number> {
         tokens: deployment.tokens,
         nodes: served.map((s) => ({ address: s.node.address, api: s.apiUrl })),
         ...(relay ? { relay: relay.multiaddrs[0]! } : {}),
+        backup: { api: backups.url },
       }
     }
 
@@ -249,6 +275,7 @@ async function run(argv: readonly string[]): Promise<number> {
       console.log('')
       console.log(`RPC URL: ${ready.rpcUrl}`)
       if (ready.relay) console.log(`libp2p relay: ${ready.relay}`)
+      console.log(`Backup server: ${ready.backup.api}`)
       console.log(`Deployment file: ${ready.deployment}`)
       console.log('')
       console.log('Press Ctrl-C to stop.')

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createPublicClient, http, type Address } from 'viem'
 import { afterAll, describe, expect, test } from 'vitest'
+import { backupKey, fetchBackup, open, pushBackup, seal } from '../../src/backup/index.ts'
 import { CustomToken, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { privateKeyToAddress } from 'viem/accounts'
@@ -30,12 +31,17 @@ describe('sluice devnet', () => {
     const { sluice, info, anvilPid } = await startDevnetCommand(['--nodes', '2', '--port-base', '0'])
     // Exactly one line on stdout, with the documented keys.
     expect(sluice.stdout().trim().split('\n')).toHaveLength(1)
-    expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes'])
+    expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes', 'backup'])
     expect(Object.keys(info.tokens)).toEqual(['TTT', 'TT2'])
     expect(info.nodes.map((n) => n.address)).toEqual([privateKeyToAddress(anvilKeys[1]), privateKeyToAddress(anvilKeys[2])])
     for (const n of info.nodes) expect(n.api).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/)
     const deployment = JSON.parse(readFileSync(info.deployment, 'utf8'))
     expect(deployment.rpcUrl).toBe(info.rpcUrl)
+    // The backup server keeps a node's sealed copy and gives it back to that node's key.
+    expect(info.backup.api).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/backup\/v1$/)
+    const nodeKey = await backupKey(anvilKeys[1])
+    await pushBackup(info.backup.api, await seal(nodeKey, { version: 1n, payload: new TextEncoder().encode('node 0') }))
+    expect(await open(nodeKey, (await fetchBackup(info.backup.api, nodeKey))!)).toMatchObject({ version: 1n })
 
     const [a, b] = info.nodes as [DevnetJson['nodes'][0], DevnetJson['nodes'][0]]
     for (const n of info.nodes) {
@@ -76,6 +82,7 @@ describe('sluice devnet', () => {
     expect(await sluice.exited).toEqual({ code: 0, signal: null })
     expect(isAlive(anvilPid)).toBe(false)
     for (const n of info.nodes) expect(await refused(`${n.api}/status`)).toBe(true)
+    expect(await refused(`${info.backup.api}/status`)).toBe(true)
     // Its temporary directory (deployment file, stores) is gone with it.
     expect(existsSync(info.deployment)).toBe(false)
   })
@@ -89,6 +96,7 @@ describe('sluice devnet', () => {
     expect(apis.map((n) => n.api)).toEqual([0, 1, 2].map((i) => `http://127.0.0.1:${base + i}/api/v1`))
     expect(out).toMatch(/^TTT\s+0x[0-9a-fA-F]{40}$/m)
     expect(out).toMatch(/^RPC URL: http:\/\/127\.0\.0\.1:\d+$/m)
+    expect(out).toMatch(/^Backup server: http:\/\/127\.0\.0\.1:\d+\/backup\/v1$/m)
     const token = /^TTT\s+(0x[0-9a-fA-F]{40})$/m.exec(out)![1]!
     const anvilPid = childProcesses(sluice.child.pid!).find((p) => p.name === 'anvil')!.pid
 
@@ -122,8 +130,8 @@ describe('sluice devnet', () => {
       'libp2p',
     ])
     const tReady = performance.now()
-    // The documented keys, in their order, and the relay last.
-    expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes', 'relay'])
+    // The documented keys, in their order, the relay before the backup server.
+    expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes', 'relay', 'backup'])
     expect(info.relay).toMatch(/^\/ip4\/127\.0\.0\.1\/tcp\/\d+\/ws\/p2p\/\w+$/)
     expect(sluice.stderr()).toContain(`libp2p relay at ${info.relay}`)
 
@@ -197,6 +205,20 @@ describe('sluice devnet', () => {
       expect(code).toBe(2)
       expect(sluice.stderr()).toMatch(new RegExp(`^sluice devnet: 127\\.0\\.0\\.1:${port} is already in use[^\\n]*\\n$`))
       if (anvilPid) expect(isAlive(anvilPid)).toBe(false)
+    })
+
+    test('a backup server port in use: exits 2 before anvil starts', async () => {
+      const busy = createServer()
+      await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r))
+      const port = (busy.address() as { port: number }).port
+      try {
+        const { code, stdout, stderr } = await runSluice(['devnet', '--nodes', '1', '--backup-port', String(port)], tempDir())
+        expect(code).toBe(2)
+        expect(stdout).toBe('')
+        expect(stderr).toBe(`sluice devnet: port ${port} is already in use (choose another with --backup-port, or 0)\n`)
+      } finally {
+        busy.close()
+      }
     })
   })
 })

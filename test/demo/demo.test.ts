@@ -100,12 +100,12 @@ describe('npm run demo', () => {
     expect(page.headers.get('content-type')).toMatch(/^text\/html/)
     expect(await page.text()).toContain(`<title>${title}</title>`)
 
-    // What the page is told: the chain, the relay, the two peers (running), the tokens.
+    // What the page is told: the chain, the relay, the two peers (running), the tokens, the backup server (running).
     const answer = await fetch(new URL('/demo.json', url))
     expect(answer.status).toBe(200)
     expect(answer.headers.get('content-type')).toMatch(/^application\/json/)
     config = (await answer.json()) as DemoConfig
-    expect(Object.keys(config).sort()).toEqual(['blockTime', 'chainId', 'deployment', 'peers', 'relay', 'rpc', 'tokens'])
+    expect(Object.keys(config).sort()).toEqual(['backup', 'blockTime', 'chainId', 'deployment', 'peers', 'relay', 'rpc', 'tokens'])
     expect(config.blockTime).toBe(1)
     expect(config.deployment).toBe(`/deployments/${config.chainId}.json`)
     expect(config.relay).toHaveLength(1)
@@ -113,6 +113,8 @@ describe('npm run demo', () => {
     expect(Object.keys(config.tokens)).toEqual(['TTT', 'TT2'])
     expect(config.peers.map((p) => p.name)).toEqual(['Peer 1', 'Peer 2'])
     for (const peer of config.peers) expect(await call('GET', `${peer.api}/address`)).toEqual({ status: 200, body: { our_address: peer.address } })
+    expect(demo.stdout()).toContain(`Backup server: ${config.backup}`)
+    expect(await call('GET', `${config.backup}/status`)).toMatchObject({ status: 200, body: { service: 'sluice-backup', copies: 0 } })
     const chain = await call('POST', config.rpc, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] })
     expect(Number(chain.body.result)).toBe(config.chainId)
 
