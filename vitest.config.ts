@@ -4,6 +4,7 @@ import { secp256k1Wasm } from './scripts/viteSecp256k1Wasm.ts'
 import { tabCommands } from './test/browser/commands/tabs.ts'
 import { peerCommands } from './test/browser/commands/peers.ts'
 import { otherSiteCommands } from './test/browser/commands/otherSites.ts'
+import { backupCommands } from './test/browser/commands/backup.ts'
 
 // Debian's Chromium (apt `chromium`); scripts/test.mjs finds or installs it and sets CHROMIUM_PATH.
 const chromiumArgs = [
@@ -87,9 +88,9 @@ export default defineConfig({
               launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs },
             }),
             instances: [{ browser: 'chromium' }],
-            // Real tabs of the test origin (a second tab, a closed tab, a reload), a relay with headless peers, and
-            // pages of other origins: test/browser/commands/.
-            commands: { ...tabCommands, ...peerCommands, ...otherSiteCommands },
+            // Real tabs of the test origin (a second tab, a closed tab, a reload), a relay with headless peers, pages
+            // of other origins, and backup servers: test/browser/commands/.
+            commands: { ...tabCommands, ...peerCommands, ...otherSiteCommands, ...backupCommands },
           },
         },
       },
