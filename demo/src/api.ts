@@ -10,6 +10,8 @@ export class ApiFailure extends Error {
     readonly status: number,
     readonly code: string | undefined,
     message: string,
+    /** The request that failed: what its message is about (which token its amounts are of). */
+    readonly request: { method: string; path: string; body?: unknown },
   ) {
     super(message)
   }
@@ -41,7 +43,7 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
   if (answer.status >= 400) {
     const error = answer.body as { errors?: unknown; code?: string } | null
     const message = typeof error?.errors === 'string' ? error.errors : `HTTP ${answer.status}`
-    throw new ApiFailure(answer.status, error?.code, message)
+    throw new ApiFailure(answer.status, error?.code, message, { method, path, body })
   }
   return answer.body as T
 }

@@ -2,18 +2,22 @@ import { startNode, type SluiceBrowserNode } from 'sluice/browser'
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks'
 import { get } from './api.ts'
 import type { DemoConfig } from './config.ts'
+import { useNodeRecord } from './nodeRecord.ts'
 import { ChannelsPanel } from './parts/channelsPanel.tsx'
-import { Failure, short, type Shared } from './parts/common.tsx'
+import { Failure, sameAddress, short, type Shared } from './parts/common.tsx'
 import { ConsolePanel } from './parts/consolePanel.tsx'
-import { EventsPanel, type LoggedEvent } from './parts/eventsPanel.tsx'
+import { EventsPanel, type BackgroundError } from './parts/eventsPanel.tsx'
 import { FundingPanel } from './parts/fundingPanel.tsx'
 import { NetworkPanel } from './parts/networkPanel.tsx'
 import { NodePanel } from './parts/nodePanel.tsx'
 import { PaymentsPanel } from './parts/paymentsPanel.tsx'
+import { units, type Deployment, type Token } from './tokens.ts'
 
 /** Remembered so that a reload starts the node again by itself (its key is kept in IndexedDB). */
 const STARTED = 'sluice-demo:started'
 const EVENTS_SHOWN = 200
+const PROBLEMS_SHOWN = 20
+/** Every event GET /events pushes: each moves the tick (panels reload) and has the node's record read again. */
 const EVENT_NAMES = [
   'status',
   'payment_sent_success',
@@ -31,19 +35,21 @@ const EVENT_NAMES = [
   'message_rejected',
   'action_rejected',
   'node_error',
+  'partner_equivocated',
+  'stale_state',
   'events_missed',
 ]
 
-export function App({ config }: { config: DemoConfig }) {
+export function App({ config, deployment, tokens }: { config: DemoConfig; deployment: Deployment; tokens: Token[] }) {
   const [node, setNode] = useState<SluiceBrowserNode | undefined>()
   const [address, setAddress] = useState<`0x${string}` | undefined>()
   const [starting, setStarting] = useState(false)
-  const [error, setError] = useState<string | undefined>()
+  const [error, setError] = useState<unknown>()
   const [passphrase, setPassphrase] = useState('')
   const [tick, setTick] = useState(0)
-  const [events, setEvents] = useState<LoggedEvent[]>([])
-  const [lastRoute, setLastRoute] = useState<`0x${string}`[] | undefined>()
+  const [problems, setProblems] = useState<BackgroundError[]>([])
   const refresh = useCallback(() => setTick((t) => t + 1), [])
+  const { record, sync } = useNodeRecord(node, EVENTS_SHOWN)
 
   const start = useCallback(
     async (withPassphrase: string) => {
@@ -72,7 +78,7 @@ export function App({ config }: { config: DemoConfig }) {
         localStorage.setItem(STARTED, '1')
       } catch (e) {
         const code = (e as { code?: string }).code
-        setError(code === 'PASSPHRASE_REQUIRED' ? 'This node’s key is protected: enter its passphrase.' : e instanceof Error ? e.message : String(e))
+        setError(code === 'PASSPHRASE_REQUIRED' ? 'This node’s key is protected: enter its passphrase.' : e)
       } finally {
         setStarting(false)
       }
@@ -85,14 +91,16 @@ export function App({ config }: { config: DemoConfig }) {
     if (localStorage.getItem(STARTED)) void start('')
   }, [start])
 
-  // Every pushed event moves the tick (panels reload) and goes to the log; blocks move it too (countdowns).
+  // Every pushed event moves the tick (panels reload) and has the record read again; blocks move the tick too (countdowns).
   useEffect(() => {
     if (!node) return
     const source = new EventSource('/api/v1/events')
     const onEvent = (e: MessageEvent<string>) => {
-      setEvents((list) =>
-        [{ id: e.lastEventId, event: e.type, data: JSON.parse(e.data) as Record<string, unknown>, at: new Date() }, ...list].slice(0, EVENTS_SHOWN),
-      )
+      if (e.type === 'node_error') {
+        const data = JSON.parse(e.data) as { where: string; message: string; code?: string }
+        setProblems((list) => [{ at: new Date(), ...data }, ...list].slice(0, PROBLEMS_SHOWN))
+      }
+      sync()
       refresh()
     }
     for (const name of EVENT_NAMES) source.addEventListener(name, onEvent as EventListener)
@@ -101,14 +109,26 @@ export function App({ config }: { config: DemoConfig }) {
       source.close()
       clearInterval(timer)
     }
-  }, [node, config.blockTime, refresh])
+  }, [node, config.blockTime, refresh, sync])
 
   const names = useMemo(() => {
     const known = new Map<string, string>(config.peers.map((p) => [p.address.toLowerCase(), p.name]))
     if (address) known.set(address.toLowerCase(), 'You')
     return known
   }, [config, address])
+  const knownName = useCallback((a: string) => names.get(a.toLowerCase()), [names])
   const nameOf = useCallback((a: string) => names.get(a.toLowerCase()) ?? short(a), [names])
+  const tokenOf = useCallback(
+    (a: string): Token => tokens.find((t) => sameAddress(t.address, a)) ?? { address: a as `0x${string}`, symbol: short(a), decimals: 18 },
+    [tokens],
+  )
+  const amount = useCallback(
+    (base: bigint | string, token: string) => {
+      const t = tokenOf(token)
+      return `${units(base, t.decimals)} ${t.symbol}`
+    },
+    [tokenOf],
+  )
 
   const stop = async () => {
     await node?.stop()
@@ -116,7 +136,7 @@ export function App({ config }: { config: DemoConfig }) {
     setNode(undefined)
   }
 
-  const shared: Shared | undefined = address ? { config, address, tick, refresh, nameOf, lastRoute, setLastRoute } : undefined
+  const shared: Shared | undefined = address ? { config, deployment, tokens, address, tick, refresh, knownName, nameOf, tokenOf, amount, record } : undefined
   return (
     <>
       <header>
@@ -128,18 +148,25 @@ export function App({ config }: { config: DemoConfig }) {
           peers
         </p>
       </header>
-      <main>
-        {node && shared ? (
-          <>
+      {node && shared ? (
+        // Two columns on a wide screen: the node and what it sees beside the actions; one column, in the order
+        // a person goes, on a narrow one (style.css).
+        <main class="dashboard">
+          <div class="column side">
             <NodePanel shared={shared} node={node} onStop={stop} />
             <FundingPanel shared={shared} />
+            <NetworkPanel shared={shared} />
+            <EventsPanel shared={shared} problems={problems} />
+          </div>
+          <div class="column actions">
+            {error ? <Failure error={error} shared={shared} /> : null}
             <ChannelsPanel shared={shared} />
             <PaymentsPanel shared={shared} />
-            <NetworkPanel shared={shared} />
-            <EventsPanel shared={shared} events={events} />
             <ConsolePanel />
-          </>
-        ) : (
+          </div>
+        </main>
+      ) : (
+        <main class="starting">
           <section class="panel start" id="start">
             <h2>Start your node</h2>
             <p>
@@ -147,7 +174,7 @@ export function App({ config }: { config: DemoConfig }) {
               passphrase if you give one. Every call below is a plain <code>fetch('/api/v1/...')</code>, answered by it through a service worker.
             </p>
             <form
-              class="row"
+              class="fields"
               onSubmit={(e) => {
                 e.preventDefault()
                 void start(passphrase)
@@ -157,6 +184,7 @@ export function App({ config }: { config: DemoConfig }) {
                 name="passphrase"
                 type="password"
                 placeholder="passphrase (optional)"
+                aria-label="passphrase (optional)"
                 autocomplete="current-password"
                 value={passphrase}
                 onInput={(e) => setPassphrase(e.currentTarget.value)}
@@ -167,9 +195,8 @@ export function App({ config }: { config: DemoConfig }) {
             </form>
             <Failure error={error} />
           </section>
-        )}
-        {node && error ? <Failure error={error} /> : null}
-      </main>
+        </main>
+      )}
     </>
   )
 }

@@ -2,8 +2,6 @@
  * What the page reads from the chain itself (the REST API, like Raiden's, does not give on-chain balances), and
  * the devnet's faucet: anvil's own `anvil_setBalance`. Plain JSON-RPC, a handful of calls.
  */
-import { formatUnits } from 'viem'
-
 let nextId = 1
 
 export async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T> {
@@ -32,12 +30,4 @@ export const blockNumber = async (url: string) => BigInt(await rpc<string>(url, 
 /** The devnet's faucet: sets the account's native balance (anvil only). */
 export async function faucet(url: string, owner: string, wei: bigint): Promise<void> {
   await rpc(url, 'anvil_setBalance', [owner, `0x${wei.toString(16)}`])
-}
-
-/** An 18-decimals amount for people: at most 4 decimals, no trailing zeros. */
-export function units(wei: bigint | string, decimals = 18): string {
-  const text = formatUnits(BigInt(wei), decimals)
-  const [whole, fraction = ''] = text.split('.')
-  const short = fraction.slice(0, 4).replace(/0+$/, '')
-  return short ? `${whole}.${short}` : whole!
 }

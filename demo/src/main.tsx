@@ -3,10 +3,16 @@
 import { render } from 'preact'
 import { App } from './app.tsx'
 import { loadConfig } from './config.ts'
+import { loadDeployment, loadTokens } from './tokens.ts'
 import './style.css'
 
 const root = document.getElementById('app')!
-loadConfig().then(
-  (config) => render(<App config={config} />, root),
+async function boot() {
+  const config = await loadConfig()
+  const deployment = await loadDeployment(config)
+  return { config, deployment, tokens: await loadTokens(config, deployment) }
+}
+boot().then(
+  (loaded) => render(<App {...loaded} />, root),
   (e: Error) => render(<p class="failure">{e.message}</p>, root),
 )

@@ -131,7 +131,9 @@ describe('npm run demo', () => {
     expect((await sw.text()).length).toBeGreaterThan(0)
   }, 180_000)
 
-  test('a person drives the page: start, fund, open, deposit, pay direct and mediated, reload, withdraw, close and settle', async ({ skip }) => {
+  test('a person drives the page: start, fund, open, deposit, pay direct and mediated, reload (the event log and the route kept), withdraw, close and settle', async ({
+    skip,
+  }) => {
     if (!config) skip('the demo did not start')
     await drivePage(url, config, (line) => console.log(line))
   }, 300_000)

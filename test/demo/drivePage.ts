@@ -1,8 +1,10 @@
 /**
  * The demo page driven as a person drives it (Playwright, Debian's Chromium, headless): start, fund, open a channel
- * to a headless peer, deposit, pay directly, pay the second peer through the first, see both in the history and the
- * route in the picture, reload and find everything, withdraw, close and watch it settle. Each step leaves a
- * screenshot in test/e2e/screenshots/ (not committed); a failing step says which it was.
+ * to a headless peer (chosen by name, its address copied), deposit (first more than it holds: the error in TTT),
+ * pay directly, pay the second peer through the first, see both in the history, the numbered event log and the
+ * route in the picture, reload and find all of it again, set the reveal timeout, withdraw, close and watch it
+ * settle; at a phone's width nothing sticks out of its panel. Each step leaves a screenshot in
+ * test/e2e/screenshots/ (not committed); a failing step says which it was.
  */
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -16,7 +18,7 @@ export class StepError extends Error {
   override name = 'StepError'
 }
 
-/** Runs the steps on `url` at a desktop's width; the last screenshots are taken at a phone's too. */
+/** Runs the steps on `url` at a desktop's width (1440×900); the last ones at a phone's (390×844) too. */
 export async function drivePage(url: string, config: DemoConfig, log: (line: string) => void = () => {}): Promise<void> {
   // Last run's pictures go: a stale -FAILED.png would mislead.
   rmSync(screenshots, { recursive: true, force: true })
@@ -25,7 +27,7 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
   let n = 0
   const problems: string[] = []
   try {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] })
     const page = await context.newPage()
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
     const step = async (name: string, work: () => Promise<void>) => {
@@ -52,6 +54,43 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
       const failures = await page.locator('.failure').allTextContents()
       if (failures.length) throw new Error(`the page shows: ${failures.join(' | ')}`)
     }
+    const same = (what: string, got: unknown, want: unknown) => {
+      if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`${what}: ${JSON.stringify(got)}, not ${JSON.stringify(want)}`)
+    }
+    // The event log: each entry's number (its place in the node's record, newest first), and what it says.
+    const eventLog = page.getByTestId('event-log')
+    const eventNumbers = async () => (await eventLog.getByTestId('event-number').allTextContents()).map(Number)
+    const loggedEvents = async () => (await eventLog.getByTestId('event').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim())
+    /** Waits for the log to hold `count` events, numbered count down to 1 (nothing else in the list counted). */
+    const eventsNumbered = async (count: number) => {
+      await eventLog
+        .getByTestId('event')
+        .nth(count - 1)
+        .waitFor({ timeout: 20_000 })
+      same(
+        'the event log numbers',
+        await eventNumbers(),
+        Array.from({ length: count }, (_, i) => count - i),
+      )
+    }
+    /** Nothing wider than its panel (a clipped column, a row off the screen), nor the page wider than the screen. */
+    const nothingSticksOut = async (width: number) => {
+      const out = await page.evaluate(() => {
+        const found: string[] = []
+        if (document.documentElement.scrollWidth > window.innerWidth) found.push(`the page is ${document.documentElement.scrollWidth} px wide`)
+        for (const panel of document.querySelectorAll('.panel')) {
+          const style = getComputedStyle(panel)
+          // Its content box: what sticks into its padding is clipped by a scrolling box inside it, or looks so.
+          const edge = panel.getBoundingClientRect().right - Number.parseFloat(style.paddingRight) - Number.parseFloat(style.borderRightWidth)
+          for (const el of panel.querySelectorAll('*')) {
+            const box = el.getBoundingClientRect()
+            if (box.width > 0 && box.right > edge + 0.5) found.push(`${el.tagName.toLowerCase()}.${el.className} in #${panel.id}`)
+          }
+        }
+        return found
+      })
+      if (out.length) throw new Error(`at ${width} px: ${out.slice(0, 5).join('; ')}`)
+    }
 
     await step('start the node', async () => {
       await page.goto(url)
@@ -71,22 +110,46 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
         .waitFor({ timeout: 20_000 })
     })
 
-    await step('open a channel to peer 1', async () => {
-      await page.locator('input[name=open-partner]').fill(peer1.address)
+    await step('open a channel to peer 1, chosen by name', async () => {
+      const partner = page.locator('select[name=open-partner]')
+      await partner.selectOption({ label: `Peer 1 · ${peer1.address.slice(0, 6)}…${peer1.address.slice(-4)}` })
+      same('the chosen partner', await partner.inputValue(), peer1.address)
+      // Its full address, copied.
+      await page
+        .locator('#channels .peer')
+        .getByRole('button', { name: `copy ${peer1.address}` })
+        .click()
+      same('the copied address', await page.evaluate(() => navigator.clipboard.readText()), peer1.address)
       await page.locator('input[name=open-deposit]').fill('20')
       await page.getByRole('button', { name: 'Open channel' }).click()
       await channel(peer1.address).getByTestId('channel-state').filter({ hasText: 'opened' }).waitFor({ timeout: 60_000 })
+      await channel(peer1.address).getByText('Peer 1', { exact: true }).waitFor()
+      await noFailure()
+      // channel_opened and our deposit, numbered 2 and 1.
+      await eventsNumbered(2)
+    })
+
+    await step('deposit more: beyond what it holds, the error in TTT; then 5', async () => {
+      const deposit = channel(peer1.address).getByLabel('Deposit more', { exact: true })
+      await deposit.fill('5000')
+      await channel(peer1.address).getByRole('button', { name: 'Deposit', exact: true }).click()
+      const failure = channel(peer1.address).locator('.failure')
+      await failure.waitFor({ timeout: 20_000 })
+      // In TTT; the API's own message (in base units) under it.
+      same('the error', await failure.locator('.failure-text').textContent(), 'Not enough balance to deposit. Available=980 TTT Needed=5000 TTT')
+      same(
+        "the API's own message",
+        await failure.locator('.api-message').textContent(),
+        'the API said 402 INSUFFICIENT_BALANCE: Not enough balance to deposit. Available=980000000000000000000 Needed=5000000000000000000000',
+      )
+      await deposit.fill('5')
+      await channel(peer1.address).getByRole('button', { name: 'Deposit', exact: true }).click()
+      await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^25$/ }).waitFor({ timeout: 60_000 })
       await noFailure()
     })
 
-    await step('deposit more', async () => {
-      await channel(peer1.address).locator('input[name=channel-amount]').fill('5')
-      await channel(peer1.address).getByRole('button', { name: 'Deposit' }).click()
-      await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^25$/ }).waitFor({ timeout: 60_000 })
-    })
-
     await step('pay peer 1 directly', async () => {
-      await page.locator('input[name=pay-target]').fill(peer1.address)
+      await page.locator('select[name=pay-target]').selectOption(peer1.address)
       await page.locator('input[name=pay-amount]').fill('2')
       await page.locator('input[name=pay-identifier]').fill('101')
       await page.getByRole('button', { name: 'Pay', exact: true }).click()
@@ -95,7 +158,7 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
     })
 
     await step('pay peer 2 through peer 1', async () => {
-      await page.locator('input[name=pay-target]').fill(peer2.address)
+      await page.locator('select[name=pay-target]').selectOption(peer2.address)
       await page.locator('input[name=pay-amount]').fill('3')
       await page.locator('input[name=pay-identifier]').fill('102')
       await page.getByRole('button', { name: 'Pay', exact: true }).click()
@@ -111,10 +174,19 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
       await rows.filter({ hasText: '101' }).filter({ hasText: 'Peer 1' }).waitFor({ timeout: 20_000 })
       await rows.filter({ hasText: '102' }).filter({ hasText: 'Peer 2' }).waitFor({ timeout: 20_000 })
     }
-    await step('both in the history, the route in the picture', async () => {
-      await checkHistoryAndRoute()
+    const routeDrawn = async () => {
       // The two channels of the route are drawn as the route: ours to peer 1, and peer 1's to peer 2.
       await page.locator('[data-testid=network-graph] g[data-route=yes]').nth(1).waitFor({ timeout: 20_000 })
+      await page.getByTestId('last-route').filter({ hasText: 'Last payment in TTT: You → Peer 1 → Peer 2' }).waitFor({ timeout: 20_000 })
+    }
+    let before: string[] = []
+    await step('both in the history, the route in the picture, the event log numbered', async () => {
+      await checkHistoryAndRoute()
+      await routeDrawn()
+      // Opened, our deposit of 20, of 25, two payments sent.
+      await eventsNumbered(5)
+      before = await loggedEvents()
+      if (!/^5 .*payment_sent_success 3 TTT to Peer 2 via Peer 1/.test(before[0]!)) throw new Error(`the newest event: ${before[0]}`)
     })
 
     await step('reload: nothing lost', async () => {
@@ -122,31 +194,44 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
       await page.getByTestId('our-address').filter({ hasText: address }).waitFor({ timeout: 60_000 })
       await checkHistoryAndRoute()
       await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^20$/ }).waitFor({ timeout: 20_000 })
+      // The same events under the same numbers, and the last route, read back from the node.
+      await eventsNumbered(5)
+      same('the event log after the reload', await loggedEvents(), before)
+      await routeDrawn()
+    })
+
+    await step('set the reveal timeout', async () => {
+      await channel(peer1.address).getByLabel('Reveal timeout', { exact: true }).fill('12')
+      await channel(peer1.address).getByRole('button', { name: 'Set', exact: true }).click()
+      await channel(peer1.address).getByText('reveal timeout 12').waitFor({ timeout: 20_000 })
+      await noFailure()
     })
 
     await step('withdraw', async () => {
-      await channel(peer1.address).locator('input[name=channel-amount]').fill('4')
-      await channel(peer1.address).getByRole('button', { name: 'Withdraw' }).click()
+      await channel(peer1.address).getByLabel('Withdraw', { exact: true }).fill('4')
+      await channel(peer1.address).getByRole('button', { name: 'Withdraw', exact: true }).click()
       await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^16$/ }).waitFor({ timeout: 60_000 })
-      await channel(peer1.address).getByText('withdrawn 4').waitFor({ timeout: 20_000 })
+      await channel(peer1.address).getByText('withdrawn 4 TTT').waitFor({ timeout: 20_000 })
       await noFailure()
     })
 
     await step('close and watch it settle', async () => {
-      await channel(peer1.address).getByRole('button', { name: 'Close' }).click()
+      await nothingSticksOut(1440)
+      await channel(peer1.address).getByRole('button', { name: 'Close channel' }).click()
       await channel(peer1.address).getByTestId('channel-state').filter({ hasText: 'closed' }).waitFor({ timeout: 60_000 })
       await channel(peer1.address)
         .getByTestId('settle-countdown')
         .filter({ hasText: /settles in \d+ blocks/ })
         .waitFor({ timeout: 20_000 })
       // The devnet mines a block a second: the settle window passes, the node settles, the channel leaves the list.
-      await page.getByTestId('event-log').getByText('channel_settled').waitFor({ timeout: 120_000 })
+      await eventLog.getByText('channel_settled').waitFor({ timeout: 120_000 })
       await channel(peer1.address).waitFor({ state: 'detached', timeout: 30_000 })
     })
 
     await step('at a phone’s width', async () => {
       await page.setViewportSize({ width: 390, height: 844 })
-      await page.getByTestId('event-log').scrollIntoViewIfNeeded()
+      await page.getByTestId('history-row').first().scrollIntoViewIfNeeded()
+      await nothingSticksOut(390)
     })
     if (problems.length) throw new StepError(problems.join('\n'))
   } finally {

@@ -14,7 +14,7 @@ export function ConsolePanel() {
   const send = useAction()
   const sendsBody = method !== 'GET' && method !== 'DELETE'
   return (
-    <Panel title="REST console" id="console" wide>
+    <Panel title="REST console" id="console">
       <form
         onSubmit={(e) => {
           e.preventDefault()
@@ -24,7 +24,7 @@ export function ConsolePanel() {
           })
         }}
       >
-        <div class="row">
+        <div class="console-line">
           <select name="console-method" value={method} onChange={(e) => setMethod(e.currentTarget.value)}>
             {METHODS.map((m) => (
               <option key={m}>{m}</option>

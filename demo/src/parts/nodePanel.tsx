@@ -1,13 +1,13 @@
 import type { SluiceBrowserNode } from 'sluice/browser'
 import { useEffect, useState } from 'preact/hooks'
 import { get, type Status } from '../api.ts'
-import { Failure, Panel, type Shared } from './common.tsx'
+import { CopyButton, Failure, Panel, type Shared } from './common.tsx'
 
 /** The node: who it is, how far it has synced, whether the browser keeps its data. */
 export function NodePanel({ shared, node, onStop }: { shared: Shared; node: SluiceBrowserNode; onStop(): void }) {
   const [status, setStatus] = useState<Status | undefined>()
   const [mostToSync, setMostToSync] = useState(0)
-  const [error, setError] = useState<string | undefined>()
+  const [error, setError] = useState<unknown>()
   useEffect(() => {
     get<Status>('/status').then(
       (s) => {
@@ -16,21 +16,20 @@ export function NodePanel({ shared, node, onStop }: { shared: Shared; node: Slui
         const left = Number(s.blocks_to_sync ?? 0)
         setMostToSync((most) => Math.max(most, left))
       },
-      (e: Error) => setError(e.message),
+      (e: unknown) => setError(e),
     )
   }, [shared.tick])
   const left = Number(status?.blocks_to_sync ?? 0)
   const progress = status?.status === 'ready' ? 1 : mostToSync > 0 ? 1 - left / mostToSync : 0
   return (
     <Panel title="Your node" id="node">
+      <div class="our-address">
+        <span class="field-label">Address</span>
+        <span>
+          <code data-testid="our-address">{shared.address}</code> <CopyButton text={shared.address} />
+        </span>
+      </div>
       <dl class="facts">
-        <dt>Address</dt>
-        <dd>
-          <code data-testid="our-address">{shared.address}</code>{' '}
-          <button type="button" class="link" onClick={() => navigator.clipboard?.writeText(shared.address)}>
-            copy
-          </button>
-        </dd>
         <dt>Status</dt>
         <dd>
           <span class={`chip ${status?.status ?? 'unknown'}`} data-testid="node-status">
@@ -47,7 +46,7 @@ export function NodePanel({ shared, node, onStop }: { shared: Shared; node: Slui
         <dt>This tab</dt>
         <dd>{node.leader ? 'runs the node' : 'uses the node of another tab'}</dd>
       </dl>
-      <Failure error={error} />
+      <Failure error={error} shared={shared} />
       <button type="button" class="secondary" onClick={onStop}>
         Stop the node
       </button>

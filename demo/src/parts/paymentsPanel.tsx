@@ -1,16 +1,15 @@
 import { useState } from 'preact/hooks'
-import { parseUnits } from 'viem'
 import { call, get, type HistoryEntry, type PaymentResult } from '../api.ts'
-import { units } from '../chain.ts'
 import { useAction, useLoad } from '../hooks.ts'
-import { Failure, Panel, PartnerInput, symbolOf, TokenSelect, type Shared } from './common.tsx'
+import { baseUnits } from '../tokens.ts'
+import { AmountInput, Failure, Field, Panel, PeerSelect, TokenSelect, type Shared } from './common.tsx'
 
 const PAGE = 10
 
 /** Paying a peer (directly or through the network), the result with its time, the history and what is pending. */
 export function PaymentsPanel({ shared }: { shared: Shared }) {
   return (
-    <Panel title="Payments" id="payments" wide>
+    <Panel title="Payments" id="payments">
       <Pay shared={shared} />
       <History shared={shared} />
       <Pending shared={shared} />
@@ -27,45 +26,42 @@ function Pay({ shared }: { shared: Shared }) {
   const pay = useAction()
   return (
     <form
-      class="row"
+      class="fields"
       onSubmit={(e) => {
         e.preventDefault()
         setResult(undefined)
         void pay.run(async () => {
           const started = performance.now()
-          const body: Record<string, string> = { amount: parseUnits(amount || '0', 18).toString() }
-          if (identifier) body.identifier = identifier
+          const body: Record<string, string> = { amount: baseUnits(amount, shared.tokenOf(token)).toString() }
+          if (identifier.trim()) body.identifier = identifier.trim()
           const paid = await call<PaymentResult>('POST', `/payments/${token}/${target}`, body)
           setResult({ paid, ms: performance.now() - started })
-          shared.setLastRoute(paid.route)
           shared.refresh()
         })
       }}
     >
       <TokenSelect shared={shared} name="pay-token" value={token} onChange={setToken} />
-      <PartnerInput label="To" shared={shared} name="pay-target" value={target} onInput={setTarget} />
-      <label>
-        Amount <input name="pay-amount" inputMode="decimal" value={amount} onInput={(e) => setAmount(e.currentTarget.value)} size={8} />
-      </label>
-      <label>
-        Identifier{' '}
+      <PeerSelect label="To" shared={shared} name="pay-target" value={target} onChange={setTarget} />
+      <Field label="Amount">
+        <AmountInput name="pay-amount" value={amount} onInput={setAmount} unit={shared.tokenOf(token).symbol} />
+      </Field>
+      <Field label="Identifier" class="identifier">
         <input
           name="pay-identifier"
           inputMode="numeric"
+          autocomplete="off"
           placeholder="random"
           value={identifier}
           onInput={(e) => setIdentifier(e.currentTarget.value)}
-          size={10}
         />
-      </label>
+      </Field>
       <button type="submit" disabled={pay.busy || !target}>
         {pay.busy ? 'Paying…' : 'Pay'}
       </button>
-      <Failure error={pay.error} />
+      <Failure error={pay.error} shared={shared} />
       {result ? (
         <p class="success" data-testid="payment-result">
-          Paid {units(result.paid.amount)} {symbolOf(shared.config, result.paid.token_address)} to {shared.nameOf(result.paid.target_address)} in{' '}
-          {result.ms.toFixed(0)} ms
+          Paid {shared.amount(result.paid.amount, result.paid.token_address)} to {shared.nameOf(result.paid.target_address)} in {result.ms.toFixed(0)} ms
           {result.paid.route ? ` via ${['You', ...result.paid.route.map(shared.nameOf)].join(' → ')}` : ''} (identifier {result.paid.identifier})
         </p>
       ) : null}
@@ -84,7 +80,7 @@ function History({ shared }: { shared: Shared }) {
   return (
     <div class="history">
       <h3>History</h3>
-      <div class="row">
+      <div class="fields">
         <TokenSelect
           shared={shared}
           name="history-token"
@@ -95,46 +91,46 @@ function History({ shared }: { shared: Shared }) {
             setPage(0)
           }}
         />
-        <PartnerInput
+        <PeerSelect
           label="Partner"
           shared={shared}
           name="history-partner"
+          anyone
           value={partner}
-          onInput={(v) => {
+          onChange={(v) => {
             setPartner(v)
             setPage(0)
           }}
         />
-
         {partner && !token ? <span class="hint">choose a token to filter by partner</span> : null}
       </div>
-      <Failure error={history.error} />
+      <Failure error={history.error} shared={shared} />
       <table class="history-table">
         <thead>
           <tr>
             <th>Time</th>
             <th>What</th>
             <th>Partner</th>
-            <th>Amount</th>
+            <th class="amount">Amount</th>
             <th>Identifier</th>
           </tr>
         </thead>
         <tbody>
           {rows.map((e) => (
             <tr key={`${e.log_time}-${e.identifier}-${e.event}`} data-testid="history-row">
-              <td>{new Date(e.log_time).toLocaleTimeString()}</td>
-              <td>{e.event === 'EventPaymentSentSuccess' ? 'sent' : e.event === 'EventPaymentReceivedSuccess' ? 'received' : `failed: ${e.reason ?? ''}`}</td>
-              <td>{shared.nameOf(e.target ?? e.initiator ?? '')}</td>
-              <td>
-                {e.amount ? units(e.amount) : ''} {symbolOf(shared.config, e.token_address)}
+              <td class="time">{new Date(e.log_time).toLocaleTimeString()}</td>
+              <td class="what">
+                {e.event === 'EventPaymentSentSuccess' ? 'sent' : e.event === 'EventPaymentReceivedSuccess' ? 'received' : `failed: ${e.reason ?? ''}`}
               </td>
-              <td>{e.identifier ?? ''}</td>
+              <td class="partner">{shared.nameOf(e.target ?? e.initiator ?? '')}</td>
+              <td class="amount">{e.amount ? shared.amount(e.amount, e.token_address) : shared.tokenOf(e.token_address).symbol}</td>
+              <td class="identifier">{e.identifier ?? ''}</td>
             </tr>
           ))}
         </tbody>
       </table>
       {rows.length === 0 ? <p class="hint">No payments here yet.</p> : null}
-      <div class="row">
+      <div class="pages">
         <button type="button" class="secondary" disabled={page === 0} onClick={() => setPage(page - 1)}>
           Previous page
         </button>
@@ -158,8 +154,8 @@ function Pending({ shared }: { shared: Shared }) {
       <ul>
         {pending.data.map((p) => (
           <li key={`${p.payment_identifier}-${p.role}`}>
-            {p.role}: {units(p.locked_amount)} {symbolOf(shared.config, p.token_address)} from {shared.nameOf(p.initiator)} to {shared.nameOf(p.target)},
-            identifier {p.payment_identifier}
+            {p.role}: {shared.amount(p.locked_amount, p.token_address)} from {shared.nameOf(p.initiator)} to {shared.nameOf(p.target)}, identifier{' '}
+            {p.payment_identifier}
           </li>
         ))}
       </ul>
