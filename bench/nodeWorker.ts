@@ -6,8 +6,8 @@ import { createNode } from '../src/node/createNode.ts'
 import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import { openLevelStorage } from '../src/storage/levelStorage.ts'
 import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
-import { openChannelOnChain } from '../src/node/channelActions.ts'
-import { sendPayment } from '../src/node/payments.ts'
+import { openChannelOnChain } from '../src/node/actions/channels.ts'
+import { sendPayment } from '../src/node/actions/payments.ts'
 
 const { rpcUrl, deployment, key, dataDir, channelName } = workerData as {
   rpcUrl: string

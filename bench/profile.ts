@@ -3,8 +3,8 @@
 import { Session } from 'node:inspector/promises'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { startDevnet, startNode } from '../test/integration/support/devnet.ts'
-import { openChannelOnChain } from '../src/node/channelActions.ts'
-import { sendPayment } from '../src/node/payments.ts'
+import { openChannelOnChain } from '../src/node/actions/channels.ts'
+import { sendPayment } from '../src/node/actions/payments.ts'
 
 type ProfileNode = { id: number; callFrame: { functionName: string; url: string }; children?: number[] }
 

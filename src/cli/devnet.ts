@@ -99,7 +99,7 @@ async function run(argv: readonly string[]): Promise<number> {
     import('../devnet/devnetClient.ts'),
     import('../chain/index.ts'),
     import('../node/createNode.ts'),
-    import('../node/channelActions.ts'),
+    import('../node/actions/channels.ts'),
     import('../storage/levelStorage.ts'),
     import('../storage/memoryStorage.ts'),
     import('../transport/broadcastChannelTransport.ts'),

@@ -4,7 +4,7 @@ import type { TransitionContext } from '../protocol/state/access.ts'
 import type { Storage, StorageDump, StorageIdentity } from '../storage/storage.ts'
 import { defaultBackoff, type Backoff } from '../transport/backoff.ts'
 import type { Transport } from '../transport/transport.ts'
-import type { NotificationsOptions } from './notifications.ts'
+import type { NotificationsOptions } from './services/notifications.ts'
 
 /** Opens the node's store: one per chain, registry and address (IndexedDB, LevelDB or memory). */
 export type StorageOpener = (identity: StorageIdentity) => Promise<Storage>

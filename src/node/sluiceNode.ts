@@ -7,16 +7,16 @@ import type { StateChange } from '../protocol/state/changes.ts'
 import type { Channel, NodeState } from '../protocol/state/types.ts'
 import type { Storage } from '../storage/storage.ts'
 import type { Delivery } from '../transport/delivery.ts'
-import type { ChainFollower } from './chainFollower.ts'
-import { TokenNetworkConnections } from './connections.ts'
-import type { Applied, Engine } from './engine.ts'
+import type { ChainFollower } from './runtime/chainFollower.ts'
+import { TokenNetworkConnections } from './services/connections.ts'
+import type { Applied, Engine } from './runtime/engine.ts'
 import { NodeStoppedError } from './errors.ts'
-import type { EventBus } from './eventBus.ts'
+import type { EventBus } from './runtime/eventBus.ts'
 import type { ResolvedNodeConfig } from './nodeConfig.ts'
 import type { ErrorSource, NodeNotice, NodeStatus } from './notices.ts'
-import { NodeNotifications } from './notifications.ts'
-import { PaymentsInFlight } from './paymentsInFlight.ts'
-import type { TransactionRunner } from './transactionRunner.ts'
+import { NodeNotifications } from './services/notifications.ts'
+import { PaymentsInFlight } from './actions/paymentsInFlight.ts'
+import type { TransactionRunner } from './runtime/transactionRunner.ts'
 
 /** The parts createNode wires into a node (createNode.ts builds them from a NodeConfig). */
 export type SluiceNodeParts = {
@@ -39,7 +39,7 @@ export type SluiceNodeParts = {
 /**
  * One node: lifecycle and wiring only. Build it with `createNode(config)`; `run()` resumes deliveries and
  * transactions and catches up with the chain; `stop()` stops it. The user's actions are plain functions taking
- * the node first (channelActions.ts, payments.ts, ...), as viem's actions take a client; the parts they use are
+ * the node first (actions/channels.ts, actions/payments.ts, ...), as viem's actions take a client; the parts they use are
  * the readonly fields below. The same class runs headless in Node and inside a browser worker.
  */
 export class SluiceNode {

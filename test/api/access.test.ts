@@ -5,7 +5,7 @@ import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } 
 import { serveNode, type ServeAccess, type ServedNode } from '../../src/cli/servedNode.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createNode } from '../../src/node/createNode.ts'
-import { openChannelOnChain } from '../../src/node/channelActions.ts'
+import { openChannelOnChain } from '../../src/node/actions/channels.ts'
 import { useNativeSecp256k1 } from '../../src/cli/nativeSecp256k1.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { devnetNodeConfig, startDevnet, type Devnet } from '../integration/support/devnet.ts'

@@ -16,7 +16,7 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 
 const SPEC_FIELDS = [
   'channel_identifier',

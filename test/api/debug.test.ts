@@ -4,7 +4,7 @@ import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
-import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
+import { depositOnChain, openChannelOnChain } from '../../src/node/actions/channels.ts'
 import { pathSegment } from './support/fuzz.ts'
 
 let net: ApiNet

@@ -7,8 +7,8 @@ import { toPushEvent } from '../../src/api/routes/events.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { serveNode, startApiNet, type ApiNet, type ApiNode, createApiNode } from './support/apiNet.ts'
 import { openEvents, type SseClient, type SseEvent } from './support/sse.ts'
-import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { depositOnChain, openChannelOnChain } from '../../src/node/actions/channels.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 
 let net: ApiNet
 beforeAll(async () => {

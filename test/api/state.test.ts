@@ -11,8 +11,8 @@ import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
 import type { StorageDump } from '../../src/storage/storage.ts'
 import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
 import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
-import { openChannelOnChain } from '../../src/node/channelActions.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { openChannelOnChain } from '../../src/node/actions/channels.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 import { isDotSegment } from './support/fuzz.ts'
 
 let net: ApiNet

@@ -7,8 +7,8 @@ import { balance } from '../../src/protocol/channel/amounts.ts'
 import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { startDevnet, startNode, type Devnet } from './support/devnet.ts'
 import { eventually } from './support/eventually.ts'
-import { depositOnChain, openChannelOnChain, withdrawFromChannel } from '../../src/node/channelActions.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { depositOnChain, openChannelOnChain, withdrawFromChannel } from '../../src/node/actions/channels.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 
 const [keyA, keyB] = [anvilKeys[4], anvilKeys[5]]
 let net: Devnet

@@ -4,8 +4,8 @@ import { balance } from '../../src/protocol/channel/amounts.ts'
 import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { startDevnet, startNode, type Devnet } from './support/devnet.ts'
 import { eventually } from './support/eventually.ts'
-import { openChannelOnChain } from '../../src/node/channelActions.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { openChannelOnChain } from '../../src/node/actions/channels.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 
 const [keyA, keyB, keyC] = [anvilKeys[1], anvilKeys[2], anvilKeys[3]]
 let net: Devnet

@@ -1,8 +1,8 @@
 import { createTestClient, http } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
-import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { depositOnChain, openChannelOnChain } from '../../src/node/actions/channels.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { startDevnet, startNode, type Devnet } from './support/devnet.ts'
 

@@ -1,5 +1,13 @@
 import type { Address } from 'viem'
-import { channelOf, closeChannel, depositToChannel, openChannel, setRevealTimeout, unsettledChannels, withdrawFromChannel } from '../../node/channelActions.ts'
+import {
+  channelOf,
+  closeChannel,
+  depositToChannel,
+  openChannel,
+  setRevealTimeout,
+  unsettledChannels,
+  withdrawFromChannel,
+} from '../../node/actions/channels.ts'
 import { ChannelNotFoundError } from '../../node/errors.ts'
 import { tokenNetworkOf } from '../../protocol/state/access.ts'
 import { channelJson, channelSchema } from '../channelJson.ts'

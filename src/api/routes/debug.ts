@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
 import type { Address } from 'viem'
-import { readChainEvents, readNodeEvents, type ChainEventScope } from '../../node/debugEvents.ts'
+import { readChainEvents, readNodeEvents, type ChainEventScope } from '../../node/actions/debugEvents.ts'
 import type { StoredChainEvent, StoredEvent } from '../../storage/storage.ts'
 import type { ApiContext } from '../context.ts'
 import { maxUint64 } from 'viem'

@@ -1,7 +1,7 @@
 import type { Context } from 'hono'
 import { getAddress, type Address } from 'viem'
 import { maxUint64 } from 'viem'
-import { readPaymentHistory, sendPayment } from '../../node/payments.ts'
+import { readPaymentHistory, sendPayment } from '../../node/actions/payments.ts'
 import type { ApiContext } from '../context.ts'
 import { historyEntry, historyEntrySchema, routeSchema } from '../paymentJson.ts'
 import { bytes32, integer, optional, readBody, readQuery, addressSchema as address, decimalSchema as decimal } from '../input.ts'

@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
 import type { Address } from 'viem'
-import { pendingTransfers, type PendingTransfer } from '../../node/pendingTransfers.ts'
+import { pendingTransfers, type PendingTransfer } from '../../node/actions/pendingTransfers.ts'
 import type { ApiContext } from '../context.ts'
 import { json, type Resources, type RouteDoc } from '../resource.ts'
 import { addressSchema as address, decimalSchema as decimal } from '../input.ts'

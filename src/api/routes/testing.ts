@@ -1,6 +1,6 @@
 import type { Address } from 'viem'
 import { DisabledInProductionError } from '../../node/errors.ts'
-import { mintTestTokens } from '../../node/testTokens.ts'
+import { mintTestTokens } from '../../node/actions/testTokens.ts'
 import type { ApiContext } from '../context.ts'
 import { address, integer, readBody } from '../input.ts'
 import type { Resources } from '../resource.ts'

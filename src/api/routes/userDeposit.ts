@@ -1,4 +1,4 @@
-import { depositToServices, planServicesWithdraw, withdrawFromServices } from '../../node/userDeposit.ts'
+import { depositToServices, planServicesWithdraw, withdrawFromServices } from '../../node/actions/userDeposit.ts'
 import type { ApiContext } from '../context.ts'
 import { ApiError } from '../errors.ts'
 import { maxUint256 } from 'viem'

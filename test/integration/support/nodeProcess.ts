@@ -13,8 +13,8 @@ import { balance, locked, transferred } from '../../../src/protocol/channel/amou
 import type { Channel, ChannelEnd } from '../../../src/protocol/state/types.ts'
 import { openLevelStorage } from '../../../src/storage/levelStorage.ts'
 import { createLibp2pTransport } from '../../../src/transport/libp2p/libp2pTransport.ts'
-import { openChannelOnChain } from '../../../src/node/channelActions.ts'
-import { sendPayment } from '../../../src/node/payments.ts'
+import { openChannelOnChain } from '../../../src/node/actions/channels.ts'
+import { sendPayment } from '../../../src/node/actions/payments.ts'
 
 export type NodeProcessConfig = {
   rpcUrl: string

@@ -1,12 +1,12 @@
 import { getAddress, type Address } from 'viem'
-import { InsufficientFundsForGasError, readChannelInfo, readTokenBalance, readTokenNetworkInfo } from '../chain/index.ts'
-import { channelKey } from '../protocol/channel/key.ts'
-import { sameAddress, tokenNetworkOf } from '../protocol/state/access.ts'
-import type { Channel, NodeState } from '../protocol/state/types.ts'
-import { ConflictError, NodeStoppedError, NotFoundError } from './errors.ts'
-import { channelGas, readGasCost, readGasReserve } from './gasReserve.ts'
-import { depositOnChain, isOurs, openChannelOnChain } from './channelActions.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import { InsufficientFundsForGasError, readChannelInfo, readTokenBalance, readTokenNetworkInfo } from '../../chain/index.ts'
+import { channelKey } from '../../protocol/channel/key.ts'
+import { sameAddress, tokenNetworkOf } from '../../protocol/state/access.ts'
+import type { Channel, NodeState } from '../../protocol/state/types.ts'
+import { ConflictError, NodeStoppedError, NotFoundError } from '../errors.ts'
+import { channelGas, readGasCost, readGasReserve } from '../actions/gasReserve.ts'
+import { depositOnChain, isOurs, openChannelOnChain } from '../actions/channels.ts'
+import type { SluiceNode } from '../sluiceNode.ts'
 
 /** Our open channels of one token: GET /connections. */
 export type ConnectionSummary = { sumDeposits: bigint; channels: number }

@@ -1,7 +1,7 @@
 import type { Address } from 'viem'
-import { ChainRpcError, readNativeBalance } from '../chain/index.ts'
-import type { Channel, NodeState } from '../protocol/state/types.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import { ChainRpcError, readNativeBalance } from '../../chain/index.ts'
+import type { Channel, NodeState } from '../../protocol/state/types.ts'
+import type { SluiceNode } from '../sluiceNode.ts'
 
 /**
  * Gas of the on-chain calls of a channel's life, whole transactions as measured by `npm run bench:gas`

@@ -1,9 +1,9 @@
 import type { Address, Hex } from 'viem'
-import { channelWith, tokenNetworkOf } from '../protocol/state/access.ts'
-import type { StoredChainEvent, StoredEvent } from '../storage/storage.ts'
-import { NotFoundError } from './errors.ts'
+import { channelWith, tokenNetworkOf } from '../../protocol/state/access.ts'
+import type { StoredChainEvent, StoredEvent } from '../../storage/storage.ts'
+import { NotFoundError } from '../errors.ts'
 import { pageOf } from './payments.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import type { SluiceNode } from '../sluiceNode.ts'
 
 /**
  * Which chain events (the debug endpoints of earlier API revisions): the registry's TokenNetworkCreated events,

@@ -1,9 +1,9 @@
-import type { TransitionContext } from '../protocol/state/access.ts'
-import type { StateChange } from '../protocol/state/changes.ts'
-import type { Effect } from '../protocol/state/effects.ts'
-import type { NodeState } from '../protocol/state/types.ts'
-import { transition } from '../protocol/transition.ts'
-import type { Commit, Meta, OutboxRecord, Storage, StoredChainEvent, TransactionRecord } from '../storage/storage.ts'
+import type { TransitionContext } from '../../protocol/state/access.ts'
+import type { StateChange } from '../../protocol/state/changes.ts'
+import type { Effect } from '../../protocol/state/effects.ts'
+import type { NodeState } from '../../protocol/state/types.ts'
+import { transition } from '../../protocol/transition.ts'
+import type { Commit, Meta, OutboxRecord, Storage, StoredChainEvent, TransactionRecord } from '../../storage/storage.ts'
 import { outboxRecord, paymentRecord, receivedHistory, sentHistory, storedEvent, transactionRecord } from './records.ts'
 
 /** What one committed change produced, handed to the shell to carry out once it is durable. */

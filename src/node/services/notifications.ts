@@ -1,6 +1,6 @@
-import { readGasReserve } from './gasReserve.ts'
-import type { SluiceNode } from './sluiceNode.ts'
-import { readOwnUserDeposit } from './userDeposit.ts'
+import { readGasReserve } from '../actions/gasReserve.ts'
+import type { SluiceNode } from '../sluiceNode.ts'
+import { readOwnUserDeposit } from '../actions/userDeposit.ts'
 
 export type NotificationId = 'low_service_token' | 'missing_gas_reserve' | 'version_outdated' | 'version_security_warning' | 'partner_equivocation'
 

@@ -8,10 +8,10 @@ import {
   readUserDeposit,
   withdrawFromUserDeposit,
   type UserDepositInfo,
-} from '../chain/index.ts'
-import { UserDeposit } from '../contracts/index.ts'
-import { ConflictError, InsufficientBalanceError, NotFoundError } from './errors.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+} from '../../chain/index.ts'
+import { UserDeposit } from '../../contracts/index.ts'
+import { ConflictError, InsufficientBalanceError, NotFoundError } from '../errors.ts'
+import type { SluiceNode } from '../sluiceNode.ts'
 
 /**
  * The node's account in the UserDeposit contract (UDC), which pays network services (pathfinding, monitoring):

@@ -1,9 +1,9 @@
 import { BaseError, getAddress, HttpRequestError, isAddressEqual, parseAbi, TimeoutError, zeroAddress, type Address } from 'viem'
-import { ChainRpcError, readRegistryLimits, readTokenNetworkOf, registerToken as sendRegisterToken } from '../chain/index.ts'
-import { tokenNetworkOf } from '../protocol/state/access.ts'
-import type { NodeState } from '../protocol/state/types.ts'
-import { ConflictError, DisabledInProductionError, LimitReachedError } from './errors.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import { ChainRpcError, readRegistryLimits, readTokenNetworkOf, registerToken as sendRegisterToken } from '../../chain/index.ts'
+import { tokenNetworkOf } from '../../protocol/state/access.ts'
+import type { NodeState } from '../../protocol/state/types.ts'
+import { ConflictError, DisabledInProductionError, LimitReachedError } from '../errors.ts'
+import type { SluiceNode } from '../sluiceNode.ts'
 
 /**
  * Tokens and their token networks: what the node knows from the registry's events, and registering a new token

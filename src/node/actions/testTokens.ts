@@ -1,6 +1,6 @@
 import type { Address, Hex } from 'viem'
-import { mintTokens, TokenNotMintableError, TransactionRevertedError } from '../chain/index.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import { mintTokens, TokenNotMintableError, TransactionRevertedError } from '../../chain/index.ts'
+import type { SluiceNode } from '../sluiceNode.ts'
 
 /**
  * Mints `value` of a test token to `to`, paid by the node, with the token's first mint function that accepts

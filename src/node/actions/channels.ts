@@ -8,15 +8,15 @@ import {
   readTokenNetworkInfo,
   setTotalDeposit as sendSetTotalDeposit,
   type TokenNetworkInfo,
-} from '../chain/index.ts'
-import { distributable, withdrawTotal } from '../protocol/channel/amounts.ts'
-import type { Effect, Transaction } from '../protocol/state/effects.ts'
-import type { Channel, NodeState } from '../protocol/state/types.ts'
-import { ChannelNotFoundError, ConflictError, InsufficientBalanceError, NodeStoppedError } from './errors.ts'
-import type { NodeNotice } from './notices.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+} from '../../chain/index.ts'
+import { distributable, withdrawTotal } from '../../protocol/channel/amounts.ts'
+import type { Effect, Transaction } from '../../protocol/state/effects.ts'
+import type { Channel, NodeState } from '../../protocol/state/types.ts'
+import { ChannelNotFoundError, ConflictError, InsufficientBalanceError, NodeStoppedError } from '../errors.ts'
+import type { NodeNotice } from '../notices.ts'
+import type { SluiceNode } from '../sluiceNode.ts'
 import { channelGas, readGasCost, readGasReserve } from './gasReserve.ts'
-import { tokenNetworkOf } from '../protocol/state/access.ts'
+import { tokenNetworkOf } from '../../protocol/state/access.ts'
 
 /**
  * The user's channel actions with the checks the Raiden node's RaidenAPI makes before acting (timeouts, limits,
