@@ -18,10 +18,12 @@ import { EventBus } from './runtime/eventBus.ts'
 import { resolveFromHistory } from './runtime/history.ts'
 import { needsLookup, withOurProofKnown, withStoredNonce } from './runtime/nonceLookups.ts'
 import { resolveNodeConfig, type NodeConfig } from './nodeConfig.ts'
-import type { NodeNotice } from './notices.ts'
+import type { NodeNotice, Report } from './notices.ts'
 import { resolveSecret } from './runtime/secretResolver.ts'
 import { secretFromMetadata } from './runtime/secretInMetadata.ts'
 import { SluiceNode } from './sluiceNode.ts'
+import { StatusTracker } from './runtime/status.ts'
+import { createNodeClient } from './actions/client.ts'
 import { TransactionRunner } from './runtime/transactionRunner.ts'
 
 /**
@@ -76,6 +78,9 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
 
     const notices = new EventBus<NodeNotice>()
     const stopping = new AbortController()
+    const report: Report = (where, error, detail) => {
+      if (!stopping.signal.aborted) notices.publish({ type: 'error', error, where, ...(detail ? { detail } : {}) })
+    }
     // Wired below; the engine hands each durable commit to `onApplied`, which needs the node.
     let node!: SluiceNode
     const engine = new Engine({
@@ -125,7 +130,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
           lane = queued.catch(() => {})
           applied = queued.then(({ dispatched }) => dispatched)
         }
-        applied.catch((error) => node.report('receive', error))
+        applied.catch((error) => report('receive', error))
         return applied
       },
       onAcknowledged: (keys) => engine.forget(keys),
@@ -156,7 +161,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
           for (const e of synced.events) if (e.change) e.change = await withOurProofKnown(engine.current, e.change, storage)
           return synced.events
         },
-        onError: (where, error) => node.report(where, error),
+        onError: (where, error) => report(where, error),
       },
       syncedBlock,
     )
@@ -172,7 +177,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
           onSubmitted,
         }),
       onFailed: (transaction, error) => {
-        node.report('transaction', error, transaction.type)
+        report('transaction', error, transaction.type)
         notices.publish({ type: 'transactionFailed', transaction, error })
       },
       isStopping: () => stopping.signal.aborted,
@@ -200,18 +205,29 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
               blockNumber: () => engine.current.blockNumber,
               backoff: config.backoff,
               stopped: stopping.signal,
-              report: (error) => node.report('secret resolver', error),
+              report: (error) => report('secret resolver', error),
             })
         }
-        if (a.change.type === 'block') node.updateProgress()
+        if (a.change.type === 'block') status.progressed()
       }
     }
 
-    node = new SluiceNode({
+    const status = new StatusTracker(follower, notices)
+    const client = createNodeClient({
       config,
-      ctx,
       chain,
       queue,
+      storage,
+      engine,
+      follower,
+      status,
+      notices,
+      stopped: stopping.signal,
+      report,
+      paymentSlots: Math.max(1, ctx.maxPendingLocks - 32),
+    })
+    node = new SluiceNode({
+      client,
       storage,
       engine,
       delivery,
@@ -219,6 +235,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       transactions,
       pendingTransactions: loaded.transactions,
       notices,
+      status,
+      report,
       stopping,
     })
     return node

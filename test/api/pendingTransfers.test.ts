@@ -19,8 +19,8 @@ beforeAll(async () => {
   resolver = await startSecretResolver()
   net = await startApiNet({ nodes: 3, node: { resolverEndpoint: resolver.url } })
   ;[a, b, c] = net.nodes as [ApiNode, ApiNode, ApiNode]
-  ab = (await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })).id
-  bc = (await openChannelOnChain(b.node, { tokenNetwork: net.tokenNetwork, partner: c.node.address, totalDeposit: 1000n })).id
+  ab = (await openChannelOnChain(a.node.client, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })).id
+  bc = (await openChannelOnChain(b.node.client, { tokenNetwork: net.tokenNetwork, partner: c.node.address, totalDeposit: 1000n })).id
   await net.synced()
 }, 120_000)
 

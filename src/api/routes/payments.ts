@@ -63,7 +63,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
     const { limit, offset } = readQuery(c.req.url, historyQuery)
     const lim = page(limit)
     const off = page(offset)
-    const rows = await readPaymentHistory(ctx.node, {
+    const rows = await readPaymentHistory(ctx.client, {
       ...(token ? { token } : {}),
       ...(partner ? { partner } : {}),
       ...(lim !== undefined ? { limit: lim } : {}),
@@ -100,7 +100,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: async (c) => {
         const body = await readBody(c.req.raw, paymentBody)
-        const paid = await sendPayment(ctx.node, {
+        const paid = await sendPayment(ctx.client, {
           token: c.req.param('token_address') as Address,
           target: c.req.param('target_address') as Address,
           amount: body.amount,

@@ -55,7 +55,7 @@ export function pendingTransfersRoutes(resources: Resources, ctx: ApiContext): v
     schema: { type: 'array', items: entrySchema },
   })
   const list = (c: Context, token?: Address, partner?: Address) =>
-    json(c, pendingTransfers(ctx.node.state, { ...(token ? { token } : {}), ...(partner ? { partner } : {}) }).map(pendingTransferEntry))
+    json(c, pendingTransfers(ctx.client.state, { ...(token ? { token } : {}), ...(partner ? { partner } : {}) }).map(pendingTransferEntry))
 
   resources.add('/pending_transfers', {
     GET: { doc: doc('All pending transfers', {}), handler: (c) => list(c) },

@@ -33,7 +33,7 @@ export function testingRoutes(resources: Resources, ctx: ApiContext): void {
       handler: async (c) => {
         const { to, value } = await readBody(c.req.raw, body)
         if (ctx.environment === 'production') throw new DisabledInProductionError('Minting a token is currently disabled in production mode')
-        const { transactionHash } = await mintTestTokens(ctx.node, { token: c.req.param('token_address') as Address, to, value })
+        const { transactionHash } = await mintTestTokens(ctx.client, { token: c.req.param('token_address') as Address, to, value })
         return json(c, { transaction_hash: transactionHash })
       },
     },

@@ -1,5 +1,6 @@
 import { readGasReserve } from '../actions/gasReserve.ts'
-import type { SluiceNode } from '../sluiceNode.ts'
+import type { NodeClient } from '../actions/client.ts'
+import type { NotificationsOptions } from '../nodeConfig.ts'
 import { readOwnUserDeposit } from '../actions/userDeposit.ts'
 
 export type NotificationId = 'low_service_token' | 'missing_gas_reserve' | 'version_outdated' | 'version_security_warning' | 'partner_equivocation'
@@ -8,22 +9,6 @@ export type NotificationId = 'low_service_token' | 'missing_gas_reserve' | 'vers
 export type NotificationUrgency = 'low' | 'normal' | 'critical'
 
 export type Notification = { id: NotificationId; summary: string; body: string; urgency: NotificationUrgency }
-
-export type NotificationsOptions = {
-  /** The node software's version, compared with the release feed. */
-  version: string
-  /**
-   * A URL answering JSON `{"latest": "0.2.0", "security": ["0.1.0"]}`: the latest release and the versions with
-   * a known security problem. Without it neither version notification is ever raised.
-   */
-  releaseFeedUrl?: string
-  /** Service tokens (smallest unit) the UDC must hold for services; 5.5e18 by default (Raiden's MIN_REI_THRESHOLD). */
-  minServiceTokenBalance?: bigint
-  /** Blocks between two checks (there is also one as soon as the node is ready); 10 by default. */
-  checkEveryBlocks?: bigint
-  /** Milliseconds to wait for the release feed; 5000 by default. */
-  feedTimeoutMs?: number
-}
 
 const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
 
@@ -52,11 +37,11 @@ export class NodeNotifications {
   private resolveFirst: () => void = () => {}
 
   constructor(
-    private readonly node: SluiceNode,
+    private readonly client: NodeClient,
     options: NotificationsOptions,
   ) {
     this.configure(options)
-    node.notices.subscribe((notice) => {
+    client.subscribe((notice) => {
       if (notice.type === 'partnerEquivocated') this.checkEquivocations()
     })
   }
@@ -76,7 +61,7 @@ export class NodeNotifications {
 
   /** The notifications raised now, oldest first. Waits for the first check while the node is ready (so a list read at start is not empty by accident). */
   async list(): Promise<Notification[]> {
-    if (this.node.status.status === 'ready') await this.firstCheck
+    if (this.client.status.status === 'ready') await this.firstCheck
     return [...this.raised.values()]
   }
 
@@ -102,22 +87,22 @@ export class NodeNotifications {
   }
 
   private async tick() {
-    const { status } = this.node.status
+    const { status } = this.client.status
     if (status === 'stopped') return this.stop()
     if (status === 'ready') {
-      const block = this.node.state.blockNumber
+      const block = this.client.state.blockNumber
       if (this.lastCheckedBlock === undefined || block >= this.lastCheckedBlock + this.options.checkEveryBlocks) {
         this.lastCheckedBlock = block
         await this.check()
       }
     }
-    this.schedule(Math.min(this.node.config.pollingInterval, 1_000))
+    this.schedule(Math.min(this.client.config.pollingInterval, 1_000))
   }
 
   private async checkAll() {
     this.checkEquivocations()
     const results = await Promise.allSettled([this.checkServiceToken(), this.checkGasReserve(), this.checkVersion()])
-    for (const r of results) if (r.status === 'rejected' && !this.stopped) this.node.notices.publish({ type: 'error', error: r.reason, where: 'notifications' })
+    for (const r of results) if (r.status === 'rejected' && !this.stopped) this.client.report('notifications', r.reason)
   }
 
   private set(id: NotificationId, notification: Omit<Notification, 'id'> | undefined) {
@@ -126,7 +111,7 @@ export class NodeNotifications {
   }
 
   private checkEquivocations() {
-    const cheats = Object.values(this.node.state.channels).filter((c) => (c.partnerEnd.equivocations ?? 0) > 0)
+    const cheats = Object.values(this.client.state.channels).filter((c) => (c.partnerEnd.equivocations ?? 0) > 0)
     this.set(
       'partner_equivocation',
       cheats.length === 0
@@ -144,14 +129,14 @@ export class NodeNotifications {
   }
 
   private async checkServiceToken() {
-    const info = await readOwnUserDeposit(this.node)
+    const info = await readOwnUserDeposit(this.client)
     const min = this.options.minServiceTokenBalance
     this.set(
       'low_service_token',
       info && info.effectiveBalance < min
         ? {
             summary: 'Service token balance too low',
-            body: `The balance of ${this.node.address} in the UserDeposit contract ${info.userDeposit} that services can use is ${info.effectiveBalance} (planned withdrawals excluded), below the minimum of ${min} (smallest unit of the service token ${info.token}). Pathfinding and monitoring cannot be paid: deposit more with POST /user_deposit.`,
+            body: `The balance of ${this.client.address} in the UserDeposit contract ${info.userDeposit} that services can use is ${info.effectiveBalance} (planned withdrawals excluded), below the minimum of ${min} (smallest unit of the service token ${info.token}). Pathfinding and monitoring cannot be paid: deposit more with POST /user_deposit.`,
             urgency: 'normal',
           }
         : undefined,
@@ -159,15 +144,15 @@ export class NodeNotifications {
   }
 
   private async checkGasReserve() {
-    const reserve = await readGasReserve(this.node)
-    const channels = Object.values(this.node.state.channels).length
+    const reserve = await readGasReserve(this.client)
+    const channels = Object.values(this.client.state.channels).length
     this.set(
       'missing_gas_reserve',
       reserve.enough
         ? undefined
         : {
             summary: 'Native balance below the gas reserve',
-            body: `The account ${this.node.address} holds ${reserve.balance} wei, but closing, settling and unlocking its ${channels} channel(s) is estimated to need ${reserve.required} wei (${reserve.gas} gas at ${reserve.gasPrice} wei, plus 10%). On-chain transactions that protect the channels' funds may fail: top up the account.`,
+            body: `The account ${this.client.address} holds ${reserve.balance} wei, but closing, settling and unlocking its ${channels} channel(s) is estimated to need ${reserve.required} wei (${reserve.gas} gas at ${reserve.gasPrice} wei, plus 10%). On-chain transactions that protect the channels' funds may fail: top up the account.`,
             urgency: 'critical',
           },
     )
