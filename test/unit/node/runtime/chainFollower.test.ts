@@ -41,7 +41,7 @@ function setup(events: BlockWatcherEvent[], chainEvents: (r: { fromBlock: bigint
         current: state,
         dispatch: async (change, extra = {}) => {
           dispatched.push({ change, extra })
-          return { seq: dispatched.length, change, effects: [], outbox: [], transactions: [] }
+          return { seq: dispatched.length, change, effects: [] }
         },
       },
       watcher,

@@ -25,7 +25,7 @@ function runner(over: Partial<TransactionRunnerParameters> = {}) {
     engine: {
       dispatch: async (change) => {
         dispatched.push(change)
-        return { seq: 1, change, effects: [], outbox: [], transactions: [] }
+        return { seq: 1, change, effects: [] }
       },
       forget: (_outbox, transactions = []) => void forgotten.push(...transactions),
       updateTransaction: (rec) => void updated.push(rec),
