@@ -1,5 +1,5 @@
 import type { NodeClient } from '../node/actions/client.ts'
-import type { NodeServices } from '../node/sluiceNode.ts'
+import type { NodeServices } from '../node/services/nodeServices.ts'
 import type { EventLog } from './eventLog.ts'
 
 export type Environment = 'development' | 'production'

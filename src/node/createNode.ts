@@ -24,6 +24,7 @@ import { MessageHandler } from './runtime/messageHandler.ts'
 import { withOurProofKnown } from './runtime/nonceLookups.ts'
 import { StatusTracker } from './runtime/status.ts'
 import { TransactionRunner } from './runtime/transactionRunner.ts'
+import { createServices } from './services/nodeServices.ts'
 import { SluiceNode } from './sluiceNode.ts'
 
 /**
@@ -31,7 +32,7 @@ import { SluiceNode } from './sluiceNode.ts'
  * connects to the chain, opens and loads the store (restoring `config.import` first, if given), replays it, and
  * wires the runtime around the protocol core: the engine, the effect handler that carries out what each commit
  * applied, the message handler that turns what delivery receives into changes, delivery, chain following and
- * transactions; then the client the actions take, and the node. The node is not running yet: `node.run()` catches up with the chain. Browser-safe: nothing reachable from
+ * transactions; then the client the actions take, the services, and the node. The node is not running yet: `node.run()` catches up with the chain. Browser-safe: nothing reachable from
  * here imports a Node-only module (the host brings LevelDB, or native secp256k1, when it has them).
  *
  * Throws ChainRpcError / ChainIdMismatchError for the endpoint, DeploymentMismatchError when the chain has no
@@ -183,6 +184,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     })
     node = new SluiceNode({
       client,
+      services: createServices(client),
       storage,
       engine,
       delivery,

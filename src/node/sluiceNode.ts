@@ -10,12 +10,13 @@ import type { Engine } from './runtime/engine.ts'
 import type { EventBus } from './runtime/eventBus.ts'
 import type { StatusTracker } from './runtime/status.ts'
 import type { TransactionRunner } from './runtime/transactionRunner.ts'
-import { TokenNetworkConnections } from './services/connections.ts'
-import { NodeNotifications } from './services/notifications.ts'
+import type { NodeServices } from './services/nodeServices.ts'
+import type { Service } from './services/service.ts'
 
 /** The parts createNode wires into a node (createNode.ts builds them from a NodeConfig). */
 export type SluiceNodeParts = {
   client: NodeClient
+  services: NodeServices
   storage: Storage
   engine: Engine
   delivery: Delivery
@@ -30,12 +31,9 @@ export type SluiceNodeParts = {
   stopping: AbortController
 }
 
-/** The node's background services: the connection manager (PUT/DELETE /connections), the notifications (GET /notifications). */
-export type NodeServices = { connections: TokenNetworkConnections; notifications: NodeNotifications }
-
 /**
  * One node: lifecycle and wiring only. Build it with `createNode(config)`; `run()` resumes deliveries and
- * transactions and catches up with the chain; `stop()` stops it. The user's actions take its `client` first
+ * transactions, catches up with the chain and starts the services; `stop()` stops it. The user's actions take its `client` first
  * (actions/channels.ts, actions/payments.ts, ...), as viem's actions take a client. The same class runs headless
  * in Node and inside a browser worker.
  */
@@ -44,7 +42,7 @@ export class SluiceNode {
   readonly client: NodeClient
   /** The node's notices: hosts subscribe (logs, the API's event stream). */
   readonly notices: EventBus<NodeNotice>
-  /** The background services. */
+  /** The background services (services/nodeServices.ts): started once the node is ready, stopped in the reverse order. */
   readonly services: NodeServices
   private readonly storage: Storage
   private readonly engine: Engine
@@ -62,6 +60,7 @@ export class SluiceNode {
 
   constructor(parts: SluiceNodeParts) {
     this.client = parts.client
+    this.services = parts.services
     this.notices = parts.notices
     this.storage = parts.storage
     this.engine = parts.engine
@@ -72,10 +71,6 @@ export class SluiceNode {
     this.statusTracker = parts.status
     this.report = parts.report
     this.stopping = parts.stopping
-    this.services = {
-      connections: new TokenNetworkConnections(this.client),
-      notifications: new NodeNotifications(this.client, this.client.config.notifications),
-    }
   }
 
   get address(): Address {
@@ -109,6 +104,11 @@ export class SluiceNode {
     if (this.stopping.signal.aborted) throw new NodeStoppedError()
     this.statusTracker.ready(this.engine.current.blockNumber)
     this.follower.start()
+    for (const service of this.serviceList()) service?.start()
+  }
+
+  private serviceList(): (Service | undefined)[] {
+    return Object.values(this.services)
   }
 
   /**
@@ -127,8 +127,11 @@ export class SluiceNode {
     if (this.stopping.signal.aborted) return
     // The client's waiters (a payment's outcome) fail with NodeStoppedError as the signal aborts.
     this.stopping.abort(new NodeStoppedError())
-    this.services.notifications.stop()
-    this.services.connections.stop()
+    // In the reverse order; one that stops asynchronously is waited for before the next.
+    for (const service of this.serviceList().reverse()) {
+      const stopped = service?.stop()
+      if (stopped) await stopped
+    }
     await this.follower.stop()
     await this.delivery.stop()
     // A clean stop leaves a snapshot: the next start replays nothing.

@@ -7,6 +7,7 @@ import { ConflictError, NodeStoppedError, NotFoundError } from '../errors.ts'
 import { channelGas, readGasCost, readGasReserve } from '../actions/gasReserve.ts'
 import { depositOnChain, isOurs, openChannelOnChain } from '../actions/channels.ts'
 import type { NodeClient } from '../actions/client.ts'
+import type { Service } from './service.ts'
 
 /** Our open channels of one token: GET /connections. */
 export type ConnectionSummary = { sumDeposits: bigint; channels: number }
@@ -55,15 +56,17 @@ const SCALE = 1_000_000_000n
  * - `leave` closes every open channel of the token and waits until each is settled, which happens by itself after
  *   the settle window.
  *
- * The settings live in memory: after a restart, connect again. Calls on one token network run one at a time.
+ * The settings live in memory: after a restart, connect again. Calls on one token network run one at a time. A
+ * service: the background runs between the node's ready and its stop.
  */
-export class TokenNetworkConnections {
+export class TokenNetworkConnections implements Service {
   private readonly connections = new Map<string, Connection>()
   /** Channels (keys) we joined or tried to join: never twice. */
   private readonly joined = new Set<string>()
   private readonly locks = new Map<string, Promise<unknown>>()
   private timer: ReturnType<typeof setTimeout> | undefined
   private lastState: NodeState | undefined
+  private started = false
   private stopped = false
 
   constructor(private readonly client: NodeClient) {}
@@ -122,7 +125,7 @@ export class TokenNetworkConnections {
 
       const previous = this.connections.get(key(tokenNetwork))
       this.connections.set(key(tokenNetwork), connection)
-      this.start()
+      this.watch()
       let done = 0
       try {
         for (const planned of plan) {
@@ -180,6 +183,12 @@ export class TokenNetworkConnections {
     })
   }
 
+  /** Lets the background work begin (once the node is ready): it looks at each new state while a connection is kept. */
+  start(): void {
+    this.started = true
+    if (this.connections.size > 0) this.watch()
+  }
+
   /** Stops the background work (it also stops by itself when the node stops). */
   stop(): void {
     this.stopped = true
@@ -232,8 +241,8 @@ export class TokenNetworkConnections {
 
   // ---- background ----------------------------------------------------------------------------------------
 
-  private start() {
-    if (this.timer === undefined && !this.stopped) this.schedule()
+  private watch() {
+    if (this.started && this.timer === undefined && !this.stopped) this.schedule()
   }
 
   private schedule() {

@@ -1,7 +1,8 @@
-import { readGasReserve } from '../actions/gasReserve.ts'
 import type { NodeClient } from '../actions/client.ts'
-import type { NotificationsOptions } from '../nodeConfig.ts'
+import { readGasReserve } from '../actions/gasReserve.ts'
 import { readOwnUserDeposit } from '../actions/userDeposit.ts'
+import type { NotificationsOptions } from '../nodeConfig.ts'
+import type { Service } from './service.ts'
 
 export type NotificationId = 'low_service_token' | 'missing_gas_reserve' | 'version_outdated' | 'version_security_warning' | 'partner_equivocation'
 
@@ -15,8 +16,8 @@ const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
 /**
  * The conditions that need the user's attention (docs/rest-api.md, Notifications). Each is raised by its condition
  * and cleared by the first check that finds it no longer holds, so reading the list does not empty it (unlike
- * the Raiden node, whose read is destructive). Checked once the node is ready and then every `checkEveryBlocks`
- * blocks:
+ * the Raiden node, whose read is destructive). A service: checked once the node is ready and then every
+ * `checkEveryBlocks` blocks:
  * - low_service_token: the UDC balance that services can count on (planned withdrawals excluded) is below the
  *   minimum. Never raised without a UDC.
  * - missing_gas_reserve: the native balance is below the estimated gas, at the current gas price, to close,
@@ -26,24 +27,30 @@ const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
  * - partner_equivocation: a partner signed two different messages under one nonce (docs/decisions/0029); raised as
  *   soon as it happens, from the count the state keeps, so it stays raised across restarts.
  */
-export class NodeNotifications {
+export class NodeNotifications implements Service {
   private readonly raised = new Map<NotificationId, Notification>()
   private options!: Required<Omit<NotificationsOptions, 'releaseFeedUrl'>> & Pick<NotificationsOptions, 'releaseFeedUrl'>
   private lastCheckedBlock: bigint | undefined
+  private started = false
   private stopped = false
   private timer: ReturnType<typeof setTimeout> | undefined
   private checking: Promise<void> | undefined
   private firstCheck!: Promise<void>
   private resolveFirst: () => void = () => {}
+  private readonly unsubscribe: () => void
 
-  constructor(
-    private readonly client: NodeClient,
-    options: NotificationsOptions,
-  ) {
-    this.configure(options)
-    client.subscribe((notice) => {
+  constructor(private readonly client: NodeClient) {
+    this.configure(client.config.notifications)
+    // An equivocation is raised as soon as it happens, while the node syncs too.
+    this.unsubscribe = client.subscribe((notice) => {
       if (notice.type === 'partnerEquivocated') this.checkEquivocations()
     })
+  }
+
+  /** Checks at once, then every `checkEveryBlocks` blocks. */
+  start(): void {
+    this.started = true
+    this.schedule(0)
   }
 
   /** Starts over with these options: nothing raised until the first check with them. */
@@ -56,7 +63,7 @@ export class NodeNotifications {
     this.raised.clear()
     this.lastCheckedBlock = undefined
     this.firstCheck = new Promise((resolve) => (this.resolveFirst = resolve))
-    this.schedule(0)
+    if (this.started) this.schedule(0)
   }
 
   /** The notifications raised now, oldest first. Waits for the first check while the node is ready (so a list read at start is not empty by accident). */
@@ -76,6 +83,7 @@ export class NodeNotifications {
 
   stop(): void {
     this.stopped = true
+    this.unsubscribe()
     if (this.timer !== undefined) clearTimeout(this.timer)
     this.resolveFirst()
   }
