@@ -154,8 +154,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       isStopping: () => stopping.signal.aborted,
     })
 
-    // Halting needs the node, made last from all the parts.
-    let node!: SluiceNode
+    // It halts the node, which is made last, from all the parts.
     const effects = new EffectHandler({
       engine,
       delivery,
@@ -182,7 +181,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       report,
       paymentSlots: Math.max(1, ctx.maxPendingLocks - 32),
     })
-    node = new SluiceNode({
+    const node = new SluiceNode({
       client,
       services: createServices(client),
       storage,
