@@ -6,8 +6,8 @@ import { createNode } from '../src/node/createNode.ts'
 import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import { openLevelStorage } from '../src/storage/levelStorage.ts'
 import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
-import { openChannelOnChain } from '../src/node/channelActions.ts'
-import { sendPayment } from '../src/node/payments.ts'
+import { openChannelOnChain } from '../src/node/actions/channels.ts'
+import { sendPayment } from '../src/node/actions/payments.ts'
 
 const { rpcUrl, deployment, key, dataDir, channelName } = workerData as {
   rpcUrl: string
@@ -36,9 +36,9 @@ type Request = { id: number; method: string; args: unknown[] }
 const methods: Record<string, (...args: never[]) => Promise<unknown>> = {
   address: async () => node.address,
   openChannel: async (tokenNetwork: Address, partner: Address, totalDeposit: bigint) => {
-    await openChannelOnChain(node, { tokenNetwork, partner, totalDeposit })
+    await openChannelOnChain(node.client, { tokenNetwork, partner, totalDeposit })
   },
-  waitForBlock: async (block: bigint) => node.waitForBlock(block),
+  waitForBlock: async (block: bigint) => node.client.waitForBlock(block),
   /** `count` payments to `target` with `inFlight` at a time; returns each one's latency in ms. */
   payMany: async (tokenNetwork: Address, target: Address, count: number, inFlight: number) => {
     const latencies: number[] = []
@@ -48,7 +48,7 @@ const methods: Record<string, (...args: never[]) => Promise<unknown>> = {
       while (next < count) {
         next++
         const t0 = performance.now()
-        await sendPayment(node, { token, target, amount: 1n })
+        await sendPayment(node.client, { token, target, amount: 1n })
         latencies.push(performance.now() - t0)
       }
     }

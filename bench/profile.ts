@@ -3,8 +3,8 @@
 import { Session } from 'node:inspector/promises'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { startDevnet, startNode } from '../test/integration/support/devnet.ts'
-import { openChannelOnChain } from '../src/node/channelActions.ts'
-import { sendPayment } from '../src/node/payments.ts'
+import { openChannelOnChain } from '../src/node/actions/channels.ts'
+import { sendPayment } from '../src/node/actions/payments.ts'
 
 type ProfileNode = { id: number; callFrame: { functionName: string; url: string }; children?: number[] }
 
@@ -32,9 +32,9 @@ export async function profilePayment(count = 300): Promise<Record<string, string
   const a = await startNode(net, keys[0], { durable: true })
   const b = await startNode(net, keys[1], { durable: true })
   try {
-    await openChannelOnChain(a, { tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 10n ** 20n })
-    await b.waitForBlock(a.state.blockNumber)
-    const pay = () => sendPayment(a, { token: net.token, target: b.address, amount: 1n })
+    await openChannelOnChain(a.client, { tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 10n ** 20n })
+    await b.client.waitForBlock(a.state.blockNumber)
+    const pay = () => sendPayment(a.client, { token: net.token, target: b.address, amount: 1n })
     for (let i = 0; i < 50; i++) await pay()
     const session = new Session()
     session.connect()

@@ -3,6 +3,7 @@ import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { accessChecks, type ApiAccess } from './access.ts'
 import type { ApiContext } from './context.ts'
+import type { SluiceNode } from '../node/sluiceNode.ts'
 import { EventLog } from './eventLog.ts'
 import { ApiError, errorAnswer, toApiError } from './errors.ts'
 import { checkBodyMediaType } from './input.ts'
@@ -39,7 +40,9 @@ export type Api = {
   shuttingDown(): void
 }
 
-export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing' | 'events' | 'tokenRequired'> & {
+export type CreateApiParameters = Omit<ApiContext, 'client' | 'services' | 'basePath' | 'closing' | 'events' | 'tokenRequired'> & {
+  /** The node the API answers for: the routes see its client and its services. */
+  node: Pick<SluiceNode, 'client' | 'services'>
   /** Who may call, checked before anything else: given when served over HTTP (src/api/access.ts). */
   access?: ApiAccess
   /** How many push events are kept for clients that reconnect (default DEFAULT_EVENT_LOG_CAPACITY). */
@@ -52,10 +55,18 @@ export type CreateApiParameters = Omit<ApiContext, 'basePath' | 'closing' | 'eve
 }
 
 /** Builds the REST API (docs/rest-api.md) for one node. Serve `app.fetch` (Node HTTP server, service worker). */
-export function createApi({ onInternalError, eventLogCapacity, access, ...context }: CreateApiParameters): Api {
+export function createApi({ node, onInternalError, eventLogCapacity, access, ...context }: CreateApiParameters): Api {
   const closing = new AbortController()
   const events = new EventLog(eventLogCapacity ? { capacity: eventLogCapacity } : {})
-  const ctx: ApiContext = { ...context, basePath: API_BASE_PATH, closing: closing.signal, events, tokenRequired: access?.token !== undefined }
+  const ctx: ApiContext = {
+    ...context,
+    client: node.client,
+    services: node.services,
+    basePath: API_BASE_PATH,
+    closing: closing.signal,
+    events,
+    tokenRequired: access?.token !== undefined,
+  }
   const resources = new Resources()
   nodeRoutes(resources, ctx)
   channelsRoutes(resources, ctx)
@@ -84,7 +95,7 @@ export function createApi({ onInternalError, eventLogCapacity, access, ...contex
     await next()
   })
   resources.mount(app, (_c, path) => {
-    const status = ctx.node.status
+    const status = ctx.client.status
     if (status.status !== 'ready' && !ANSWERED_WHILE_SYNCING.has(path)) {
       const progress = status.status === 'syncing' ? ` (syncing, ${status.blocksToSync} blocks to go)` : ''
       throw new ApiError(503, `Service unavailable. Try again later.${progress}`)

@@ -1,11 +1,14 @@
-import type { SluiceNode } from '../node/sluiceNode.ts'
+import type { NodeClient } from '../node/actions/client.ts'
+import type { NodeServices } from '../node/services/nodeServices.ts'
 import type { EventLog } from './eventLog.ts'
 
 export type Environment = 'development' | 'production'
 
-/** What every resource module gets: the node and the settings the API reports. */
+/** What every resource module gets: the node's client and services, and the settings the API reports. */
 export type ApiContext = {
-  node: SluiceNode
+  /** What the routes call the actions with. */
+  client: NodeClient
+  services: NodeServices
   /** The package version (GET /version). */
   version: string
   /** `production` disables token registration and minting (501), as the Raiden node's default does. */

@@ -109,7 +109,7 @@ async function run(argv: readonly string[]): Promise<number> {
     import('../devnet/devnetClient.ts'),
     import('../chain/index.ts'),
     import('../node/createNode.ts'),
-    import('../node/channelActions.ts'),
+    import('../node/actions/channels.ts'),
     import('../storage/levelStorage.ts'),
     import('../storage/memoryStorage.ts'),
     import('../transport/broadcastChannelTransport.ts'),
@@ -235,13 +235,13 @@ async function run(argv: readonly string[]): Promise<number> {
       if (flags.channels) {
         const token = deployment.tokens.TTT!
         for (let i = 0; i + 1 < served.length; i++) {
-          const [a, b] = [served[i]!.node, served[i + 1]!.node]
+          const [a, b] = [served[i]!.node.client, served[i + 1]!.node.client]
           const { channel } = await openChannel(a, { token, partner: b.address, totalDeposit: CHANNEL_DEPOSIT })
           await b.waitForBlock(channel.openedBlock)
           await openChannel(b, { token, partner: a.address, totalDeposit: CHANNEL_DEPOSIT })
         }
         const head = await deployer.publicClient.getBlockNumber()
-        await Promise.all(served.map((s) => s.node.waitForBlock(head)))
+        await Promise.all(served.map((s) => s.node.client.waitForBlock(head)))
         log(`channels open: ${served.map((_, i) => i).join('-')} (TTT, ${CHANNEL_DEPOSIT} on each side)`)
       }
       return {

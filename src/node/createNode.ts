@@ -11,24 +11,28 @@ import { defaultContext, initialState, type TransitionContext } from '../protoco
 import { useSmallJsTables, useWasmSecp256k1 } from '../protocol/secp256k1.ts'
 import { createDelivery } from '../transport/delivery.ts'
 import { lineSigner } from '../transport/lineSigner.ts'
-import { ChainFollower } from './chainFollower.ts'
+import { createNodeClient } from './actions/client.ts'
 import { DeploymentMismatchError, StaleStateError } from './errors.ts'
-import { Engine, replay, type Applied } from './engine.ts'
-import { EventBus } from './eventBus.ts'
-import { resolveFromHistory } from './history.ts'
-import { needsLookup, withOurProofKnown, withStoredNonce } from './nonceLookups.ts'
 import { resolveNodeConfig, type NodeConfig } from './nodeConfig.ts'
-import type { NodeNotice } from './notices.ts'
-import { resolveSecret } from './secretResolver.ts'
-import { secretFromMetadata } from './secretInMetadata.ts'
+import type { NodeNotice, Report } from './notices.ts'
+import { ChainFollower } from './runtime/chainFollower.ts'
+import { EffectHandler } from './runtime/effectHandler.ts'
+import { Engine, replay } from './runtime/engine.ts'
+import { EventBus } from './runtime/eventBus.ts'
+import { resolveFromHistory } from './runtime/history.ts'
+import { MessageHandler } from './runtime/messageHandler.ts'
+import { withOurProofKnown } from './runtime/nonceLookups.ts'
+import { StatusTracker } from './runtime/status.ts'
+import { TransactionRunner } from './runtime/transactionRunner.ts'
+import { createServices } from './services/nodeServices.ts'
 import { SluiceNode } from './sluiceNode.ts'
-import { TransactionRunner } from './transactionRunner.ts'
 
 /**
  * The one way to build a node, for every host (`sluice serve`, `sluice devnet`, the browser worker, tests):
  * connects to the chain, opens and loads the store (restoring `config.import` first, if given), replays it, and
- * wires the engine, delivery, chain following, transactions and the secret resolver around the protocol core.
- * The node is not running yet: `node.run()` catches up with the chain. Browser-safe: nothing reachable from
+ * wires the runtime around the protocol core: the engine, the effect handler that carries out what each commit
+ * applied, the message handler that turns what delivery receives into changes, delivery, chain following and
+ * transactions; then the client the actions take, the services, and the node. The node is not running yet: `node.run()` catches up with the chain. Browser-safe: nothing reachable from
  * here imports a Node-only module (the host brings LevelDB, or native secp256k1, when it has them).
  *
  * Throws ChainRpcError / ChainIdMismatchError for the endpoint, DeploymentMismatchError when the chain has no
@@ -76,8 +80,10 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
 
     const notices = new EventBus<NodeNotice>()
     const stopping = new AbortController()
-    // Wired below; the engine hands each durable commit to `onApplied`, which needs the node.
-    let node!: SluiceNode
+    const report: Report = (where, error, detail) => {
+      if (!stopping.signal.aborted) notices.publish({ type: 'error', error, where, ...(detail ? { detail } : {}) })
+    }
+    // The loop: the engine hands each durable commit to the effect handler, made below with the parts it drives.
     const engine = new Engine({
       state,
       seq,
@@ -87,47 +93,16 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       now: Date.now,
       snapshotEvery: config.snapshotEvery,
       snapshotWhenIdle: config.snapshotWhenIdle,
-      onApplied: (applied) => onApplied(applied),
+      onApplied: (applied) => effects.handle(applied),
     })
     const queue = createTransactionQueue(chain)
     const transport = await config.transport({ address, key: config.key })
-    const privateKey = hexToBytes(config.key)
-    const signLine = lineSigner(config.key)
-    /** Set when the state is found stale: from then on nothing is signed (docs/decisions/0029). */
-    let stale: StaleStateError | undefined
-    // Received messages reach the engine in the order they came. One whose nonce comes back waits for the store to
-    // say what it holds under that nonce, and those after it wait behind it.
-    let lane: Promise<unknown> = Promise.resolve()
-    let inLane = 0
+    const messages = new MessageHandler({ engine, store: storage, address, privateKey: hexToBytes(config.key), report })
     const delivery = createDelivery({
       transport,
       address,
-      sign: (message) => {
-        if (stale) throw stale
-        return signLine(message)
-      },
-      // The promise tells delivery when the message is durable: its Delivered waits for that (a crash between
-      // the two would lose a SecretRequest or RevealSecret its sender no longer retries).
-      onMessage: (message, sender, senderKey) => {
-        const decryptedSecret = secretFromMetadata(message, address, privateKey)
-        const change = { type: 'receive' as const, message, sender, senderKey, ...(decryptedSecret ? { decryptedSecret } : {}) }
-        let applied: Promise<Applied>
-        if (inLane === 0 && !needsLookup(engine.current, change)) applied = engine.dispatch(change)
-        else {
-          inLane++
-          // Wrapped, so the lane moves on once the change is queued, not once it is durable.
-          const queued = lane.then(async () => {
-            const dispatched = engine.dispatch(await withStoredNonce(engine.current, change, storage))
-            dispatched.catch(() => {})
-            return { dispatched }
-          })
-          queued.finally(() => inLane--).catch(() => {})
-          lane = queued.catch(() => {})
-          applied = queued.then(({ dispatched }) => dispatched)
-        }
-        applied.catch((error) => node.report('receive', error))
-        return applied
-      },
+      sign: (message) => effects.sign(message),
+      onMessage: (message, sender, senderKey) => messages.receive(message, sender, senderKey),
       onAcknowledged: (keys) => engine.forget(keys),
       backoff: config.backoff,
     })
@@ -156,10 +131,11 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
           for (const e of synced.events) if (e.change) e.change = await withOurProofKnown(engine.current, e.change, storage)
           return synced.events
         },
-        onError: (where, error) => node.report(where, error),
+        onError: report,
       },
       syncedBlock,
     )
+    const status = new StatusTracker(follower, notices)
 
     const transactions = new TransactionRunner({
       engine,
@@ -172,46 +148,42 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
           onSubmitted,
         }),
       onFailed: (transaction, error) => {
-        node.report('transaction', error, transaction.type)
+        report('transaction', error, transaction.type)
         notices.publish({ type: 'transactionFailed', transaction, error })
       },
       isStopping: () => stopping.signal.aborted,
     })
 
-    const onApplied = (applied: Applied[]) => {
-      const found = applied.flatMap((a) => a.effects).find((e) => e.type === 'event' && e.event.type === 'staleState')
-      if (found?.type === 'event' && found.event.type === 'staleState') {
-        // Nothing of this batch leaves the node, signed or sent: its changes were computed on a stale state.
-        stale = new StaleStateError(`this node's state is older than what it signed: ${found.event.reason}`)
-        for (const a of applied) for (const effect of a.effects) if (effect.type === 'event') notices.publish(effect.event)
-        void node.halt(stale)
-        return
-      }
-      for (const a of applied) {
-        if (a.outbox.length) delivery.enqueue(a.outbox)
-        for (const record of a.transactions) void transactions.run(record)
-        for (const effect of a.effects) {
-          if (effect.type === 'event') notices.publish(effect.event)
-          else if (effect.type === 'resolveSecret' && config.resolverEndpoint)
-            void resolveSecret(effect.request, {
-              endpoint: config.resolverEndpoint,
-              fetch: config.fetch,
-              resolved: (secret) => engine.dispatch({ type: 'secretResolved', secrethash: effect.request.secrethash, secret }),
-              blockNumber: () => engine.current.blockNumber,
-              backoff: config.backoff,
-              stopped: stopping.signal,
-              report: (error) => node.report('secret resolver', error),
-            })
-        }
-        if (a.change.type === 'block') node.updateProgress()
-      }
-    }
+    // It halts the node, which is made last, from all the parts.
+    const effects = new EffectHandler({
+      engine,
+      delivery,
+      transactions,
+      notices,
+      signLine: lineSigner(config.key),
+      ...(config.resolverEndpoint ? { resolver: { endpoint: config.resolverEndpoint, fetch: config.fetch, backoff: config.backoff } } : {}),
+      blockSynced: () => status.progressed(),
+      halt: (error) => void node.halt(error),
+      report,
+      stopped: stopping.signal,
+    })
 
-    node = new SluiceNode({
+    const client = createNodeClient({
       config,
-      ctx,
       chain,
       queue,
+      storage,
+      engine,
+      follower,
+      status,
+      notices,
+      stopped: stopping.signal,
+      report,
+      paymentSlots: Math.max(1, ctx.maxPendingLocks - 32),
+    })
+    const node = new SluiceNode({
+      client,
+      services: createServices(client),
       storage,
       engine,
       delivery,
@@ -219,6 +191,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       transactions,
       pendingTransactions: loaded.transactions,
       notices,
+      status,
+      report,
       stopping,
     })
     return node

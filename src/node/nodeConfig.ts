@@ -4,7 +4,23 @@ import type { TransitionContext } from '../protocol/state/access.ts'
 import type { Storage, StorageDump, StorageIdentity } from '../storage/storage.ts'
 import { defaultBackoff, type Backoff } from '../transport/backoff.ts'
 import type { Transport } from '../transport/transport.ts'
-import type { NotificationsOptions } from './notifications.ts'
+
+/** The notifications' settings (services/notifications.ts). */
+export type NotificationsOptions = {
+  /** The node software's version, compared with the release feed. */
+  version: string
+  /**
+   * A URL answering JSON `{"latest": "0.2.0", "security": ["0.1.0"]}`: the latest release and the versions with
+   * a known security problem. Without it neither version notification is ever raised.
+   */
+  releaseFeedUrl?: string
+  /** Service tokens (smallest unit) the UDC must hold for services; 5.5e18 by default (Raiden's MIN_REI_THRESHOLD). */
+  minServiceTokenBalance?: bigint
+  /** Blocks between two checks (there is also one as soon as the node is ready); 10 by default. */
+  checkEveryBlocks?: bigint
+  /** Milliseconds to wait for the release feed; 5000 by default. */
+  feedTimeoutMs?: number
+}
 
 /** Opens the node's store: one per chain, registry and address (IndexedDB, LevelDB or memory). */
 export type StorageOpener = (identity: StorageIdentity) => Promise<Storage>

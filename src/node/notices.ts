@@ -15,3 +15,6 @@ export type NodeNotice =
   | { type: 'status'; status: NodeStatus }
   | { type: 'transactionFailed'; transaction: Transaction; error: unknown }
   | { type: 'error'; error: unknown; where: ErrorSource; detail?: string }
+
+/** Reports an error to the listeners (logs, the event stream); it decides nothing. Silent once the node stops. */
+export type Report = (where: ErrorSource, error: unknown, detail?: string) => void

@@ -5,7 +5,7 @@ import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } 
 import { serveNode, type ServeAccess, type ServedNode } from '../../src/cli/servedNode.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createNode } from '../../src/node/createNode.ts'
-import { openChannelOnChain } from '../../src/node/channelActions.ts'
+import { openChannelOnChain } from '../../src/node/actions/channels.ts'
 import { useNativeSecp256k1 } from '../../src/cli/nativeSecp256k1.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { devnetNodeConfig, startDevnet, type Devnet } from '../integration/support/devnet.ts'
@@ -44,9 +44,9 @@ beforeAll(async () => {
   cors = await serve(keyB, { hosts: hosts('node.lan', 'proxy.lan:8080'), corsOrigins: origins('https://app.example', 'http://localhost:*/*') })
   locked = await serve(keyC, { token, hosts: hosts('*'), corsOrigins: origins('https://app.example') })
   for (const s of [open, cors, locked]) await eventually(() => expect(s.node.status.status).toBe('ready'), 30_000)
-  await openChannelOnChain(open.node, { tokenNetwork: net.tokenNetwork, partner: cors.node.address, totalDeposit: 1000n })
-  const head = await open.node.chain.publicClient.getBlockNumber()
-  await Promise.all([open, cors].map((s) => s.node.waitForBlock(head)))
+  await openChannelOnChain(open.node.client, { tokenNetwork: net.tokenNetwork, partner: cors.node.address, totalDeposit: 1000n })
+  const head = await open.node.client.chain.publicClient.getBlockNumber()
+  await Promise.all([open, cors].map((s) => s.node.client.waitForBlock(head)))
 }, 120_000)
 
 afterAll(async () => {

@@ -16,7 +16,7 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 
 const SPEC_FIELDS = [
   'channel_identifier',
@@ -59,8 +59,8 @@ const path = (t: string, p: string) => `/channels/${t}/${p}`
 async function snapshot(n: ApiNode = a) {
   return {
     state: stringify({ channels: n.node.state.channels, tokenNetworks: n.node.state.tokenNetworks }),
-    nonce: await n.node.chain.publicClient.getTransactionCount({ address: n.node.address }),
-    tokens: await readTokenBalance(n.node.chain, { token }),
+    nonce: await n.node.client.chain.publicClient.getTransactionCount({ address: n.node.address }),
+    tokens: await readTokenBalance(n.node.client.chain, { token }),
   }
 }
 
@@ -149,7 +149,7 @@ describe('PUT /channels refused: nothing changes', () => {
   })
 
   it('402: a total_deposit above our token balance, checked before opening', async () => {
-    const balance = await readTokenBalance(a.node.chain, { token })
+    const balance = await readTokenBalance(a.node.client.chain, { token })
     expectError(await open({ partner_address: B, token_address: token, total_deposit: (balance + 1n).toString() }), 402, /Not enough balance/)
   })
 
@@ -171,7 +171,7 @@ let channelId: string
 
 describe('PUT /channels opens', () => {
   it('201 with the Channel object of docs/rest-api.md, the deposit made on-chain', async () => {
-    const tokensBefore = await readTokenBalance(a.node.chain, { token })
+    const tokensBefore = await readTokenBalance(a.node.client.chain, { token })
     const r = await a.request('PUT', '/channels', { partner_address: B, token_address: token, total_deposit: '1000', settle_timeout: 40, reveal_timeout: '10' })
     expect(r.status, r.text).toBe(201)
     expect(Object.keys(r.body)).toEqual(SPEC_FIELDS)
@@ -188,9 +188,9 @@ describe('PUT /channels opens', () => {
       reveal_timeout: '10',
     })
     channelId = r.body.channel_identifier
-    const onchain = await readParticipantInfo(a.node.chain, { tokenNetwork: net.tokenNetwork, channelId: 1n, participant: A, partner: B })
+    const onchain = await readParticipantInfo(a.node.client.chain, { tokenNetwork: net.tokenNetwork, channelId: 1n, participant: A, partner: B })
     expect(onchain.deposit).toBe(1000n)
-    expect(await readTokenBalance(a.node.chain, { token })).toBe(tokensBefore - 1000n)
+    expect(await readTokenBalance(a.node.client.chain, { token })).toBe(tokensBefore - 1000n)
   })
 
   it('GET lists it, by token and by partner; the partner sees it from its side', async () => {
@@ -286,7 +286,7 @@ describe('PATCH refused: nothing changes', () => {
   })
 
   it('402: a deposit above our token balance; no ETH for gas to close, withdraw or deposit', async () => {
-    const balance = await readTokenBalance(a.node.chain, { token })
+    const balance = await readTokenBalance(a.node.client.chain, { token })
     expectError(await patch({ total_deposit: (1200n + balance + 1n).toString() }), 402, /Not enough balance/)
     await withoutGas(a, async () => {
       expectError(await patch({ state: 'closed' }), 402, /insufficient ETH/)
@@ -305,12 +305,12 @@ describe('PATCH acts', () => {
   const patch = (body: unknown) => a.request('PATCH', path(token, B), body)
 
   it('reveal_timeout: changes only the local channel', async () => {
-    const nonce = await a.node.chain.publicClient.getTransactionCount({ address: A })
+    const nonce = await a.node.client.chain.publicClient.getTransactionCount({ address: A })
     const r = await patch({ reveal_timeout: '15' })
     expect(r.status, r.text).toBe(200)
     expect(r.body).toMatchObject({ reveal_timeout: '15', settle_timeout: '40', state: 'opened' })
     expect((await a.get(path(token, B))).body.reveal_timeout).toBe('15')
-    expect(await a.node.chain.publicClient.getTransactionCount({ address: A })).toBe(nonce)
+    expect(await a.node.client.chain.publicClient.getTransactionCount({ address: A })).toBe(nonce)
     expect((await patch({ reveal_timeout: 20 })).body.reveal_timeout).toBe('20')
     expect((await patch({ reveal_timeout: 10 })).body.reveal_timeout).toBe('10')
   })
@@ -319,7 +319,7 @@ describe('PATCH acts', () => {
     const r = await patch({ total_deposit: 2000 })
     expect(r.status, r.text).toBe(200)
     expect(r.body).toMatchObject({ total_deposit: '2000', balance: '2000' })
-    expect((await readParticipantInfo(a.node.chain, { tokenNetwork: net.tokenNetwork, channelId: 1n, participant: A, partner: B })).deposit).toBe(2000n)
+    expect((await readParticipantInfo(a.node.client.chain, { tokenNetwork: net.tokenNetwork, channelId: 1n, participant: A, partner: B })).deposit).toBe(2000n)
     expectError(await patch({ total_deposit: 2000 }), 409, /did not increase/)
   })
 
@@ -327,19 +327,21 @@ describe('PATCH acts', () => {
     // B deposits through its own API, then the two pay each other.
     expect((await b.request('PATCH', path(token, A), { total_deposit: 500 })).status).toBe(200)
     await synced()
-    await sendPayment(a.node, { token: net.token, target: B, amount: 70n })
-    await sendPayment(b.node, { token: net.token, target: A, amount: 30n })
+    await sendPayment(a.node.client, { token: net.token, target: B, amount: 70n })
+    await sendPayment(b.node.client, { token: net.token, target: A, amount: 30n })
     await eventually(async () => expect((await a.get(path(token, B))).body.balance).toBe(String(2000 - 70 + 30)))
     await eventually(async () => expect((await b.get(path(token, A))).body).toMatchObject({ balance: String(500 - 30 + 70), total_deposit: '500' }))
   })
 
   it('total_withdraw: the partner co-signs, and the call returns once the withdraw is on-chain', async () => {
-    const tokensBefore = await readTokenBalance(a.node.chain, { token })
+    const tokensBefore = await readTokenBalance(a.node.client.chain, { token })
     const r = await patch({ total_withdraw: '100' })
     expect(r.status, r.text).toBe(200)
     expect(r.body).toMatchObject({ total_withdraw: '100', total_deposit: '2000', balance: String(2000 - 100 - 70 + 30) })
-    expect(await readTokenBalance(a.node.chain, { token })).toBe(tokensBefore + 100n)
-    expect((await readParticipantInfo(a.node.chain, { tokenNetwork: net.tokenNetwork, channelId: 1n, participant: A, partner: B })).withdrawnAmount).toBe(100n)
+    expect(await readTokenBalance(a.node.client.chain, { token })).toBe(tokensBefore + 100n)
+    expect(
+      (await readParticipantInfo(a.node.client.chain, { tokenNetwork: net.tokenNetwork, channelId: 1n, participant: A, partner: B })).withdrawnAmount,
+    ).toBe(100n)
     expectError(await patch({ total_withdraw: '100' }), 409, /did not increase/)
   })
 
@@ -363,9 +365,11 @@ describe('PATCH acts', () => {
     expect(r.status, r.text).toBe(200)
     expect(Object.keys(r.body)).toEqual(SPEC_FIELDS)
     expect(r.body).toMatchObject({ channel_identifier: channelId, state: 'closed', total_withdraw: '100' })
-    expect((await readChannelInfo(a.node.chain, { tokenNetwork: net.tokenNetwork, channelId: 1n, participant1: A, participant2: B })).state).toBe('closed')
+    expect((await readChannelInfo(a.node.client.chain, { tokenNetwork: net.tokenNetwork, channelId: 1n, participant1: A, participant2: B })).state).toBe(
+      'closed',
+    )
     // B answers the close with A's latest proof (it received 70).
-    await eventually(() => expect(a.node.channel(net.tokenNetwork, B)!.our.onchainNonce).toBeGreaterThan(0n))
+    await eventually(() => expect(a.node.client.channel(net.tokenNetwork, B)!.our.onchainNonce).toBeGreaterThan(0n))
     // Closed is still unsettled: listed.
     expect((await a.get('/channels')).body.map((c: any) => c.state).sort()).toEqual(['closed', 'opened', 'opened'])
   })

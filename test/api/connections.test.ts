@@ -8,7 +8,7 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
-import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
+import { depositOnChain, openChannelOnChain } from '../../src/node/actions/channels.ts'
 import { pathSegment } from './support/fuzz.ts'
 
 const MINTED = 10n ** 21n
@@ -53,14 +53,14 @@ const put = (n: ApiNode, t: string, body: unknown) => n.request('PUT', `/connect
 const del = (n: ApiNode, t: string) => n.request('DELETE', `/connections/${t}`)
 const openChannels = (n: ApiNode) =>
   Object.values(n.node.state.channels).filter((ch) => ch.state === 'opened' && ch.tokenNetwork.toLowerCase() === net.tokenNetwork.toLowerCase())
-const depositWith = (n: ApiNode, partner: Address) => n.node.channel(net.tokenNetwork, partner)?.our.deposit
+const depositWith = (n: ApiNode, partner: Address) => n.node.client.channel(net.tokenNetwork, partner)?.our.deposit
 
 /** What a refused request must leave alone: the node's channels, its nonce and its tokens. */
 async function snapshot(n: ApiNode) {
   return {
     channels: stringify(n.node.state.channels),
-    nonce: await n.node.chain.publicClient.getTransactionCount({ address: n.node.address }),
-    tokens: await readTokenBalance(n.node.chain, { token }),
+    nonce: await n.node.client.chain.publicClient.getTransactionCount({ address: n.node.address }),
+    tokens: await readTokenBalance(n.node.client.chain, { token }),
   }
 }
 
@@ -148,12 +148,12 @@ describe('joining a token network', () => {
 
   it('with no participant in the graph: 204 and no channel; the channel is opened once a participant appears', async () => {
     const tt2Channels = () => Object.values(b.node.state.channels).filter((ch) => ch.tokenNetwork.toLowerCase() === tt2Network.toLowerCase())
-    const nonce = await b.node.chain.publicClient.getTransactionCount({ address: b.node.address })
+    const nonce = await b.node.client.chain.publicClient.getTransactionCount({ address: b.node.address })
     const r = await put(b, tt2, { funds: '100', initial_channel_target: 1 })
     expect(r.status).toBe(204)
     expect(r.text).toBe('')
     expect(tt2Channels()).toEqual([])
-    expect(await b.node.chain.publicClient.getTransactionCount({ address: b.node.address })).toBe(nonce)
+    expect(await b.node.client.chain.publicClient.getTransactionCount({ address: b.node.address })).toBe(nonce)
     await rawChannel(5, 6, tt2Network)
     // X5 and X6 have one channel each: the smaller address first; 100 * 0.6 / 1 deposited.
     const first = [X[5], X[6]].sort((p, q) => (p.toLowerCase() < q.toLowerCase() ? -1 : 1))[0]!
@@ -189,7 +189,7 @@ describe('joining a token network', () => {
     ).toEqual([X[8], second].sort())
     expect(depositWith(a, X[8])).toBe(300n)
     expect(depositWith(a, second)).toBe(300n)
-    expect(await readTokenBalance(a.node.chain, { token })).toBe(MINTED - 600n)
+    expect(await readTokenBalance(a.node.client.chain, { token })).toBe(MINTED - 600n)
     const g = await a.get('/connections')
     expect(g.body).toEqual({ [token]: { sum_deposits: '600', channels: '2' } })
   })
@@ -201,15 +201,15 @@ describe('joining a token network', () => {
   })
 
   it('joins a channel another node opens with us: up to its deposit, from the joinable funds', async () => {
-    await openChannelOnChain(b.node, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 50n })
+    await openChannelOnChain(b.node.client, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 50n })
     await eventually(() => expect(depositWith(a, b.node.address)).toBe(50n))
   })
 
   it('a channel opened without a deposit is joined once the opener deposits, at most the per-channel amount', async () => {
-    await openChannelOnChain(c.node, { tokenNetwork: net.tokenNetwork, partner: a.node.address })
+    await openChannelOnChain(c.node.client, { tokenNetwork: net.tokenNetwork, partner: a.node.address })
     await someBlocks()
     expect(depositWith(a, c.node.address)).toBe(0n)
-    await depositOnChain(c.node, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 500n })
+    await depositOnChain(c.node.client, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 500n })
     // min(500, 1000 - 650 still to deposit, 300 per channel)
     await eventually(() => expect(depositWith(a, c.node.address)).toBe(300n))
     expect((await a.get('/connections')).body).toEqual({ [token]: { sum_deposits: '950', channels: '4' } })
@@ -272,12 +272,12 @@ describe('DELETE /connections/<token>', () => {
     expect(
       Object.values(a.node.state.channels).filter((ch) => ch.tokenNetwork.toLowerCase() === net.tokenNetwork.toLowerCase() && ch.state !== 'settled'),
     ).toEqual([])
-    expect(await readTokenBalance(a.node.chain, { token })).toBe(MINTED)
+    expect(await readTokenBalance(a.node.client.chain, { token })).toBe(MINTED)
     expect((await a.get('/connections')).body).toEqual({})
   })
 
   it('forgets the settings: a channel opened with us later is not joined', async () => {
-    await openChannelOnChain(b.node, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 10n })
+    await openChannelOnChain(b.node.client, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 10n })
     await someBlocks()
     expect(depositWith(a, b.node.address)).toBe(0n)
   })

@@ -4,7 +4,7 @@ import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
-import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
+import { depositOnChain, openChannelOnChain } from '../../src/node/actions/channels.ts'
 import { pathSegment } from './support/fuzz.ts'
 
 let net: ApiNet
@@ -20,11 +20,11 @@ beforeAll(async () => {
   net = await startApiNet({ nodes: 2 })
   ;[a, b] = net.nodes as [ApiNode, ApiNode]
   registry = net.deployment.contracts.TokenNetworkRegistry.address
-  const opened = await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 100n })
-  await b.node.waitForBlock(opened.openedBlock)
-  await depositOnChain(b.node, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 50n })
-  firstBlock = a.node.channel(net.tokenNetwork, b.node.address)!.openedBlock
-  const second = await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: other })
+  const opened = await openChannelOnChain(a.node.client, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 100n })
+  await b.node.client.waitForBlock(opened.openedBlock)
+  await depositOnChain(b.node.client, { tokenNetwork: net.tokenNetwork, partner: a.node.address, totalDeposit: 50n })
+  firstBlock = a.node.client.channel(net.tokenNetwork, b.node.address)!.openedBlock
+  const second = await openChannelOnChain(a.node.client, { tokenNetwork: net.tokenNetwork, partner: other })
   secondBlock = second.openedBlock
   await net.synced()
   const paid = await a.request('POST', `/payments/${net.token}/${b.node.address}`, { amount: '5', identifier: '99' })
@@ -58,7 +58,7 @@ describe('GET /_debug/blockchain_events/...', () => {
     const [e] = list as [Entry]
     expect(Object.keys(e).sort()).toEqual(ENTRY_KEYS)
     expect(e).toMatchObject({ event: 'TokenNetworkCreated', address: registry, args: { token_address: net.token, token_network_address: net.tokenNetwork } })
-    const receipt = await a.node.chain.publicClient.getTransactionReceipt({ hash: e.transactionHash })
+    const receipt = await a.node.client.chain.publicClient.getTransactionReceipt({ hash: e.transactionHash })
     expect(e.blockHash).toBe(receipt.blockHash)
     expect(e.block_number).toBe(Number(receipt.blockNumber))
     expect(e.transactionIndex).toBe(receipt.transactionIndex)

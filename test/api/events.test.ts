@@ -7,8 +7,8 @@ import { toPushEvent } from '../../src/api/routes/events.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { serveNode, startApiNet, type ApiNet, type ApiNode, createApiNode } from './support/apiNet.ts'
 import { openEvents, type SseClient, type SseEvent } from './support/sse.ts'
-import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { depositOnChain, openChannelOnChain } from '../../src/node/actions/channels.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 
 let net: ApiNet
 beforeAll(async () => {
@@ -54,7 +54,7 @@ describe('GET /events', () => {
     const [a, b] = net.nodes as [(typeof net.nodes)[0], (typeof net.nodes)[0]]
     const [sa, sb] = await Promise.all([openEvents(`${a.url}/events`), openEvents(`${b.url}/events`)])
     const tokenNetwork = net.tokenNetwork
-    const channel = await openChannelOnChain(a.node, { tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
+    const channel = await openChannelOnChain(a.node.client, { tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
     const ids = { token_network_address: tokenNetwork, token_address: net.token, channel_identifier: String(channel.id) }
     for (const [stream, partner] of [
       [sa, b.node.address],
@@ -69,11 +69,11 @@ describe('GET /events', () => {
       })
     }
 
-    await b.node.waitForBlock(channel.openedBlock)
-    await depositOnChain(b.node, { tokenNetwork, partner: a.node.address, totalDeposit: 500n })
+    await b.node.client.waitForBlock(channel.openedBlock)
+    await depositOnChain(b.node.client, { tokenNetwork, partner: a.node.address, totalDeposit: 500n })
     for (const stream of [sa, sb]) expect((await stream.next(named('channel_deposit', { participant: b.node.address }))).data.total_deposit).toBe('500')
 
-    const paid = await sendPayment(a.node, { token: net.token, target: b.node.address, amount: 70n, identifier: 1234n })
+    const paid = await sendPayment(a.node.client, { token: net.token, target: b.node.address, amount: 70n, identifier: 1234n })
     const sent = await sa.next(named('payment_sent_success'))
     expect(sent.data).toEqual({
       event: 'EventPaymentSentSuccess',
@@ -95,11 +95,11 @@ describe('GET /events', () => {
       secret_hash: paid.secrethash,
     })
 
-    await a.node.dispatch({ type: 'withdraw', tokenNetwork, channelId: channel.id, totalWithdraw: 100n })
+    await a.node.client.dispatch({ type: 'withdraw', tokenNetwork, channelId: channel.id, totalWithdraw: 100n })
     for (const stream of [sa, sb])
       expect((await stream.next(named('channel_withdraw'))).data).toMatchObject({ ...ids, participant: a.node.address, total_withdraw: '100' })
 
-    await a.node.dispatch({ type: 'closeChannel', tokenNetwork, channelId: channel.id })
+    await a.node.client.dispatch({ type: 'closeChannel', tokenNetwork, channelId: channel.id })
     expect((await sa.next(named('channel_closing'))).data).toMatchObject({ ...ids, state: 'closing' })
     for (const stream of [sa, sb]) await stream.next(named('channel_closed'))
     await mine(Number(channel.settleTimeout) + 2)
@@ -115,9 +115,9 @@ describe('GET /events', () => {
 
   it('a client that reconnects with Last-Event-ID gets every event it missed, once and in order, then the live ones', async () => {
     const [, b, c] = net.nodes as [ApiNode, ApiNode, ApiNode]
-    await openChannelOnChain(c.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
+    await openChannelOnChain(c.node.client, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
     await net.synced()
-    const pay = (identifier: bigint) => sendPayment(c.node, { token: net.token, target: b.node.address, amount: 1n, identifier })
+    const pay = (identifier: bigint) => sendPayment(c.node.client, { token: net.token, target: b.node.address, amount: 1n, identifier })
     const received = named('payment_received_success')
 
     const first = await openEvents(`${b.url}/events`)
@@ -171,7 +171,7 @@ describe('GET /events', () => {
     const small = await serveNode(c.node, { eventLogCapacity: 2 })
     try {
       const before = small.api.events.headId
-      for (const id of [11n, 12n, 13n]) await sendPayment(c.node, { token: net.token, target: b.node.address, amount: 1n, identifier: id })
+      for (const id of [11n, 12n, 13n]) await sendPayment(c.node.client, { token: net.token, target: b.node.address, amount: 1n, identifier: id })
       await eventually(() => expect(small.api.events.next).toBeGreaterThan(seqOf(before) + 3), 5_000)
       const stream = await openEvents(`${small.url}/events`, { lastEventId: before })
       expect((await stream.next(() => true)).data).toEqual({
@@ -193,7 +193,10 @@ describe('GET /events', () => {
     const tokenNetwork = net.tokenNetwork
     const target = net.nodes[1]!.node.address
     const secrethash = `0x${'ab'.repeat(32)}` as const
-    const failed = toPushEvent({ type: 'paymentSentFailed', token, tokenNetwork, target, amount: 5n, paymentId: 9n, secrethash, reason: 'lock expired' }, node)
+    const failed = toPushEvent(
+      { type: 'paymentSentFailed', token, tokenNetwork, target, amount: 5n, paymentId: 9n, secrethash, reason: 'lock expired' },
+      node.client,
+    )
     expect(failed).toEqual({
       event: 'payment_sent_failed',
       data: {
@@ -207,23 +210,23 @@ describe('GET /events', () => {
         secret_hash: secrethash,
       },
     })
-    expect(toPushEvent({ type: 'mediationSucceeded', tokenNetwork, secrethash, amount: 3n }, node)).toEqual({
+    expect(toPushEvent({ type: 'mediationSucceeded', tokenNetwork, secrethash, amount: 3n }, node.client)).toEqual({
       event: 'payment_mediated',
       data: { token_network_address: tokenNetwork, token_address: token, amount: 3n, secret_hash: secrethash },
     })
-    expect(toPushEvent({ type: 'messageRejected', sender: target, messageType: 'LockedTransfer', reason: 'bad nonce' }, node)).toEqual({
+    expect(toPushEvent({ type: 'messageRejected', sender: target, messageType: 'LockedTransfer', reason: 'bad nonce' }, node.client)).toEqual({
       event: 'message_rejected',
       data: { sender: target, message_type: 'LockedTransfer', reason: 'bad nonce' },
     })
-    expect(toPushEvent({ type: 'actionRejected', action: 'close', reason: 'no such channel' }, node)).toEqual({
+    expect(toPushEvent({ type: 'actionRejected', action: 'close', reason: 'no such channel' }, node.client)).toEqual({
       event: 'action_rejected',
       data: { action: 'close', reason: 'no such channel' },
     })
-    expect(toPushEvent({ type: 'error', where: 'chain sync', error: new Error('rpc down\nwith details') }, node)).toEqual({
+    expect(toPushEvent({ type: 'error', where: 'chain sync', error: new Error('rpc down\nwith details') }, node.client)).toEqual({
       event: 'node_error',
       data: { where: 'chain sync', message: 'rpc down', code: 'INTERNAL' },
     })
-    expect(toPushEvent({ type: 'withdrawExpired', tokenNetwork, channelId: 77n, totalWithdraw: 4n }, node)).toEqual({
+    expect(toPushEvent({ type: 'withdrawExpired', tokenNetwork, channelId: 77n, totalWithdraw: 4n }, node.client)).toEqual({
       event: 'channel_withdraw_expired',
       data: { token_network_address: tokenNetwork, token_address: token, partner_address: null, channel_identifier: 77n, total_withdraw: 4n },
     })

@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { mintTokens } from '../../src/chain/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
-import { compareVersions } from '../../src/node/notifications.ts'
+import { compareVersions } from '../../src/node/services/notifications.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
-import { openChannelOnChain } from '../../src/node/channelActions.ts'
+import { openChannelOnChain } from '../../src/node/actions/channels.ts'
 
 let net: ApiNet
 let a: ApiNode
@@ -49,7 +49,7 @@ const notification = async (id: string, n: ApiNode = a) => ((await n.get('/notif
 const block = async () => {
   await devnet.mine({ blocks: 1 })
   const head = await devnet.getBlockNumber()
-  await a.node.waitForBlock(head)
+  await a.node.client.waitForBlock(head)
 }
 
 describe('GET /notifications as served (no release feed)', () => {
@@ -79,12 +79,12 @@ describe('GET /notifications as served (no release feed)', () => {
 
 describe('each notification is raised by its condition and cleared when it no longer holds', () => {
   beforeAll(() => {
-    a.node.notifications.configure({ version: '0.1.0', minServiceTokenBalance: 100n, checkEveryBlocks: 1n })
+    a.node.services.notifications.configure({ version: '0.1.0', minServiceTokenBalance: 100n, checkEveryBlocks: 1n })
   })
 
   it('low_service_token: goes once the UDC holds the minimum, comes back when a planned withdrawal lowers it', async () => {
     expect(await ids()).toContain('low_service_token')
-    await mintTokens(a.node.chain, a.node.queue, { token: net.deployment.serviceToken, amount: 1000n })
+    await mintTokens(a.node.client.chain, a.node.client.queue, { token: net.deployment.serviceToken, amount: 1000n })
     expect((await a.request('POST', '/user_deposit', { total_deposit: '99' })).status).toBe(200)
     await block()
     await eventually(async () => expect((await notification('low_service_token'))?.body).toMatch(/is 99 /))
@@ -107,7 +107,7 @@ describe('each notification is raised by its condition and cleared when it no lo
     expect(await ids()).not.toContain('missing_gas_reserve')
     await devnet.setBalance({ address: a.node.address, value: parseEther('10000') })
 
-    await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 10n })
+    await openChannelOnChain(a.node.client, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 10n })
     await block()
     expect(await ids()).not.toContain('missing_gas_reserve')
     await devnet.setBalance({ address: a.node.address, value: 1000n })
@@ -125,7 +125,7 @@ describe('each notification is raised by its condition and cleared when it no lo
 describe('version notifications from a release feed', () => {
   beforeAll(() => {
     feed = { status: 200, body: JSON.stringify({ latest: '0.2.0', security: ['0.1.0'] }) }
-    a.node.notifications.configure({ version: '0.1.0', releaseFeedUrl: feedUrl, minServiceTokenBalance: 0n, checkEveryBlocks: 1n })
+    a.node.services.notifications.configure({ version: '0.1.0', releaseFeedUrl: feedUrl, minServiceTokenBalance: 0n, checkEveryBlocks: 1n })
   })
 
   it('an outdated version with a security problem raises both', async () => {

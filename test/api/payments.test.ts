@@ -8,8 +8,8 @@ import { balance } from '../../src/protocol/channel/amounts.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { startSecretResolver, type SecretResolver } from './support/secretResolver.ts'
-import { openChannelOnChain } from '../../src/node/channelActions.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { openChannelOnChain } from '../../src/node/actions/channels.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 import { pathSegment } from './support/fuzz.ts'
 
 let net: ApiNet
@@ -30,9 +30,9 @@ beforeAll(async () => {
   net = await startApiNet({ nodes: 4, node: { resolverEndpoint: resolver.url, durable: true } })
   ;[a, b, c, d] = net.nodes as [ApiNode, ApiNode, ApiNode, ApiNode]
   // A-B and B-C carry payments (A->C is mediated by B); A-offline never completes one; D has no channel.
-  await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
-  await openChannelOnChain(b.node, { tokenNetwork: net.tokenNetwork, partner: c.node.address, totalDeposit: 500n })
-  await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: offline, totalDeposit: 100n })
+  await openChannelOnChain(a.node.client, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })
+  await openChannelOnChain(b.node.client, { tokenNetwork: net.tokenNetwork, partner: c.node.address, totalDeposit: 500n })
+  await openChannelOnChain(a.node.client, { tokenNetwork: net.tokenNetwork, partner: offline, totalDeposit: 100n })
   await net.synced()
 }, 120_000)
 
@@ -45,7 +45,7 @@ const pay = (from: ApiNode, target: Address | string, body: unknown, token: Addr
   from.request('POST', `/payments/${token}/${target}`, body)
 const randomSecret = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
 const own = (n: ApiNode, partner: Address) => {
-  const ch = n.node.channel(net.tokenNetwork, partner)!
+  const ch = n.node.client.channel(net.tokenNetwork, partner)!
   return balance(ch.our, ch.partnerEnd)
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -64,9 +64,9 @@ async function snapshot(n: ApiNode) {
   return {
     channels: JSON.stringify(state.channels, (_, v) => (typeof v === 'bigint' ? v.toString() : v)),
     transfers: [Object.keys(state.initiators).length, Object.keys(state.mediators).length, Object.keys(state.targets).length],
-    payments: (await n.node.storage.payments({})).length,
-    events: (await n.node.storage.events({})).length,
-    tokens: await readTokenBalance(n.node.chain, { token: net.token }),
+    payments: (await n.node.client.store.payments({})).length,
+    events: (await n.node.client.store.events({})).length,
+    tokens: await readTokenBalance(n.node.client.chain, { token: net.token }),
   }
 }
 
@@ -162,7 +162,7 @@ describe('POST /payments/<token>/<target>: success', () => {
     const secret = randomSecret()
     const secrethash = sha256(secret)
     resolver.secrets.set(secrethash, secret)
-    const block = await a.node.chain.publicClient.getBlockNumber()
+    const block = await a.node.client.chain.publicClient.getBlockNumber()
     const r = await pay(a, c.node.address, { amount: '4', identifier: '777', secret_hash: secrethash })
     expect(r.status, r.text).toBe(200)
     expect(r.body).toMatchObject({ secret, secret_hash: secrethash, identifier: '777', target_address: c.node.address })
@@ -260,7 +260,7 @@ describe('POST /payments/<token>/<target>: success', () => {
     const before = own(a, b.node.address)
     const request = { token: net.token, target: b.node.address, amount: 2n, identifier: 9600n }
     // No await between the calls: the second runs while the first is still reading the payment history.
-    const calls = [sendPayment(a.node, request), sendPayment(a.node, request), sendPayment(a.node, { ...request, amount: 3n })]
+    const calls = [sendPayment(a.node.client, request), sendPayment(a.node.client, request), sendPayment(a.node.client, { ...request, amount: 3n })]
     const [first, joined, other] = await Promise.allSettled(calls)
     expect(first).toMatchObject({ status: 'fulfilled', value: { amount: 2n, identifier: 9600n } })
     expect(joined).toEqual(first)
@@ -408,7 +408,7 @@ describe('POST /payments/<token>/<target>: failures change nothing', () => {
     const secrethash = sha256(secret)
     await sendProtocolTransaction(
       { type: 'registerSecret', secret, secrethash },
-      { queue: d.node.queue, signer: d.node.chain, secretRegistry: net.deployment.contracts.SecretRegistry.address },
+      { queue: d.node.client.queue, signer: d.node.client.chain, secretRegistry: net.deployment.contracts.SecretRegistry.address },
     )
     // At once (read from the chain), and once the node has synced the registration (from its state).
     for (let i = 0; i < 2; i++) {
@@ -420,7 +420,7 @@ describe('POST /payments/<token>/<target>: failures change nothing', () => {
         expect(r.status, r.text).toBe(409)
         expect(r.body.errors).toMatch(/registered on-chain/)
       }
-      await a.node.waitForBlock(await a.node.chain.publicClient.getBlockNumber())
+      await a.node.client.waitForBlock(await a.node.client.chain.publicClient.getBlockNumber())
       expect(a.node.state.registeredSecrets[secrethash]).toBeDefined()
     }
     expect(await snapshot(a)).toEqual(before)

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from '../integration/support/eventually.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { startSecretResolver, type SecretResolver } from './support/secretResolver.ts'
-import { openChannelOnChain } from '../../src/node/channelActions.ts'
+import { openChannelOnChain } from '../../src/node/actions/channels.ts'
 import { pathSegment } from './support/fuzz.ts'
 
 let net: ApiNet
@@ -19,8 +19,8 @@ beforeAll(async () => {
   resolver = await startSecretResolver()
   net = await startApiNet({ nodes: 3, node: { resolverEndpoint: resolver.url } })
   ;[a, b, c] = net.nodes as [ApiNode, ApiNode, ApiNode]
-  ab = (await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })).id
-  bc = (await openChannelOnChain(b.node, { tokenNetwork: net.tokenNetwork, partner: c.node.address, totalDeposit: 1000n })).id
+  ab = (await openChannelOnChain(a.node.client, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 1000n })).id
+  bc = (await openChannelOnChain(b.node.client, { tokenNetwork: net.tokenNetwork, partner: c.node.address, totalDeposit: 1000n })).id
   await net.synced()
 }, 120_000)
 

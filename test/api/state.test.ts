@@ -11,8 +11,8 @@ import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
 import type { StorageDump } from '../../src/storage/storage.ts'
 import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
 import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
-import { openChannelOnChain } from '../../src/node/channelActions.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { openChannelOnChain } from '../../src/node/actions/channels.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 import { isDotSegment } from './support/fuzz.ts'
 
 let net: ApiNet
@@ -26,8 +26,8 @@ const plain = (value: unknown) => JSON.parse(JSON.stringify(value, (_, v) => (ty
 describe('GET /_state/export', () => {
   it('is a dump of the whole store that restores the same node: channels, balance proofs and payment history', async () => {
     const [a, b] = net.nodes as [(typeof net.nodes)[0], (typeof net.nodes)[0]]
-    await openChannelOnChain(a.node, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 300n })
-    await sendPayment(a.node, { token: net.token, target: b.node.address, amount: 25n, identifier: 77n })
+    await openChannelOnChain(a.node.client, { tokenNetwork: net.tokenNetwork, partner: b.node.address, totalDeposit: 300n })
+    await sendPayment(a.node.client, { token: net.token, target: b.node.address, amount: 25n, identifier: 77n })
 
     const r = await a.request('GET', '/_state/export')
     expect(r.status).toBe(200)
@@ -57,8 +57,8 @@ describe('GET /_state/export', () => {
     try {
       expect(plain(restored.state.channels)).toEqual(plain(a.node.state.channels))
       expect(plain(restored.state.initiators)).toEqual(plain(a.node.state.initiators))
-      const history = await restored.storage.payments({})
-      expect(plain(history)).toEqual(plain(await a.node.storage.payments({})))
+      const history = await restored.client.store.payments({})
+      expect(plain(history)).toEqual(plain(await a.node.client.store.payments({})))
       expect(history.some((p) => p.identifier === 77n && p.amount === 25n && p.event === 'EventPaymentSentSuccess')).toBe(true)
     } finally {
       await restored.stop()

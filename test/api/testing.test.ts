@@ -30,12 +30,12 @@ afterAll(async () => {
 })
 
 const mint = (n: ApiNode, t: string, body: unknown) => n.request('POST', `/_testing/tokens/${t}/mint`, body)
-const balanceOf = (owner: Address, t: Address = token) => readTokenBalance(a.node.chain, { token: t, owner })
+const balanceOf = (owner: Address, t: Address = token) => readTokenBalance(a.node.client.chain, { token: t, owner })
 
 /** What a refused request must leave alone: the node's nonce and the token balances involved. */
 async function snapshot() {
   return {
-    nonce: await a.node.chain.publicClient.getTransactionCount({ address: a.node.address }),
+    nonce: await a.node.client.chain.publicClient.getTransactionCount({ address: a.node.address }),
     ours: await balanceOf(a.node.address),
     theirs: await balanceOf(C),
     supply: await devnet.readContract({
@@ -53,7 +53,7 @@ describe('POST /_testing/tokens/<token>/mint', () => {
     expect(r.status).toBe(200)
     expect(Object.keys(r.body)).toEqual(['transaction_hash'])
     expect(r.body.transaction_hash).toMatch(/^0x[0-9a-f]{64}$/)
-    expect((await a.node.chain.publicClient.getTransactionReceipt({ hash: r.body.transaction_hash })).status).toBe('success')
+    expect((await a.node.client.chain.publicClient.getTransactionReceipt({ hash: r.body.transaction_hash })).status).toBe('success')
     expect(await balanceOf(C)).toBe(before + 1234n)
   })
 

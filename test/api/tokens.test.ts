@@ -76,7 +76,7 @@ async function snapshot() {
   return {
     tokenNetworks: stringify(node.state.tokenNetworks),
     nonce: await devnet.getTransactionCount({ address: node.address }),
-    created: (await readRegistryLimits(node.chain, { registry: deployment.contracts.TokenNetworkRegistry.address })).tokenNetworksCreated,
+    created: (await readRegistryLimits(node.client.chain, { registry: deployment.contracts.TokenNetworkRegistry.address })).tokenNetworksCreated,
   }
 }
 
@@ -161,7 +161,7 @@ describe('PUT /tokens/<token> registers', () => {
     const r = await dev.request('PUT', `/tokens/${TT2}`)
     expect(r.status, r.text).toBe(201)
     expect(r.body).toEqual({
-      token_network_address: await readTokenNetworkOf(node.chain, { registry: deployment.contracts.TokenNetworkRegistry.address, token: TT2 }),
+      token_network_address: await readTokenNetworkOf(node.client.chain, { registry: deployment.contracts.TokenNetworkRegistry.address, token: TT2 }),
     })
     expect((await dev.get(`/tokens/${TT2}`)).body).toBe(r.body.token_network_address)
     expect((await dev.get('/tokens')).body).toEqual([TTT, TT2])

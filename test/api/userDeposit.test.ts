@@ -33,7 +33,7 @@ beforeAll(async () => {
   none = await serveNode(await startNode(net, anvilKeys[2], { deployment: withUdc(zeroAddress) }))
   limited = await serveNode(await startNode(net, anvilKeys[3], { deployment: withUdc(limitedUdc) }))
   // The harness mints only the test token; the service token (a CustomToken) is mintable by anyone.
-  for (const n of [limited, none]) await mintTokens(n.node.chain, n.node.queue, { token: serviceToken, amount: 1000n })
+  for (const n of [limited, none]) await mintTokens(n.node.client.chain, n.node.client.queue, { token: serviceToken, amount: 1000n })
 })
 afterAll(async () => {
   for (const n of [none, limited]) {
@@ -48,11 +48,11 @@ const udcOf = (n: ApiNode) => (n === limited ? limitedUdc : net.deployment.contr
 
 /** What a refused request must leave alone: the UDC account, the service tokens and the account nonce. */
 async function snapshot(n: ApiNode = a) {
-  const udc = await readUserDeposit(n.node.chain, { userDeposit: udcOf(n) })
+  const udc = await readUserDeposit(n.node.client.chain, { userDeposit: udcOf(n) })
   return {
     udc,
-    tokens: await readTokenBalance(n.node.chain, { token: serviceToken }),
-    nonce: await n.node.chain.publicClient.getTransactionCount({ address: n.node.address }),
+    tokens: await readTokenBalance(n.node.client.chain, { token: serviceToken }),
+    nonce: await n.node.client.chain.publicClient.getTransactionCount({ address: n.node.address }),
   }
 }
 
@@ -65,7 +65,7 @@ async function withoutGas<T>(n: ApiNode, run: () => Promise<T>): Promise<T> {
   }
 }
 
-const receipt = (hash: `0x${string}`) => a.node.chain.publicClient.getTransactionReceipt({ hash })
+const receipt = (hash: `0x${string}`) => a.node.client.chain.publicClient.getTransactionReceipt({ hash })
 
 describe('POST /user_deposit: request shape (400)', () => {
   it('an empty, malformed, non-object or empty-object body is 400', async () => {
@@ -114,13 +114,13 @@ describe('POST /user_deposit: request shape (400)', () => {
 
 describe('POST /user_deposit without a UserDeposit contract (404)', () => {
   it('each operation is 404 and sends nothing', async () => {
-    const nonce = await none.node.chain.publicClient.getTransactionCount({ address: none.node.address })
+    const nonce = await none.node.client.chain.publicClient.getTransactionCount({ address: none.node.address })
     for (const body of [{ total_deposit: '10' }, { planned_withdraw_amount: '1' }, { withdraw_amount: '1' }]) {
       const r = await post(none, body)
       expect(r.status, JSON.stringify(body)).toBe(404)
       expect(r.body.errors).toMatch(/No UserDeposit contract is configured/)
     }
-    expect(await none.node.chain.publicClient.getTransactionCount({ address: none.node.address })).toBe(nonce)
+    expect(await none.node.client.chain.publicClient.getTransactionCount({ address: none.node.address })).toBe(nonce)
   })
 })
 
@@ -135,7 +135,7 @@ describe('POST /user_deposit: deposit', () => {
   })
 
   it('200 with the transaction hash; the UDC holds the new total and the service tokens moved', async () => {
-    await mintTokens(a.node.chain, a.node.queue, { token: serviceToken, amount: 1000n })
+    await mintTokens(a.node.client.chain, a.node.client.queue, { token: serviceToken, amount: 1000n })
     const r = await post(a, { total_deposit: '10' })
     expect(r.status).toBe(200)
     expect(Object.keys(r.body)).toEqual(['transaction_hash'])

@@ -8,7 +8,7 @@ import type { Deployment } from '../../src/chain/deployment.ts'
 import { readChannelInfo, readParticipantInfo } from '../../src/chain/reads.ts'
 import { openChannel, setTotalDeposit } from '../../src/chain/tokenNetworkActions.ts'
 import { sendProtocolTransaction } from '../../src/chain/transactions.ts'
-import { depositOnChain, openChannelOnChain } from '../../src/node/channelActions.ts'
+import { depositOnChain, openChannelOnChain } from '../../src/node/actions/channels.ts'
 import { createNode } from '../../src/node/createNode.ts'
 import type { NodeNotice } from '../../src/node/notices.ts'
 import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
@@ -69,16 +69,16 @@ test('behind an endpoint that repeats, reorders, replays and delays logs, under 
       await close(x, id, y.address)
     }
     const ours = async () => {
-      await openChannelOnChain(node, { tokenNetwork, partner: owner.address, totalDeposit: 7n })
-      await depositOnChain(node, { tokenNetwork, partner: owner.address, totalDeposit: 9n })
+      await openChannelOnChain(node.client, { tokenNetwork, partner: owner.address, totalDeposit: 7n })
+      await depositOnChain(node.client, { tokenNetwork, partner: owner.address, totalDeposit: 9n })
     }
     let loadDone = false
     const waiter = async () => {
-      while (!loadDone) await node.waitForBlock(await owner.chain.publicClient.getBlockNumber())
+      while (!loadDone) await node.client.waitForBlock(await owner.chain.publicClient.getBlockNumber())
     }
     const load = Promise.all([...others.map(withUs), ...others.map(withNeighbour), ours()]).finally(() => (loadDone = true))
     await Promise.all([load, waiter(), waiter(), waiter()])
-    await node.waitForBlock(await owner.chain.publicClient.getBlockNumber(), 20_000)
+    await node.client.waitForBlock(await owner.chain.publicClient.getBlockNumber(), 20_000)
 
     // The node never stopped and reported nothing.
     expect(notices.filter((n) => n.type === 'error')).toEqual([])
@@ -104,7 +104,7 @@ test('behind an endpoint that repeats, reorders, replays and delays logs, under 
     // The stored chain events are the chain's logs, once each; read up to a block whose range is committed.
     const synced = node.state.blockNumber
     const chainLogs = await followedLogs(me, deployment, synced)
-    const stored = await node.storage.chainEvents({ toBlock: synced })
+    const stored = await node.client.store.chainEvents({ toBlock: synced })
     const key = (e: { blockNumber: bigint | null; logIndex: number | null; transactionHash: Hex | null }) =>
       `${e.blockNumber}:${e.logIndex}:${e.transactionHash}`
     expect(stored.map(key)).toEqual(chainLogs.map(key))

@@ -9,9 +9,9 @@ import type { Address, Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
-import { closeChannel, openChannelOnChain } from '../../src/node/channelActions.ts'
+import { closeChannel, openChannelOnChain } from '../../src/node/actions/channels.ts'
 import { createNode } from '../../src/node/createNode.ts'
-import { sendPayment } from '../../src/node/payments.ts'
+import { sendPayment } from '../../src/node/actions/payments.ts'
 import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { decodeMessage, encodeMessage, signMessage } from '../../src/protocol/messages/index.ts'
 import type { LockedTransfer, Message, Signed } from '../../src/protocol/messages/types.ts'
@@ -65,9 +65,9 @@ describe('a partner signing two messages under one nonce', () => {
     try {
       const a = await start(keyA)
       let b = await start(keyB)
-      await openChannelOnChain(a, { tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 100n })
-      await eventually(() => expect(b.channel(net.tokenNetwork, a.address)?.state).toBe('opened'))
-      await sendPayment(a, { token: net.token, target: b.address, amount: 10n, identifier: 1n })
+      await openChannelOnChain(a.client, { tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 100n })
+      await eventually(() => expect(b.client.channel(net.tokenNetwork, a.address)?.state).toBe('opened'))
+      await sendPayment(a.client, { token: net.token, target: b.address, amount: 10n, identifier: 1n })
       const original = await eventually(() => {
         const lt = wire.seen.find((s) => s.from === a.address && s.message.type === 'LockedTransfer')
         expect(lt).toBeDefined()
@@ -75,19 +75,19 @@ describe('a partner signing two messages under one nonce', () => {
       })
       await eventually(() => expect(processedFor(wire.seen, b.address, original.message_identifier)).not.toHaveLength(0))
       // The payment's Unlock applied too: the partner's end is at rest.
-      await eventually(() => expect(b.channel(net.tokenNetwork, a.address)!.partnerEnd).toMatchObject({ nonce: 2n, locks: [] }))
-      const before = b.channel(net.tokenNetwork, a.address)!
+      await eventually(() => expect(b.client.channel(net.tokenNetwork, a.address)!.partnerEnd).toMatchObject({ nonce: 2n, locks: [] }))
+      const before = b.client.channel(net.tokenNetwork, a.address)!
 
       // A signs another LockedTransfer under the nonce B applied (another message id, so nothing but the id differs).
       const { signature: _, ...plain } = original
       const variant = await signMessage(keyA, { ...plain, message_identifier: original.message_identifier + 1000n })
       wire.post(a.address, b.address, variant)
-      await eventually(() => expect(b.channel(net.tokenNetwork, a.address)?.partnerEnd.equivocations).toBe(1))
-      const notifications = await b.notifications.list()
+      await eventually(() => expect(b.client.channel(net.tokenNetwork, a.address)?.partnerEnd.equivocations).toBe(1))
+      const notifications = await b.services.notifications.list()
       expect(notifications).toContainEqual(
         expect.objectContaining({ id: 'partner_equivocation', urgency: 'critical', body: expect.stringContaining(a.address) }),
       )
-      const evidence = (await b.storage.events({})).map((e) => e.event).filter((e) => e.type === 'partnerEquivocated')
+      const evidence = (await b.client.store.events({})).map((e) => e.event).filter((e) => e.type === 'partnerEquivocated')
       expect(evidence).toEqual([
         expect.objectContaining({
           partner: a.address,
@@ -98,8 +98,11 @@ describe('a partner signing two messages under one nonce', () => {
         }),
       ])
       // Nothing else changed, and a later payment still goes through: then no Processed for the variant was ever sent.
-      expect({ ...b.channel(net.tokenNetwork, a.address)!.partnerEnd, equivocations: undefined }).toEqual({ ...before.partnerEnd, equivocations: undefined })
-      await sendPayment(a, { token: net.token, target: b.address, amount: 5n, identifier: 2n })
+      expect({ ...b.client.channel(net.tokenNetwork, a.address)!.partnerEnd, equivocations: undefined }).toEqual({
+        ...before.partnerEnd,
+        equivocations: undefined,
+      })
+      await sendPayment(a.client, { token: net.token, target: b.address, amount: 5n, identifier: 2n })
       expect(processedFor(wire.seen, b.address, variant.message_identifier)).toEqual([])
 
       // After a restart (nothing remembered in memory), the store tells the resend of the original from the variant.
@@ -109,10 +112,12 @@ describe('a partner signing two messages under one nonce', () => {
       wire.post(a.address, b.address, original)
       await eventually(() => expect(processedFor(wire.seen, b.address, original.message_identifier).length).toBe(processedBefore + 1))
       wire.post(a.address, b.address, variant)
-      await eventually(() => expect(b.channel(net.tokenNetwork, a.address)?.partnerEnd.equivocations).toBe(2))
-      await sendPayment(a, { token: net.token, target: b.address, amount: 5n, identifier: 3n })
+      await eventually(() => expect(b.client.channel(net.tokenNetwork, a.address)?.partnerEnd.equivocations).toBe(2))
+      await sendPayment(a.client, { token: net.token, target: b.address, amount: 5n, identifier: 3n })
       expect(processedFor(wire.seen, b.address, variant.message_identifier)).toEqual([])
-      expect(await b.notifications.list()).toContainEqual(expect.objectContaining({ id: 'partner_equivocation', body: expect.stringContaining('2 time(s)') }))
+      expect(await b.services.notifications.list()).toContainEqual(
+        expect.objectContaining({ id: 'partner_equivocation', body: expect.stringContaining('2 time(s)') }),
+      )
     } finally {
       wire.close()
     }
@@ -123,14 +128,14 @@ describe('a node restored from a stale copy of its store', () => {
   test('stops with STALE_STATE when the partner closes with a newer proof of ours, signs nothing more, and does not start on that state again', async () => {
     let c = await start(keyC)
     const d = await start(keyD)
-    await openChannelOnChain(c, { tokenNetwork: net.tokenNetwork, partner: d.address, totalDeposit: 100n })
-    await eventually(() => expect(d.channel(net.tokenNetwork, c.address)?.state).toBe('opened'))
-    await sendPayment(c, { token: net.token, target: d.address, amount: 10n, identifier: 1n })
+    await openChannelOnChain(c.client, { tokenNetwork: net.tokenNetwork, partner: d.address, totalDeposit: 100n })
+    await eventually(() => expect(d.client.channel(net.tokenNetwork, c.address)?.state).toBe('opened'))
+    await sendPayment(c.client, { token: net.token, target: d.address, amount: 10n, identifier: 1n })
     // A backup now: a consistent copy of the store, as GET /_state/export gives it.
-    const backup: StorageDump = await c.storage.exportDump()
-    const backupNonce = c.channel(net.tokenNetwork, d.address)!.our.nonce
-    await sendPayment(c, { token: net.token, target: d.address, amount: 7n, identifier: 2n })
-    await eventually(() => expect(d.channel(net.tokenNetwork, c.address)!.partnerEnd.nonce).toBeGreaterThan(backupNonce))
+    const backup: StorageDump = await c.client.store.exportDump()
+    const backupNonce = c.client.channel(net.tokenNetwork, d.address)!.our.nonce
+    await sendPayment(c.client, { token: net.token, target: d.address, amount: 7n, identifier: 2n })
+    await eventually(() => expect(d.client.channel(net.tokenNetwork, c.address)!.partnerEnd.nonce).toBeGreaterThan(backupNonce))
     await c.stop()
 
     // The store is lost; the owner restores the backup into a fresh one and starts the node again.
@@ -139,10 +144,10 @@ describe('a node restored from a stale copy of its store', () => {
     c = await createNode({ ...config, import: backup })
     running.push(c)
     await c.run()
-    expect(c.channel(net.tokenNetwork, d.address)!.our.nonce).toBe(backupNonce)
+    expect(c.client.channel(net.tokenNetwork, d.address)!.our.nonce).toBe(backupNonce)
 
     // The partner closes with the newest proof of ours it holds: beyond what the restored state knows we signed.
-    await closeChannel(d, { token: net.token, partner: c.address })
+    await closeChannel(d.client, { token: net.token, partner: c.address })
     const error = await c.halted
     expect(error).toMatchObject({ code: 'STALE_STATE', message: expect.stringMatching(/older than what it signed.*beyond the last nonce/) })
     await eventually(() => expect(c.status.status).toBe('stopped'))

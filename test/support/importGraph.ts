@@ -1,16 +1,22 @@
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { builtinModules } from 'node:module'
-import { dirname, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 
-/** Specifiers a module loads at run time: value imports, re-exports and dynamic imports (`import type` is erased). */
-function valueImports(source: string): string[] {
+/**
+ * Specifiers a module imports: value imports, re-exports and dynamic imports, and with `types` also `import type`
+ * and `export type` (erased at run time, but a tie between two modules all the same).
+ */
+function imports(source: string, { types = false } = {}): string[] {
   const out: string[] = []
   for (const m of source.matchAll(/^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]/gm)) {
-    if (!m[2]) out.push((m[3] ?? m[4])!)
+    if (types || !m[2]) out.push((m[3] ?? m[4])!)
   }
   for (const m of source.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)) out.push(m[1]!)
   return out
 }
+
+/** Specifiers a module loads at run time (`import type` is erased). */
+const valueImports = (source: string) => imports(source, { types: false })
 
 export type ImportGraph = { modules: Set<string>; packages: Map<string, string> }
 
@@ -37,4 +43,58 @@ export const isNodeOnly = (specifier: string) =>
 /** `module: package` for every Node-only package reachable from `entry`. */
 export function nodeOnlyImports(entry: string): string[] {
   return [...importGraph(entry).packages].filter(([spec]) => isNodeOnly(spec)).map(([spec, file]) => `${file}: ${spec}`)
+}
+
+/** The TypeScript modules under `dir`, recursively (declaration files aside). */
+function modulesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => /\.tsx?$/.test(f) && !f.endsWith('.d.ts'))
+    .map((f) => join(dir, f))
+}
+
+/**
+ * The import circles among the modules under `dirs`: files that import each other in a loop, type-only imports
+ * included (a circle of types still ties two modules that should stand one above the other). Each circle is its
+ * files, sorted; `modules` says how many modules were read.
+ */
+export function importCircles(dirs: string[]): { modules: number; circles: string[][] } {
+  const files = dirs.flatMap(modulesUnder)
+  const known = new Set(files)
+  const edges = new Map(
+    files.map((file) => [
+      file,
+      imports(readFileSync(file, 'utf8'), { types: true })
+        .filter((spec) => spec.startsWith('.'))
+        .map((spec) => resolve(dirname(file), spec))
+        .filter((target) => known.has(target)),
+    ]),
+  )
+  // Tarjan's strongly connected components: each component of more than one module (or a module importing itself) is a circle.
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const onStack = new Set<string>()
+  const circles: string[][] = []
+  const visit = (v: string) => {
+    index.set(v, index.size)
+    low.set(v, index.get(v)!)
+    stack.push(v)
+    onStack.add(v)
+    for (const w of edges.get(v)!) {
+      if (!index.has(w)) {
+        visit(w)
+        low.set(v, Math.min(low.get(v)!, low.get(w)!))
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!))
+    }
+    if (low.get(v) !== index.get(v)) return
+    const component: string[] = []
+    for (let w = stack.pop()!; ; w = stack.pop()!) {
+      onStack.delete(w)
+      component.push(w)
+      if (w === v) break
+    }
+    if (component.length > 1 || edges.get(v)!.includes(v)) circles.push(component.sort())
+  }
+  for (const file of files) if (!index.has(file)) visit(file)
+  return { modules: files.length, circles }
 }

@@ -1,5 +1,13 @@
 import type { Address } from 'viem'
-import { channelOf, closeChannel, depositToChannel, openChannel, setRevealTimeout, unsettledChannels, withdrawFromChannel } from '../../node/channelActions.ts'
+import {
+  channelOf,
+  closeChannel,
+  depositToChannel,
+  openChannel,
+  setRevealTimeout,
+  unsettledChannels,
+  withdrawFromChannel,
+} from '../../node/actions/channels.ts'
 import { ChannelNotFoundError } from '../../node/errors.ts'
 import { tokenNetworkOf } from '../../protocol/state/access.ts'
 import { channelJson, channelSchema } from '../channelJson.ts'
@@ -30,7 +38,7 @@ const channelList = { type: 'array', items: channelSchema }
 
 /** Payment channels: list, open, close, top up, withdraw, change the reveal timeout. */
 export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
-  const { node } = ctx
+  const { client } = ctx
 
   resources.add('/channels', {
     GET: {
@@ -40,7 +48,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         responses: { 200: 'array of Channel objects' },
         schema: channelList,
       },
-      handler: (c) => json(c, unsettledChannels(node.state).map(channelJson)),
+      handler: (c) => json(c, unsettledChannels(client.state).map(channelJson)),
     },
     PUT: {
       doc: {
@@ -64,7 +72,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: async (c) => {
         const body = await readBody(c.req.raw, openShape)
-        const { channel, created } = await openChannel(node, {
+        const { channel, created } = await openChannel(client, {
           token: body.token_address,
           partner: body.partner_address,
           ...(body.total_deposit !== undefined ? { totalDeposit: body.total_deposit } : {}),
@@ -85,8 +93,8 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         schema: channelList,
       },
       handler: (c) => {
-        const tokenNetwork = tokenNetworkOf(node.state, c.req.param('token_address') as Address)
-        return json(c, tokenNetwork ? unsettledChannels(node.state, tokenNetwork).map(channelJson) : [])
+        const tokenNetwork = tokenNetworkOf(client.state, c.req.param('token_address') as Address)
+        return json(c, tokenNetwork ? unsettledChannels(client.state, tokenNetwork).map(channelJson) : [])
       },
     },
   })
@@ -102,7 +110,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
       handler: (c) => {
         const token = c.req.param('token_address') as Address
         const partner = c.req.param('partner_address') as Address
-        const channel = channelOf(node, token, partner)
+        const channel = channelOf(client, token, partner)
         if (!channel) throw new ApiError(404, `Channel with partner '${partner}' for token '${token}' could not be found.`)
         return json(c, channelJson(channel))
       },
@@ -140,13 +148,13 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         const target = { token, partner }
         if (body.state !== undefined) {
           // As on the Raiden node: the channel is looked up first, so a missing one is 409 whatever the state.
-          if (!channelOf(node, token, partner)) throw new ChannelNotFoundError(`Requested channel for token ${token} and partner ${partner} not found`)
+          if (!channelOf(client, token, partner)) throw new ChannelNotFoundError(`Requested channel for token ${token} and partner ${partner} not found`)
           if (body.state !== 'closed') throw new ApiError(400, `Provided invalid channel state ${body.state}: only closed can be requested`)
-          return json(c, channelJson(await closeChannel(node, target)))
+          return json(c, channelJson(await closeChannel(client, target)))
         }
-        if (body.total_deposit !== undefined) return json(c, channelJson(await depositToChannel(node, { ...target, totalDeposit: body.total_deposit })))
-        if (body.total_withdraw !== undefined) return json(c, channelJson(await withdrawFromChannel(node, { ...target, totalWithdraw: body.total_withdraw })))
-        return json(c, channelJson(await setRevealTimeout(node, { ...target, revealTimeout: body.reveal_timeout! })))
+        if (body.total_deposit !== undefined) return json(c, channelJson(await depositToChannel(client, { ...target, totalDeposit: body.total_deposit })))
+        if (body.total_withdraw !== undefined) return json(c, channelJson(await withdrawFromChannel(client, { ...target, totalWithdraw: body.total_withdraw })))
+        return json(c, channelJson(await setRevealTimeout(client, { ...target, revealTimeout: body.reveal_timeout! })))
       },
     },
   })

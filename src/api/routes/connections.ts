@@ -12,7 +12,7 @@ const joinBody = {
 
 /** Joining and leaving token networks automatically (the connection manager). */
 export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
-  const connections = () => ctx.node.connections
+  const connections = () => ctx.services.connections
   resources.add('/connections', {
     GET: {
       doc: {

@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
 import type { Address } from 'viem'
-import { readChainEvents, readNodeEvents, type ChainEventScope } from '../../node/debugEvents.ts'
+import { readChainEvents, readNodeEvents, type ChainEventScope } from '../../node/actions/debugEvents.ts'
 import type { StoredChainEvent, StoredEvent } from '../../storage/storage.ts'
 import type { ApiContext } from '../context.ts'
 import { maxUint64 } from 'viem'
@@ -81,7 +81,7 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
   })
   const chainEvents = async (c: Context, scope: ChainEventScope) => {
     const { from_block, to_block } = readQuery(c.req.url, blockQuery)
-    const events = await readChainEvents(ctx.node, scope, {
+    const events = await readChainEvents(ctx.client, scope, {
       ...(from_block !== undefined ? { fromBlock: from_block } : {}),
       ...(to_block !== undefined ? { toBlock: to_block } : {}),
     })
@@ -131,11 +131,11 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
       handler: async (c) => {
         const { limit, offset } = readQuery(c.req.url, pageQuery)
         const clamp = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : n)
-        const events = await readNodeEvents(ctx.node, {
+        const events = await readNodeEvents(ctx.client, {
           ...(limit !== undefined ? { limit: clamp(limit) } : {}),
           ...(offset !== undefined ? { offset: clamp(offset) } : {}),
         })
-        const registry = ctx.node.config.deployment.contracts.TokenNetworkRegistry.address
+        const registry = ctx.client.config.deployment.contracts.TokenNetworkRegistry.address
         return json(
           c,
           events.map((e) => nodeEventEntry(e, registry)),

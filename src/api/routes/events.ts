@@ -1,9 +1,9 @@
 import type { Address } from 'viem'
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming'
 import type { NodeNotice, NodeStatus } from '../../node/notices.ts'
-import type { SluiceNode } from '../../node/sluiceNode.ts'
+import type { NodeClient } from '../../node/actions/client.ts'
 import { getChannel } from '../../protocol/state/access.ts'
-import { paymentRecord } from '../../node/records.ts'
+import { paymentRecord } from '../../node/runtime/records.ts'
 import type { ApiContext } from '../context.ts'
 import { DEFAULT_EVENT_LOG_CAPACITY, type EventLog, type MissedReason } from '../eventLog.ts'
 import { errorCode, toErrorData } from '../../errors.ts'
@@ -41,7 +41,7 @@ const channelFields = {
 
 /** GET /events: the node's notices pushed as Server-Sent Events (docs/rest-api.md, Beyond Raiden's API). */
 export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
-  logNodeEvents(ctx.events, ctx.node, ctx.closing)
+  logNodeEvents(ctx.events, ctx.client, ctx.closing)
   resources.add('/events', {
     GET: {
       doc: {
@@ -88,7 +88,7 @@ export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: (c) => {
         const { heartbeat, last_event_id } = readQuery(c.req.url, query)
-        if (ctx.node.status.status === 'stopped') throw new ApiError(503, 'the node is stopped')
+        if (ctx.client.status.status === 'stopped') throw new ApiError(503, 'the node is stopped')
         const heartbeatMs = Number(heartbeat ?? BigInt(DEFAULT_HEARTBEAT_SECONDS)) * 1000
         return streamSSE(c, (stream) => pushEvents(stream, ctx, heartbeatMs, c.req.header('last-event-id') || last_event_id || undefined))
       },
@@ -100,7 +100,7 @@ export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
  * Logs the node's notices as push events for as long as the API is open, whether or not a client listens: a
  * client that reconnects with Last-Event-ID gets what happened while it was away.
  */
-export function logNodeEvents(log: EventLog, node: SluiceNode, closing: AbortSignal): void {
+export function logNodeEvents(log: EventLog, client: NodeClient, closing: AbortSignal): void {
   if (closing.aborted) return
   let shownStatus = ''
   const logStatus = (status: NodeStatus) => {
@@ -110,14 +110,14 @@ export function logNodeEvents(log: EventLog, node: SluiceNode, closing: AbortSig
     shownStatus = shown
     log.append(e.event, shown)
   }
-  logStatus(node.status)
-  const unsubscribe = node.notices.subscribe((notice) => {
+  logStatus(client.status)
+  const unsubscribe = client.subscribe((notice) => {
     if (notice.type === 'status') return logStatus(notice.status)
-    const e = toPushEvent(notice, node)
+    const e = toPushEvent(notice, client)
     if (e) log.append(e.event, stringify(e.data))
   })
   // Sync progress (blocks to sync) changes without a notice.
-  const statusCheck = setInterval(() => logStatus(node.status), STATUS_CHECK_MS)
+  const statusCheck = setInterval(() => logStatus(client.status), STATUS_CHECK_MS)
   closing.addEventListener(
     'abort',
     () => {
@@ -135,7 +135,7 @@ export function logNodeEvents(log: EventLog, node: SluiceNode, closing: AbortSig
  * so a client that does not read costs the node nothing but its place in the log.
  */
 async function pushEvents(stream: SSEStreamingApi, ctx: ApiContext, heartbeatMs: number, lastEventId: string | undefined): Promise<void> {
-  const { node, events: log } = ctx
+  const { client, events: log } = ctx
   let ended = false
   let heartbeatDue = false
   let wake: (() => void) | undefined
@@ -159,7 +159,7 @@ async function pushEvents(stream: SSEStreamingApi, ctx: ApiContext, heartbeatMs:
     return written
   }
   // The status and events_missed are not in the log: they carry the head's id, the point they are true at.
-  const writeStatus = () => write({ id: log.headId, event: 'status', data: stringify(statusEvent(node.status).data) })
+  const writeStatus = () => write({ id: log.headId, event: 'status', data: stringify(statusEvent(client.status).data) })
   const writeMissed = (reason: MissedReason, id: string) =>
     write({ id: log.headId, event: 'events_missed', data: stringify({ last_event_id: id, reason, oldest_event_id: log.idOf(log.first) }) })
 
@@ -185,7 +185,7 @@ async function pushEvents(stream: SSEStreamingApi, ctx: ApiContext, heartbeatMs:
         continue
       }
       // Everything the node logged before it stopped has been written.
-      if (node.status.status === 'stopped') break
+      if (client.status.status === 'stopped') break
       if (heartbeatDue) {
         heartbeatDue = false
         await stream.write(': heartbeat\n\n')
@@ -194,7 +194,7 @@ async function pushEvents(stream: SSEStreamingApi, ctx: ApiContext, heartbeatMs:
       await new Promise<void>((resolve) => {
         wake = resolve
         // The node may have stopped without a further event (the stop is logged as a status change).
-        if (node.status.status === 'stopped') resolve()
+        if (client.status.status === 'stopped') resolve()
       })
       wake = undefined
     }
@@ -219,7 +219,7 @@ const pushEventName = {
 } as const
 
 /** A node notice as a push event; undefined for those that are not for clients (none today). */
-export function toPushEvent(notice: NodeNotice, node: SluiceNode): PushEvent | undefined {
+export function toPushEvent(notice: NodeNotice, client: NodeClient): PushEvent | undefined {
   switch (notice.type) {
     case 'paymentSentSuccess':
     case 'paymentSentFailed':
@@ -236,25 +236,28 @@ export function toPushEvent(notice: NodeNotice, node: SluiceNode): PushEvent | u
         event: 'payment_mediated',
         data: {
           token_network_address: notice.tokenNetwork,
-          token_address: tokenOf(node, notice.tokenNetwork),
+          token_address: tokenOf(client, notice.tokenNetwork),
           amount: notice.amount,
           secret_hash: notice.secrethash,
         },
       }
     case 'channelStateChanged':
-      return { event: `channel_${notice.state}`, data: { ...channelData(node, notice.tokenNetwork, notice.channelId), state: notice.state } }
+      return { event: `channel_${notice.state}`, data: { ...channelData(client, notice.tokenNetwork, notice.channelId), state: notice.state } }
     case 'channelDeposit':
       return {
         event: 'channel_deposit',
-        data: { ...channelData(node, notice.tokenNetwork, notice.channelId), participant: notice.participant, total_deposit: notice.totalDeposit },
+        data: { ...channelData(client, notice.tokenNetwork, notice.channelId), participant: notice.participant, total_deposit: notice.totalDeposit },
       }
     case 'channelWithdraw':
       return {
         event: 'channel_withdraw',
-        data: { ...channelData(node, notice.tokenNetwork, notice.channelId), participant: notice.participant, total_withdraw: notice.totalWithdraw },
+        data: { ...channelData(client, notice.tokenNetwork, notice.channelId), participant: notice.participant, total_withdraw: notice.totalWithdraw },
       }
     case 'withdrawExpired':
-      return { event: 'channel_withdraw_expired', data: { ...channelData(node, notice.tokenNetwork, notice.channelId), total_withdraw: notice.totalWithdraw } }
+      return {
+        event: 'channel_withdraw_expired',
+        data: { ...channelData(client, notice.tokenNetwork, notice.channelId), total_withdraw: notice.totalWithdraw },
+      }
     case 'messageRejected':
       return { event: 'message_rejected', data: { sender: notice.sender, message_type: notice.messageType, reason: notice.reason } }
     case 'actionRejected':
@@ -263,7 +266,7 @@ export function toPushEvent(notice: NodeNotice, node: SluiceNode): PushEvent | u
       return {
         event: 'partner_equivocated',
         data: {
-          ...channelData(node, notice.tokenNetwork, notice.channelId),
+          ...channelData(client, notice.tokenNetwork, notice.channelId),
           partner_address: notice.partner,
           nonce: notice.nonce,
           applied: { type: notice.applied.type, signed: notice.applied.signed, signature: notice.applied.signature },
@@ -274,7 +277,7 @@ export function toPushEvent(notice: NodeNotice, node: SluiceNode): PushEvent | u
       return {
         event: 'stale_state',
         data: {
-          ...channelData(node, notice.tokenNetwork, notice.channelId),
+          ...channelData(client, notice.tokenNetwork, notice.channelId),
           nonce: notice.nonce,
           our_nonce: notice.ourNonce,
           source: notice.source,
@@ -291,16 +294,16 @@ export function toPushEvent(notice: NodeNotice, node: SluiceNode): PushEvent | u
   }
 }
 
-function tokenOf(node: SluiceNode, tokenNetwork: Address): Address | null {
-  return node.state.tokenNetworks[tokenNetwork]?.token ?? null
+function tokenOf(client: NodeClient, tokenNetwork: Address): Address | null {
+  return client.state.tokenNetworks[tokenNetwork]?.token ?? null
 }
 
 /** The identifiers of a channel; the partner is looked up in the state (null once a settled channel is forgotten). */
-function channelData(node: SluiceNode, tokenNetwork: Address, channelId: bigint) {
-  const channel = getChannel(node.state, tokenNetwork, channelId)
+function channelData(client: NodeClient, tokenNetwork: Address, channelId: bigint) {
+  const channel = getChannel(client.state, tokenNetwork, channelId)
   return {
     token_network_address: tokenNetwork,
-    token_address: channel?.token ?? tokenOf(node, tokenNetwork),
+    token_address: channel?.token ?? tokenOf(client, tokenNetwork),
     partner_address: channel?.partner ?? null,
     channel_identifier: channelId,
   }

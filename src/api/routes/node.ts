@@ -8,7 +8,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
   resources.add('/address', {
     GET: {
       doc: { summary: "The node's address", responses: { 200: 'Address object' }, schema: { type: 'object', properties: { our_address: addressSchema } } },
-      handler: (c) => json(c, { our_address: ctx.node.address }),
+      handler: (c) => json(c, { our_address: ctx.client.address }),
     },
   })
   resources.add('/version', {
@@ -34,7 +34,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         },
       },
       handler: (c) => {
-        const { status, blocksToSync } = ctx.node.status
+        const { status, blocksToSync } = ctx.client.status
         if (status === 'ready') return json(c, { status: 'ready' })
         if (status === 'syncing') return json(c, { status: 'syncing', blocks_to_sync: blocksToSync })
         return json(c, { status: 'unavailable' })
@@ -72,7 +72,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         },
       },
       handler: (c) => {
-        const { deployment } = ctx.node.config
+        const { deployment } = ctx.client.config
         return json(c, {
           contracts_version: deployment.contracts_version,
           token_network_registry_address: deployment.contracts.TokenNetworkRegistry.address,

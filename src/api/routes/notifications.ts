@@ -27,7 +27,7 @@ export function notificationsRoutes(resources: Resources, ctx: ApiContext): void
           },
         },
       },
-      handler: async (c) => json(c, await ctx.node.notifications.list()),
+      handler: async (c) => json(c, await ctx.services.notifications.list()),
     },
   })
 }

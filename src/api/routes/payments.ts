@@ -1,7 +1,7 @@
 import type { Context } from 'hono'
 import { getAddress, type Address } from 'viem'
 import { maxUint64 } from 'viem'
-import { readPaymentHistory, sendPayment } from '../../node/payments.ts'
+import { readPaymentHistory, sendPayment } from '../../node/actions/payments.ts'
 import type { ApiContext } from '../context.ts'
 import { historyEntry, historyEntrySchema, routeSchema } from '../paymentJson.ts'
 import { bytes32, integer, optional, readBody, readQuery, addressSchema as address, decimalSchema as decimal } from '../input.ts'
@@ -63,7 +63,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
     const { limit, offset } = readQuery(c.req.url, historyQuery)
     const lim = page(limit)
     const off = page(offset)
-    const rows = await readPaymentHistory(ctx.node, {
+    const rows = await readPaymentHistory(ctx.client, {
       ...(token ? { token } : {}),
       ...(partner ? { partner } : {}),
       ...(lim !== undefined ? { limit: lim } : {}),
@@ -100,7 +100,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: async (c) => {
         const body = await readBody(c.req.raw, paymentBody)
-        const paid = await sendPayment(ctx.node, {
+        const paid = await sendPayment(ctx.client, {
           token: c.req.param('token_address') as Address,
           target: c.req.param('target_address') as Address,
           amount: body.amount,

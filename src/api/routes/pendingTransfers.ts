@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
 import type { Address } from 'viem'
-import { pendingTransfers, type PendingTransfer } from '../../node/pendingTransfers.ts'
+import { pendingTransfers, type PendingTransfer } from '../../node/actions/pendingTransfers.ts'
 import type { ApiContext } from '../context.ts'
 import { json, type Resources, type RouteDoc } from '../resource.ts'
 import { addressSchema as address, decimalSchema as decimal } from '../input.ts'
@@ -55,7 +55,7 @@ export function pendingTransfersRoutes(resources: Resources, ctx: ApiContext): v
     schema: { type: 'array', items: entrySchema },
   })
   const list = (c: Context, token?: Address, partner?: Address) =>
-    json(c, pendingTransfers(ctx.node.state, { ...(token ? { token } : {}), ...(partner ? { partner } : {}) }).map(pendingTransferEntry))
+    json(c, pendingTransfers(ctx.client.state, { ...(token ? { token } : {}), ...(partner ? { partner } : {}) }).map(pendingTransferEntry))
 
   resources.add('/pending_transfers', {
     GET: { doc: doc('All pending transfers', {}), handler: (c) => list(c) },

@@ -36,7 +36,7 @@ export function stateRoutes(resources: Resources, ctx: ApiContext): void {
         },
       },
       handler: async (c) => {
-        const dump = await ctx.node.storage.exportDump()
+        const dump = await ctx.client.store.exportDump()
         const name = `sluice-state-${dump.meta.chainId}-${dump.meta.address.toLowerCase()}-block${dump.meta.syncedBlock}.json`
         return c.body(jsonStringify(dump), 200, { 'content-type': 'application/json', 'content-disposition': `attachment; filename="${name}"` })
       },

@@ -1,6 +1,6 @@
 import type { Address } from 'viem'
 import { DisabledInProductionError } from '../../node/errors.ts'
-import { mintTestTokens } from '../../node/testTokens.ts'
+import { mintTestTokens } from '../../node/actions/testTokens.ts'
 import type { ApiContext } from '../context.ts'
 import { address, integer, readBody } from '../input.ts'
 import type { Resources } from '../resource.ts'
@@ -33,7 +33,7 @@ export function testingRoutes(resources: Resources, ctx: ApiContext): void {
       handler: async (c) => {
         const { to, value } = await readBody(c.req.raw, body)
         if (ctx.environment === 'production') throw new DisabledInProductionError('Minting a token is currently disabled in production mode')
-        const { transactionHash } = await mintTestTokens(ctx.node, { token: c.req.param('token_address') as Address, to, value })
+        const { transactionHash } = await mintTestTokens(ctx.client, { token: c.req.param('token_address') as Address, to, value })
         return json(c, { transaction_hash: transactionHash })
       },
     },

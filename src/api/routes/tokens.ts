@@ -1,7 +1,7 @@
 import { getAddress, type Address } from 'viem'
-import { unsettledChannels } from '../../node/channelActions.ts'
+import { unsettledChannels } from '../../node/actions/channels.ts'
 import { NotFoundError } from '../../node/errors.ts'
-import { knownTokens, registerToken } from '../../node/tokenRegistration.ts'
+import { knownTokens, registerToken } from '../../node/actions/tokens.ts'
 import { distributable } from '../../protocol/channel/amounts.ts'
 import { tokenNetworkOf } from '../../protocol/state/access.ts'
 import { apiChannelState } from '../channelJson.ts'
@@ -12,11 +12,11 @@ import { addressSchema, decimalSchema } from '../input.ts'
 
 /** Tokens registered in the node's registry, their token networks and partners, and registering a token. */
 export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
-  const { node } = ctx
+  const { client } = ctx
 
   /** The token network of a path's token, or 404. */
   const networkOf = (token: Address): Address => {
-    const tokenNetwork = tokenNetworkOf(node.state, token)
+    const tokenNetwork = tokenNetworkOf(client.state, token)
     if (!tokenNetwork) throw new NotFoundError(`No token network registered for token "${token}"`)
     return tokenNetwork
   }
@@ -28,7 +28,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
         responses: { 200: 'array of token addresses' },
         schema: { type: 'array', items: addressSchema },
       },
-      handler: (c) => json(c, knownTokens(node.state)),
+      handler: (c) => json(c, knownTokens(client.state)),
     },
   })
 
@@ -57,7 +57,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
         schema: { type: 'object', properties: { token_network_address: addressSchema }, required: ['token_network_address'] },
       },
       handler: async (c) => {
-        const tokenNetwork = await registerToken(node, c.req.param('token_address') as Address, { environment: ctx.environment })
+        const tokenNetwork = await registerToken(client, c.req.param('token_address') as Address, { environment: ctx.environment })
         return json(c, { token_network_address: tokenNetwork }, 201)
       },
     },
@@ -77,7 +77,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
       handler: (c) => {
         const token = c.req.param('token_address') as Address
         // One entry per partner: a closed channel and a newer open one with the same partner share a link.
-        const partners = [...new Set(unsettledChannels(node.state, networkOf(token)).map((channel) => getAddress(channel.partner)))]
+        const partners = [...new Set(unsettledChannels(client.state, networkOf(token)).map((channel) => getAddress(channel.partner)))]
         return json(
           c,
           partners.map((partner) => ({ partner_address: partner, channel: `${ctx.basePath}/channels/${token}/${partner}` })),
@@ -100,14 +100,14 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: (c) => {
         const tokenNetwork = networkOf(c.req.param('token_address') as Address)
-        const ours = new Map(unsettledChannels(node.state, tokenNetwork).map((channel) => [channel.id, channel]))
-        const graph = node.state.tokenNetworks[tokenNetwork]?.graph ?? {}
+        const ours = new Map(unsettledChannels(client.state, tokenNetwork).map((channel) => [channel.id, channel]))
+        const graph = client.state.tokenNetworks[tokenNetwork]?.graph ?? {}
         const channels = Object.entries(graph).map(([id, g]) => {
           const own = ours.get(BigInt(id))
           if (own) {
             return {
               channel_identifier: own.id,
-              participant1: node.address,
+              participant1: client.address,
               participant2: getAddress(own.partner),
               state: apiChannelState[own.state],
               balance1: distributable(own.our, own.partnerEnd),
@@ -126,7 +126,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
             ...(g.settleTimeout !== undefined ? { settle_timeout: g.settleTimeout } : {}),
           }
         })
-        return json(c, { token_network_address: tokenNetwork, our_address: node.address, synced_block: node.status.syncedBlock, channels })
+        return json(c, { token_network_address: tokenNetwork, our_address: client.address, synced_block: client.status.syncedBlock, channels })
       },
     },
   })

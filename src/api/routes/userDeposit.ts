@@ -1,4 +1,4 @@
-import { depositToServices, planServicesWithdraw, withdrawFromServices } from '../../node/userDeposit.ts'
+import { depositToServices, planServicesWithdraw, withdrawFromServices } from '../../node/actions/userDeposit.ts'
 import type { ApiContext } from '../context.ts'
 import { ApiError } from '../errors.ts'
 import { maxUint256 } from 'viem'
@@ -50,14 +50,14 @@ export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
           throw new ApiError(400, "Nothing to do. Should either provide 'total_deposit', 'planned_withdraw_amount' or 'withdraw_amount' argument")
         if (given > 1) throw new ApiError(400, conflictMessage(total_deposit !== undefined, planned_withdraw_amount !== undefined))
         if (total_deposit !== undefined) {
-          const { transactionHash } = await depositToServices(ctx.node, { totalDeposit: total_deposit })
+          const { transactionHash } = await depositToServices(ctx.client, { totalDeposit: total_deposit })
           return json(c, { transaction_hash: transactionHash })
         }
         if (planned_withdraw_amount !== undefined) {
-          const { transactionHash, plannedWithdrawBlockNumber } = await planServicesWithdraw(ctx.node, { amount: planned_withdraw_amount })
+          const { transactionHash, plannedWithdrawBlockNumber } = await planServicesWithdraw(ctx.client, { amount: planned_withdraw_amount })
           return json(c, { planned_withdraw_block_number: Number(plannedWithdrawBlockNumber), transaction_hash: transactionHash })
         }
-        const { transactionHash } = await withdrawFromServices(ctx.node, { amount: withdraw_amount! })
+        const { transactionHash } = await withdrawFromServices(ctx.client, { amount: withdraw_amount! })
         return json(c, { transaction_hash: transactionHash })
       },
     },

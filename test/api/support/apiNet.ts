@@ -83,8 +83,8 @@ export async function startApiNet({ nodes = 2, environment, node: nodeOptions }:
     ...net,
     nodes: started,
     synced: async () => {
-      const head = await started[0]!.node.chain.publicClient.getBlockNumber()
-      await Promise.all(started.map((n) => n.node.waitForBlock(head)))
+      const head = await started[0]!.node.client.chain.publicClient.getBlockNumber()
+      await Promise.all(started.map((n) => n.node.client.waitForBlock(head)))
     },
     stopAll: async () => {
       for (const n of started) {

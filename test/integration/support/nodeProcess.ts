@@ -13,8 +13,8 @@ import { balance, locked, transferred } from '../../../src/protocol/channel/amou
 import type { Channel, ChannelEnd } from '../../../src/protocol/state/types.ts'
 import { openLevelStorage } from '../../../src/storage/levelStorage.ts'
 import { createLibp2pTransport } from '../../../src/transport/libp2p/libp2pTransport.ts'
-import { openChannelOnChain } from '../../../src/node/channelActions.ts'
-import { sendPayment } from '../../../src/node/payments.ts'
+import { openChannelOnChain } from '../../../src/node/actions/channels.ts'
+import { sendPayment } from '../../../src/node/actions/payments.ts'
 
 export type NodeProcessConfig = {
   rpcUrl: string
@@ -104,18 +104,18 @@ async function main() {
     switch (command.cmd) {
       case 'openChannel':
         return channelSummary(
-          await openChannelOnChain(node, { tokenNetwork: command.tokenNetwork, partner: command.partner, totalDeposit: command.totalDeposit }),
+          await openChannelOnChain(node.client, { tokenNetwork: command.tokenNetwork, partner: command.partner, totalDeposit: command.totalDeposit }),
         )
       case 'waitForBlock':
-        await node.waitForBlock(command.block)
+        await node.client.waitForBlock(command.block)
         return null
       case 'pay': {
         const token = node.state.tokenNetworks[command.tokenNetwork]!.token
-        const result = await sendPayment(node, { token, target: command.target, amount: command.amount, identifier: command.paymentId })
+        const result = await sendPayment(node.client, { token, target: command.target, amount: command.amount, identifier: command.paymentId })
         return { paymentId: result.identifier, amount: result.amount }
       }
       case 'channel': {
-        const channel = node.channel(command.tokenNetwork, command.partner)
+        const channel = node.client.channel(command.tokenNetwork, command.partner)
         return channel ? channelSummary(channel) : null
       }
       case 'history': {

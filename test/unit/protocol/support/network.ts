@@ -7,10 +7,10 @@ import type { EnvelopeMessage, Message, Signed } from '../../../../src/protocol/
 import { defaultContext, initialState, type TransitionContext } from '../../../../src/protocol/state/access.ts'
 import type { StateChange } from '../../../../src/protocol/state/changes.ts'
 import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
-import { resolveFromHistory } from '../../../../src/node/history.ts'
+import { resolveFromHistory } from '../../../../src/node/runtime/history.ts'
 import { byAdded, lockAlive } from '../../../../src/storage/sentRecords.ts'
-import { receivedHistory, sentHistory } from '../../../../src/node/records.ts'
-import { withStoredNonce } from '../../../../src/node/nonceLookups.ts'
+import { receivedHistory, sentHistory } from '../../../../src/node/runtime/records.ts'
+import { withStoredNonce } from '../../../../src/node/runtime/nonceLookups.ts'
 import type { ReceivedRecord, SentLockRecord, SentProofRecord, Storage } from '../../../../src/storage/storage.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
@@ -104,7 +104,7 @@ export class Network {
     const before = node.state
     const { state, effects } = transition(node.state, change, this.ctx)
     node.state = state
-    // The record of a partner's message the runtime would store with the commit (src/node/records.ts).
+    // The record of a partner's message the runtime would store with the commit (src/node/runtime/records.ts).
     const received = receivedHistory(change, before, state)
     if (received) this.history.received.set(`${name}:${received.channelKey}:${received.nonce}`, received)
     for (const effect of effects) {
@@ -113,7 +113,7 @@ export class Network {
         node.transactions.push(effect.transaction)
         this.chain.submit(node.address, await resolveFromHistory(effect.transaction, this.historyOf(name)))
       } else if (effect.type === 'send') {
-        // The history the runtime would store with the commit (src/node/records.ts).
+        // The history the runtime would store with the commit (src/node/runtime/records.ts).
         const { proof, lock } = sentHistory(effect, before)
         if (proof) this.history.proofs.set(`${name}:${proof.channelKey}:${proof.balanceHash}`, proof)
         if (lock) this.history.locks.set(`${name}:${lock.channelKey}:${lock.secrethash}:${lock.addedNonce}`, lock)
@@ -177,7 +177,7 @@ export class Network {
 
   /**
    * The receive change the runtime makes: with the secret decrypted from the metadata when it is for us, and what the
-   * store knows of a nonce that comes back (src/node/nonceLookups.ts).
+   * store knows of a nonce that comes back (src/node/runtime/nonceLookups.ts).
    */
   async received(to: string, message: Signed<Message>, sender: Address): Promise<StateChange> {
     const node = this.node(to)

@@ -1,9 +1,9 @@
 import { getAddress, type Address } from 'viem'
-import { transferred } from '../protocol/channel/amounts.ts'
-import { channelKey } from '../protocol/channel/key.ts'
-import { channelWith, tokenNetworkOf } from '../protocol/state/access.ts'
-import type { Channel, NodeState } from '../protocol/state/types.ts'
-import { NotFoundError } from './errors.ts'
+import { transferred } from '../../protocol/channel/amounts.ts'
+import { channelKey } from '../../protocol/channel/key.ts'
+import { channelWith, tokenNetworkOf } from '../../protocol/state/access.ts'
+import type { Channel, NodeState } from '../../protocol/state/types.ts'
+import { NotFoundError } from '../errors.ts'
 
 export type PendingTransferRole = 'initiator' | 'mediator' | 'target'
 

@@ -1,6 +1,8 @@
-import { readGasReserve } from './gasReserve.ts'
-import type { SluiceNode } from './sluiceNode.ts'
-import { readOwnUserDeposit } from './userDeposit.ts'
+import type { NodeClient } from '../actions/client.ts'
+import { readGasReserve } from '../actions/gasReserve.ts'
+import { readOwnUserDeposit } from '../actions/userDeposit.ts'
+import type { NotificationsOptions } from '../nodeConfig.ts'
+import type { Service } from './service.ts'
 
 export type NotificationId = 'low_service_token' | 'missing_gas_reserve' | 'version_outdated' | 'version_security_warning' | 'partner_equivocation'
 
@@ -9,29 +11,13 @@ export type NotificationUrgency = 'low' | 'normal' | 'critical'
 
 export type Notification = { id: NotificationId; summary: string; body: string; urgency: NotificationUrgency }
 
-export type NotificationsOptions = {
-  /** The node software's version, compared with the release feed. */
-  version: string
-  /**
-   * A URL answering JSON `{"latest": "0.2.0", "security": ["0.1.0"]}`: the latest release and the versions with
-   * a known security problem. Without it neither version notification is ever raised.
-   */
-  releaseFeedUrl?: string
-  /** Service tokens (smallest unit) the UDC must hold for services; 5.5e18 by default (Raiden's MIN_REI_THRESHOLD). */
-  minServiceTokenBalance?: bigint
-  /** Blocks between two checks (there is also one as soon as the node is ready); 10 by default. */
-  checkEveryBlocks?: bigint
-  /** Milliseconds to wait for the release feed; 5000 by default. */
-  feedTimeoutMs?: number
-}
-
 const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
 
 /**
  * The conditions that need the user's attention (docs/rest-api.md, Notifications). Each is raised by its condition
  * and cleared by the first check that finds it no longer holds, so reading the list does not empty it (unlike
- * the Raiden node, whose read is destructive). Checked once the node is ready and then every `checkEveryBlocks`
- * blocks:
+ * the Raiden node, whose read is destructive). A service: checked once the node is ready and then every
+ * `checkEveryBlocks` blocks:
  * - low_service_token: the UDC balance that services can count on (planned withdrawals excluded) is below the
  *   minimum. Never raised without a UDC.
  * - missing_gas_reserve: the native balance is below the estimated gas, at the current gas price, to close,
@@ -41,24 +27,30 @@ const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
  * - partner_equivocation: a partner signed two different messages under one nonce (docs/decisions/0029); raised as
  *   soon as it happens, from the count the state keeps, so it stays raised across restarts.
  */
-export class NodeNotifications {
+export class NodeNotifications implements Service {
   private readonly raised = new Map<NotificationId, Notification>()
   private options!: Required<Omit<NotificationsOptions, 'releaseFeedUrl'>> & Pick<NotificationsOptions, 'releaseFeedUrl'>
   private lastCheckedBlock: bigint | undefined
+  private started = false
   private stopped = false
   private timer: ReturnType<typeof setTimeout> | undefined
   private checking: Promise<void> | undefined
   private firstCheck!: Promise<void>
   private resolveFirst: () => void = () => {}
+  private readonly unsubscribe: () => void
 
-  constructor(
-    private readonly node: SluiceNode,
-    options: NotificationsOptions,
-  ) {
-    this.configure(options)
-    node.notices.subscribe((notice) => {
+  constructor(private readonly client: NodeClient) {
+    this.configure(client.config.notifications)
+    // An equivocation is raised as soon as it happens, while the node syncs too.
+    this.unsubscribe = client.subscribe((notice) => {
       if (notice.type === 'partnerEquivocated') this.checkEquivocations()
     })
+  }
+
+  /** Checks at once, then every `checkEveryBlocks` blocks. */
+  start(): void {
+    this.started = true
+    this.schedule(0)
   }
 
   /** Starts over with these options: nothing raised until the first check with them. */
@@ -71,12 +63,12 @@ export class NodeNotifications {
     this.raised.clear()
     this.lastCheckedBlock = undefined
     this.firstCheck = new Promise((resolve) => (this.resolveFirst = resolve))
-    this.schedule(0)
+    if (this.started) this.schedule(0)
   }
 
   /** The notifications raised now, oldest first. Waits for the first check while the node is ready (so a list read at start is not empty by accident). */
   async list(): Promise<Notification[]> {
-    if (this.node.status.status === 'ready') await this.firstCheck
+    if (this.client.status.status === 'ready') await this.firstCheck
     return [...this.raised.values()]
   }
 
@@ -91,6 +83,7 @@ export class NodeNotifications {
 
   stop(): void {
     this.stopped = true
+    this.unsubscribe()
     if (this.timer !== undefined) clearTimeout(this.timer)
     this.resolveFirst()
   }
@@ -102,22 +95,22 @@ export class NodeNotifications {
   }
 
   private async tick() {
-    const { status } = this.node.status
+    const { status } = this.client.status
     if (status === 'stopped') return this.stop()
     if (status === 'ready') {
-      const block = this.node.state.blockNumber
+      const block = this.client.state.blockNumber
       if (this.lastCheckedBlock === undefined || block >= this.lastCheckedBlock + this.options.checkEveryBlocks) {
         this.lastCheckedBlock = block
         await this.check()
       }
     }
-    this.schedule(Math.min(this.node.config.pollingInterval, 1_000))
+    this.schedule(Math.min(this.client.config.pollingInterval, 1_000))
   }
 
   private async checkAll() {
     this.checkEquivocations()
     const results = await Promise.allSettled([this.checkServiceToken(), this.checkGasReserve(), this.checkVersion()])
-    for (const r of results) if (r.status === 'rejected' && !this.stopped) this.node.notices.publish({ type: 'error', error: r.reason, where: 'notifications' })
+    for (const r of results) if (r.status === 'rejected' && !this.stopped) this.client.report('notifications', r.reason)
   }
 
   private set(id: NotificationId, notification: Omit<Notification, 'id'> | undefined) {
@@ -126,7 +119,7 @@ export class NodeNotifications {
   }
 
   private checkEquivocations() {
-    const cheats = Object.values(this.node.state.channels).filter((c) => (c.partnerEnd.equivocations ?? 0) > 0)
+    const cheats = Object.values(this.client.state.channels).filter((c) => (c.partnerEnd.equivocations ?? 0) > 0)
     this.set(
       'partner_equivocation',
       cheats.length === 0
@@ -144,14 +137,14 @@ export class NodeNotifications {
   }
 
   private async checkServiceToken() {
-    const info = await readOwnUserDeposit(this.node)
+    const info = await readOwnUserDeposit(this.client)
     const min = this.options.minServiceTokenBalance
     this.set(
       'low_service_token',
       info && info.effectiveBalance < min
         ? {
             summary: 'Service token balance too low',
-            body: `The balance of ${this.node.address} in the UserDeposit contract ${info.userDeposit} that services can use is ${info.effectiveBalance} (planned withdrawals excluded), below the minimum of ${min} (smallest unit of the service token ${info.token}). Pathfinding and monitoring cannot be paid: deposit more with POST /user_deposit.`,
+            body: `The balance of ${this.client.address} in the UserDeposit contract ${info.userDeposit} that services can use is ${info.effectiveBalance} (planned withdrawals excluded), below the minimum of ${min} (smallest unit of the service token ${info.token}). Pathfinding and monitoring cannot be paid: deposit more with POST /user_deposit.`,
             urgency: 'normal',
           }
         : undefined,
@@ -159,15 +152,15 @@ export class NodeNotifications {
   }
 
   private async checkGasReserve() {
-    const reserve = await readGasReserve(this.node)
-    const channels = Object.values(this.node.state.channels).length
+    const reserve = await readGasReserve(this.client)
+    const channels = Object.values(this.client.state.channels).length
     this.set(
       'missing_gas_reserve',
       reserve.enough
         ? undefined
         : {
             summary: 'Native balance below the gas reserve',
-            body: `The account ${this.node.address} holds ${reserve.balance} wei, but closing, settling and unlocking its ${channels} channel(s) is estimated to need ${reserve.required} wei (${reserve.gas} gas at ${reserve.gasPrice} wei, plus 10%). On-chain transactions that protect the channels' funds may fail: top up the account.`,
+            body: `The account ${this.client.address} holds ${reserve.balance} wei, but closing, settling and unlocking its ${channels} channel(s) is estimated to need ${reserve.required} wei (${reserve.gas} gas at ${reserve.gasPrice} wei, plus 10%). On-chain transactions that protect the channels' funds may fail: top up the account.`,
             urgency: 'critical',
           },
     )

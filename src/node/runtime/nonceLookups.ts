@@ -1,10 +1,10 @@
-import { balanceHash } from '../protocol/balanceProof.ts'
-import { channelKey } from '../protocol/channel/key.ts'
-import { isBalanceProof, nonceSigner, takesNonce } from '../protocol/channel/usedNonce.ts'
-import { getChannel, sameAddress } from '../protocol/state/access.ts'
-import type { StateChange } from '../protocol/state/changes.ts'
-import type { NodeState } from '../protocol/state/types.ts'
-import type { Storage } from '../storage/storage.ts'
+import { balanceHash } from '../../protocol/balanceProof.ts'
+import { channelKey } from '../../protocol/channel/key.ts'
+import { isBalanceProof, nonceSigner, takesNonce } from '../../protocol/channel/usedNonce.ts'
+import { getChannel, sameAddress } from '../../protocol/state/access.ts'
+import type { StateChange } from '../../protocol/state/changes.ts'
+import type { NodeState } from '../../protocol/state/types.ts'
+import type { Storage } from '../../storage/storage.ts'
 
 /**
  * What the store tells the core when a nonce comes back (docs/decisions/0029): the core keeps only the latest of

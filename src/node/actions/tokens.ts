@@ -1,9 +1,9 @@
 import { BaseError, getAddress, HttpRequestError, isAddressEqual, parseAbi, TimeoutError, zeroAddress, type Address } from 'viem'
-import { ChainRpcError, readRegistryLimits, readTokenNetworkOf, registerToken as sendRegisterToken } from '../chain/index.ts'
-import { tokenNetworkOf } from '../protocol/state/access.ts'
-import type { NodeState } from '../protocol/state/types.ts'
-import { ConflictError, DisabledInProductionError, LimitReachedError } from './errors.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import { ChainRpcError, readRegistryLimits, readTokenNetworkOf, registerToken as sendRegisterToken } from '../../chain/index.ts'
+import { tokenNetworkOf } from '../../protocol/state/access.ts'
+import type { NodeState } from '../../protocol/state/types.ts'
+import { ConflictError, DisabledInProductionError, LimitReachedError } from '../errors.ts'
+import type { NodeClient } from './client.ts'
 
 /**
  * Tokens and their token networks: what the node knows from the registry's events, and registering a new token
@@ -29,19 +29,20 @@ const totalSupplyAbi = parseAbi(['function totalSupply() view returns (uint256)'
  * transaction: in production, the zero address, a token already registered, an address without code, a full
  * registry (LimitReachedError) and a contract without `totalSupply()`.
  */
-export async function registerToken(node: SluiceNode, token: Address, { environment = 'development' }: RegisterTokenOptions = {}): Promise<Address> {
+export async function registerToken(client: NodeClient, token: Address, { environment = 'development' }: RegisterTokenOptions = {}): Promise<Address> {
   if (environment === 'production') throw new DisabledInProductionError('Registering a new token is currently disabled in production mode')
   if (isAddressEqual(token, zeroAddress)) throw new ConflictError('token_address must be non-zero')
-  const registry = node.config.deployment.contracts.TokenNetworkRegistry.address
+  const registry = client.config.deployment.contracts.TokenNetworkRegistry.address
   // Two registrations of one token at once: the second waits and finds it registered.
-  return node.queue.exclusive(`register:${token}`.toLowerCase(), async () => {
-    if (tokenNetworkOf(node.state, token) || (await readTokenNetworkOf(node.chain, { registry, token }))) throw new ConflictError('Token already registered')
-    const { publicClient } = node.chain
+  return client.queue.exclusive(`register:${token}`.toLowerCase(), async () => {
+    if (tokenNetworkOf(client.state, token) || (await readTokenNetworkOf(client.chain, { registry, token })))
+      throw new ConflictError('Token already registered')
+    const { publicClient } = client.chain
     const code = await publicClient.getCode({ address: token }).catch((e: unknown) => {
       throw new ChainRpcError('eth_getCode', e)
     })
     if (!code || code === '0x') throw new ConflictError(`Address ${token} does not contain code`)
-    const { maxTokenNetworks, tokenNetworksCreated } = await readRegistryLimits(node.chain, { registry })
+    const { maxTokenNetworks, tokenNetworksCreated } = await readRegistryLimits(client.chain, { registry })
     if (tokenNetworksCreated >= maxTokenNetworks) throw new LimitReachedError(`Number of token networks will exceed the maximum of ${maxTokenNetworks}`)
     const erc20 = await publicClient.readContract({ address: token, abi: totalSupplyAbi, functionName: 'totalSupply' }).then(
       () => true,
@@ -53,9 +54,9 @@ export async function registerToken(node: SluiceNode, token: Address, { environm
     )
     if (!erc20) throw new ConflictError('Given token address does not follow the ERC20 standard (missing totalSupply())')
     // Gas (402) and the contract's own refusals (409, e.g. a token with no supply) come from the transaction queue.
-    const sent = await sendRegisterToken(node.chain, node.queue, { registry, token })
-    await node.waitForBlock(sent.receipt.blockNumber)
-    if (!tokenNetworkOf(node.state, token)) throw new ConflictError(`Token network ${sent.tokenNetwork} was created but not synced`)
+    const sent = await sendRegisterToken(client.chain, client.queue, { registry, token })
+    await client.waitForBlock(sent.receipt.blockNumber)
+    if (!tokenNetworkOf(client.state, token)) throw new ConflictError(`Token network ${sent.tokenNetwork} was created but not synced`)
     return sent.tokenNetwork
   })
 }

@@ -1,9 +1,9 @@
 import type { Address, Hex } from 'viem'
-import { channelWith, tokenNetworkOf } from '../protocol/state/access.ts'
-import type { StoredChainEvent, StoredEvent } from '../storage/storage.ts'
-import { NotFoundError } from './errors.ts'
+import { channelWith, tokenNetworkOf } from '../../protocol/state/access.ts'
+import type { StoredChainEvent, StoredEvent } from '../../storage/storage.ts'
+import { NotFoundError } from '../errors.ts'
 import { pageOf } from './payments.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import type { NodeClient } from './client.ts'
 
 /**
  * Which chain events (the debug endpoints of earlier API revisions): the registry's TokenNetworkCreated events,
@@ -17,34 +17,34 @@ export type BlockRange = { fromBlock?: bigint; toBlock?: bigint }
  * The stored chain events of `scope` within the inclusive block range, oldest first (block, then log index).
  * A token with no token network, or no channel of ours with the partner, is a NotFoundError (404).
  */
-export async function readChainEvents(node: SluiceNode, scope: ChainEventScope, range: BlockRange = {}): Promise<StoredChainEvent[]> {
-  return withPositions(node, await selectChainEvents(node, scope, range))
+export async function readChainEvents(client: NodeClient, scope: ChainEventScope, range: BlockRange = {}): Promise<StoredChainEvent[]> {
+  return withPositions(client, await selectChainEvents(client, scope, range))
 }
 
-async function selectChainEvents(node: SluiceNode, scope: ChainEventScope, range: BlockRange): Promise<StoredChainEvent[]> {
+async function selectChainEvents(client: NodeClient, scope: ChainEventScope, range: BlockRange): Promise<StoredChainEvent[]> {
   const span = { ...(range.fromBlock !== undefined ? { fromBlock: range.fromBlock } : {}), ...(range.toBlock !== undefined ? { toBlock: range.toBlock } : {}) }
   if (scope.of === 'network') {
-    const registry = node.config.deployment.contracts.TokenNetworkRegistry.address
-    return (await node.storage.chainEvents({ address: registry, ...span })).filter((e) => e.name === 'TokenNetworkCreated')
+    const registry = client.config.deployment.contracts.TokenNetworkRegistry.address
+    return (await client.store.chainEvents({ address: registry, ...span })).filter((e) => e.name === 'TokenNetworkCreated')
   }
-  const state = node.state
+  const state = client.state
   const tokenNetwork = tokenNetworkOf(state, scope.token)
   if (!tokenNetwork) throw new NotFoundError(`token ${scope.token} not found: no token network is registered for it`)
-  if (scope.of === 'tokenNetwork') return node.storage.chainEvents({ address: tokenNetwork, ...span })
-  if (scope.partner === undefined) return (await node.storage.chainEvents({ tokenNetwork, ...span })).filter((e) => e.channelId !== undefined)
+  if (scope.of === 'tokenNetwork') return client.store.chainEvents({ address: tokenNetwork, ...span })
+  if (scope.partner === undefined) return (await client.store.chainEvents({ tokenNetwork, ...span })).filter((e) => e.channelId !== undefined)
   const channel = channelWith(state, tokenNetwork, scope.partner)
   if (!channel) throw new NotFoundError(`channel with partner ${scope.partner} for token ${scope.token} not found`)
-  return node.storage.chainEvents({ tokenNetwork, channelId: channel.id, ...span })
+  return client.store.chainEvents({ tokenNetwork, channelId: channel.id, ...span })
 }
 
 /** Events stored without their block hash and transaction index (by older versions) get them from the receipt. */
-async function withPositions(node: SluiceNode, events: StoredChainEvent[]): Promise<StoredChainEvent[]> {
+async function withPositions(client: NodeClient, events: StoredChainEvent[]): Promise<StoredChainEvent[]> {
   const receipts = new Map<string, Promise<{ blockHash: Hex; transactionIndex: number } | undefined>>()
   const receipt = (hash: Hex) => {
     if (!receipts.has(hash))
       receipts.set(
         hash,
-        node.chain.publicClient.getTransactionReceipt({ hash }).then(
+        client.chain.publicClient.getTransactionReceipt({ hash }).then(
           (r) => ({ blockHash: r.blockHash, transactionIndex: r.transactionIndex }),
           () => undefined,
         ),
@@ -61,6 +61,6 @@ async function withPositions(node: SluiceNode, events: StoredChainEvent[]): Prom
 }
 
 /** The node's own events (payments, mediations, rejected messages, channel state changes...), oldest first, paged. */
-export function readNodeEvents(node: SluiceNode, page: { limit?: number; offset?: number }): Promise<StoredEvent[]> {
-  return node.storage.events(pageOf(page))
+export function readNodeEvents(client: NodeClient, page: { limit?: number; offset?: number }): Promise<StoredEvent[]> {
+  return client.store.events(pageOf(page))
 }

@@ -8,15 +8,15 @@ import {
   readTokenNetworkInfo,
   setTotalDeposit as sendSetTotalDeposit,
   type TokenNetworkInfo,
-} from '../chain/index.ts'
-import { distributable, withdrawTotal } from '../protocol/channel/amounts.ts'
-import type { Effect, Transaction } from '../protocol/state/effects.ts'
-import type { Channel, NodeState } from '../protocol/state/types.ts'
-import { ChannelNotFoundError, ConflictError, InsufficientBalanceError, NodeStoppedError } from './errors.ts'
-import type { NodeNotice } from './notices.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+} from '../../chain/index.ts'
+import { distributable, withdrawTotal } from '../../protocol/channel/amounts.ts'
+import type { Effect, Transaction } from '../../protocol/state/effects.ts'
+import type { Channel, NodeState } from '../../protocol/state/types.ts'
+import { ChannelNotFoundError, ConflictError, InsufficientBalanceError, NodeStoppedError } from '../errors.ts'
+import type { NodeNotice } from '../notices.ts'
+import type { NodeClient } from './client.ts'
 import { channelGas, readGasCost, readGasReserve } from './gasReserve.ts'
-import { tokenNetworkOf } from '../protocol/state/access.ts'
+import { tokenNetworkOf } from '../../protocol/state/access.ts'
 
 /**
  * The user's channel actions with the checks the Raiden node's RaidenAPI makes before acting (timeouts, limits,
@@ -40,9 +40,9 @@ export function unsettledChannels(state: NodeState, tokenNetwork?: Address): Cha
 }
 
 /** Our channel with `partner` for `token`: the open one, else the latest (closed or settled, until it is forgotten). */
-export function channelOf(node: SluiceNode, token: Address, partner: Address): Channel | undefined {
-  const tokenNetwork = tokenNetworkOf(node.state, token)
-  return tokenNetwork ? node.channel(tokenNetwork, partner) : undefined
+export function channelOf(client: NodeClient, token: Address, partner: Address): Channel | undefined {
+  const tokenNetwork = tokenNetworkOf(client.state, token)
+  return tokenNetwork ? client.channel(tokenNetwork, partner) : undefined
 }
 
 /** Why these timeouts are not acceptable for a channel, or undefined (Raiden's `_raise_for_invalid_channel_timeouts`). */
@@ -75,41 +75,41 @@ export type OpenChannelResult = { channel: Channel; created: boolean }
  * `totalDeposit` exceeds its deposit; a channel being closed or settled is a conflict.
  */
 export async function openChannel(
-  node: SluiceNode,
+  client: NodeClient,
   { token, partner, totalDeposit, settleTimeout: askedSettle, revealTimeout: askedReveal }: OpenChannelParameters,
 ): Promise<OpenChannelResult> {
-  if (isAddressEqual(partner, node.address)) throw new ConflictError('Using the same address for both participants is forbidden')
-  await ensureContract(node, token)
+  if (isAddressEqual(partner, client.address)) throw new ConflictError('Using the same address for both participants is forbidden')
+  await ensureContract(client, token)
   // Registered before anything is read from the token: a contract that is no token fails every read.
-  const tokenNetwork = tokenNetworkOf(node.state, token)
+  const tokenNetwork = tokenNetworkOf(client.state, token)
   if (!tokenNetwork) throw new ConflictError(`Token network for token ${token} does not exist`)
   if (totalDeposit !== undefined && totalDeposit > 0n) {
-    const available = await readTokenBalance(node.chain, { token })
+    const available = await readTokenBalance(client.chain, { token })
     if (available < totalDeposit) throw new InsufficientBalanceError(`Not enough balance to deposit. Available=${available} Needed=${totalDeposit}`)
   }
-  const settleTimeout = askedSettle ?? node.config.defaultSettleTimeout
-  const revealTimeout = askedReveal ?? node.config.defaultRevealTimeout
-  const limits = await readRegistryLimits(node.chain, { registry: node.config.deployment.contracts.TokenNetworkRegistry.address })
+  const settleTimeout = askedSettle ?? client.config.defaultSettleTimeout
+  const revealTimeout = askedReveal ?? client.config.defaultRevealTimeout
+  const limits = await readRegistryLimits(client.chain, { registry: client.config.deployment.contracts.TokenNetworkRegistry.address })
   const invalid = whyInvalidTimeouts({ settleTimeout, revealTimeout, ...limits })
   if (invalid) throw new ConflictError(invalid)
-  const info = await readTokenNetworkInfo(node.chain, { tokenNetwork })
+  const info = await readTokenNetworkInfo(client.chain, { tokenNetwork })
   if (info.deprecated) throw new ConflictError('This token network has been deprecated; new channels cannot be opened')
 
   // One open (or top-up) per partner at a time: a second request waits, then finds the channel (Raiden's lock).
-  return node.queue.exclusive(channelSection(tokenNetwork, partner), async () => {
-    const existing = node.channel(tokenNetwork, partner)
+  return client.queue.exclusive(channelSection(tokenNetwork, partner), async () => {
+    const existing = client.channel(tokenNetwork, partner)
     if (existing && existing.state !== 'settled') {
       if (existing.state !== 'opened') throw new ConflictError(`Channel with ${partner} is not in an open state (it is ${existing.state})`)
       // A repeated PUT is idempotent (0 means no deposit, as on the Raiden node); a larger total_deposit tops the
       // channel up, a smaller one cannot be undone.
       if (!totalDeposit || totalDeposit === existing.our.deposit) return { channel: existing, created: false }
-      return { channel: await depositChecked(node, existing, totalDeposit, info), created: false }
+      return { channel: await depositChecked(client, existing, totalDeposit, info), created: false }
     }
-    if (totalDeposit !== undefined && totalDeposit > 0n) await ensureDepositFits(node, info, tokenNetwork, totalDeposit, totalDeposit, 0n)
+    if (totalDeposit !== undefined && totalDeposit > 0n) await ensureDepositFits(client, info, tokenNetwork, totalDeposit, totalDeposit, 0n)
     // Raiden's gas reserve: enough ETH to finish the life of every channel, this one included.
-    const reserve = await readGasReserve(node, { channelsToOpen: 1 })
-    if (!reserve.enough) throw new InsufficientFundsForGasError(node.address, reserve.balance, reserve.required)
-    const channel = await openChannelOnChain(node, { tokenNetwork, partner, settleTimeout, revealTimeout, ...(totalDeposit ? { totalDeposit } : {}) })
+    const reserve = await readGasReserve(client, { channelsToOpen: 1 })
+    if (!reserve.enough) throw new InsufficientFundsForGasError(client.address, reserve.balance, reserve.required)
+    const channel = await openChannelOnChain(client, { tokenNetwork, partner, settleTimeout, revealTimeout, ...(totalDeposit ? { totalDeposit } : {}) })
     return { channel, created: true }
   })
 }
@@ -118,14 +118,14 @@ export type ChannelActionParameters = { token: Address; partner: Address }
 
 /** Raises our deposit to `totalDeposit` (the new total, not the increment) and returns once it is synced. */
 export async function depositToChannel(
-  node: SluiceNode,
+  client: NodeClient,
   { token, partner, totalDeposit }: ChannelActionParameters & { totalDeposit: bigint },
 ): Promise<Channel> {
-  const channel = requireChannel(node, token, partner)
-  return node.queue.exclusive(channelSection(channel.tokenNetwork, partner), async () => {
+  const channel = requireChannel(client, token, partner)
+  return client.queue.exclusive(channelSection(channel.tokenNetwork, partner), async () => {
     // Read again inside the section: a deposit that just finished changed it.
-    const current = node.channel(channel.tokenNetwork, partner) ?? channel
-    return depositChecked(node, current, totalDeposit, await readTokenNetworkInfo(node.chain, { tokenNetwork: channel.tokenNetwork }))
+    const current = client.channel(channel.tokenNetwork, partner) ?? channel
+    return depositChecked(client, current, totalDeposit, await readTokenNetworkInfo(client.chain, { tokenNetwork: channel.tokenNetwork }))
   })
 }
 
@@ -135,20 +135,20 @@ export async function depositToChannel(
  * offline, or refuses), or the channel closes meanwhile, this is a ConflictError.
  */
 export async function withdrawFromChannel(
-  node: SluiceNode,
+  client: NodeClient,
   { token, partner, totalWithdraw }: ChannelActionParameters & { totalWithdraw: bigint },
 ): Promise<Channel> {
-  const channel = requireChannel(node, token, partner)
+  const channel = requireChannel(client, token, partner)
   if (channel.state !== 'opened') throw new ConflictError(`Can't withdraw from a channel that is ${channel.state}`)
   const current = withdrawTotal(channel.our)
   if (totalWithdraw <= current) throw new ConflictError(`Total withdraw ${totalWithdraw} did not increase (it is ${current})`)
   const free = distributable(channel.our, channel.partnerEnd)
   if (totalWithdraw - current > free) throw new ConflictError(`The withdraw of ${totalWithdraw - current} is bigger than the current balance of ${free}`)
-  await ensureGasFor(node, SET_TOTAL_WITHDRAW_GAS)
+  await ensureGasFor(client, SET_TOTAL_WITHDRAW_GAS)
 
   const { tokenNetwork, id } = channel
-  return untilSettled(node, async (watch) => {
-    rejectIfRefused(await node.dispatch({ type: 'withdraw', tokenNetwork, channelId: id, totalWithdraw }), 'withdraw')
+  return untilSettled(client, async (watch) => {
+    rejectIfRefused(await client.dispatch({ type: 'withdraw', tokenNetwork, channelId: id, totalWithdraw }), 'withdraw')
     return watch((notice) => {
       if (
         notice?.type === 'withdrawExpired' &&
@@ -159,7 +159,7 @@ export async function withdrawFromChannel(
         throw new ConflictError(`The withdraw of ${totalWithdraw} expired before it reached the chain: the partner did not confirm it in time`)
       if (notice?.type === 'transactionFailed' && isOurs(notice.transaction, 'setTotalWithdraw', tokenNetwork, id)) throw notice.error
       if (notice) return undefined
-      const now = node.channel(tokenNetwork, partner)
+      const now = client.channel(tokenNetwork, partner)
       if (now && now.id === id && now.our.withdrawn >= totalWithdraw) return now
       if (!now || now.id !== id || now.state !== 'opened')
         throw new ConflictError(`The channel was ${now?.id === id ? now.state : 'closed'} before the withdraw reached the chain`)
@@ -169,20 +169,20 @@ export async function withdrawFromChannel(
 }
 
 /** Closes the channel unilaterally and returns it once the close is mined and synced (state closed). */
-export async function closeChannel(node: SluiceNode, { token, partner }: ChannelActionParameters): Promise<Channel> {
-  const channel = requireChannel(node, token, partner)
+export async function closeChannel(client: NodeClient, { token, partner }: ChannelActionParameters): Promise<Channel> {
+  const channel = requireChannel(client, token, partner)
   if (channel.state !== 'opened') throw new ConflictError(`Attempted to close a channel that is ${channel.state}`)
-  await ensureGasFor(node, channelGas.closeChannel)
+  await ensureGasFor(client, channelGas.closeChannel)
 
   const { tokenNetwork, id } = channel
   let failure: unknown
-  return untilSettled(node, async (watch) => {
+  return untilSettled(client, async (watch) => {
     // Accepted, the change left the channel `closing`: from here, `opened` again means the transaction failed.
-    rejectIfRefused(await node.dispatch({ type: 'closeChannel', tokenNetwork, channelId: id }), 'close')
+    rejectIfRefused(await client.dispatch({ type: 'closeChannel', tokenNetwork, channelId: id }), 'close')
     return watch((notice) => {
       if (notice?.type === 'transactionFailed' && isOurs(notice.transaction, 'close', tokenNetwork, id)) failure = notice.error
       if (notice) return undefined
-      const now = node.channel(tokenNetwork, partner)
+      const now = client.channel(tokenNetwork, partner)
       if (!now || now.id !== id) throw new ConflictError('The channel was settled and removed while closing')
       if (now.state === 'opened') {
         if (failure instanceof Error) throw failure
@@ -195,25 +195,25 @@ export async function closeChannel(node: SluiceNode, { token, partner }: Channel
 
 /** Changes the channel's reveal timeout (local only: no transaction). */
 export async function setRevealTimeout(
-  node: SluiceNode,
+  client: NodeClient,
   { token, partner, revealTimeout }: ChannelActionParameters & { revealTimeout: bigint },
 ): Promise<Channel> {
-  const channel = requireChannel(node, token, partner)
+  const channel = requireChannel(client, token, partner)
   if (channel.state !== 'opened') throw new ConflictError(`Can't update the reveal timeout of a channel that is ${channel.state}`)
   const invalid = whyInvalidTimeouts({ settleTimeout: channel.settleTimeout, revealTimeout })
   if (invalid) throw new ConflictError(invalid)
   rejectIfRefused(
-    await node.dispatch({ type: 'setRevealTimeout', tokenNetwork: channel.tokenNetwork, channelId: channel.id, revealTimeout }),
+    await client.dispatch({ type: 'setRevealTimeout', tokenNetwork: channel.tokenNetwork, channelId: channel.id, revealTimeout }),
     'setRevealTimeout',
   )
-  return node.channel(channel.tokenNetwork, partner)!
+  return client.channel(channel.tokenNetwork, partner)!
 }
 
 // ---- on-chain steps, without the user-level checks (the connection manager uses them too) ----------------------
 
 /** Sends openChannel (with our first deposit, if any) and returns the channel once the node has synced it. */
 export async function openChannelOnChain(
-  node: SluiceNode,
+  client: NodeClient,
   {
     tokenNetwork,
     partner,
@@ -222,29 +222,29 @@ export async function openChannelOnChain(
     totalDeposit,
   }: { tokenNetwork: Address; partner: Address; settleTimeout?: bigint; revealTimeout?: bigint; totalDeposit?: bigint },
 ): Promise<Channel> {
-  const sent = await sendOpenChannel(node.chain, node.queue, {
+  const sent = await sendOpenChannel(client.chain, client.queue, {
     tokenNetwork,
     partner,
-    settleTimeout: settleTimeout ?? node.config.defaultSettleTimeout,
+    settleTimeout: settleTimeout ?? client.config.defaultSettleTimeout,
     ...(totalDeposit ? { totalDeposit } : {}),
   })
-  await node.waitForBlock(sent.receipt.blockNumber)
-  if (revealTimeout !== undefined) await node.dispatch({ type: 'setRevealTimeout', tokenNetwork, channelId: sent.channelId, revealTimeout })
-  const channel = node.channel(tokenNetwork, partner)
+  await client.waitForBlock(sent.receipt.blockNumber)
+  if (revealTimeout !== undefined) await client.dispatch({ type: 'setRevealTimeout', tokenNetwork, channelId: sent.channelId, revealTimeout })
+  const channel = client.channel(tokenNetwork, partner)
   if (!channel) throw new ChannelNotFoundError(`channel ${sent.channelId} was opened but not synced`)
   return channel
 }
 
 /** Sends setTotalDeposit and returns the channel once the node has synced the deposit. */
 export async function depositOnChain(
-  node: SluiceNode,
+  client: NodeClient,
   { tokenNetwork, partner, totalDeposit }: { tokenNetwork: Address; partner: Address; totalDeposit: bigint },
 ): Promise<Channel> {
-  const channel = node.channel(tokenNetwork, partner)
+  const channel = client.channel(tokenNetwork, partner)
   if (!channel) throw new ChannelNotFoundError(`no channel with ${partner}`)
-  const sent = await sendSetTotalDeposit(node.chain, node.queue, { tokenNetwork, channelId: channel.id, partner, totalDeposit })
-  await node.waitForBlock(sent.receipt.blockNumber)
-  return node.channel(tokenNetwork, partner)!
+  const sent = await sendSetTotalDeposit(client.chain, client.queue, { tokenNetwork, channelId: channel.id, partner, totalDeposit })
+  await client.waitForBlock(sent.receipt.blockNumber)
+  return client.channel(tokenNetwork, partner)!
 }
 
 // ---- helpers ------------------------------------------------------------------------------------------------
@@ -261,23 +261,23 @@ function channelSection(tokenNetwork: Address, partner: Address): string {
 }
 
 /** The channel a PATCH acts on; a missing one is a ChannelNotFoundError (409, as Raiden answers a PATCH). */
-function requireChannel(node: SluiceNode, token: Address, partner: Address): Channel {
-  const channel = channelOf(node, token, partner)
+function requireChannel(client: NodeClient, token: Address, partner: Address): Channel {
+  const channel = channelOf(client, token, partner)
   if (!channel) throw new ChannelNotFoundError(`Requested channel for token ${token} and partner ${partner} not found`)
   return channel
 }
 
 /** Throws InsufficientFundsForGasError unless the node can pay for `gas` now: checked before acting, so a refusal changes nothing. */
-async function ensureGasFor(node: SluiceNode, gas: bigint): Promise<void> {
-  const cost = await readGasCost(node, gas)
-  if (!cost.enough) throw new InsufficientFundsForGasError(node.address, cost.balance, cost.required)
+async function ensureGasFor(client: NodeClient, gas: bigint): Promise<void> {
+  const cost = await readGasCost(client, gas)
+  if (!cost.enough) throw new InsufficientFundsForGasError(client.address, cost.balance, cost.required)
 }
 
 /** A token is a contract: an address without code would make every read of it fail. */
-async function ensureContract(node: SluiceNode, token: Address): Promise<void> {
+async function ensureContract(client: NodeClient, token: Address): Promise<void> {
   let code: string | undefined
   try {
-    code = await node.chain.publicClient.getCode({ address: token })
+    code = await client.chain.publicClient.getCode({ address: token })
   } catch (e) {
     throw new ChainRpcError('eth_getCode', e)
   }
@@ -285,27 +285,27 @@ async function ensureContract(node: SluiceNode, token: Address): Promise<void> {
 }
 
 /** The deposit checks of Raiden's `set_total_channel_deposit`, in its order; then the deposit. Runs in the channel's section. */
-async function depositChecked(node: SluiceNode, channel: Channel, totalDeposit: bigint, info: TokenNetworkInfo): Promise<Channel> {
+async function depositChecked(client: NodeClient, channel: Channel, totalDeposit: bigint, info: TokenNetworkInfo): Promise<Channel> {
   if (channel.state !== 'opened') throw new ConflictError(`Can't set the total deposit of a channel that is ${channel.state}`)
   if (info.deprecated) throw new ConflictError('This token network has been deprecated')
   if (totalDeposit <= channel.our.deposit) throw new ConflictError(`Total deposit did not increase (it is ${channel.our.deposit})`)
   const added = totalDeposit - channel.our.deposit
-  const available = await readTokenBalance(node.chain, { token: info.token })
+  const available = await readTokenBalance(client.chain, { token: info.token })
   if (available < added) throw new InsufficientBalanceError(`Not enough balance to deposit. Available=${available} Needed=${added}`)
-  await ensureDepositFits(node, info, channel.tokenNetwork, totalDeposit, added, channel.partnerEnd.deposit)
-  return depositOnChain(node, { tokenNetwork: channel.tokenNetwork, partner: channel.partner, totalDeposit })
+  await ensureDepositFits(client, info, channel.tokenNetwork, totalDeposit, added, channel.partnerEnd.deposit)
+  return depositOnChain(client, { tokenNetwork: channel.tokenNetwork, partner: channel.partner, totalDeposit })
 }
 
 /** The contract's deposit limits: the whole network's, ours per channel, and the channel total's uint256 bound. */
 async function ensureDepositFits(
-  node: SluiceNode,
+  client: NodeClient,
   info: TokenNetworkInfo,
   tokenNetwork: Address,
   totalDeposit: bigint,
   added: bigint,
   partnerDeposit: bigint,
 ): Promise<void> {
-  const held = await readTokenBalance(node.chain, { token: info.token, owner: tokenNetwork })
+  const held = await readTokenBalance(client.chain, { token: info.token, owner: tokenNetwork })
   if (held + added > info.tokenNetworkDepositLimit) throw new ConflictError(`Deposit of ${added} would have exceeded the token network deposit limit`)
   if (totalDeposit > info.channelParticipantDepositLimit)
     throw new ConflictError(`Deposit of ${totalDeposit} is larger than the channel participant deposit limit`)
@@ -328,10 +328,10 @@ type Watch = <T>(check: Check<T>) => Promise<T>
  * state. That happens at every notice and every 50 ms (deposits and withdraws synced from the chain publish no
  * notice). A check that throws rejects; so does the node stopping.
  */
-async function untilSettled<T>(node: SluiceNode, act: (watch: Watch) => Promise<T>): Promise<T> {
+async function untilSettled<T>(client: NodeClient, act: (watch: Watch) => Promise<T>): Promise<T> {
   const seen: NodeNotice[] = []
   let wake: (() => void) | undefined
-  const off = node.notices.subscribe((notice) => {
+  const off = client.subscribe((notice) => {
     seen.push(notice)
     wake?.()
   })
@@ -344,7 +344,7 @@ async function untilSettled<T>(node: SluiceNode, act: (watch: Watch) => Promise<
         }
         const done = check(undefined)
         if (done !== undefined) return done
-        if (node.status.status === 'stopped') throw new NodeStoppedError()
+        if (client.status.status === 'stopped') throw new NodeStoppedError()
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, 50)
           wake = () => {

@@ -1,13 +1,13 @@
 import type { Address } from 'viem'
-import type { Effect, NodeEvent } from '../protocol/state/effects.ts'
+import type { Effect, NodeEvent } from '../../protocol/state/effects.ts'
 import { sha256 } from 'viem'
-import { balanceHash } from '../protocol/balanceProof.ts'
-import { channelKey } from '../protocol/channel/key.ts'
-import { signedCopy, takesNonce } from '../protocol/channel/usedNonce.ts'
-import { sameAddress } from '../protocol/state/access.ts'
-import type { StateChange } from '../protocol/state/changes.ts'
-import type { NodeState } from '../protocol/state/types.ts'
-import type { OutboxRecord, PaymentRecord, ReceivedRecord, SentLockRecord, SentProofRecord, StoredEvent, TransactionRecord } from '../storage/storage.ts'
+import { balanceHash } from '../../protocol/balanceProof.ts'
+import { channelKey } from '../../protocol/channel/key.ts'
+import { signedCopy, takesNonce } from '../../protocol/channel/usedNonce.ts'
+import { sameAddress } from '../../protocol/state/access.ts'
+import type { StateChange } from '../../protocol/state/changes.ts'
+import type { NodeState } from '../../protocol/state/types.ts'
+import type { OutboxRecord, PaymentRecord, ReceivedRecord, SentLockRecord, SentProofRecord, StoredEvent, TransactionRecord } from '../../storage/storage.ts'
 
 /** The outbox key of a message: unique per recipient, type and message identifier. */
 export function outboxKey(recipient: Address, type: string, messageIdentifier: bigint): string {

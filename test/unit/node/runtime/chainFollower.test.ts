@@ -1,20 +1,20 @@
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import type { Address, Hex, PublicClient } from 'viem'
 import { describe, expect, inject, test } from 'vitest'
-import { createBlockWatcher, type BlockRange, type BlockWatcher, type BlockWatcherEvent } from '../../../src/chain/blockWatcher.ts'
-import type { SyncedChainEvent } from '../../../src/chain/chainEvents.ts'
-import type { Deployment } from '../../../src/chain/deployment.ts'
-import { syncChainEvents } from '../../../src/chain/eventSync.ts'
-import { openChannel, registerToken } from '../../../src/chain/tokenNetworkActions.ts'
-import { createTransactionQueue } from '../../../src/chain/transactionQueue.ts'
-import { ChainFollower, type ChainFollowerParameters } from '../../../src/node/chainFollower.ts'
-import { Engine, type Input } from '../../../src/node/engine.ts'
-import { defaultContext, initialState } from '../../../src/protocol/state/access.ts'
-import type { StateChange } from '../../../src/protocol/state/changes.ts'
-import { openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
-import type { StoredChainEvent } from '../../../src/storage/storage.ts'
-import { freshAccount, ownTokenNetwork } from '../../support/sharedChain.ts'
-import { startChainTestbed } from '../chain/chainTestbed.ts'
+import { createBlockWatcher, type BlockRange, type BlockWatcher, type BlockWatcherEvent } from '../../../../src/chain/blockWatcher.ts'
+import type { SyncedChainEvent } from '../../../../src/chain/chainEvents.ts'
+import type { Deployment } from '../../../../src/chain/deployment.ts'
+import { syncChainEvents } from '../../../../src/chain/eventSync.ts'
+import { openChannel, registerToken } from '../../../../src/chain/tokenNetworkActions.ts'
+import { createTransactionQueue } from '../../../../src/chain/transactionQueue.ts'
+import { ChainFollower, type ChainFollowerParameters } from '../../../../src/node/runtime/chainFollower.ts'
+import { Engine, type Input } from '../../../../src/node/runtime/engine.ts'
+import { defaultContext, initialState } from '../../../../src/protocol/state/access.ts'
+import type { StateChange } from '../../../../src/protocol/state/changes.ts'
+import { openMemoryStorage } from '../../../../src/storage/memoryStorage.ts'
+import type { StoredChainEvent } from '../../../../src/storage/storage.ts'
+import { freshAccount, ownTokenNetwork } from '../../../support/sharedChain.ts'
+import { startChainTestbed } from '../../chain/chainTestbed.ts'
 
 const tokenNetwork = '0x00000000000000000000000000000000000000aa' as Address
 const range = (fromBlock: bigint, toBlock: bigint): BlockRange => ({ type: 'blocks', fromBlock, toBlock, latestBlock: toBlock, tail: [] })
@@ -41,7 +41,7 @@ function setup(events: BlockWatcherEvent[], chainEvents: (r: { fromBlock: bigint
         current: state,
         dispatch: async (change, extra = {}) => {
           dispatched.push({ change, extra })
-          return { seq: dispatched.length, change, effects: [], outbox: [], transactions: [] }
+          return { seq: dispatched.length, change, effects: [] }
         },
       },
       watcher,

@@ -1,10 +1,10 @@
 import type { Hex } from 'viem'
 import { describe, expect, test } from 'vitest'
-import { TransactionRevertedError } from '../../../src/chain/errors.ts'
-import type { StateChange } from '../../../src/protocol/state/changes.ts'
-import type { Transaction } from '../../../src/protocol/state/effects.ts'
-import type { TransactionRecord } from '../../../src/storage/storage.ts'
-import { TransactionRunner, type TransactionRunnerParameters } from '../../../src/node/transactionRunner.ts'
+import { TransactionRevertedError } from '../../../../src/chain/errors.ts'
+import type { StateChange } from '../../../../src/protocol/state/changes.ts'
+import type { Transaction } from '../../../../src/protocol/state/effects.ts'
+import type { TransactionRecord } from '../../../../src/storage/storage.ts'
+import { TransactionRunner, type TransactionRunnerParameters } from '../../../../src/node/runtime/transactionRunner.ts'
 
 const close: Transaction = {
   type: 'close',
@@ -25,7 +25,7 @@ function runner(over: Partial<TransactionRunnerParameters> = {}) {
     engine: {
       dispatch: async (change) => {
         dispatched.push(change)
-        return { seq: 1, change, effects: [], outbox: [], transactions: [] }
+        return { seq: 1, change, effects: [] }
       },
       forget: (_outbox, transactions = []) => void forgotten.push(...transactions),
       updateTransaction: (rec) => void updated.push(rec),

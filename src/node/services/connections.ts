@@ -1,12 +1,13 @@
 import { getAddress, type Address } from 'viem'
-import { InsufficientFundsForGasError, readChannelInfo, readTokenBalance, readTokenNetworkInfo } from '../chain/index.ts'
-import { channelKey } from '../protocol/channel/key.ts'
-import { sameAddress, tokenNetworkOf } from '../protocol/state/access.ts'
-import type { Channel, NodeState } from '../protocol/state/types.ts'
-import { ConflictError, NodeStoppedError, NotFoundError } from './errors.ts'
-import { channelGas, readGasCost, readGasReserve } from './gasReserve.ts'
-import { depositOnChain, isOurs, openChannelOnChain } from './channelActions.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import { InsufficientFundsForGasError, readChannelInfo, readTokenBalance, readTokenNetworkInfo } from '../../chain/index.ts'
+import { channelKey } from '../../protocol/channel/key.ts'
+import { sameAddress, tokenNetworkOf } from '../../protocol/state/access.ts'
+import type { Channel, NodeState } from '../../protocol/state/types.ts'
+import { ConflictError, NodeStoppedError, NotFoundError } from '../errors.ts'
+import { channelGas, readGasCost, readGasReserve } from '../actions/gasReserve.ts'
+import { depositOnChain, isOurs, openChannelOnChain } from '../actions/channels.ts'
+import type { NodeClient } from '../actions/client.ts'
+import type { Service } from './service.ts'
 
 /** Our open channels of one token: GET /connections. */
 export type ConnectionSummary = { sumDeposits: bigint; channels: number }
@@ -55,23 +56,25 @@ const SCALE = 1_000_000_000n
  * - `leave` closes every open channel of the token and waits until each is settled, which happens by itself after
  *   the settle window.
  *
- * The settings live in memory: after a restart, connect again. Calls on one token network run one at a time.
+ * The settings live in memory: after a restart, connect again. Calls on one token network run one at a time. A
+ * service: the background runs between the node's ready and its stop.
  */
-export class TokenNetworkConnections {
+export class TokenNetworkConnections implements Service {
   private readonly connections = new Map<string, Connection>()
   /** Channels (keys) we joined or tried to join: never twice. */
   private readonly joined = new Set<string>()
   private readonly locks = new Map<string, Promise<unknown>>()
   private timer: ReturnType<typeof setTimeout> | undefined
   private lastState: NodeState | undefined
+  private started = false
   private stopped = false
 
-  constructor(private readonly node: SluiceNode) {}
+  constructor(private readonly client: NodeClient) {}
 
   /** Tokens with at least one open channel: the sum of our deposits in those channels and their count. */
   summary(): Map<Address, ConnectionSummary> {
     const out = new Map<Address, ConnectionSummary>()
-    for (const channel of Object.values(this.node.state.channels)) {
+    for (const channel of Object.values(this.client.state.channels)) {
       if (channel.state !== 'opened') continue
       const token = getAddress(channel.token)
       const entry = out.get(token) ?? { sumDeposits: 0n, channels: 0 }
@@ -90,7 +93,7 @@ export class TokenNetworkConnections {
     if (funds <= 0n) throw new ConflictError('funds must be greater than zero')
     if (initialChannelTarget < 0n) throw new ConflictError('initial_channel_target must not be negative')
     if (!(joinableFundsTarget >= 0 && joinableFundsTarget <= 1)) throw new ConflictError('joinable_funds_target must lie between 0 and 1')
-    const tokenNetwork = tokenNetworkOf(this.node.state, token)
+    const tokenNetwork = tokenNetworkOf(this.client.state, token)
     if (!tokenNetwork) throw new ConflictError(`Token ${token} is not registered: it has no token network`)
     const connection: Connection = {
       token,
@@ -98,7 +101,7 @@ export class TokenNetworkConnections {
       funds,
       initialChannelTarget,
       joinableFundsTarget,
-      since: this.node.state.blockNumber,
+      since: this.client.state.blockNumber,
       failed: new Set(),
     }
     const perChannel = fundsPerChannel(connection)
@@ -107,9 +110,9 @@ export class TokenNetworkConnections {
         `funds * (1 - joinable_funds_target) / initial_channel_target is 0: too few funds (${funds}) for ${initialChannelTarget} channels`,
       )
     await this.withLock(tokenNetwork, async () => {
-      const balance = await readTokenBalance(this.node.chain, { token })
+      const balance = await readTokenBalance(this.client.chain, { token })
       if (balance < funds) throw new ConflictError(`Insufficient balance for token ${token}: the node holds ${balance}, funds is ${funds}`)
-      const info = await readTokenNetworkInfo(this.node.chain, { tokenNetwork })
+      const info = await readTokenNetworkInfo(this.client.chain, { tokenNetwork })
       if (info.deprecated) throw new ConflictError(`the token network of ${token} is deprecated: no new deposits`)
       if (perChannel > info.channelParticipantDepositLimit)
         throw new ConflictError(
@@ -117,12 +120,12 @@ export class TokenNetworkConnections {
         )
       const plan = this.openPlan(connection, perChannel)
       const opening = plan.filter((p) => !p.existing).length
-      const reserve = await readGasReserve(this.node, { channelsToOpen: opening, deposits: plan.length - opening })
-      if (!reserve.enough) throw new InsufficientFundsForGasError(this.node.address, reserve.balance, reserve.required)
+      const reserve = await readGasReserve(this.client, { channelsToOpen: opening, deposits: plan.length - opening })
+      if (!reserve.enough) throw new InsufficientFundsForGasError(this.client.address, reserve.balance, reserve.required)
 
       const previous = this.connections.get(key(tokenNetwork))
       this.connections.set(key(tokenNetwork), connection)
-      this.start()
+      this.watch()
       let done = 0
       try {
         for (const planned of plan) {
@@ -147,24 +150,24 @@ export class TokenNetworkConnections {
    * ConflictError when a close failed on-chain (after waiting for the others).
    */
   async leave(token: Address): Promise<Address[]> {
-    const tokenNetwork = tokenNetworkOf(this.node.state, token)
+    const tokenNetwork = tokenNetworkOf(this.client.state, token)
     if (!tokenNetwork) throw new NotFoundError(`Token ${token} is not registered: it has no token network`)
     return this.withLock(tokenNetwork, async () => {
       const open = this.ourChannels(tokenNetwork).filter((c) => c.state === 'opened')
-      const cost = await readGasCost(this.node, BigInt(open.length) * (channelGas.closeChannel + channelGas.settleChannel))
-      if (!cost.enough) throw new InsufficientFundsForGasError(this.node.address, cost.balance, cost.required)
+      const cost = await readGasCost(this.client, BigInt(open.length) * (channelGas.closeChannel + channelGas.settleChannel))
+      if (!cost.enough) throw new InsufficientFundsForGasError(this.client.address, cost.balance, cost.required)
       this.connections.delete(key(tokenNetwork))
 
       const closeErrors: string[] = []
-      const off = this.node.notices.subscribe((notice) => {
+      const off = this.client.subscribe((notice) => {
         if (notice.type === 'transactionFailed' && open.some((c) => isOurs(notice.transaction, 'close', tokenNetwork, c.id)))
           closeErrors.push(describe(notice.error))
       })
       try {
         // A channel the partner closed meanwhile is only waited for.
         for (const channel of open)
-          if (this.node.channel(tokenNetwork, channel.partner)?.state === 'opened')
-            await this.node.dispatch({ type: 'closeChannel', tokenNetwork, channelId: channel.id })
+          if (this.client.channel(tokenNetwork, channel.partner)?.state === 'opened')
+            await this.client.dispatch({ type: 'closeChannel', tokenNetwork, channelId: channel.id })
         const outcomes = await Promise.all(open.map((channel) => this.untilSettled(channel)))
         const failed = open.filter((_, i) => outcomes[i] === 'close failed')
         if (failed.length > 0) {
@@ -180,6 +183,12 @@ export class TokenNetworkConnections {
     })
   }
 
+  /** Lets the background work begin (once the node is ready): it looks at each new state while a connection is kept. */
+  start(): void {
+    this.started = true
+    if (this.connections.size > 0) this.watch()
+  }
+
   /** Stops the background work (it also stops by itself when the node stops). */
   stop(): void {
     this.stopped = true
@@ -189,7 +198,7 @@ export class TokenNetworkConnections {
   // ---- planning ------------------------------------------------------------------------------------------
 
   private ourChannels(tokenNetwork: Address): Channel[] {
-    return Object.values(this.node.state.channels).filter((c) => sameAddress(c.tokenNetwork, tokenNetwork))
+    return Object.values(this.client.state.channels).filter((c) => sameAddress(c.tokenNetwork, tokenNetwork))
   }
 
   /**
@@ -203,8 +212,8 @@ export class TokenNetworkConnections {
     const wanted = connection.initialChannelTarget - BigInt(funded.length)
     if (wanted <= 0n) return []
     const underfunded = topUp ? open.filter((c) => c.our.deposit < perChannel).map((c) => ({ partner: c.partner, existing: c })) : []
-    const known = new Set([this.node.address.toLowerCase(), ...ours.map((c) => c.partner.toLowerCase()), ...connection.failed])
-    const fresh = rankedParticipants(this.node.state, connection.tokenNetwork)
+    const known = new Set([this.client.address.toLowerCase(), ...ours.map((c) => c.partner.toLowerCase()), ...connection.failed])
+    const fresh = rankedParticipants(this.client.state, connection.tokenNetwork)
       .filter((p) => !known.has(p.toLowerCase()))
       .map((partner) => ({ partner }))
     return [...underfunded, ...fresh].slice(0, Number(wanted))
@@ -213,10 +222,10 @@ export class TokenNetworkConnections {
   private async fund(connection: Connection, { partner, existing }: PlannedChannel, totalDeposit: bigint): Promise<void> {
     const { tokenNetwork } = connection
     if (existing) {
-      if (totalDeposit > existing.our.deposit) await depositOnChain(this.node, { tokenNetwork, partner, totalDeposit })
+      if (totalDeposit > existing.our.deposit) await depositOnChain(this.client, { tokenNetwork, partner, totalDeposit })
       return
     }
-    await openChannelOnChain(this.node, { tokenNetwork, partner, ...(totalDeposit > 0n ? { totalDeposit } : {}) })
+    await openChannelOnChain(this.client, { tokenNetwork, partner, ...(totalDeposit > 0n ? { totalDeposit } : {}) })
   }
 
   /** What the connection may still deposit: funds minus our deposits in open channels, at most the token balance. */
@@ -226,36 +235,34 @@ export class TokenNetworkConnections {
       .reduce((sum, c) => sum + c.our.deposit, 0n)
     const left = connection.funds - deposited
     if (left <= 0n) return 0n
-    const balance = await readTokenBalance(this.node.chain, { token: connection.token })
+    const balance = await readTokenBalance(this.client.chain, { token: connection.token })
     return left < balance ? left : balance
   }
 
   // ---- background ----------------------------------------------------------------------------------------
 
-  private start() {
-    if (this.timer === undefined && !this.stopped) this.schedule()
+  private watch() {
+    if (this.started && this.timer === undefined && !this.stopped) this.schedule()
   }
 
   private schedule() {
     if (this.stopped) return
-    this.timer = setTimeout(() => void this.tick(), Math.min(this.node.config.pollingInterval, 1_000))
+    this.timer = setTimeout(() => void this.tick(), Math.min(this.client.config.pollingInterval, 1_000))
     ;(this.timer as { unref?: () => void }).unref?.()
   }
 
   private async tick() {
-    const { status } = this.node.status
+    const { status } = this.client.status
     if (status === 'stopped') return this.stop()
-    if (status === 'ready' && this.connections.size > 0 && this.node.state !== this.lastState) {
-      this.lastState = this.node.state
+    if (status === 'ready' && this.connections.size > 0 && this.client.state !== this.lastState) {
+      this.lastState = this.client.state
       for (const connection of [...this.connections.values()]) {
         // A user call holds the token network: look again once it is done.
         if (this.locks.has(key(connection.tokenNetwork))) {
           this.lastState = undefined
           continue
         }
-        await this.withLock(connection.tokenNetwork, () => this.reconcile(connection)).catch((error) =>
-          this.node.notices.publish({ type: 'error', error, where: 'connection manager' }),
-        )
+        await this.withLock(connection.tokenNetwork, () => this.reconcile(connection)).catch((error) => this.client.report('connection manager', error))
       }
     }
     this.schedule()
@@ -265,8 +272,8 @@ export class TokenNetworkConnections {
   private async reconcile(connection: Connection) {
     if (this.connections.get(key(connection.tokenNetwork)) !== connection) return
     const perChannel = fundsPerChannel(connection)
-    const us = this.node.address
-    const graph = this.node.state.tokenNetworks[connection.tokenNetwork]?.graph ?? {}
+    const us = this.client.address
+    const graph = this.client.state.tokenNetworks[connection.tokenNetwork]?.graph ?? {}
     for (const channel of this.ourChannels(connection.tokenNetwork)) {
       const k = channelKey(channel.tokenNetwork, channel.id)
       if (channel.state !== 'opened' || channel.openedBlock <= connection.since || this.joined.has(k)) continue
@@ -277,7 +284,7 @@ export class TokenNetworkConnections {
       const remaining = await this.fundsRemaining(connection)
       const cap = perChannel > 0n ? perChannel : remaining
       const amount = min(channel.partnerEnd.deposit, remaining, cap)
-      if (amount > 0n) await depositOnChain(this.node, { tokenNetwork: connection.tokenNetwork, partner: channel.partner, totalDeposit: amount })
+      if (amount > 0n) await depositOnChain(this.client, { tokenNetwork: connection.tokenNetwork, partner: channel.partner, totalDeposit: amount })
     }
     // Channels funded below the target (joined ones) are left as they are; new partners make up the count.
     for (const planned of this.openPlan(connection, perChannel, { topUp: false })) {
@@ -314,17 +321,17 @@ export class TokenNetworkConnections {
   /** Waits until the channel is settled (or forgotten after settlement), or its close failed. */
   private async untilSettled(channel: Channel): Promise<'settled' | 'close failed'> {
     const k = channelKey(channel.tokenNetwork, channel.id)
-    const interval = Math.min(this.node.config.pollingInterval, 250)
+    const interval = Math.min(this.client.config.pollingInterval, 250)
     for (;;) {
-      if (this.node.status.status === 'stopped') throw new NodeStoppedError()
-      const now = this.node.state.channels[k]
+      if (this.client.status.status === 'stopped') throw new NodeStoppedError()
+      const now = this.client.state.channels[k]
       if (!now || now.state === 'settled') return 'settled'
       // Back to opened: our close failed. The partner's close may have won the race, though, and be synced soon.
       if (now.state === 'opened') {
-        const onchain = await readChannelInfo(this.node.chain, {
+        const onchain = await readChannelInfo(this.client.chain, {
           tokenNetwork: channel.tokenNetwork,
           channelId: channel.id,
-          participant1: this.node.address,
+          participant1: this.client.address,
           participant2: channel.partner,
         })
         if (onchain.state === 'opened' || onchain.state === 'nonExistent') return 'close failed'

@@ -1,6 +1,6 @@
 import type { Address } from 'viem'
-import type { BlockRange, BlockWatcher, SyncProgress } from '../chain/blockWatcher.ts'
-import { byChainPosition, type SyncedChainEvent } from '../chain/chainEvents.ts'
+import type { BlockRange, BlockWatcher, SyncProgress } from '../../chain/blockWatcher.ts'
+import { byChainPosition, type SyncedChainEvent } from '../../chain/chainEvents.ts'
 import type { Applied, Engine } from './engine.ts'
 
 export type ChainFollowerParameters = {

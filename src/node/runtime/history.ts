@@ -1,7 +1,7 @@
-import { channelKey } from '../protocol/channel/key.ts'
-import { orderedSettle } from '../protocol/channel/settleOrder.ts'
-import type { ChainTransaction, Transaction } from '../protocol/state/effects.ts'
-import type { Storage } from '../storage/storage.ts'
+import { channelKey } from '../../protocol/channel/key.ts'
+import { orderedSettle } from '../../protocol/channel/settleOrder.ts'
+import type { ChainTransaction, Transaction } from '../../protocol/state/effects.ts'
+import type { Storage } from '../../storage/storage.ts'
 
 /** Turns a transaction that needs our stored proof history into the one the chain layer sends. */
 export async function resolveFromHistory(tx: Transaction, history: Pick<Storage, 'sentProof' | 'sentLocks'>): Promise<ChainTransaction> {

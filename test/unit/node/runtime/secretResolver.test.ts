@@ -1,8 +1,8 @@
 import { Hono } from 'hono'
 import type { Hex } from 'viem'
 import { describe, expect, test } from 'vitest'
-import { resolveSecret, resolverRequestBody, type ResolveSecretParameters } from '../../../src/node/secretResolver.ts'
-import type { SecretResolverRequest } from '../../../src/protocol/state/effects.ts'
+import { resolveSecret, resolverRequestBody, type ResolveSecretParameters } from '../../../../src/node/runtime/secretResolver.ts'
+import type { SecretResolverRequest } from '../../../../src/protocol/state/effects.ts'
 
 const request: SecretResolverRequest = {
   token: '0x00000000000000000000000000000000000000aa',

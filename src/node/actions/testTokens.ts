@@ -1,6 +1,6 @@
 import type { Address, Hex } from 'viem'
-import { mintTokens, TokenNotMintableError, TransactionRevertedError } from '../chain/index.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import { mintTokens, TokenNotMintableError, TransactionRevertedError } from '../../chain/index.ts'
+import type { NodeClient } from './client.ts'
 
 /**
  * Mints `value` of a test token to `to`, paid by the node, with the token's first mint function that accepts
@@ -9,11 +9,11 @@ import type { SluiceNode } from './sluiceNode.ts'
  * TokenNotMintableError (400); a node without gas money, InsufficientFundsForGasError (402).
  */
 export async function mintTestTokens(
-  node: Pick<SluiceNode, 'chain' | 'queue'>,
+  client: Pick<NodeClient, 'chain' | 'queue'>,
   { token, to, value }: { token: Address; to: Address; value: bigint },
 ): Promise<{ transactionHash: Hex }> {
   try {
-    const sent = await mintTokens(node.chain, node.queue, { token, to, amount: value })
+    const sent = await mintTokens(client.chain, client.queue, { token, to, amount: value })
     return { transactionHash: sent.hash }
   } catch (error) {
     // The eth_call accepted the mint but the transaction reverted (the token changed meanwhile): still a refusal.

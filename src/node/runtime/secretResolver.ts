@@ -1,6 +1,6 @@
 import type { Hex } from 'viem'
-import type { SecretResolverRequest } from '../protocol/state/effects.ts'
-import { retryDelay, type Backoff } from '../transport/backoff.ts'
+import type { SecretResolverRequest } from '../../protocol/state/effects.ts'
+import { retryDelay, type Backoff } from '../../transport/backoff.ts'
 
 export type ResolveSecretParameters = {
   /** The resolver's URL (docs/rest-api.md, The secret resolver). */

@@ -1,9 +1,9 @@
 import { bytesToHex, hexToBytes, sha256, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { beforeAll, describe, expect, test } from 'vitest'
-import { secretForTarget, secretFromMetadata } from '../../../src/node/secretInMetadata.ts'
-import type { LockedTransfer, Signed } from '../../../src/protocol/messages/types.ts'
-import { secp256k1Engine, useWasmSecp256k1 } from '../../../src/protocol/secp256k1.ts'
+import { secretForTarget, secretFromMetadata } from '../../../../src/node/runtime/secretInMetadata.ts'
+import type { LockedTransfer, Signed } from '../../../../src/protocol/messages/types.ts'
+import { secp256k1Engine, useWasmSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const targetKey = `0x${'42'.repeat(32)}` as Hex
 const target = privateKeyToAddress(targetKey)

@@ -1,7 +1,7 @@
 import type { Hex } from 'viem'
-import { transactionFailedChange } from '../chain/transactions.ts'
-import type { Transaction } from '../protocol/state/effects.ts'
-import type { TransactionRecord } from '../storage/storage.ts'
+import { transactionFailedChange } from '../../chain/transactions.ts'
+import type { Transaction } from '../../protocol/state/effects.ts'
+import type { TransactionRecord } from '../../storage/storage.ts'
 import type { Engine } from './engine.ts'
 
 export type TransactionRunnerParameters = {

@@ -1,8 +1,8 @@
 import { describe, expect, test, vi } from 'vitest'
-import { Engine, replay, type Applied } from '../../../src/node/engine.ts'
-import { defaultContext, initialState } from '../../../src/protocol/state/access.ts'
-import { openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
-import type { Commit, Storage } from '../../../src/storage/storage.ts'
+import { Engine, replay, type Applied } from '../../../../src/node/runtime/engine.ts'
+import { defaultContext, initialState } from '../../../../src/protocol/state/access.ts'
+import { openMemoryStorage } from '../../../../src/storage/memoryStorage.ts'
+import type { Commit, Storage } from '../../../../src/storage/storage.ts'
 
 const identity = { chainId: 1n, registry: '0x00000000000000000000000000000000000000aa', address: '0x00000000000000000000000000000000000000bb' } as const
 

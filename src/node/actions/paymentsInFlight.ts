@@ -1,6 +1,18 @@
 import type { Address, Hex } from 'viem'
 import { Semaphore } from './semaphore.ts'
-import type { SentPayment } from './payments.ts'
+
+/** What a succeeded payment returns (docs/rest-api.md, Payment result object). */
+export type SentPayment = {
+  initiator: Address
+  target: Address
+  token: Address
+  amount: bigint
+  identifier: bigint
+  secret: Hex
+  secrethash: Hex
+  /** The hops it took, ending at the target (unknown for payments kept before routes were). */
+  route?: Address[]
+}
 
 /** What makes two payment requests the same payment: the token network, the amount and, when named, the secret hash. */
 export type PaymentTerms = { tokenNetwork: Address; amount: bigint; secrethash?: Hex }

@@ -1,18 +1,25 @@
-import type { TransitionContext } from '../protocol/state/access.ts'
-import type { StateChange } from '../protocol/state/changes.ts'
-import type { Effect } from '../protocol/state/effects.ts'
-import type { NodeState } from '../protocol/state/types.ts'
-import { transition } from '../protocol/transition.ts'
-import type { Commit, Meta, OutboxRecord, Storage, StoredChainEvent, TransactionRecord } from '../storage/storage.ts'
+import type { TransitionContext } from '../../protocol/state/access.ts'
+import type { StateChange } from '../../protocol/state/changes.ts'
+import type { Effect } from '../../protocol/state/effects.ts'
+import type { NodeState } from '../../protocol/state/types.ts'
+import { transition } from '../../protocol/transition.ts'
+import type { Commit, Meta, OutboxRecord, Storage, StoredChainEvent, TransactionRecord } from '../../storage/storage.ts'
 import { outboxRecord, paymentRecord, receivedHistory, sentHistory, storedEvent, transactionRecord } from './records.ts'
 
-/** What one committed change produced, handed to the shell to carry out once it is durable. */
+/**
+ * An effect as its commit left it: a send with the outbox record it was stored as, a transaction with its record
+ * (what a restart finds again and carries out), the others as the core gave them.
+ */
+export type CommittedEffect =
+  | (Extract<Effect, { type: 'send' }> & { record: OutboxRecord })
+  | (Extract<Effect, { type: 'transaction' }> & { record: TransactionRecord })
+  | Exclude<Effect, { type: 'send' | 'transaction' }>
+
+/** What one committed change produced, handed to the effect handler to carry out once it is durable. */
 export type Applied = {
   seq: number
   change: StateChange
-  effects: Effect[]
-  outbox: OutboxRecord[]
-  transactions: TransactionRecord[]
+  effects: CommittedEffect[]
 }
 
 export type Input = {
@@ -43,7 +50,7 @@ export type EngineParameters = {
    * were checked when it came), cold code in a fresh page's worker.
    */
   snapshotWhenIdle?: number
-  /** Called after each durable commit with what it applied, in order. */
+  /** Called after each durable commit with what it applied, in order (the effect handler). */
   onApplied: (applied: Applied[]) => void
 }
 
@@ -164,31 +171,36 @@ export class Engine {
           const before = state
           const result = transition(state, input.change, this.p.ctx)
           state = result.state
-          const outbox: OutboxRecord[] = []
-          const transactions: TransactionRecord[] = []
+          const effects: CommittedEffect[] = []
           result.effects.forEach((effect, i) => {
             if (effect.type === 'send') {
-              outbox.push(outboxRecord(effect, now))
+              const record = outboxRecord(effect, now)
+              commit.outbox!.put!.push(record)
+              effects.push({ ...effect, record })
               const { proof, lock } = sentHistory(effect, before)
               if (proof) commit.sentProofs.push(proof)
               if (lock) commit.sentLocks.push(lock)
-            } else if (effect.type === 'transaction') transactions.push(transactionRecord(effect, seq, i, now))
-            else if (effect.type === 'event') {
-              // Events and payments need keys of their own: the change's seq, then the effect's place in it.
-              const key = seq * 1000 + Math.min(i, 999)
-              commit.events.push(storedEvent(effect.event, key, now))
-              const payment = paymentRecord(effect.event, key, now)
-              if (payment) commit.payments.push(payment)
+            } else if (effect.type === 'transaction') {
+              const record = transactionRecord(effect, seq, i, now)
+              commit.transactions!.put!.push(record)
+              effects.push({ ...effect, record })
+            } else {
+              if (effect.type === 'event') {
+                // Events and payments need keys of their own: the change's seq, then the effect's place in it.
+                const key = seq * 1000 + Math.min(i, 999)
+                commit.events.push(storedEvent(effect.event, key, now))
+                const payment = paymentRecord(effect.event, key, now)
+                if (payment) commit.payments.push(payment)
+              }
+              effects.push(effect)
             }
           })
           const received = receivedHistory(input.change, before, state)
           if (received) commit.received.push(received)
           commit.changes.push({ seq, time: now, change: input.change })
-          commit.outbox!.put!.push(...outbox)
-          commit.transactions!.put!.push(...transactions)
           if (input.chainEvents) commit.chainEvents.push(...input.chainEvents)
           if (input.meta) commit.meta = { ...commit.meta, ...input.meta }
-          applied.push({ seq, change: input.change, effects: result.effects, outbox, transactions })
+          applied.push({ seq, change: input.change, effects })
         }
         this.sinceSnapshot += batch.length
         if (this.sinceSnapshot >= (this.p.snapshotEvery ?? 500) || (this.snapshotWanted && this.sinceSnapshot > 0)) {

@@ -1,15 +1,15 @@
 import { bytesToHex, maxUint256, maxUint64, sha256, type Address, type Hex } from 'viem'
-import { readSecretRevealBlock } from '../chain/reads.ts'
-import { distributable } from '../protocol/channel/amounts.ts'
-import { findRoutes, whyNoRouteHoldsLock } from '../protocol/routing/findRoutes.ts'
-import { channelWith, publicKeyOf, sameAddress, tokenNetworkOf } from '../protocol/state/access.ts'
-import type { NodeState } from '../protocol/state/types.ts'
-import type { PaymentQuery, PaymentRecord } from '../storage/storage.ts'
-import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NoRouteError, PaymentFailedError } from './errors.ts'
-import type { NodeNotice } from './notices.ts'
-import type { KnownPayment, PaymentTerms } from './paymentsInFlight.ts'
-import { secretForTarget } from './secretInMetadata.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import { readSecretRevealBlock } from '../../chain/reads.ts'
+import { distributable } from '../../protocol/channel/amounts.ts'
+import { findRoutes, whyNoRouteHoldsLock } from '../../protocol/routing/findRoutes.ts'
+import { channelWith, publicKeyOf, sameAddress, tokenNetworkOf } from '../../protocol/state/access.ts'
+import type { NodeState } from '../../protocol/state/types.ts'
+import type { PaymentQuery, PaymentRecord } from '../../storage/storage.ts'
+import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NoRouteError, PaymentFailedError } from '../errors.ts'
+import type { NodeNotice } from '../notices.ts'
+import type { KnownPayment, PaymentTerms, SentPayment } from './paymentsInFlight.ts'
+import { secretForTarget } from '../runtime/secretInMetadata.ts'
+import type { NodeClient } from './client.ts'
 
 export type SendPaymentParameters = {
   token: Address
@@ -22,19 +22,6 @@ export type SendPaymentParameters = {
   secret?: Hex
   /** SHA-256 of the secret. Alone (no secret), the node asks its secret resolver for the secret. */
   secrethash?: Hex
-}
-
-/** What a succeeded payment returns (docs/rest-api.md, Payment result object). */
-export type SentPayment = {
-  initiator: Address
-  target: Address
-  token: Address
-  amount: bigint
-  identifier: bigint
-  secret: Hex
-  secrethash: Hex
-  /** The hops it took, ending at the target (unknown for payments kept before routes were). */
-  route?: Address[]
 }
 
 /**
@@ -122,16 +109,16 @@ const randomIdentifier = (): bigint => BigInt(bytesToHex(crypto.getRandomValues(
  * retrying while its first request still reads the history, two tabs, the proxy and REST), the second finds the
  * first and joins it or conflicts with it; it never starts a payment of its own.
  */
-export async function sendPayment(node: SluiceNode, p: SendPaymentParameters): Promise<SentPayment> {
-  const { tokenNetwork, secrethash } = checkPayment(node.state, p)
+export async function sendPayment(client: NodeClient, p: SendPaymentParameters): Promise<SentPayment> {
+  const { tokenNetwork, secrethash } = checkPayment(client.state, p)
   const identifier = p.identifier ?? randomIdentifier()
   const asked: PaymentTerms = { tokenNetwork, amount: p.amount, ...(secrethash ? { secrethash } : {}) }
   for (;;) {
     // No await between looking for a claim and making one: the second of two requests always finds the first.
-    const claim = node.payments.get(p.target, identifier)
+    const claim = client.payments.get(p.target, identifier)
     if (!claim) {
-      const payment = findOrStart(node, p, asked, identifier)
-      node.payments.claim(p.target, identifier, { asked, payment })
+      const payment = findOrStart(client, p, asked, identifier)
+      client.payments.claim(p.target, identifier, { asked, payment })
       return joinOrConflict(p, asked, identifier, await payment)
     }
     let known: KnownPayment
@@ -165,19 +152,19 @@ function differs(asked: PaymentTerms, known: PaymentTerms): string | undefined {
  * What the identifier stands for: a payment resumed after a restart, one completed before (from the history), or
  * else a new payment with the terms asked, started now. Rejects, paying nothing, when a new one cannot start.
  */
-async function findOrStart(node: SluiceNode, p: SendPaymentParameters, asked: PaymentTerms, identifier: bigint): Promise<KnownPayment> {
+async function findOrStart(client: NodeClient, p: SendPaymentParameters, asked: PaymentTerms, identifier: bigint): Promise<KnownPayment> {
   if (p.identifier !== undefined) {
     // Started before a restart: the store resumed it. Looked at before the first await, so that its outcome cannot
     // come and go unseen while the history is read.
-    const resumed = Object.values(node.state.initiators).find((i) => sameAddress(i.target, p.target) && i.paymentId === identifier && i.status !== 'failed')
+    const resumed = Object.values(client.state.initiators).find((i) => sameAddress(i.target, p.target) && i.paymentId === identifier && i.status !== 'failed')
     if (resumed) {
-      const result = outcome(node, p.target, identifier).then((r) => sentPayment(node, r))
+      const result = outcome(client, p.target, identifier).then((r) => sentPayment(client, r))
       return { tokenNetwork: resumed.tokenNetwork, amount: resumed.amount, secrethash: resumed.secrethash, state: 'in flight', result }
     }
     // Completed: its success row and its end in the state are one commit, so it is either resumed above or here.
-    const done = await findSentPayment(node, p.target, identifier)
+    const done = await findSentPayment(client, p.target, identifier)
     if (done?.event === 'EventPaymentSentSuccess') {
-      const terms = { tokenNetwork: tokenNetworkOf(node.state, done.token) ?? done.token, amount: done.amount, secrethash: done.secrethash }
+      const terms = { tokenNetwork: tokenNetworkOf(client.state, done.token) ?? done.token, amount: done.amount, secrethash: done.secrethash }
       if (!done.secret) {
         const kept = new ConflictError(
           `the identifier ${identifier} was used for a payment to ${p.target} whose result was not kept (paid before this node kept them)`,
@@ -185,7 +172,7 @@ async function findOrStart(node: SluiceNode, p: SendPaymentParameters, asked: Pa
         return { ...terms, state: 'paid', result: Promise.reject(kept) }
       }
       const first: SentPayment = {
-        initiator: node.address,
+        initiator: client.address,
         target: done.partner,
         token: done.token,
         amount: done.amount,
@@ -199,8 +186,8 @@ async function findOrStart(node: SluiceNode, p: SendPaymentParameters, asked: Pa
   }
   // The state may have moved while the history was read: the checks run on the state the payment starts from.
   const { secrethash } = asked
-  if (secrethash) checkSecretHash(node.state, secrethash)
-  checkRoute(node.state, {
+  if (secrethash) checkSecretHash(client.state, secrethash)
+  checkRoute(client.state, {
     tokenNetwork: asked.tokenNetwork,
     target: p.target,
     amount: p.amount,
@@ -208,14 +195,14 @@ async function findOrStart(node: SluiceNode, p: SendPaymentParameters, asked: Pa
   })
   if (secrethash) {
     // The state knows the confirmed registrations; the chain also knows the latest ones.
-    const registry = node.config.deployment.contracts.SecretRegistry.address
-    if ((await readSecretRevealBlock(node.chain, { secretRegistry: registry, secrethash })) > 0n)
+    const registry = client.config.deployment.contracts.SecretRegistry.address
+    if ((await readSecretRevealBlock(client.chain, { secretRegistry: registry, secrethash })) > 0n)
       throw new ConflictError(`the secret of ${secrethash} is already registered on-chain`)
   }
   const result = (async () => {
-    const release = await node.payments.slots.acquire()
+    const release = await client.payments.slots.acquire()
     try {
-      return sentPayment(node, await startPayment(node, { ...p, tokenNetwork: asked.tokenNetwork, identifier, ...(secrethash ? { secrethash } : {}) }))
+      return sentPayment(client, await startPayment(client, { ...p, tokenNetwork: asked.tokenNetwork, identifier, ...(secrethash ? { secrethash } : {}) }))
     } finally {
       release()
     }
@@ -226,21 +213,21 @@ async function findOrStart(node: SluiceNode, p: SendPaymentParameters, asked: Pa
 type PaymentOutcome = Extract<NodeNotice, { type: 'paymentSentSuccess' }>
 
 /** Hands the payment to the core over the routes found now, and waits for its outcome. */
-async function startPayment(node: SluiceNode, p: SendPaymentParameters & { tokenNetwork: Address; identifier: bigint }): Promise<PaymentOutcome> {
+async function startPayment(client: NodeClient, p: SendPaymentParameters & { tokenNetwork: Address; identifier: bigint }): Promise<PaymentOutcome> {
   const ownSecret = !p.secret && !p.secrethash
   const secret = (p.secret?.toLowerCase() as Hex | undefined) ?? (ownSecret ? randomBytes32() : undefined)
   const secrethash = (p.secrethash?.toLowerCase() as Hex | undefined) ?? sha256(secret!)
-  const routes = findRoutes(node.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount, lockTimeout: p.lockTimeout ?? 'default' })
+  const routes = findRoutes(client.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount, lockTimeout: p.lockTimeout ?? 'default' })
   if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
   const encryptedSecret = secretForTarget({
-    enabled: node.config.encryptSecret,
-    targetPublicKey: publicKeyOf(node.state, p.target),
+    enabled: client.config.encryptSecret,
+    targetPublicKey: publicKeyOf(client.state, p.target),
     secret,
     amount: p.amount,
     paymentId: p.identifier,
   })
-  const done = outcome(node, p.target, p.identifier)
-  await node.dispatch({
+  const done = outcome(client, p.target, p.identifier)
+  await client.dispatch({
     type: 'initPayment',
     tokenNetwork: p.tokenNetwork,
     target: p.target,
@@ -258,8 +245,8 @@ async function startPayment(node: SluiceNode, p: SendPaymentParameters & { token
 }
 
 /** The outcome of our payment to `target` with `identifier`: its success, or PaymentFailedError; NodeStoppedError on stop. */
-function outcome(node: SluiceNode, target: Address, identifier: bigint): Promise<PaymentOutcome> {
-  const ended = node.nextNotice(
+function outcome(client: NodeClient, target: Address, identifier: bigint): Promise<PaymentOutcome> {
+  const ended = client.nextNotice(
     (e) => (e.type === 'paymentSentSuccess' || e.type === 'paymentSentFailed') && e.paymentId === identifier && sameAddress(e.target, target),
   )
   return ended.then((e) => {
@@ -268,9 +255,9 @@ function outcome(node: SluiceNode, target: Address, identifier: bigint): Promise
   })
 }
 
-function sentPayment(node: SluiceNode, r: PaymentOutcome): SentPayment {
+function sentPayment(client: NodeClient, r: PaymentOutcome): SentPayment {
   return {
-    initiator: node.address,
+    initiator: client.address,
     target: r.target,
     token: r.token,
     amount: r.amount,
@@ -285,8 +272,8 @@ function sentPayment(node: SluiceNode, r: PaymentOutcome): SentPayment {
  * The latest payment we sent to `target` with `identifier`, from the history. It reads the target's rows (the
  * history's partner index), which a light node keeps few enough of; a hub would want an identifier index.
  */
-async function findSentPayment(node: SluiceNode, target: Address, identifier: bigint): Promise<PaymentRecord | undefined> {
-  const rows = await node.storage.payments({ partner: target })
+async function findSentPayment(client: NodeClient, target: Address, identifier: bigint): Promise<PaymentRecord | undefined> {
+  const rows = await client.store.payments({ partner: target })
   for (let i = rows.length - 1; i >= 0; i--) {
     const r = rows[i]!
     if (r.identifier === identifier && r.event !== 'EventPaymentReceivedSuccess') return r
@@ -298,9 +285,9 @@ async function findSentPayment(node: SluiceNode, target: Address, identifier: bi
  * The payment history, oldest first, paged in the store. A token with no token network is a ConflictError
  * (409, as docs/rest-api.md, Payment history entry, says for an invalid token_address).
  */
-export async function readPaymentHistory(node: SluiceNode, query: PaymentQuery): Promise<PaymentRecord[]> {
-  if (query.token !== undefined && !tokenNetworkOf(node.state, query.token)) throw new ConflictError(`token ${query.token} does not match a token network`)
-  return node.storage.payments({ ...query, ...pageOf(query) })
+export async function readPaymentHistory(client: NodeClient, query: PaymentQuery): Promise<PaymentRecord[]> {
+  if (query.token !== undefined && !tokenNetworkOf(client.state, query.token)) throw new ConflictError(`token ${query.token} does not match a token network`)
+  return client.store.payments({ ...query, ...pageOf(query) })
 }
 
 /** A page the store can key: non-negative integers, anything beyond the safe integers meaning "all". */

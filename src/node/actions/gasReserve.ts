@@ -1,7 +1,7 @@
 import type { Address } from 'viem'
-import { ChainRpcError, readNativeBalance } from '../chain/index.ts'
-import type { Channel, NodeState } from '../protocol/state/types.ts'
-import type { SluiceNode } from './sluiceNode.ts'
+import { ChainRpcError, readNativeBalance } from '../../chain/index.ts'
+import type { Channel, NodeState } from '../../protocol/state/types.ts'
+import type { NodeClient } from './client.ts'
 
 /**
  * Gas of the on-chain calls of a channel's life, whole transactions as measured by `npm run bench:gas`
@@ -65,15 +65,15 @@ export type GasReserve = {
 }
 
 /** Compares the node's native balance with the gas `requiredGas` estimates, at the current gas price. */
-export function readGasReserve(node: Pick<SluiceNode, 'chain' | 'state'>, parameters: Parameters<typeof requiredGas>[1] = {}): Promise<GasReserve> {
-  return readGasCost(node, requiredGas(node.state, parameters))
+export function readGasReserve(client: Pick<NodeClient, 'chain' | 'state'>, parameters: Parameters<typeof requiredGas>[1] = {}): Promise<GasReserve> {
+  return readGasCost(client, requiredGas(client.state, parameters))
 }
 
 /** Whether the node's native balance pays for `gas` at the current gas price, security factor included. */
-export async function readGasCost(node: Pick<SluiceNode, 'chain'>, gas: bigint): Promise<GasReserve> {
+export async function readGasCost(client: Pick<NodeClient, 'chain'>, gas: bigint): Promise<GasReserve> {
   const [balance, gasPrice] = await Promise.all([
-    readNativeBalance(node.chain),
-    node.chain.publicClient.getGasPrice().catch((e: unknown) => {
+    readNativeBalance(client.chain),
+    client.chain.publicClient.getGasPrice().catch((e: unknown) => {
       throw new ChainRpcError('eth_gasPrice', e)
     }),
   ])

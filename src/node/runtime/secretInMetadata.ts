@@ -1,7 +1,7 @@
 import { hexToBytes, type Address, type Hex } from 'viem'
-import type { Message, Signed } from '../protocol/messages/types.ts'
-import { decryptSecret, encryptSecret } from '../protocol/secretCipher.ts'
-import type { DecryptedSecret } from '../protocol/state/changes.ts'
+import type { Message, Signed } from '../../protocol/messages/types.ts'
+import { decryptSecret, encryptSecret } from '../../protocol/secretCipher.ts'
+import type { DecryptedSecret } from '../../protocol/state/changes.ts'
 
 /**
  * The payment secret in a LockedTransfer's metadata, encrypted to the target (docs/decisions/0003): the shell's

@@ -1,0 +1,148 @@
+import type { Address } from 'viem'
+import type { ChainClient } from '../../chain/chainClient.ts'
+import { ChainRpcError } from '../../chain/errors.ts'
+import type { TransactionQueue } from '../../chain/transactionQueue.ts'
+import { channelWith } from '../../protocol/state/access.ts'
+import type { StateChange } from '../../protocol/state/changes.ts'
+import type { Channel, NodeState } from '../../protocol/state/types.ts'
+import type { Storage } from '../../storage/storage.ts'
+import { NodeStoppedError } from '../errors.ts'
+import type { ResolvedNodeConfig } from '../nodeConfig.ts'
+import type { NodeNotice, NodeStatus, Report } from '../notices.ts'
+import type { ChainFollower } from '../runtime/chainFollower.ts'
+import type { Applied, Engine } from '../runtime/engine.ts'
+import type { EventBus } from '../runtime/eventBus.ts'
+import type { StatusTracker } from '../runtime/status.ts'
+import { PaymentsInFlight } from './paymentsInFlight.ts'
+
+/** The store's reads: payment history, events, chain events, and the whole store as a dump. Only the engine writes. */
+export type StoreReads = Pick<Storage, 'payments' | 'events' | 'chainEvents' | 'exportDump'>
+
+/**
+ * What the user's actions and the node's services see of a node, as viem's actions see a `Client`: its state and
+ * status, `dispatch`, its notices, the store's reads, the chain and the transaction queue, and the config. Not the
+ * node itself: no lifecycle (run, stop) and none of the runtime's parts. One per node: `node.client`. Every action
+ * takes it first (`sendPayment(node.client, {...})`); the REST routes, the worker and the tests call them so.
+ */
+export type NodeClient = {
+  readonly address: Address
+  readonly config: ResolvedNodeConfig
+  /** The latest applied state (durable, or about to be): read-only. */
+  readonly state: NodeState
+  readonly status: NodeStatus
+  /** Aborted once the node stops. */
+  readonly stopped: AbortSignal
+  /** This account's viem clients: every read of the chain and every signature of a transaction. */
+  readonly chain: ChainClient
+  /** This account's ordered transaction queue: every on-chain action of the node goes through it. */
+  readonly queue: TransactionQueue
+  readonly store: StoreReads
+  /** Payments in flight, by target and identifier, and the slots that bound how many run at once. */
+  readonly payments: PaymentsInFlight
+  /** Our channel with `partner` in `tokenNetwork`: the open one, else the latest. */
+  channel(tokenNetwork: Address, partner: Address): Channel | undefined
+  /** Dispatches a change and waits until it is durable (its effects are under way); NodeStoppedError once stopped. */
+  dispatch(change: StateChange): Promise<Applied>
+  /**
+   * Resolves once the state has synced the given block (chain events up to it are applied). It asks the follower
+   * for its sync step (the one under way, if any: never a second sync of the same blocks, docs/decisions/0028);
+   * a failing endpoint is asked again until the deadline, anything else (a refused commit) fails at once.
+   */
+  waitForBlock(blockNumber: bigint, timeoutMs?: number): Promise<void>
+  /** Every notice from now on, until the returned function is called. */
+  subscribe(listener: (notice: NodeNotice) => void): () => void
+  /** The first notice `predicate` accepts; NodeStoppedError if the node stops first. */
+  nextNotice(predicate: (notice: NodeNotice) => boolean): Promise<NodeNotice>
+  report: Report
+}
+
+/** The node's parts a client is made over (createNode wires them). */
+export type NodeClientParts = {
+  config: ResolvedNodeConfig
+  chain: ChainClient
+  queue: TransactionQueue
+  storage: StoreReads
+  engine: Pick<Engine, 'current' | 'dispatch' | 'settled'>
+  follower: Pick<ChainFollower, 'syncOnce'>
+  status: Pick<StatusTracker, 'current' | 'progressed'>
+  notices: Pick<EventBus<NodeNotice>, 'subscribe'>
+  stopped: AbortSignal
+  report: Report
+  /** How many payments may run at once. */
+  paymentSlots: number
+}
+
+export function createNodeClient(p: NodeClientParts): NodeClient {
+  const { engine, stopped } = p
+  // What waits for a notice (a payment's outcome) fails when the node stops: one entry per waiter, dropped when it
+  // resolves, and one listener on the signal for them all (none per payment).
+  const waiters = new Set<(error: Error) => void>()
+  stopped.addEventListener('abort', () => {
+    for (const fail of [...waiters]) fail(new NodeStoppedError())
+  })
+
+  async function waitForBlock(blockNumber: bigint, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    let endpointError: ChainRpcError | undefined
+    while (engine.current.blockNumber < blockNumber) {
+      if (stopped.aborted) throw new NodeStoppedError()
+      if (Date.now() > deadline) throw new Error(`block ${blockNumber} not synced within ${timeoutMs} ms`, { cause: endpointError })
+      const synced = await p.follower.syncOnce().catch((error: unknown) => {
+        if (!(error instanceof ChainRpcError)) throw error
+        endpointError = error
+        return false
+      })
+      if (!synced) await new Promise((r) => setTimeout(r, 20))
+      p.status.progressed()
+    }
+    await engine.settled()
+  }
+
+  function nextNotice(predicate: (notice: NodeNotice) => boolean): Promise<NodeNotice> {
+    if (stopped.aborted) return Promise.reject(new NodeStoppedError())
+    return new Promise((resolve, reject) => {
+      const off = p.notices.subscribe((notice) => {
+        if (!predicate(notice)) return
+        done()
+        resolve(notice)
+      })
+      const fail = (error: Error) => {
+        done()
+        reject(error)
+      }
+      const done = () => {
+        off()
+        waiters.delete(fail)
+      }
+      waiters.add(fail)
+    })
+  }
+
+  const { storage } = p
+  return {
+    address: p.chain.address,
+    config: p.config,
+    get state() {
+      return engine.current
+    },
+    get status() {
+      return p.status.current
+    },
+    stopped,
+    chain: p.chain,
+    queue: p.queue,
+    store: {
+      payments: (query) => storage.payments(query),
+      events: (page) => storage.events(page),
+      chainEvents: (query) => storage.chainEvents(query),
+      exportDump: () => storage.exportDump(),
+    },
+    payments: new PaymentsInFlight(p.paymentSlots),
+    channel: (tokenNetwork, partner) => channelWith(engine.current, tokenNetwork, partner),
+    dispatch: (change) => (stopped.aborted ? Promise.reject(new NodeStoppedError()) : engine.dispatch(change)),
+    waitForBlock,
+    subscribe: (listener) => p.notices.subscribe(listener),
+    nextNotice,
+    report: p.report,
+  }
+}

@@ -1,0 +1,115 @@
+import type { Message } from '../../protocol/messages/types.ts'
+import type { OutboxRecord } from '../../storage/storage.ts'
+import type { Backoff } from '../../transport/backoff.ts'
+import type { Delivery } from '../../transport/delivery.ts'
+import { StaleStateError } from '../errors.ts'
+import type { NodeNotice, Report } from '../notices.ts'
+import type { Applied, CommittedEffect, Engine } from './engine.ts'
+import type { EventBus } from './eventBus.ts'
+import { resolveSecret } from './secretResolver.ts'
+import type { TransactionRunner } from './transactionRunner.ts'
+
+export type EffectHandlerParameters = {
+  engine: Pick<Engine, 'dispatch' | 'current'>
+  delivery: Pick<Delivery, 'enqueue'>
+  transactions: Pick<TransactionRunner, 'run'>
+  notices: Pick<EventBus<NodeNotice>, 'publish'>
+  /** Signs a message as this node and encodes it as its wire line (transport/lineSigner.ts). */
+  signLine: (message: Message) => Promise<string>
+  /** Where and how to ask for a secret (docs/rest-api.md, The secret resolver); absent without `resolverEndpoint`. */
+  resolver?: { endpoint: string; fetch: typeof fetch; backoff: Backoff }
+  /** After each commit that synced blocks: the status's sync progress follows. */
+  blockSynced(): void
+  /** The state was found stale: the node stops itself (SluiceNode.halt). */
+  halt(error: StaleStateError): void
+  report: Report
+  /** Aborted when the node stops. */
+  stopped: AbortSignal
+}
+
+/**
+ * Carries out the core's effects once the commit that holds them is durable (docs/architecture.md, rule 4), as
+ * Raiden's RaidenEventHandler and go-nitro's executeSideEffects do: one switch over every kind of effect. A send's
+ * outbox record goes to delivery, which signs it here when it sends it (decision 0002); a transaction's record to
+ * the transaction runner; an event to the notices; a resolveSecret to the secret resolver. The engine hands it each
+ * batch it committed (`handle`, its `onApplied`).
+ *
+ * A batch in which the core found the state stale (a `staleState` event, docs/decisions/0029) carries out only its
+ * events: nothing of it is signed or sent, its changes having been computed on a state older than what we signed.
+ * From then on this handler signs nothing, and the node halts.
+ */
+export class EffectHandler {
+  /** Set when the state is found stale: from then on nothing is signed. */
+  private stale: StaleStateError | undefined
+
+  constructor(private readonly p: EffectHandlerParameters) {}
+
+  /** Carries out what one durable commit applied, change by change, in order. */
+  handle(applied: Applied[]): void {
+    const found = staleStateIn(applied)
+    if (found) {
+      this.haltOn(applied, found.reason)
+      return
+    }
+    // A batch's sends go to delivery together: it flushes them at once, one send per peer.
+    const outbox: OutboxRecord[] = []
+    for (const a of applied) {
+      for (const effect of a.effects) this.carryOut(effect, outbox)
+      if (a.change.type === 'block') this.p.blockSynced()
+    }
+    if (outbox.length) this.p.delivery.enqueue(outbox)
+  }
+
+  /** Delivery's signer: refuses once the state is found stale, whatever was queued before. */
+  sign(message: Message): Promise<string> {
+    if (this.stale) throw this.stale
+    return this.p.signLine(message)
+  }
+
+  private carryOut(effect: CommittedEffect, outbox: OutboxRecord[]): void {
+    switch (effect.type) {
+      case 'send':
+        outbox.push(effect.record)
+        return
+      case 'transaction':
+        void this.p.transactions.run(effect.record)
+        return
+      case 'event':
+        this.p.notices.publish(effect.event)
+        return
+      case 'resolveSecret':
+        this.askResolver(effect)
+        return
+      default:
+        unhandled(effect)
+    }
+  }
+
+  private askResolver({ request }: Extract<CommittedEffect, { type: 'resolveSecret' }>): void {
+    const { resolver, engine, report } = this.p
+    if (!resolver) return
+    void resolveSecret(request, {
+      ...resolver,
+      resolved: (secret) => engine.dispatch({ type: 'secretResolved', secrethash: request.secrethash, secret }),
+      blockNumber: () => engine.current.blockNumber,
+      stopped: this.p.stopped,
+      report: (error) => report('secret resolver', error),
+    })
+  }
+
+  private haltOn(applied: Applied[], reason: string): void {
+    this.stale = new StaleStateError(`this node's state is older than what it signed: ${reason}`)
+    for (const a of applied) for (const effect of a.effects) if (effect.type === 'event') this.p.notices.publish(effect.event)
+    this.p.halt(this.stale)
+  }
+}
+
+function staleStateIn(applied: Applied[]): { reason: string } | undefined {
+  for (const a of applied) for (const effect of a.effects) if (effect.type === 'event' && effect.event.type === 'staleState') return effect.event
+  return undefined
+}
+
+/** Reached by no effect: TypeScript fails the build when an Effect type has no case in the switch above. */
+function unhandled(effect: never): never {
+  throw new Error(`no handler for the effect ${(effect as { type: string }).type}`)
+}

@@ -1,0 +1,21 @@
+import type { NodeClient } from '../actions/client.ts'
+import { TokenNetworkConnections } from './connections.ts'
+import { NodeNotifications } from './notifications.ts'
+import type { Service } from './service.ts'
+
+/**
+ * The node's background services: the one place a service is registered (service.ts says when they start and
+ * stop). Each is made here from the node's client; the node starts them in this order once it is ready and stops
+ * them in the reverse order. To add one, write its module (made from the client, a `Service`) and add it here; a
+ * service the config does not ask for is `undefined`. The REST API reaches them as `ctx.services.<name>`.
+ */
+export function createServices(client: NodeClient) {
+  return {
+    /** The connection manager (PUT/DELETE /connections). */
+    connections: new TokenNetworkConnections(client),
+    /** The notifications of GET /notifications. */
+    notifications: new NodeNotifications(client),
+  } satisfies Record<string, Service | undefined>
+}
+
+export type NodeServices = ReturnType<typeof createServices>

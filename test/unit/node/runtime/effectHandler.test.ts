@@ -1,0 +1,97 @@
+import type { Address } from 'viem'
+import { describe, expect, test } from 'vitest'
+import { anvilKeys } from '../../../../src/devnet/anvil.ts'
+import type { StaleStateError } from '../../../../src/node/errors.ts'
+import type { NodeNotice } from '../../../../src/node/notices.ts'
+import { EffectHandler } from '../../../../src/node/runtime/effectHandler.ts'
+import type { Applied, CommittedEffect } from '../../../../src/node/runtime/engine.ts'
+import { outboxRecord, transactionRecord } from '../../../../src/node/runtime/records.ts'
+import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
+import { initialState } from '../../../../src/protocol/state/access.ts'
+import type { OutboxRecord, TransactionRecord } from '../../../../src/storage/storage.ts'
+import { lineSigner } from '../../../../src/transport/lineSigner.ts'
+
+const peer: Address = '0x00000000000000000000000000000000000000bb'
+const tokenNetwork: Address = '0x00000000000000000000000000000000000000aa'
+const key = anvilKeys[1]!
+
+const send = (id: bigint): CommittedEffect => {
+  const effect = { type: 'send', recipient: peer, message: { type: 'Processed', message_identifier: id } } as const
+  return { ...effect, record: outboxRecord(effect, 1_000) }
+}
+const close: Transaction = { type: 'close', tokenNetwork, channelId: 7n, partner: peer, balanceProof: null }
+const transaction = (seq: number): CommittedEffect => {
+  const effect = { type: 'transaction', transaction: close } as const
+  return { ...effect, record: transactionRecord(effect, seq, 0, 1_000) }
+}
+const event = (e: NodeEvent): CommittedEffect => ({ type: 'event', event: e })
+const stateChanged: NodeEvent = { type: 'channelStateChanged', tokenNetwork, channelId: 7n, state: 'closing' }
+const stale: NodeEvent = {
+  type: 'staleState',
+  reason: 'our nonce 5 came back with a balance hash we never signed',
+  tokenNetwork,
+  channelId: 7n,
+  nonce: 5n,
+  ourNonce: 4n,
+  source: 'message',
+}
+const applied = (seq: number, effects: CommittedEffect[], change: Applied['change'] = { type: 'closeChannel', tokenNetwork, channelId: 7n }): Applied => ({
+  seq,
+  change,
+  effects,
+})
+
+/** A handler over parts that record what they were handed. */
+function handler() {
+  const enqueued: OutboxRecord[][] = []
+  const ran: TransactionRecord[] = []
+  const notices: NodeNotice[] = []
+  const halted: StaleStateError[] = []
+  let synced = 0
+  const h = new EffectHandler({
+    engine: { dispatch: async (change) => ({ seq: 0, change, effects: [] }), current: initialState({ address: peer, chainId: 1n, blockNumber: 0n }) },
+    delivery: { enqueue: (records) => void enqueued.push([...records]) },
+    transactions: { run: async (record) => void ran.push(record) },
+    notices: { publish: (notice) => void notices.push(notice) },
+    signLine: lineSigner(key),
+    blockSynced: () => void synced++,
+    halt: (error) => void halted.push(error),
+    report: () => {},
+    stopped: new AbortController().signal,
+  })
+  return { h, enqueued, ran, notices, halted, synced: () => synced }
+}
+
+describe('EffectHandler', () => {
+  test("carries out each effect of a commit: the sends to delivery at once, in order; transactions to the runner; events to the notices; a block's progress", async () => {
+    const { h, enqueued, ran, notices, synced } = handler()
+    const batch = [applied(1, [send(1n), transaction(1), event(stateChanged), send(2n)]), applied(2, [send(3n)], { type: 'block', blockNumber: 9n })]
+    h.handle(batch)
+    expect(enqueued.map((records) => records.map((r) => r.message))).toEqual([
+      [
+        { type: 'Processed', message_identifier: 1n },
+        { type: 'Processed', message_identifier: 2n },
+        { type: 'Processed', message_identifier: 3n },
+      ],
+    ])
+    expect(ran.map((r) => r.transaction)).toEqual([close])
+    expect(notices).toEqual([stateChanged])
+    expect(synced()).toBe(1)
+    // Delivery's signer signs what the commit holds.
+    expect(await h.sign({ type: 'Processed', message_identifier: 1n })).toBe(await lineSigner(key)({ type: 'Processed', message_identifier: 1n }))
+  })
+
+  test('a commit that found the state stale carries out only its events, halts the node, and nothing is signed from then on', async () => {
+    const { h, enqueued, ran, notices, halted } = handler()
+    const queuedBefore = { type: 'Processed', message_identifier: 4n } as const
+    h.handle([applied(1, [send(1n), transaction(1), event(stateChanged)]), applied(2, [event(stale), send(2n)])])
+    expect(enqueued).toEqual([])
+    expect(ran).toEqual([])
+    expect(notices).toEqual([stateChanged, stale])
+    expect(halted.map((e) => [e.code, e.message])).toEqual([
+      ['STALE_STATE', `this node's state is older than what it signed: our nonce 5 came back with a balance hash we never signed`],
+    ])
+    // What delivery had queued before is not signed either.
+    expect(() => h.sign(queuedBefore)).toThrow(halted[0]!)
+  })
+})
