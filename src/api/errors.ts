@@ -69,7 +69,8 @@ export const statusOfCode = {
 
 /**
  * Codes of errors that never reach a request: the command line's, the devnet's, start-up failures of the store,
- * the transport's (delivery retries them) and the protocol's (a peer's bad message is dropped, never answered).
+ * the transport's (delivery retries them), the protocol's (a peer's bad message is dropped, never answered) and the
+ * monitoring service's.
  * If one does reach a request it is a bug, answered with 500.
  */
 export const codesNeverAnswered = [
@@ -96,6 +97,9 @@ export const codesNeverAnswered = [
   'INVALID_KEYSTORE',
   'WRONG_PASSWORD',
   'JSON_SYNTAX',
+  // The monitoring service's (src/monitor/): start-up and its own failure, never a request's answer.
+  'REGISTRATION_FAILED',
+  'MONITOR_FAILED',
 ] as const
 
 export type AnsweredCode = keyof typeof statusOfCode
