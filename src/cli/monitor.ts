@@ -89,11 +89,11 @@ async function run(argv: readonly string[]): Promise<number> {
   const privateKey = await loadPrivateKey(flags)
 
   if (relays.length > 0) await import('../transport/libp2p/nodePolyfills.ts')
-  const [{ readDeployment }, { createMonitoringService }, { createMonitorApi }, { listen, AddressInUseError }, { useNativeSecp256k1 }, { describeError }] =
+  const [{ readDeployment }, { createMonitoringService }, { serveMonitorApi }, { AddressInUseError }, { useNativeSecp256k1 }, { describeError }] =
     await Promise.all([
       import('../devnet/deploymentFile.ts'),
       import('../monitor/service.ts'),
-      import('../monitor/api.ts'),
+      import('./servedMonitor.ts'),
       import('./httpServer.ts'),
       import('./nativeSecp256k1.ts'),
       import('./servedNode.ts'),
@@ -128,45 +128,43 @@ async function run(argv: readonly string[]): Promise<number> {
         return undefined
       },
     )
-    let internalError: unknown
-    let stopAsked: (reason: string) => void = () => {}
-    const stopRequested = new Promise<string>((r) => (stopAsked = r))
-    let server: Awaited<ReturnType<typeof listen>>
+    let served: Awaited<ReturnType<typeof serveMonitorApi>>
     try {
-      // The API checks the Host against the port the OS gave, so it is built once the server listens.
-      let app: ReturnType<typeof createMonitorApi> | undefined
-      server = await listen((request) => app!.fetch(request), { host: api.host, port: api.port })
-      app = createMonitorApi({
-        service,
-        access: { boundHost: api.host, port: server.port, ...access },
-        peerId: libp2p?.peerId,
-        onInternalError: (error) => {
-          internalError = error
-          stopAsked('internal error')
-        },
-      })
+      served = await serveMonitorApi({ service, host: api.host, port: api.port, access, peerId: libp2p?.peerId })
     } catch (e) {
       await service.stop()
       if (e instanceof AddressInUseError)
         throw new StartupError(`--api ${flags.api}: ${api.host}:${api.port} is already in use (choose another address or port)`)
       throw e
     }
+    const server = served.server
     console.log(`Sluice monitoring service ${service.address} on chain ${deployment.chainId}, data in ${dataDir}`)
     console.log(`REST API: ${server.url}/api/v1`)
+    const starting = startupStep(
+      // Published in the ServiceRegistry: where the service's API is, unless --url says otherwise.
+      () => service.start({ url: flags.url ?? server.url }),
+      (e) => {
+        if (hasCode(e, 'REGISTRATION_FAILED')) return `cannot register in the ServiceRegistry: ${e.message}`
+        if (hasCode(e, 'CHAIN_RPC', 'INSUFFICIENT_FUNDS_FOR_GAS')) return `${describeError(e)}`
+        return undefined
+      },
+    )
+    // A Ctrl-C during the registration or the first sync stops it all; the start then ends on its own.
+    starting.catch(() => {})
+    let first: string | undefined
     try {
-      await startupStep(
-        // Published in the ServiceRegistry: where the service's API is, unless --url says otherwise.
-        () => service.start({ url: flags.url ?? server.url }),
-        (e) => {
-          if (hasCode(e, 'REGISTRATION_FAILED')) return `cannot register in the ServiceRegistry: ${e.message}`
-          if (hasCode(e, 'CHAIN_RPC', 'INSUFFICIENT_FUNDS_FOR_GAS')) return `${describeError(e)}`
-          return undefined
-        },
-      )
+      first = await Promise.race([starting.then(() => undefined), signal.received])
     } catch (e) {
       await service.stop()
       await server.close(1_000)
       throw e
+    }
+    if (first !== undefined) {
+      console.log(`${first}: stopping`)
+      await server.close(1_000)
+      await service.stop()
+      console.log('stopped')
+      return 0
     }
     const registration = service.status().registration!
     console.log(`Registered in the ServiceRegistry until ${new Date(Number(registration.validTill) * 1000).toISOString()}, URL ${registration.url}`)
@@ -177,7 +175,7 @@ async function run(argv: readonly string[]): Promise<number> {
     const end = await Promise.race([
       signal.received.then((s) => ({ reason: 'signal' as const, signal: s })),
       service.failed.then((error) => ({ reason: 'failed' as const, error })),
-      stopRequested.then(() => ({ reason: 'internal error' as const, error: internalError })),
+      served.internalError.then((error) => ({ reason: 'internal error' as const, error })),
     ])
     if (end.reason === 'signal') console.log(`${end.signal}: stopping`)
     else console.error(`sluice monitor: ${end.reason === 'failed' ? 'the service failed' : 'internal error in the API'}: ${describeError(end.error)}; stopping`)

@@ -7,7 +7,7 @@ import { requestMonitoringDelivered } from '../protocol/monitoringRequest.ts'
 import type { ChainFactsReader } from './chainFacts.ts'
 import { PeerRateLimiter, type Limits } from './limits.ts'
 import { channelKey, type WatchedChannel } from './records.ts'
-import { checkChainFacts, checkRequest, compareWithHeld, type RefusalReason, type RequestContext } from './requestCheck.ts'
+import { checkChainFacts, checkFields, checkSignatures, compareWithHeld, type RefusalReason, type RequestContext } from './requestCheck.ts'
 import type { MonitorStore } from './store.ts'
 
 export type IntakeOutcome =
@@ -31,9 +31,9 @@ export type IntakeParameters = {
 
 /**
  * Takes RequestMonitoring lines from the transport and decides, line by line, whether the service holds them
- * (docs/decisions/0031): the limits first (size, the peer's rate, the requests in flight), then the fields and
- * signatures (requestCheck.ts), what the service already holds, the chain's facts, and last, in the store's own
- * ordered step, the held request again. Only once the request is durable is it acknowledged, with a Delivered whose
+ * (docs/decisions/0031): the limits first (size, the peer's rate, the requests in flight), then the fields and the
+ * sender, what the service already holds, the signatures (requestCheck.ts), the chain's facts, and last, in the
+ * store's own ordered step, the held request again. Only once the request is durable is it acknowledged, with a Delivered whose
  * id is derived from it; a resend of the request held is acknowledged again. Whatever a line holds, it ends as one
  * counted outcome: nothing a peer sends can throw out of here.
  */
@@ -104,16 +104,18 @@ export class Intake {
     }
     if (message.type !== 'RequestMonitoring') return refused('not_a_request', message.type)
     const request = message
-    const checked = checkRequest(request, from, this.p.context)
-    if (!checked.ok) return refused(checked.reason, checked.detail)
-    const closing = checked.closing
+    const fields = checkFields(request, from, this.p.context)
+    if (!fields.ok) return refused(fields.reason, fields.detail)
     const bp = request.balance_proof
     const key = channelKey(bp.token_network_address, bp.channel_identifier)
     const requester = request.non_closing_participant.toLowerCase()
 
-    // What is held now: a resend is answered without asking the chain, a stale one refused without it.
+    // What is held now: a resend is answered, and a stale one refused, before any signature recovery or chain read.
     const early = this.judge(this.p.store.channels.get(key), request, requester, this.p.store.requesterChannels(requester))
     if (early) return early
+    const signed = checkSignatures(request)
+    if (!signed.ok) return refused(signed.reason, signed.detail)
+    const closing = signed.closing
 
     let facts: Awaited<ReturnType<ChainFactsReader['forRequest']>>
     try {

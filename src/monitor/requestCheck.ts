@@ -2,7 +2,8 @@ import type { Address } from 'viem'
 import type { OnchainChannelState } from '../chain/reads.ts'
 import { ZERO_HASH } from '../protocol/balanceProof.ts'
 import type { RequestMonitoring, Signed } from '../protocol/messages/types.ts'
-import { requestMonitoringAckId, requestMonitoringSigners } from '../protocol/monitoringRequest.ts'
+import { requestMonitoringSigners } from '../protocol/monitoringRequest.ts'
+import { encodeMessage } from '../protocol/messages/wire.ts'
 import type { StoredRequest } from './records.ts'
 
 /**
@@ -48,12 +49,13 @@ export type Checked = { ok: true; closing: Address } | { ok: false; reason: Refu
 const same = (a: Address, b: Address) => a.toLowerCase() === b.toLowerCase()
 const refuse = (reason: RefusalReason, detail?: string): Checked => ({ ok: false, reason, ...(detail === undefined ? {} : { detail }) })
 
+export type FieldsChecked = { ok: true } | { ok: false; reason: RefusalReason; detail?: string }
+
 /**
- * Every check that needs no state and no chain: the fields, that the peer it came from is the requester, then the
- * three signatures over exactly the bytes the contracts check (the reward proof and the counter-signature by the
- * non-closing participant, the balance proof by someone else: the closing participant, returned).
+ * The checks that need nothing but the request and where it came from: its fields, and that the peer it came from is
+ * its requester. Cheap: run before anything else.
  */
-export function checkRequest(request: Signed<RequestMonitoring>, from: Address, context: RequestContext): Checked {
+export function checkFields(request: Signed<RequestMonitoring>, from: Address, context: RequestContext): FieldsChecked {
   const bp = request.balance_proof
   if (bp.chain_id !== context.chainId) return refuse('wrong_chain', `chain ${bp.chain_id}`)
   if (!same(request.monitoring_service_contract_address, context.monitoringService))
@@ -61,9 +63,17 @@ export function checkRequest(request: Signed<RequestMonitoring>, from: Address, 
   if (bp.nonce === 0n) return refuse('zero_nonce')
   if (bp.balance_hash === ZERO_HASH) return refuse('zero_balance_hash')
   if (request.reward_amount < context.minReward) return refuse('reward_too_low', `${request.reward_amount} < ${context.minReward}`)
-  const requester = request.non_closing_participant
   // The transport's peer is authenticated (libp2p: Noise with the peer's key): a request comes from its requester.
-  if (!same(from, requester)) return refuse('not_requester', `from ${from}`)
+  if (!same(from, request.non_closing_participant)) return refuse('not_requester', `from ${from}`)
+  return { ok: true }
+}
+
+/**
+ * The three signatures, over exactly the bytes the contracts check: the reward proof and the counter-signature by the
+ * non-closing participant, the balance proof by someone else, the closing participant (returned).
+ */
+export function checkSignatures(request: Signed<RequestMonitoring>): Checked {
+  const requester = request.non_closing_participant
   const signers = requestMonitoringSigners(request)
   if (signers.reward === undefined) return refuse('bad_reward_signature', 'recovers no key')
   if (!same(signers.reward, requester)) return refuse('bad_reward_signature', `signed by ${signers.reward}`)
@@ -74,15 +84,22 @@ export function checkRequest(request: Signed<RequestMonitoring>, from: Address, 
   return { ok: true, closing: signers.closing }
 }
 
+/** Every check that needs no state and no chain: `checkFields`, then `checkSignatures`. */
+export function checkRequest(request: Signed<RequestMonitoring>, from: Address, context: RequestContext): Checked {
+  const fields = checkFields(request, from, context)
+  return fields.ok ? checkSignatures(request) : fields
+}
+
 /**
- * A checked request against the one the service holds for its channel and side: `new` (none held, or an older one it
- * replaces), `resent` (exactly the one held: acknowledged again, nothing stored), or `stale` (a nonce not above the
- * held one: an older request, or another one under the same nonce). Only for requests whose signatures verified:
- * then equal acknowledgement ids mean equal requests.
+ * A request against the one the service holds for its channel and side: `new` (none held, or an older one it
+ * replaces), `resent` (exactly the one held, byte for byte: acknowledged again, nothing stored), or `stale` (a nonce
+ * not above the held one: an older request, or another one under the same nonce). Needs no signature check: the held
+ * request's were checked, and a stale one is refused whatever its signatures say. So a peer that replays requests
+ * costs the service no signature recovery.
  */
 export function compareWithHeld(request: Signed<RequestMonitoring>, held: StoredRequest | undefined): 'new' | 'resent' | 'stale' {
   if (!held) return 'new'
-  if (requestMonitoringAckId(held.request) === requestMonitoringAckId(request)) return 'resent'
+  if (encodeMessage(held.request) === encodeMessage(request)) return 'resent'
   return request.balance_proof.nonce > held.request.balance_proof.nonce ? 'new' : 'stale'
 }
 

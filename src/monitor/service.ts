@@ -51,6 +51,9 @@ export type MonitoringServiceStatus = {
   watching: { channels: number; requests: number }
 }
 
+/** How often the registration is looked at while the service runs. */
+const REGISTRATION_CHECK_MS = 3_600_000
+
 /** The service stopped on its own: its store failed (nothing more can be acknowledged). */
 export class MonitoringServiceFailedError extends SluiceError {
   override name = 'MonitoringServiceFailedError' as const
@@ -139,12 +142,30 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     onLooked: () => {
       if (store.failed) failWith(new MonitoringServiceFailedError(`the store failed: ${store.failed.message}`, { cause: store.failed }))
       else duties.runDue()
+      if (!renewing && Date.now() - registrationCheckedAt > REGISTRATION_CHECK_MS) renewing = renewRegistration()
     },
     onError: (where, error) => log(`${where}: ${describe(error)}`),
   })
 
   let started = false
   let stopped = false
+  let url: string | undefined
+  let registrationCheckedAt = 0
+  let renewing: Promise<void> | undefined
+  const register = async () => {
+    registration = await ensureRegistered(chain, queue, { serviceRegistry: deployment.contracts.ServiceRegistry.address, url })
+    registrationCheckedAt = Date.now()
+  }
+  /** Looked at hourly: a registration that ends within a week is extended while the service runs. */
+  const renewRegistration = () =>
+    register()
+      .catch((error: unknown) => {
+        registrationCheckedAt = Date.now()
+        log(`registration: ${describe(error)}`)
+      })
+      .finally(() => {
+        renewing = undefined
+      })
   return {
     address,
     chain,
@@ -153,10 +174,15 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     async start(options = {}) {
       if (started) return
       started = true
-      registration = await ensureRegistered(chain, queue, { serviceRegistry: deployment.contracts.ServiceRegistry.address, url: options.url })
+      url = options.url
+      await register()
+      // A stop during the start ends it at the next step.
+      if (stopped) return
       await watch.catchUp()
+      if (stopped) return
       duties.runDue()
       if (transport) await transport.start((lines, from) => intake.receive(lines, from))
+      if (stopped) return void (await transport?.stop().catch(() => {}))
       watch.start()
     },
     async stop() {
@@ -165,6 +191,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
       await intake.stop()
       await transport?.stop().catch(() => {})
       await watch.stop()
+      await renewing
       await duties.stop()
       await store.close()
     },

@@ -27,6 +27,7 @@ import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { line, monitoringRequest, partnerProof, type ProofOf } from '../support/monitoring.ts'
+import { rawRequest } from '../api/support/rawHttp.ts'
 import { call } from './devnetProcess.ts'
 import { runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
@@ -177,6 +178,18 @@ describe('sluice monitor', () => {
     })
     const tStarted = performance.now()
 
+    // Who may call: the rules of sluice serve (decision 0025); read only; bad input is a 4xx.
+    const raw = (path: string, init: { method?: string; headers?: Record<string, string> } = {}) => rawRequest(`${monitor.api}${path}`, init)
+    expect(await raw('/status', { headers: { host: `attacker.example:${new URL(monitor.api).port}` } })).toMatchObject({
+      status: 403,
+      body: { code: 'FORBIDDEN_HOST' },
+    })
+    expect(await raw('/channels', { headers: { origin: 'https://attacker.example' } })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN_ORIGIN' } })
+    expect(await raw('/status', { method: 'POST' })).toMatchObject({ status: 405, body: { code: 'METHOD_NOT_ALLOWED' } })
+    expect(await raw('/shutdown', { method: 'POST' })).toMatchObject({ status: 404, body: { errors: 'invalid endpoint' } })
+    expect(await raw('/channels?limit=0')).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST' } })
+    expect(await raw('/monitor_calls?page=2')).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST' } })
+
     // Acknowledged: a Delivered with the id derived from the request, once the service holds it.
     const older = request(3n)
     await sendUntil(line(older), () => acknowledged.has(requestMonitoringAckId(older)))
@@ -184,9 +197,9 @@ describe('sluice monitor', () => {
     const newer = request(5n)
     await sendUntil(line(newer), () => acknowledged.has(requestMonitoringAckId(newer)))
 
-    // Refused and counted, never acknowledged: a reward proof signed by the partner, an older request, and another
-    // request under the nonce held. The request held, sent again, is acknowledged again.
-    const forged: Signed<RequestMonitoring> = { ...newer, reward_amount: 1n }
+    // Refused and counted, never acknowledged: a newer request whose reward proof the partner signed, an older request,
+    // and another request under the nonce held. The request held, sent again, is acknowledged again.
+    const forged: Signed<RequestMonitoring> = { ...request(6n), reward_amount: 1n }
     const forgedText = line({ ...forged, signature: signPackedSync(partnerKey, packMessage(forged)) })
     const sameNonce = monitoringRequest(requesterKey, newer.balance_proof, net.deployment.contracts.MonitoringService.address, REWARD + 1n)
     for (const text of [forgedText, line(older), line(sameNonce), line(newer)]) await requesterTransport.send(serviceAddress, [text])
