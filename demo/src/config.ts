@@ -16,6 +16,8 @@ export type DemoConfig = {
   peers: { name: string; address: `0x${string}`; api: string }[]
   /** Seconds between blocks. */
   blockTime: number
+  /** The monitoring service (`sluice devnet --monitoring`): its address and REST API. */
+  monitor: { address: `0x${string}`; api: string }
 }
 
 export async function loadConfig(): Promise<DemoConfig> {

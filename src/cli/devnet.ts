@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import type { Address, Hex } from 'viem'
+import { keccak256, toHex, type Address, type Hex } from 'viem'
 import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag, switchFlag, type FlagSpec } from './args.ts'
 import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
@@ -34,6 +34,9 @@ export const devnetFlags = {
     default: 'level',
   } as FlagSpec<'level' | 'memory', true>,
   dataDir: stringFlag({ description: 'where to write the deployment file and the stores (default: a temporary directory, removed at exit)', valueName: 'DIR' }),
+  monitoring: switchFlag({
+    description: "also run a monitoring service (sluice monitor) on the nodes' transport, registered and funded, its REST API on the port after the nodes'",
+  }),
   transport: {
     description: 'how the nodes talk: broadcast (a BroadcastChannel in this process) or libp2p (through a relay this command starts on 127.0.0.1)',
     valueName: 'NAME',
@@ -48,8 +51,9 @@ const usage = `Usage: sluice devnet [flags]
 One process with a whole network for development: anvil with the contracts deployed, test tokens TTT and TT2
 registered, and N nodes (anvil dev keys 1..N) funded with ETH, 1000 TTT, 1000 TT2 and 100 service tokens in
 the UserDeposit, talking over a BroadcastChannel (or, with --transport libp2p, over libp2p through a relay it
-starts on 127.0.0.1, as nodes in separate processes do), each serving its REST API on 127.0.0.1. Runs until
-Ctrl-C.
+starts on 127.0.0.1, as nodes in separate processes do), each serving its REST API on 127.0.0.1. With
+--monitoring, a monitoring service too (docs/decisions/0031): funded with ETH and service tokens, registered in the
+ServiceRegistry, reached the way the nodes reach each other. Runs until Ctrl-C.
 
 Flags:
 ${formatFlags(devnetFlags)}`
@@ -59,6 +63,8 @@ const TOKENS_PER_NODE = 1000n * 10n ** 18n
 const SERVICE_DEPOSIT = 100n * 10n ** 18n
 /** Each side's deposit in the --channels line. */
 const CHANNEL_DEPOSIT = 100n * 10n ** 18n
+/** ETH for the monitoring service's transactions (registration, monitor, claimReward). */
+const MONITOR_ETH = 100n * 10n ** 18n
 
 export type DevnetSummary = {
   rpcUrl: string
@@ -67,6 +73,8 @@ export type DevnetSummary = {
   nodes: { address: Address; api: string }[]
   /** With --transport libp2p only: the multiaddr of the relay the nodes use (other nodes can use it too). */
   relay?: string
+  /** With --monitoring only: the monitoring service's address and REST API. */
+  monitor?: { address: Address; api: string }
 }
 
 /** How long a libp2p devnet waits, once the nodes run, for each to have seen every other (presence). */
@@ -92,6 +100,7 @@ async function run(argv: readonly string[]): Promise<number> {
     { createBroadcastChannelTransport },
     { serveNode, describeError },
     { version },
+    monitoring,
   ] = await Promise.all([
     import('../devnet/anvil.ts'),
     import('../devnet/deploy.ts'),
@@ -105,6 +114,7 @@ async function run(argv: readonly string[]): Promise<number> {
     import('../transport/broadcastChannelTransport.ts'),
     import('./servedNode.ts'),
     import('../version.ts'),
+    flags.monitoring ? Promise.all([import('../monitor/service.ts'), import('./servedMonitor.ts')]) : undefined,
   ])
   // With --json, stdout carries the one line only: everything else goes to stderr.
   const log = flags.json ? (line: string) => console.error(line) : (line: string) => console.log(line)
@@ -114,7 +124,10 @@ async function run(argv: readonly string[]): Promise<number> {
   let anvil: Awaited<ReturnType<typeof startAnvil>> | undefined
   let relay: import('../transport/libp2p/relay.ts').Relay | undefined
   const served: ServedNode[] = []
+  let monitor: { service: import('../monitor/service.ts').MonitoringService; api?: import('./servedMonitor.ts').ServedMonitorApi } | undefined
   const stopAll = async () => {
+    await monitor?.api?.server.close(1_000)
+    await monitor?.service.stop().catch(() => {})
     await Promise.all(served.map((s) => s.stop(1_000).catch(() => {})))
     await relay?.stop().catch(() => {})
     await anvil?.stop()
@@ -219,12 +232,42 @@ async function run(argv: readonly string[]): Promise<number> {
         await Promise.all(served.map((s) => s.node.waitForBlock(head)))
         log(`channels open: ${served.map((_, i) => i).join('-')} (TTT, ${CHANNEL_DEPOSIT} on each side)`)
       }
+      if (monitoring) {
+        const [{ createMonitoringService }, { serveMonitorApi }] = monitoring
+        // A key of its own, the same every run: anvil's dev keys are the nodes'.
+        const key = keccak256(toHex('sluice devnet monitoring service'))
+        const address = privateKeyToAddress(key)
+        await queue.send({ to: address, data: '0x', value: MONITOR_ETH, description: `fund the monitoring service ${address}` })
+        const { price } = await chain.readRegistrationPrice(deployer, { serviceRegistry: deployment.contracts.ServiceRegistry.address })
+        await chain.mintTokens(deployer, queue, { token: deployment.serviceToken, amount: price, to: address })
+        const transport = libp2p?.create({ privateKey: key, relays: libp2p.relays, announceIntervalMs: 5_000 })
+        const service = await createMonitoringService({
+          rpc: rpcUrl,
+          deployment,
+          key,
+          dataDir: join(dataDir, 'monitor'),
+          transport: () => transport ?? createBroadcastChannelTransport({ address, channelName }),
+          confirmations: 0,
+          pollingInterval: 100,
+          log: (line) => log(`monitor: ${line}`),
+        })
+        monitor = { service }
+        monitor.api = await serveMonitorApi({
+          service,
+          host: '127.0.0.1',
+          port: flags.portBase === 0 ? 0 : flags.portBase + keys.length,
+          peerId: transport?.peerId,
+        })
+        await service.start({ url: monitor.api.server.url })
+        log(`monitoring service ${address}, registered; REST API ${monitor.api.apiUrl}`)
+      }
       return {
         rpcUrl,
         deployment: path,
         tokens: deployment.tokens,
         nodes: served.map((s) => ({ address: s.node.address, api: s.apiUrl })),
         ...(relay ? { relay: relay.multiaddrs[0]! } : {}),
+        ...(monitor?.api ? { monitor: { address: monitor.service.address, api: monitor.api.apiUrl } } : {}),
       }
     }
 
@@ -249,6 +292,7 @@ async function run(argv: readonly string[]): Promise<number> {
       console.log('')
       console.log(`RPC URL: ${ready.rpcUrl}`)
       if (ready.relay) console.log(`libp2p relay: ${ready.relay}`)
+      if (ready.monitor) console.log(`Monitoring service: ${ready.monitor.address}, REST API ${ready.monitor.api}`)
       console.log(`Deployment file: ${ready.deployment}`)
       console.log('')
       console.log('Press Ctrl-C to stop.')
@@ -267,6 +311,8 @@ async function run(argv: readonly string[]): Promise<number> {
         })
       }
       anvil!.process.once('exit', (code, sig) => resolveProblem(`anvil exited (${sig ?? `exit code ${code}`})`))
+      void monitor?.service.failed.then((error) => resolveProblem(`the monitoring service failed: ${describeError(error)}`))
+      void monitor?.api?.internalError.then((error) => resolveProblem(`the monitoring service's API: internal error: ${describeError(error)}`))
     })
     const end = await Promise.race([signal.received.then((s) => ({ signal: s })), problems.then((problem) => ({ problem }))])
     if ('signal' in end) {

@@ -2,8 +2,15 @@ import { tmpdir } from 'node:os'
 import type { Address } from 'viem'
 import { childProcesses, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
-/** The --json line; `relay` only with --transport libp2p. */
-export type DevnetJson = { rpcUrl: string; deployment: string; tokens: Record<string, Address>; nodes: { address: Address; api: string }[]; relay?: string }
+/** The --json line; `relay` only with --transport libp2p, `monitor` only with --monitoring. */
+export type DevnetJson = {
+  rpcUrl: string
+  deployment: string
+  tokens: Record<string, Address>
+  nodes: { address: Address; api: string }[]
+  relay?: string
+  monitor?: { address: Address; api: string }
+}
 
 /** Starts `sluice devnet --json` and resolves with its one line once every node is ready. */
 export async function startDevnetCommand(args: string[], cwd: string = tmpdir()): Promise<{ sluice: SluiceProcess; info: DevnetJson; anvilPid: number }> {
