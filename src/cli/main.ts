@@ -33,7 +33,7 @@ export const usage = `Usage: sluice <command> [flags]
 
 Commands:
 ${Object.entries(commands)
-  .map(([name, c]) => `  ${name.padEnd(8)}${c.summary}`)
+  .map(([name, c]) => `  ${name.padEnd(9)}${c.summary}`)
   .join('\n')}
 
 Run \`sluice <command> --help\` for the flags of a command.`
