@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util'
 import { benchApi } from './api.ts'
 import { benchBrowser } from './browser.ts'
+import { benchMonitor } from './monitor.ts'
 import { benchNode } from './node.ts'
 import { benchPackage } from './package.ts'
 import { profilePayment } from './profile.ts'
@@ -14,6 +15,7 @@ const parts = {
   storage: ['Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', benchStorage],
   node: ['Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', benchNode],
   api: ['REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', benchApi],
+  monitor: ['Monitoring service (sluice monitor: one service on anvil, LevelDB storage with sync writes; per-peer rate limits lifted)', benchMonitor],
   browser: ['The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer)', benchBrowser],
   profile: ['CPU profile of one direct payment (both nodes in one process, LevelDB sync writes; self time per payment)', profilePayment],
 } as const satisfies Record<string, readonly [string, () => Promise<Record<string, string>>]>

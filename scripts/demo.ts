@@ -1,6 +1,6 @@
 // `npm run demo` (README, Quick start): builds the package and the demo page, starts a network for it (`sluice devnet`:
-// anvil mining a block every second, a libp2p relay, two headless peers with a TTT channel, a backup server for the
-// nodes' sealed copies), tells the page about that
+// anvil mining a block every second, a libp2p relay, two headless peers with a TTT channel, a monitoring service, a
+// backup server for the nodes' sealed copies), tells the page about that
 // network in /demo.json and serves demo/dist on 127.0.0.1. Runs until Ctrl-C or SIGTERM, then stops what it started.
 //
 //   1. npm run build (dist/), sluice init demo/public, vite build --config demo/vite.config.ts (demo/dist/), while
@@ -31,8 +31,8 @@ const BLOCK_TIME = 1
 const usage = `Usage: npm run demo -- [--port 5173] [--rpc-port 0]
 
 Builds the package and the demo page, starts a local network (anvil with a block every ${BLOCK_TIME} s, a libp2p relay,
-two headless peers with a TTT channel, a backup server) and serves the page on http://127.0.0.1:PORT/. Runs until
-Ctrl-C.
+two headless peers with a TTT channel, a monitoring service, a backup server) and serves the page on
+http://127.0.0.1:PORT/. Runs until Ctrl-C.
 
 Flags:
   --port PORT      where the page is served (default 5173; 0 picks a free port)
@@ -194,6 +194,7 @@ function startDevnet(rpcPort: number): Devnet {
     '--nodes',
     '2',
     '--channels',
+    '--monitoring',
     '--transport',
     'libp2p',
     '--block-time',
@@ -255,6 +256,7 @@ async function writeConfig(devnet: DevnetSummary): Promise<{ config: DemoConfig;
   const deploymentText = await readFile(devnet.deployment, 'utf8')
   const { chainId } = JSON.parse(deploymentText) as { chainId: number }
   if (!devnet.relay) throw new DemoError('sluice devnet gave no relay (it should with --transport libp2p)', 1)
+  if (!devnet.monitor) throw new DemoError('sluice devnet gave no monitoring service (it should with --monitoring)', 1)
   const config: DemoConfig = {
     rpc: devnet.rpcUrl,
     deployment: `/deployments/${chainId}.json`,
@@ -264,6 +266,7 @@ async function writeConfig(devnet: DevnetSummary): Promise<{ config: DemoConfig;
     peers: devnet.nodes.map((n, i) => ({ name: `Peer ${i + 1}`, address: n.address, api: n.api })),
     blockTime: BLOCK_TIME,
     backup: devnet.backup.api,
+    monitor: devnet.monitor,
   }
   const configText = `${JSON.stringify(config, null, 2)}\n`
   await mkdir(join(distDir, 'deployments'), { recursive: true })
@@ -283,6 +286,7 @@ function printSummary(url: string, config: DemoConfig): void {
   console.log(`Chain: ${config.rpc} (anvil, chain id ${config.chainId}, a block every ${config.blockTime} s)`)
   console.log(`Relay: ${config.relay.join(', ')}`)
   console.log(`Backup server: ${config.backup}`)
+  console.log(`Monitoring service: ${config.monitor.address}, REST API ${config.monitor.api}`)
   console.log('')
   console.log(
     formatTable(
@@ -323,7 +327,7 @@ async function main(argv: string[]): Promise<number> {
       // The port first: a port in use fails before anything is built or started.
       const port = await listen(server, flags.port)
       console.log(
-        `Starting the network: anvil (a block every ${BLOCK_TIME} s), a libp2p relay, two peers with a TTT channel, a backup server (sluice devnet)...`,
+        `Starting the network: anvil (a block every ${BLOCK_TIME} s), a libp2p relay, two peers with a TTT channel, a monitoring service, a backup server (sluice devnet)...`,
       )
       const started = performance.now()
       devnet = startDevnet(flags.rpcPort)

@@ -19,6 +19,8 @@ export type DemoConfig = {
   blockTime: number
   /** The backup server's API (`sluice backup-server`, http://127.0.0.1:PORT/backup/v1), for the node's sealed copies. */
   backup: string
+  /** The monitoring service (`sluice devnet --monitoring`): its address and REST API. */
+  monitor: { address: `0x${string}`; api: string }
 }
 
 export async function loadConfig(): Promise<DemoConfig> {

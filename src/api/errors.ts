@@ -70,7 +70,7 @@ export const statusOfCode = {
 /**
  * Codes of errors that never reach a request: the command line's, the devnet's, start-up failures of the store,
  * the transport's (delivery retries them), the protocol's (a peer's bad message is dropped, never answered) and the
- * backup copies' (the node's API never answers them).
+ * backup copies' and the monitoring service's (the node's API never answers them).
  * If one does reach a request it is a bug, answered with 500.
  */
 export const codesNeverAnswered = [
@@ -107,6 +107,9 @@ export const codesNeverAnswered = [
   'BACKUP_UNREACHABLE',
   'BACKUP_BAD_ANSWER',
   'BACKUP_STORE',
+  // The monitoring service's (src/monitor/): start-up and its own failure, never a request's answer.
+  'REGISTRATION_FAILED',
+  'MONITOR_FAILED',
 ] as const
 
 export type AnsweredCode = keyof typeof statusOfCode

@@ -1,10 +1,10 @@
 import { decodeEventLog, getAddress, toEventSelector, type Address, type Hex, type Log } from 'viem'
-import { SecretRegistry, TokenNetwork, TokenNetworkRegistry, UserDeposit } from '../contracts/index.ts'
+import { MonitoringService, SecretRegistry, TokenNetwork, TokenNetworkRegistry, UserDeposit } from '../contracts/index.ts'
 import type { StateChange } from '../protocol/state/changes.ts'
 import type { StoredChainEvent } from '../storage/storage.ts'
 
 /** The contract a log comes from decides the ABI it is decoded with. */
-export type EventSource = 'registry' | 'tokenNetwork' | 'secretRegistry' | 'userDeposit'
+export type EventSource = 'registry' | 'tokenNetwork' | 'secretRegistry' | 'userDeposit' | 'monitoringService'
 
 /** A chain event as stored (debug API, notifications) and, where the protocol core reacts to it, as a state change. */
 export type SyncedChainEvent = {
@@ -17,6 +17,7 @@ const abis = {
   tokenNetwork: TokenNetwork.abi,
   secretRegistry: SecretRegistry.abi,
   userDeposit: UserDeposit.abi,
+  monitoringService: MonitoringService.abi,
 } as const
 
 /** The events the node follows, per contract. */
@@ -33,6 +34,8 @@ export const followedEvents = {
   ],
   secretRegistry: ['SecretRevealed'],
   userDeposit: ['BalanceReduced', 'WithdrawPlanned'],
+  // Followed by monitoring services only (src/monitor/), never by a node.
+  monitoringService: ['NewBalanceProofReceived', 'RewardClaimed'],
 } as const satisfies Record<EventSource, readonly string[]>
 
 /** topics[0] of every followed event of `source`. */
@@ -162,6 +165,14 @@ export function decodeChainEvent({ source, log, defaultRevealTimeout }: DecodeCh
       return { event }
     case 'WithdrawPlanned':
       event.participants = [decoded.args.withdrawer]
+      return { event }
+    case 'NewBalanceProofReceived': {
+      const a = decoded.args
+      Object.assign(event, { tokenNetwork: getAddress(a.token_network_address), channelId: a.channel_identifier, participants: [a.raiden_node_address] })
+      return { event }
+    }
+    case 'RewardClaimed':
+      event.participants = [decoded.args.ms_address]
       return { event }
     default:
       return undefined

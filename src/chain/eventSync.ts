@@ -9,6 +9,8 @@ export type ChainContracts = {
   secretRegistry: Address
   /** UserDeposit, for the BalanceReduced / WithdrawPlanned notifications; skipped when absent. */
   userDeposit?: Address
+  /** MonitoringService, for NewBalanceProofReceived / RewardClaimed: what a monitoring service follows (src/monitor/). */
+  monitoringService?: Address
 }
 
 export type SyncChainEventsParameters = {
@@ -36,10 +38,12 @@ const registrySelectors = eventSelectors('registry')
 const tokenNetworkSelectors = eventSelectors('tokenNetwork')
 const secretRegistrySelectors = eventSelectors('secretRegistry')
 const userDepositSelectors = eventSelectors('userDeposit')
+const monitoringServiceSelectors = eventSelectors('monitoringService')
 
 /**
  * Fetches and decodes the events of [fromBlock, toBlock] the node needs: the registry's TokenNetworkCreated,
- * every token network's channel events, SecretRevealed, and UserDeposit's BalanceReduced/WithdrawPlanned.
+ * every token network's channel events, SecretRevealed, and UserDeposit's BalanceReduced/WithdrawPlanned (and, for a
+ * monitoring service, MonitoringService's NewBalanceProofReceived/RewardClaimed).
  *
  * One eth_getLogs per chunk covers all known contracts. A token network created inside a chunk is not in that
  * request's address list, so its events from its creation block to the chunk's end are fetched right after
@@ -55,6 +59,7 @@ export async function syncChainEvents(client: PublicClient, parameters: SyncChai
   const registry = getAddress(contracts.tokenNetworkRegistry)
   const secretRegistry = getAddress(contracts.secretRegistry)
   const userDeposit = contracts.userDeposit && getAddress(contracts.userDeposit)
+  const monitoringService = contracts.monitoringService && getAddress(contracts.monitoringService)
   const tokenNetworks = (parameters.tokenNetworks ?? []).map((a) => getAddress(a))
   const known = new Set<Address>(tokenNetworks)
 
@@ -62,6 +67,7 @@ export async function syncChainEvents(client: PublicClient, parameters: SyncChai
     if (address === registry) return 'registry'
     if (address === secretRegistry) return 'secretRegistry'
     if (address === userDeposit) return 'userDeposit'
+    if (address === monitoringService) return 'monitoringService'
     return known.has(address) ? 'tokenNetwork' : undefined
   }
   const events: SyncedChainEvent[] = []
@@ -79,11 +85,17 @@ export async function syncChainEvents(client: PublicClient, parameters: SyncChai
       if (synced) events.push(synced)
     }
   }
-  const selectors = [...registrySelectors, ...tokenNetworkSelectors, ...secretRegistrySelectors, ...(userDeposit ? userDepositSelectors : [])]
+  const selectors = [
+    ...registrySelectors,
+    ...tokenNetworkSelectors,
+    ...secretRegistrySelectors,
+    ...(userDeposit ? userDepositSelectors : []),
+    ...(monitoringService ? monitoringServiceSelectors : []),
+  ]
 
   let from = fromBlock
   while (from <= toBlock) {
-    const address = [registry, secretRegistry, ...(userDeposit ? [userDeposit] : []), ...tokenNetworks]
+    const address = [registry, secretRegistry, ...(userDeposit ? [userDeposit] : []), ...(monitoringService ? [monitoringService] : []), ...tokenNetworks]
     const chunk = await getLogsChunk(client, { address, eventSelectors: selectors, fromBlock: from, toBlock, chunkSize })
     const before = events.length
     decodeAll(chunk.logs)

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import type { Address, Hex } from 'viem'
+import { keccak256, toHex, type Address, type Hex } from 'viem'
 import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag, switchFlag, type FlagSpec } from './args.ts'
 import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
@@ -41,6 +41,9 @@ export const devnetFlags = {
     default: 'level',
   } as FlagSpec<'level' | 'memory', true>,
   dataDir: stringFlag({ description: 'where to write the deployment file and the stores (default: a temporary directory, removed at exit)', valueName: 'DIR' }),
+  monitoring: switchFlag({
+    description: "also run a monitoring service (sluice monitor) on the nodes' transport, registered and funded, its REST API on the port after the nodes'",
+  }),
   transport: {
     description: 'how the nodes talk: broadcast (a BroadcastChannel in this process) or libp2p (through a relay this command starts on 127.0.0.1)',
     valueName: 'NAME',
@@ -56,7 +59,9 @@ One process with a whole network for development: anvil with the contracts deplo
 registered, and N nodes (anvil dev keys 1..N) funded with ETH, 1000 TTT, 1000 TT2 and 100 service tokens in
 the UserDeposit, talking over a BroadcastChannel (or, with --transport libp2p, over libp2p through a relay it
 starts on 127.0.0.1, as nodes in separate processes do), each serving its REST API on 127.0.0.1, and a backup
-server for the nodes' sealed copies (as sluice backup-server). Runs until Ctrl-C.
+server for the nodes' sealed copies (as sluice backup-server). With --monitoring, a monitoring service too
+(docs/decisions/0031): funded with ETH and service tokens, registered in the ServiceRegistry, reached the way the
+nodes reach each other. Runs until Ctrl-C.
 
 Flags:
 ${formatFlags(devnetFlags)}`
@@ -66,6 +71,8 @@ const TOKENS_PER_NODE = 1000n * 10n ** 18n
 const SERVICE_DEPOSIT = 100n * 10n ** 18n
 /** Each side's deposit in the --channels line. */
 const CHANNEL_DEPOSIT = 100n * 10n ** 18n
+/** ETH for the monitoring service's transactions (registration, monitor, claimReward). */
+const MONITOR_ETH = 100n * 10n ** 18n
 
 export type DevnetSummary = {
   rpcUrl: string
@@ -76,6 +83,8 @@ export type DevnetSummary = {
   relay?: string
   /** The backup server (`sluice backup-server`): its API's base URL, http://127.0.0.1:PORT/backup/v1. */
   backup: { api: string }
+  /** With --monitoring only: the monitoring service's address and REST API. */
+  monitor?: { address: Address; api: string }
 }
 
 /** How long a libp2p devnet waits, once the nodes run, for each to have seen every other (presence). */
@@ -102,6 +111,7 @@ async function run(argv: readonly string[]): Promise<number> {
     { serveNode, describeError },
     { version },
     { serveBackups },
+    monitoring,
   ] = await Promise.all([
     import('../devnet/anvil.ts'),
     import('../devnet/deploy.ts'),
@@ -116,6 +126,7 @@ async function run(argv: readonly string[]): Promise<number> {
     import('./servedNode.ts'),
     import('../version.ts'),
     import('./backupServer.ts'),
+    flags.monitoring ? Promise.all([import('../monitor/service.ts'), import('./servedMonitor.ts')]) : undefined,
   ])
   // With --json, stdout carries the one line only: everything else goes to stderr.
   const log = flags.json ? (line: string) => console.error(line) : (line: string) => console.log(line)
@@ -126,7 +137,10 @@ async function run(argv: readonly string[]): Promise<number> {
   let relay: import('../transport/libp2p/relay.ts').Relay | undefined
   let backups: import('./backupServer.ts').ServedBackups | undefined
   const served: ServedNode[] = []
+  let monitor: { service: import('../monitor/service.ts').MonitoringService; api?: import('./servedMonitor.ts').ServedMonitorApi } | undefined
   const stopAll = async () => {
+    await monitor?.api?.server.close(1_000)
+    await monitor?.service.stop().catch(() => {})
     await Promise.all(served.map((s) => s.stop(1_000).catch(() => {})))
     await backups?.close(1_000).catch(() => {})
     await relay?.stop().catch(() => {})
@@ -244,6 +258,35 @@ async function run(argv: readonly string[]): Promise<number> {
         await Promise.all(served.map((s) => s.node.client.waitForBlock(head)))
         log(`channels open: ${served.map((_, i) => i).join('-')} (TTT, ${CHANNEL_DEPOSIT} on each side)`)
       }
+      if (monitoring) {
+        const [{ createMonitoringService }, { serveMonitorApi }] = monitoring
+        // A key of its own, the same every run: anvil's dev keys are the nodes'.
+        const key = keccak256(toHex('sluice devnet monitoring service'))
+        const address = privateKeyToAddress(key)
+        await queue.send({ to: address, data: '0x', value: MONITOR_ETH, description: `fund the monitoring service ${address}` })
+        const { price } = await chain.readRegistrationPrice(deployer, { serviceRegistry: deployment.contracts.ServiceRegistry.address })
+        await chain.mintTokens(deployer, queue, { token: deployment.serviceToken, amount: price, to: address })
+        const transport = libp2p?.create({ privateKey: key, relays: libp2p.relays, announceIntervalMs: 5_000 })
+        const service = await createMonitoringService({
+          rpc: rpcUrl,
+          deployment,
+          key,
+          dataDir: join(dataDir, 'monitor'),
+          transport: () => transport ?? createBroadcastChannelTransport({ address, channelName }),
+          confirmations: 0,
+          pollingInterval: 100,
+          log: (line) => log(`monitor: ${line}`),
+        })
+        monitor = { service }
+        monitor.api = await serveMonitorApi({
+          service,
+          host: '127.0.0.1',
+          port: flags.portBase === 0 ? 0 : flags.portBase + keys.length,
+          peerId: transport?.peerId,
+        })
+        await service.start({ url: monitor.api.server.url })
+        log(`monitoring service ${address}, registered; REST API ${monitor.api.apiUrl}`)
+      }
       return {
         rpcUrl,
         deployment: path,
@@ -251,6 +294,7 @@ async function run(argv: readonly string[]): Promise<number> {
         nodes: served.map((s) => ({ address: s.node.address, api: s.apiUrl })),
         ...(relay ? { relay: relay.multiaddrs[0]! } : {}),
         backup: { api: backups.url },
+        ...(monitor?.api ? { monitor: { address: monitor.service.address, api: monitor.api.apiUrl } } : {}),
       }
     }
 
@@ -276,6 +320,7 @@ async function run(argv: readonly string[]): Promise<number> {
       console.log(`RPC URL: ${ready.rpcUrl}`)
       if (ready.relay) console.log(`libp2p relay: ${ready.relay}`)
       console.log(`Backup server: ${ready.backup.api}`)
+      if (ready.monitor) console.log(`Monitoring service: ${ready.monitor.address}, REST API ${ready.monitor.api}`)
       console.log(`Deployment file: ${ready.deployment}`)
       console.log('')
       console.log('Press Ctrl-C to stop.')
@@ -294,6 +339,8 @@ async function run(argv: readonly string[]): Promise<number> {
         })
       }
       anvil!.process.once('exit', (code, sig) => resolveProblem(`anvil exited (${sig ?? `exit code ${code}`})`))
+      void monitor?.service.failed.then((error) => resolveProblem(`the monitoring service failed: ${describeError(error)}`))
+      void monitor?.api?.internalError.then((error) => resolveProblem(`the monitoring service's API: internal error: ${describeError(error)}`))
     })
     const end = await Promise.race([signal.received.then((s) => ({ signal: s })), problems.then((problem) => ({ problem }))])
     if ('signal' in end) {

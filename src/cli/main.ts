@@ -15,6 +15,10 @@ const commands: Record<string, { summary: string; load(): Promise<Command> }> = 
     summary: 'anvil, contracts, tokens and N funded nodes with their REST APIs, in one process',
     load: async () => (await import('./devnet.ts')).devnetCommand,
   },
+  monitor: {
+    summary: "run a monitoring service that guards nodes' channels while they are offline",
+    load: async () => (await import('./monitor.ts')).monitorCommand,
+  },
   relay: {
     summary: 'run a libp2p relay (circuit relay and presence hub) for nodes to meet',
     load: async () => (await import('./relay.ts')).relayCommand,

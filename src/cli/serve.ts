@@ -413,7 +413,7 @@ async function run(argv: readonly string[]): Promise<number> {
 }
 
 /** Runs a start-up step; an error `explain` puts in words becomes a StartupError (one line, exit code 2). */
-async function startupStep<T>(step: () => Promise<T>, explain: (error: Error) => string | undefined): Promise<T> {
+export async function startupStep<T>(step: () => Promise<T>, explain: (error: Error) => string | undefined): Promise<T> {
   try {
     return await step()
   } catch (e) {

@@ -1,4 +1,4 @@
-import { encodePacked, type Address, type Hex } from 'viem'
+import { encodePacked, keccak256, type Address, type Hex } from 'viem'
 import { MessageTypeId } from './messageTypeId.ts'
 
 /** What a node signs to pay a monitoring service for updating its channel on its behalf. */
@@ -18,4 +18,9 @@ export function packRewardProof(p: RewardProof): Hex {
     ['address', 'uint256', 'uint256', 'address', 'address', 'bytes', 'uint256'],
     [p.monitoringServiceAddress, p.chainId, MessageTypeId.MSReward, p.tokenNetworkAddress, p.nonClosingParticipant, p.nonClosingSignature, p.rewardAmount],
   )
+}
+
+/** Where MonitoringService keeps the reward of a channel: keccak256(uint256 channel id || token network) (docs/protocol.md §2.9). */
+export function rewardIdentifier(channelIdentifier: bigint, tokenNetworkAddress: Address): Hex {
+  return keccak256(encodePacked(['uint256', 'address'], [channelIdentifier, tokenNetworkAddress]))
 }

@@ -161,6 +161,29 @@ describe('sluice devnet', () => {
     console.log(`devnet over libp2p: ready (2 nodes, channel) ${Math.round(tReady - t0)} ms, payment ${Math.round(tPaid - tReady)} ms`)
   })
 
+  test("--monitoring: a monitoring service, funded and registered, on the nodes' relay (address and API in the --json line); SIGTERM stops it too", async () => {
+    const { sluice, info } = await startDevnetCommand(['--nodes', '1', '--port-base', '0', '--storage', 'memory', '--transport', 'libp2p', '--monitoring'])
+    expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes', 'relay', 'monitor'])
+    const monitor = info.monitor!
+    expect(monitor.api).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/)
+    const status = (await call('GET', `${monitor.api}/status`)).body
+    expect(status).toMatchObject({
+      address: monitor.address,
+      registration: { registered: true, url: monitor.api.replace(/\/api\/v1$/, '') },
+      requests: { accepted: 0, refused_total: 0 },
+      watching: { channels: 0, requests: 0 },
+    })
+    // Reached like the nodes: its libp2p identity is its key's.
+    expect(status.peer_id).toMatch(/^16Uiu2H\w+$/)
+    expect((await call('GET', `${monitor.api}/channels`)).body).toEqual([])
+    const client = createPublicClient({ transport: http(info.rpcUrl) })
+    expect(await client.getBalance({ address: monitor.address })).toBeGreaterThan(10n ** 18n)
+
+    sluice.child.kill('SIGTERM')
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    expect(await refused(`${monitor.api}/status`)).toBe(true)
+  })
+
   test('POST /shutdown stops that node only', async () => {
     const { sluice, info, anvilPid } = await startDevnetCommand(['--nodes', '2', '--port-base', '0', '--storage', 'memory'])
     const [a, b] = info.nodes as [DevnetJson['nodes'][0], DevnetJson['nodes'][0]]

@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os'
 import type { Address } from 'viem'
 import { childProcesses, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
-/** The --json line; `relay` only with --transport libp2p. */
+/** The --json line; `relay` only with --transport libp2p, `monitor` only with --monitoring. */
 export type DevnetJson = {
   rpcUrl: string
   deployment: string
@@ -10,6 +10,7 @@ export type DevnetJson = {
   nodes: { address: Address; api: string }[]
   relay?: string
   backup: { api: string }
+  monitor?: { address: Address; api: string }
 }
 
 /** Starts `sluice devnet --json` and resolves with its one line once every node is ready. */

@@ -105,7 +105,7 @@ describe('npm run demo', () => {
     expect(answer.status).toBe(200)
     expect(answer.headers.get('content-type')).toMatch(/^application\/json/)
     config = (await answer.json()) as DemoConfig
-    expect(Object.keys(config).sort()).toEqual(['backup', 'blockTime', 'chainId', 'deployment', 'peers', 'relay', 'rpc', 'tokens'])
+    expect(Object.keys(config).sort()).toEqual(['backup', 'blockTime', 'chainId', 'deployment', 'monitor', 'peers', 'relay', 'rpc', 'tokens'])
     expect(config.blockTime).toBe(1)
     expect(config.deployment).toBe(`/deployments/${config.chainId}.json`)
     expect(config.relay).toHaveLength(1)
@@ -115,6 +115,12 @@ describe('npm run demo', () => {
     for (const peer of config.peers) expect(await call('GET', `${peer.api}/address`)).toEqual({ status: 200, body: { our_address: peer.address } })
     expect(demo.stdout()).toContain(`Backup server: ${config.backup}`)
     expect(await call('GET', `${config.backup}/status`)).toMatchObject({ status: 200, body: { service: 'sluice-backup', copies: 0 } })
+    // The monitoring service, registered and answering.
+    expect(await call('GET', `${config.monitor.api}/status`)).toMatchObject({
+      status: 200,
+      body: { address: config.monitor.address, registration: { registered: true } },
+    })
+    expect(demo.stdout()).toContain(`Monitoring service: ${config.monitor.address}, REST API ${config.monitor.api}`)
     const chain = await call('POST', config.rpc, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] })
     expect(Number(chain.body.result)).toBe(config.chainId)
 

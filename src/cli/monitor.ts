@@ -1,0 +1,191 @@
+import { resolve } from 'node:path'
+import { hasCode } from '../errors.ts'
+import { checkApiExposure } from './apiExposure.ts'
+import { formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import type { Command } from './command.ts'
+import { nextSignal } from './processSignals.ts'
+import {
+  checkRelays,
+  libp2pLog,
+  loadPrivateKey,
+  MissingFlagError,
+  parseHostPort,
+  parseUrl,
+  readApiToken,
+  serveFlags,
+  StartupError,
+  startupStep,
+} from './serve.ts'
+
+export const monitorFlags = {
+  rpc: serveFlags.rpc,
+  deployment: serveFlags.deployment,
+  key: serveFlags.key,
+  keystore: serveFlags.keystore,
+  passwordFile: serveFlags.passwordFile,
+  dataDir: stringFlag({ description: "where the service's LevelDB store lives (created if missing)", valueName: 'DIR' }),
+  relay: {
+    ...serveFlags.relay,
+    description:
+      'a libp2p relay (`sluice relay` prints its multiaddrs) where nodes reach the service; repeat or separate with commas. Without one the service takes no new requests',
+  } as FlagSpec<string[], false>,
+  api: { ...serveFlags.api, default: '127.0.0.1:6001' } as FlagSpec<string, true>,
+  apiHost: serveFlags.apiHost,
+  rpccorsdomain: serveFlags.rpccorsdomain,
+  apiTokenFile: serveFlags.apiTokenFile,
+  url: {
+    description: 'the URL published in the ServiceRegistry (default: the REST API URL)',
+    valueName: 'URL',
+    expected: 'an http(s) URL',
+    parse: (raw: string) => parseUrl(raw, ['http:', 'https:']),
+    default: undefined,
+  } as FlagSpec<string, false>,
+  minReward: {
+    ...serveFlags.minServiceTokenBalance,
+    description: 'the smallest reward (service tokens, smallest unit) a request may offer; below it is refused',
+    default: 0n,
+  } as FlagSpec<bigint, true>,
+  confirmations: serveFlags.confirmations,
+  pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
+}
+
+const usage = `Usage: sluice monitor --rpc URL --deployment FILE (--key HEX | --keystore FILE [--password-file FILE]) --data-dir DIR [--relay MULTIADDR ...] [flags]
+
+Runs a monitoring service (docs/decisions/0031-the-monitoring-service.md): it takes RequestMonitoring messages from
+nodes over libp2p (through --relay; its Ethereum key is its libp2p identity), checks each field by field and keeps
+the newest of each channel and side in LevelDB before it acknowledges it (a signed Delivered). When a requester's
+partner closes the channel with an older proof, it calls MonitoringService.monitor inside the contract's window,
+and claims its reward from the requester's UserDeposit once the settle window is over. It registers itself in the
+ServiceRegistry at start (its account needs ETH and the registry's price in service tokens).
+
+Its REST API (GET /api/v1/status, /channels, /monitor_calls) answers who may call the way \`sluice serve\` does: its
+own Host names, no other web site's pages (--rpccorsdomain allows origins), a bearer token with --api-token-file
+(needed to listen beyond loopback). Ctrl-C or SIGTERM stop it (exit 0); a failed store stops it with exit code 1.
+
+Flags:
+${formatFlags(monitorFlags)}`
+
+async function run(argv: readonly string[]): Promise<number> {
+  const parsed = parseFlags(argv, monitorFlags)
+  if (parsed.help) {
+    console.log(usage)
+    return 0
+  }
+  const flags = parsed.values
+  if (!flags.rpc) throw new MissingFlagError('--rpc')
+  if (!flags.deployment) throw new MissingFlagError('--deployment')
+  if (!flags.dataDir) throw new MissingFlagError('--data-dir')
+  const rpc = flags.rpc
+  const dataDir = resolve(flags.dataDir)
+  const relays = flags.relay ?? []
+  if (relays.length > 0) await checkRelays(relays)
+  const api = parseHostPort(flags.api)!
+  const access = {
+    hosts: flags.apiHost ?? [],
+    corsOrigins: flags.rpccorsdomain ?? [],
+    token: flags.apiTokenFile ? await readApiToken(flags.apiTokenFile) : undefined,
+  }
+  checkApiExposure({ host: api.host, ...access })
+  const privateKey = await loadPrivateKey(flags)
+
+  if (relays.length > 0) await import('../transport/libp2p/nodePolyfills.ts')
+  const [{ readDeployment }, { createMonitoringService }, { serveMonitorApi }, { AddressInUseError }, { useNativeSecp256k1 }, { describeError }] =
+    await Promise.all([
+      import('../devnet/deploymentFile.ts'),
+      import('../monitor/service.ts'),
+      import('./servedMonitor.ts'),
+      import('./httpServer.ts'),
+      import('./nativeSecp256k1.ts'),
+      import('./servedNode.ts'),
+    ])
+  const { createLibp2pTransport } = relays.length > 0 ? await import('../transport/libp2p/libp2pTransport.ts') : { createLibp2pTransport: undefined }
+  const deployment = await startupStep(
+    () => readDeployment(resolve(flags.deployment!)),
+    (e) => (hasCode(e, 'DEPLOYMENT_NOT_FOUND', 'DEPLOYMENT_SYNTAX', 'INVALID_DEPLOYMENT') ? e.message : undefined),
+  )
+
+  const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  try {
+    await useNativeSecp256k1()
+    const libp2p = createLibp2pTransport?.({ privateKey, relays, log: libp2pLog(console) })
+    const service = await startupStep(
+      () =>
+        createMonitoringService({
+          rpc,
+          deployment: { ...deployment, rpcUrl: rpc },
+          key: privateKey,
+          dataDir,
+          transport: libp2p ? () => libp2p : undefined,
+          confirmations: flags.confirmations,
+          pollingInterval: flags.pollingInterval,
+          minReward: flags.minReward,
+          log: (line) => console.error(`monitor: ${line}`),
+        }),
+      (e) => {
+        if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc}: ${describeError(e)}`
+        if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another monitoring service running on --data-dir ${flags.dataDir}?`
+        if (hasCode(e, 'STORAGE', 'STORAGE_VERSION')) return `cannot open the store in ${flags.dataDir}: ${e.message}`
+        return undefined
+      },
+    )
+    let served: Awaited<ReturnType<typeof serveMonitorApi>>
+    try {
+      served = await serveMonitorApi({ service, host: api.host, port: api.port, access, peerId: libp2p?.peerId })
+    } catch (e) {
+      await service.stop()
+      if (e instanceof AddressInUseError)
+        throw new StartupError(`--api ${flags.api}: ${api.host}:${api.port} is already in use (choose another address or port)`)
+      throw e
+    }
+    const server = served.server
+    console.log(`Sluice monitoring service ${service.address} on chain ${deployment.chainId}, data in ${dataDir}`)
+    console.log(`REST API: ${server.url}/api/v1`)
+    const starting = startupStep(
+      // Published in the ServiceRegistry: where the service's API is, unless --url says otherwise.
+      () => service.start({ url: flags.url ?? server.url }),
+      (e) => {
+        if (hasCode(e, 'REGISTRATION_FAILED')) return `cannot register in the ServiceRegistry: ${e.message}`
+        if (hasCode(e, 'CHAIN_RPC', 'INSUFFICIENT_FUNDS_FOR_GAS')) return `${describeError(e)}`
+        return undefined
+      },
+    )
+    // A Ctrl-C during the registration or the first sync stops it all; the start then ends on its own.
+    starting.catch(() => {})
+    let first: string | undefined
+    try {
+      first = await Promise.race([starting.then(() => undefined), signal.received])
+    } catch (e) {
+      await service.stop()
+      await server.close(1_000)
+      throw e
+    }
+    if (first !== undefined) {
+      console.log(`${first}: stopping`)
+      await server.close(1_000)
+      await service.stop()
+      console.log('stopped')
+      return 0
+    }
+    const registration = service.status().registration!
+    console.log(`Registered in the ServiceRegistry until ${new Date(Number(registration.validTill) * 1000).toISOString()}, URL ${registration.url}`)
+    if (libp2p) console.log(`Transport: libp2p, peer id ${libp2p.peerId}, relay ${relays.join(', ')}`)
+    else console.log('Transport: none (no --relay): no new requests are taken')
+    console.log(`Ready: synced to block ${service.status().syncedBlock}`)
+
+    const end = await Promise.race([
+      signal.received.then((s) => ({ reason: 'signal' as const, signal: s })),
+      service.failed.then((error) => ({ reason: 'failed' as const, error })),
+      served.internalError.then((error) => ({ reason: 'internal error' as const, error })),
+    ])
+    if (end.reason === 'signal') console.log(`${end.signal}: stopping`)
+    else console.error(`sluice monitor: ${end.reason === 'failed' ? 'the service failed' : 'internal error in the API'}: ${describeError(end.error)}; stopping`)
+    await server.close(1_000)
+    await service.stop()
+    console.log('stopped')
+    return end.reason === 'signal' ? 0 : 1
+  } finally {
+    signal.dispose()
+  }
+}
+
+export const monitorCommand: Command = { name: 'monitor', usage, run }

@@ -1,0 +1,259 @@
+import { ClassicLevel } from 'classic-level'
+import type { Address } from 'viem'
+import { join } from 'node:path'
+import { deserialize, serialize } from 'node:v8'
+import { asStorageError } from '../storage/asStorageError.ts'
+import { StorageClosedError, StorageError, StorageLockedError, StorageVersionError } from '../storage/storage.ts'
+import { channelKey, dutyOpen, type SyncRecord, type WatchedChannel } from './records.ts'
+
+// Node only (LevelDB): the monitoring service runs headless.
+
+/** Whose store it is: a store of another chain, contract or key is refused. */
+export type MonitorStoreIdentity = { chainId: number; monitoringService: Address; address: Address }
+
+const SCHEMA = 1
+const META = 'meta'
+const SYNC = 'sync'
+const CHANNEL = 'c!'
+type Meta = { schema: number; chainId: number; monitoringService: string; address: string }
+
+// A channel's key in LevelDB sorts by token network, then id (64 hex digits).
+const levelKey = (c: Pick<WatchedChannel, 'tokenNetwork' | 'channelId'>) =>
+  `${CHANNEL}${c.tokenNetwork.toLowerCase()}!${c.channelId.toString(16).padStart(64, '0')}`
+const encode = (value: unknown): Uint8Array => serialize(value)
+const decode = <T>(bytes: Uint8Array): T => deserialize(bytes) as T
+
+/** One step's view: the state with the writes of the steps before it in the batch, and its own. */
+export type MonitorTx = {
+  /** A copy of the channel's record, free to change and put back. */
+  channel(key: string): WatchedChannel | undefined
+  putChannel(channel: WatchedChannel): void
+  deleteChannel(key: string): void
+  sync(): SyncRecord | undefined
+  putSync(sync: SyncRecord): void
+  /** How many channels `requester` (lower case) holds a request in. */
+  requesterChannels(requester: string): number
+  /** Keys of the channels with work or a reward pending. */
+  openChannels(): string[]
+}
+
+type Pending = { step: (tx: MonitorTx) => unknown; resolve(value: unknown): void; reject(error: unknown): void }
+
+/**
+ * The service's LevelDB store (docs/decisions/0031): every watched channel and the sync mark, all loaded at open and
+ * kept in memory. Every change goes through `transact`, whose steps are batched (group commit): the steps queued
+ * while a write is in flight run, in order, each against the state the ones before it leave, and their writes go in
+ * one batch with `sync: true`. Only once that batch is durable are the steps' results given back and the memory
+ * updated: nothing is acknowledged before it survives kill -9.
+ */
+export class MonitorStore {
+  private readonly requesterIndex = new Map<string, Set<string>>()
+  private readonly open = new Set<string>()
+  private queue: Pending[] = []
+  private writing = false
+  private failure: Error | undefined
+  private closed = false
+
+  private constructor(
+    private readonly db: ClassicLevel<string, Uint8Array>,
+    private readonly records: Map<string, WatchedChannel>,
+    private syncRecord: SyncRecord | undefined,
+    readonly location: string,
+  ) {
+    for (const [key, channel] of records) this.index(key, undefined, channel)
+  }
+
+  /** Opens (or creates) the store of `identity` in `<dataDir>/monitor-<chainId>-<contract>-<address>`. StorageLockedError when another process has it. */
+  static async open(dataDir: string, identity: MonitorStoreIdentity): Promise<MonitorStore> {
+    const location = join(dataDir, `monitor-${identity.chainId}-${identity.monitoringService.toLowerCase()}-${identity.address.toLowerCase()}`)
+    const db = new ClassicLevel<string, Uint8Array>(location, { keyEncoding: 'utf8', valueEncoding: 'view' })
+    try {
+      await db.open()
+    } catch (e) {
+      if (causedBy(e, 'LEVEL_LOCKED')) throw new StorageLockedError(`the store ${location} is open in another process`, { cause: e })
+      throw asStorageError(e, `opening ${location}`)
+    }
+    try {
+      const expected: Meta = {
+        schema: SCHEMA,
+        chainId: identity.chainId,
+        monitoringService: identity.monitoringService.toLowerCase(),
+        address: identity.address.toLowerCase(),
+      }
+      const metaBytes = await db.get(META)
+      if (metaBytes === undefined) await db.put(META, encode(expected), { sync: true })
+      else {
+        const meta = decode<Meta>(metaBytes)
+        if (meta.schema > SCHEMA) throw new StorageVersionError(`the store ${location} has schema ${meta.schema}, newer than this code's ${SCHEMA}`)
+        if (meta.chainId !== expected.chainId || meta.monitoringService !== expected.monitoringService || meta.address !== expected.address)
+          throw new StorageError(`the store ${location} belongs to chain ${meta.chainId}, contract ${meta.monitoringService}, service ${meta.address}`)
+      }
+      const records = new Map<string, WatchedChannel>()
+      for await (const [, value] of db.iterator({ gte: CHANNEL, lt: `${CHANNEL}\xff` })) {
+        const channel = decode<WatchedChannel>(value)
+        records.set(channelKey(channel.tokenNetwork, channel.channelId), channel)
+      }
+      const syncBytes = await db.get(SYNC)
+      return new MonitorStore(db, records, syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes), location)
+    } catch (e) {
+      await db.close().catch(() => {})
+      throw asStorageError(e, `opening ${location}`)
+    }
+  }
+
+  /** Every watched channel, as last made durable. Never change what it holds: `transact` is the way to change it. */
+  get channels(): ReadonlyMap<string, WatchedChannel> {
+    return this.records
+  }
+
+  get sync(): SyncRecord | undefined {
+    return this.syncRecord
+  }
+
+  /** How many channels `requester` (any case) holds a request in. */
+  requesterChannels(requester: string): number {
+    return this.requesterIndex.get(requester.toLowerCase())?.size ?? 0
+  }
+
+  /** Keys of the channels with work or a reward pending. */
+  openChannels(): string[] {
+    return [...this.open]
+  }
+
+  /** Set once a write failed: the store refuses everything after it (the service stops). */
+  get failed(): Error | undefined {
+    return this.failure
+  }
+
+  /**
+   * Runs `step` in the next batch and resolves with what it returned once the batch is durable. A step that throws
+   * rejects alone, its writes dropped; a failed write rejects the whole batch and every later step.
+   */
+  transact<T>(step: (tx: MonitorTx) => T): Promise<T> {
+    if (this.closed) return Promise.reject(new StorageClosedError('the monitoring service store is closed'))
+    if (this.failure) return Promise.reject(this.failure)
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ step, resolve: resolve as (value: unknown) => void, reject })
+      if (!this.writing) void this.drain()
+    })
+  }
+
+  /** Waits for the writes under way, then closes the database. */
+  async close(): Promise<void> {
+    this.closed = true
+    while (this.writing) await new Promise((r) => setTimeout(r, 5))
+    await this.db.close()
+  }
+
+  private async drain(): Promise<void> {
+    this.writing = true
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue
+        this.queue = []
+        await this.commit(batch)
+      }
+    } finally {
+      this.writing = false
+    }
+  }
+
+  private async commit(batch: Pending[]): Promise<void> {
+    /** The batch's writes so far: a record, or null for a deletion. */
+    const written = new Map<string, WatchedChannel | null>()
+    let sync: SyncRecord | undefined
+    const done: { pending: Pending; value: unknown }[] = []
+    for (const pending of batch) {
+      const own = new Map<string, WatchedChannel | null>()
+      let ownSync: SyncRecord | undefined
+      const current = (key: string) => (own.has(key) ? own.get(key) : written.has(key) ? written.get(key) : this.records.get(key))
+      const tx: MonitorTx = {
+        channel: (key) => {
+          const record = current(key)
+          return record ? structuredClone(record) : undefined
+        },
+        putChannel: (channel) => void own.set(channelKey(channel.tokenNetwork, channel.channelId), structuredClone(channel)),
+        deleteChannel: (key) => void own.set(key, null),
+        sync: () => ownSync ?? sync ?? this.syncRecord,
+        putSync: (next) => {
+          ownSync = structuredClone(next)
+        },
+        requesterChannels: (requester) => {
+          const base = this.requesterIndex.get(requester)
+          let count = base?.size ?? 0
+          for (const key of new Set([...written.keys(), ...own.keys()])) {
+            const before = base?.has(key) ?? false
+            const after = current(key)?.requests[requester] !== undefined
+            count += Number(after) - Number(before)
+          }
+          return count
+        },
+        openChannels: () => {
+          const keys = new Set(this.open)
+          for (const key of new Set([...written.keys(), ...own.keys()])) {
+            const record = current(key)
+            if (record && Object.values(record.duties).some(dutyOpen)) keys.add(key)
+            else keys.delete(key)
+          }
+          return [...keys]
+        },
+      }
+      try {
+        const value = pending.step(tx)
+        for (const [key, record] of own) written.set(key, record)
+        if (ownSync) sync = ownSync
+        done.push({ pending, value })
+      } catch (error) {
+        pending.reject(error)
+      }
+    }
+    if (written.size === 0 && sync === undefined) {
+      for (const { pending, value } of done) pending.resolve(value)
+      return
+    }
+    const ops: ({ type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string })[] = []
+    for (const [key, record] of written) {
+      const stored = record ?? this.records.get(key)
+      if (!stored) continue
+      ops.push(record ? { type: 'put', key: levelKey(record), value: encode(record) } : { type: 'del', key: levelKey(stored) })
+    }
+    if (sync) ops.push({ type: 'put', key: SYNC, value: encode(sync) })
+    try {
+      await this.db.batch(ops, { sync: true })
+    } catch (e) {
+      this.failure = asStorageError(e, 'writing the monitoring service store')
+      for (const { pending } of done) pending.reject(this.failure)
+      for (const pending of this.queue.splice(0)) pending.reject(this.failure)
+      return
+    }
+    for (const [key, record] of written) {
+      const before = this.records.get(key)
+      if (record) this.records.set(key, record)
+      else this.records.delete(key)
+      this.index(key, before, record ?? undefined)
+    }
+    if (sync) this.syncRecord = sync
+    for (const { pending, value } of done) pending.resolve(value)
+  }
+
+  private index(key: string, before: WatchedChannel | undefined, after: WatchedChannel | undefined) {
+    for (const requester of Object.keys(before?.requests ?? {})) {
+      const set = this.requesterIndex.get(requester)
+      set?.delete(key)
+      if (set?.size === 0) this.requesterIndex.delete(requester)
+    }
+    for (const requester of Object.keys(after?.requests ?? {})) {
+      const set = this.requesterIndex.get(requester) ?? new Set<string>()
+      this.requesterIndex.set(requester, set)
+      set.add(key)
+    }
+    if (after && Object.values(after.duties).some(dutyOpen)) this.open.add(key)
+    else this.open.delete(key)
+  }
+}
+
+/** Whether `code` is the code of `error` or of one of its causes (classic-level wraps LEVEL_LOCKED). */
+function causedBy(error: unknown, code: string): boolean {
+  for (let e = error; e instanceof Error; e = e.cause) if ((e as { code?: unknown }).code === code) return true
+  return false
+}

@@ -1,0 +1,330 @@
+import '../../src/transport/libp2p/nodePolyfills.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Address, Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { createChainClient } from '../../src/chain/chainClient.ts'
+import { mintTokens } from '../../src/chain/erc20.ts'
+import { readChannelInfo, readParticipantInfo } from '../../src/chain/reads.ts'
+import { setTotalDeposit, openChannel } from '../../src/chain/tokenNetworkActions.ts'
+import { createTransactionQueue } from '../../src/chain/transactionQueue.ts'
+import { sendProtocolTransaction } from '../../src/chain/transactions.ts'
+import { depositToUserDeposit } from '../../src/chain/userDepositActions.ts'
+import { MonitoringService, TokenNetwork, UserDeposit } from '../../src/contracts/index.ts'
+import { anvilKeys } from '../../src/devnet/anvil.ts'
+import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
+import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
+import { LOCKSROOT_OF_NO_LOCKS } from '../../src/protocol/locks.ts'
+import { decodeMessage } from '../../src/protocol/messages/sign.ts'
+import type { RequestMonitoring, Signed } from '../../src/protocol/messages/types.ts'
+import { packMessage } from '../../src/protocol/messages/pack.ts'
+import { requestMonitoringAckId } from '../../src/protocol/monitoringRequest.ts'
+import { signPackedSync } from '../../src/protocol/signature.ts'
+import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
+import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
+import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import { eventually } from '../integration/support/eventually.ts'
+import { line, monitoringRequest, partnerProof, type ProofOf } from '../support/monitoring.ts'
+import { rawRequest } from '../api/support/rawHttp.ts'
+import { call } from './devnetProcess.ts'
+import { runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+
+/**
+ * `sluice monitor` as a process, on anvil, with a relay: a requester (this test, with its own libp2p transport and
+ * key) sends RequestMonitoring for a real channel with its partner, signed with their real keys. The service
+ * acknowledges what it holds, refuses and counts the rest, survives kill -9, calls monitor in its window when the
+ * partner closes with an older proof, and claims its reward from the requester's UserDeposit.
+ */
+
+const [partnerKey, requesterKey, serviceKey] = [anvilKeys[1] as Hex, anvilKeys[2] as Hex, anvilKeys[3] as Hex]
+const [partner, requester, serviceAddress] = [partnerKey, requesterKey, serviceKey].map((k) => privateKeyToAddress(k)) as [Address, Address, Address]
+const SETTLE_TIMEOUT = 40n
+const REWARD = 7n * 10n ** 17n
+const UDC_DEPOSIT = 10n ** 19n
+const dirs: string[] = []
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-monitor-'))
+  dirs.push(dir)
+  return dir
+}
+
+let net: Devnet
+let relay: Relay
+let deploymentFile: string
+let dataDir: string
+let channel: ProofOf
+let requesterTransport: Libp2pTransport
+/** Ids of the Delivered the service sent the requester. */
+const acknowledged = new Set<bigint>()
+const started: SluiceProcess[] = []
+
+beforeAll(async () => {
+  ;[net, relay] = await Promise.all([startDevnet([partnerKey, requesterKey]), startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })])
+  deploymentFile = join(tempDir(), 'deployment.json')
+  await writeDeployment(deploymentFile, net.deployment)
+  dataDir = tempDir()
+  const rpcUrl = net.anvil.rpcUrl
+  const account = async (key: Hex) => {
+    const chain = await createChainClient({ rpcUrl, privateKey: key, pollingInterval: 20 })
+    return { chain, queue: createTransactionQueue(chain) }
+  }
+  const [deployer, p, n] = await Promise.all([account(anvilKeys[0] as Hex), account(partnerKey), account(requesterKey)])
+  // The service pays the registry in service tokens; the requester's UserDeposit pays the service.
+  await mintTokens(deployer.chain, deployer.queue, { token: net.deployment.serviceToken, amount: 10n ** 22n, to: serviceAddress })
+  await mintTokens(n.chain, n.queue, { token: net.deployment.serviceToken, amount: UDC_DEPOSIT })
+  await depositToUserDeposit(n.chain, n.queue, { userDeposit: net.deployment.contracts.UserDeposit.address, totalDeposit: UDC_DEPOSIT })
+  const { channelId } = await openChannel(p.chain, p.queue, {
+    tokenNetwork: net.tokenNetwork,
+    partner: requester,
+    settleTimeout: SETTLE_TIMEOUT,
+    totalDeposit: 1000n,
+  })
+  await setTotalDeposit(n.chain, n.queue, { tokenNetwork: net.tokenNetwork, channelId, partner, totalDeposit: 1000n })
+  channel = { tokenNetwork: net.tokenNetwork, chainId: BigInt(net.deployment.chainId), channelId }
+
+  requesterTransport = createLibp2pTransport({ privateKey: requesterKey, relays: relay.multiaddrs, announceIntervalMs: 1_000 })
+  await requesterTransport.start(async (lines) => {
+    for (const text of lines) {
+      const decoded = await decodeMessage(text).catch(() => undefined)
+      if (decoded?.message.type === 'Delivered' && decoded.signer === serviceAddress) acknowledged.add(decoded.message.delivered_message_identifier)
+    }
+  })
+}, 120_000)
+
+afterAll(async () => {
+  for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL')
+  await requesterTransport?.stop()
+  await relay?.stop()
+  await net?.stop()
+  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+})
+
+async function startMonitor(): Promise<{ sluice: SluiceProcess; api: string }> {
+  const sluice = startSluice(
+    [
+      'monitor',
+      '--rpc',
+      net.anvil.rpcUrl,
+      '--deployment',
+      deploymentFile,
+      '--key',
+      serviceKey,
+      '--data-dir',
+      dataDir,
+      '--relay',
+      relay.multiaddrs[0]!,
+      '--api',
+      '127.0.0.1:0',
+      '--confirmations',
+      '1',
+      '--polling-interval',
+      '50',
+    ],
+    tempDir(),
+  )
+  started.push(sluice)
+  const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, 60_000)
+  await sluice.waitForOutput(/Ready: synced to block \d+\n/, 60_000)
+  return { sluice, api: api! }
+}
+
+/** Sends a line to the service as the requester, again and again (as a node resends), until `until` holds or 15 s pass. */
+async function sendUntil(text: string, until: () => boolean | Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    await requesterTransport.send(serviceAddress, [text]).catch(() => {})
+    for (let i = 0; i < 10; i++) {
+      if (await until()) return
+      await new Promise((r) => setTimeout(r, 30))
+    }
+    if (Date.now() > deadline) throw new Error('the service did not answer within 15 s')
+  }
+}
+
+/** The requester's request for its partner's proof at `nonce` (the partner has sent `3 * nonce` tokens by then). */
+const request = (nonce: bigint) =>
+  monitoringRequest(
+    requesterKey,
+    partnerProof(partnerKey, channel, { nonce, transferred: 3n * nonce }),
+    net.deployment.contracts.MonitoringService.address,
+    REWARD,
+  )
+const status = async (api: string) => (await call('GET', `${api}/status`)).body
+
+describe('sluice monitor', () => {
+  test('a bad flag or a missing one: one line, exit code 2', async () => {
+    const missing = await runSluice(['monitor', '--rpc', 'http://127.0.0.1:8545'], tempDir())
+    expect(missing).toMatchObject({ code: 2, stdout: '' })
+    expect(missing.stderr).toBe('sluice monitor: --deployment is required (see sluice monitor --help)\n')
+    const exposed = await runSluice(
+      ['monitor', '--rpc', 'http://x', '--deployment', 'd', '--data-dir', 'x', '--key', serviceKey, '--api', '0.0.0.0:6001'],
+      tempDir(),
+    )
+    expect(exposed.code).toBe(2)
+    expect(exposed.stderr).toMatch(/^sluice monitor: --api 0\.0\.0\.0 is not a loopback address/)
+  })
+
+  test('acknowledges a valid request, refuses and counts forged and stale ones, keeps it across kill -9, monitors in the window and claims its reward', async () => {
+    const t0 = performance.now()
+    let monitor = await startMonitor()
+    const registered = await status(monitor.api)
+    expect(registered).toMatchObject({
+      address: serviceAddress,
+      monitoring_service_address: net.deployment.contracts.MonitoringService.address,
+      registration: { registered: true, url: monitor.api.replace(/\/api\/v1$/, '') },
+      requests: { accepted: 0, acknowledged_again: 0, refused: {} },
+    })
+    const tStarted = performance.now()
+
+    // Who may call: the rules of sluice serve (decision 0025); read only; bad input is a 4xx.
+    const raw = (path: string, init: { method?: string; headers?: Record<string, string> } = {}) => rawRequest(`${monitor.api}${path}`, init)
+    expect(await raw('/status', { headers: { host: `attacker.example:${new URL(monitor.api).port}` } })).toMatchObject({
+      status: 403,
+      body: { code: 'FORBIDDEN_HOST' },
+    })
+    expect(await raw('/channels', { headers: { origin: 'https://attacker.example' } })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN_ORIGIN' } })
+    expect(await raw('/status', { method: 'POST' })).toMatchObject({ status: 405, body: { code: 'METHOD_NOT_ALLOWED' } })
+    expect(await raw('/shutdown', { method: 'POST' })).toMatchObject({ status: 404, body: { errors: 'invalid endpoint' } })
+    expect(await raw('/channels?limit=0')).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST' } })
+    expect(await raw('/monitor_calls?page=2')).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST' } })
+
+    // Acknowledged: a Delivered with the id derived from the request, once the service holds it.
+    const older = request(3n)
+    await sendUntil(line(older), () => acknowledged.has(requestMonitoringAckId(older)))
+    const tFirstAck = performance.now()
+    const newer = request(5n)
+    await sendUntil(line(newer), () => acknowledged.has(requestMonitoringAckId(newer)))
+
+    // Refused and counted, never acknowledged: a newer request whose reward proof the partner signed, an older request,
+    // and another request under the nonce held. The request held, sent again, is acknowledged again.
+    const forged: Signed<RequestMonitoring> = { ...request(6n), reward_amount: 1n }
+    const forgedText = line({ ...forged, signature: signPackedSync(partnerKey, packMessage(forged)) })
+    const sameNonce = monitoringRequest(requesterKey, newer.balance_proof, net.deployment.contracts.MonitoringService.address, REWARD + 1n)
+    for (const text of [forgedText, line(older), line(sameNonce), line(newer)]) await requesterTransport.send(serviceAddress, [text])
+    await eventually(async () =>
+      expect((await status(monitor.api)).requests).toEqual({
+        accepted: 2,
+        acknowledged_again: 1,
+        refused: { bad_reward_signature: 1, stale: 2 },
+        refused_total: 3,
+      }),
+    )
+    expect(acknowledged.has(requestMonitoringAckId(sameNonce))).toBe(false)
+    const held = (await call('GET', `${monitor.api}/channels`)).body
+    expect(held).toEqual([
+      expect.objectContaining({
+        token_network_address: net.tokenNetwork,
+        channel_identifier: String(channel.channelId),
+        state: 'opened',
+        requests: [expect.objectContaining({ requester, partner, nonce: '5', reward_amount: String(REWARD), balance_hash: newer.balance_proof.balance_hash })],
+      }),
+    ])
+
+    // kill -9 right after an acknowledgement: the request is on disk, and the restarted service holds it.
+    const latest = request(6n)
+    await sendUntil(line(latest), () => acknowledged.has(requestMonitoringAckId(latest)))
+    monitor.sluice.child.kill('SIGKILL')
+    expect(await monitor.sluice.exited).toEqual({ code: null, signal: 'SIGKILL' })
+    monitor = await startMonitor()
+    expect((await call('GET', `${monitor.api}/channels`)).body[0].requests[0]).toMatchObject({ nonce: '6' })
+    const tRestarted = performance.now()
+
+    // The partner closes; someone submits an older proof of the partner's (nonce 3, with the requester's
+    // counter-signature from its first request): the chain holds nonce 3, the service holds 6.
+    const p = { chain: await createChainClient({ rpcUrl: net.anvil.rpcUrl, privateKey: partnerKey, pollingInterval: 20 }) }
+    const queue = createTransactionQueue(p.chain)
+    const closed = await sendProtocolTransaction(
+      { type: 'close', tokenNetwork: net.tokenNetwork, channelId: channel.channelId, partner: requester, balanceProof: null },
+      { signer: p.chain, secretRegistry: net.deployment.contracts.SecretRegistry.address, queue },
+    )
+    const devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[4] as Hex })
+    const bp = older.balance_proof
+    await devnet.writeContract({
+      address: net.tokenNetwork,
+      abi: TokenNetwork.abi,
+      functionName: 'updateNonClosingBalanceProof',
+      args: [channel.channelId, partner, requester, bp.balance_hash, bp.nonce, bp.additional_hash, bp.signature, older.non_closing_signature],
+    })
+    const onChain = () =>
+      readParticipantInfo(p.chain, { tokenNetwork: net.tokenNetwork, channelId: channel.channelId, participant: partner, partner: requester })
+    expect((await onChain()).nonce).toBe(3n)
+    const { settleBlockNumber } = await readChannelInfo(p.chain, {
+      tokenNetwork: net.tokenNetwork,
+      channelId: channel.channelId,
+      participant1: partner,
+      participant2: requester,
+    })
+    expect(settleBlockNumber).toBe(closed.receipt.blockNumber + SETTLE_TIMEOUT)
+    const firstAllowed = await devnet.readContract({
+      address: net.deployment.contracts.MonitoringService.address,
+      abi: MonitoringService.abi,
+      functionName: 'firstBlockAllowedToMonitorChannel',
+      args: [net.tokenNetwork, channel.channelId, partner, requester, serviceAddress],
+    })
+
+    // The close is confirmed (one block on top), the service has its duty; kill -9 again: it resumes the duty.
+    await devnet.mine({ blocks: 1 })
+    await eventually(async () =>
+      expect((await call('GET', `${monitor.api}/channels`)).body[0]).toMatchObject({ state: 'closed', duties: [expect.objectContaining({ requester })] }),
+    )
+    monitor.sluice.child.kill('SIGKILL')
+    await monitor.sluice.exited
+    monitor = await startMonitor()
+
+    // Blocks one at a time: the service calls monitor from its first allowed block on, before the settle block.
+    let calls: any[] = []
+    for (;;) {
+      calls = (await call('GET', `${monitor.api}/monitor_calls`)).body
+      if (calls[0]?.status === 'done') break
+      const block = await devnet.getBlockNumber()
+      expect(block).toBeLessThanOrEqual(settleBlockNumber)
+      await devnet.mine({ blocks: 1 })
+      await new Promise((r) => setTimeout(r, block + 2n >= firstAllowed ? 300 : 20))
+    }
+    const monitored = calls[0]
+    expect(monitored).toMatchObject({
+      non_closing_participant: requester,
+      closing_participant: partner,
+      nonce: '6',
+      reward_amount: String(REWARD),
+      reward: { status: 'due' },
+    })
+    expect(BigInt(monitored.block_number)).toBeGreaterThanOrEqual(firstAllowed)
+    expect(BigInt(monitored.block_number)).toBeLessThanOrEqual(settleBlockNumber)
+    // The chain shows the newer proof.
+    expect(await onChain()).toMatchObject({ nonce: 6n, balanceHash: latest.balance_proof.balance_hash })
+    const tMonitored = performance.now()
+
+    // Settlement: the partner sent 18 tokens (nonce 6), the requester nothing the chain knows of.
+    const udc = (who: Address) =>
+      devnet.readContract({ address: net.deployment.contracts.UserDeposit.address, abi: UserDeposit.abi, functionName: 'balances', args: [who] })
+    const [requesterBefore, serviceBefore] = await Promise.all([udc(requester), udc(serviceAddress)])
+    await devnet.mine({ blocks: Number(settleBlockNumber - (await devnet.getBlockNumber())) + 1 })
+    await devnet.writeContract({
+      address: net.tokenNetwork,
+      abi: TokenNetwork.abi,
+      functionName: 'settleChannel',
+      args: [channel.channelId, requester, 0n, 0n, LOCKSROOT_OF_NO_LOCKS, partner, 18n, 0n, LOCKSROOT_OF_NO_LOCKS],
+    })
+    await devnet.mine({ blocks: 2 })
+    await eventually(
+      async () => expect((await call('GET', `${monitor.api}/monitor_calls`)).body[0].reward).toMatchObject({ status: 'claimed', amount: String(REWARD) }),
+      20_000,
+    )
+    expect(await udc(requester)).toBe(requesterBefore - REWARD)
+    expect(await udc(serviceAddress)).toBe(serviceBefore + REWARD)
+    const final = await status(monitor.api)
+    expect(final.duties).toEqual({ monitor: { done: 1 }, claim: { claimed: 1 }, rewards_claimed: String(REWARD) })
+    expect(final.watching).toEqual({ channels: 0, requests: 0 })
+    const tClaimed = performance.now()
+
+    monitor.sluice.child.kill('SIGTERM')
+    expect(await monitor.sluice.exited).toEqual({ code: 0, signal: null })
+    expect(monitor.sluice.stdout()).toMatch(/SIGTERM: stopping\nstopped\n$/)
+    console.log(
+      `monitor: started and registered ${(tStarted - t0).toFixed(0)} ms, first ack ${(tFirstAck - tStarted).toFixed(0)} ms, restarted ${(tRestarted - tFirstAck).toFixed(0)} ms, monitored ${(tMonitored - tRestarted).toFixed(0)} ms, claimed ${(tClaimed - tMonitored).toFixed(0)} ms`,
+    )
+  })
+})
