@@ -163,7 +163,7 @@ describe('sluice devnet', () => {
 
   test("--monitoring: a monitoring service, funded and registered, on the nodes' relay (address and API in the --json line); SIGTERM stops it too", async () => {
     const { sluice, info } = await startDevnetCommand(['--nodes', '1', '--port-base', '0', '--storage', 'memory', '--transport', 'libp2p', '--monitoring'])
-    expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes', 'relay', 'monitor'])
+    expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes', 'relay', 'backup', 'monitor'])
     const monitor = info.monitor!
     expect(monitor.api).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/)
     const status = (await call('GET', `${monitor.api}/status`)).body
