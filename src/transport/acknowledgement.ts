@@ -1,12 +1,17 @@
-import type { Message } from '../protocol/messages/types.ts'
+import type { Message, RequestMonitoring, Signed } from '../protocol/messages/types.ts'
+import { requestMonitoringAckId } from '../protocol/monitoringRequest.ts'
 
 /**
  * The identifier acknowledgements refer to (docs/protocol.md §3.3, §3.5): every "retrievable" message and Processed
- * carry one; Delivered and the service messages (PFS updates, RequestMonitoring) do not, so nothing acknowledges
- * them and they are sent once.
+ * carry one. A RequestMonitoring carries none, but a monitoring service acknowledges one with a Delivered whose id
+ * is derived from its signed bytes (`requestMonitoringAckId`, docs/decisions/0031): a node queues it signed
+ * (docs/decisions/0035), so that id is its own, and it is resent until that Delivered comes. Delivered and the
+ * PFS updates have none: nothing acknowledges them, and they are sent once.
  */
 export function retrievableId(message: Message): bigint | undefined {
-  return 'message_identifier' in message ? message.message_identifier : undefined
+  if ('message_identifier' in message) return message.message_identifier
+  if (message.type === 'RequestMonitoring' && 'signature' in message) return requestMonitoringAckId(message as Signed<RequestMonitoring>)
+  return undefined
 }
 
 /**

@@ -349,6 +349,9 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         continue
       }
       stats.received++
+      // A node keeps nobody's monitoring requests (a monitoring service does, with its own intake): none is handed
+      // up, and none acknowledged, which would tell the requester it is guarded when it is not.
+      if (message.type === 'RequestMonitoring') continue
       if (message.type === 'Delivered') {
         done.push(...queues.delivered(signer, message.delivered_message_identifier))
         continue

@@ -115,7 +115,7 @@ export class OutboxQueues {
    * Takes what is due at `now` and schedules its next attempt. In a channel queue a due retry brings along the
    * messages before it, in nonce order: the receiver accepts a balance proof only after its predecessors, so
    * resending one alone is useless if an earlier one was lost. First sends go alone (the earlier ones are in
-   * flight), but for the held ones before them. Messages nothing acknowledges (no message_identifier) are sent
+   * flight), but for the held ones before them. Messages nothing acknowledges (no id: `retrievableId`) are sent
    * once and listed in `finished`, and so is Processed: a lost Processed shows as a resend of what it
    * acknowledged, which is answered with it again (as the light client does), so it needs no Delivered and no
    * retry of its own.

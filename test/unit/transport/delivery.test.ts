@@ -7,6 +7,8 @@ import { MemoryVolume, openMemoryStorage } from '../../../src/storage/memoryStor
 import { createBroadcastChannelTransport } from '../../../src/transport/broadcastChannelTransport.ts'
 import { createDelivery } from '../../../src/transport/delivery.ts'
 import { lineSigner } from '../../../src/transport/lineSigner.ts'
+import { requestMonitoringAckId } from '../../../src/protocol/monitoringRequest.ts'
+import { monitoringRequest, partnerProof } from '../../support/monitoring.ts'
 import { TOKEN_NETWORK, capacityUpdate, channelKeyOf, processed, record, secretRequest, unlock, withdrawConfirmation, withdrawRequest } from './messages.ts'
 import { eventually, freshChannel, postRaw, sentLines, settle, sleep, testNode, type TestNode, type TestNodeOptions } from './support.ts'
 
@@ -398,6 +400,33 @@ describe('delivery', () => {
     await sleep(50)
     expect(a.sends).toHaveLength(1)
     expect(b.received).toHaveLength(1)
+  })
+
+  test('a RequestMonitoring is resent until the Delivered with the id derived from it (decision 0031); a node that receives one neither takes nor acknowledges it', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 10, maxMs: 20 } })
+    const b = await start(2, { channelName })
+    await settle(a, b)
+    const proof = partnerProof(anvilKeys[3]!, { tokenNetwork: TOKEN_NETWORK, chainId: 31337n, channelId: 7n }, { nonce: 2n, transferred: 5n })
+    const request = monitoringRequest(anvilKeys[1]!, proof, TOKEN_NETWORK, 10n)
+    const queued = { ...record(b.address, request), key: 'monitoring|b|7' }
+    a.put([queued])
+    await eventually(() => expect(sentLines(a, 'RequestMonitoring', b.address).length).toBeGreaterThanOrEqual(3))
+    // B, a node, is no monitoring service: nothing handed up, no Delivered.
+    expect(b.received).toEqual([])
+    expect(sentLines(b, 'Delivered')).toEqual([])
+    expect(a.outbox.has(queued.key)).toBe(true)
+    // Another id, or the right id from someone else than the recipient, acknowledges nothing.
+    const id = requestMonitoringAckId(request)
+    postRaw(channelName, a.address, b.address, [await line(2, { type: 'Delivered', delivered_message_identifier: id + 1n })])
+    postRaw(channelName, a.address, b.address, [await line(3, { type: 'Delivered', delivered_message_identifier: id })])
+    await sleep(50)
+    expect(a.outbox.has(queued.key)).toBe(true)
+    postRaw(channelName, a.address, b.address, [await line(2, { type: 'Delivered', delivered_message_identifier: id })])
+    await eventually(() => expect(a.acknowledged).toEqual([queued.key]))
+    const sent = sentLines(a, 'RequestMonitoring').length
+    await sleep(60)
+    expect(sentLines(a, 'RequestMonitoring')).toHaveLength(sent)
   })
 
   test('cancel stops the retries of a message', async () => {
