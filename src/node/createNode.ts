@@ -9,6 +9,7 @@ import { createTransactionQueue } from '../chain/transactionQueue.ts'
 import { sendProtocolTransaction } from '../chain/transactions.ts'
 import { defaultContext, initialState, type TransitionContext } from '../protocol/state/access.ts'
 import { useSmallJsTables, useWasmSecp256k1 } from '../protocol/secp256k1.ts'
+import { signRequestMonitoring } from '../protocol/monitoringRequest.ts'
 import { createDelivery } from '../transport/delivery.ts'
 import { lineSigner } from '../transport/lineSigner.ts'
 import { createNodeClient } from './actions/client.ts'
@@ -22,6 +23,7 @@ import { EventBus } from './runtime/eventBus.ts'
 import { resolveFromHistory } from './runtime/history.ts'
 import { MessageHandler } from './runtime/messageHandler.ts'
 import { withOurProofKnown } from './runtime/nonceLookups.ts'
+import { ServiceMessages } from './runtime/serviceMessages.ts'
 import { StatusTracker } from './runtime/status.ts'
 import { TransactionRunner } from './runtime/transactionRunner.ts'
 import { createServices } from './services/nodeServices.ts'
@@ -103,7 +105,11 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       address,
       sign: (message) => effects.sign(message),
       onMessage: (message, sender, senderKey) => messages.receive(message, sender, senderKey),
-      onAcknowledged: (keys) => engine.forget(keys),
+      // A service's messages are acknowledged to the service; the rest are the engine's outbox rows.
+      onAcknowledged: (keys) => {
+        const outbox = serviceMessages.acknowledged(keys)
+        if (outbox.length) engine.forget(outbox)
+      },
       backoff: config.backoff,
     })
     delivery.resume(loaded.outbox, config.resendWhen)
@@ -161,12 +167,15 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       transactions,
       notices,
       signLine: lineSigner(config.key),
+      signRequest: (parameters) => signRequestMonitoring(config.key, parameters),
       ...(config.resolverEndpoint ? { resolver: { endpoint: config.resolverEndpoint, fetch: config.fetch, backoff: config.backoff } } : {}),
       blockSynced: () => status.progressed(),
       halt: (error) => void node.halt(error),
       report,
       stopped: stopping.signal,
     })
+
+    const serviceMessages = new ServiceMessages({ delivery, signer: effects })
 
     const client = createNodeClient({
       config,
@@ -180,6 +189,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       stopped: stopping.signal,
       report,
       paymentSlots: Math.max(1, ctx.maxPendingLocks - 32),
+      serviceMessages,
     })
     const node = new SluiceNode({
       client,

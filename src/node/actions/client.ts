@@ -12,6 +12,7 @@ import type { NodeNotice, NodeStatus, Report } from '../notices.ts'
 import type { ChainFollower } from '../runtime/chainFollower.ts'
 import type { Applied, Engine } from '../runtime/engine.ts'
 import type { EventBus } from '../runtime/eventBus.ts'
+import type { ServiceMessages } from '../runtime/serviceMessages.ts'
 import type { StatusTracker } from '../runtime/status.ts'
 import { PaymentsInFlight } from './paymentsInFlight.ts'
 
@@ -39,6 +40,8 @@ export type NodeClient = {
   readonly store: StoreReads
   /** Payments in flight, by target and identifier, and the slots that bound how many run at once. */
   readonly payments: PaymentsInFlight
+  /** What a service signs and sends as the node outside the core (a RequestMonitoring), resent until acknowledged. */
+  readonly serviceMessages: ServiceMessages
   /** Our channel with `partner` in `tokenNetwork`: the open one, else the latest. */
   channel(tokenNetwork: Address, partner: Address): Channel | undefined
   /** Dispatches a change and waits until it is durable (its effects are under way); NodeStoppedError once stopped. */
@@ -70,6 +73,7 @@ export type NodeClientParts = {
   report: Report
   /** How many payments may run at once. */
   paymentSlots: number
+  serviceMessages: ServiceMessages
 }
 
 export function createNodeClient(p: NodeClientParts): NodeClient {
@@ -138,6 +142,7 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
       exportDump: () => storage.exportDump(),
     },
     payments: new PaymentsInFlight(p.paymentSlots),
+    serviceMessages: p.serviceMessages,
     channel: (tokenNetwork, partner) => channelWith(engine.current, tokenNetwork, partner),
     dispatch: (change) => (stopped.aborted ? Promise.reject(new NodeStoppedError()) : engine.dispatch(change)),
     waitForBlock,

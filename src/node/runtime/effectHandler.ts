@@ -1,4 +1,6 @@
-import type { Message } from '../../protocol/messages/types.ts'
+import type { Message, RequestMonitoring, Signed } from '../../protocol/messages/types.ts'
+import { encodeMessage } from '../../protocol/messages/wire.ts'
+import type { SignRequestMonitoringParameters } from '../../protocol/monitoringRequest.ts'
 import type { OutboxRecord } from '../../storage/storage.ts'
 import type { Backoff } from '../../transport/backoff.ts'
 import type { Delivery } from '../../transport/delivery.ts'
@@ -16,6 +18,8 @@ export type EffectHandlerParameters = {
   notices: Pick<EventBus<NodeNotice>, 'publish'>
   /** Signs a message as this node and encodes it as its wire line (transport/lineSigner.ts). */
   signLine: (message: Message) => Promise<string>
+  /** Signs a RequestMonitoring as this node, both its signatures (protocol/monitoringRequest.ts). */
+  signRequest: (parameters: SignRequestMonitoringParameters) => Signed<RequestMonitoring>
   /** Where and how to ask for a secret (docs/rest-api.md, The secret resolver); absent without `resolverEndpoint`. */
   resolver?: { endpoint: string; fetch: typeof fetch; backoff: Backoff }
   /** After each commit that synced blocks: the status's sync progress follows. */
@@ -60,10 +64,31 @@ export class EffectHandler {
     if (outbox.length) this.p.delivery.enqueue(outbox)
   }
 
-  /** Delivery's signer: refuses once the state is found stale, whatever was queued before. */
+  /**
+   * Delivery's signer: refuses once the state is found stale, whatever was queued before. A service's
+   * RequestMonitoring comes signed whole (`signRequestMonitoring`, its id derived from its signature): it is only
+   * encoded, still behind the same refusal.
+   */
   sign(message: Message): Promise<string> {
-    if (this.stale) throw this.stale
+    this.refuseIfStale()
+    if (message.type === 'RequestMonitoring' && 'signature' in message) return Promise.resolve(encodeMessage(message as Signed<RequestMonitoring>))
     return this.p.signLine(message)
+  }
+
+  /**
+   * Signs a RequestMonitoring as this node (docs/decisions/0035): the one other signer of the node, under the same
+   * rule. It refuses once the state is stale, also in the moment between the transition that found it and the
+   * commit that hands that batch here.
+   */
+  signRequestMonitoring(parameters: SignRequestMonitoringParameters): Signed<RequestMonitoring> {
+    this.refuseIfStale()
+    return this.p.signRequest(parameters)
+  }
+
+  private refuseIfStale(): void {
+    if (this.stale) throw this.stale
+    const stale = this.p.engine.current.stale
+    if (stale) throw new StaleStateError(`this node's state is older than what it signed: ${stale.reason}`)
   }
 
   private carryOut(effect: CommittedEffect, outbox: OutboxRecord[]): void {

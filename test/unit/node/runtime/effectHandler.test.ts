@@ -10,6 +10,11 @@ import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effe
 import { initialState } from '../../../../src/protocol/state/access.ts'
 import type { OutboxRecord, TransactionRecord } from '../../../../src/storage/storage.ts'
 import { lineSigner } from '../../../../src/transport/lineSigner.ts'
+import { encodeMessage } from '../../../../src/protocol/messages/wire.ts'
+import { requestMonitoringSigners, signRequestMonitoring } from '../../../../src/protocol/monitoringRequest.ts'
+import type { NodeState } from '../../../../src/protocol/state/types.ts'
+import { privateKeyToAddress } from 'viem/accounts'
+import { partnerProof } from '../../../support/monitoring.ts'
 
 const peer: Address = '0x00000000000000000000000000000000000000bb'
 const tokenNetwork: Address = '0x00000000000000000000000000000000000000aa'
@@ -48,18 +53,23 @@ function handler() {
   const notices: NodeNotice[] = []
   const halted: StaleStateError[] = []
   let synced = 0
+  const engine = {
+    dispatch: async (change: Applied['change']) => ({ seq: 0, change, effects: [] }),
+    current: initialState({ address: peer, chainId: 1n, blockNumber: 0n }) as NodeState,
+  }
   const h = new EffectHandler({
-    engine: { dispatch: async (change) => ({ seq: 0, change, effects: [] }), current: initialState({ address: peer, chainId: 1n, blockNumber: 0n }) },
+    engine,
     delivery: { enqueue: (records) => void enqueued.push([...records]) },
     transactions: { run: async (record) => void ran.push(record) },
     notices: { publish: (notice) => void notices.push(notice) },
     signLine: lineSigner(key),
+    signRequest: (parameters) => signRequestMonitoring(key, parameters),
     blockSynced: () => void synced++,
     halt: (error) => void halted.push(error),
     report: () => {},
     stopped: new AbortController().signal,
   })
-  return { h, enqueued, ran, notices, halted, synced: () => synced }
+  return { h, engine, enqueued, ran, notices, halted, synced: () => synced }
 }
 
 describe('EffectHandler', () => {
@@ -93,5 +103,26 @@ describe('EffectHandler', () => {
     ])
     // What delivery had queued before is not signed either.
     expect(() => h.sign(queuedBefore)).toThrow(halted[0]!)
+  })
+
+  test('signs a RequestMonitoring as the node, both signatures; delivery then only encodes it; nothing is signed once the state is stale, even before its batch is handled', async () => {
+    const { h, engine } = handler()
+    const request = () =>
+      h.signRequestMonitoring({
+        balanceProof: partnerProof(anvilKeys[2]!, { tokenNetwork, chainId: 1n, channelId: 7n }, { nonce: 3n, transferred: 9n }),
+        monitoringServiceContract: tokenNetwork,
+        rewardAmount: 5n,
+      })
+    const signed = request()
+    const me = privateKeyToAddress(key)
+    expect(requestMonitoringSigners(signed)).toEqual({ closing: privateKeyToAddress(anvilKeys[2]!), nonClosing: me, reward: me })
+    expect(await h.sign(signed)).toBe(encodeMessage(signed))
+    // The transition found the state stale; the commit that holds it has not reached the handler yet.
+    engine.current = { ...engine.current, stale: { reason: 'our nonce 5 came back', tokenNetwork, channelId: 7n, nonce: 5n, ourNonce: 4n, source: 'chain' } }
+    expect(request).toThrow(/older than what it signed: our nonce 5 came back/)
+    expect(() => h.sign(signed)).toThrow(/older than what it signed/)
+    engine.current = { ...engine.current, stale: undefined }
+    h.handle([applied(1, [event(stale)])])
+    expect(request).toThrow(/older than what it signed/)
   })
 })
