@@ -141,6 +141,9 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     if (typeof relay !== 'string' || !/^\/.+\/p2p\/[^/]+$/.test(relay))
       throw new InvalidOptionsError(`each relay must be a multiaddr ending in /p2p/<the relay's peer id>, not ${JSON.stringify(relay)}`)
 
+  if (nodeOptions.monitoringReward !== undefined && (typeof nodeOptions.monitoringReward !== 'bigint' || nodeOptions.monitoringReward < 0n))
+    throw new InvalidOptionsError(`monitoringReward must be a bigint of at least 0n, not ${String(nodeOptions.monitoringReward)}`)
+
   const deployment = await within(loadDeployment(deploymentSource), 'loading the deployment')
   const storagePersisted = await requestPersistence()
   await within(ensureControlled(serviceWorkerUrl, serviceWorkerType), 'registering the service worker')

@@ -30,7 +30,15 @@ import { createRequestActivity } from './requestActivity.ts'
 /** What the page gives the worker: the node's options (the `sluice serve` flags in camelCase), as data. */
 export type NodeWorkerOptions = Pick<
   NodeConfig,
-  'confirmations' | 'pollingInterval' | 'defaultRevealTimeout' | 'defaultSettleTimeout' | 'resolverEndpoint' | 'releaseFeedUrl' | 'encryptSecret'
+  | 'confirmations'
+  | 'pollingInterval'
+  | 'defaultRevealTimeout'
+  | 'defaultSettleTimeout'
+  | 'resolverEndpoint'
+  | 'releaseFeedUrl'
+  | 'encryptSecret'
+  | 'enableMonitoring'
+  | 'monitoringReward'
 > & {
   /** The chain's JSON-RPC endpoint; without it, the page's EIP-1193 provider (start's third argument). */
   rpc?: string

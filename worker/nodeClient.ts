@@ -74,6 +74,8 @@ export function nodeClient(send: SendRequest, origin = globalThis.location.origi
     settings: () => call<JsonObject>('GET', '/settings'),
     contracts: () => call<JsonObject>('GET', '/contracts'),
     notifications: () => call<JsonObject[]>('GET', '/notifications'),
+    /** The monitoring services that guard the channels while the node is away, and what each acknowledged (GET /monitoring). */
+    monitoring: () => call<JsonObject>('GET', '/monitoring'),
 
     tokens: () => call<Address[]>('GET', '/tokens'),
     token: (token: Address) => call<Address>('GET', `/tokens${segment(token)}`),

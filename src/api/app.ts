@@ -18,6 +18,7 @@ import { userDepositRoutes } from './routes/userDeposit.ts'
 import { testingRoutes } from './routes/testing.ts'
 import { connectionsRoutes } from './routes/connections.ts'
 import { notificationsRoutes } from './routes/notifications.ts'
+import { monitoringRoutes } from './routes/monitoring.ts'
 import { eventsRoutes } from './routes/events.ts'
 import { stateRoutes } from './routes/state.ts'
 import { openapiRoutes } from './routes/openapi.ts'
@@ -78,6 +79,7 @@ export function createApi({ node, onInternalError, eventLogCapacity, access, ...
   testingRoutes(resources, ctx)
   connectionsRoutes(resources, ctx)
   notificationsRoutes(resources, ctx)
+  monitoringRoutes(resources, ctx)
   eventsRoutes(resources, ctx)
   stateRoutes(resources, ctx)
   openapiRoutes(resources, ctx)

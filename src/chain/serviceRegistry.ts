@@ -70,3 +70,25 @@ export function setServiceUrl(
     description: `ServiceRegistry.setURL(${url})`,
   })
 }
+
+/** A service the registry counts as registered now, with the URL it published. */
+export type RegisteredService = { address: Address; url: string; validTill: bigint }
+
+/**
+ * The services registered now (a valid registration), the newest `max` depositors looked at: the registry lists
+ * every address that ever deposited, in order, and never forgets one. What each service does (monitoring,
+ * pathfinding) the registry does not say.
+ */
+export async function readRegisteredServices(
+  chain: ChainReader,
+  { serviceRegistry, max = 256 }: { serviceRegistry: Address; max?: number },
+): Promise<RegisteredService[]> {
+  const count = await read(chain, serviceRegistry, ServiceRegistry.abi, 'everMadeDepositsLen', [])
+  const first = count > BigInt(max) ? count - BigInt(max) : 0n
+  const indexes = Array.from({ length: Number(count - first) }, (_, i) => first + BigInt(i))
+  const addresses = await Promise.all(indexes.map((i) => read(chain, serviceRegistry, ServiceRegistry.abi, 'ever_made_deposits', [i])))
+  const services = await Promise.all(
+    addresses.map(async (address) => ({ address: getAddress(address), ...(await readServiceRegistration(chain, { serviceRegistry, service: address })) })),
+  )
+  return services.filter((s) => s.registered).map(({ address, url, validTill }) => ({ address, url, validTill }))
+}

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Hex } from 'viem'
-import { formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import { formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, switchFlag, type FlagSpec } from './args.ts'
 import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } from '../api/hostsAndOrigins.ts'
 import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
@@ -9,6 +9,7 @@ import { CliError, UsageError } from './cliError.ts'
 import { checkApiExposure } from './apiExposure.ts'
 import type { ServeAccess } from './servedNode.ts'
 import type { Command } from './command.ts'
+import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
 
 /** `HOST:PORT`, `[::1]:PORT`; port 0 picks a free one. */
 export type HostPort = { host: string; port: number }
@@ -158,6 +159,19 @@ export const serveFlags = {
     repeatable: true,
   } as FlagSpec<string[], false>,
   import: stringFlag({ description: 'restore a state dump (GET /_state/export) into the store before starting', valueName: 'FILE' }),
+  enableMonitoring: switchFlag({
+    description:
+      'ask the monitoring services of the ServiceRegistry to guard the channels while the node is away: a RequestMonitoring for each new balance proof a partner sends, once the UserDeposit covers --monitoring-reward',
+  }),
+  monitoringReward: {
+    ...flagOf(
+      'what each monitoring request offers the service that submits it, paid from the UserDeposit, in the smallest unit of the service token',
+      'AMOUNT',
+      'a decimal integer',
+      (raw) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) < 2n ** 256n ? BigInt(raw) : undefined),
+    ),
+    default: DEFAULT_MONITORING_REWARD,
+  } as FlagSpec<bigint, true>,
 }
 
 const usage = `Usage: sluice serve --rpc URL --deployment FILE (--key HEX | --keystore FILE) --data-dir DIR [flags]
@@ -351,6 +365,8 @@ async function run(argv: readonly string[]): Promise<number> {
           ...(flags.resolverEndpoint ? { resolverEndpoint: flags.resolverEndpoint } : {}),
           ...(flags.releaseFeedUrl ? { releaseFeedUrl: flags.releaseFeedUrl } : {}),
           ...(flags.minServiceTokenBalance !== undefined ? { minServiceTokenBalance: flags.minServiceTokenBalance } : {}),
+          enableMonitoring: flags.enableMonitoring,
+          monitoringReward: flags.monitoringReward,
           ...(dump !== undefined ? { import: dump as never } : {}),
         }),
       (e) => {
@@ -391,6 +407,8 @@ async function run(argv: readonly string[]): Promise<number> {
     console.log(`Sluice node ${node.address} on chain ${deployment.chainId} (${flags.environment}), data in ${dataDir}`)
     if (libp2p) console.log(`Transport: libp2p, peer id ${libp2p.peerId}, relay ${relays.join(', ')}`)
     else console.log('Transport: broadcast (reaches nodes in this process only)')
+    if (flags.enableMonitoring)
+      console.log(`Monitoring: on, ${flags.monitoringReward} service token units offered per request (GET /api/v1/monitoring shows the services)`)
     console.log(`REST API: ${served.apiUrl}`)
     void served.run()
     try {

@@ -91,13 +91,29 @@ export type NodeConfig = {
   notifications?: Pick<NotificationsOptions, 'checkEveryBlocks' | 'feedTimeoutMs'>
   /** The fetch the secret resolver and the release feed use (the global one by default). */
   fetch?: typeof fetch
+  /**
+   * Ask the monitoring services registered in the ServiceRegistry to guard the node's channels while it is away
+   * (services/monitoring.ts, docs/decisions/0035): for each new balance proof a partner sends, a RequestMonitoring,
+   * when the UserDeposit covers the reward. Off by default, as Raiden's `--enable-monitoring`.
+   */
+  enableMonitoring?: boolean
+  /**
+   * What each request offers the service whose proof is on-chain at settlement, paid from the UserDeposit, in the
+   * service token's smallest unit: 5 * 10^18 by default (Raiden's MONITORING_REWARD).
+   */
+  monitoringReward?: bigint
 }
+
+/** Raiden's MONITORING_REWARD: 5 service tokens of 18 decimals. */
+export const DEFAULT_MONITORING_REWARD = 5n * 10n ** 18n
 
 /** The config with every default applied. */
 export type ResolvedNodeConfig = Omit<
   NodeConfig,
-  'confirmations' | 'defaultRevealTimeout' | 'defaultSettleTimeout' | 'backoff' | 'notifications' | 'import'
+  'confirmations' | 'defaultRevealTimeout' | 'defaultSettleTimeout' | 'backoff' | 'notifications' | 'import' | 'enableMonitoring' | 'monitoringReward'
 > & {
+  enableMonitoring: boolean
+  monitoringReward: bigint
   pollingInterval: number
   defaultRevealTimeout: bigint
   defaultSettleTimeout: bigint
@@ -119,6 +135,8 @@ export const nodeDefaults = {
 }
 
 export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeConfig; confirmations: bigint } {
+  if (config.monitoringReward !== undefined && (config.monitoringReward < 0n || config.monitoringReward >= 2n ** 256n))
+    throw new RangeError(`monitoringReward must be a uint256, not ${config.monitoringReward}`)
   const { confirmations, defaultRevealTimeout, defaultSettleTimeout, backoff, notifications, import: _import, ...rest } = config
   const resolved: ResolvedNodeConfig = {
     ...rest,
@@ -136,6 +154,8 @@ export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeCon
       ...notifications,
     },
     fetch: config.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    enableMonitoring: config.enableMonitoring ?? false,
+    monitoringReward: config.monitoringReward ?? DEFAULT_MONITORING_REWARD,
   }
   return { config: resolved, confirmations: BigInt(confirmations ?? config.context?.confirmationBlocks ?? nodeDefaults.confirmations) }
 }

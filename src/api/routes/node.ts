@@ -1,7 +1,7 @@
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
-import { addressSchema } from '../input.ts'
+import { addressSchema, decimalSchema } from '../input.ts'
 
 /** Who the node is and how it runs: address, version, status, settings, contracts, shutdown. */
 export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
@@ -46,9 +46,23 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
       doc: {
         summary: 'Node settings',
         responses: { 200: 'Settings object' },
-        schema: { type: 'object', properties: { pathfinding_service_address: { type: ['string', 'null'] } } },
+        description:
+          'Beyond Raiden: monitoring_enabled, whether the node asks the monitoring services to guard its channels while it is away (GET /monitoring shows them), and monitoring_reward, what each request offers, in the smallest unit of the service token.',
+        schema: {
+          type: 'object',
+          properties: {
+            pathfinding_service_address: { type: ['string', 'null'] },
+            monitoring_enabled: { type: 'boolean' },
+            monitoring_reward: decimalSchema,
+          },
+        },
       },
-      handler: (c) => json(c, { pathfinding_service_address: ctx.pathfindingServiceAddress }),
+      handler: (c) =>
+        json(c, {
+          pathfinding_service_address: ctx.pathfindingServiceAddress,
+          monitoring_enabled: ctx.client.config.enableMonitoring,
+          monitoring_reward: ctx.client.config.monitoringReward,
+        }),
     },
   })
   resources.add('/contracts', {

@@ -1,5 +1,6 @@
 import type { NodeClient } from '../actions/client.ts'
 import { TokenNetworkConnections } from './connections.ts'
+import { MonitoringRequests } from './monitoring.ts'
 import { NodeNotifications } from './notifications.ts'
 import type { Service } from './service.ts'
 
@@ -10,11 +11,14 @@ import type { Service } from './service.ts'
  * service the config does not ask for is `undefined`. The REST API reaches them as `ctx.services.<name>`.
  */
 export function createServices(client: NodeClient) {
+  /** The requests to the monitoring services (`enableMonitoring`, GET /monitoring); the notifications look at it. */
+  const monitoring = client.config.enableMonitoring ? new MonitoringRequests(client) : undefined
   return {
     /** The connection manager (PUT/DELETE /connections). */
     connections: new TokenNetworkConnections(client),
+    monitoring,
     /** The notifications of GET /notifications. */
-    notifications: new NodeNotifications(client),
+    notifications: new NodeNotifications(client, { monitoring }),
   } satisfies Record<string, Service | undefined>
 }
 

@@ -2,9 +2,17 @@ import type { NodeClient } from '../actions/client.ts'
 import { readGasReserve } from '../actions/gasReserve.ts'
 import { readOwnUserDeposit } from '../actions/userDeposit.ts'
 import type { NotificationsOptions } from '../nodeConfig.ts'
+import type { MonitoringRequests } from './monitoring.ts'
 import type { Service } from './service.ts'
 
-export type NotificationId = 'low_service_token' | 'missing_gas_reserve' | 'version_outdated' | 'version_security_warning' | 'partner_equivocation'
+export type NotificationId =
+  | 'low_service_token'
+  | 'missing_gas_reserve'
+  | 'version_outdated'
+  | 'version_security_warning'
+  | 'partner_equivocation'
+  | 'monitoring_unavailable'
+  | 'monitoring_reward_not_covered'
 
 /** `critical`: funds or security are at stake; `normal`: something to act on soon; `low`: informational. */
 export type NotificationUrgency = 'low' | 'normal' | 'critical'
@@ -26,6 +34,9 @@ const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
  *   cannot be read leaves these two as they were.
  * - partner_equivocation: a partner signed two different messages under one nonce (docs/decisions/0029); raised as
  *   soon as it happens, from the count the state keeps, so it stays raised across restarts.
+ * - monitoring_unavailable / monitoring_reward_not_covered, with monitoring on (docs/decisions/0035): the
+ *   ServiceRegistry lists no service, or a channel's newest request went unacknowledged for a minute; the UDC
+ *   balance services can count on is below the monitoring reward (nothing is asked for then).
  */
 export class NodeNotifications implements Service {
   private readonly raised = new Map<NotificationId, Notification>()
@@ -39,7 +50,10 @@ export class NodeNotifications implements Service {
   private resolveFirst: () => void = () => {}
   private readonly unsubscribe: () => void
 
-  constructor(private readonly client: NodeClient) {
+  constructor(
+    private readonly client: NodeClient,
+    private readonly services: { monitoring?: MonitoringRequests | undefined } = {},
+  ) {
     this.configure(client.config.notifications)
     // An equivocation is raised as soon as it happens, while the node syncs too.
     this.unsubscribe = client.subscribe((notice) => {
@@ -109,6 +123,7 @@ export class NodeNotifications implements Service {
 
   private async checkAll() {
     this.checkEquivocations()
+    this.checkMonitoring()
     const results = await Promise.allSettled([this.checkServiceToken(), this.checkGasReserve(), this.checkVersion()])
     for (const r of results) if (r.status === 'rejected' && !this.stopped) this.client.report('notifications', r.reason)
   }
@@ -136,8 +151,40 @@ export class NodeNotifications implements Service {
     )
   }
 
+  private checkMonitoring() {
+    const health = this.services.monitoring?.health()
+    const problem = health?.noService
+      ? 'the ServiceRegistry lists no service to ask'
+      : health?.unguarded
+        ? `${health.unguarded} channel(s) have a newest request that no monitoring service acknowledged within a minute (GET /monitoring shows which, and the services)`
+        : undefined
+    this.set(
+      'monitoring_unavailable',
+      problem
+        ? {
+            summary: 'No monitoring service guards the channels',
+            body: `Monitoring is on, but ${problem}. While this node is offline, a partner that closes a channel can keep what it paid this node since the last proof on-chain: stay online, or make sure a monitoring service is registered and reachable.`,
+            urgency: 'normal',
+          }
+        : undefined,
+    )
+  }
+
   private async checkServiceToken() {
     const info = await readOwnUserDeposit(this.client)
+    const { enableMonitoring, monitoringReward } = this.client.config
+    this.set(
+      'monitoring_reward_not_covered',
+      enableMonitoring && (!info || info.effectiveBalance < monitoringReward)
+        ? {
+            summary: 'The user deposit does not cover the monitoring reward',
+            body: info
+              ? `Monitoring is on, but the balance of ${this.client.address} in the UserDeposit contract ${info.userDeposit} that services can use is ${info.effectiveBalance} (planned withdrawals excluded), below the reward of ${monitoringReward} (smallest unit of the service token ${info.token}) each request offers: no channel is put under a monitoring service's guard until it is. Deposit more with POST /user_deposit.`
+              : 'Monitoring is on, but the deployment has no UserDeposit contract to pay the services from: no channel is put under their guard.',
+            urgency: 'normal',
+          }
+        : undefined,
+    )
     const min = this.options.minServiceTokenBalance
     this.set(
       'low_service_token',
