@@ -124,6 +124,8 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
   let stopped = false
   let flushScheduled = false
   let flushing: Promise<void> | undefined
+  /** The last send to each peer (lowercase address) still under way. */
+  const sending = new Map<string, Promise<void>>()
   let flushAgain = false
   let timer: ReturnType<typeof setTimeout> | undefined
   let receiving: Promise<void> = Promise.resolve()
@@ -207,12 +209,32 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     return p.line
   }
 
+  /**
+   * Hands `lines` to the transport after the send to `peer` under way, if any: batches to one peer keep their order,
+   * and a peer whose send takes long (a stalled stream waits up to the transport's timeout) holds up no other peer's
+   * messages, nor the next flush.
+   */
+  const sendToPeer = (peer: string, to: Address, lines: string[]): Promise<void> => {
+    const previous = sending.get(peer) ?? Promise.resolve()
+    const send = previous.then(() =>
+      transport.send(to, lines).catch((error: unknown) => {
+        log?.({ type: 'sendFailed', to, error })
+      }),
+    )
+    sending.set(peer, send)
+    void send.then(() => {
+      if (sending.get(peer) === send) sending.delete(peer)
+    })
+    return send
+  }
+
   const flushOnce = async () => {
     if (stopped) return
     const { due, finished } = queues.takeDue(now())
     const extra = new Map(oneShot)
     oneShot.clear()
     const peers = new Set([...extra.keys(), ...due.keys()])
+    const sends: Promise<void>[] = []
     await Promise.all(
       [...peers].map(async (peer) => {
         const pendings = due.get(peer) ?? []
@@ -234,14 +256,15 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         if (lines.length === 0 || stopped) return
         stats.sendCalls++
         stats.linesSent += lines.length
-        try {
-          await transport.send(to, lines)
-        } catch (error) {
-          log?.({ type: 'sendFailed', to, error })
-        }
+        sends.push(sendToPeer(peer, to, lines))
       }),
     )
-    acknowledge(finished)
+    // What is sent once is done once it is handed to the transport.
+    if (finished.length)
+      void Promise.all(sends).then(() => {
+        // Once stopped, the store may be closing: they stay in the outbox, and the next start sends them again.
+        if (!stopped) acknowledge(finished)
+      })
   }
 
   const armTimer = () => {
@@ -416,6 +439,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
       if (timer !== undefined) clearTimeout(timer)
       timer = undefined
       await flushing
+      await Promise.all(sending.values())
       await receiving
       await transport.stop()
     },

@@ -429,6 +429,25 @@ describe('delivery', () => {
     expect(sentLines(a, 'RequestMonitoring')).toHaveLength(sent)
   })
 
+  test("a peer whose send stalls holds up no other peer's messages; its own batches keep their order", async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 5000 } })
+    const b = await start(2, { channelName })
+    const c = await start(3, { channelName })
+    await settle(a, b, c)
+    let release!: () => void
+    const stalled = new Promise<void>((r) => (release = r))
+    a.stall = (to) => (to.toLowerCase() === b.address.toLowerCase() ? stalled : undefined)
+    a.put([record(b.address, secretRequest(1n))])
+    await sleep(20)
+    a.put([record(b.address, secretRequest(2n))])
+    a.put([record(c.address, secretRequest(3n))])
+    await eventually(() => expect(receivedTypes(c)).toEqual(['SecretRequest:3']))
+    expect(b.received).toEqual([])
+    release()
+    await eventually(() => expect(receivedTypes(b)).toEqual(['SecretRequest:1', 'SecretRequest:2']))
+  })
+
   test('cancel stops the retries of a message', async () => {
     const channelName = freshChannel()
     const a = await start(1, { channelName, backoff: { initialMs: 10, maxMs: 10 } })

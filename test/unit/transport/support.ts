@@ -32,6 +32,8 @@ export type TestNode = {
   outbox: Map<string, OutboxRecord>
   /** Drops outgoing lines for which it returns true (a lossy medium). */
   drop: (line: string, to: Address) => boolean
+  /** A send to `to` waits for what it returns before it reaches the medium (a stalled stream). */
+  stall: (to: Address) => Promise<void> | undefined
   /** Commits and enqueues records, as the runtime does. */
   put(records: OutboxRecord[]): void
 }
@@ -51,10 +53,11 @@ export type TestNodeOptions = {
 }
 
 /** Wraps a transport to record sends and to lose lines on purpose. */
-function observed(inner: Transport, node: Pick<TestNode, 'sends' | 'drop' | 'peers'>): Transport {
+function observed(inner: Transport, node: Pick<TestNode, 'sends' | 'drop' | 'peers' | 'stall'>): Transport {
   return {
     start: (onMessages) => inner.start(onMessages),
     async send(to, lines) {
+      await node.stall(to)
       node.sends.push({ to, lines })
       const kept = lines.filter((line) => !node.drop(line, to))
       if (kept.length > 0) await inner.send(to, kept)
@@ -83,6 +86,7 @@ export function testNode(index: number, options: TestNodeOptions): TestNode {
     logs: [],
     outbox: new Map((options.outbox ?? []).map((r) => [r.key, r])),
     drop: () => false,
+    stall: () => undefined,
   } as unknown as TestNode
   let nonce = 100n
   node.delivery = createDelivery({
