@@ -5,6 +5,7 @@ import { tabCommands } from './test/browser/commands/tabs.ts'
 import { peerCommands } from './test/browser/commands/peers.ts'
 import { otherSiteCommands } from './test/browser/commands/otherSites.ts'
 import { backupCommands } from './test/browser/commands/backup.ts'
+import { monitoringCommands } from './test/browser/commands/monitoring.ts'
 
 // Debian's Chromium (apt `chromium`); scripts/test.mjs finds or installs it and sets CHROMIUM_PATH.
 const chromiumArgs = [
@@ -89,8 +90,8 @@ export default defineConfig({
             }),
             instances: [{ browser: 'chromium' }],
             // Real tabs of the test origin (a second tab, a closed tab, a reload), a relay with headless peers, pages
-            // of other origins, and backup servers: test/browser/commands/.
-            commands: { ...tabCommands, ...peerCommands, ...otherSiteCommands, ...backupCommands },
+            // of other origins, backup servers, and a private chain with a monitoring service: test/browser/commands/.
+            commands: { ...tabCommands, ...peerCommands, ...otherSiteCommands, ...backupCommands, ...monitoringCommands },
           },
         },
       },
