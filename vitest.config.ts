@@ -50,6 +50,9 @@ export default defineConfig({
           include: [
             'comlink',
             'hono',
+            'hono/bearer-auth',
+            'hono/cors',
+            'hono/http-exception',
             'hono/streaming',
             'idb',
             'viem',
