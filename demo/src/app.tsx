@@ -11,12 +11,15 @@ import { FundingPanel } from './parts/fundingPanel.tsx'
 import { NetworkPanel } from './parts/networkPanel.tsx'
 import { NodePanel } from './parts/nodePanel.tsx'
 import { PaymentsPanel } from './parts/paymentsPanel.tsx'
-import { units, type Deployment, type Token } from './tokens.ts'
+import { ProtectionPanel } from './parts/protectionPanel.tsx'
+import { baseUnits, units, type Deployment, type Token } from './tokens.ts'
 
 /** Remembered so that a reload starts the node again by itself (its key is kept in IndexedDB). */
 const STARTED = 'sluice-demo:started'
 const EVENTS_SHOWN = 200
 const PROBLEMS_SHOWN = 20
+/** What each monitoring request offers, in service tokens (the funding step deposits 10). */
+const MONITORING_REWARD = '1'
 /** Every event GET /events pushes: each moves the tick (panels reload) and has the node's record read again. */
 const EVENT_NAMES = [
   'status',
@@ -55,6 +58,8 @@ export function App({ config, deployment, tokens }: { config: DemoConfig; deploy
     async (withPassphrase: string) => {
       setStarting(true)
       setError(undefined)
+      // The devnet runs a monitoring service, and funding the node deposits 10 service tokens: ten times the reward.
+      const serviceToken = tokens.find((t) => sameAddress(t.address, deployment.serviceToken))
       try {
         const started = await startNode({
           rpc: config.rpc,
@@ -67,6 +72,7 @@ export function App({ config, deployment, tokens }: { config: DemoConfig; deploy
           defaultRevealTimeout: 10,
           defaultSettleTimeout: 40,
           waitForSync: false,
+          ...(config.monitor && serviceToken ? { enableMonitoring: true, monitoringReward: baseUnits(MONITORING_REWARD, serviceToken) } : {}),
           ...(withPassphrase ? { passphrase: withPassphrase } : {}),
         })
         started.onStopped((stopped) => {
@@ -83,7 +89,7 @@ export function App({ config, deployment, tokens }: { config: DemoConfig; deploy
         setStarting(false)
       }
     },
-    [config],
+    [config, deployment, tokens],
   )
 
   // A reload starts the node it ran before, as a dApp would.
@@ -154,6 +160,7 @@ export function App({ config, deployment, tokens }: { config: DemoConfig; deploy
         <main class="dashboard">
           <div class="column side">
             <NodePanel shared={shared} node={node} onStop={stop} />
+            <ProtectionPanel shared={shared} />
             <FundingPanel shared={shared} />
             <NetworkPanel shared={shared} />
             <EventsPanel shared={shared} problems={problems} />

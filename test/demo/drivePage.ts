@@ -2,8 +2,8 @@
  * The demo page driven as a person drives it (Playwright, Debian's Chromium, headless): start, fund, open a channel
  * to a headless peer (chosen by name, its address copied), deposit (first more than it holds: the error in TTT),
  * pay directly, pay the second peer through the first, see both in the history, the numbered event log and the
- * route in the picture, reload and find all of it again, set the reveal timeout, withdraw, close and watch it
- * settle; at a phone's width nothing sticks out of its panel. Each step leaves a screenshot in
+ * route in the picture, reload and find all of it again, set the reveal timeout, withdraw, be paid by the first peer
+ * and see the monitoring service hold its proof, close and watch it settle; at a phone's width nothing sticks out of its panel. Each step leaves a screenshot in
  * test/e2e/screenshots/ (not committed); a failing step says which it was.
  */
 import { mkdirSync, rmSync } from 'node:fs'
@@ -215,7 +215,43 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
       await noFailure()
     })
 
+    await step('peer 1 pays you: the monitoring service guards the channel', async () => {
+      const paid = await fetch(`${peer1.api}/payments/${config.tokens.TTT}/${address}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: String(10n ** 18n), identifier: '201' }),
+      })
+      if (paid.status !== 200) throw new Error(`peer 1's payment: ${paid.status} ${await paid.text()}`)
+      await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^17$/ }).waitFor({ timeout: 20_000 })
+      // Its newest proof is held by the devnet's service, which said so: nonce 3 (its confirmation of our withdraw took
+      // nonce 1, the payment's LockedTransfer and Unlock 2 and 3).
+      const protection = page.locator('#protection')
+      await protection.getByTestId('monitoring-state').filter({ hasText: 'on 1 SVT offered per request' }).waitFor()
+      await protection.getByTestId('monitoring-service').filter({ hasText: "the devnet's monitoring service" }).waitFor()
+      await protection
+        .getByTestId('guarded-channel')
+        .filter({ hasText: "Peer 1 (TTT): newest proof (nonce 3) held by the devnet's monitoring service since" })
+        .waitFor({ timeout: 30_000 })
+      await noFailure()
+    })
+
+    /** The panel of what guards the node sits right under "Your node", on a wide screen and on a phone. */
+    const protectionUnderNode = async () => {
+      const [node, protection] = await Promise.all([page.locator('#node').boundingBox(), page.locator('#protection').boundingBox()])
+      if (!node || !protection || Math.abs(protection.x - node.x) > 1 || protection.y < node.y + node.height || protection.y > node.y + node.height + 40)
+        throw new Error(`"While you are away" is not right under "Your node": ${JSON.stringify({ node, protection })}`)
+    }
+
+    await step('what guards the node, at a phone’s width', async () => {
+      await protectionUnderNode()
+      await page.setViewportSize({ width: 390, height: 844 })
+      await protectionUnderNode()
+      await nothingSticksOut(390)
+      await page.locator('#protection').scrollIntoViewIfNeeded()
+    })
+
     await step('close and watch it settle', async () => {
+      await page.setViewportSize({ width: 1440, height: 900 })
       await nothingSticksOut(1440)
       await channel(peer1.address).getByRole('button', { name: 'Close channel' }).click()
       await channel(peer1.address).getByTestId('channel-state').filter({ hasText: 'closed' }).waitFor({ timeout: 60_000 })
