@@ -35,6 +35,7 @@ const cases: Case[] = [
   { endpoint: 'GET /settings' },
   { endpoint: 'GET /contracts' },
   { endpoint: 'GET /notifications' },
+  { endpoint: 'GET /monitoring' },
   { endpoint: 'GET /tokens' },
   { endpoint: 'GET /tokens/{token_address}', params: (c) => ({ token_address: c.TTT }) },
   { endpoint: 'GET /tokens/{token_address}/partners', params: (c) => ({ token_address: c.TTT }) },

@@ -289,6 +289,11 @@ describe('sluice serve', () => {
         /--environment must be development or production, got "staging"/,
       ],
       ['an unknown --transport', () => baseArgs(tempDir(), '--key', key, '--transport', 'nostr'), /--transport must be libp2p or broadcast, got "nostr"/],
+      [
+        'a --monitoring-reward that is no amount',
+        () => baseArgs(tempDir(), '--key', key, '--enable-monitoring', '--monitoring-reward', '1.5'),
+        /--monitoring-reward must be a decimal integer, got "1\.5"/,
+      ],
       ['--transport libp2p without --relay', () => baseArgs(tempDir(), '--key', key, '--transport', 'libp2p'), /--transport libp2p needs --relay MULTIADDR/],
       [
         '--relay with --transport broadcast',
