@@ -24,6 +24,7 @@ import {
   withdrawOnBlock,
   actionRejected,
 } from './channel/withdraw.ts'
+import { answerChannelSync, markRestored, nonceSignedWhileWaiting, receiveChannelSync, requestChannelSyncs, WAITING_SYNC_REASON } from './channel/sync.ts'
 import { nonceSigner, receiveOwnMessage, receiveUnderUsedNonce, takesNonce } from './channel/usedNonce.ts'
 import { graphOnAmounts, graphOnClosed, graphOnOpened, graphOnSettled } from './routing/graph.ts'
 import type { DecryptedSecret, StateChange } from './state/changes.ts'
@@ -54,6 +55,13 @@ export function transition(state: NodeState, change: StateChange, ctx: Transitio
   if (state.stale) return { state, effects: [] }
   const out: Effect[] = []
   const next = apply(state, change, ctx, out)
+  // A restored channel signs nothing under its nonce before its partner's sync: a change that would is refused whole.
+  const waiting = nonceSignedWhileWaiting(state, out)
+  if (waiting)
+    return {
+      state,
+      effects: [{ type: 'event', event: { type: 'actionRejected', action: change.type, reason: `${WAITING_SYNC_REASON} (channel ${waiting.id})` } }],
+    }
   if (next.stale) {
     // Nothing this change asked for leaves the node, but the news: what it would sign may reuse a nonce.
     const staleState: Effect = { type: 'event', event: { type: 'staleState', ...next.stale } }
@@ -123,6 +131,10 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
     }
     case 'transactionFailed':
       return onTransactionFailed(state, change, out)
+    case 'restored':
+      return markRestored(state)
+    case 'requestChannelSyncs':
+      return requestChannelSyncs(state, out)
     case 'receive': {
       const known = change.senderKey ? rememberPublicKey(state, change.sender, change.senderKey) : state
       const m = change.message
@@ -176,5 +188,9 @@ function receive(
     case 'PFSFeeUpdate':
     case 'RequestMonitoring':
       return state
+    case 'ChannelSyncRequest':
+      return answerChannelSync(state, getChannel(state, message.token_network_address, message.channel_identifier), message, sender, out)
+    case 'ChannelSync':
+      return receiveChannelSync(state, getChannel(state, message.token_network_address, message.channel_identifier), message, sender, out)
   }
 }

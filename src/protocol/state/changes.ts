@@ -108,6 +108,13 @@ export type StateChange =
       ourProofKnown?: boolean
     }
   | { type: 'secretResolved'; secrethash: Hex; secret: Hex }
+  /**
+   * The state was restored from a copy of version `version` (docs/decisions/0034): every channel waits for its
+   * partner's sync. Stored with the restored copy itself, so a crash after the restore cannot forget it.
+   */
+  | { type: 'restored'; version: bigint }
+  /** Ask the partner of each channel that waits for its sync (at every start while one waits). */
+  | { type: 'requestChannelSyncs' }
   | { type: 'closeChannel'; tokenNetwork: Address; channelId: bigint }
   | { type: 'withdraw'; tokenNetwork: Address; channelId: bigint; totalWithdraw: bigint }
   | { type: 'coopSettle'; tokenNetwork: Address; channelId: bigint }

@@ -92,6 +92,11 @@ export type Channel = {
   settleNotBefore?: bigint
   our: ChannelEnd
   partnerEnd: ChannelEnd
+  /**
+   * Set when the node was restored from a copy (docs/decisions/0034), until the partner's ChannelSync: the copy may
+   * lag behind what we signed, so nothing is signed under this channel's nonce until then.
+   */
+  waitingSync?: boolean
 }
 
 /**
