@@ -31,7 +31,9 @@ import { createRequestActivity } from './requestActivity.ts'
 export type NodeWorkerOptions = Pick<
   NodeConfig,
   'confirmations' | 'pollingInterval' | 'defaultRevealTimeout' | 'defaultSettleTimeout' | 'resolverEndpoint' | 'releaseFeedUrl' | 'encryptSecret'
-> & {
+> &
+  // The off-browser backup (docs/decisions/0034): a restore after the storage is wiped needs the key given here too.
+  Pick<NodeConfig, 'backupUrl' | 'backup'> & {
   /** The chain's JSON-RPC endpoint; without it, the page's EIP-1193 provider (start's third argument). */
   rpc?: string
   deployment: Deployment

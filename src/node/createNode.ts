@@ -24,6 +24,7 @@ import { MessageHandler } from './runtime/messageHandler.ts'
 import { withOurProofKnown } from './runtime/nonceLookups.ts'
 import { StatusTracker } from './runtime/status.ts'
 import { TransactionRunner } from './runtime/transactionRunner.ts'
+import { restoreFromBackup, type Restored } from './services/backup/restore.ts'
 import { createServices } from './services/nodeServices.ts'
 import { SluiceNode } from './sluiceNode.ts'
 
@@ -65,7 +66,25 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   const storage = await config.storage({ chainId: BigInt(deployment.chainId), registry, address })
   try {
     if (nodeConfig.import) await storage.importDump(nodeConfig.import)
-    const loaded = await storage.load()
+    let loaded = await storage.load()
+    // An empty store with a backup server: its storage was wiped (or it never ran); the newest copy comes back first.
+    const wiped = !loaded.snapshot && loaded.changes.length === 0 && config.backupUrl !== undefined
+    let restored: Restored | undefined
+    if (wiped) {
+      // Channels of ours opened up to the head that the copy does not hold (opened after it, or no copy at all) are of
+      // a life the store forgot: the first sync finds them on chain, and they wait for their sync too.
+      const openedUpTo = await chain.publicClient.getBlockNumber().catch((e: unknown) => {
+        throw new ChainRpcError('eth_blockNumber', e)
+      })
+      restored = await restoreFromBackup(storage, {
+        url: config.backupUrl!,
+        key: config.key,
+        openedUpTo,
+        ...(config.backup?.timeoutMs ? { timeoutMs: config.backup.timeoutMs } : {}),
+      })
+      if (!restored) await storage.commit({ changes: [{ seq: 1, time: Date.now(), change: { type: 'restored', version: 0n, openedUpTo } }] })
+      loaded = await storage.load()
+    }
     const ctx: TransitionContext = { ...defaultContext, ...config.context, confirmationBlocks: confirmations }
     const deployedAt = BigInt(deployment.contracts.TokenNetworkRegistry.blockNumber)
     // The first message id comes from the store, not the clock: a replay from the start (no snapshot yet, or a
@@ -79,6 +98,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     if (state.stale) throw new StaleStateError(`this node's stored state is older than what it signed: ${state.stale.reason}`)
 
     const notices = new EventBus<NodeNotice>()
+    const commits = new EventBus<number>()
     const stopping = new AbortController()
     const report: Report = (where, error, detail) => {
       if (!stopping.signal.aborted) notices.publish({ type: 'error', error, where, ...(detail ? { detail } : {}) })
@@ -93,7 +113,10 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       now: Date.now,
       snapshotEvery: config.snapshotEvery,
       snapshotWhenIdle: config.snapshotWhenIdle,
-      onApplied: (applied) => effects.handle(applied),
+      onApplied: (applied) => {
+        effects.handle(applied)
+        commits.publish(applied.at(-1)!.seq)
+      },
     })
     const queue = createTransactionQueue(chain)
     const transport = await config.transport({ address, key: config.key })
@@ -174,6 +197,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       queue,
       storage,
       engine,
+      delivery,
+      commits,
       follower,
       status,
       notices,
@@ -183,7 +208,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     })
     const node = new SluiceNode({
       client,
-      services: createServices(client),
+      services: createServices(client, restored ? { restored } : {}),
       storage,
       engine,
       delivery,

@@ -3,7 +3,16 @@ import type { NodeEvent, Transaction } from '../protocol/state/effects.ts'
 export type NodeStatus = { status: 'syncing' | 'ready' | 'stopped'; blocksToSync: bigint; syncedBlock: bigint }
 
 /** Where a reported error came from: for logs and the event stream, never for deciding anything. */
-export type ErrorSource = 'node' | 'receive' | 'chain sync' | 'chain reorg' | 'transaction' | 'secret resolver' | 'connection manager' | 'notifications'
+export type ErrorSource =
+  | 'node'
+  | 'receive'
+  | 'chain sync'
+  | 'chain reorg'
+  | 'transaction'
+  | 'secret resolver'
+  | 'connection manager'
+  | 'notifications'
+  | 'backup'
 
 /**
  * What a node tells whoever listens (the API's event stream, the CLI's log, actions waiting for an outcome): the

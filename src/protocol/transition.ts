@@ -24,7 +24,15 @@ import {
   withdrawOnBlock,
   actionRejected,
 } from './channel/withdraw.ts'
-import { answerChannelSync, markRestored, nonceSignedWhileWaiting, receiveChannelSync, requestChannelSyncs, WAITING_SYNC_REASON } from './channel/sync.ts'
+import {
+  answerChannelSync,
+  forgottenChannel,
+  markRestored,
+  nonceSignedWhileWaiting,
+  receiveChannelSync,
+  requestChannelSyncs,
+  WAITING_SYNC_REASON,
+} from './channel/sync.ts'
 import { nonceSigner, receiveOwnMessage, receiveUnderUsedNonce, takesNonce } from './channel/usedNonce.ts'
 import { graphOnAmounts, graphOnClosed, graphOnOpened, graphOnSettled } from './routing/graph.ts'
 import type { DecryptedSecret, StateChange } from './state/changes.ts'
@@ -87,7 +95,7 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
         ? state
         : { ...state, tokenNetworks: { ...state.tokenNetworks, [change.tokenNetwork]: { token: change.token, graph: {} } } }
     case 'channelOpened':
-      return onChannelOpened(graphOnOpened(state, change), change, out)
+      return forgottenChannel(onChannelOpened(graphOnOpened(state, change), change, out), channelKey(change.tokenNetwork, change.channelId), change.blockNumber)
     case 'channelDeposit':
       return onChannelDeposit(graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { deposit: change.totalDeposit }), change, out)
     case 'channelWithdraw':
@@ -132,7 +140,7 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
     case 'transactionFailed':
       return onTransactionFailed(state, change, out)
     case 'restored':
-      return markRestored(state)
+      return markRestored(state, change.ourHistoryFrom, change.openedUpTo)
     case 'requestChannelSyncs':
       return requestChannelSyncs(state, out)
     case 'receive': {

@@ -1,7 +1,21 @@
+import type { BackupStatus } from '../../node/services/backup/backupService.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
 import { addressSchema } from '../input.ts'
+
+/** The backup service's status as the API spells it (snake_case, like the rest of GET /settings). */
+function backupSettings(status: BackupStatus | undefined) {
+  if (!status) return null
+  const { lastPush, lastError, bytesPushed, ...rest } = status
+  return {
+    ...rest,
+    bytes_pushed: bytesPushed,
+    last_push: lastPush ?? null,
+    last_error: lastError ?? null,
+    restored: status.restored ?? null,
+  }
+}
 
 /** Who the node is and how it runs: address, version, status, settings, contracts, shutdown. */
 export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
@@ -46,9 +60,19 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
       doc: {
         summary: 'Node settings',
         responses: { 200: 'Settings object' },
-        schema: { type: 'object', properties: { pathfinding_service_address: { type: ['string', 'null'] } } },
+        schema: {
+          type: 'object',
+          properties: {
+            pathfinding_service_address: { type: ['string', 'null'] },
+            backup: {
+              type: ['object', 'null'],
+              description:
+                'The off-browser backup (docs/decisions/0034), null without a backup URL: the server, the last copy it acknowledged (version, unix ms, bytes, ms taken), the copies and bytes pushed, whether the state moved since, the last error and the failures in a row, and the copy this start restored',
+            },
+          },
+        },
       },
-      handler: (c) => json(c, { pathfinding_service_address: ctx.pathfindingServiceAddress }),
+      handler: (c) => json(c, { pathfinding_service_address: ctx.pathfindingServiceAddress, backup: backupSettings(ctx.services.backup?.status()) }),
     },
   })
   resources.add('/contracts', {

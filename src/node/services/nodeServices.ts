@@ -1,6 +1,8 @@
 import type { NodeClient } from '../actions/client.ts'
 import { TokenNetworkConnections } from './connections.ts'
 import { NodeNotifications } from './notifications.ts'
+import { BackupService } from './backup/backupService.ts'
+import type { Restored } from './backup/restore.ts'
 import type { Service } from './service.ts'
 
 /**
@@ -9,12 +11,15 @@ import type { Service } from './service.ts'
  * them in the reverse order. To add one, write its module (made from the client, a `Service`) and add it here; a
  * service the config does not ask for is `undefined`. The REST API reaches them as `ctx.services.<name>`.
  */
-export function createServices(client: NodeClient) {
+export function createServices(client: NodeClient, started: { restored?: Restored } = {}) {
+  const { backupUrl, backup } = client.config
   return {
     /** The connection manager (PUT/DELETE /connections). */
     connections: new TokenNetworkConnections(client),
     /** The notifications of GET /notifications. */
     notifications: new NodeNotifications(client),
+    /** Sealed copies to the backup server (`backupUrl`, docs/decisions/0034); its status in GET /settings. */
+    backup: backupUrl ? new BackupService(client, { ...backup, url: backupUrl }, started.restored) : undefined,
   } satisfies Record<string, Service | undefined>
 }
 

@@ -4,7 +4,13 @@ import { readOwnUserDeposit } from '../actions/userDeposit.ts'
 import type { NotificationsOptions } from '../nodeConfig.ts'
 import type { Service } from './service.ts'
 
-export type NotificationId = 'low_service_token' | 'missing_gas_reserve' | 'version_outdated' | 'version_security_warning' | 'partner_equivocation'
+export type NotificationId =
+  | 'low_service_token'
+  | 'missing_gas_reserve'
+  | 'version_outdated'
+  | 'version_security_warning'
+  | 'partner_equivocation'
+  | 'channels_waiting_sync'
 
 /** `critical`: funds or security are at stake; `normal`: something to act on soon; `low`: informational. */
 export type NotificationUrgency = 'low' | 'normal' | 'critical'
@@ -26,6 +32,9 @@ const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
  *   cannot be read leaves these two as they were.
  * - partner_equivocation: a partner signed two different messages under one nonce (docs/decisions/0029); raised as
  *   soon as it happens, from the count the state keeps, so it stays raised across restarts.
+ * - channels_waiting_sync: channels of a node restored from a copy wait for their partner's ChannelSync
+ *   (docs/decisions/0034), an offline partner's for as long as it is offline; raised and cleared from the state, at
+ *   once when a channel is synced.
  */
 export class NodeNotifications implements Service {
   private readonly raised = new Map<NotificationId, Notification>()
@@ -44,6 +53,7 @@ export class NodeNotifications implements Service {
     // An equivocation is raised as soon as it happens, while the node syncs too.
     this.unsubscribe = client.subscribe((notice) => {
       if (notice.type === 'partnerEquivocated') this.checkEquivocations()
+      if (notice.type === 'channelSynced') this.checkWaitingSync()
     })
   }
 
@@ -109,6 +119,7 @@ export class NodeNotifications implements Service {
 
   private async checkAll() {
     this.checkEquivocations()
+    this.checkWaitingSync()
     const results = await Promise.allSettled([this.checkServiceToken(), this.checkGasReserve(), this.checkVersion()])
     for (const r of results) if (r.status === 'rejected' && !this.stopped) this.client.report('notifications', r.reason)
   }
@@ -132,6 +143,24 @@ export class NodeNotifications implements Service {
                 '; ',
               )}. The second message was not acknowledged and changed nothing; both, with their signatures, are kept as evidence in the node's events (GET /_debug/node_events, event partnerEquivocated). A partner that does this is cheating or broken: consider closing the channel with it.`,
             urgency: 'critical',
+          },
+    )
+  }
+
+  private checkWaitingSync() {
+    const waiting = Object.values(this.client.state.channels).filter((c) => c.waitingSync)
+    this.set(
+      'channels_waiting_sync',
+      waiting.length === 0
+        ? undefined
+        : {
+            summary: 'Channels wait for their partner after a restore',
+            body: `This node was restored from a copy, which may be older than what it last signed. The channel(s) with ${waiting
+              .map((c) => `${c.partner} (channel ${c.id} of token ${c.token})`)
+              .join(
+                ', ',
+              )} carry no payment, withdraw or close until their partner confirms their latest state; it is asked at every start and answers as soon as it is online. Their funds are on chain and safe meanwhile.`,
+            urgency: 'normal',
           },
     )
   }

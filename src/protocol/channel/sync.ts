@@ -25,10 +25,21 @@ export function waitsForSync(channel: Channel | undefined): boolean {
 export const WAITING_SYNC_REASON = 'the channel waits for its partner to confirm its latest state after a restore'
 
 /** The copy was restored: every channel not settled waits for its partner's sync. No effect: the start asks (`requestChannelSyncs`). */
-export function markRestored(state: NodeState): NodeState {
-  let s = state
-  for (const channel of Object.values(state.channels)) if (channel.state !== 'settled') s = putChannel(s, { ...channel, waitingSync: true })
+export function markRestored(state: NodeState, ourHistoryFrom: Record<string, bigint> = {}, openedUpTo?: bigint): NodeState {
+  let s: NodeState = openedUpTo === undefined ? state : { ...state, forgottenUpTo: openedUpTo }
+  for (const [key, channel] of Object.entries(state.channels)) {
+    if (channel.state === 'settled') continue
+    const from = ourHistoryFrom[key]
+    s = putChannel(s, { ...channel, waitingSync: true, ...(from !== undefined ? { ourHistoryFrom: from } : {}) })
+  }
   return s
+}
+
+/** A channel of ours opened in a life the store forgot (`forgottenUpTo`) waits for its sync, as a restored one does. */
+export function forgottenChannel(state: NodeState, key: string, openedAt: bigint): NodeState {
+  const channel = state.channels[key]
+  if (!channel || state.forgottenUpTo === undefined || openedAt > state.forgottenUpTo) return state
+  return putChannel(state, { ...channel, waitingSync: true })
 }
 
 /** Asks each waiting channel's partner for the latest state (at every start while any waits). */
