@@ -21,7 +21,7 @@ describe('node information', () => {
   it('GET /version, /settings, /status', async () => {
     const n = net.nodes[0]!
     expect((await n.get('/version')).body).toEqual({ version: '0.1.0' })
-    expect((await n.get('/settings')).body).toEqual({ pathfinding_service_address: null })
+    expect((await n.get('/settings')).body).toEqual({ pathfinding_service_address: null, backup: null })
     expect(await n.get('/status')).toMatchObject({ status: 200, body: { status: 'ready' } })
   })
 

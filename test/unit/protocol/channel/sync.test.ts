@@ -209,6 +209,32 @@ describe('a node restored from a copy', () => {
     await net.deliverMessage('B', 'A', 'ChannelSync')
     expect(channelAB(a.state).waitingSync).toBeUndefined()
   })
+
+  test('a channel the copy did not hold, opened before the restore, waits too; one opened after it does not', async () => {
+    const net = new Network(['A', 'B', 'C'])
+    const empty = structuredClone(net.node('A').state)
+    await net.open('A', 'B', 100n, 0n)
+    await net.pay('A', 'B', 10n, 1n)
+    await net.deliverAll()
+    const a = net.node('A')
+    // Restored from a copy taken before the channel with B was opened: the sync finds it on chain, opened up to the head.
+    a.state = transition(empty, { type: 'restored', version: 1n, openedUpTo: net.chain.block }, defaultContext).state
+    for (const event of net.chain.channels.values()) {
+      const change = { type: 'channelOpened' as const, tokenNetwork: net.chain.tokenNetwork, channelId: event.id, participant1: event.a, participant2: event.b }
+      a.state = transition(a.state, { ...change, settleTimeout: 100n, blockNumber: net.chain.block, revealTimeout: 10n }, defaultContext).state
+    }
+    expect(channelAB(a.state)).toMatchObject({ waitingSync: true, our: { nonce: 0n } })
+    await net.dispatch('A', { type: 'requestChannelSyncs' })
+    await net.deliverMessage('A', 'B', 'ChannelSyncRequest')
+    await net.deliverMessage('B', 'A', 'ChannelSync')
+    expect(channelAB(a.state).waitingSync).toBeUndefined()
+    expect(channelAB(a.state).our.nonce).toBe(channelAB(net.node('B').state).partnerEnd.nonce)
+    // A channel opened after the restore has nothing signed before: it carries payments at once.
+    await net.mine(1)
+    await net.open('A', 'C', 100n, 0n)
+    const withC = Object.values(a.state.channels).find((c) => c.partner === net.node('C').address)!
+    expect(withC.waitingSync).toBeUndefined()
+  })
 })
 
 /** A signature by `key` over our proof with a higher nonce and another transferred amount: what B would forge. */
