@@ -287,15 +287,15 @@ class IdbStorage implements Storage {
     const all = !options.recovery
     const tx = this.db.transaction(ALL_STORES, 'readonly')
     const meta = await tx.objectStore('meta').get(META_KEY)
-    const snapshot = await tx.objectStore('snapshot').get(SNAPSHOT_KEY)
-    const changes = await tx.objectStore('changes').getAll()
+    const snapshot = all ? await tx.objectStore('snapshot').get(SNAPSHOT_KEY) : undefined
+    const changes = all ? await tx.objectStore('changes').getAll() : []
     const events = all ? await tx.objectStore('events').getAll() : []
     const payments = all ? await tx.objectStore('payments').getAll() : []
     const chainEvents = all ? await tx.objectStore('chainEvents').getAll() : []
     const outbox = await tx.objectStore('outbox').getAll()
     const transactions = await tx.objectStore('transactions').getAll()
-    const sentProofs = await tx.objectStore('sentProofs').getAll()
-    const sentLocks = await tx.objectStore('sentLocks').getAll()
+    const sentProofs = all ? await tx.objectStore('sentProofs').getAll() : []
+    const sentLocks = all ? await tx.objectStore('sentLocks').getAll() : []
     const received = all ? await tx.objectStore('received').getAll() : []
     if (!meta) throw new StorageError('the store has no meta')
     return {

@@ -209,17 +209,19 @@ class MemoryStorage implements Storage {
       {
         format: 'sluice-dump',
         meta: d.meta,
-        ...(d.snapshot ? { snapshot: d.snapshot } : {}),
-        changes: [...d.changes.values()].sort((a, b) => a.seq - b.seq),
+        ...(d.snapshot && all ? { snapshot: d.snapshot } : {}),
+        changes: all ? [...d.changes.values()].sort((a, b) => a.seq - b.seq) : [],
         events: all ? [...d.events.values()].sort((a, b) => a.seq - b.seq) : [],
         payments: all ? [...d.payments.values()].sort((a, b) => a.seq - b.seq) : [],
         chainEvents: all ? [...d.chainEvents.values()].sort(byPosition) : [],
         outbox: [...d.outbox.values()],
         transactions: [...d.transactions.values()],
-        sentProofs: [...d.sentProofs.values()].flatMap((m) => [...m.values()]).sort(byProofKey),
-        sentLocks: [...d.sentLocks.values()]
-          .flatMap((m) => [...m.values()])
-          .sort((a, b) => (a.channelKey === b.channelKey ? byAdded(a, b) : a.channelKey < b.channelKey ? -1 : 1)),
+        sentProofs: all ? [...d.sentProofs.values()].flatMap((m) => [...m.values()]).sort(byProofKey) : [],
+        sentLocks: all
+          ? [...d.sentLocks.values()]
+              .flatMap((m) => [...m.values()])
+              .sort((a, b) => (a.channelKey === b.channelKey ? byAdded(a, b) : a.channelKey < b.channelKey ? -1 : 1))
+          : [],
         received: all ? [...d.received.values()].flatMap((m) => [...m.values()]).sort(byReceivedKey) : [],
       },
       'exportDump',

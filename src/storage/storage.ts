@@ -32,8 +32,9 @@ export interface Storage {
   receivedMessage(channelKey: string, nonce: bigint): Promise<ReceivedRecord | undefined>
   /**
    * The whole store as plain data (for backup); `importDump` refuses a dump of another node or an older one. With
-   * `{recovery: true}`, only what a restore needs (docs/decisions/0034): no events, payments, chain events or received
-   * messages (their lists are empty), so that reading it does not grow with the payment history.
+   * `{recovery: true}`, only the meta, the outbox and the transactions (every other list empty, no snapshot): what a
+   * backup copy takes from the store beside the state (docs/decisions/0034), a read that does not grow with the
+   * payment history.
    */
   exportDump(options?: DumpOptions): Promise<StorageDump>
   importDump(dump: StorageDump): Promise<void>

@@ -146,7 +146,7 @@ export class BackupService implements Service {
       const key = await this.key
       let envelope = this.unanswered?.version === version ? this.unanswered.envelope : undefined
       if (!envelope) {
-        // Read after the point was taken: the history holds every proof the point's state knows we signed.
+        // The meta and the transactions under way (a small read): the rest of the copy is the point itself.
         const stored = await this.client.store.exportDump({ recovery: true })
         envelope = await seal(key, { version, payload: await buildPayload(point, stored) })
       }

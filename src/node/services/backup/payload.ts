@@ -7,9 +7,10 @@ import type { OutboxRecord, SentLockRecord, SentProofRecord, StorageDump } from 
  * What a backup copy holds (docs/decisions/0034): a StorageDump cut down to what the node needs to recover its funds,
  * which the store's own import then restores. The meta; a snapshot of the state (channels and both ends' latest
  * proofs, pending locks with their secrets, the payments, transfers and secrets under way, the nonces); the outbox it
- * was still sending (resent after the restore: the same signed bytes); the transactions under way; and the history
- * of the proofs we signed (decision 0014) for the channels still in the state, the newest first up to a bound. No
- * payment history, events, chain events or received messages. JSON with tagged bigints, gzipped.
+ * was still sending (resent after the restore: the same signed bytes); the transactions under way; and, of the
+ * history of the proofs we signed (decision 0014), the latest of each channel with its pending locks, taken from the
+ * state: older ones are left out (`ourHistoryFrom`), so a copy does not grow with the payments and no push reads the
+ * history. No payment history, events, chain events or received messages. JSON with tagged bigints, gzipped.
  */
 export const PAYLOAD_FORMAT = 'sluice-recovery/1'
 
@@ -23,11 +24,8 @@ export type RecoveryPayload = {
 /** A consistent point of the running node: its state at `seq` and what delivery was still sending then. */
 export type RecoveryPoint = { seq: number; state: NodeState; outbox: OutboxRecord[] }
 
-/** The copy's plaintext must leave room in the server's 1 MiB for the cipher's 28 bytes: the history is cut to fit this. */
+/** The copy's plaintext must leave room in the server's 1 MiB for the cipher's 28 bytes. */
 export const MAX_PAYLOAD_BYTES = 1024 * 1024 - 1024
-
-/** The proofs we signed kept per channel at first; halved until the copy fits. */
-const PROOFS_PER_CHANNEL = 2048
 
 /** A copy that cannot be read as this format: another program's payload, or one of a newer Sluice. */
 export class RecoveryPayloadError extends SluiceError {
@@ -35,69 +33,64 @@ export class RecoveryPayloadError extends SluiceError {
   override readonly code = 'BACKUP_PAYLOAD_INVALID' as const
 }
 
-/** A state too large for one copy even with no history: it is not pushed. */
+/** A state too large for one copy: it is not pushed. */
 export class RecoveryTooLargeError extends SluiceError {
   override name = 'RecoveryTooLargeError' as const
   override readonly code = 'BACKUP_TOO_LARGE' as const
 }
 
-/**
- * The payload of the copy of `point`, with the meta, transactions and history of `stored` (read from the store after
- * the point was taken, so its history covers every proof the state holds). The version is the point's seq.
- */
-export async function buildPayload(point: RecoveryPoint, stored: StorageDump): Promise<Uint8Array> {
-  const channels = new Set(Object.keys(point.state.channels))
-  const proofs = stored.sentProofs?.filter((p) => channels.has(p.channelKey)) ?? []
-  const locks = stored.sentLocks?.filter((l) => channels.has(l.channelKey)) ?? []
-  for (let perChannel = PROOFS_PER_CHANNEL; ; perChannel = Math.floor(perChannel / 2)) {
-    const { sentProofs, sentLocks, ourHistoryFrom } = boundHistory(proofs, locks, perChannel)
-    const payload: RecoveryPayload = {
-      format: PAYLOAD_FORMAT,
-      ourHistoryFrom,
-      dump: {
-        format: 'sluice-dump',
-        // The state has applied every chain event up to its block: the restored node syncs on from there.
-        meta: { ...stored.meta, syncedBlock: point.state.blockNumber },
-        snapshot: { seq: point.seq, state: point.state },
-        changes: [],
-        events: [],
-        payments: [],
-        chainEvents: [],
-        outbox: point.outbox,
-        transactions: stored.transactions,
-        sentProofs,
-        sentLocks,
-        received: [],
-      },
-    }
-    const bytes = await gzip(new TextEncoder().encode(jsonStringify(payload)))
-    if (bytes.length <= MAX_PAYLOAD_BYTES) return bytes
-    if (perChannel === 0) throw new RecoveryTooLargeError(`the node's state takes ${bytes.length} bytes, more than a copy holds (${MAX_PAYLOAD_BYTES})`)
+/** The payload of the copy of `point`, with the meta and transactions `stored` holds (exportDump({recovery: true})). */
+export async function buildPayload(point: RecoveryPoint, stored: Pick<StorageDump, 'meta' | 'transactions'>): Promise<Uint8Array> {
+  const payload: RecoveryPayload = {
+    format: PAYLOAD_FORMAT,
+    ...latestProofs(point.state),
+    dump: {
+      format: 'sluice-dump',
+      // The state has applied every chain event up to its block: the restored node syncs on from there.
+      meta: { ...stored.meta, syncedBlock: point.state.blockNumber },
+      snapshot: { seq: point.seq, state: point.state },
+      changes: [],
+      events: [],
+      payments: [],
+      chainEvents: [],
+      outbox: point.outbox,
+      transactions: stored.transactions,
+      ...latestHistory(point.state),
+      received: [],
+    },
   }
+  const bytes = await gzip(new TextEncoder().encode(jsonStringify(payload)))
+  if (bytes.length > MAX_PAYLOAD_BYTES)
+    throw new RecoveryTooLargeError(`the node's state takes ${bytes.length} bytes, more than a copy holds (${MAX_PAYLOAD_BYTES})`)
+  return bytes
 }
 
-/** The newest `perChannel` proofs of each channel, the locks alive at any of them, and where each channel's history starts. */
-function boundHistory(proofs: SentProofRecord[], locks: SentLockRecord[], perChannel: number) {
-  const byChannel = new Map<string, SentProofRecord[]>()
-  for (const p of proofs) byChannel.set(p.channelKey, [...(byChannel.get(p.channelKey) ?? []), p])
-  const sentProofs: SentProofRecord[] = []
+/** Each channel's latest proof of ours (in the state) is where its history in the copy starts. */
+function latestProofs(state: NodeState): { ourHistoryFrom: Record<string, bigint> } {
   const ourHistoryFrom: Record<string, bigint> = {}
-  const from = new Map<string, bigint>()
-  for (const [key, list] of byChannel) {
-    const kept = list.sort((a, b) => (a.nonce < b.nonce ? 1 : a.nonce > b.nonce ? -1 : 0)).slice(0, perChannel)
-    sentProofs.push(...kept)
-    if (kept.length < list.length) {
-      const oldest = kept.at(-1)?.nonce ?? list[0]!.nonce + 1n
-      ourHistoryFrom[key] = oldest
-      from.set(key, oldest)
-    }
+  for (const [key, channel] of Object.entries(state.channels)) if (channel.our.balanceProof) ourHistoryFrom[key] = channel.our.balanceProof.nonce
+  return { ourHistoryFrom }
+}
+
+/** The sent-proof history a restore starts with: each channel's latest proof of ours and the locks pending in it. */
+function latestHistory(state: NodeState): { sentProofs: SentProofRecord[]; sentLocks: SentLockRecord[] } {
+  const sentProofs: SentProofRecord[] = []
+  const sentLocks: SentLockRecord[] = []
+  for (const [channelKey, { our }] of Object.entries(state.channels)) {
+    const p = our.balanceProof
+    if (!p) continue
+    sentProofs.push({
+      channelKey,
+      balanceHash: p.balanceHash,
+      nonce: p.nonce,
+      transferredAmount: p.transferredAmount,
+      lockedAmount: p.lockedAmount,
+      locksroot: p.locksroot,
+    })
+    for (const l of our.locks)
+      sentLocks.push({ channelKey, secrethash: l.secrethash, expiration: l.expiration, amount: l.amount, addedNonce: l.nonce ?? p.nonce })
   }
-  // A lock removed before the first proof kept is in none of them.
-  const sentLocks = locks.filter((l) => {
-    const start = from.get(l.channelKey)
-    return start === undefined || l.removedNonce === undefined || l.removedNonce > start
-  })
-  return { sentProofs, sentLocks, ourHistoryFrom }
+  return { sentProofs, sentLocks }
 }
 
 /** Reads a copy's payload: its dump is checked again by the store's import (owner, schema, rows). */

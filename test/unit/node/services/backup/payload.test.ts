@@ -1,18 +1,17 @@
-// What a backup copy holds (docs/decisions/0034): the state at a seq, the outbox, the transactions and our sent-proof
-// history of the channels still in the state, bounded to fit a copy; read back as a dump the store imports, marked
+// What a backup copy holds (docs/decisions/0034): the state at a seq, the outbox, the transactions, and the latest
+// proof of ours per channel as the start of the sent-proof history; read back as a dump the store imports, marked
 // restored.
-import { keccak256, toHex, type Address } from 'viem'
+import type { Address } from 'viem'
 import { describe, expect, test } from 'vitest'
 import { buildPayload, MAX_PAYLOAD_BYTES, readPayload, restoreDump, type RecoveryPoint } from '../../../../../src/node/services/backup/payload.ts'
 import { channelKey } from '../../../../../src/protocol/channel/key.ts'
 import { initialState } from '../../../../../src/protocol/state/access.ts'
 import type { Channel, NodeState } from '../../../../../src/protocol/state/types.ts'
-import type { OutboxRecord, SentLockRecord, SentProofRecord, StorageDump } from '../../../../../src/storage/storage.ts'
+import type { OutboxRecord, StorageDump } from '../../../../../src/storage/storage.ts'
 
 const address: Address = '0x00000000000000000000000000000000000000aa'
 const tokenNetwork: Address = '0x00000000000000000000000000000000000000a1'
 const open = channelKey(tokenNetwork, 1n)
-const gone = channelKey(tokenNetwork, 2n)
 
 function state(): NodeState {
   const end = { address, deposit: 100n, withdrawn: 0n, pendingWithdraws: [], nonce: 3n, balanceProof: null, locks: [] }
@@ -32,16 +31,22 @@ function state(): NodeState {
   return { ...initialState({ address, chainId: 1n, blockNumber: 42n }), channels: { [open]: channel } }
 }
 
-const proof = (key: string, nonce: bigint): SentProofRecord => ({
-  channelKey: key,
-  balanceHash: keccak256(toHex(`${key}:${nonce}`)),
-  nonce,
-  transferredAmount: nonce,
-  lockedAmount: 0n,
-  locksroot: keccak256(toHex(`root:${nonce}`)),
-})
+/** The state after our proof `nonce` in the channel, one lock of ours pending since nonce 2. */
+function withProof(s: NodeState, nonce = 3n): NodeState {
+  const channel = s.channels[open]!
+  const balanceProof = {
+    nonce,
+    transferredAmount: 7n,
+    lockedAmount: 2n,
+    locksroot: '0x22' as const,
+    balanceHash: '0x11' as const,
+    messageHash: '0x44' as const,
+  }
+  const locks = [{ secrethash: '0x33' as const, expiration: 90n, amount: 2n, nonce: 2n, secret: '0x55' as const }]
+  return { ...s, channels: { [open]: { ...channel, our: { ...channel.our, nonce, balanceProof, locks } } } }
+}
 
-function stored(proofs: SentProofRecord[], locks: SentLockRecord[] = []): StorageDump {
+function stored(): StorageDump {
   return {
     format: 'sluice-dump',
     meta: { chainId: 1n, registry: tokenNetwork, address, schemaVersion: 3, syncedBlock: 50n, createdAt: 1 },
@@ -51,8 +56,8 @@ function stored(proofs: SentProofRecord[], locks: SentLockRecord[] = []): Storag
     chainEvents: [],
     outbox: [],
     transactions: [{ key: 'tx:1', transaction: { type: 'registerSecret', secret: '0x01', secrethash: '0x02' }, createdAt: 1, status: 'pending' }],
-    sentProofs: proofs,
-    sentLocks: locks,
+    sentProofs: [],
+    sentLocks: [],
     received: [],
   }
 }
@@ -62,39 +67,29 @@ const outbox: OutboxRecord[] = [
 ]
 
 describe('a recovery payload', () => {
-  test("holds the point's state and outbox, the store's transactions and the history of the channels still in the state", async () => {
-    const point: RecoveryPoint = { seq: 12, state: state(), outbox }
-    const bytes = await buildPayload(point, stored([proof(open, 1n), proof(open, 2n), proof(gone, 1n)]))
-    const payload = await readPayload(bytes)
+  test("holds the point's state and outbox, the store's transactions, and each channel's latest proof of ours with its locks", async () => {
+    const point: RecoveryPoint = { seq: 12, state: withProof(state()), outbox }
+    const payload = await readPayload(await buildPayload(point, stored()))
     expect(payload.dump.snapshot).toEqual({ seq: 12, state: point.state })
     // The state has applied the chain up to its block: the restored node syncs on from there, not from the store's meta.
     expect(payload.dump.meta.syncedBlock).toBe(42n)
     expect(payload.dump.outbox).toEqual(outbox)
     expect(payload.dump.transactions).toHaveLength(1)
-    expect(payload.dump.sentProofs!.map((p) => p.nonce).sort()).toEqual([1n, 2n])
-    expect(payload.ourHistoryFrom).toEqual({})
+    // The history starts at the latest proof (from the state): older ones are not in the copy, and it says so.
+    expect(payload.dump.sentProofs).toEqual([{ channelKey: open, balanceHash: '0x11', nonce: 3n, transferredAmount: 7n, lockedAmount: 2n, locksroot: '0x22' }])
+    expect(payload.dump.sentLocks).toEqual([{ channelKey: open, secrethash: '0x33', expiration: 90n, amount: 2n, addedNonce: 2n }])
+    expect(payload.ourHistoryFrom).toEqual({ [open]: 3n })
     // Restored, it is the snapshot and one change after it that marks the state restored, with the chain's head.
     const dump = restoreDump(payload, 12n, 99n)
-    expect(dump.changes).toEqual([{ seq: 13, time: 1, change: { type: 'restored', version: 12n, ourHistoryFrom: {}, openedUpTo: 99n } }])
+    expect(dump.changes).toEqual([{ seq: 13, time: 1, change: { type: 'restored', version: 12n, ourHistoryFrom: { [open]: 3n }, openedUpTo: 99n } }])
   })
 
-  test('keeps the newest proofs of a long history, and says from which nonce, to fit a copy', async () => {
-    const proofs = Array.from({ length: 12_000 }, (_, i) => proof(open, BigInt(i + 1)))
-    const locks: SentLockRecord[] = [
-      { channelKey: open, secrethash: keccak256('0x01'), expiration: 9n, amount: 1n, addedNonce: 2n, removedNonce: 3n },
-      { channelKey: open, secrethash: keccak256('0x02'), expiration: 9n, amount: 1n, addedNonce: 11_999n },
-    ]
-    const bytes = await buildPayload({ seq: 1, state: state(), outbox: [] }, stored(proofs, locks))
-    expect(bytes.length).toBeLessThanOrEqual(MAX_PAYLOAD_BYTES)
-    const payload = await readPayload(bytes)
-    const kept = payload.dump.sentProofs!.map((p) => p.nonce)
-    expect(kept.length).toBeLessThan(proofs.length)
-    expect(kept).toContain(12_000n)
-    const from = payload.ourHistoryFrom[open]!
-    expect(kept.every((n) => n >= from)).toBe(true)
-    expect(kept).toHaveLength(12_000 - Number(from) + 1)
-    // A lock removed before the first proof kept is in none of them; one pending since is kept.
-    expect(payload.dump.sentLocks!.map((l) => l.addedNonce)).toEqual([11_999n])
+  test('does not grow with the payments: the same size after one proof or a thousand', async () => {
+    const sizes = await Promise.all(
+      [1n, 1000n].map(async (n) => (await buildPayload({ seq: Number(n), state: withProof(state(), n), outbox: [] }, stored())).length),
+    )
+    expect(Math.abs(sizes[0]! - sizes[1]!)).toBeLessThan(16)
+    expect(sizes[0]).toBeLessThan(MAX_PAYLOAD_BYTES)
   })
 
   test('refuses what is not a recovery payload with BACKUP_PAYLOAD_INVALID', async () => {
