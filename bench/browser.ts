@@ -369,7 +369,7 @@ export async function benchBrowser(payments = PAYMENTS): Promise<Record<string, 
     rows["the browser's CPU per payment without / with backupUrl (ms, every Chromium process)"] = `${fmt(plain.cpuMs)} / ${fmt(backedUp.cpuMs)}`
     rows['copies pushed while paying, and payments per copy'] = `${fmt(backup.pushes)}, ${fmt(backupPayments / backup.pushes)}`
     rows['bytes pushed per payment (sealed copies, gzipped)'] = fmt(backup.bytes_pushed / backupPayments)
-    rows[`the last copy: bytes, and ms from the state to the server's answer (${fmt(stored + backupPayments * 2)} sent proofs in the store, the newest kept)`] =
+    rows[`the last copy: bytes, and ms from taking the state to the server's answer (${fmt(stored + backupPayments * 2)} payments in the store)`] =
       `${fmt(backup.last_push.bytes)}, ${fmt(backup.last_push.ms)}`
     await inPage(page, 'stop')
 
