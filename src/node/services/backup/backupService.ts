@@ -1,12 +1,13 @@
-import { pushBackup } from '../../../backup/client.ts'
+import { fetchBackup, pushBackup } from '../../../backup/client.ts'
 import type { Envelope } from '../../../backup/format.ts'
 import { backupKey, type BackupKey } from '../../../backup/key.ts'
-import { seal } from '../../../backup/seal.ts'
+import { open, seal } from '../../../backup/seal.ts'
+import { jsonStringify } from '../../../storage/json.ts'
 import type { NodeState } from '../../../protocol/state/types.ts'
 import type { NodeClient } from '../../actions/client.ts'
 import type { BackupTunables } from '../../nodeConfig.ts'
 import type { Service } from '../service.ts'
-import { buildPayload } from './payload.ts'
+import { buildPayload, readPayload, type RecoveryPoint } from './payload.ts'
 import type { Restored } from './restore.ts'
 
 /** The backup service's settings: the server (`backupUrl`) and the tunables of NodeConfig.backup. */
@@ -136,6 +137,14 @@ export class BackupService implements Service {
     ;(this.timer as { unref?: () => void }).unref?.()
   }
 
+  /** Whether the server's copy holds the state of `point` (same seq, same state): fetched and opened with our key. */
+  private async serverHolds(key: BackupKey, point: RecoveryPoint, signal: AbortSignal): Promise<boolean> {
+    const held = await fetchBackup(this.opts.url, key, { timeoutMs: this.opts.timeoutMs, signal })
+    if (!held || held.version !== BigInt(point.seq)) return false
+    const { dump } = await readPayload((await open(key, held)).payload)
+    return jsonStringify(dump.snapshot?.state) === jsonStringify(point.state)
+  }
+
   private async push(signal: AbortSignal): Promise<void> {
     this.lastStart = Date.now()
     const point = this.client.recoveryPoint()
@@ -151,7 +160,11 @@ export class BackupService implements Service {
         envelope = await seal(key, { version, payload: await buildPayload(point, stored) })
       }
       this.unanswered = { version, envelope }
-      await pushBackup(this.opts.url, envelope, { timeoutMs: this.opts.timeoutMs, signal })
+      await pushBackup(this.opts.url, envelope, { timeoutMs: this.opts.timeoutMs, signal }).catch(async (error: unknown) => {
+        // Another copy under this version: ours from before a restart (sealed again, so other bytes) holds this very
+        // state and is as good; another instance's that went elsewhere from the same seq is a conflict to report.
+        if ((error as { code?: unknown }).code !== 'BACKUP_CONFLICT' || !(await this.serverHolds(key, point, signal))) throw error
+      })
       this.unanswered = undefined
       this.pushedSeq = point.seq
       this.pushedParts = parts
