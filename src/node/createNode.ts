@@ -30,7 +30,8 @@ import { SluiceNode } from './sluiceNode.ts'
 
 /**
  * The one way to build a node, for every host (`sluice serve`, `sluice devnet`, the browser worker, tests):
- * connects to the chain, opens and loads the store (restoring `config.import` first, if given), replays it, and
+ * connects to the chain, opens and loads the store (restoring `config.import` first, if given, or into an empty store
+ * with `backupUrl` the newest copy on the backup server, docs/decisions/0034), replays it, and
  * wires the runtime around the protocol core: the engine, the effect handler that carries out what each commit
  * applied, the message handler that turns what delivery receives into changes, delivery, chain following and
  * transactions; then the client the actions take, the services, and the node. The node is not running yet: `node.run()` catches up with the chain. Browser-safe: nothing reachable from
@@ -38,7 +39,8 @@ import { SluiceNode } from './sluiceNode.ts'
  *
  * Throws ChainRpcError / ChainIdMismatchError for the endpoint, DeploymentMismatchError when the chain has no
  * registry where the deployment says, and the store's errors (StorageLockedError when
- * another instance holds it, DumpRejectedError for a refused import).
+ * another instance holds it, DumpRejectedError for a refused import), and the backup client's coded errors when an
+ * empty store's copy cannot be had or opened.
  */
 export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   const { config, confirmations } = resolveNodeConfig(nodeConfig)
