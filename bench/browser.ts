@@ -2,7 +2,7 @@
 // `sluice init` into a static site (a plain page with an import map), served by a small static server; Chromium
 // headless (playwright-core) calls startNode() with a relay; the peer is `sluice serve` of the same build, reached
 // through `sluice relay` of it; anvil with the contracts and TTT registered.
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -34,6 +34,8 @@ const IN_FLIGHT = 32
 const RESTARTS = 5
 /** Payments made just before a reload with no stop(): their changes are replayed at the next start. */
 const PAYMENTS_BEFORE_CRASH = 50
+/** Payments timed with and without the off-browser backup (in the node's store after the rows above). */
+const BACKUP_PAYMENTS = 2_000
 /** Times each key-derivation candidate is timed in a worker, and exportKeystore() in the node's worker. */
 const KDF_RUNS = 3
 
@@ -126,6 +128,32 @@ window.bench = {
 </script>
 </body></html>
 `
+
+/**
+ * CPU seconds (user + system) of this process's Chromium descendants, from /proc (Linux): the browser, its renderers
+ * and its workers, not the sluice processes or anvil beside them.
+ */
+function chromiumCpuSeconds(): number {
+  const ticksPerSecond = 100
+  const stats = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((pid) => {
+      try {
+        const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'))
+        const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+        return [{ pid: Number(pid), comm, ppid: Number(fields[1]), cpu: (Number(fields[11]) + Number(fields[12])) / ticksPerSecond }]
+      } catch {
+        return []
+      }
+    })
+  const byPid = new Map(stats.map((s) => [s.pid, s]))
+  const descends = (s: { ppid: number }): boolean => {
+    for (let p = s.ppid, hops = 0; p > 1 && hops < 64; p = byPid.get(p)?.ppid ?? 0, hops++) if (p === process.pid) return true
+    return false
+  }
+  return stats.filter((s) => /chrom/i.test(s.comm) && descends(s)).reduce((sum, s) => sum + s.cpu, 0)
+}
 
 /** The site, served as `npm run demo` serves its page; resolves to its URL once it listens. */
 function serveStatic(root: string): Promise<{ server: Server; url: string }> {
@@ -309,9 +337,43 @@ export async function benchBrowser(payments = PAYMENTS): Promise<Record<string, 
       median(crashes.map((t) => t.answered)),
     )
     rows['GET /payments after the restart: sent payments listed'] = sent.toLocaleString('en-US')
+
+    // 5. The off-browser backup's cost (docs/decisions/0034): the same payments without and with `backupUrl` (a
+    // `sluice backup-server` of the build on 127.0.0.1), the browser's CPU (every Chromium process) per payment, and
+    // what was pushed. The store holds the payments above: each copy reads and bounds their sent-proof history.
+    const backups = start(['backup-server', '--data-dir', join(stage, 'backups'), '--api', '127.0.0.1:0', '--pushes-per-minute', '100000'])
+    const [, backupUrl] = await backups.waitForOutput(/^Backup server: (\S+)\n[\s\S]*Press Ctrl-C to stop\./m, 60_000)
+    const measured = async (extra: object) => {
+      await inPage(page, 'stop')
+      await open()
+      await inPage<Started>(page, 'start', { ...options, ...extra })
+      await pay(WARM_UP_PAYMENTS)
+      const cpu = chromiumCpuSeconds()
+      const paidNow = await pay(BACKUP_PAYMENTS)
+      const cpuMs = ((chromiumCpuSeconds() - cpu) * 1000) / BACKUP_PAYMENTS
+      return { rate: BACKUP_PAYMENTS / paidNow.seconds, cpuMs, latencies: paidNow.latencies }
+    }
+    const plain = await measured({})
+    const backedUp = await measured({ backupUrl })
+    // Once the last copy is pushed: what the copies of these payments cost on the wire.
+    let backup: { pushes: number; bytes_pushed: number; behind: boolean; last_push: { bytes: number; ms: number } | null; last_error: unknown }
+    for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 200))) {
+      backup = ((await call('GET', '/api/v1/settings')) as { backup: typeof backup }).backup
+      if ((!backup.behind && backup.last_push) || Date.now() > deadline) break
+    }
+    if (backup.last_error || !backup.last_push) throw new Error(`the backup did not keep up: ${JSON.stringify(backup)}`)
+    const backupPayments = WARM_UP_PAYMENTS + BACKUP_PAYMENTS
+    rows[`direct payments/s without / with backupUrl, ${IN_FLIGHT} in flight (${fmt(BACKUP_PAYMENTS)} payments each)`] =
+      `${fmt(plain.rate)} / ${fmt(backedUp.rate)}`
+    rows['payment latency p50 without / with backupUrl (ms)'] = `${fmt(median(plain.latencies))} / ${fmt(median(backedUp.latencies))}`
+    rows["the browser's CPU per payment without / with backupUrl (ms, every Chromium process)"] = `${fmt(plain.cpuMs)} / ${fmt(backedUp.cpuMs)}`
+    rows['copies pushed while paying, and payments per copy'] = `${fmt(backup.pushes)}, ${fmt(backupPayments / backup.pushes)}`
+    rows['bytes pushed per payment (sealed copies, gzipped)'] = fmt(backup.bytes_pushed / backupPayments)
+    rows[`the last copy: bytes, and ms from taking the state to the server's answer (${fmt(stored + backupPayments * 2)} payments in the store)`] =
+      `${fmt(backup.last_push.bytes)}, ${fmt(backup.last_push.ms)}`
     await inPage(page, 'stop')
 
-    // 5. The key kept in the page (docs/decisions/0027): what unlocking it costs at each start, in the node's worker
+    // 6. The key kept in the page (docs/decisions/0027): what unlocking it costs at each start, in the node's worker
     // ('sluice:key', measured by the worker), and startNode() to the first answer; each kind of key in a profile of
     // its own (a fresh IndexedDB), restarted RESTARTS times after its first start.
     const keyStarts = async (keyOptions: object) => {

@@ -39,22 +39,24 @@ export type NodeWorkerOptions = Pick<
   | 'encryptSecret'
   | 'enableMonitoring'
   | 'monitoringReward'
-> & {
-  /** The chain's JSON-RPC endpoint; without it, the page's EIP-1193 provider (start's third argument). */
-  rpc?: string
-  deployment: Deployment
-  /** The node's key; without it, the one kept in IndexedDB (generated on the first start). */
-  key?: Hex
-  /** Protects the kept key at rest (docs/decisions/0027); without it the key is kept wrapped by a non-extractable WebCrypto key. */
-  passphrase?: string
-  /** libp2p relays (`sluice relay` prints them); without any, the node reaches nodes of this origin only. */
-  relay?: string[]
-  environment?: Environment
-  /** A state dump (GET /_state/export) restored before the node starts; refused if older than the stored state. */
-  import?: StorageDump
-  /** The request channel's name (tests use their own). */
-  apiChannel?: string
-}
+> &
+  // The off-browser backup (docs/decisions/0034): a restore after the storage is wiped needs the key given here too.
+  Pick<NodeConfig, 'backupUrl' | 'backup'> & {
+    /** The chain's JSON-RPC endpoint; without it, the page's EIP-1193 provider (start's third argument). */
+    rpc?: string
+    deployment: Deployment
+    /** The node's key; without it, the one kept in IndexedDB (generated on the first start). */
+    key?: Hex
+    /** Protects the kept key at rest (docs/decisions/0027); without it the key is kept wrapped by a non-extractable WebCrypto key. */
+    passphrase?: string
+    /** libp2p relays (`sluice relay` prints them); without any, the node reaches nodes of this origin only. */
+    relay?: string[]
+    environment?: Environment
+    /** A state dump (GET /_state/export) restored before the node starts; refused if older than the stored state. */
+    import?: StorageDump
+    /** The request channel's name (tests use their own). */
+    apiChannel?: string
+  }
 
 export type StartedNode = { address: string; version: string; keyGenerated: boolean }
 

@@ -57,6 +57,7 @@ export const statusOfCode = {
   LIMIT_REACHED: 403,
   DISABLED_IN_PRODUCTION: 501,
   CHANNEL_NOT_FOUND: 409,
+  CHANNEL_NOT_SYNCED: 409,
   NO_ROUTE: 409,
   INVALID_PAYMENT: 409,
   PAYMENT_FAILED: 409,
@@ -110,6 +111,9 @@ export const codesNeverAnswered = [
   // The monitoring service's (src/monitor/): start-up and its own failure, never a request's answer.
   'REGISTRATION_FAILED',
   'MONITOR_FAILED',
+  // The node's backup (src/node/services/backup/): a copy that cannot be restored stops the start, one too large is reported.
+  'BACKUP_PAYLOAD_INVALID',
+  'BACKUP_TOO_LARGE',
 ] as const
 
 export type AnsweredCode = keyof typeof statusOfCode

@@ -117,6 +117,12 @@ export const serveFlags = {
   resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) =>
     parseUrl(raw, ['http:', 'https:']),
   ),
+  backupUrl: flagOf(
+    'a backup server (sluice backup-server), http(s)://host:port/backup/v1: sealed copies go there after each change, and an empty --data-dir restores the newest',
+    'URL',
+    'an http(s) URL',
+    (raw) => parseUrl(raw, ['http:', 'https:']),
+  ),
   releaseFeedUrl: flagOf('http(s) URL of the release feed {"latest", "security": [...]} behind the version notifications', 'URL', 'an http(s) URL', (raw) =>
     parseUrl(raw, ['http:', 'https:']),
   ),
@@ -364,6 +370,7 @@ async function run(argv: readonly string[]): Promise<number> {
           version,
           ...(flags.resolverEndpoint ? { resolverEndpoint: flags.resolverEndpoint } : {}),
           ...(flags.releaseFeedUrl ? { releaseFeedUrl: flags.releaseFeedUrl } : {}),
+          ...(flags.backupUrl ? { backupUrl: flags.backupUrl } : {}),
           ...(flags.minServiceTokenBalance !== undefined ? { minServiceTokenBalance: flags.minServiceTokenBalance } : {}),
           enableMonitoring: flags.enableMonitoring,
           monitoringReward: flags.monitoringReward,
@@ -375,7 +382,12 @@ async function run(argv: readonly string[]): Promise<number> {
           return `the chain at ${rpc} has no TokenNetworkRegistry at ${deployment.contracts.TokenNetworkRegistry.address} (is the deployment file of this chain?)`
         if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another node running on --data-dir ${flags.dataDir}?`
         // The store refuses a dump of another chain, registry or address, or one older than itself.
+        if (hasCode(e, 'DUMP_REJECTED') && !flags.import) return `--backup-url ${flags.backupUrl}: the newest copy there cannot be restored: ${e.message}`
         if (hasCode(e, 'DUMP_REJECTED')) return `--import ${flags.import}: ${e.message}`
+        // The store was empty and the backup server's copy could not be had or opened (docs/decisions/0034).
+        const code = (e as { code?: unknown }).code
+        if (typeof code === 'string' && code.startsWith('BACKUP_'))
+          return `--backup-url ${flags.backupUrl}: the store in --data-dir ${flags.dataDir} is empty and the newest copy could not be restored: ${e.message} (${code})`
         if (hasCode(e, 'STORAGE', 'STORAGE_VERSION', 'STORAGE_CLOSED')) return `cannot open the store in ${flags.dataDir}: ${e.message}`
         // Never signs again on a state that is older than what it signed (docs/decisions/0029).
         if (hasCode(e, 'STALE_STATE'))

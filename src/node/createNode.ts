@@ -26,12 +26,14 @@ import { withOurProofKnown } from './runtime/nonceLookups.ts'
 import { ServiceMessages } from './runtime/serviceMessages.ts'
 import { StatusTracker } from './runtime/status.ts'
 import { TransactionRunner } from './runtime/transactionRunner.ts'
+import { restoreFromBackup, type Restored } from './services/backup/restore.ts'
 import { createServices } from './services/nodeServices.ts'
 import { SluiceNode } from './sluiceNode.ts'
 
 /**
  * The one way to build a node, for every host (`sluice serve`, `sluice devnet`, the browser worker, tests):
- * connects to the chain, opens and loads the store (restoring `config.import` first, if given), replays it, and
+ * connects to the chain, opens and loads the store (restoring `config.import` first, if given, or into an empty store
+ * with `backupUrl` the newest copy on the backup server, docs/decisions/0034), replays it, and
  * wires the runtime around the protocol core: the engine, the effect handler that carries out what each commit
  * applied, the message handler that turns what delivery receives into changes, delivery, chain following and
  * transactions; then the client the actions take, the services, and the node. The node is not running yet: `node.run()` catches up with the chain. Browser-safe: nothing reachable from
@@ -39,7 +41,8 @@ import { SluiceNode } from './sluiceNode.ts'
  *
  * Throws ChainRpcError / ChainIdMismatchError for the endpoint, DeploymentMismatchError when the chain has no
  * registry where the deployment says, and the store's errors (StorageLockedError when
- * another instance holds it, DumpRejectedError for a refused import).
+ * another instance holds it, DumpRejectedError for a refused import), and the backup client's coded errors when an
+ * empty store's copy cannot be had or opened.
  */
 export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   const { config, confirmations } = resolveNodeConfig(nodeConfig)
@@ -67,7 +70,25 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   const storage = await config.storage({ chainId: BigInt(deployment.chainId), registry, address })
   try {
     if (nodeConfig.import) await storage.importDump(nodeConfig.import)
-    const loaded = await storage.load()
+    let loaded = await storage.load()
+    // An empty store with a backup server: its storage was wiped (or it never ran); the newest copy comes back first.
+    const wiped = !loaded.snapshot && loaded.changes.length === 0 && config.backupUrl !== undefined
+    let restored: Restored | undefined
+    if (wiped) {
+      // Channels of ours opened up to the head that the copy does not hold (opened after it, or no copy at all) are of
+      // a life the store forgot: the first sync finds them on chain, and they wait for their sync too.
+      const openedUpTo = await chain.publicClient.getBlockNumber().catch((e: unknown) => {
+        throw new ChainRpcError('eth_blockNumber', e)
+      })
+      restored = await restoreFromBackup(storage, {
+        url: config.backupUrl!,
+        key: config.key,
+        openedUpTo,
+        ...(config.backup?.timeoutMs ? { timeoutMs: config.backup.timeoutMs } : {}),
+      })
+      if (!restored) await storage.commit({ changes: [{ seq: 1, time: Date.now(), change: { type: 'restored', version: 0n, openedUpTo } }] })
+      loaded = await storage.load()
+    }
     const ctx: TransitionContext = { ...defaultContext, ...config.context, confirmationBlocks: confirmations }
     const deployedAt = BigInt(deployment.contracts.TokenNetworkRegistry.blockNumber)
     // The first message id comes from the store, not the clock: a replay from the start (no snapshot yet, or a
@@ -81,6 +102,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     if (state.stale) throw new StaleStateError(`this node's stored state is older than what it signed: ${state.stale.reason}`)
 
     const notices = new EventBus<NodeNotice>()
+    const commits = new EventBus<number>()
     const stopping = new AbortController()
     const report: Report = (where, error, detail) => {
       if (!stopping.signal.aborted) notices.publish({ type: 'error', error, where, ...(detail ? { detail } : {}) })
@@ -95,7 +117,10 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       now: Date.now,
       snapshotEvery: config.snapshotEvery,
       snapshotWhenIdle: config.snapshotWhenIdle,
-      onApplied: (applied) => effects.handle(applied),
+      onApplied: (applied) => {
+        effects.handle(applied)
+        commits.publish(applied.at(-1)!.seq)
+      },
     })
     const queue = createTransactionQueue(chain)
     const transport = await config.transport({ address, key: config.key })
@@ -183,6 +208,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       queue,
       storage,
       engine,
+      delivery,
+      commits,
       follower,
       status,
       notices,
@@ -193,7 +220,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     })
     const node = new SluiceNode({
       client,
-      services: createServices(client),
+      services: createServices(client, restored ? { restored } : {}),
       storage,
       engine,
       delivery,

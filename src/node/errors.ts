@@ -23,6 +23,15 @@ export class StaleStateError extends NodeError {
   override readonly code = 'STALE_STATE' as const
 }
 
+/**
+ * The channel waits for its partner to confirm its latest state after a restore (docs/decisions/0034): nothing that
+ * signs under its nonce (a payment over it, a withdraw, a close) runs before. It goes once the partner answers.
+ */
+export class ChannelNotSyncedError extends NodeError {
+  override name = 'ChannelNotSyncedError' as const
+  override readonly code = 'CHANNEL_NOT_SYNCED' as const
+}
+
 export class ChannelNotFoundError extends NodeError {
   override name = 'ChannelNotFoundError' as const
   override readonly code = 'CHANNEL_NOT_FOUND' as const

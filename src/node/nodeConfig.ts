@@ -22,6 +22,18 @@ export type NotificationsOptions = {
   feedTimeoutMs?: number
 }
 
+/** The backup's tunables (services/backup/backupService.ts); the server is `backupUrl`. */
+export type BackupTunables = {
+  /** At least this long between the starts of two pushes (ms, 200 by default): changes in between go in the next copy. */
+  minIntervalMs?: number
+  /** How long one push, or the fetch of a restore, may take (ms, 15,000 by default). */
+  timeoutMs?: number
+  /** The first retry after a failed push (ms, 1,000 by default), doubling up to 60 s. */
+  retryMs?: number
+  /** How long a stop may wait for the last push (ms, 3,000 by default). */
+  stopTimeoutMs?: number
+}
+
 /** Opens the node's store: one per chain, registry and address (IndexedDB, LevelDB or memory). */
 export type StorageOpener = (identity: StorageIdentity) => Promise<Storage>
 
@@ -73,6 +85,13 @@ export type NodeConfig = {
    * about 4 times slower to sign, and switches once the WASM is there).
    */
   secp256k1Wasm?: 'await' | 'background'
+  /**
+   * A backup server (`sluice backup-server`, `http(s)://host:port/backup/v1`, docs/decisions/0034): the node pushes a
+   * sealed copy of what it needs to recover its funds after each change that matters, and a node whose store is empty
+   * restores the newest copy there before it starts.
+   */
+  backupUrl?: string
+  backup?: BackupTunables
   /** A state dump (GET /_state/export) restored into the store before the node starts; refused if older. */
   import?: StorageDump
   /**

@@ -13,6 +13,7 @@ export type ErrorSource =
   | 'connection manager'
   | 'notifications'
   | 'monitoring'
+  | 'backup'
 
 /**
  * What a node tells whoever listens (the API's event stream, the CLI's log, actions waiting for an outcome): the

@@ -102,9 +102,19 @@ export class SluiceNode {
     for (const record of this.pendingTransactions) void this.transactions.run(record)
     await Promise.all([delivering, this.follower.catchUp(() => this.stopping.signal.aborted)])
     if (this.stopping.signal.aborted) throw new NodeStoppedError()
+    await this.syncRestoredChannels()
     this.statusTracker.ready(this.engine.current.blockNumber)
     this.follower.start()
     for (const service of this.serviceList()) service?.start()
+  }
+
+  /**
+   * A restored node's channels wait for their partner's sync: ask every partner at each start while one waits (the
+   * requests are retried until delivered; an answer after a restart is as good). A forgotten life's too (createNode).
+   */
+  private async syncRestoredChannels(): Promise<void> {
+    const channels = () => Object.values(this.engine.current.channels)
+    if (channels().some((c) => c.waitingSync)) await this.engine.dispatch({ type: 'requestChannelSyncs' })
   }
 
   private serviceList(): (Service | undefined)[] {

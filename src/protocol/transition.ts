@@ -24,6 +24,15 @@ import {
   withdrawOnBlock,
   actionRejected,
 } from './channel/withdraw.ts'
+import {
+  answerChannelSync,
+  forgottenChannel,
+  markRestored,
+  nonceSignedWhileWaiting,
+  receiveChannelSync,
+  requestChannelSyncs,
+  WAITING_SYNC_REASON,
+} from './channel/sync.ts'
 import { nonceSigner, receiveOwnMessage, receiveUnderUsedNonce, takesNonce } from './channel/usedNonce.ts'
 import { graphOnAmounts, graphOnClosed, graphOnOpened, graphOnSettled } from './routing/graph.ts'
 import type { DecryptedSecret, StateChange } from './state/changes.ts'
@@ -54,6 +63,13 @@ export function transition(state: NodeState, change: StateChange, ctx: Transitio
   if (state.stale) return { state, effects: [] }
   const out: Effect[] = []
   const next = apply(state, change, ctx, out)
+  // A restored channel signs nothing under its nonce before its partner's sync: a change that would is refused whole.
+  const waiting = nonceSignedWhileWaiting(state, out)
+  if (waiting)
+    return {
+      state,
+      effects: [{ type: 'event', event: { type: 'actionRejected', action: change.type, reason: `${WAITING_SYNC_REASON} (channel ${waiting.id})` } }],
+    }
   if (next.stale) {
     // Nothing this change asked for leaves the node, but the news: what it would sign may reuse a nonce.
     const staleState: Effect = { type: 'event', event: { type: 'staleState', ...next.stale } }
@@ -79,7 +95,7 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
         ? state
         : { ...state, tokenNetworks: { ...state.tokenNetworks, [change.tokenNetwork]: { token: change.token, graph: {} } } }
     case 'channelOpened':
-      return onChannelOpened(graphOnOpened(state, change), change, out)
+      return forgottenChannel(onChannelOpened(graphOnOpened(state, change), change, out), channelKey(change.tokenNetwork, change.channelId), change.blockNumber)
     case 'channelDeposit':
       return onChannelDeposit(graphOnAmounts(state, change.tokenNetwork, change.channelId, change.participant, { deposit: change.totalDeposit }), change, out)
     case 'channelWithdraw':
@@ -123,6 +139,10 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
     }
     case 'transactionFailed':
       return onTransactionFailed(state, change, out)
+    case 'restored':
+      return markRestored(state, change.ourHistoryFrom, change.openedUpTo)
+    case 'requestChannelSyncs':
+      return requestChannelSyncs(state, out)
     case 'receive': {
       const known = change.senderKey ? rememberPublicKey(state, change.sender, change.senderKey) : state
       const m = change.message
@@ -176,5 +196,9 @@ function receive(
     case 'PFSFeeUpdate':
     case 'RequestMonitoring':
       return state
+    case 'ChannelSyncRequest':
+      return answerChannelSync(state, getChannel(state, message.token_network_address, message.channel_identifier), message, sender, out)
+    case 'ChannelSync':
+      return receiveChannelSync(state, getChannel(state, message.token_network_address, message.channel_identifier), message, sender, out)
   }
 }

@@ -36,6 +36,7 @@ import {
   type SentProofRecord,
   type Storage,
   type StorageDump,
+  type DumpOptions,
   type StorageIdentity,
   type StoredChainEvent,
   type StoredEvent,
@@ -281,20 +282,21 @@ class IdbStorage implements Storage {
     return (await this.db.get('received', [q.channelKey, padNonce(q.nonce)]))?.record
   }
 
-  async exportDump(): Promise<StorageDump> {
+  async exportDump(options: DumpOptions = {}): Promise<StorageDump> {
     this.usable()
+    const all = !options.recovery
     const tx = this.db.transaction(ALL_STORES, 'readonly')
     const meta = await tx.objectStore('meta').get(META_KEY)
-    const snapshot = await tx.objectStore('snapshot').get(SNAPSHOT_KEY)
-    const changes = await tx.objectStore('changes').getAll()
-    const events = await tx.objectStore('events').getAll()
-    const payments = await tx.objectStore('payments').getAll()
-    const chainEvents = await tx.objectStore('chainEvents').getAll()
+    const snapshot = all ? await tx.objectStore('snapshot').get(SNAPSHOT_KEY) : undefined
+    const changes = all ? await tx.objectStore('changes').getAll() : []
+    const events = all ? await tx.objectStore('events').getAll() : []
+    const payments = all ? await tx.objectStore('payments').getAll() : []
+    const chainEvents = all ? await tx.objectStore('chainEvents').getAll() : []
     const outbox = await tx.objectStore('outbox').getAll()
     const transactions = await tx.objectStore('transactions').getAll()
-    const sentProofs = await tx.objectStore('sentProofs').getAll()
-    const sentLocks = await tx.objectStore('sentLocks').getAll()
-    const received = await tx.objectStore('received').getAll()
+    const sentProofs = all ? await tx.objectStore('sentProofs').getAll() : []
+    const sentLocks = all ? await tx.objectStore('sentLocks').getAll() : []
+    const received = all ? await tx.objectStore('received').getAll() : []
     if (!meta) throw new StorageError('the store has no meta')
     return {
       format: 'sluice-dump',

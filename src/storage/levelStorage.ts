@@ -62,6 +62,7 @@ import {
   type Snapshot,
   type Storage,
   type StorageDump,
+  type DumpOptions,
   type StorageIdentity,
   type StoredChainEvent,
   type StoredChange,
@@ -328,25 +329,26 @@ class LevelStorage implements Storage {
     })
   }
 
-  async exportDump(): Promise<StorageDump> {
+  async exportDump(options: DumpOptions = {}): Promise<StorageDump> {
     this.usable()
+    const all = !options.recovery
     return this.read('exportDump', async (snapshot) => {
-      const [meta, snap] = await this.db.getMany([META_KEY, SNAPSHOT_KEY], { snapshot })
+      const [meta, snap] = await this.db.getMany(all ? [META_KEY, SNAPSHOT_KEY] : [META_KEY], { snapshot })
       if (!meta) throw new StorageError('the store has no meta')
       return {
         format: 'sluice-dump',
         meta: decode<Meta>(meta),
         ...(snap ? { snapshot: decode<Snapshot>(snap) } : {}),
-        changes: await this.values({ ...prefixRange(CHANGES) }, snapshot),
-        events: await this.values({ ...prefixRange(EVENTS) }, snapshot),
-        payments: await this.values({ ...prefixRange(PAYMENTS) }, snapshot),
-        chainEvents: await this.values({ ...prefixRange(CHAIN_EVENTS) }, snapshot),
+        changes: all ? await this.values({ ...prefixRange(CHANGES) }, snapshot) : [],
+        events: all ? await this.values({ ...prefixRange(EVENTS) }, snapshot) : [],
+        payments: all ? await this.values({ ...prefixRange(PAYMENTS) }, snapshot) : [],
+        chainEvents: all ? await this.values({ ...prefixRange(CHAIN_EVENTS) }, snapshot) : [],
         outbox: await this.values({ ...prefixRange(OUTBOX) }, snapshot),
         transactions: await this.values({ ...prefixRange(TRANSACTIONS) }, snapshot),
-        sentProofs: await this.values({ ...prefixRange(SENT_PROOFS) }, snapshot),
-        sentLocks: await this.values({ ...prefixRange(SENT_LOCKS) }, snapshot),
+        sentProofs: all ? await this.values({ ...prefixRange(SENT_PROOFS) }, snapshot) : [],
+        sentLocks: all ? await this.values({ ...prefixRange(SENT_LOCKS) }, snapshot) : [],
         // Key order (UTF-8 bytes, `!` after the channel key) is not string order for every channel key: sort.
-        received: (await this.values<ReceivedRecord>({ ...prefixRange(RECEIVED) }, snapshot)).sort(byReceivedKey),
+        received: all ? (await this.values<ReceivedRecord>({ ...prefixRange(RECEIVED) }, snapshot)).sort(byReceivedKey) : [],
       }
     })
   }

@@ -23,6 +23,7 @@ import {
   type Snapshot,
   type Storage,
   type StorageDump,
+  type DumpOptions,
   type StorageIdentity,
   type StoredChainEvent,
   type StoredChange,
@@ -200,25 +201,28 @@ class MemoryStorage implements Storage {
     return clone(this.data.received.get(q.channelKey)?.get(q.nonce), 'receivedMessage')
   }
 
-  async exportDump(): Promise<StorageDump> {
+  async exportDump(options: DumpOptions = {}): Promise<StorageDump> {
     this.usable()
     const d = this.data
+    const all = !options.recovery
     return clone(
       {
         format: 'sluice-dump',
         meta: d.meta,
-        ...(d.snapshot ? { snapshot: d.snapshot } : {}),
-        changes: [...d.changes.values()].sort((a, b) => a.seq - b.seq),
-        events: [...d.events.values()].sort((a, b) => a.seq - b.seq),
-        payments: [...d.payments.values()].sort((a, b) => a.seq - b.seq),
-        chainEvents: [...d.chainEvents.values()].sort(byPosition),
+        ...(d.snapshot && all ? { snapshot: d.snapshot } : {}),
+        changes: all ? [...d.changes.values()].sort((a, b) => a.seq - b.seq) : [],
+        events: all ? [...d.events.values()].sort((a, b) => a.seq - b.seq) : [],
+        payments: all ? [...d.payments.values()].sort((a, b) => a.seq - b.seq) : [],
+        chainEvents: all ? [...d.chainEvents.values()].sort(byPosition) : [],
         outbox: [...d.outbox.values()],
         transactions: [...d.transactions.values()],
-        sentProofs: [...d.sentProofs.values()].flatMap((m) => [...m.values()]).sort(byProofKey),
-        sentLocks: [...d.sentLocks.values()]
-          .flatMap((m) => [...m.values()])
-          .sort((a, b) => (a.channelKey === b.channelKey ? byAdded(a, b) : a.channelKey < b.channelKey ? -1 : 1)),
-        received: [...d.received.values()].flatMap((m) => [...m.values()]).sort(byReceivedKey),
+        sentProofs: all ? [...d.sentProofs.values()].flatMap((m) => [...m.values()]).sort(byProofKey) : [],
+        sentLocks: all
+          ? [...d.sentLocks.values()]
+              .flatMap((m) => [...m.values()])
+              .sort((a, b) => (a.channelKey === b.channelKey ? byAdded(a, b) : a.channelKey < b.channelKey ? -1 : 1))
+          : [],
+        received: all ? [...d.received.values()].flatMap((m) => [...m.values()]).sort(byReceivedKey) : [],
       },
       'exportDump',
     )

@@ -30,11 +30,18 @@ export interface Storage {
   sentLocks(channelKey: string, nonce: bigint): Promise<SentLockRecord[]>
   /** The partner's message we applied under this nonce of its end of the channel, if one is kept (equivocation check). */
   receivedMessage(channelKey: string, nonce: bigint): Promise<ReceivedRecord | undefined>
-  /** The whole store as plain data (for backup); `importDump` refuses a dump of another node or an older one. */
-  exportDump(): Promise<StorageDump>
+  /**
+   * The whole store as plain data (for backup); `importDump` refuses a dump of another node or an older one. With
+   * `{recovery: true}`, only the meta, the outbox and the transactions (every other list empty, no snapshot): what a
+   * backup copy takes from the store beside the state (docs/decisions/0034), a read that does not grow with the
+   * payment history.
+   */
+  exportDump(options?: DumpOptions): Promise<StorageDump>
   importDump(dump: StorageDump): Promise<void>
   close(): Promise<void>
 }
+
+export type DumpOptions = { recovery?: boolean }
 
 /** Which database: one per chain, token network registry and node address. */
 export type StorageIdentity = { chainId: bigint; registry: Address; address: Address }

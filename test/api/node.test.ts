@@ -21,7 +21,12 @@ describe('node information', () => {
   it('GET /version, /settings, /status', async () => {
     const n = net.nodes[0]!
     expect((await n.get('/version')).body).toEqual({ version: '0.1.0' })
-    expect((await n.get('/settings')).body).toEqual({ pathfinding_service_address: null, monitoring_enabled: false, monitoring_reward: '5000000000000000000' })
+    expect((await n.get('/settings')).body).toEqual({
+      pathfinding_service_address: null,
+      monitoring_enabled: false,
+      monitoring_reward: '5000000000000000000',
+      backup: null,
+    })
     expect((await n.get('/monitoring')).body).toEqual({
       enabled: false,
       reward: '5000000000000000000',

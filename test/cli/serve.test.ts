@@ -7,6 +7,7 @@ import type { Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { encryptKeystore } from '../../src/chain/keystore.ts'
+import { serveBackups } from '../../src/cli/backupServer.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { jsonParse } from '../../src/storage/json.ts'
@@ -108,6 +109,7 @@ describe('sluice serve', () => {
       '--api-host <NAME>',
       '--rpccorsdomain <ORIGINS>',
       '--api-token-file <FILE>',
+      '--backup-url <URL>',
     ]) {
       expect(stdout).toContain(flag)
     }
@@ -203,6 +205,39 @@ describe('sluice serve', () => {
     expect((await get(`${api}/address`)).body).toEqual({ our_address: privateKeyToAddress(key) })
     sluice.child.kill('SIGINT')
     expect((await sluice.exited).code).toBe(0)
+  })
+
+  test('--backup-url pushes copies (GET /settings shows them) and restores the newest into an empty data directory; a server it cannot reach stops the start', async () => {
+    const backups = await serveBackups({ dataDir: tempDir(), host: '127.0.0.1', port: 0 })
+    try {
+      const first = await startServe(baseArgs(tempDir(), '--key', key, '--backup-url', backups.url))
+      await waitReady(first.api)
+      const pushed = await eventually(async () => {
+        const { backup } = (await get(`${first.api}/settings`)).body
+        expect(backup).toMatchObject({ url: backups.url, behind: false, last_error: null, restored: null, last_push: { version: expect.any(String) } })
+        return backup.last_push.version as string
+      }, 20_000)
+      first.sluice.child.kill('SIGTERM')
+      expect((await first.sluice.exited).code).toBe(0)
+
+      // The data directory is lost: the same key on an empty one comes back from the newest copy.
+      const second = await startServe(baseArgs(tempDir(), '--key', key, '--backup-url', backups.url))
+      await waitReady(second.api)
+      const { backup } = (await get(`${second.api}/settings`)).body
+      expect(BigInt(backup.restored.version)).toBeGreaterThanOrEqual(BigInt(pushed))
+      second.sluice.child.kill('SIGTERM')
+      expect((await second.sluice.exited).code).toBe(0)
+
+      const bad = await runSluice(baseArgs(tempDir(), '--key', key, '--backup-url', 'ftp://example'), tempDir())
+      expect(bad.code).toBe(2)
+      expect(bad.stderr).toMatch(/--backup-url/)
+      const gone = await backups.close(100).then(() => backups.url)
+      const unreachable = await runSluice(baseArgs(tempDir(), '--key', key, '--backup-url', gone), tempDir())
+      expect(unreachable.code).not.toBe(0)
+      expect(unreachable.stderr).toMatch(/--backup-url .*is empty and the newest copy could not be restored: .*\(BACKUP_UNREACHABLE\)/)
+    } finally {
+      await backups.close(100).catch(() => {})
+    }
   })
 
   test('--import restores an exported state into a new data directory; a dump of another node, an older one, or a store in use is refused', async () => {

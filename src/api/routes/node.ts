@@ -1,7 +1,21 @@
+import type { BackupStatus } from '../../node/services/backup/backupService.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
 import { addressSchema, decimalSchema } from '../input.ts'
+
+/** The backup service's status as the API spells it (snake_case, like the rest of GET /settings). */
+function backupSettings(status: BackupStatus | undefined) {
+  if (!status) return null
+  const { lastPush, lastError, bytesPushed, ...rest } = status
+  return {
+    ...rest,
+    bytes_pushed: bytesPushed,
+    last_push: lastPush ?? null,
+    last_error: lastError ?? null,
+    restored: status.restored ?? null,
+  }
+}
 
 /** Who the node is and how it runs: address, version, status, settings, contracts, shutdown. */
 export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
@@ -47,13 +61,18 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         summary: 'Node settings',
         responses: { 200: 'Settings object' },
         description:
-          'Beyond Raiden: monitoring_enabled, whether the node asks the monitoring services to guard its channels while it is away (GET /monitoring shows them), and monitoring_reward, what each request offers, in the smallest unit of the service token.',
+          'Beyond Raiden: monitoring_enabled, whether the node asks the monitoring services to guard its channels while it is away (GET /monitoring shows them), monitoring_reward, what each request offers, in the smallest unit of the service token, and backup, the off-browser backup.',
         schema: {
           type: 'object',
           properties: {
             pathfinding_service_address: { type: ['string', 'null'] },
             monitoring_enabled: { type: 'boolean' },
             monitoring_reward: decimalSchema,
+            backup: {
+              type: ['object', 'null'],
+              description:
+                'The off-browser backup (docs/decisions/0034), null without a backup URL: the server, the last copy it acknowledged (version, unix ms, bytes, ms taken), the copies and bytes pushed, whether the state moved since, the last error and the failures in a row, and the copy this start restored',
+            },
           },
         },
       },
@@ -62,6 +81,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
           pathfinding_service_address: ctx.pathfindingServiceAddress,
           monitoring_enabled: ctx.client.config.enableMonitoring,
           monitoring_reward: ctx.client.config.monitoringReward,
+          backup: backupSettings(ctx.services.backup?.status()),
         }),
     },
   })

@@ -12,7 +12,7 @@ import {
 import { distributable, withdrawTotal } from '../../protocol/channel/amounts.ts'
 import type { Effect, Transaction } from '../../protocol/state/effects.ts'
 import type { Channel, NodeState } from '../../protocol/state/types.ts'
-import { ChannelNotFoundError, ConflictError, InsufficientBalanceError, NodeStoppedError } from '../errors.ts'
+import { ChannelNotFoundError, ChannelNotSyncedError, ConflictError, InsufficientBalanceError, NodeStoppedError } from '../errors.ts'
 import type { NodeNotice } from '../notices.ts'
 import type { NodeClient } from './client.ts'
 import { channelGas, readGasCost, readGasReserve } from './gasReserve.ts'
@@ -140,6 +140,7 @@ export async function withdrawFromChannel(
 ): Promise<Channel> {
   const channel = requireChannel(client, token, partner)
   if (channel.state !== 'opened') throw new ConflictError(`Can't withdraw from a channel that is ${channel.state}`)
+  requireSynced(channel)
   const current = withdrawTotal(channel.our)
   if (totalWithdraw <= current) throw new ConflictError(`Total withdraw ${totalWithdraw} did not increase (it is ${current})`)
   const free = distributable(channel.our, channel.partnerEnd)
@@ -168,10 +169,19 @@ export async function withdrawFromChannel(
   })
 }
 
+/** A channel restored from a copy signs nothing under its nonce before its partner's sync (docs/decisions/0034). */
+export function requireSynced(channel: Channel): void {
+  if (channel.waitingSync)
+    throw new ChannelNotSyncedError(
+      `the channel with ${channel.partner} waits for its partner to confirm its latest state after a restore; it can be used once the partner answers`,
+    )
+}
+
 /** Closes the channel unilaterally and returns it once the close is mined and synced (state closed). */
 export async function closeChannel(client: NodeClient, { token, partner }: ChannelActionParameters): Promise<Channel> {
   const channel = requireChannel(client, token, partner)
   if (channel.state !== 'opened') throw new ConflictError(`Attempted to close a channel that is ${channel.state}`)
+  requireSynced(channel)
   await ensureGasFor(client, channelGas.closeChannel)
 
   const { tokenNetwork, id } = channel

@@ -5,7 +5,8 @@ import type { TransactionQueue } from '../../chain/transactionQueue.ts'
 import { channelWith } from '../../protocol/state/access.ts'
 import type { StateChange } from '../../protocol/state/changes.ts'
 import type { Channel, NodeState } from '../../protocol/state/types.ts'
-import type { Storage } from '../../storage/storage.ts'
+import type { OutboxRecord, Storage } from '../../storage/storage.ts'
+import type { Delivery } from '../../transport/delivery.ts'
 import { NodeStoppedError } from '../errors.ts'
 import type { ResolvedNodeConfig } from '../nodeConfig.ts'
 import type { NodeNotice, NodeStatus, Report } from '../notices.ts'
@@ -57,6 +58,13 @@ export type NodeClient = {
   /** The first notice `predicate` accepts; NodeStoppedError if the node stops first. */
   nextNotice(predicate: (notice: NodeNotice) => boolean): Promise<NodeNotice>
   report: Report
+  /** Called after each durable commit with the seq of its last change, until the returned function is called. */
+  onCommitted(listener: (seq: number) => void): () => void
+  /**
+   * The state as of its last commit and what delivery was still sending then, taken at one instant (no commit can
+   * come between the two): what a backup copy holds (docs/decisions/0034).
+   */
+  recoveryPoint(): { seq: number; state: NodeState; outbox: OutboxRecord[] }
 }
 
 /** The node's parts a client is made over (createNode wires them). */
@@ -65,7 +73,10 @@ export type NodeClientParts = {
   chain: ChainClient
   queue: TransactionQueue
   storage: StoreReads
-  engine: Pick<Engine, 'current' | 'dispatch' | 'settled'>
+  engine: Pick<Engine, 'current' | 'lastSeq' | 'dispatch' | 'settled'>
+  /** What delivery still sends (unacknowledged): part of a recovery point. */
+  delivery: Pick<Delivery, 'pending'>
+  commits: Pick<EventBus<number>, 'subscribe'>
   follower: Pick<ChainFollower, 'syncOnce'>
   status: Pick<StatusTracker, 'current' | 'progressed'>
   notices: Pick<EventBus<NodeNotice>, 'subscribe'>
@@ -139,7 +150,7 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
       payments: (query) => storage.payments(query),
       events: (page) => storage.events(page),
       chainEvents: (query) => storage.chainEvents(query),
-      exportDump: () => storage.exportDump(),
+      exportDump: (options) => storage.exportDump(options),
     },
     payments: new PaymentsInFlight(p.paymentSlots),
     serviceMessages: p.serviceMessages,
@@ -149,5 +160,9 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     subscribe: (listener) => p.notices.subscribe(listener),
     nextNotice,
     report: p.report,
+    onCommitted: (listener) => p.commits.subscribe(listener),
+    // Synchronous: the engine hands each commit to the effect handler (and so to delivery) in the same tick as it
+    // takes its state, so between two ticks the state and delivery's queue are of the same commit.
+    recoveryPoint: () => ({ seq: engine.lastSeq, state: engine.current, outbox: p.delivery.pending() }),
   }
 }

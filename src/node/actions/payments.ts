@@ -6,6 +6,7 @@ import { channelWith, publicKeyOf, sameAddress, tokenNetworkOf } from '../../pro
 import type { NodeState } from '../../protocol/state/types.ts'
 import type { PaymentQuery, PaymentRecord } from '../../storage/storage.ts'
 import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NoRouteError, PaymentFailedError } from '../errors.ts'
+import { requireSynced } from './channels.ts'
 import type { NodeNotice } from '../notices.ts'
 import type { KnownPayment, PaymentTerms, SentPayment } from './paymentsInFlight.ts'
 import { secretForTarget } from '../runtime/secretInMetadata.ts'
@@ -67,6 +68,9 @@ export function checkRoute(
     const open = Object.values(state.channels).filter((c) => sameAddress(c.tokenNetwork, tokenNetwork) && c.state === 'opened')
     if (open.length === 0) throw new NoRouteError(`no route to ${target}: the node has no open channel in this token network`)
     const direct = open.find((c) => sameAddress(c.partner, target))
+    // The channels that could carry it wait for their partner's sync after a restore: 409, saying so.
+    if (direct?.waitingSync) requireSynced(direct)
+    if (open.every((c) => c.waitingSync)) requireSynced(open[0]!)
     const most = open.reduce((max, c) => {
       const free = distributable(c.our, c.partnerEnd)
       return free > max ? free : max

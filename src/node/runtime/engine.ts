@@ -4,7 +4,7 @@ import type { Effect } from '../../protocol/state/effects.ts'
 import type { NodeState } from '../../protocol/state/types.ts'
 import { transition } from '../../protocol/transition.ts'
 import type { Commit, Meta, OutboxRecord, Storage, StoredChainEvent, TransactionRecord } from '../../storage/storage.ts'
-import { outboxRecord, paymentRecord, receivedHistory, sentHistory, storedEvent, transactionRecord } from './records.ts'
+import { outboxRecord, paymentRecord, receivedHistory, sentHistory, storedEvent, syncedHistory, transactionRecord } from './records.ts'
 
 /**
  * An effect as its commit left it: a send with the outbox record it was stored as, a transaction with its record
@@ -197,6 +197,9 @@ export class Engine {
           })
           const received = receivedHistory(input.change, before, state)
           if (received) commit.received.push(received)
+          const synced = syncedHistory(input.change, before, state)
+          commit.sentProofs.push(...synced.proofs)
+          commit.sentLocks.push(...synced.locks)
           commit.changes.push({ seq, time: now, change: input.change })
           if (input.chainEvents) commit.chainEvents.push(...input.chainEvents)
           if (input.meta) commit.meta = { ...commit.meta, ...input.meta }

@@ -113,6 +113,36 @@ export function sentHistory(effect: Extract<Effect, { type: 'send' }>, before: N
 }
 
 /**
+ * What a ChannelSync leaves in the stored history when it made us adopt a newer proof of ours than the restored copy
+ * had (docs/decisions/0034): that proof, signed by us in a life the copy did not see, and its locks from its nonce,
+ * so a close with it is known as ours and can be settled and unlocked (docs/decisions/0014).
+ */
+export function syncedHistory(change: StateChange, before: NodeState, after: NodeState): { proofs: SentProofRecord[]; locks: SentLockRecord[] } {
+  if (change.type !== 'receive' || change.message.type !== 'ChannelSync') return { proofs: [], locks: [] }
+  const m = change.message
+  const key = channelKey(m.token_network_address, m.channel_identifier)
+  const was = before.channels[key]?.our.balanceProof
+  const now = after.channels[key]?.our
+  if (!now?.balanceProof || now.balanceProof === was || (was && was.nonce >= now.balanceProof.nonce)) return { proofs: [], locks: [] }
+  const p = now.balanceProof
+  return {
+    proofs: [
+      {
+        channelKey: key,
+        balanceHash: p.balanceHash,
+        nonce: p.nonce,
+        transferredAmount: p.transferredAmount,
+        lockedAmount: p.lockedAmount,
+        locksroot: p.locksroot,
+      },
+    ],
+    locks: now.locks
+      .filter((l) => l.nonce === p.nonce)
+      .map((l) => ({ channelKey: key, secrethash: l.secrethash, expiration: l.expiration, amount: l.amount, addedNonce: p.nonce })),
+  }
+}
+
+/**
  * What a partner's message leaves in the stored history when the transition applied it (its end's nonce moved to the
  * message's): its signed bytes and signature, so a second message under that nonce can be compared (docs/decisions/0029).
  */

@@ -2,6 +2,8 @@ import type { NodeClient } from '../actions/client.ts'
 import { TokenNetworkConnections } from './connections.ts'
 import { MonitoringRequests } from './monitoring.ts'
 import { NodeNotifications } from './notifications.ts'
+import { BackupService } from './backup/backupService.ts'
+import type { Restored } from './backup/restore.ts'
 import type { Service } from './service.ts'
 
 /**
@@ -10,7 +12,8 @@ import type { Service } from './service.ts'
  * them in the reverse order. To add one, write its module (made from the client, a `Service`) and add it here; a
  * service the config does not ask for is `undefined`. The REST API reaches them as `ctx.services.<name>`.
  */
-export function createServices(client: NodeClient) {
+export function createServices(client: NodeClient, started: { restored?: Restored } = {}) {
+  const { backupUrl, backup } = client.config
   /** The requests to the monitoring services (`enableMonitoring`, GET /monitoring); the notifications look at it. */
   const monitoring = client.config.enableMonitoring ? new MonitoringRequests(client) : undefined
   return {
@@ -19,6 +22,8 @@ export function createServices(client: NodeClient) {
     monitoring,
     /** The notifications of GET /notifications. */
     notifications: new NodeNotifications(client, { monitoring }),
+    /** Sealed copies to the backup server (`backupUrl`, docs/decisions/0034); its status in GET /settings. */
+    backup: backupUrl ? new BackupService(client, { ...backup, url: backupUrl }, started.restored) : undefined,
   } satisfies Record<string, Service | undefined>
 }
 

@@ -13,6 +13,7 @@ export type NotificationId =
   | 'partner_equivocation'
   | 'monitoring_unavailable'
   | 'monitoring_reward_not_covered'
+  | 'channels_waiting_sync'
 
 /** `critical`: funds or security are at stake; `normal`: something to act on soon; `low`: informational. */
 export type NotificationUrgency = 'low' | 'normal' | 'critical'
@@ -37,6 +38,9 @@ const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
  * - monitoring_unavailable / monitoring_reward_not_covered, with monitoring on (docs/decisions/0035): the
  *   ServiceRegistry lists no service, or a channel's newest request went unacknowledged for a minute; the UDC
  *   balance services can count on is below the monitoring reward (nothing is asked for then).
+ * - channels_waiting_sync: channels of a node restored from a copy wait for their partner's ChannelSync
+ *   (docs/decisions/0034), an offline partner's for as long as it is offline; raised and cleared from the state, at
+ *   once when a channel is synced.
  */
 export class NodeNotifications implements Service {
   private readonly raised = new Map<NotificationId, Notification>()
@@ -58,6 +62,7 @@ export class NodeNotifications implements Service {
     // An equivocation is raised as soon as it happens, while the node syncs too.
     this.unsubscribe = client.subscribe((notice) => {
       if (notice.type === 'partnerEquivocated') this.checkEquivocations()
+      if (notice.type === 'channelSynced') this.checkWaitingSync()
     })
   }
 
@@ -124,6 +129,7 @@ export class NodeNotifications implements Service {
   private async checkAll() {
     this.checkEquivocations()
     this.checkMonitoring()
+    this.checkWaitingSync()
     const results = await Promise.allSettled([this.checkServiceToken(), this.checkGasReserve(), this.checkVersion()])
     for (const r of results) if (r.status === 'rejected' && !this.stopped) this.client.report('notifications', r.reason)
   }
@@ -167,6 +173,24 @@ export class NodeNotifications implements Service {
             urgency: 'normal',
           }
         : undefined,
+    )
+  }
+
+  private checkWaitingSync() {
+    const waiting = Object.values(this.client.state.channels).filter((c) => c.waitingSync)
+    this.set(
+      'channels_waiting_sync',
+      waiting.length === 0
+        ? undefined
+        : {
+            summary: 'Channels wait for their partner after a restore',
+            body: `This node was restored from a copy, which may be older than what it last signed. The channel(s) with ${waiting
+              .map((c) => `${c.partner} (channel ${c.id} of token ${c.token})`)
+              .join(
+                ', ',
+              )} carry no payment, withdraw or close until their partner confirms their latest state; it is asked at every start and answers as soon as it is online. Their funds are on chain and safe meanwhile.`,
+            urgency: 'normal',
+          },
     )
   }
 

@@ -7,6 +7,7 @@ import type { BalanceData, Effect } from '../state/effects.ts'
 import type { Channel, ChannelEnd, NodeState } from '../state/types.ts'
 import { emptyChannelEnd } from './end.ts'
 import { orderedSettle } from './settleOrder.ts'
+import { WAITING_SYNC_REASON, waitsForSync } from './sync.ts'
 import { checkOurProofOnChain } from './usedNonce.ts'
 import { channelKey } from './key.ts'
 import { actionRejected } from './withdraw.ts'
@@ -99,6 +100,8 @@ export function onChannelWithdraw(state: NodeState, change: Change<'channelWithd
 export function closeChannel(state: NodeState, tokenNetwork: Address, channelId: bigint, out: Effect[]): NodeState {
   const channel = getChannel(state, tokenNetwork, channelId)
   if (channel?.state !== 'opened') return actionRejected(state, 'close', channel ? `channel is ${channel.state}` : 'no such channel', out)
+  // Closing with the partner's proof the copy holds could give up what it paid us since: wait for the sync.
+  if (waitsForSync(channel)) return actionRejected(state, 'close', WAITING_SYNC_REASON, out)
   out.push({
     type: 'transaction',
     transaction: { type: 'close', tokenNetwork, channelId, partner: channel.partner, balanceProof: channel.partnerEnd.balanceProof },

@@ -96,7 +96,7 @@ export function receiveOwnMessage(state: NodeState, channel: Channel, message: S
       ourNonce,
       source: 'message',
     })
-  if (isBalanceProof(message) && ourProofKnown === false) {
+  if (isBalanceProof(message) && ourProofKnown === false && !beforeHistory(channel, message.nonce)) {
     const hash = balanceHash({ transferredAmount: message.transferred_amount, lockedAmount: message.locked_amount, locksroot: message.locksroot })
     return markStale(state, {
       reason: `a ${message.type} signed with our key under nonce ${message.nonce} came back with a balance hash ${hash} this node never signed`,
@@ -126,9 +126,14 @@ export function checkOurProofOnChain(
       ...base,
       reason: `${event} carries a proof of ours with nonce ${nonce}, beyond the last nonce this state knows we used (${ourNonce})`,
     })
-  if (nonce > 0n && ourProofKnown === false)
+  if (nonce > 0n && ourProofKnown === false && !beforeHistory(channel, nonce))
     return markStale(state, { ...base, reason: `${event} carries a proof of ours under nonce ${nonce} with a balance hash ${hash} this node never signed` })
   return state
+}
+
+/** A nonce of ours older than the history a restored copy kept (docs/decisions/0034): the store cannot tell. */
+function beforeHistory(channel: Channel, nonce: bigint): boolean {
+  return channel.ourHistoryFrom !== undefined && nonce < channel.ourHistoryFrom
 }
 
 /** Marks the state stale (the first reason stays). The transition turns this into the staleState event and no other effect. */

@@ -6,6 +6,7 @@ import type { Channel, NodeState, PendingWithdraw } from '../state/types.ts'
 import { sendProcessed } from '../transfer/send.ts'
 import { balance, distributable, withdrawTotal } from './amounts.ts'
 import { channelKey } from './key.ts'
+import { WAITING_SYNC_REASON, waitsForSync } from './sync.ts'
 
 function rejected(out: Effect[], sender: Address, messageType: string, reason: string): void {
   out.push({ type: 'event', event: { type: 'messageRejected', sender, messageType, reason } })
@@ -50,6 +51,7 @@ function requestWithdraw(
 export function whyNotWithdraw(channel: Channel | undefined, totalWithdraw: bigint): string | undefined {
   if (!channel) return 'no such channel'
   if (channel.state !== 'opened') return `channel is ${channel.state}`
+  if (waitsForSync(channel)) return WAITING_SYNC_REASON
   const current = withdrawTotal(channel.our)
   if (totalWithdraw <= current) return `total withdraw must exceed the current ${current}`
   const free = distributable(channel.our, channel.partnerEnd)
@@ -67,6 +69,7 @@ export function startWithdraw(state: NodeState, tokenNetwork: Address, channelId
 /** Why a cooperative settle cannot start now, or undefined. */
 export function whyNotCoopSettle(channel: Channel | undefined): string | undefined {
   if (channel?.state !== 'opened') return 'channel is not open'
+  if (waitsForSync(channel)) return WAITING_SYNC_REASON
   if (channel.our.locks.length || channel.partnerEnd.locks.length) return 'pending locks: cooperative settle needs a quiet channel'
   if (channel.our.pendingWithdraws.length || channel.partnerEnd.pendingWithdraws.length) return 'a withdraw is pending'
   return undefined
@@ -98,6 +101,8 @@ export function receiveWithdrawRequest(state: NodeState, message: Signed<Withdra
   if (!sameAddress(sender, channel.partner) || !sameAddress(message.participant, sender)) return fail('participant is not the sender and channel partner')
   if (message.chain_id !== channel.chainId) return fail('wrong chain id')
   if (channel.state !== 'opened') return fail(`channel is ${channel.state}`)
+  // Its confirmation takes our nonce: the partner resends the request until it is answered, after the sync.
+  if (waitsForSync(channel)) return fail(WAITING_SYNC_REASON)
   if (message.nonce !== channel.partnerEnd.nonce + 1n) return fail(`nonce ${message.nonce} is not ${channel.partnerEnd.nonce + 1n}`)
   const current = withdrawTotal(channel.partnerEnd)
   if (message.total_withdraw <= current) return fail(`total withdraw must exceed ${current}`)
@@ -244,7 +249,7 @@ export function withdrawOnBlock(state: NodeState, ctx: TransitionContext, out: E
   let s = state
   for (const channel of Object.values(state.channels)) {
     const expired = channel.our.pendingWithdraws.filter((w) => state.blockNumber >= w.expiration + 2n * ctx.confirmationBlocks)
-    if (!expired.length || channel.state !== 'opened') continue
+    if (!expired.length || channel.state !== 'opened' || waitsForSync(channel)) continue
     let next = channel
     for (const w of expired) {
       const [id, s2] = takeMessageId(s)

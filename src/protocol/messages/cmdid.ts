@@ -11,4 +11,7 @@ export const CmdId = {
   WithdrawRequest: 15,
   WithdrawConfirmation: 16,
   WithdrawExpired: 17,
+  /** Sluice's own (docs/decisions/0034): outside the range Raiden uses. */
+  ChannelSyncRequest: 64,
+  ChannelSync: 65,
 } as const

@@ -4,7 +4,8 @@ import { MessageTypeId } from '../messageTypeId.ts'
 import { PackedWriter } from '../packedWriter.ts'
 import { CmdId } from './cmdid.ts'
 import { messageHash } from './messageHash.ts'
-import type { EnvelopeMessage, FeeSchedule, Message } from './types.ts'
+import { locksroot } from '../locks.ts'
+import type { EnvelopeMessage, FeeSchedule, Message, SyncBalanceProof } from './types.ts'
 
 /** `uint8 cmdid || 3 zero bytes`: the head of the signed data of the non-envelope messages. */
 function head(w: PackedWriter, cmdid: number): PackedWriter {
@@ -35,6 +36,21 @@ export function packEnvelope(message: EnvelopeMessage): Uint8Array {
 function rlpImbalancePenalty(penalty: FeeSchedule['imbalance_penalty']): Uint8Array {
   const int = (n: bigint): Hex => (n === 0n ? '0x' : numberToHex(n))
   return hexToBytes(penalty === null ? toRlp('0x') : toRlp(penalty.map(([x, y]) => [int(x), int(y)])))
+}
+
+const ZERO_SIGNATURE: Hex = `0x${'00'.repeat(65)}`
+
+/** 202 bytes: a presence byte, then nonce, transferred, locked, locksroot, additional_hash and signature (zeros when absent). */
+function syncProof(w: PackedWriter, proof: SyncBalanceProof | null): PackedWriter {
+  if (!proof) return w.uint(0n, 1).uint(0n, 8).uint(0n, 32).uint(0n, 32).uint(0n, 32).uint(0n, 32).fixed(ZERO_SIGNATURE, 65)
+  return w
+    .uint(1n, 1)
+    .uint(proof.nonce, 8)
+    .uint(proof.transferred_amount, 32)
+    .uint(proof.locked_amount, 32)
+    .fixed(proof.locksroot, 32)
+    .fixed(proof.additional_hash, 32)
+    .fixed(proof.signature ?? ZERO_SIGNATURE, 65)
 }
 
 /** The exact bytes a message's `signature` is over (docs/protocol.md §3.3), before the EIP-191 prefix. */
@@ -122,5 +138,23 @@ export function packMessage(message: Message): Uint8Array {
         .fixed(message.non_closing_signature, 65)
         .uint(message.reward_amount, 32)
         .done()
+    case 'ChannelSyncRequest':
+      return head(new PackedWriter(96), CmdId.ChannelSyncRequest)
+        .uint(message.message_identifier, 8)
+        .uint(message.chain_id, 32)
+        .fixed(message.token_network_address, 20)
+        .uint(message.channel_identifier, 32)
+        .done()
+    case 'ChannelSync': {
+      // Each side's locks are covered by their locksroot (keccak256 of their encoding): 96 + 2 * (8 + 202 + 32) bytes.
+      const w = head(new PackedWriter(580), CmdId.ChannelSync)
+        .uint(message.message_identifier, 8)
+        .uint(message.chain_id, 32)
+        .fixed(message.token_network_address, 20)
+        .uint(message.channel_identifier, 32)
+        .uint(message.requester_nonce, 8)
+      syncProof(w, message.requester_balance_proof).fixed(locksroot(message.requester_locks), 32).uint(message.sender_nonce, 8)
+      return syncProof(w, message.sender_balance_proof).fixed(locksroot(message.sender_locks), 32).done()
+    }
   }
 }

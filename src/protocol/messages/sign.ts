@@ -3,11 +3,35 @@ import { InvalidSignatureError } from '../errors.ts'
 import { recoverPackedSignerKeySync, signPackedSync } from '../signature.ts'
 import { packMessage } from './pack.ts'
 import { parseMessage } from './wire.ts'
-import type { Message, Signed } from './types.ts'
+import { balanceHash, packBalanceProof } from '../balanceProof.ts'
+import type { ChannelSync, Message, Signed, SyncBalanceProof } from './types.ts'
 
-/** Signs a message as its sender: EIP-191 over its packed bytes (docs/protocol.md §2.1, §3.3). */
+/**
+ * Signs a message as its sender: EIP-191 over its packed bytes (docs/protocol.md §2.1, §3.3). A ChannelSync's own
+ * balance proof is signed first (docs/decisions/0034): the 212 bytes its sender signed when it sent that proof,
+ * so the same signature again (RFC 6979), nothing new committed to.
+ */
 export async function signMessage<M extends Message>(privateKey: Hex, message: M): Promise<Signed<M>> {
-  return { ...message, signature: signPackedSync(privateKey, packMessage(message)) }
+  const complete = message.type === 'ChannelSync' ? (withOwnProofSigned(privateKey, message as ChannelSync) as M) : message
+  return { ...complete, signature: signPackedSync(privateKey, packMessage(complete)) }
+}
+
+function withOwnProofSigned(privateKey: Hex, message: ChannelSync): ChannelSync {
+  const proof = message.sender_balance_proof
+  if (!proof || proof.signature) return message
+  return { ...message, sender_balance_proof: { ...proof, signature: signPackedSync(privateKey, packSyncProof(message, proof)) } }
+}
+
+/** The 212 bytes a ChannelSync's balance proof was signed over: the balance proof of the channel it names. */
+export function packSyncProof(channel: Pick<ChannelSync, 'chain_id' | 'token_network_address' | 'channel_identifier'>, proof: SyncBalanceProof): Hex {
+  return packBalanceProof({
+    chainId: channel.chain_id,
+    tokenNetworkAddress: channel.token_network_address,
+    channelIdentifier: channel.channel_identifier,
+    nonce: proof.nonce,
+    balanceHash: balanceHash({ transferredAmount: proof.transferred_amount, lockedAmount: proof.locked_amount, locksroot: proof.locksroot }),
+    additionalHash: proof.additional_hash,
+  })
 }
 
 /** The address that signed a message; InvalidSignatureError if the signature recovers no key. */

@@ -116,6 +116,50 @@ export type RequestMonitoring = {
   reward_amount: bigint
 }
 
+/**
+ * A balance proof as evidence (docs/decisions/0034): what its signer committed to (docs/protocol.md §2.4: the balance
+ * data, the nonce and the additional_hash) and the signer's signature over those 212 bytes, the very signature the
+ * message that carried it had. In the sender's own proof of a ChannelSync the shell fills the signature when it signs
+ * the message (the same bytes it signed before, so the same signature: RFC 6979).
+ */
+export type SyncBalanceProof = {
+  nonce: bigint
+  transferred_amount: bigint
+  locked_amount: bigint
+  locksroot: Hex
+  additional_hash: Hex
+  signature?: Hex
+}
+
+/** A node restored from a copy asks its partner for the latest state of their channel before it signs on it again. */
+export type ChannelSyncRequest = {
+  type: 'ChannelSyncRequest'
+  message_identifier: bigint
+  chain_id: bigint
+  token_network_address: Address
+  channel_identifier: bigint
+}
+
+/**
+ * The partner's answer to a ChannelSyncRequest: the requester's end as the sender holds it (the last nonce of the
+ * requester's it applied, the requester's latest balance proof with the requester's own signature and the locks
+ * pending in it) and the sender's own end (its last nonce, its latest balance proof to the requester, signed, and
+ * its locks).
+ */
+export type ChannelSync = {
+  type: 'ChannelSync'
+  message_identifier: bigint
+  chain_id: bigint
+  token_network_address: Address
+  channel_identifier: bigint
+  requester_nonce: bigint
+  requester_balance_proof: SyncBalanceProof | null
+  requester_locks: WireLock[]
+  sender_nonce: bigint
+  sender_balance_proof: SyncBalanceProof | null
+  sender_locks: WireLock[]
+}
+
 export type Message =
   | Processed
   | Delivered
@@ -131,6 +175,8 @@ export type Message =
   | PFSCapacityUpdate
   | PFSFeeUpdate
   | RequestMonitoring
+  | ChannelSyncRequest
+  | ChannelSync
 
 export type MessageType = Message['type']
 export type EnvelopeMessage = LockedTransfer | RefundTransfer | Unlock | LockExpired

@@ -1,6 +1,6 @@
 import { InvalidMessageError } from '../errors.ts'
 import { address, bool, bytes, object, timestamp, uint, type Json } from './fields.ts'
-import type { CanonicalIdentifier, EnvelopeFields, FeeSchedule, Message, Metadata, Signed, WireLock } from './types.ts'
+import type { CanonicalIdentifier, EnvelopeFields, FeeSchedule, Message, Metadata, Signed, SyncBalanceProof, WireLock } from './types.ts'
 
 /** JSON value of a message for the wire: bigints as decimal strings, everything else as it is. */
 export function toWire(message: Message | Signed<Message>): Json {
@@ -89,6 +89,36 @@ function feeSchedule(value: unknown): FeeSchedule {
     flat: uint(o.flat, 'fee_schedule.flat', 256),
     proportional: uint(o.proportional, 'fee_schedule.proportional', 256),
     imbalance_penalty: penalty,
+  }
+}
+
+/** At most this many locks per side of a ChannelSync: a channel end holds at most maxPendingLocks (160 by default). */
+const MAX_SYNC_LOCKS = 256
+
+function syncLocks(value: unknown, name: string): WireLock[] {
+  if (!Array.isArray(value) || value.length > MAX_SYNC_LOCKS) throw new InvalidMessageError(name, `expected a list of at most ${MAX_SYNC_LOCKS} locks`)
+  return value.map((l) => lock(l))
+}
+
+function syncProof(value: unknown, name: string): SyncBalanceProof | null {
+  if (value === null) return null
+  const o = object(value, name)
+  return {
+    nonce: uint(o.nonce, `${name}.nonce`, 64),
+    transferred_amount: uint(o.transferred_amount, `${name}.transferred_amount`, 256),
+    locked_amount: uint(o.locked_amount, `${name}.locked_amount`, 256),
+    locksroot: bytes(o.locksroot, `${name}.locksroot`, 32),
+    additional_hash: bytes(o.additional_hash, `${name}.additional_hash`, 32),
+    signature: bytes(o.signature, `${name}.signature`, 65),
+  }
+}
+
+function channelFields(o: Json) {
+  return {
+    message_identifier: uint(o.message_identifier, 'message_identifier', 64),
+    chain_id: uint(o.chain_id, 'chain_id', 256),
+    token_network_address: address(o.token_network_address, 'token_network_address'),
+    channel_identifier: uint(o.channel_identifier, 'channel_identifier', 256),
   }
 }
 
@@ -189,6 +219,20 @@ export function readMessage(value: unknown): Signed<Message> {
         signature,
       }
     }
+    case 'ChannelSyncRequest':
+      return { type: o.type, ...channelFields(o), signature }
+    case 'ChannelSync':
+      return {
+        type: o.type,
+        ...channelFields(o),
+        requester_nonce: uint(o.requester_nonce, 'requester_nonce', 64),
+        requester_balance_proof: syncProof(o.requester_balance_proof, 'requester_balance_proof'),
+        requester_locks: syncLocks(o.requester_locks, 'requester_locks'),
+        sender_nonce: uint(o.sender_nonce, 'sender_nonce', 64),
+        sender_balance_proof: syncProof(o.sender_balance_proof, 'sender_balance_proof'),
+        sender_locks: syncLocks(o.sender_locks, 'sender_locks'),
+        signature,
+      }
     default:
       throw new InvalidMessageError('type', `unknown message type ${JSON.stringify(o.type)}`)
   }

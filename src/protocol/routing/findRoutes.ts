@@ -48,6 +48,8 @@ export function findRoutes(state: NodeState, { tokenNetwork, target, amount, loc
   let frontier: Path[] = []
   for (const channel of Object.values(state.channels)) {
     if (!sameAddress(channel.tokenNetwork, tokenNetwork) || channel.state !== 'opened') continue
+    // A restored channel carries nothing before its partner's sync (docs/decisions/0034).
+    if (channel.waitingSync) continue
     if (distributable(channel.our, channel.partnerEnd) < amount) continue
     const timeout = lockTimeout === undefined ? undefined : lockTimeout === 'default' ? 2n * channel.revealTimeout : lockTimeout
     // Our own channel must hold the lock (its reveal and settle timeouts); the rest is checked hop by hop.

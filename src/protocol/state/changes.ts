@@ -108,6 +108,27 @@ export type StateChange =
       ourProofKnown?: boolean
     }
   | { type: 'secretResolved'; secrethash: Hex; secret: Hex }
+  /**
+   * The state was restored from a copy of version `version` (docs/decisions/0034): every channel waits for its
+   * partner's sync. Stored with the restored copy itself, so a crash after the restore cannot forget it.
+   */
+  | {
+      type: 'restored'
+      version: bigint
+      /**
+       * By channel key: the nonce from which the copy kept the proofs we signed (older ones were left out to bound its
+       * size). A proof of ours below it coming back cannot be checked against the history, so it does not prove the
+       * state stale.
+       */
+      ourHistoryFrom?: Record<string, bigint>
+      /**
+       * With no copy to restore (version 0: the store was empty, the backup server had none): channels opened up to
+       * this block, which the sync will find on chain, were this node's in a life it forgot; they wait too.
+       */
+      openedUpTo?: bigint
+    }
+  /** Ask the partner of each channel that waits for its sync (at every start while one waits). */
+  | { type: 'requestChannelSyncs' }
   | { type: 'closeChannel'; tokenNetwork: Address; channelId: bigint }
   | { type: 'withdraw'; tokenNetwork: Address; channelId: bigint; totalWithdraw: bigint }
   | { type: 'coopSettle'; tokenNetwork: Address; channelId: bigint }

@@ -105,5 +105,18 @@ export type NodeEvent =
    * evidence of a cheating or broken partner. The second was not acknowledged and changed nothing else.
    */
   | { type: 'partnerEquivocated'; tokenNetwork: Address; channelId: bigint; partner: Address; nonce: bigint; applied: SignedCopy; second: SignedCopy }
+  /**
+   * A channel that waited after a restore is synced with its partner's answer (docs/decisions/0034): the nonces it
+   * now holds, and whether the answer proved a newer end than the copy had (ours, the partner's).
+   */
+  | {
+      type: 'channelSynced'
+      tokenNetwork: Address
+      channelId: bigint
+      partner: Address
+      ourNonce: bigint
+      partnerNonce: bigint
+      adopted: { ours: boolean; partner: boolean }
+    }
   /** Our own nonce came back with content we never signed: the state is older than what we sent (NodeState.stale). */
   | ({ type: 'staleState' } & StaleState)

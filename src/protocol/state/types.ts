@@ -38,6 +38,8 @@ export type NodeState = {
    * what we sent, so from then on the node signs nothing and every change is ignored; the node stops with STALE_STATE.
    */
   stale?: StaleState
+  /** Channels of ours opened up to this block were of a life the store forgot (docs/decisions/0034): they wait for their sync. */
+  forgottenUpTo?: bigint
 }
 
 /** What showed that our state is older than what we signed. */
@@ -92,6 +94,13 @@ export type Channel = {
   settleNotBefore?: bigint
   our: ChannelEnd
   partnerEnd: ChannelEnd
+  /**
+   * Set when the node was restored from a copy (docs/decisions/0034), until the partner's ChannelSync: the copy may
+   * lag behind what we signed, so nothing is signed under this channel's nonce until then.
+   */
+  waitingSync?: boolean
+  /** After a restore whose copy kept only our later proofs: the nonce from which the stored history is complete. */
+  ourHistoryFrom?: bigint
 }
 
 /**

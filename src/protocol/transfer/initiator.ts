@@ -9,6 +9,7 @@ import type { Channel, InitiatorPayment, NodeState } from '../state/types.ts'
 import { whyRouteCannotHoldLock } from '../routing/routeHoldsLock.ts'
 import { sendLockExpired, sendLockedTransfer, sendUnlock, sendUnordered } from './send.ts'
 import { whyNotUsable } from './usable.ts'
+import { waitsForSync } from '../channel/sync.ts'
 
 type InitPayment = Extract<StateChange, { type: 'initPayment' }>
 
@@ -276,6 +277,8 @@ export function initiatorOnBlock(state: NodeState, ctx: TransitionContext, out: 
   for (const payment of Object.values(state.initiators)) {
     if (state.blockNumber < payment.lock.expiration + 2n * ctx.confirmationBlocks) continue
     const channel = s.channels[payment.channelKey]
+    // Its LockExpired takes our nonce: it goes at the first block after the channel's sync.
+    if (waitsForSync(channel)) continue
     if (channel && channel.state === 'opened') {
       const sent = sendLockExpired(s, channel, payment.secrethash, out)
       if (sent) s = sent.state

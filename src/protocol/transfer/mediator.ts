@@ -8,6 +8,7 @@ import type { Effect } from '../state/effects.ts'
 import type { Channel, MediatedTransfer, NodeState } from '../state/types.ts'
 import { sendLockExpired, sendLockedTransfer, sendUnlock, sendUnordered } from './send.ts'
 import { whyNotUsable } from './usable.ts'
+import { waitsForSync } from '../channel/sync.ts'
 
 const put = (state: NodeState, task: MediatedTransfer): NodeState => ({ ...state, mediators: { ...state.mediators, [task.secrethash]: task } })
 
@@ -124,7 +125,8 @@ function payerLockSafe(state: NodeState, task: MediatedTransfer): boolean {
 function unlockPayee(state: NodeState, task: MediatedTransfer, out: Effect[]): NodeState {
   if (!task.secret || (task.payeeState !== 'pending' && task.payeeState !== 'secret_revealed')) return state
   const channel = task.payeeChannelKey ? state.channels[task.payeeChannelKey] : undefined
-  if (channel?.state !== 'opened' || state.blockNumber >= task.payeeLock!.expiration) return state
+  // A payee channel waiting for its sync takes no Unlock of ours (its nonce): the payee can claim the lock on-chain.
+  if (channel?.state !== 'opened' || waitsForSync(channel) || state.blockNumber >= task.payeeLock!.expiration) return state
   const sent = sendUnlock(state, channel, task.secrethash, task.secret, task.paymentId, out)
   return sent ? finishIfDone(put(sent.state, { ...task, payeeState: 'unlocked' }), task.secrethash, out) : state
 }
@@ -189,7 +191,9 @@ export function mediatorOnBlock(state: NodeState, ctx: TransitionContext, out: E
     if (t.secret && !payerLockSafe(s, t)) s = learnSecret(s, t, t.secret, out)
     t = s.mediators[task.secrethash] ?? t
     const expiredAt = t.payerLock.expiration + 2n * ctx.confirmationBlocks
-    if (s.blockNumber >= expiredAt) {
+    // A LockExpired of ours on a channel that waits for its sync goes at the first block after it.
+    const waits = (key: string | undefined) => key !== undefined && waitsForSync(s.channels[key])
+    if (s.blockNumber >= expiredAt && !waits(t.payeeChannelKey) && !(t.refunded && waits(t.payerChannelKey))) {
       const registered = s.registeredSecrets[t.secrethash]
       const claimable = registered !== undefined && registered < t.payerLock.expiration
       // Our own lock towards the payee (one it gave back too) expired unpaid: take it back.

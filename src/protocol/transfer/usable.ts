@@ -1,4 +1,5 @@
 import { distributable } from '../channel/amounts.ts'
+import { WAITING_SYNC_REASON, waitsForSync } from '../channel/sync.ts'
 import type { TransitionContext } from '../state/access.ts'
 import type { Channel } from '../state/types.ts'
 
@@ -10,6 +11,7 @@ import type { Channel } from '../state/types.ts'
 export function whyNotUsable(channel: Channel | undefined, amount: bigint, blocksLeft: bigint, ctx: TransitionContext): string | undefined {
   if (!channel) return 'no channel'
   if (channel.state !== 'opened') return `channel is ${channel.state}`
+  if (waitsForSync(channel)) return WAITING_SYNC_REASON
   if (amount <= 0n) return 'amount must be positive'
   if (blocksLeft <= channel.revealTimeout) return `the lock timeout ${blocksLeft} must exceed the reveal timeout ${channel.revealTimeout}`
   if (blocksLeft > channel.settleTimeout) return `the lock timeout ${blocksLeft} exceeds the settle timeout ${channel.settleTimeout}`

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { bytesToHex } from 'viem'
 import { describe, expect, test } from 'vitest'
 import { decodeMessage, encodeMessage, packMessage, readMessage, signMessage, toWire } from '../../../../src/protocol/messages/index.ts'
+import type { ChannelSync, Signed } from '../../../../src/protocol/messages/types.ts'
 import { FIXTURE_KEY } from '../../../fixtures/messages/key.ts'
 
 const dir = new URL('../../../fixtures/messages/', import.meta.url)
@@ -10,9 +11,11 @@ const fixtures = readdirSync(dir)
   .map((f) => ({ name: f.replace('.json', ''), ...JSON.parse(readFileSync(new URL(f, dir), 'utf8')) }))
 
 describe('pinned message fixtures', () => {
-  test('cover all fourteen message types', () => {
+  test("cover all sixteen message types (Raiden's fourteen and the channel sync pair of docs/decisions/0034)", () => {
     expect(fixtures.map((f) => f.name).sort()).toEqual(
       [
+        'ChannelSync',
+        'ChannelSyncRequest',
         'Delivered',
         'LockExpired',
         'LockedTransfer',
@@ -29,6 +32,16 @@ describe('pinned message fixtures', () => {
         'WithdrawRequest',
       ].sort(),
     )
+  })
+
+  test("a ChannelSync's own balance proof is signed with the message, the signature its sender gave that proof", async () => {
+    const fixture = fixtures.find((f) => f.name === 'ChannelSync')!
+    const { signature, ...unsigned } = readMessage(fixture.message)
+    if (unsigned.type !== 'ChannelSync' || !unsigned.sender_balance_proof) throw new Error('the fixture is a ChannelSync with a proof')
+    const { signature: proofSignature, ...proof } = unsigned.sender_balance_proof
+    const signed: Signed<ChannelSync> = await signMessage(FIXTURE_KEY, { ...unsigned, sender_balance_proof: proof } as ChannelSync)
+    expect(signed.sender_balance_proof?.signature).toBe(proofSignature)
+    expect(signed.signature).toBe(signature)
   })
 
   describe.each(fixtures)('$name', (fixture) => {

@@ -9,7 +9,7 @@ import type { StateChange } from '../../../../src/protocol/state/changes.ts'
 import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
 import { resolveFromHistory } from '../../../../src/node/runtime/history.ts'
 import { byAdded, lockAlive } from '../../../../src/storage/sentRecords.ts'
-import { receivedHistory, sentHistory } from '../../../../src/node/runtime/records.ts'
+import { receivedHistory, sentHistory, syncedHistory } from '../../../../src/node/runtime/records.ts'
 import { withStoredNonce } from '../../../../src/node/runtime/nonceLookups.ts'
 import type { ReceivedRecord, SentLockRecord, SentProofRecord, Storage } from '../../../../src/storage/storage.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
@@ -107,6 +107,9 @@ export class Network {
     // The record of a partner's message the runtime would store with the commit (src/node/runtime/records.ts).
     const received = receivedHistory(change, before, state)
     if (received) this.history.received.set(`${name}:${received.channelKey}:${received.nonce}`, received)
+    const synced = syncedHistory(change, before, state)
+    for (const proof of synced.proofs) this.history.proofs.set(`${name}:${proof.channelKey}:${proof.balanceHash}`, proof)
+    for (const lock of synced.locks) this.history.locks.set(`${name}:${lock.channelKey}:${lock.secrethash}:${lock.addedNonce}`, lock)
     for (const effect of effects) {
       if (effect.type === 'event') node.events.push(effect.event)
       else if (effect.type === 'transaction') {
