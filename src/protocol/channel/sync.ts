@@ -187,6 +187,14 @@ export function receiveChannelSync(state: NodeState, channel: Channel | undefine
     ...(theirNewer ? { balanceProof: theirNewer.proof, locks: adoptLocks(state, channel.partnerEnd.locks, theirNewer.locks, undefined) } : {}),
   }
   const { waitingSync: _, ...rest } = channel
+  // The partner closed while we were wiped, and we answered with the copy's older proof of its: its newer one goes
+  // on-chain too (the contract takes a higher nonce until settlement), so what it paid since the copy is not lost.
+  const onchain = channel.partnerEnd.onchainNonce ?? 0n
+  if (theirNewer && channel.state === 'closed' && sameAddress(channel.closer, channel.partner) && theirNewer.proof.nonce > onchain)
+    out.push({
+      type: 'transaction',
+      transaction: { type: 'update', tokenNetwork: channel.tokenNetwork, channelId: channel.id, partner: channel.partner, balanceProof: theirNewer.proof },
+    })
   out.push({
     type: 'event',
     event: {

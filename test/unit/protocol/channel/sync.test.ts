@@ -178,6 +178,34 @@ describe('a node restored from a copy', () => {
     expect(channelAB(net.node('B').state).partnerEnd.balanceProof!.transferredAmount).toBe(55n)
   })
 
+  test('a channel the partner closed while the node was wiped gets the newer proof the sync brings on-chain too', async () => {
+    const net = await network()
+    await net.pay('B', 'A', 30n, 1n)
+    await net.deliverAll()
+    const copy = structuredClone(net.node('A').state)
+    // B pays A more after the copy; the copy knows only B's older proof.
+    await net.pay('B', 'A', 20n, 2n)
+    await net.deliverAll()
+    await wipeAndRestore(net, copy, net.node('A').sent.length, [99, 99])
+    const channel = channelAB(net.node('A').state)
+    const newest = channelAB(net.node('B').state).our.balanceProof!
+    expect(channel.partnerEnd.balanceProof!.nonce).toBeLessThan(newest.nonce)
+
+    // B closes (with A's proof); A, still waiting for its sync, answers with the copy's older proof of B's.
+    await net.dispatch('B', { type: 'closeChannel', tokenNetwork: channel.tokenNetwork, channelId: channel.id })
+    await net.mine(2)
+    const onchain = () => net.chain.channels.get(channel.id)!.sides[net.node('B').address.toLowerCase()]!.nonce
+    expect(onchain()).toBe(channel.partnerEnd.balanceProof!.nonce)
+
+    // The sync brings B's newest proof: A submits it too, and the chain holds it.
+    expect(await net.deliverMessage('A', 'B', 'ChannelSyncRequest')).toBe(true)
+    expect(await net.deliverMessage('B', 'A', 'ChannelSync')).toBe(true)
+    expect(net.node('A').transactions.at(-1)).toMatchObject({ type: 'update', balanceProof: { nonce: newest.nonce } })
+    await net.mine(2)
+    expect(onchain()).toBe(newest.nonce)
+    expect(net.chain.failures).toEqual([])
+  })
+
   test('an answer that does not prove what it claims changes nothing: a proof not signed by us, locks off the locksroot, another sender', async () => {
     const net = await network()
     await net.pay('A', 'B', 30n, 1n)
