@@ -6,7 +6,9 @@
 //   1. npm run build (dist/), sluice init demo/public, vite build --config demo/vite.config.ts (demo/dist/), while
 //      sluice devnet starts beside them;
 //   2. demo/dist/demo.json (DemoConfig, demo/src/config.ts) and demo/dist/deployments/<chainId>.json;
-//   3. a static server of demo/dist (staticServer.ts), listening from the start so that a port in use fails at once.
+//   3. a static server of demo/dist (staticServer.ts), listening from the start so that a port in use fails at once,
+//      with the page's door to the peers' and the monitoring service's APIs (demoProxy.ts: /peers/<n>/api/v1/...,
+//      /monitor/api/v1/...), since those APIs refuse the page's origin.
 //
 // Two demos at once in one checkout (a test and a person) build one after the other (a lock file), and each serves
 // its own demo.json and deployment file from memory, whichever wrote demo/dist last.
@@ -22,6 +24,7 @@ import type { DemoConfig } from '../demo/src/config.ts'
 import type { DevnetSummary } from '../src/cli/devnet.ts'
 import { nextSignal } from '../src/cli/processSignals.ts'
 import { formatTable } from '../src/cli/table.ts'
+import { proxy, type ProxyTargets } from './demoProxy.ts'
 import { staticServer } from './staticServer.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -263,10 +266,10 @@ async function writeConfig(devnet: DevnetSummary): Promise<{ config: DemoConfig;
     chainId,
     relay: [devnet.relay],
     tokens: devnet.tokens,
-    peers: devnet.nodes.map((n, i) => ({ name: `Peer ${i + 1}`, address: n.address, api: n.api })),
+    peers: devnet.nodes.map((n, i) => ({ name: `Peer ${i + 1}`, address: n.address, api: n.api, via: `/peers/${i + 1}/api/v1` })),
     blockTime: BLOCK_TIME,
     backup: devnet.backup.api,
-    monitor: devnet.monitor,
+    monitor: { ...devnet.monitor, via: '/monitor/api/v1' },
   }
   const configText = `${JSON.stringify(config, null, 2)}\n`
   await mkdir(join(distDir, 'deployments'), { recursive: true })
@@ -286,12 +289,12 @@ function printSummary(url: string, config: DemoConfig): void {
   console.log(`Chain: ${config.rpc} (anvil, chain id ${config.chainId}, a block every ${config.blockTime} s)`)
   console.log(`Relay: ${config.relay.join(', ')}`)
   console.log(`Backup server: ${config.backup}`)
-  console.log(`Monitoring service: ${config.monitor.address}, REST API ${config.monitor.api}`)
+  console.log(`Monitoring service: ${config.monitor.address}, REST API ${config.monitor.api} (the page reaches it at ${config.monitor.via})`)
   console.log('')
   console.log(
     formatTable(
-      ['Peer', 'Address', 'REST API'],
-      config.peers.map((p) => [p.name, p.address, p.api]),
+      ['Peer', 'Address', 'REST API', 'From the page'],
+      config.peers.map((p) => [p.name, p.address, p.api, p.via]),
     ),
   )
   console.log('')
@@ -308,7 +311,12 @@ async function main(argv: string[]): Promise<number> {
   }
   const signal = nextSignal(['SIGINT', 'SIGTERM', 'SIGHUP'])
   let ownFiles: Map<string, string> | undefined
-  const server = staticServer(distDir, () => ownFiles)
+  let targets: ProxyTargets | undefined
+  const server = staticServer(
+    distDir,
+    () => ownFiles,
+    (req, res) => proxy(req, res, targets),
+  )
   let devnet: Devnet | undefined
   const stopAll = async () => {
     stopping = true
@@ -337,6 +345,7 @@ async function main(argv: string[]): Promise<number> {
       })
       const [summary] = await Promise.all([network, buildPage()])
       const { config, files } = await writeConfig(summary)
+      targets = { peers: summary.nodes.map((n) => n.api), monitor: config.monitor.api }
       ownFiles = files
       return { url: `http://127.0.0.1:${port}/`, config, devnet }
     }

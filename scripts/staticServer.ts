@@ -1,8 +1,9 @@
 // A static file server as a dApp's host is one, for `npm run demo` and `npm run bench`: files revalidated on each
-// load (Last-Modified, 304), no compression, GET and HEAD only.
+// load (Last-Modified, 304), no compression, GET and HEAD only; what `route` takes (the demo's door to the peers'
+// APIs, demoProxy.ts) first.
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { extname, resolve, sep } from 'node:path'
 
 const contentTypes: Record<string, string> = {
@@ -22,11 +23,23 @@ const contentTypes: Record<string, string> = {
 
 /**
  * Serves `dir`. With `ownFiles`, serves only once it gives the run's own JSON files (by path, answered from memory
- * before the folder); until then a 503 that says to wait.
+ * before the folder); until then a 503 that says to wait. `route` answers the requests it takes (resolving true)
+ * before anything else.
  */
-export function staticServer(dir: string, ownFiles: () => Map<string, string> | undefined = () => new Map()): Server {
+export function staticServer(
+  dir: string,
+  ownFiles: () => Map<string, string> | undefined = () => new Map(),
+  route: (req: IncomingMessage, res: ServerResponse) => Promise<boolean> = async () => false,
+): Server {
   const root = resolve(dir)
   return createServer(async (req, res) => {
+    // A client gone mid-body, or a route that fails: the request ends, the server goes on.
+    const routed = await route(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' })
+      res.end()
+      return true
+    })
+    if (routed) return
     const answer = (status: number, text: string) => {
       res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' })
       res.end(req.method === 'HEAD' ? undefined : `${text}\n`)

@@ -1,6 +1,8 @@
 /**
  * The node's REST API as this page calls it: plain fetch('/api/v1/...'), answered by the node in this browser
- * through the service worker, exactly as a dApp calls it. A failure carries the API's own message and code.
+ * through the service worker, exactly as a dApp calls it. A failure carries the API's own message and code. The
+ * same calls reach a headless peer's or the monitoring service's API through the demo's own server (`base`: their
+ * `via` in /demo.json), never the node's.
  */
 export const API = '/api/v1'
 
@@ -10,8 +12,8 @@ export class ApiFailure extends Error {
     readonly status: number,
     readonly code: string | undefined,
     message: string,
-    /** The request that failed: what its message is about (which token its amounts are of). */
-    readonly request: { method: string; path: string; body?: unknown },
+    /** The request that failed: what its message is about (which token its amounts are of), and whose API it went to. */
+    readonly request: { method: string; path: string; body?: unknown; base: string },
   ) {
     super(message)
   }
@@ -19,10 +21,10 @@ export class ApiFailure extends Error {
 
 export type Answer = { status: number; body: unknown; ms: number }
 
-/** Any request under /api/v1, whatever its status: for the REST console. */
-export async function request(method: string, path: string, body?: string): Promise<Answer> {
+/** Any request under /api/v1 (or `base`), whatever its status: for the REST console. */
+export async function request(method: string, path: string, body?: string, base = API): Promise<Answer> {
   const started = performance.now()
-  const response = await fetch(`${API}${path}`, {
+  const response = await fetch(`${base}${path}`, {
     method,
     headers: body ? { 'content-type': 'application/json' } : {},
     ...(body ? { body } : {}),
@@ -38,17 +40,17 @@ export async function request(method: string, path: string, body?: string): Prom
 }
 
 /** A call that must succeed: its JSON, or an ApiFailure with the API's message. */
-export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const answer = await request(method, path, body === undefined ? undefined : JSON.stringify(body))
+export async function call<T>(method: string, path: string, body?: unknown, base = API): Promise<T> {
+  const answer = await request(method, path, body === undefined ? undefined : JSON.stringify(body), base)
   if (answer.status >= 400) {
     const error = answer.body as { errors?: unknown; code?: string } | null
     const message = typeof error?.errors === 'string' ? error.errors : `HTTP ${answer.status}`
-    throw new ApiFailure(answer.status, error?.code, message, { method, path, body })
+    throw new ApiFailure(answer.status, error?.code, message, { method, path, body, base })
   }
   return answer.body as T
 }
 
-export const get = <T>(path: string) => call<T>('GET', path)
+export const get = <T>(path: string, base = API) => call<T>('GET', path, undefined, base)
 
 /** The same call against a headless node (`sluice serve --api 127.0.0.1:5001`), as a shell line. */
 export function curlLine(method: string, path: string, body: string | undefined, base = 'http://127.0.0.1:5001'): string {
@@ -110,3 +112,43 @@ export type HistoryEntry = {
 }
 
 export type Status = { status: 'ready' | 'syncing' | 'unavailable'; blocks_to_sync?: string }
+
+/** GET /settings, what the page shows of it: the off-browser backup (docs/decisions/0034), null without a backup URL. */
+export type Settings = {
+  backup: {
+    url: string
+    last_push: { version: string; at: number; bytes: number; ms: number } | null
+    pushes: number
+    bytes_pushed: number
+    behind: boolean
+    last_error: { code: string; message: string; at: number } | null
+    failures: number
+    restored: { version: string; at: number; bytes: number } | null
+  } | null
+}
+
+/** A step of the monitoring service's work (its GET /channels and /monitor_calls; decision 0031). */
+export type MonitorStep = { status: string; transaction_hash?: string; block_number?: string; note?: string }
+
+/** A channel the monitoring service watches: the requests it holds and what a close left it to do. */
+export type MonitorChannel = {
+  token_network_address: string
+  channel_identifier: string
+  state: 'opened' | 'closed' | 'settled'
+  closed_by?: string
+  closed_block?: string
+  settled_block?: string
+  requests: { requester: string; partner: string; nonce: string; reward_amount: string; received_at: string }[]
+  duties: { requester: string; monitor: MonitorStep; reward: (MonitorStep & { amount: string }) | null }[]
+}
+
+/** A monitor call the service made (or is making), with its reward. */
+export type MonitorCall = MonitorStep & {
+  token_network_address: string
+  channel_identifier: string
+  closing_participant: string
+  non_closing_participant: string
+  nonce?: string
+  reward_amount?: string
+  reward: (MonitorStep & { amount: string }) | null
+}

@@ -1,8 +1,9 @@
 import { startNode, type SluiceBrowserNode } from 'sluice/browser'
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks'
 import { get } from './api.ts'
-import type { DemoConfig } from './config.ts'
+import { CHANNEL_TIMEOUTS, type DemoConfig } from './config.ts'
 import { useNodeRecord } from './nodeRecord.ts'
+import { AwayPanel } from './parts/awayPanel.tsx'
 import { ChannelsPanel } from './parts/channelsPanel.tsx'
 import { Failure, sameAddress, short, type Shared } from './parts/common.tsx'
 import { ConsolePanel } from './parts/consolePanel.tsx'
@@ -16,6 +17,8 @@ import { baseUnits, units, type Deployment, type Token } from './tokens.ts'
 
 /** Remembered so that a reload starts the node again by itself (its key is kept in IndexedDB). */
 const STARTED = 'sluice-demo:started'
+/** The node's address, remembered so that the page shows what the others see of it while it is stopped. */
+const ADDRESS = 'sluice-demo:address'
 const EVENTS_SHOWN = 200
 const PROBLEMS_SHOWN = 20
 /** What each monitoring request offers, in service tokens (the funding step deposits 10). */
@@ -43,9 +46,19 @@ const EVENT_NAMES = [
   'events_missed',
 ]
 
-export function App({ config, deployment, tokens }: { config: DemoConfig; deployment: Deployment; tokens: Token[] }) {
+export function App({
+  config,
+  deployment,
+  tokens,
+  settleTimeoutMin,
+}: {
+  config: DemoConfig
+  deployment: Deployment
+  tokens: Token[]
+  settleTimeoutMin: number
+}) {
   const [node, setNode] = useState<SluiceBrowserNode | undefined>()
-  const [address, setAddress] = useState<`0x${string}` | undefined>()
+  const [address, setAddress] = useState<`0x${string}` | undefined>(() => (localStorage.getItem(ADDRESS) as `0x${string}` | null) ?? undefined)
   const [starting, setStarting] = useState(false)
   const [error, setError] = useState<unknown>()
   const [passphrase, setPassphrase] = useState('')
@@ -69,19 +82,24 @@ export function App({ config, deployment, tokens }: { config: DemoConfig; deploy
           confirmations: 0,
           pollingInterval: 250,
           // The devnet's channels: a lock must fit their settle timeout of 40 blocks.
-          defaultRevealTimeout: 10,
-          defaultSettleTimeout: 40,
+          defaultRevealTimeout: CHANNEL_TIMEOUTS.reveal,
+          defaultSettleTimeout: CHANNEL_TIMEOUTS.settle,
           waitForSync: false,
           ...(config.monitor && serviceToken ? { enableMonitoring: true, monitoringReward: baseUnits(MONITORING_REWARD, serviceToken) } : {}),
+          // Sealed copies to the devnet's backup server. The key stays in IndexedDB only, so a copy cannot outlive it
+          // here: the protection panel says so.
+          backupUrl: config.backup,
           ...(withPassphrase ? { passphrase: withPassphrase } : {}),
         })
         started.onStopped((stopped) => {
           setError(`The node stopped: ${stopped.reason}`)
           setNode(undefined)
         })
-        setAddress((await get<{ our_address: `0x${string}` }>('/address')).our_address)
+        const { our_address } = await get<{ our_address: `0x${string}` }>('/address')
+        setAddress(our_address)
         setNode(started)
         localStorage.setItem(STARTED, '1')
+        localStorage.setItem(ADDRESS, our_address)
       } catch (e) {
         const code = (e as { code?: string }).code
         setError(code === 'PASSPHRASE_REQUIRED' ? 'This node’s key is protected: enter its passphrase.' : e)
@@ -97,7 +115,13 @@ export function App({ config, deployment, tokens }: { config: DemoConfig; deploy
     if (localStorage.getItem(STARTED)) void start('')
   }, [start])
 
-  // Every pushed event moves the tick (panels reload) and has the record read again; blocks move the tick too (countdowns).
+  // Blocks move the tick (countdowns), with the node or without it (what the others see of it meanwhile).
+  useEffect(() => {
+    const timer = setInterval(refresh, Math.max(1, config.blockTime) * 2_000)
+    return () => clearInterval(timer)
+  }, [config.blockTime, refresh])
+
+  // Every pushed event moves the tick (panels reload) and has the record read again.
   useEffect(() => {
     if (!node) return
     const source = new EventSource('/api/v1/events')
@@ -110,12 +134,8 @@ export function App({ config, deployment, tokens }: { config: DemoConfig; deploy
       refresh()
     }
     for (const name of EVENT_NAMES) source.addEventListener(name, onEvent as EventListener)
-    const timer = setInterval(refresh, Math.max(1, config.blockTime) * 2_000)
-    return () => {
-      source.close()
-      clearInterval(timer)
-    }
-  }, [node, config.blockTime, refresh, sync])
+    return () => source.close()
+  }, [node, refresh, sync])
 
   const names = useMemo(() => {
     const known = new Map<string, string>(config.peers.map((p) => [p.address.toLowerCase(), p.name]))
@@ -142,7 +162,9 @@ export function App({ config, deployment, tokens }: { config: DemoConfig; deploy
     setNode(undefined)
   }
 
-  const shared: Shared | undefined = address ? { config, deployment, tokens, address, tick, refresh, knownName, nameOf, tokenOf, amount, record } : undefined
+  const shared: Shared | undefined = address
+    ? { config, deployment, tokens, settleTimeoutMin, address, tick, refresh, knownName, nameOf, tokenOf, amount, record: node ? record : undefined }
+    : undefined
   return (
     <>
       <header>
@@ -202,6 +224,7 @@ export function App({ config, deployment, tokens }: { config: DemoConfig; deploy
             </form>
             <Failure error={error} />
           </section>
+          {shared ? <AwayPanel shared={shared} /> : null}
         </main>
       )}
     </>

@@ -3,14 +3,15 @@
 import { render } from 'preact'
 import { App } from './app.tsx'
 import { loadConfig } from './config.ts'
-import { loadDeployment, loadTokens } from './tokens.ts'
+import { loadDeployment, loadSettleTimeoutMin, loadTokens } from './tokens.ts'
 import './style.css'
 
 const root = document.getElementById('app')!
 async function boot() {
   const config = await loadConfig()
   const deployment = await loadDeployment(config)
-  return { config, deployment, tokens: await loadTokens(config, deployment) }
+  const [tokens, settleTimeoutMin] = await Promise.all([loadTokens(config, deployment), loadSettleTimeoutMin(config, deployment)])
+  return { config, deployment, tokens, settleTimeoutMin }
 }
 boot().then(
   (loaded) => render(<App {...loaded} />, root),

@@ -10,6 +10,7 @@ import type { ChainTransaction, Transaction } from '../protocol/state/effects.ts
 import type { BalanceProofState } from '../protocol/state/types.ts'
 import { packWithdraw } from '../protocol/withdrawProof.ts'
 import type { ChainClient } from './chainClient.ts'
+import { readParticipantInfo, type ChainReader } from './reads.ts'
 import type { ChainCall, SendOptions, SentTransaction, TransactionQueue } from './transactionQueue.ts'
 
 /** 65 zero bytes: the partner's "signature" when closing without a partner balance proof (nonce 0). */
@@ -169,6 +170,17 @@ export function sendProtocolTransaction(
   { queue, onSubmitted, ...parameters }: SendProtocolTransactionParameters,
 ): Promise<SentTransaction> {
   return queue.send(protocolTransactionCall(tx, parameters), onSubmitted ? { onSubmitted } : {})
+}
+
+/**
+ * Whether the chain already holds the closer's proof an update carries, or a newer one: a monitoring service submitted
+ * it while the node was away (docs/decisions/0035), and sending it again would revert ("nonce reused").
+ */
+export async function updateOnChainAlready(chain: ChainReader, tx: Extract<ChainTransaction, { type: 'update' }>): Promise<boolean> {
+  const bp = usableProof(tx.balanceProof)
+  if (!bp) return false
+  const closer = await readParticipantInfo(chain, { tokenNetwork: tx.tokenNetwork, channelId: tx.channelId, participant: tx.partner, partner: chain.address })
+  return closer.nonce >= bp.nonce
 }
 
 /**

@@ -6,7 +6,7 @@ import { ChainRpcError } from '../chain/errors.ts'
 import { syncChainEvents } from '../chain/eventSync.ts'
 import { LogChunkSize } from '../chain/getLogsByChunk.ts'
 import { createTransactionQueue } from '../chain/transactionQueue.ts'
-import { sendProtocolTransaction } from '../chain/transactions.ts'
+import { sendProtocolTransaction, updateOnChainAlready } from '../chain/transactions.ts'
 import { defaultContext, initialState, type TransitionContext } from '../protocol/state/access.ts'
 import { useSmallJsTables, useWasmSecp256k1 } from '../protocol/secp256k1.ts'
 import { signRequestMonitoring } from '../protocol/monitoringRequest.ts'
@@ -171,13 +171,17 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const transactions = new TransactionRunner({
       engine,
       receipt: (hash) => chain.publicClient.getTransactionReceipt({ hash }),
-      send: async (record, onSubmitted) =>
-        sendProtocolTransaction(await resolveFromHistory(record.transaction, storage), {
+      send: async (record, onSubmitted) => {
+        const transaction = await resolveFromHistory(record.transaction, storage)
+        // Back within the settle window after a monitoring service put this proof on-chain: nothing left to send.
+        if (transaction.type === 'update' && (await updateOnChainAlready(chain, transaction))) return
+        return sendProtocolTransaction(transaction, {
           queue,
           signer: chain,
           secretRegistry: deployment.contracts.SecretRegistry.address,
           onSubmitted,
-        }),
+        })
+      },
       onFailed: (transaction, error) => {
         report('transaction', error, transaction.type)
         notices.publish({ type: 'transactionFailed', transaction, error })

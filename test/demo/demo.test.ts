@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { request } from 'node:http'
 import { createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -54,6 +55,23 @@ afterAll(async () => {
   for (const demo of started) if (demo.child.exitCode === null && demo.child.signalCode === null) demo.child.kill('SIGINT')
   await Promise.all(started.map((d) => d.exited))
 })
+
+/** An HTTP request with the path and headers given as they are (fetch would not send another Host); its status and JSON (or text). */
+function send(
+  target: URL | { hostname: string; port: string; path: string },
+  { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: string },
+) {
+  return new Promise<{ status: number; body: unknown }>((done, fail) => {
+    const where = target instanceof URL ? { hostname: target.hostname, port: target.port, path: `${target.pathname}${target.search}` } : target
+    const req = request({ ...where, method, headers }, (res) => {
+      let text = ''
+      res.on('data', (c: Buffer) => (text += c))
+      res.on('end', () => done({ status: res.statusCode!, body: res.headers['content-type']?.startsWith('application/json') ? JSON.parse(text) : text }))
+    })
+    req.on('error', fail)
+    req.end(body)
+  })
+}
 
 async function takenPort(): Promise<{ server: Server; port: number }> {
   const server = createServer()
@@ -137,11 +155,66 @@ describe('npm run demo', () => {
     expect((await sw.text()).length).toBeGreaterThan(0)
   }, 180_000)
 
-  test('a person drives the page: start, fund, open, deposit, pay direct and mediated, reload (the event log and the route kept), withdraw, close and settle', async ({
+  test("the page's door to the peers' and the monitoring service's APIs: its own origin only, the page's routes only", async ({ skip }) => {
+    if (!config) skip('the demo did not start')
+    const [peer1, peer2] = config.peers as [DemoConfig['peers'][number], DemoConfig['peers'][number]]
+    const own = new URL(url)
+    // The path as written, unnormalised (`..` included): the server reads it.
+    const door = (path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) =>
+      send({ hostname: own.hostname, port: own.port, path }, init)
+    expect(config.peers.map((p) => p.via)).toEqual(['/peers/1/api/v1', '/peers/2/api/v1'])
+    expect(config.monitor.via).toBe('/monitor/api/v1')
+
+    // The page's own requests pass (a fetch of its origin carries its Origin and Sec-Fetch-Site: same-origin), as a
+    // program's do (neither); the peer's API itself refuses the page's origin.
+    const fromPage = { origin: own.origin, 'sec-fetch-site': 'same-origin' }
+    expect(await door(`${peer1.via}/address`, { headers: fromPage })).toEqual({ status: 200, body: { our_address: peer1.address } })
+    expect(await door(`${peer2.via}/address`)).toEqual({ status: 200, body: { our_address: peer2.address } })
+    expect(await door(`${config.monitor.via}/status`, { headers: fromPage })).toMatchObject({ status: 200, body: { address: config.monitor.address } })
+    expect(await send(new URL(`${peer1.api}/address`), { headers: fromPage })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN_ORIGIN' } })
+
+    // Another site's page, a DNS-rebinding page (its own Host) and another site's navigation are refused before
+    // anything is passed on: the payment below is never made.
+    const payments = async () => ((await call('GET', `${peer1.api}/payments`)).body as unknown[]).length
+    const before = await payments()
+    const pay = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amount: '1' }) }
+    const payPath = `${peer1.via}/payments/${config.tokens.TTT}/${peer2.address}`
+    expect(await door(payPath, { ...pay, headers: { ...pay.headers, origin: 'http://attacker.example' } })).toMatchObject({
+      status: 403,
+      body: { code: 'FORBIDDEN_ORIGIN' },
+    })
+    expect(await door(payPath, { ...pay, headers: { ...pay.headers, host: `attacker.example:${own.port}` } })).toMatchObject({
+      status: 403,
+      body: { code: 'FORBIDDEN_HOST' },
+    })
+    expect(await door(payPath, { ...pay, headers: { ...pay.headers, 'sec-fetch-site': 'cross-site' } })).toMatchObject({
+      status: 403,
+      body: { code: 'FORBIDDEN_ORIGIN' },
+    })
+    // A body that is not JSON goes on with its type, and the peer's API refuses it as it refuses any (decision 0025).
+    expect(await door(payPath, { ...pay, headers: { 'content-type': 'text/plain' } })).toMatchObject({ status: 415, body: { code: 'UNSUPPORTED_MEDIA_TYPE' } })
+    expect(await payments()).toBe(before)
+
+    // Only the routes the page uses: not a peer's state export, not a channel opened by the peer, no peer 3.
+    expect(await door(`${peer1.via}/_state/export`)).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } })
+    expect(await door(`${peer1.via}/channels`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{}' })).toMatchObject({
+      status: 405,
+      body: { code: 'METHOD_NOT_ALLOWED' },
+    })
+    expect(await door(`${peer1.via}/channels/../_state/export`)).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } })
+    // Read as /peers/peers/1/api/v1/_state/export: not the door's, and no file.
+    expect(await door(`${peer1.via}/%2e%2e/%2e%2e/../peers/1/api/v1/_state/export`)).toEqual({ status: 404, body: 'Not found\n' })
+    expect(await door('/peers/3/api/v1/address')).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } })
+    expect(await door(`${config.monitor.via}/monitor_calls?limit=1`, { headers: fromPage })).toEqual({ status: 200, body: [] })
+  })
+
+  test('a person drives the page: start, fund, open, deposit, pay direct and mediated, reload, withdraw, be paid; close the tab while a peer closes, watch the monitoring service act, reopen and find the money', async ({
     skip,
   }) => {
     if (!config) skip('the demo did not start')
     await drivePage(url, config, (line) => console.log(line))
+    // The terminal of `npm run demo` shows the service's transaction too, for a person whose tab is closed.
+    expect(demo.stderr()).toMatch(/^devnet: monitor: sent MonitoringService\.monitor\(/m)
   }, 300_000)
 
   test('Ctrl-C stops everything it started and exits 0', async ({ skip }) => {

@@ -2,9 +2,12 @@
  * The demo page driven as a person drives it (Playwright, Debian's Chromium, headless): start, fund, open a channel
  * to a headless peer (chosen by name, its address copied), deposit (first more than it holds: the error in TTT),
  * pay directly, pay the second peer through the first, see both in the history, the numbered event log and the
- * route in the picture, reload and find all of it again, set the reveal timeout, withdraw, be paid by the first peer
- * and see the monitoring service hold its proof, close and watch it settle; at a phone's width nothing sticks out of its panel. Each step leaves a screenshot in
- * test/e2e/screenshots/ (not committed); a failing step says which it was.
+ * route in the picture, reload and find all of it again, set the reveal timeout, withdraw, ask the first peer to pay
+ * and see the monitoring service hold its proof and the backup server a copy; open a channel to the second peer and
+ * close it; stop the node, ask the first peer to close, close the tab, and while it is closed watch the monitoring
+ * service put the page's proof on-chain late in the settle window; reopen the tab, start the node and find both
+ * channels settled and the money on-chain. At a phone's width nothing sticks out of its panel. Each step leaves a
+ * screenshot in test/e2e/screenshots/ (not committed); a failing step says which it was.
  */
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -28,15 +31,20 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
   const problems: string[] = []
   try {
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] })
-    const page = await context.newPage()
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
+    const openTab = async () => {
+      const tab = await context.newPage()
+      tab.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
+      return tab
+    }
+    // The tab a person looks at; closed and opened again near the end.
+    let page = await openTab()
     const step = async (name: string, work: () => Promise<void>) => {
       const file = join(screenshots, `${String(++n).padStart(2, '0')}-${name.replaceAll(/[^a-z0-9]+/gi, '-').toLowerCase()}.png`)
       const started = Date.now()
       try {
         await work()
       } catch (e) {
-        await page.screenshot({ path: file.replace(/\.png$/, '-FAILED.png'), fullPage: true }).catch(() => {})
+        if (!page.isClosed()) await page.screenshot({ path: file.replace(/\.png$/, '-FAILED.png'), fullPage: true }).catch(() => {})
         const failures = await page
           .locator('.failure')
           .allTextContents()
@@ -45,9 +53,11 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
           `step ${n} "${name}" failed: ${(e as Error).message.split('\n')[0]}${failures.length ? `; the page says: ${failures.join(' | ')}` : ''}`,
         )
       }
-      await page.screenshot({ path: file, fullPage: true })
+      if (!page.isClosed()) await page.screenshot({ path: file, fullPage: true })
       log(`step ${n} ${name}: ${Date.now() - started} ms`)
     }
+    /** A picture more within the current step (named after it by its number). */
+    const shot = (name: string) => page.screenshot({ path: join(screenshots, `${String(n).padStart(2, '0')}-${name}.png`), fullPage: true })
     const [peer1, peer2] = config.peers as [DemoConfig['peers'][number], DemoConfig['peers'][number]]
     const channel = (partner: string) => page.locator(`[data-testid="channel-${partner}"]`)
     const noFailure = async () => {
@@ -58,12 +68,12 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
       if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`${what}: ${JSON.stringify(got)}, not ${JSON.stringify(want)}`)
     }
     // The event log: each entry's number (its place in the node's record, newest first), and what it says.
-    const eventLog = page.getByTestId('event-log')
-    const eventNumbers = async () => (await eventLog.getByTestId('event-number').allTextContents()).map(Number)
-    const loggedEvents = async () => (await eventLog.getByTestId('event').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim())
+    const eventLog = () => page.getByTestId('event-log')
+    const eventNumbers = async () => (await eventLog().getByTestId('event-number').allTextContents()).map(Number)
+    const loggedEvents = async () => (await eventLog().getByTestId('event').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim())
     /** Waits for the log to hold `count` events, numbered count down to 1 (nothing else in the list counted). */
     const eventsNumbered = async (count: number) => {
-      await eventLog
+      await eventLog()
         .getByTestId('event')
         .nth(count - 1)
         .waitFor({ timeout: 20_000 })
@@ -215,16 +225,15 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
       await noFailure()
     })
 
-    await step('peer 1 pays you: the monitoring service guards the channel', async () => {
-      const paid = await fetch(`${peer1.api}/payments/${config.tokens.TTT}/${address}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ amount: String(10n ** 18n), identifier: '201' }),
-      })
-      if (paid.status !== 200) throw new Error(`peer 1's payment: ${paid.status} ${await paid.text()}`)
+    await step('peer 1 pays you, asked from the page: the monitoring service holds its proof, the backup server a copy', async () => {
+      const side = channel(peer1.address).getByTestId('peer-side')
+      await side.getByTestId('peer-view').filter({ hasText: 'Peer 1 sees it opened: it could pay you 5 TTT.' }).waitFor({ timeout: 20_000 })
+      await side.getByLabel('Peer 1 pays you').fill('1')
+      await side.getByRole('button', { name: 'Ask Peer 1', exact: true }).click()
       await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^17$/ }).waitFor({ timeout: 20_000 })
+      await side.getByTestId('peer-view').filter({ hasText: 'it could pay you 4 TTT.' }).waitFor({ timeout: 20_000 })
       // Its newest proof is held by the devnet's service, which said so: nonce 3 (its confirmation of our withdraw took
-      // nonce 1, the payment's LockedTransfer and Unlock 2 and 3).
+      // nonce 1, the payment's LockedTransfer and Unlock 2 and 3); the service's own record says the same.
       const protection = page.locator('#protection')
       await protection.getByTestId('monitoring-state').filter({ hasText: 'on 1 SVT offered per request' }).waitFor()
       await protection.getByTestId('monitoring-service').filter({ hasText: "the devnet's monitoring service" }).waitFor()
@@ -232,6 +241,16 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
         .getByTestId('guarded-channel')
         .filter({ hasText: "Peer 1 (TTT): newest proof (nonce 3) held by the devnet's monitoring service since" })
         .waitFor({ timeout: 30_000 })
+      await protection
+        .getByTestId('service-channel')
+        .filter({ hasText: /^TTT channel #\d+ with Peer 1: holds your newest proof of Peer 1’s payments \(nonce 3\) since/ })
+        .waitFor({ timeout: 20_000 })
+      // The backup server holds a copy, up to date, and the panel says what it can and cannot do here.
+      await protection
+        .getByTestId('backup-state')
+        .filter({ hasText: /copy held change \d+, [\d.]+ kB, acknowledged at .* · up to date/ })
+        .waitFor({ timeout: 20_000 })
+      await protection.getByTestId('backup-words').filter({ hasText: 'nobody can open the copy' }).waitFor()
       await noFailure()
     })
 
@@ -250,18 +269,112 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
       await page.locator('#protection').scrollIntoViewIfNeeded()
     })
 
-    await step('close and watch it settle', async () => {
+    // Its settle window runs beside peer 1's below: both end within seconds of each other.
+    await step('open a channel to peer 2 and close it yourself', async () => {
       await page.setViewportSize({ width: 1440, height: 900 })
       await nothingSticksOut(1440)
-      await channel(peer1.address).getByRole('button', { name: 'Close channel' }).click()
-      await channel(peer1.address).getByTestId('channel-state').filter({ hasText: 'closed' }).waitFor({ timeout: 60_000 })
-      await channel(peer1.address)
+      await page.locator('select[name=open-partner]').selectOption(peer2.address)
+      await page.locator('input[name=open-deposit]').fill('5')
+      await page.getByRole('button', { name: 'Open channel' }).click()
+      await channel(peer2.address).getByTestId('channel-state').filter({ hasText: 'opened' }).waitFor({ timeout: 60_000 })
+      await channel(peer2.address).getByRole('button', { name: 'Close channel' }).click()
+      await channel(peer2.address).getByTestId('channel-state').filter({ hasText: 'closed' }).waitFor({ timeout: 60_000 })
+      await channel(peer2.address)
         .getByTestId('settle-countdown')
         .filter({ hasText: /settles in \d+ blocks/ })
         .waitFor({ timeout: 20_000 })
-      // The devnet mines a block a second: the settle window passes, the node settles, the channel leaves the list.
-      await eventLog.getByText('channel_settled').waitFor({ timeout: 120_000 })
+      await noFailure()
+    })
+
+    const away = () => page.locator('#away')
+    const awayChannel = (name: string) =>
+      away()
+        .getByTestId('away-channel')
+        .filter({ hasText: `${name} · TTT channel` })
+    const serviceOnPeer1 = () => page.getByTestId('service-channel').filter({ hasText: /^TTT channel #\d+ with Peer 1/ })
+
+    await step('stop your node: what the others see while it is away', async () => {
+      await page.getByRole('button', { name: 'Stop the node' }).click()
+      await page.getByTestId('start').waitFor({ timeout: 20_000 })
+      await awayChannel('Peer 1').filter({ hasText: 'Peer 1 sees it opened, and could pay you 4 TTT' }).waitFor({ timeout: 20_000 })
+      await awayChannel('Peer 2')
+        .filter({ hasText: /Peer 2 sees it closed; closed in block \d+; its settle window ends at block \d+/ })
+        .waitFor()
+      await serviceOnPeer1().filter({ hasText: 'holds your newest proof of Peer 1’s payments (nonce 3)' }).waitFor()
+      await noFailure()
+    })
+
+    await step('peer 1 closes the channel while your node is stopped', async () => {
+      // Its close carries our payments to it (our proof it holds), nothing of its payment to us.
+      await awayChannel('Peer 1').getByRole('button', { name: 'Ask Peer 1 to close this channel' }).click()
+      await awayChannel('Peer 1')
+        .filter({ hasText: /Peer 1 sees it closed; closed in block \d+; its settle window ends at block \d+/ })
+        .waitFor({ timeout: 60_000 })
+      // The service has its duty, and waits for the block the contract allows it.
+      await page
+        .locator('#away [data-monitor=due]')
+        .filter({ hasText: /Peer 1 closed it in block \d+; it puts your proof on-chain once the contract lets it: waiting for block \d+/ })
+        .waitFor({ timeout: 20_000 })
+      await noFailure()
+      // The same at a phone's width.
+      await page.setViewportSize({ width: 390, height: 844 })
+      await nothingSticksOut(390)
+      await shot('what-the-others-see-at-a-phone-s-width')
+      await page.setViewportSize({ width: 1440, height: 900 })
+    })
+
+    await step('close the tab: the monitoring service puts your proof on-chain late in the window', async () => {
+      const closedAt = Date.now()
+      await page.close()
+      // Watched as the page watches it: the service's own API, through the demo's server.
+      const called = async () => {
+        const answer = await fetch(new URL(`${config.monitor.via}/monitor_calls`, url))
+        const calls = (await answer.json()) as { non_closing_participant: string; status: string; nonce?: string; block_number?: string }[]
+        return calls.find((c) => c.non_closing_participant.toLowerCase() === address.toLowerCase())
+      }
+      for (;;) {
+        const call = await called()
+        if (call?.status === 'done') {
+          same('the proof the service put on-chain', call.nonce, '3')
+          log(`  the service's monitor call was mined in block ${call.block_number}, ${Date.now() - closedAt} ms after the tab closed`)
+          break
+        }
+        if (Date.now() - closedAt > 90_000) throw new Error(`the service has not acted: ${JSON.stringify(call)}`)
+        await new Promise((r) => setTimeout(r, 500))
+      }
+    })
+
+    await step('reopen the tab: what the service did, then your node settles and the money is on-chain', async () => {
+      page = await openTab()
+      await page.goto(url)
+      await page
+        .locator('#away [data-monitor=done]')
+        .filter({ hasText: /it put your proof \(nonce 3\) on-chain in block \d+/ })
+        .waitFor({ timeout: 20_000 })
+      await shot('what-the-service-did-before-the-node-starts')
+      await page.getByTestId('start').click()
+      await page.getByTestId('node-status').filter({ hasText: 'ready' }).waitFor({ timeout: 60_000 })
+      // Both windows end: peer 2 settles the channel we closed, our node the one peer 1 closed; both leave the list.
+      await eventLog()
+        .getByTestId('event')
+        .filter({ hasText: /channel_settled TTT channel #\d+ with Peer 1/ })
+        .waitFor({ timeout: 60_000 })
+      await eventLog()
+        .getByTestId('event')
+        .filter({ hasText: /channel_settled TTT channel #\d+ with Peer 2/ })
+        .waitFor({ timeout: 60_000 })
       await channel(peer1.address).waitFor({ state: 'detached', timeout: 30_000 })
+      await channel(peer2.address).waitFor({ state: 'detached', timeout: 30_000 })
+      // 1000 minted, 25 and 5 deposited, 4 withdrawn; back: 5 from peer 2's channel and 17 from peer 1's, the 1 TTT
+      // peer 1 paid us included (without the service: 16).
+      await page.getByTestId('balance-TTT').filter({ hasText: /^996$/ }).waitFor({ timeout: 20_000 })
+      await serviceOnPeer1()
+        .filter({ hasText: /Peer 1 closed it in block \d+; it put your proof \(nonce 3\) on-chain in block \d+/ })
+        .waitFor({ timeout: 20_000 })
+      await noFailure()
+      // Nothing went wrong in the background as the node caught up (the events panel lists what did).
+      const background = await page.locator('#events .problems li').allTextContents()
+      if (background.length) throw new Error(`errors in the background: ${background.join(' | ')}`)
     })
 
     await step('at a phone’s width', async () => {

@@ -89,11 +89,14 @@ async function startMonitor() {
   return { sluice, api: api! }
 }
 
+/** Each key's data directory: a node started again with the same key goes on from its store. */
+const dataDirs = new Map<Hex, string>()
 async function startServe(key: Hex, ...more: string[]) {
+  if (!dataDirs.has(key)) dataDirs.set(key, tempDir())
   const sluice = startSluice(
     [
       'serve',
-      ...['--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir(), '--relay', relayAddress],
+      ...['--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', dataDirs.get(key)!, '--relay', relayAddress],
       ...['--api', '127.0.0.1:0', '--confirmations', '0', '--polling-interval', '50', '--environment', 'development'],
       ...['--default-reveal-timeout', '5', '--default-settle-timeout', String(SETTLE_TIMEOUT)],
       ...more,
@@ -195,9 +198,13 @@ describe('a node that goes offline with monitoring on', () => {
     expect(BigInt(monitored.block_number)).toBeLessThanOrEqual(settleBlockNumber)
     expect(await aSide()).toMatchObject({ nonce: BigInt(newest) })
 
-    // A's node settles after the window (and its reveal timeout, as the closer); B's share is paid to B's account.
+    // B comes back before the window ends (a tab opened again). It sees the close, and the chain holding A's newest
+    // proof already: it has nothing to update (it would revert, "nonce reused") and settles once the window is over.
+    const back = await startServe(anvilKeys[2] as Hex, '--enable-monitoring', '--monitoring-reward', String(REWARD))
+    await eventually(async () => expect((await ok('GET', `${back.api}/channels/${net.token}/${a.address}`)).state).toBe('closed'))
     await mineUntil(async () => (await tokenBalance(b.address)) !== bBefore, settleBlockNumber + 20n)
     expect((await tokenBalance(b.address)) - bBefore).toBe(DEPOSIT_B + transferredToB - PAID_TO_A)
+    expect(back.sluice.stderr()).not.toMatch(/^node: transaction/m)
 
     // The service claims its reward from B's UserDeposit once the settle window is over.
     await mineUntil(async () => (await ok('GET', `${monitor!.api}/monitor_calls`))[0]?.reward?.status === 'claimed', settleBlockNumber + 40n)
@@ -207,7 +214,8 @@ describe('a node that goes offline with monitoring on', () => {
       `offline monitoring: the last payment acknowledged by the service within ${guardedAfterMs.toFixed(0)} ms of its answer; monitor mined ${BigInt(monitored.block_number) - closedAt} blocks after the close (settle timeout ${SETTLE_TIMEOUT})`,
     )
     a.sluice.child.kill('SIGTERM')
-    await a.sluice.exited
+    back.sluice.child.kill('SIGTERM')
+    await Promise.all([a.sluice.exited, back.sluice.exited])
   })
 
   test("with the service down, B loses exactly what A paid it over the channel: the contract settles A's side as nothing transferred", async () => {

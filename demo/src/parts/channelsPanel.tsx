@@ -1,8 +1,10 @@
 import { useState } from 'preact/hooks'
 import { call, get, type Channel, type Network } from '../api.ts'
 import { useAction, useLoad } from '../hooks.ts'
+import { peerOf } from '../others.ts'
 import { baseUnits, units, type Token } from '../tokens.ts'
 import { AmountInput, Failure, Field, Panel, PeerSelect, TokenSelect, Who, type Shared } from './common.tsx'
+import { PeerSide } from './peerSide.tsx'
 
 /** Our channels of one token: each side's balance, deposits and withdrawals, and every action on them. */
 export function ChannelsPanel({ shared }: { shared: Shared }) {
@@ -87,6 +89,7 @@ function ChannelRow({
   const share = whole > 0n ? Number((ours * 1000n) / whole) / 10 : 50
   const settleIn = seen?.settle_block !== undefined && synced !== undefined ? BigInt(seen.settle_block) - synced : undefined
   const close = useAction()
+  const peer = peerOf(shared.config, channel.partner_address)
   return (
     <li class="channel" data-testid={`channel-${channel.partner_address}`}>
       <div class="channel-head">
@@ -155,6 +158,7 @@ function ChannelRow({
           </div>
         </div>
       ) : null}
+      {peer ? <PeerSide shared={shared} token={token} channel={channel} peer={peer} /> : null}
     </li>
   )
 }

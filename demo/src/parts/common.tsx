@@ -11,6 +11,9 @@ export type Shared = {
   deployment: Deployment
   /** The configured tokens, then the service token. */
   tokens: Token[]
+  /** The network's minimum settle timeout, in blocks (when a monitoring service may act: tokens.ts). */
+  settleTimeoutMin: number
+  /** Our node's address: the running node's, or the last one's while it is stopped. */
   address: `0x${string}`
   /** Grows on every pushed event and every few blocks: panels reload their data when it moves. */
   tick: number
@@ -23,7 +26,7 @@ export type Shared = {
   tokenOf(address: string): Token
   /** An amount in base units of a token, in the token's units with its symbol: "2.5 TTT". */
   amount(base: bigint | string, token: string): string
-  /** What the node recorded: its events and the last payment sent in each token (nodeRecord.ts). */
+  /** What the node recorded: its events and the last payment sent in each token (nodeRecord.ts); none while it is stopped. */
   record: NodeRecord | undefined
 }
 

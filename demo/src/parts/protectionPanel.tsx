@@ -1,6 +1,8 @@
-import { get } from '../api.ts'
+import { get, type Settings } from '../api.ts'
 import { useLoad } from '../hooks.ts'
+import { serviceRecord } from '../others.ts'
 import { CopyButton, Failure, Panel, sameAddress, short, type Shared } from './common.tsx'
+import { ServiceRecordList, WhenAPartnerCloses } from './serviceRecord.tsx'
 
 /** GET /api/v1/monitoring, the fields this panel shows (docs/rest-api.md; decision 0035). */
 type Monitoring = {
@@ -19,10 +21,13 @@ type Monitoring = {
 
 /**
  * What protects the node while this tab is closed: the monitoring services that hold each partner's newest proof,
- * and what each acknowledged. One row per kind of protection, so the off-browser backup gets a row of its own.
+ * what each acknowledged, and what the devnet's service did (its own API, through the demo's server); the
+ * off-browser backup's last copy, and what it can and cannot do for this page.
  */
 export function ProtectionPanel({ shared }: { shared: Shared }) {
   const monitoring = useLoad(() => get<Monitoring>('/monitoring'), [shared.tick])
+  const record = useLoad(() => serviceRecord(shared.config, shared.address), [shared.tick])
+  const settings = useLoad(() => get<Settings>('/settings'), [shared.tick])
   const m = monitoring.data
   const service = shared.tokenOf(shared.deployment.serviceToken)
   const serviceName = (address: string) => (sameAddress(address, shared.config.monitor.address) ? "the devnet's monitoring service" : short(address))
@@ -83,19 +88,64 @@ export function ProtectionPanel({ shared }: { shared: Shared }) {
                         {shared.nameOf(c.partner_address)} ({shared.tokenOf(c.token_address).symbol}):{' '}
                         {last
                           ? `newest proof (nonce ${last.nonce}) held by ${serviceName(last.service_address)} since ${new Date(last.acknowledged_at).toLocaleTimeString()}`
-                          : `proof (nonce ${c.requested_nonce}) on its way to the services`}
-                        {last && c.requested_nonce !== last.nonce ? `; nonce ${c.requested_nonce} on its way` : ''}
+                          : c.requested_nonce
+                            ? `proof (nonce ${c.requested_nonce}) on its way to the services`
+                            : `nothing to guard yet: ${shared.nameOf(c.partner_address)} has not paid you`}
+                        {last && c.requested_nonce && c.requested_nonce !== last.nonce ? `; nonce ${c.requested_nonce} on its way` : ''}
                       </li>
                     )
                   })}
                 </ul>
               )}
             </dd>
+            <dt>The service says</dt>
+            <dd data-testid="service-record">{record.data ? <ServiceRecordList shared={shared} record={record.data} /> : '…'}</dd>
           </>
         ) : null}
-        {/* The off-browser backup (decision 0032) adds its row here: <dt>Backup</dt> and what the server holds. */}
+        <dt>Backup</dt>
+        <dd data-testid="backup-state">{settings.data ? <BackupState backup={settings.data.backup} /> : '…'}</dd>
       </dl>
-      <Failure error={monitoring.error} shared={shared} />
+      {m?.enabled ? <WhenAPartnerCloses shared={shared} /> : null}
+      {settings.data?.backup ? <BackupWords /> : null}
+      <Failure error={monitoring.error ?? record.error ?? settings.error} shared={shared} />
     </Panel>
+  )
+}
+
+/** The off-browser backup (decisions 0032, 0034): the last copy the server acknowledged, and what it is good for here. */
+function BackupState({ backup }: { backup: Settings['backup'] }) {
+  if (!backup) return <span class="chip">off</span>
+  const last = backup.last_push
+  return (
+    <>
+      {last ? (
+        <>
+          <span class="chip opened">copy held</span> change {last.version}, {(last.bytes / 1024).toFixed(1)} kB, acknowledged at{' '}
+          {new Date(last.at).toLocaleTimeString()}
+        </>
+      ) : (
+        <span class="chip">no copy yet</span>
+      )}
+      <span class="hint">{backup.behind ? ' · a newer one is on its way' : last ? ' · up to date' : ''}</span>
+      {backup.last_error ? (
+        <span class="hint warn">
+          {' '}
+          · last failure: {backup.last_error.message} ({backup.last_error.code}){backup.failures > 1 ? `, ${backup.failures} in a row` : ''}
+        </span>
+      ) : null}
+      {backup.restored ? <span class="hint"> · this start restored change {backup.restored.version}</span> : null}
+    </>
+  )
+}
+
+/** What the backup can and cannot do for this page, in plain words. */
+function BackupWords() {
+  return (
+    <p class="hint" data-testid="backup-words">
+      The backup is a sealed copy of what your node needs to get its money back, kept by the demo’s backup server, which cannot read it. It can: if this browser
+      deletes the site’s data, a node started again with the same key restores it and goes on with its channels. It cannot, here: this page keeps the key only
+      in that same storage, so the key goes too and nobody can open the copy (a dApp that keeps the key elsewhere and gives it to <code>startNode</code> can
+      restore). Nor does it act while you are away: the monitoring service does.
+    </p>
   )
 }
