@@ -1,9 +1,9 @@
-import { call } from '../api.ts'
 import { blockNumber } from '../chain.ts'
-import { useAction, useLoad } from '../hooks.ts'
+import { useLoad } from '../hooks.ts'
 import { peerChannels, serviceRecord, type Peer, type PeerChannel } from '../others.ts'
 import { units } from '../tokens.ts'
 import { Failure, Panel, short, type Shared } from './common.tsx'
+import { AskPeerToClose } from './peerSide.tsx'
 import { ServiceRecordList, WhenAPartnerCloses } from './serviceRecord.tsx'
 
 /**
@@ -53,7 +53,6 @@ export function AwayPanel({ shared }: { shared: Shared }) {
 
 function AwayChannel({ shared, peer, channel, head }: { shared: Shared; peer: Peer; channel: PeerChannel; head: bigint | undefined }) {
   const token = shared.tokenOf(channel.token_address)
-  const close = useAction()
   const settle = channel.settle_block === undefined ? undefined : BigInt(channel.settle_block)
   return (
     <li data-testid="away-channel" data-state={channel.state}>
@@ -68,24 +67,7 @@ function AwayChannel({ shared, peer, channel, head }: { shared: Shared; peer: Pe
           ? `; its settle window ends at block ${settle}${head === undefined || head === settle ? '' : ` (in ${settle - head} blocks, about ${(settle - head) * BigInt(shared.config.blockTime)} s)`}`
           : `; its settle window ended at block ${settle}: it settles next`
         : ''}
-      {channel.state === 'opened' ? (
-        <div class="close">
-          <button
-            type="button"
-            class="secondary"
-            disabled={close.busy}
-            onClick={() =>
-              close.run(async () => {
-                await call('PATCH', `/channels/${channel.token_address}/${shared.address}`, { state: 'closed' }, peer.via)
-                shared.refresh()
-              })
-            }
-          >
-            {close.busy ? `${peer.name} is closing…` : `Ask ${peer.name} to close this channel`}
-          </button>
-          <Failure error={close.error} shared={shared} />
-        </div>
-      ) : null}
+      {channel.state === 'opened' ? <AskPeerToClose shared={shared} peer={peer} tokenAddress={channel.token_address} /> : null}
     </li>
   )
 }

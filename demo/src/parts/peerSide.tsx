@@ -18,7 +18,6 @@ export function PeerSide({ shared, token, channel, peer }: { shared: Shared; tok
   )
   const [amount, setAmount] = useState('1')
   const pay = useAction()
-  const close = useAction()
   const theirs = view.data
   return (
     <div class="peer-side" data-testid="peer-side">
@@ -54,22 +53,7 @@ export function PeerSide({ shared, token, channel, peer }: { shared: Shared; tok
             </button>
             <Failure error={pay.error} shared={shared} />
           </form>
-          <div class="close">
-            <button
-              type="button"
-              class="secondary"
-              disabled={close.busy}
-              onClick={() =>
-                close.run(async () => {
-                  await call('PATCH', path, { state: 'closed' }, peer.via)
-                  shared.refresh()
-                })
-              }
-            >
-              {close.busy ? `${peer.name} is closing…` : `Ask ${peer.name} to close this channel`}
-            </button>
-            <Failure error={close.error} shared={shared} />
-          </div>
+          <AskPeerToClose shared={shared} peer={peer} tokenAddress={token.address} />
           <p class="hint">
             Your node, running, answers {peer.name}’s close at once with your newest proof of its payments. To watch the monitoring service do it instead, stop
             your node first (in the “Your node” panel) and ask {peer.name} from the page you then get.
@@ -80,6 +64,29 @@ export function PeerSide({ shared, token, channel, peer }: { shared: Shared; tok
           </details>
         </>
       ) : null}
+    </div>
+  )
+}
+
+/** A button that asks `peer` (through its own API) to close its channel of `tokenAddress` with us. */
+export function AskPeerToClose({ shared, peer, tokenAddress }: { shared: Shared; peer: Peer; tokenAddress: string }) {
+  const close = useAction()
+  return (
+    <div class="close">
+      <button
+        type="button"
+        class="secondary"
+        disabled={close.busy}
+        onClick={() =>
+          close.run(async () => {
+            await call('PATCH', `/channels/${tokenAddress}/${shared.address}`, { state: 'closed' }, peer.via)
+            shared.refresh()
+          })
+        }
+      >
+        {close.busy ? `${peer.name} is closing…` : `Ask ${peer.name} to close this channel`}
+      </button>
+      <Failure error={close.error} shared={shared} />
     </div>
   )
 }
