@@ -30,6 +30,8 @@ const WARM_UP_REQUESTS = 100
 const PAYMENTS = 10_000
 const WARM_UP_PAYMENTS = 100
 const IN_FLIGHT = 32
+/** Payments timed one at a time, through the service worker and on the proxy. */
+const SEQUENTIAL = 200
 /** Restarts timed for each value of waitForSync. */
 const RESTARTS = 5
 /** Payments made just before a reload with no stop(): their changes are replayed at the next start. */
@@ -101,6 +103,29 @@ window.bench = {
     for (let i = 0; i < warmUp; i++) await window.node.channels()
     for (let i = 0; i < n; i++) proxy.push(await timed(() => window.node.channels()))
     return { serviceWorker, proxy }
+  },
+  /** n payments of 1 to the target, one at a time, through the service worker (fetch) or on the proxy (node.pay()). */
+  async paySequential(token, target, n, via) {
+    const latencies = []
+    const failures = []
+    for (let i = 0; i < n; i++) {
+      const t = performance.now()
+      try {
+        if (via === 'proxy') await window.node.pay(token, target, { amount: '1' })
+        else {
+          const response = await fetch('/api/v1/payments/' + token + '/' + target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount":"1"}' })
+          const text = await response.text()
+          if (response.status !== 200) {
+            failures.push(response.status + ' ' + text)
+            continue
+          }
+        }
+        latencies.push(performance.now() - t)
+      } catch (e) {
+        failures.push(String(e))
+      }
+    }
+    return { latencies, failures: failures.length, firstFailures: failures.slice(0, 3) }
   },
   /** n payments of 1 to the target, inFlight at a time through the service worker; each one's latency, and the failures. */
   async pay(token, target, n, inFlight) {
@@ -176,8 +201,11 @@ function inPage<T>(page: Page, method: string, ...args: unknown[]): Promise<T> {
 const median = (values: number[]) => percentile(values, 50)
 const p50p99 = (values: number[]) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`
 
-/** `payments`: how many the throughput row times (10,000; fewer only to try the bench out). */
-export async function benchBrowser(payments = PAYMENTS): Promise<Record<string, string>> {
+/**
+ * `payments`: how many the throughput row times (10,000; fewer only to try the bench out); `only: 'sequential'` stops
+ * after the one-at-a-time rows (for working on them).
+ */
+export async function benchBrowser(payments = PAYMENTS, { only }: { only?: 'sequential' } = {}): Promise<Record<string, string>> {
   const stage = mkdtempSync(join(tmpdir(), 'sluice-bench-browser-'))
   const processes: SluiceProcess[] = []
   let net: Devnet | undefined
@@ -261,8 +289,29 @@ export async function benchBrowser(payments = PAYMENTS): Promise<Record<string, 
     const first = await inPage<Started>(page, 'start', options)
     if (first.address !== address) throw new Error(`the node is ${first.address}, not ${address}`)
     await call('PUT', '/api/v1/channels', { partner_address: peerAddress, token_address: token, total_deposit: String(10 ** 6) }, [201])
-
     const rows: Record<string, string> = {}
+
+    // 0. One payment at a time, as a dApp makes them: the first once the peer has seen the channel, then sequences
+    // through the service worker and on the proxy.
+    for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 20))) {
+      const seen = await fetch(`${peerApi}/channels/${token}/${address}`)
+      if (seen.status === 200 && ((await seen.json()) as { state: string }).state === 'opened') break
+      if (Date.now() > deadline) throw new Error('the peer has not seen the channel')
+    }
+    const sequential = async (n: number, via: 'sw' | 'proxy') => {
+      const paid = await inPage<Omit<Paid, 'seconds'>>(page, 'paySequential', token, peerAddress, n, via)
+      if (paid.failures > 0) throw new Error(`${paid.failures} of ${n} payments failed, e.g. ${paid.firstFailures.join('; ')}`)
+      return paid.latencies
+    }
+    const firstPayment = await sequential(1, 'sw')
+    rows['the first payment, right after the channel opened (its PUT /channels answered, the peer has seen the channel; libp2p started at the PUT) (ms)'] = fmt(
+      firstPayment[0]!,
+    )
+    const viaSw = await sequential(SEQUENTIAL, 'sw')
+    const viaProxy = await sequential(SEQUENTIAL, 'proxy')
+    rows[`direct payment latency p50 / p99, one at a time, through the service worker (${SEQUENTIAL} payments, ms)`] = p50p99(viaSw)
+    rows['the same on the proxy (node.pay()), p50 / p99 (ms)'] = p50p99(viaProxy)
+    if (only === 'sequential') return rows
     // 1. The service worker's cost: the same read through it (fetch) and on the proxy (the request channel).
     const { serviceWorker, proxy } = await inPage<{ serviceWorker: number[]; proxy: number[] }>(
       page,

@@ -105,12 +105,17 @@ const api = {
       const activity = createRequestActivity()
       // libp2p holds the worker's thread for about 250 ms as it loads and starts: once the node is ready and the
       // page's first requests are answered, at the latest LIBP2P_AT_THE_LATEST_MS after the start (decision 0024).
-      // One moment for it and the resends; asked for once the node runs (`node` does not exist before).
+      // One moment for it and the resends; asked for once the node runs (`node` does not exist before). A request
+      // that writes (opening a channel, a deposit, a payment) is the owner acting: messages follow, so it is at once,
+      // while a channel's transaction is mined rather than after it (a long request holds "quiet" off).
       let moment: Promise<unknown> | undefined
+      let wrote!: () => void
+      const firstWrite = new Promise<void>((resolve) => (wrote = resolve))
       const afterFirstAnswers = () =>
         (moment ??= Promise.race([
           untilReady(node, LIBP2P_AT_THE_LATEST_MS).then(() => activity.quiet(LIBP2P_AFTER_QUIET_MS)),
           new Promise((resolve) => setTimeout(resolve, LIBP2P_AT_THE_LATEST_MS)),
+          firstWrite,
         ]))
       const node = await createNode({
         ...rest,
@@ -151,14 +156,16 @@ const api = {
         ),
       )
       // A node that stopped on its own keeps answering, with why, so no client waits for it in vain.
-      const answer = (request: Request) =>
-        activity.track(async () => {
+      const answer = (request: Request) => {
+        if (request.method !== 'GET' && request.method !== 'HEAD') wrote()
+        return activity.track(async () => {
           if (stoppedWith) return errorResponse(503, 'NODE_STOPPED', `the Sluice node stopped: ${stoppedWith}`)
           // A request that the node can answer only once synced waits a little for that (a tab that takes over
           // resumes in a second or two) rather than getting the 503 it would get at once.
           if (!answersWhileSyncing(request)) await untilReady(node, WAIT_FOR_SYNC_MS)
           return current.fetch(request)
         })
+      }
       serving = serveApiChannel({ fetch: answer, node: crypto.randomUUID(), ...(apiChannel ? { channelName: apiChannel } : {}) })
       void current.run()
       return { address: node.address, version, keyGenerated: created }

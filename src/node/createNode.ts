@@ -1,4 +1,4 @@
-import { custom, hexToBytes } from 'viem'
+import { custom, hexToBytes, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { createBlockWatcher } from '../chain/blockWatcher.ts'
 import { createChainClient } from '../chain/chainClient.ts'
@@ -11,6 +11,7 @@ import { defaultContext, initialState, type TransitionContext } from '../protoco
 import { useSmallJsTables, useWasmSecp256k1 } from '../protocol/secp256k1.ts'
 import { signRequestMonitoring } from '../protocol/monitoringRequest.ts'
 import { createDelivery } from '../transport/delivery.ts'
+import { RecentMap } from '../transport/recentMap.ts'
 import { lineSigner } from '../transport/lineSigner.ts'
 import { createNodeClient } from './actions/client.ts'
 import { DeploymentMismatchError, StaleStateError } from './errors.ts'
@@ -44,6 +45,9 @@ import { SluiceNode } from './sluiceNode.ts'
  * another instance holds it, DumpRejectedError for a refused import), and the backup client's coded errors when an
  * empty store's copy cannot be had or opened.
  */
+/** How many peers' public keys are kept from the transport (every node online on the relays announces one). */
+const PEER_KEYS_KEPT = 4096
+
 export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   const { config, confirmations } = resolveNodeConfig(nodeConfig)
   // The curve engine is process-wide and only a matter of speed: a host that loaded the native one keeps it.
@@ -125,8 +129,12 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const queue = createTransactionQueue(chain)
     const transport = await config.transport({ address, key: config.key })
     const messages = new MessageHandler({ engine, store: storage, address, privateKey: hexToBytes(config.key), report })
+    // Keys the transport authenticated as peers came online: a payment's secret can go to a target in its first
+    // LockedTransfer before any message of the target reached us (no SecretRequest round trip).
+    const peerKeys = new RecentMap<string, Hex>(PEER_KEYS_KEPT)
     const delivery = createDelivery({
       transport,
+      onPeerKey: (peer, publicKey) => peerKeys.set(peer.toLowerCase(), publicKey),
       address,
       sign: (message) => effects.sign(message),
       onMessage: (message, sender, senderKey) => messages.receive(message, sender, senderKey),
@@ -213,6 +221,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       storage,
       engine,
       delivery,
+      peerKeys,
       commits,
       follower,
       status,

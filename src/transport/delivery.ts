@@ -40,6 +40,8 @@ export type DeliveryParameters = {
   redeliverAfterMs?: number
   /** Told about what is dropped or fails: for logs and metrics. */
   log?: (event: DeliveryLogEvent) => void
+  /** A peer's public key as the transport authenticated it (`Transport.onPeerSeen`), before any message of it. */
+  onPeerKey?: (peer: Address, publicKey: Hex) => void
 }
 
 export type DeliveryLogEvent =
@@ -89,6 +91,8 @@ export type Delivery = {
   resume(records: readonly OutboxRecord[], when?: () => Promise<unknown>): void
   /** Stops retrying these keys (the runtime no longer wants them sent: an expired withdraw, a settled channel). */
   cancel(keys: readonly string[]): void
+  /** Opens the way to a peer we will send to (a channel partner) ahead of the first message: `Transport.connect`. */
+  connect(peer: Address): void
   /** What is waiting for acknowledgement, with in-memory attempt counts. */
   pending(): OutboxRecord[]
   stats(): DeliveryStats
@@ -399,7 +403,8 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     async start() {
       if (started) return
       started = true
-      transport.onPeerSeen?.((peer) => {
+      transport.onPeerSeen?.((peer, publicKey) => {
+        if (publicKey) parameters.onPeerKey?.(peer, publicKey)
         if (queues.peerSeen(peer, now()) > 0) scheduleFlush()
       })
       await transport.start((lines, from) => {
@@ -409,6 +414,10 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
       })
       if (resumeWhen) releaseWhen(resumeWhen)
       scheduleFlush()
+    },
+
+    connect(peer) {
+      if (!stopped) transport.connect?.(peer)
     },
 
     enqueue(records) {

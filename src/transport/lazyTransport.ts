@@ -1,4 +1,4 @@
-import type { Address } from 'viem'
+import type { Address, Hex } from 'viem'
 import { toErrorData } from '../errors.ts'
 import { TransportClosedError, TransportError } from './errors.ts'
 import type { Transport } from './transport.ts'
@@ -27,7 +27,10 @@ export type LazyTransportOptions = {
 export function lazyTransport(load: () => Promise<Transport>, { background = false, onError, loadWhen }: LazyTransportOptions = {}): Transport {
   let started: Promise<Transport> | undefined
   let stopped = false
-  const peerSeen: ((peer: Address) => void)[] = []
+  const peerSeen: ((peer: Address, publicKey?: Hex) => void)[] = []
+  /** Peers `connect` named before the adapter started: it opens the way to them once it has. */
+  const toConnect = new Set<Address>()
+  let adapter: Transport | undefined
   // Settles the wait for loadWhen: on the first send, or on stop (which must not wait for it).
   let needed!: () => void
   const neededNow = new Promise<void>((resolve) => (needed = resolve))
@@ -39,6 +42,9 @@ export function lazyTransport(load: () => Promise<Transport>, { background = fal
     if (stopped) throw new TransportClosedError('start')
     for (const listener of peerSeen) transport.onPeerSeen?.(listener)
     await transport.start(onMessages)
+    adapter = transport
+    for (const peer of toConnect) transport.connect?.(peer)
+    toConnect.clear()
     return transport
   }
   return {
@@ -67,6 +73,11 @@ export function lazyTransport(load: () => Promise<Transport>, { background = fal
     },
     onPeerSeen(listener) {
       peerSeen.push(listener)
+    },
+    connect(peer) {
+      if (stopped) return
+      if (adapter) adapter.connect?.(peer)
+      else toConnect.add(peer)
     },
     async stop() {
       stopped = true

@@ -232,6 +232,8 @@ export async function openChannelOnChain(
     totalDeposit,
   }: { tokenNetwork: Address; partner: Address; settleTimeout?: bigint; revealTimeout?: bigint; totalDeposit?: bigint },
 ): Promise<Channel> {
+  // The partner's way is opened while the transaction is mined: the first payment does not wait for it.
+  client.connect(partner)
   const sent = await sendOpenChannel(client.chain, client.queue, {
     tokenNetwork,
     partner,

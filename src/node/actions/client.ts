@@ -1,8 +1,8 @@
-import type { Address } from 'viem'
+import type { Address, Hex } from 'viem'
 import type { ChainClient } from '../../chain/chainClient.ts'
 import { ChainRpcError } from '../../chain/errors.ts'
 import type { TransactionQueue } from '../../chain/transactionQueue.ts'
-import { channelWith } from '../../protocol/state/access.ts'
+import { channelWith, publicKeyOf } from '../../protocol/state/access.ts'
 import type { StateChange } from '../../protocol/state/changes.ts'
 import type { Channel, NodeState } from '../../protocol/state/types.ts'
 import type { OutboxRecord, Storage } from '../../storage/storage.ts'
@@ -45,6 +45,13 @@ export type NodeClient = {
   readonly serviceMessages: ServiceMessages
   /** Our channel with `partner` in `tokenNetwork`: the open one, else the latest. */
   channel(tokenNetwork: Address, partner: Address): Channel | undefined
+  /**
+   * A node's public key (64 bytes, x || y): from a message of it we received (in the state), else as the transport
+   * authenticated it when the node came online (libp2p's PeerId inlines it). What a payment's secret is encrypted to.
+   */
+  publicKeyOf(address: Address): Hex | undefined
+  /** Opens the transport's way to a node we will send to (a channel partner) ahead of the first message. */
+  connect(peer: Address): void
   /** Dispatches a change and waits until it is durable (its effects are under way); NodeStoppedError once stopped. */
   dispatch(change: StateChange): Promise<Applied>
   /**
@@ -74,8 +81,10 @@ export type NodeClientParts = {
   queue: TransactionQueue
   storage: StoreReads
   engine: Pick<Engine, 'current' | 'lastSeq' | 'dispatch' | 'settled'>
-  /** What delivery still sends (unacknowledged): part of a recovery point. */
-  delivery: Pick<Delivery, 'pending'>
+  /** What delivery still sends (unacknowledged): part of a recovery point; and the way to a partner, opened ahead. */
+  delivery: Pick<Delivery, 'pending' | 'connect'>
+  /** Public keys the transport authenticated, by lowercase address. */
+  peerKeys: { get(address: string): Hex | undefined }
   commits: Pick<EventBus<number>, 'subscribe'>
   follower: Pick<ChainFollower, 'syncOnce'>
   status: Pick<StatusTracker, 'current' | 'progressed'>
@@ -155,6 +164,8 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     payments: new PaymentsInFlight(p.paymentSlots),
     serviceMessages: p.serviceMessages,
     channel: (tokenNetwork, partner) => channelWith(engine.current, tokenNetwork, partner),
+    publicKeyOf: (address) => publicKeyOf(engine.current, address) ?? p.peerKeys.get(address.toLowerCase()),
+    connect: (peer) => p.delivery.connect(peer),
     dispatch: (change) => (stopped.aborted ? Promise.reject(new NodeStoppedError()) : engine.dispatch(change)),
     waitForBlock,
     subscribe: (listener) => p.notices.subscribe(listener),

@@ -2,7 +2,7 @@ import { bytesToHex, maxUint256, maxUint64, sha256, type Address, type Hex } fro
 import { readSecretRevealBlock } from '../../chain/reads.ts'
 import { distributable } from '../../protocol/channel/amounts.ts'
 import { findRoutes, whyNoRouteHoldsLock } from '../../protocol/routing/findRoutes.ts'
-import { channelWith, publicKeyOf, sameAddress, tokenNetworkOf } from '../../protocol/state/access.ts'
+import { channelWith, sameAddress, tokenNetworkOf } from '../../protocol/state/access.ts'
 import type { NodeState } from '../../protocol/state/types.ts'
 import type { PaymentQuery, PaymentRecord } from '../../storage/storage.ts'
 import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NoRouteError, PaymentFailedError } from '../errors.ts'
@@ -225,7 +225,7 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
   if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
   const encryptedSecret = secretForTarget({
     enabled: client.config.encryptSecret,
-    targetPublicKey: publicKeyOf(client.state, p.target),
+    targetPublicKey: client.publicKeyOf(p.target),
     secret,
     amount: p.amount,
     paymentId: p.identifier,

@@ -2,6 +2,7 @@ import type { NodeClient } from '../actions/client.ts'
 import { TokenNetworkConnections } from './connections.ts'
 import { MonitoringRequests } from './monitoring.ts'
 import { NodeNotifications } from './notifications.ts'
+import { PartnerLinks } from './partnerLinks.ts'
 import { BackupService } from './backup/backupService.ts'
 import type { Restored } from './backup/restore.ts'
 import type { Service } from './service.ts'
@@ -17,6 +18,8 @@ export function createServices(client: NodeClient, started: { restored?: Restore
   /** The requests to the monitoring services (`enableMonitoring`, GET /monitoring); the notifications look at it. */
   const monitoring = client.config.enableMonitoring ? new MonitoringRequests(client) : undefined
   return {
+    /** The transport's way to each open channel's partner, opened ahead of the first message. */
+    partnerLinks: new PartnerLinks(client),
     /** The connection manager (PUT/DELETE /connections). */
     connections: new TokenNetworkConnections(client),
     monitoring,

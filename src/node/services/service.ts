@@ -1,6 +1,6 @@
 /**
- * A background part of a node: today the connection manager and the notifications; a monitoring client or a backup
- * are added the same way. A service sees the node only through its client (actions/client.ts), as the actions do,
+ * A background part of a node: the partner links, the connection manager, the notifications, the monitoring
+ * requests and the backup. A service sees the node only through its client (actions/client.ts), as the actions do,
  * and is registered in one place, nodeServices.ts. Its life:
  *
  * - **Made** with the client when createNode builds the node. It may subscribe to the client's notices then (it

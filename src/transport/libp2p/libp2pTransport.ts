@@ -20,7 +20,7 @@ import {
 } from '../errors.ts'
 import type { Transport } from '../transport.ts'
 import { decodeFrame, encodeFrames, maxFrameBytes } from './frames.ts'
-import { addressOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
+import { addressOfPeer, identityOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
 import { encodeAnnouncement, maxClockSkewMs, readAnnouncement } from './presence.ts'
 import { messageProtocol, presenceTopic as defaultPresenceTopic } from './protocol.ts'
 
@@ -131,9 +131,11 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   const relayAddrs = new Set(relays.map((r) => withoutPeerId(r.addr)))
   let session = randomId()
 
-  const peerListeners: ((peer: Address) => void)[] = []
+  const peerListeners: ((peer: Address, publicKey?: Hex) => void)[] = []
   /** Known peers by lowercase address. */
   const peers = new Map<string, KnownPeer>()
+  /** Peers to open a stream to as soon as they are known (`connect` before they were seen); lowercase addresses. */
+  const wanted = new Set<string>()
   /** The outbound stream to each peer (lowercase address), open or being opened. */
   const outbound = new Map<string, Promise<Outbound>>()
   /** Per peer, the send in progress: batches to one peer go out in order. */
@@ -150,11 +152,13 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   let onMessages: (lines: string[], from: Address) => void = () => {}
   const counters = { streamsOpened: 0, framesSent: 0, framesReceived: 0 }
 
-  const seen = (peer: Address, how: 'presence' | 'connection') => {
+  const seen = (peer: Address, how: 'presence' | 'connection', publicKey: Hex | undefined) => {
     log?.({ type: 'peerSeen', peer, how })
+    const key = peer.toLowerCase()
+    if (wanted.delete(key)) warm(key)
     for (const listener of peerListeners) {
       try {
-        listener(peer)
+        listener(peer, publicKey)
       } catch {
         // A listener's failure is its own; the others still hear of the peer.
       }
@@ -187,7 +191,8 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
 
   const onPresence = async (msg: PubsubMessage) => {
     if (msg.topic !== topic || msg.type !== 'signed') return
-    const address = addressOfPeer(msg.from)
+    const identity = identityOfPeer(msg.from)
+    const address = identity?.address
     if (!address || address.toLowerCase() === me) return
     const announcement = readAnnouncement(msg.data)
     if (!announcement || Math.abs(announcement.ts - Date.now()) > maxClockSkewMs) return
@@ -209,14 +214,15 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     if (!running) return
     // A newcomer (or a peer back from a restart) does not know us yet: tell it, so it can send what it holds for us.
     if (known?.session !== announcement.session) announceSoon()
-    seen(address, 'presence')
+    seen(address, 'presence', identity.publicKey)
   }
 
   /** A peer that connects to us is online now, and reachable over that connection. */
   const onConnection = (connection: Connection) => {
     if (connection.direction !== 'inbound' || relayIds.has(connection.remotePeer.toString())) return
-    const address = addressOfPeer(connection.remotePeer)
-    if (!address) return
+    const identity = identityOfPeer(connection.remotePeer)
+    if (!identity) return
+    const { address } = identity
     const key = address.toLowerCase()
     if (!peers.has(key)) {
       peers.set(key, { peerId: connection.remotePeer, ts: 0 })
@@ -224,7 +230,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       const circuits = relays.map((r) => multiaddr(`${r.addr}/p2p-circuit/p2p/${connection.remotePeer}`))
       void node?.peerStore.merge(connection.remotePeer, { multiaddrs: circuits }).catch(() => {})
     }
-    seen(address, 'connection')
+    seen(address, 'connection', identity.publicKey)
   }
 
   const handleInbound = async (stream: Stream, connection: Connection) => {
@@ -275,6 +281,13 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       if (outbound.get(key) === opening) outbound.delete(key)
     })
     return opening
+  }
+
+  /** Opens the stream to a known peer ahead of a send; a failure is the next send's to find (it dials again). */
+  const warm = (key: string) => {
+    const peer = peers.get(key)
+    if (!running || !peer || outbound.has(key)) return
+    openOutbound(key, peer).catch((error: unknown) => log?.({ type: 'streamFailed', peer: key as Address, error }))
   }
 
   const deliver = async (to: Address, key: string, frames: Uint8Array[]) => {
@@ -393,7 +406,8 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     pubsub.subscribe(topic)
     for (const relay of relays) dialRelay(relay)
     if (relays.length > 0) {
-      if (await waitForReservation()) log?.({ type: 'reserved', addresses: circuitAddresses() })
+      const reserved = await waitForReservation()
+      if (reserved) log?.({ type: 'reserved', addresses: circuitAddresses() })
       else log?.({ type: 'noReservation', afterMs: Date.now() - started })
     }
     announceSoon()
@@ -438,6 +452,13 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       peerListeners.push(listener)
     },
 
+    connect(peer) {
+      const key = peer.toLowerCase()
+      if (key === me) return
+      if (peers.has(key)) warm(key)
+      else wanted.add(key)
+    },
+
     async stop() {
       const pending = starting
       if (!pending) return
@@ -457,6 +478,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       await stopping.stop()
       peers.clear()
       sending.clear()
+      wanted.clear()
     },
   }
 }

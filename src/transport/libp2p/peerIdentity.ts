@@ -27,10 +27,15 @@ export function peerIdOfKey(privateKey: Hex): PeerId {
  * keccak-256 of the uncompressed public key, last 20 bytes. A pure function of the PeerId.
  */
 export function addressOfPeer(peerId: PeerId): Address | undefined {
+  return identityOfPeer(peerId)?.address
+}
+
+/** A peer's address and public key (64 bytes, x || y, as a signature recovers it), or undefined as addressOfPeer. */
+export function identityOfPeer(peerId: PeerId): { address: Address; publicKey: Hex } | undefined {
   if (peerId.type !== 'secp256k1') return undefined
   try {
-    const uncompressed = secp256k1.ProjectivePoint.fromHex(peerId.publicKey.raw).toRawBytes(false)
-    return getAddress(bytesToHex(keccak_256(uncompressed.subarray(1)).subarray(12)))
+    const xy = secp256k1.ProjectivePoint.fromHex(peerId.publicKey.raw).toRawBytes(false).subarray(1)
+    return { address: getAddress(bytesToHex(keccak_256(xy).subarray(12))), publicKey: bytesToHex(xy) }
   } catch {
     return undefined
   }

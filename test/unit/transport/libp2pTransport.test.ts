@@ -8,7 +8,7 @@ import { yamux } from '@libp2p/yamux'
 import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p } from 'libp2p'
 import type { Address, Hex } from 'viem'
-import { privateKeyToAddress } from 'viem/accounts'
+import { privateKeyToAccount, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest'
 import { anvilKeys } from '../../../src/devnet/anvil.ts'
 import { PeerUnknownError, PeerUnreachableError, TransportClosedError, TransportError } from '../../../src/transport/errors.ts'
@@ -37,6 +37,8 @@ type Node = {
   /** Lines received, in order, whatever the batches. */
   lines(): string[]
   peers: Address[]
+  /** The public key each peer was reported with. */
+  keys: Map<Address, Hex | undefined>
   logs: Libp2pTransportLogEvent[]
 }
 
@@ -50,13 +52,17 @@ async function started(key: Hex, relays = relay.multiaddrs, onLines?: (lines: st
   const transport = createLibp2pTransport({ privateKey: key, relays, log: (e) => logs.push(e) })
   const inbox: Node['inbox'] = []
   const peers: Address[] = []
-  transport.onPeerSeen!((peer) => peers.push(peer))
+  const keys = new Map<Address, Hex | undefined>()
+  transport.onPeerSeen!((peer, key) => {
+    peers.push(peer)
+    keys.set(peer, key)
+  })
   await transport.start((lines, from) => {
     inbox.push({ lines, from })
     onLines?.(lines, from)
   })
   running.push(transport)
-  return { transport, inbox, lines: () => inbox.flatMap((m) => m.lines), peers, logs }
+  return { transport, inbox, lines: () => inbox.flatMap((m) => m.lines), peers, keys, logs }
 }
 
 /** A libp2p node with `key` and the same stack as the transport, but none of its logic (no presence, no handler). */
@@ -87,6 +93,26 @@ describe('libp2p transport (two or three nodes and a relay, in process)', () => 
     await eventually(() => expect(b.inbox).toEqual([{ lines: ['{"type":"one"}', '{"type":"two"}'], from: A }]), 5_000)
     console.log(`first message A→B (dial through the relay + stream + frame): ${(performance.now() - t0).toFixed(1)} ms`)
     expect(a.inbox).toEqual([])
+  })
+
+  test('connect opens the way to a peer ahead of the first send, once it is seen; each peer comes with its authenticated public key', async () => {
+    const a = await started(keyA)
+    // Named before B is online: A opens a stream as soon as B is seen, with no line to send.
+    a.transport.connect!(B)
+    const b = await started(keyB)
+    await eventually(() => expect(a.transport.stats().streamsOpened).toBe(1))
+    expect(a.transport.stats().framesSent).toBe(0)
+    // The first line goes over that stream: no dial in its path.
+    await a.transport.send(B, ['first'])
+    await eventually(() => expect(b.lines()).toEqual(['first']))
+    expect(a.transport.stats().streamsOpened).toBe(1)
+    // Connecting again, or to ourselves, opens nothing more.
+    a.transport.connect!(B)
+    a.transport.connect!(A)
+    expect(a.transport.stats().streamsOpened).toBe(1)
+    // The key a signature of B would recover (x || y), proven by B's PeerId: what a payment's secret is encrypted to.
+    expect(a.keys.get(B)).toBe(`0x${privateKeyToAccount(keyB).publicKey.slice(4)}`)
+    expect(b.keys.get(A)).toBe(`0x${privateKeyToAccount(keyA).publicKey.slice(4)}`)
   })
 
   test('a node that joins later is told about those already there, and they about it', async () => {
