@@ -203,9 +203,11 @@ const p50p99 = (values: number[]) => `${fmt(percentile(values, 50))} / ${fmt(per
 
 /**
  * `payments`: how many the throughput row times (10,000; fewer only to try the bench out); `only: 'sequential'` stops
- * after the one-at-a-time rows (for working on them).
+ * after the one-at-a-time rows (for working on them); `trace`: a file for a Chromium trace of the one-at-a-time
+ * payments through the service worker, every thread with V8's CPU samples (`npm run bench -- browser --trace FILE`;
+ * open it in chrome://tracing or Perfetto).
  */
-export async function benchBrowser(payments = PAYMENTS, { only }: { only?: 'sequential' } = {}): Promise<Record<string, string>> {
+export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?: 'sequential'; trace?: string } = {}): Promise<Record<string, string>> {
   const stage = mkdtempSync(join(tmpdir(), 'sluice-bench-browser-'))
   const processes: SluiceProcess[] = []
   let net: Devnet | undefined
@@ -307,7 +309,11 @@ export async function benchBrowser(payments = PAYMENTS, { only }: { only?: 'sequ
     rows['the first payment, right after the channel opened (its PUT /channels answered, the peer has seen the channel; libp2p started at the PUT) (ms)'] = fmt(
       firstPayment[0]!,
     )
+    // A Chromium trace of the sequence through the service worker: the page, the service worker and the node's worker.
+    if (trace)
+      await browser.startTracing(undefined, { path: trace, categories: ['toplevel', 'devtools.timeline', 'v8.execute', 'disabled-by-default-v8.cpu_profiler'] })
     const viaSw = await sequential(SEQUENTIAL, 'sw')
+    if (trace) await browser.stopTracing()
     const viaProxy = await sequential(SEQUENTIAL, 'proxy')
     rows[`direct payment latency p50 / p99, one at a time, through the service worker (${SEQUENTIAL} payments, ms)`] = p50p99(viaSw)
     rows['the same on the proxy (node.pay()), p50 / p99 (ms)'] = p50p99(viaProxy)

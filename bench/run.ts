@@ -1,4 +1,5 @@
-// `npm run bench`: every benchmark, printed as Markdown tables; `npm run bench -- node api` runs only those parts.
+// `npm run bench`: every benchmark, printed as Markdown tables; `npm run bench -- node api` runs only those parts;
+// `--trace FILE` writes a Chromium trace of the page's one-at-a-time payments (the browser part).
 import { parseArgs } from 'node:util'
 import { benchApi } from './api.ts'
 import { benchBrowser } from './browser.ts'
@@ -9,6 +10,8 @@ import { profilePayment } from './profile.ts'
 import { benchProtocol } from './protocol.ts'
 import { benchStorage } from './storage.ts'
 
+const { positionals, values } = parseArgs({ allowPositionals: true, options: { trace: { type: 'string' } } })
+
 const parts = {
   package: ['Package: what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', benchPackage],
   protocol: ['Protocol core (one process: signing, encoding, decoding, verifying and every transition; payments include all their messages)', benchProtocol],
@@ -16,12 +19,14 @@ const parts = {
   node: ['Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', benchNode],
   api: ['REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', benchApi],
   monitor: ['Monitoring service (sluice monitor: one service on anvil, LevelDB storage with sync writes; per-peer rate limits lifted)', benchMonitor],
-  browser: ['The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer)', benchBrowser],
+  browser: [
+    'The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer)',
+    () => benchBrowser(undefined, values.trace ? { trace: values.trace } : {}),
+  ],
   profile: ['CPU profile of one direct payment (both nodes in one process, LevelDB sync writes; self time per payment)', profilePayment],
 } as const satisfies Record<string, readonly [string, () => Promise<Record<string, string>>]>
 type Part = keyof typeof parts
 
-const { positionals } = parseArgs({ allowPositionals: true })
 const unknown = positionals.filter((p) => !(p in parts))
 if (unknown.length > 0) {
   console.error(`unknown part ${unknown.join(', ')}; the parts are: ${Object.keys(parts).join(', ')}`)

@@ -6,11 +6,17 @@
  * (docs/decisions/0020-the-node-in-the-page.md).
  *
  * The protocol, per request `id`:
- *   client -> `request` (method, url, headers, body)        node -> `accepted` (its node id), at once
+ *   client -> `request` (method, url, headers, body)        node -> `accepted` (its node id)
  *   node -> `head` (status, headers), `chunk`s, `end`         client -> `cancel` when it stops reading
- * and, for the whole channel: `ready` when a node starts serving (requests not yet accepted are sent again),
+ * or, to a client that says it takes one (`whole`), an answer that is not a stream as one `response` (status,
+ * headers, body). `accepted` comes first whatever the answer: a client that knows its node hears that node's `gone`,
+ * and never sends a write again to the next one. And, for the whole channel: `ready` when a node starts serving (requests not yet accepted are sent again),
  * `alive` every second while a node has requests in flight, `gone` when it stops. A client whose node goes
  * silent answers 503 (a GET is sent again to the next node: reading twice is harmless).
+ *
+ * Each context opens the channel once and keeps it (a BroadcastChannel costs about a millisecond to open and close
+ * in Chromium, and every open one hears every message of the origin): requests and their answers are told apart by
+ * `id` (issue 19's trace of the service worker).
  */
 
 export const API_CHANNEL = 'sluice:api'
@@ -18,8 +24,9 @@ export const API_CHANNEL = 'sluice:api'
 type Headers = [string, string][]
 
 export type ApiChannelMessage =
-  | { kind: 'request'; id: string; method: string; url: string; headers: Headers; body: ArrayBuffer | null }
+  | { kind: 'request'; id: string; method: string; url: string; headers: Headers; body: ArrayBuffer | null; whole?: boolean }
   | { kind: 'accepted'; id: string; node: string }
+  | { kind: 'response'; id: string; node: string; status: number; headers: Headers; body: ArrayBuffer | null }
   | { kind: 'head'; id: string; node: string; status: number; headers: Headers }
   | { kind: 'chunk'; id: string; node: string; bytes: Uint8Array }
   | { kind: 'end'; id: string; node: string; error?: string }
@@ -62,6 +69,11 @@ export function serveApiChannel({ fetch, node, channelName = API_CHANNEL }: Serv
     try {
       const request = new Request(m.url, { method: m.method, headers: m.headers, ...(m.body ? { body: m.body } : {}), signal: abort.signal })
       const response = await fetch(request)
+      if (m.whole && !response.headers.get('content-type')?.startsWith('text/event-stream')) {
+        const body = response.body ? await response.arrayBuffer() : null
+        if (!abort.signal.aborted) post({ kind: 'response', id: m.id, node, status: response.status, headers: [...response.headers], body })
+        return
+      }
       post({ kind: 'head', id: m.id, node, status: response.status, headers: [...response.headers] })
       if (response.body) {
         const reader = response.body.getReader()
@@ -116,6 +128,26 @@ export function errorResponse(status: number, code: string, message: string): Re
   return new Response(JSON.stringify({ errors: message, code }), { status, headers: { 'content-type': 'application/json' } })
 }
 
+/** This context's end of a channel, opened once: each message goes to the request its `id` names, the rest to all. */
+type SharedChannel = { channel: BroadcastChannel; listeners: Map<string, (m: ApiChannelMessage) => void> }
+const opened = new Map<string, SharedChannel>()
+
+function sharedChannel(name: string): SharedChannel {
+  let shared = opened.get(name)
+  if (!shared) {
+    const listeners = new Map<string, (m: ApiChannelMessage) => void>()
+    const channel = new BroadcastChannel(name)
+    channel.onmessage = (event: MessageEvent<ApiChannelMessage>) => {
+      const m = event.data
+      if ('id' in m) listeners.get(m.id)?.(m)
+      else for (const listener of [...listeners.values()]) listener(m)
+    }
+    shared = { channel, listeners }
+    opened.set(name, shared)
+  }
+  return shared
+}
+
 /**
  * Sends `request` to the origin's node and resolves with its Response (the body streamed as it comes), or with a
  * 503 when no node answers: never left pending.
@@ -125,9 +157,9 @@ export async function forwardOverApiChannel(request: Request, p: ForwardParamete
   const startTimeoutMs = p.startTimeoutMs ?? 30_000
   const id = crypto.randomUUID()
   const body = request.method === 'GET' || request.method === 'HEAD' ? null : await request.arrayBuffer()
-  const message: ApiChannelMessage = { kind: 'request', id, method: request.method, url: request.url, headers: [...request.headers], body }
+  const message: ApiChannelMessage = { kind: 'request', id, method: request.method, url: request.url, headers: [...request.headers], body, whole: true }
   const retriable = request.method === 'GET' || request.method === 'HEAD'
-  const channel = new BroadcastChannel(p.channelName ?? API_CHANNEL)
+  const { channel, listeners } = sharedChannel(p.channelName ?? API_CHANNEL)
   const started = Date.now()
 
   return new Promise<Response>((resolve) => {
@@ -138,7 +170,7 @@ export async function forwardOverApiChannel(request: Request, p: ForwardParamete
     const send = () => channel.postMessage(message)
     const finish = () => {
       clearInterval(watch)
-      channel.close()
+      listeners.delete(id)
     }
     const answer = (response: Response) => {
       if (settled) return
@@ -169,21 +201,21 @@ export async function forwardOverApiChannel(request: Request, p: ForwardParamete
       finish()
     })
 
-    channel.onmessage = (event: MessageEvent<ApiChannelMessage>) => {
-      const m = event.data
+    listeners.set(id, (m) => {
       if (m.kind === 'ready' && !node) return send()
       if ('node' in m && m.node === node) lastHeard = Date.now()
       if (m.kind === 'gone' && m.node === node) return lost('it was stopped')
       if (!('id' in m) || m.id !== id) return
-      if (m.kind === 'accepted') {
-        if (node === undefined) {
-          node = m.node
-          lastHeard = Date.now()
-        }
-        return
+      if (m.kind === 'accepted' && node === undefined) {
+        node = m.node
+        lastHeard = Date.now()
       }
+      if (m.kind === 'accepted') return
       if (!('node' in m) || m.node !== node) return
-      if (m.kind === 'head') {
+      if (m.kind === 'response') {
+        answer(new Response(m.status === 204 || m.status === 304 ? null : m.body, { status: m.status, headers: m.headers }))
+        finish()
+      } else if (m.kind === 'head') {
         const readable = new ReadableStream<Uint8Array>({
           start: (controller) => {
             stream = controller
@@ -200,7 +232,7 @@ export async function forwardOverApiChannel(request: Request, p: ForwardParamete
         stream?.close()
         finish()
       }
-    }
+    })
 
     let starting: boolean | undefined
     const watch = setInterval(async () => {

@@ -89,6 +89,38 @@ describe('the API channel', () => {
     expect((await pending).status).toBe(200)
   })
 
+  test('a context opens its channel once, and a request that is not a stream costs three messages: request, accepted, response', async () => {
+    // What made the service worker cost 8 ms a payment (issue 19): a BroadcastChannel opened and closed per request,
+    // which every other open one then heard, and an answer in three messages (head, chunk, end) after `accepted`.
+    const name = channelName()
+    serve(name)
+    const Original = globalThis.BroadcastChannel
+    const opened: string[] = []
+    const posted: string[] = []
+    globalThis.BroadcastChannel = class extends Original {
+      constructor(channel: string) {
+        super(channel)
+        opened.push(channel)
+      }
+    }
+    const post = Original.prototype.postMessage
+    Original.prototype.postMessage = function (this: BroadcastChannel, message: { kind: string }) {
+      posted.push(message.kind)
+      post.call(this, message)
+    }
+    try {
+      for (let i = 0; i < 20; i++) {
+        const answer = await forwardOverApiChannel(new Request(`${location.origin}/api/v1/echo`, { method: 'POST', body: `{"n":${i}}` }), { channelName: name })
+        expect(await answer.json()).toEqual({ got: { n: i }, method: 'POST' })
+      }
+    } finally {
+      globalThis.BroadcastChannel = Original
+      Original.prototype.postMessage = post
+    }
+    expect(opened.length).toBeLessThanOrEqual(1)
+    expect(posted.filter((k) => k !== 'alive')).toEqual(Array.from({ length: 20 }, () => ['request', 'accepted', 'response']).flat())
+  })
+
   test('a node that stops mid-request: a GET is asked again of the next node, anything else is a clear 503', async () => {
     const name = channelName()
     const first = serve(name)
