@@ -21,3 +21,20 @@ export async function cpuMsPerRun(f: (i: number) => Promise<void>, runs: number)
 }
 
 export const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2))
+
+/** Runs `f` `times` times (one after the other) and returns each result. */
+export async function repeat<T>(times: number, f: (run: number) => Promise<T>): Promise<T[]> {
+  const results: T[] = []
+  for (let run = 0; run < times; run++) results.push(await f(run))
+  return results
+}
+
+/** A throughput over repetitions, as the bench prints it: "median (min to max, n runs)". */
+export function spread(values: number[]): string {
+  const sorted = [...values].sort((a, b) => a - b)
+  const median = sorted[Math.floor((sorted.length - 1) / 2)]!
+  return `${fmt(median)} (${fmt(sorted[0]!)} to ${fmt(sorted.at(-1)!)}, ${sorted.length} runs)`
+}
+
+/** The median of `values`. */
+export const medianOf = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!
