@@ -5,7 +5,7 @@
 import { packMessage } from '../src/protocol/messages/pack.ts'
 import type { LockedTransfer } from '../src/protocol/messages/types.ts'
 import { readMessage } from '../src/protocol/messages/wire.ts'
-import { secp256k1Engine, setSecp256k1Engine, useWasmSecp256k1 } from '../src/protocol/secp256k1.ts'
+import { secp256k1Engine, setSecp256k1Engine, wasmSecp256k1Engine } from '../src/protocol/secp256k1.ts'
 import { recoverPackedSignerSync, signPackedSync } from '../src/protocol/signature.ts'
 import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import fixture from '../test/fixtures/messages/LockedTransfer.json' with { type: 'json' }
@@ -23,8 +23,12 @@ export type CryptoLimit = { sign: number; verify: number; paymentsPerSecond: num
 export async function cryptoLimit(engine: 'native' | 'wasm'): Promise<CryptoLimit> {
   const before = secp256k1Engine()
   try {
-    const loaded = engine === 'native' ? await useNativeSecp256k1() : await useWasmSecp256k1()
-    if (secp256k1Engine().name !== engine) throw new Error(`the ${engine} secp256k1 engine did not load (${String(loaded)})`)
+    if (engine === 'native') await useNativeSecp256k1()
+    else {
+      const wasm = await wasmSecp256k1Engine()
+      if (wasm) setSecp256k1Engine(wasm)
+    }
+    if (secp256k1Engine().name !== engine) throw new Error(`the ${engine} secp256k1 engine did not load`)
     const transfer = readMessage(fixture.message) as LockedTransfer & { signature: `0x${string}` }
     const signed = signPackedSync(key, packMessage(transfer))
     const sign = opsPerSecond((i) => signPackedSync(key, packMessage({ ...transfer, message_identifier: BigInt(i) })))

@@ -75,9 +75,15 @@ export function useSmallJsTables(): void {
 export async function useWasmSecp256k1(): Promise<Secp256k1Engine['name']> {
   await useWasmKeccak()
   if (engine.name !== 'js') return engine.name
+  engine = (await wasmSecp256k1Engine()) ?? engine
+  return engine.name
+}
+
+/** The WASM engine (libsecp256k1 as tiny-secp256k1 builds it), or undefined where it does not load; not put in use. */
+export async function wasmSecp256k1Engine(): Promise<Secp256k1Engine | undefined> {
   try {
     const tiny = await import('tiny-secp256k1')
-    engine = libsecp256k1Engine('wasm', {
+    return libsecp256k1Engine('wasm', {
       sign: (hash, privateKey) => tiny.signRecoverable(hash, privateKey),
       recover: (hash, signature, id) => tiny.recover(hash, signature, id as 0 | 1, false),
       publicKey: (privateKey) => tiny.pointFromScalar(privateKey, false),
@@ -85,8 +91,8 @@ export async function useWasmSecp256k1(): Promise<Secp256k1Engine['name']> {
     })
   } catch {
     // No WASM here (or the bundler could not load it): the JS engine stays, only slower.
+    return undefined
   }
-  return engine.name
 }
 
 /** What a libsecp256k1 binding offers (WASM or native): compact signatures, 65-byte uncompressed points. */
