@@ -129,6 +129,10 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const queue = createTransactionQueue(chain)
     const transport = await config.transport({ address, key: config.key })
     const messages = new MessageHandler({ engine, store: storage, address, privateKey: hexToBytes(config.key), report })
+    // A partner's messages that came before the chain showed us their channel go to the core once it has.
+    notices.subscribe((notice) => {
+      if (notice.type === 'channelStateChanged' && notice.state === 'opened') messages.channelOpened(notice.tokenNetwork, notice.channelId)
+    })
     // Keys the transport authenticated as peers came online: a payment's secret can go to a target in its first
     // LockedTransfer before any message of the target reached us (no SecretRequest round trip).
     const peerKeys = new RecentMap<string, Hex>(PEER_KEYS_KEPT)

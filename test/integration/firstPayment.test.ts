@@ -8,6 +8,7 @@ import { sendPayment } from '../../src/node/actions/payments.ts'
 import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
+import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
 import type { Transport } from '../../src/transport/transport.ts'
 import { startDevnet, startNode, type Devnet } from './support/devnet.ts'
 import { eventually } from './support/eventually.ts'
@@ -21,7 +22,7 @@ import { eventually } from './support/eventually.ts'
  * SecretRequest.
  */
 
-const [keyA, keyB] = [anvilKeys[7], anvilKeys[8]] as [Hex, Hex]
+const [keyA, keyB, keyC, keyD] = [anvilKeys[7], anvilKeys[8], anvilKeys[9], anvilKeys[6]] as [Hex, Hex, Hex, Hex]
 let net: Devnet
 let relay: Relay
 const nodes: SluiceNode[] = []
@@ -44,7 +45,7 @@ function libp2p(wire: Wire) {
 }
 
 beforeAll(async () => {
-  ;[net, relay] = await Promise.all([startDevnet([keyA]), startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })])
+  ;[net, relay] = await Promise.all([startDevnet([keyA, keyC]), startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })])
 })
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()))
@@ -78,5 +79,36 @@ describe('the first payment to a new partner, over libp2p and a relay', () => {
     expect(wireB.sent).not.toContain('SecretRequest')
     // No dial in the payment's path: it went over the stream opened with the channel.
     expect(wireA.transport!.stats().streamsOpened).toBe(1)
+  })
+
+  test("a payment made before the partner's node saw the channel is taken once it sees it, with no resend", async () => {
+    // C resends nothing for a minute; D reads the chain at its start and then not for a minute, unless asked.
+    const typesOf = (lines: string[]) => lines.map((line) => (JSON.parse(line) as { type: string }).type)
+    const sentByC: string[] = []
+    const receivedByD: string[] = []
+    const c = await startNode(net, keyC, {
+      backoff: { initialMs: 60_000, maxMs: 60_000 },
+      transport: ({ address }) => {
+        const t = createBroadcastChannelTransport({ address, channelName: net.channelName })
+        return { ...t, send: (to, lines) => (sentByC.push(...typesOf(lines)), t.send(to, lines)) }
+      },
+    })
+    const d = await startNode(net, keyD, {
+      pollingInterval: 60_000,
+      transport: ({ address }) => {
+        const t = createBroadcastChannelTransport({ address, channelName: net.channelName })
+        return { ...t, start: (onMessages) => t.start((lines, from) => (receivedByD.push(...typesOf(lines)), onMessages(lines, from))) }
+      },
+    })
+    nodes.push(c, d)
+    await openChannelOnChain(c.client, { tokenNetwork: net.tokenNetwork, partner: d.address, totalDeposit: 100n })
+
+    const paying = sendPayment(c.client, { token: net.token, target: d.address, amount: 5n })
+    await eventually(() => expect(receivedByD).toContain('LockedTransfer'))
+    // D has not seen the channel: the core refused the transfer, and C will not send it again.
+    expect(d.client.channel(net.tokenNetwork, c.address)).toBeUndefined()
+    await d.client.waitForBlock(c.state.blockNumber)
+    expect(await paying).toMatchObject({ amount: 5n })
+    expect(sentByC.filter((t) => t === 'LockedTransfer')).toEqual(['LockedTransfer'])
   })
 })

@@ -1,5 +1,7 @@
 import type { Address, Hex } from 'viem'
+import { takesNonce } from '../../protocol/channel/usedNonce.ts'
 import type { Message, Signed } from '../../protocol/messages/types.ts'
+import { getChannel } from '../../protocol/state/access.ts'
 import type { Report } from '../notices.ts'
 import type { Applied, Engine } from './engine.ts'
 import { needsLookup, withStoredNonce, type NonceLookupStore } from './nonceLookups.ts'
@@ -25,6 +27,12 @@ export class MessageHandler {
   /** The lookups under way, in order; `inLane` counts the messages in it. */
   private lane: Promise<unknown> = Promise.resolve()
   private inLane = 0
+  /**
+   * Messages of a channel the chain has not shown us yet (the partner saw it opened first), by channel: the core
+   * refuses them now and takes them once `channelOpened` says the channel is there, rather than at the partner's
+   * next resend or delivery's redelivery seconds later (issue 19). Bounded: the latest channels, a few messages each.
+   */
+  private readonly early = new Map<string, { message: Signed<Message>; sender: Address; senderKey: Hex }[]>()
 
   constructor(private readonly p: MessageHandlerParameters) {}
 
@@ -34,6 +42,8 @@ export class MessageHandler {
    */
   receive(message: Signed<Message>, sender: Address, senderKey: Hex): Promise<Applied> {
     const { engine } = this.p
+    if (takesNonce(message) && !getChannel(engine.current, message.token_network_address, message.channel_identifier))
+      this.keepEarly(message, sender, senderKey)
     const decryptedSecret = secretFromMetadata(message, this.p.address, this.p.privateKey)
     const change = { type: 'receive' as const, message, sender, senderKey, ...(decryptedSecret ? { decryptedSecret } : {}) }
     let applied: Promise<Applied>
@@ -53,4 +63,30 @@ export class MessageHandler {
     applied.catch((error) => this.p.report('receive', error))
     return applied
   }
+
+  /** The chain showed the channel: its messages that came before are handed to the core again, in arrival order. */
+  channelOpened(tokenNetwork: Address, channelId: bigint): void {
+    const key = earlyKey(tokenNetwork, channelId)
+    const kept = this.early.get(key)
+    if (!kept) return
+    this.early.delete(key)
+    for (const { message, sender, senderKey } of kept) this.receive(message, sender, senderKey).catch(() => {})
+  }
+
+  private keepEarly(message: Signed<Message> & { token_network_address: Address; channel_identifier: bigint }, sender: Address, senderKey: Hex) {
+    const key = earlyKey(message.token_network_address, message.channel_identifier)
+    const kept = this.early.get(key) ?? []
+    if (kept.some((k) => k.message.signature === message.signature)) return
+    kept.push({ message, sender, senderKey })
+    if (kept.length > EARLY_PER_CHANNEL) kept.shift()
+    this.early.delete(key)
+    this.early.set(key, kept)
+    if (this.early.size > EARLY_CHANNELS) this.early.delete(this.early.keys().next().value!)
+  }
 }
+
+/** How many channels, and messages of each, are kept until the chain shows them. */
+const EARLY_CHANNELS = 64
+const EARLY_PER_CHANNEL = 16
+
+const earlyKey = (tokenNetwork: Address, channelId: bigint) => `${tokenNetwork.toLowerCase()}|${channelId}`
