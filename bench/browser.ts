@@ -31,8 +31,10 @@ const WARM_UP_REQUESTS = 100
 const PAYMENTS = 10_000
 const WARM_UP_PAYMENTS = 100
 const IN_FLIGHT = 32
-/** Payments timed one at a time, through the service worker and on the proxy. */
+/** Payments timed one at a time, through the service worker and on the proxy; mediated ones, after their warm-up. */
 const SEQUENTIAL = 200
+const MEDIATED = 100
+const WARM_UP_MEDIATED = 10
 /** Repetitions of each throughput row (the median and the spread are printed). */
 const RUNS = 3
 /** Restarts timed for each value of waitForSync. */
@@ -251,7 +253,10 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     const peerKey = anvilKeys[2]
     const address = privateKeyToAddress(pageKey)
     const peerAddress = privateKeyToAddress(peerKey)
-    net = await startDevnet([pageKey])
+    // A second peer, reached through the first (the hub): the page's mediated payments.
+    const targetKey = anvilKeys[3]
+    const targetAddress = privateKeyToAddress(targetKey)
+    net = await startDevnet([pageKey, peerKey])
     const rpc = net.anvil.rpcUrl
     const token = net.token
     const deploymentFile = join(stage, 'site/deployments', `${net.deployment.chainId}.json`)
@@ -263,7 +268,20 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     const peerArgs = ['serve', '--rpc', rpc, '--deployment', deploymentFile, '--key', peerKey, '--data-dir', join(stage, 'peer'), '--api', '127.0.0.1:0']
     peerArgs.push('--confirmations', '0', '--polling-interval', '50', '--environment', 'development', '--relay', relayAddress)
     const peer = start(peerArgs)
-    const [served, [, peerApi]] = await Promise.all([serveStatic(join(stage, 'site')), peer.waitForOutput(/REST API: (\S+)\n/, 60_000)])
+    const target = start(peerArgs.map((arg) => (arg === peerKey ? targetKey : arg === join(stage, 'peer') ? join(stage, 'target') : arg)))
+    const [served, [, peerApi], [, targetApi]] = await Promise.all([
+      serveStatic(join(stage, 'site')),
+      peer.waitForOutput(/REST API: (\S+)\n/, 60_000),
+      target.waitForOutput(/REST API: (\S+)\n/, 60_000),
+    ])
+    // The hub's channel to the target, opened over its REST API once both are synced.
+    await Promise.all([peer.waitForOutput(/^Ready: /m, 60_000), target.waitForOutput(/^Ready: /m, 60_000)])
+    const hubOpened = await fetch(`${peerApi}/channels`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ partner_address: targetAddress, token_address: token, total_deposit: String(10 ** 6) }),
+    })
+    if (hubOpened.status !== 201) throw new Error(`the hub's channel to the target: ${hubOpened.status} ${await hubOpened.text()}`)
     site = served.server
 
     browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs })
@@ -303,8 +321,8 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
       if (seen.status === 200 && ((await seen.json()) as { state: string }).state === 'opened') break
       if (Date.now() > deadline) throw new Error('the peer has not seen the channel')
     }
-    const sequential = async (n: number, via: 'sw' | 'proxy') => {
-      const paid = await inPage<Omit<Paid, 'seconds'>>(page, 'paySequential', token, peerAddress, n, via)
+    const sequential = async (n: number, via: 'sw' | 'proxy', to = peerAddress) => {
+      const paid = await inPage<Omit<Paid, 'seconds'>>(page, 'paySequential', token, to, n, via)
       if (paid.failures > 0) throw new Error(`${paid.failures} of ${n} payments failed, e.g. ${paid.firstFailures.join('; ')}`)
       return paid.latencies
     }
@@ -321,6 +339,23 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     rows[`direct payment latency p50 / p99, one at a time, through the service worker (${SEQUENTIAL} payments, ms)`] = p50p99(viaSw)
     rows['the same on the proxy (node.pay()), p50 / p99 (ms)'] = p50p99(viaProxy)
     rows['what the service worker adds to a payment, p50 (ms)'] = fmt(median(viaSw) - median(viaProxy))
+    // Mediated: the page's node knows the hub's channel to the target from the chain, and routes through it.
+    for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 50))) {
+      const network = (await call('GET', `/api/v1/tokens/${token}/network`)) as { channels: { participant1: string; participant2: string }[] }
+      if (network.channels.some((c) => [c.participant1, c.participant2].includes(targetAddress))) break
+      if (Date.now() > deadline) throw new Error("the page's node has not seen the hub's channel to the target")
+    }
+    await sequential(WARM_UP_MEDIATED, 'sw', targetAddress)
+    const mediated = await sequential(MEDIATED, 'sw', targetAddress)
+    rows[`mediated payment (page, hub, target) latency p50 / p99, one at a time, through the service worker (${MEDIATED} payments, ms)`] = p50p99(mediated)
+    const atTarget = async () =>
+      ((await (await fetch(`${targetApi}/payments/${token}?limit=1000`)).json()) as { event: string }[]).filter(
+        (e) => e.event === 'EventPaymentReceivedSuccess',
+      ).length
+    let reached = 0
+    for (const deadline = Date.now() + 30_000; reached < WARM_UP_MEDIATED + MEDIATED && Date.now() < deadline; await new Promise((r) => setTimeout(r, 200)))
+      reached = await atTarget()
+    if (reached !== WARM_UP_MEDIATED + MEDIATED) throw new Error(`the target received ${reached} mediated payments, not ${WARM_UP_MEDIATED + MEDIATED}`)
     if (only === 'sequential') return rows
     // 1. The service worker's cost: the same read through it (fetch) and on the proxy (the request channel).
     const { serviceWorker, proxy } = await inPage<{ serviceWorker: number[]; proxy: number[] }>(
@@ -354,6 +389,8 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     rows[`payment latency p50 / p99 with ${IN_FLIGHT} in flight (ms)`] = p50p99(latencies)
     // Every payment so far: the one-at-a-time ones (the first, through the service worker, on the proxy), the warm-up, the runs.
     const stored = 1 + 2 * SEQUENTIAL + WARM_UP_PAYMENTS + perRun * RUNS
+    // The page sent those and the mediated ones (which the hub forwarded: not its own).
+    const sentByPage = stored + WARM_UP_MEDIATED + MEDIATED
     // The peer, in its own process, holds them all (its last Unlocks may still be on their way for a moment).
     let received = 0
     for (const deadline = Date.now() + 30_000; received < stored && Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
@@ -374,13 +411,13 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
       return times
     }
     const quick = await restarts({ waitForSync: false })
-    const history = (await call('GET', `/api/v1/payments?limit=${stored * 2}`)) as { event: string }[]
+    const history = (await call('GET', `/api/v1/payments?limit=${sentByPage * 2}`)) as { event: string }[]
     const sent = history.filter((entry) => entry.event === 'EventPaymentSentSuccess').length
-    if (sent !== stored) throw new Error(`after the restart GET /payments shows ${sent} sent payments, not ${stored}`)
+    if (sent !== sentByPage) throw new Error(`after the restart GET /payments shows ${sent} sent payments, not ${sentByPage}`)
     const synced = await restarts({ waitForSync: true })
     // What libp2p costs there: the same node and store without the relay (the worker then never loads libp2p).
     const local = await restarts({ relay: [], waitForSync: false })
-    const label = `startNode() to the first answered GET /address, ${fmt(stored)} stored payments`
+    const label = `startNode() to the first answered GET /address, ${fmt(sentByPage)} stored payments`
     rows[`${label}, waitForSync: false, median of ${RESTARTS} reloads (ms)`] = fmt(median(quick.map((t) => t.answered)))
     rows[`${label}, waitForSync: true (the default), median of ${RESTARTS} (ms)`] = fmt(median(synced.map((t) => t.answered)))
     rows['of which startNode() itself, waitForSync false / true, median (ms)'] =
@@ -435,7 +472,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     rows["the browser's CPU per payment without / with backupUrl (ms, every Chromium process)"] = `${fmt(plain.cpuMs)} / ${fmt(backedUp.cpuMs)}`
     rows['copies pushed while paying, and payments per copy'] = `${fmt(backup.pushes)}, ${fmt(backupPayments / backup.pushes)}`
     rows['bytes pushed per payment (sealed copies, gzipped)'] = fmt(backup.bytes_pushed / backupPayments)
-    rows[`the last copy: bytes, and ms from taking the state to the server's answer (${fmt(stored + backupPayments * 2)} payments in the store)`] =
+    rows[`the last copy: bytes, and ms from taking the state to the server's answer (${fmt(sentByPage + backupPayments * 2)} payments in the store)`] =
       `${fmt(backup.last_push.bytes)}, ${fmt(backup.last_push.ms)}`
     await inPage(page, 'stop')
 
