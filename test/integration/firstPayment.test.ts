@@ -90,14 +90,27 @@ describe('the first payment to a new partner, over libp2p and a relay', () => {
       backoff: { initialMs: 60_000, maxMs: 60_000 },
       transport: ({ address }) => {
         const t = createBroadcastChannelTransport({ address, channelName: net.channelName })
-        return { ...t, send: (to, lines) => (sentByC.push(...typesOf(lines)), t.send(to, lines)) }
+        return {
+          ...t,
+          send: (to, lines) => {
+            sentByC.push(...typesOf(lines))
+            return t.send(to, lines)
+          },
+        }
       },
     })
     const d = await startNode(net, keyD, {
       pollingInterval: 60_000,
       transport: ({ address }) => {
         const t = createBroadcastChannelTransport({ address, channelName: net.channelName })
-        return { ...t, start: (onMessages) => t.start((lines, from) => (receivedByD.push(...typesOf(lines)), onMessages(lines, from))) }
+        return {
+          ...t,
+          start: (onMessages) =>
+            t.start((lines, from) => {
+              receivedByD.push(...typesOf(lines))
+              onMessages(lines, from)
+            }),
+        }
       },
     })
     nodes.push(c, d)
