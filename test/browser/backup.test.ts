@@ -7,6 +7,7 @@ import { commands } from 'vitest/browser'
 import { backupKey, backupServerStatus, fetchBackup, open, pushBackup, seal, type BackupKey } from '../../src/backup/index.ts'
 import { fetchAuthorization } from '../../src/backup/client.ts'
 import { useWasmSecp256k1 } from '../../src/protocol/secp256k1.ts'
+import { codeOf } from '../support/errorCode.ts'
 
 const utf8 = (s: string) => new TextEncoder().encode(s)
 let url: string
@@ -17,15 +18,6 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(() => commands.stopBackupServers())
-
-async function code(run: () => Promise<unknown>): Promise<string> {
-  try {
-    await run()
-    return 'none'
-  } catch (e) {
-    return (e as { code?: string }).code ?? String(e)
-  }
-}
 
 describe('backup copies from the page', () => {
   test('a copy sealed in the page is pushed, fetched back by its owner and opened; the server is another origin', async () => {
@@ -40,7 +32,7 @@ describe('backup copies from the page', () => {
     // Another key: no copy of its own, and this one does not open for it.
     const other = await backupKey(generatePrivateKey())
     expect(await fetchBackup(url, other)).toBeUndefined()
-    expect(await code(() => open(other, copy!))).toBe('BACKUP_OTHER_OWNER')
+    expect(await codeOf(() => open(other, copy!))).toBe('BACKUP_OTHER_OWNER')
   })
 
   test('the newest wins: an older copy is refused with BACKUP_STALE, the same copy again is acknowledged unchanged', async () => {
@@ -62,10 +54,10 @@ describe('backup copies from the page', () => {
     const [silent, gone] = await Promise.all([commands.silentBackupServer(), commands.goneBackupServer()])
     const copy = await seal(key, { version: 4n, payload: utf8('4') })
     const started = performance.now()
-    expect(await code(() => pushBackup(silent, copy, { timeoutMs: 500 }))).toBe('BACKUP_TIMEOUT')
-    expect(await code(() => fetchBackup(silent, key, { timeoutMs: 500 }))).toBe('BACKUP_TIMEOUT')
+    expect(await codeOf(() => pushBackup(silent, copy, { timeoutMs: 500 }))).toBe('BACKUP_TIMEOUT')
+    expect(await codeOf(() => fetchBackup(silent, key, { timeoutMs: 500 }))).toBe('BACKUP_TIMEOUT')
     expect(performance.now() - started).toBeLessThan(3_000)
-    expect(await code(() => pushBackup(gone, copy))).toBe('BACKUP_UNREACHABLE')
-    expect(await code(() => fetchBackup(gone, key))).toBe('BACKUP_UNREACHABLE')
+    expect(await codeOf(() => pushBackup(gone, copy))).toBe('BACKUP_UNREACHABLE')
+    expect(await codeOf(() => fetchBackup(gone, key))).toBe('BACKUP_UNREACHABLE')
   })
 })

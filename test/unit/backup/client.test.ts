@@ -12,6 +12,7 @@ import { backupKey, envelopeToJson, fetchBackup, open, pushBackup, seal } from '
 import { BACKUP_BASE_PATH, createBackupApp } from '../../../src/backup/server/app.ts'
 import { openBackupStore } from '../../../src/backup/server/store.ts'
 import { listen } from '../../../src/cli/httpServer.ts'
+import { codeOf } from '../../support/errorCode.ts'
 
 const closers: (() => Promise<unknown>)[] = []
 const dirs: string[] = []
@@ -34,15 +35,6 @@ async function httpServer(answer: Parameters<typeof createHttpServer>[1]): Promi
     return closed
   })
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}${BACKUP_BASE_PATH}`
-}
-
-async function code(run: () => Promise<unknown>): Promise<string> {
-  try {
-    await run()
-    return 'none'
-  } catch (e) {
-    return (e as { code?: string }).code ?? String(e)
-  }
 }
 
 describe('pushBackup and fetchBackup', () => {
@@ -72,8 +64,8 @@ describe('pushBackup and fetchBackup', () => {
     })
     const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}${BACKUP_BASE_PATH}`
     const started = performance.now()
-    expect(await code(() => pushBackup(url, envelope, { timeoutMs: 300 }))).toBe('BACKUP_TIMEOUT')
-    expect(await code(() => fetchBackup(url, key, { timeoutMs: 300 }))).toBe('BACKUP_TIMEOUT')
+    expect(await codeOf(() => pushBackup(url, envelope, { timeoutMs: 300 }))).toBe('BACKUP_TIMEOUT')
+    expect(await codeOf(() => fetchBackup(url, key, { timeoutMs: 300 }))).toBe('BACKUP_TIMEOUT')
     expect(performance.now() - started).toBeLessThan(2_000)
   })
 
@@ -82,7 +74,7 @@ describe('pushBackup and fetchBackup', () => {
       response.writeHead(200, { 'content-type': 'application/json' })
       response.write('{"version": "1",')
     })
-    expect(await code(() => pushBackup(url, envelope, { timeoutMs: 300 }))).toBe('BACKUP_TIMEOUT')
+    expect(await codeOf(() => pushBackup(url, envelope, { timeoutMs: 300 }))).toBe('BACKUP_TIMEOUT')
   })
 
   test('end with BACKUP_UNREACHABLE when nothing listens', async () => {
@@ -90,7 +82,7 @@ describe('pushBackup and fetchBackup', () => {
     await new Promise<void>((resolve) => gone.listen(0, '127.0.0.1', resolve))
     const port = (gone.address() as AddressInfo).port
     await new Promise((resolve) => gone.close(resolve))
-    expect(await code(() => pushBackup(`http://127.0.0.1:${port}${BACKUP_BASE_PATH}`, envelope))).toBe('BACKUP_UNREACHABLE')
+    expect(await codeOf(() => pushBackup(`http://127.0.0.1:${port}${BACKUP_BASE_PATH}`, envelope))).toBe('BACKUP_UNREACHABLE')
   })
 
   test("end with BACKUP_BAD_ANSWER for what is not the protocol's answer: a proxy's page, an answer larger than any copy", async () => {
@@ -98,8 +90,8 @@ describe('pushBackup and fetchBackup', () => {
       response.writeHead(502, { 'content-type': 'text/html' })
       response.end('<html>Bad Gateway</html>')
     })
-    expect(await code(() => pushBackup(proxy, envelope))).toBe('BACKUP_BAD_ANSWER')
-    expect(await code(() => fetchBackup(proxy, key))).toBe('BACKUP_BAD_ANSWER')
+    expect(await codeOf(() => pushBackup(proxy, envelope))).toBe('BACKUP_BAD_ANSWER')
+    expect(await codeOf(() => fetchBackup(proxy, key))).toBe('BACKUP_BAD_ANSWER')
     // An endless body: read up to the limit, then dropped.
     const endless = await httpServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' })
@@ -111,12 +103,12 @@ describe('pushBackup and fetchBackup', () => {
       write()
       response.once('close', () => response.removeAllListeners('drain'))
     })
-    expect(await code(() => fetchBackup(endless, key, { maxCopyBytes: 1024, timeoutMs: 5_000 }))).toBe('BACKUP_BAD_ANSWER')
+    expect(await codeOf(() => fetchBackup(endless, key, { maxCopyBytes: 1024, timeoutMs: 5_000 }))).toBe('BACKUP_BAD_ANSWER')
     const declared = await httpServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': String(10 * 1024 * 1024) })
       response.write('{')
     })
-    expect(await code(() => fetchBackup(declared, key, { maxCopyBytes: 1024 }))).toBe('BACKUP_BAD_ANSWER')
+    expect(await codeOf(() => fetchBackup(declared, key, { maxCopyBytes: 1024 }))).toBe('BACKUP_BAD_ANSWER')
   })
 
   test("refuse a server's answer that is another owner's copy, or one changed since its owner signed it", async () => {
@@ -126,13 +118,13 @@ describe('pushBackup and fetchBackup', () => {
       response.writeHead(200, { 'content-type': 'application/json' })
       response.end(JSON.stringify(othersCopy))
     })
-    expect(await code(() => fetchBackup(wrongOwner, key))).toBe('BACKUP_OTHER_OWNER')
+    expect(await codeOf(() => fetchBackup(wrongOwner, key))).toBe('BACKUP_OTHER_OWNER')
     const ours = envelopeToJson(envelope)
     const changed = await httpServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' })
       response.end(JSON.stringify({ ...ours, version: '2' }))
     })
-    expect(await code(() => fetchBackup(changed, key))).toBe('BACKUP_BAD_SIGNATURE')
+    expect(await codeOf(() => fetchBackup(changed, key))).toBe('BACKUP_BAD_SIGNATURE')
   })
 
   test("reject with the caller's reason when the caller aborts", async () => {

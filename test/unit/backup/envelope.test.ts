@@ -10,6 +10,7 @@ import { backupKey, envelopeToJson, MAX_VERSION, open, parseEnvelope, seal, veri
 import { signedCopyBytes, signedFetchBytes } from '../../../src/backup/format.ts'
 import { useWasmSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 import { signPackedSync } from '../../../src/protocol/signature.ts'
+import { codeOf } from '../../support/errorCode.ts'
 
 // Thousands of recoveries below: libsecp256k1 in WASM, as in the page's worker.
 await useWasmSecp256k1()
@@ -19,16 +20,6 @@ const keyB = '0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318
 const owner = await backupKey(keyA)
 const other = await backupKey(keyB)
 const utf8 = (s: string) => new TextEncoder().encode(s)
-
-/** The code of what `run` throws (or rejects with), or 'none'. */
-async function codeOf(run: () => unknown): Promise<string> {
-  try {
-    await run()
-    return 'none'
-  } catch (e) {
-    return (e as { code?: string }).code ?? `not coded: ${String(e)}`
-  }
-}
 
 /** The copy as its owner would have signed it with these fields: a valid signature over changed content. */
 function resigned(key: BackupKey, envelope: Envelope, change: Partial<Pick<Envelope, 'version' | 'ciphertext'>>): Envelope {
