@@ -1,17 +1,9 @@
 import { tmpdir } from 'node:os'
-import type { Address } from 'viem'
+import type { DevnetSummary } from '../../src/cli/devnet.ts'
 import { childProcesses, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
-/** The --json line; `relay` only with --transport libp2p, `monitor` only with --monitoring. */
-export type DevnetJson = {
-  rpcUrl: string
-  deployment: string
-  tokens: Record<string, Address>
-  nodes: { address: Address; api: string }[]
-  relay?: string
-  backup: { api: string }
-  monitor?: { address: Address; api: string }
-}
+/** The --json line: the command's own summary (`relay` only with --transport libp2p, `monitor` only with --monitoring). */
+export type DevnetJson = DevnetSummary
 
 /** Starts `sluice devnet --json` and resolves with its one line once every node is ready. */
 export async function startDevnetCommand(args: string[], cwd: string = tmpdir()): Promise<{ sluice: SluiceProcess; info: DevnetJson; anvilPid: number }> {
