@@ -4,6 +4,7 @@ import type { ChainClient } from '../chain/chainClient.ts'
 import type { Deployment } from '../chain/deployment.ts'
 import { syncChainEvents } from '../chain/eventSync.ts'
 import { LogChunkSize } from '../chain/getLogsByChunk.ts'
+import { SyncLoop } from '../chain/syncLoop.ts'
 import { applyChainEvent } from './channelEvents.ts'
 import type { MonitorStore } from './store.ts'
 
@@ -24,15 +25,12 @@ export type ChainWatchParameters = {
  * Follows the chain for the service: the block watcher hands out confirmed ranges (and reorgs), syncChainEvents
  * fetches every token network's channel events and MonitoringService's, and each range's events are applied to the
  * watched channels (channelEvents.ts) in one store step together with the new sync mark: a range is applied whole
- * or not at all, and a restart goes on after the last one. One sync at a time.
+ * or not at all, and a restart goes on after the last one. One sync at a time (chain/syncLoop.ts).
  */
 export class ChainWatch {
   private readonly watcher: BlockWatcher
   private readonly chunkSize = new LogChunkSize()
-  private step: Promise<boolean> | undefined
-  private loop: Promise<void> | undefined
-  private timer: ReturnType<typeof setTimeout> | undefined
-  private stopped = false
+  private readonly loop: SyncLoop
 
   constructor(private readonly p: ChainWatchParameters) {
     const sync = p.store.sync
@@ -44,6 +42,12 @@ export class ChainWatch {
       maxRange: 10_000n,
       ...(sync ? { recentBlocks: sync.recentBlocks } : {}),
     })
+    this.loop = new SyncLoop({
+      step: () => this.syncStep(),
+      pollingInterval: p.pollingInterval,
+      onError: (error) => p.onError('chain sync', error),
+      afterRound: () => p.onLooked(),
+    })
   }
 
   progress(): SyncProgress {
@@ -51,41 +55,22 @@ export class ChainWatch {
   }
 
   /** Syncs until nothing is new: the catch-up at start. */
-  async catchUp(): Promise<void> {
-    while (!this.stopped && (await this.syncOnce()));
+  catchUp(): Promise<void> {
+    return this.loop.catchUp()
   }
 
   /** Follows the chain every polling interval from now on; a failed round is reported and tried again. */
   start(): void {
-    const round = async () => {
-      try {
-        while (!this.stopped && (await this.syncOnce()));
-      } catch (error) {
-        this.p.onError('chain sync', error)
-      }
-      if (!this.stopped) this.p.onLooked()
-    }
-    const next = () => {
-      this.loop = round().finally(() => {
-        if (!this.stopped) this.timer = setTimeout(next, this.p.pollingInterval)
-      })
-    }
-    next()
+    this.loop.start()
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true
-    clearTimeout(this.timer)
-    await this.loop
-    await this.step?.catch(() => {})
+  stop(): Promise<void> {
+    return this.loop.stop()
   }
 
   /** One look at the chain, or the one under way: true when something was new. */
   syncOnce(): Promise<boolean> {
-    this.step ??= this.syncStep().finally(() => {
-      this.step = undefined
-    })
-    return this.step
+    return this.loop.syncOnce()
   }
 
   private async syncStep(): Promise<boolean> {

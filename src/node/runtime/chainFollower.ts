@@ -1,5 +1,6 @@
 import type { Address } from 'viem'
 import type { BlockRange, BlockWatcher, SyncProgress } from '../../chain/blockWatcher.ts'
+import { SyncLoop } from '../../chain/syncLoop.ts'
 import { byChainPosition, type SyncedChainEvent } from '../../chain/chainEvents.ts'
 import type { Applied, Engine } from './engine.ts'
 
@@ -20,26 +21,25 @@ export type ChainFollowerParameters = {
  * confirmed blocks are acted on; a reorg of them is reported and the range synced again (re-applied events are
  * idempotent in the core).
  *
- * One sync at a time (docs/decisions/0028): a sync step polls the watcher, applies the range and acknowledges
- * it, and whoever asks while a step is under way (the loop, the first catch-up, waitForBlock) shares that step.
- * Two steps side by side would be handed the same unacknowledged range and dispatch its events twice, into one
- * commit the store refuses.
+ * One sync at a time (docs/decisions/0028, chain/syncLoop.ts): a sync step polls the watcher, applies the range and
+ * acknowledges it, and whoever asks while a step is under way (the loop, the first catch-up, waitForBlock) shares
+ * that step. Two steps side by side would be handed the same unacknowledged range and dispatch its events twice,
+ * into one commit the store refuses.
  */
 export class ChainFollower {
   private syncedBlockValue: bigint
-  /** The sync step under way. */
-  private step: Promise<boolean> | undefined
-  /** The loop's current round of steps, and its timer between rounds. */
-  private round: Promise<void> | undefined
-  private timer: ReturnType<typeof setTimeout> | undefined
-  private started = false
-  private stopped = false
+  private readonly loop: SyncLoop
 
   constructor(
     private readonly p: ChainFollowerParameters,
     syncedBlock: bigint,
   ) {
     this.syncedBlockValue = syncedBlock
+    this.loop = new SyncLoop({
+      step: () => this.syncStep(),
+      pollingInterval: p.pollingInterval,
+      onError: (error) => p.onError('chain sync', error),
+    })
   }
 
   /** The last block whose events are applied and durable (lower again after a reorg, until it is synced again). */
@@ -53,46 +53,22 @@ export class ChainFollower {
 
   /** Looks at the chain once and applies what is new, or shares the step under way; false when nothing was new, or once stopped. */
   syncOnce(): Promise<boolean> {
-    if (this.stopped) return Promise.resolve(false)
-    this.step ??= this.syncStep().finally(() => {
-      this.step = undefined
-    })
-    return this.step
+    return this.loop.syncOnce()
   }
 
   /** Syncs until nothing is new (or `stopping()` says so): the first catch-up before the node is ready. */
-  async catchUp(stopping: () => boolean): Promise<void> {
-    while (!stopping() && (await this.syncOnce()));
+  catchUp(stopping: () => boolean): Promise<void> {
+    return this.loop.catchUp(stopping)
   }
 
   /** Follows the chain from now on, every polling interval; a failed round is reported and tried again at the next. */
   start(): void {
-    if (this.started || this.stopped) return
-    this.started = true
-    const loop = () => {
-      this.round = this.drain().finally(() => {
-        this.round = undefined
-        if (!this.stopped) this.timer = setTimeout(loop, this.p.pollingInterval)
-      })
-    }
-    loop()
+    this.loop.start()
   }
 
   /** Stops following; resolves once no step is under way (nothing is dispatched after). */
-  async stop(): Promise<void> {
-    this.stopped = true
-    clearTimeout(this.timer)
-    await this.round
-    await this.step?.catch(() => {})
-  }
-
-  /** Steps until nothing is new: a catch-up split in ranges, or a reorg and its resync, needs no extra interval. */
-  private async drain(): Promise<void> {
-    try {
-      while (!this.stopped && (await this.syncOnce()));
-    } catch (error) {
-      this.p.onError('chain sync', error)
-    }
+  stop(): Promise<void> {
+    return this.loop.stop()
   }
 
   private async syncStep(): Promise<boolean> {
