@@ -1,12 +1,7 @@
 // The REST API over real HTTP: `sluice devnet` (2 nodes, LevelDB storage with sync writes, anvil) in its own
 // process, driven from this one with fetch (keep-alive), as an application would.
 import { startDevnetCommand } from '../test/cli/devnetProcess.ts'
-import { fmt, repeat, spread } from './measure.ts'
-
-export const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
-}
+import { fmt, percentile, repeat, spread } from './measure.ts'
 
 async function timed(request: () => Promise<Response>): Promise<number> {
   const t0 = performance.now()

@@ -17,9 +17,8 @@ import { anvilKeys } from '../src/devnet/anvil.ts'
 import { writeDeployment } from '../src/devnet/deploymentFile.ts'
 import { startSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
 import { startDevnet, type Devnet } from '../test/integration/support/devnet.ts'
-import { percentile } from './api.ts'
 import { cryptoLimit } from './limits.ts'
-import { fmt, medianOf, repeat, spread } from './measure.ts'
+import { fmt, medianOf, percentile, repeat, spread } from './measure.ts'
 
 const repo = fileURLToPath(new URL('..', import.meta.url))
 const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--no-first-run', '--disable-quic']
@@ -203,7 +202,6 @@ function inPage<T>(page: Page, method: string, ...args: unknown[]): Promise<T> {
   return page.evaluate(`window.bench.${method}(...${JSON.stringify(args)})`) as Promise<T>
 }
 
-const median = (values: number[]) => percentile(values, 50)
 const p50p99 = (values: number[]) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`
 
 /**
@@ -338,7 +336,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     const viaProxy = await sequential(SEQUENTIAL, 'proxy')
     rows[`direct payment latency p50 / p99, one at a time, through the service worker (${SEQUENTIAL} payments, ms)`] = p50p99(viaSw)
     rows['the same on the proxy (node.pay()), p50 / p99 (ms)'] = p50p99(viaProxy)
-    rows['what the service worker adds to a payment, p50 (ms)'] = fmt(median(viaSw) - median(viaProxy))
+    rows['what the service worker adds to a payment, p50 (ms)'] = fmt(medianOf(viaSw) - medianOf(viaProxy))
     // Mediated: the page's node knows the hub's channel to the target from the chain, and routes through it.
     for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 50))) {
       const network = (await call('GET', `/api/v1/tokens/${token}/network`)) as { channels: { participant1: string; participant2: string }[] }
@@ -418,13 +416,13 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     // What libp2p costs there: the same node and store without the relay (the worker then never loads libp2p).
     const local = await restarts({ relay: [], waitForSync: false })
     const label = `startNode() to the first answered GET /address, ${fmt(sentByPage)} stored payments`
-    rows[`${label}, waitForSync: false, median of ${RESTARTS} reloads (ms)`] = fmt(median(quick.map((t) => t.answered)))
-    rows[`${label}, waitForSync: true (the default), median of ${RESTARTS} (ms)`] = fmt(median(synced.map((t) => t.answered)))
+    rows[`${label}, waitForSync: false, median of ${RESTARTS} reloads (ms)`] = fmt(medianOf(quick.map((t) => t.answered)))
+    rows[`${label}, waitForSync: true (the default), median of ${RESTARTS} (ms)`] = fmt(medianOf(synced.map((t) => t.answered)))
     rows['of which startNode() itself, waitForSync false / true, median (ms)'] =
-      `${fmt(median(quick.map((t) => t.startNode)))} / ${fmt(median(synced.map((t) => t.startNode)))}`
+      `${fmt(medianOf(quick.map((t) => t.startNode)))} / ${fmt(medianOf(synced.map((t) => t.startNode)))}`
     rows['the same from the navigation (page load included), waitForSync false / true, median (ms)'] =
-      `${fmt(median(quick.map((t) => t.sinceNavigation)))} / ${fmt(median(synced.map((t) => t.sinceNavigation)))}`
-    rows['the same without the relay (libp2p not loaded), waitForSync: false, median (ms)'] = fmt(median(local.map((t) => t.answered)))
+      `${fmt(medianOf(quick.map((t) => t.sinceNavigation)))} / ${fmt(medianOf(synced.map((t) => t.sinceNavigation)))}`
+    rows['the same without the relay (libp2p not loaded), waitForSync: false, median (ms)'] = fmt(medianOf(local.map((t) => t.answered)))
     // 4. The worst case: a reload right after payments, with no stop() and no quiet second, so no snapshot covers
     // them and the next start replays their changes.
     const crashes: Started[] = []
@@ -437,7 +435,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
       crashes.push(await inPage<Started>(page, 'start', { ...options, waitForSync: false }))
     }
     rows[`the same with a relay after a reload right after ${PAYMENTS_BEFORE_CRASH} payments, no stop() (their changes replayed), median (ms)`] = fmt(
-      median(crashes.map((t) => t.answered)),
+      medianOf(crashes.map((t) => t.answered)),
     )
     rows['GET /payments after the restart: sent payments listed'] = sent.toLocaleString('en-US')
 
@@ -468,7 +466,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     const backupPayments = WARM_UP_PAYMENTS + BACKUP_PAYMENTS
     rows[`direct payments/s without / with backupUrl, ${IN_FLIGHT} in flight (${fmt(BACKUP_PAYMENTS)} payments each)`] =
       `${fmt(plain.rate)} / ${fmt(backedUp.rate)}`
-    rows['payment latency p50 without / with backupUrl (ms)'] = `${fmt(median(plain.latencies))} / ${fmt(median(backedUp.latencies))}`
+    rows['payment latency p50 without / with backupUrl (ms)'] = `${fmt(medianOf(plain.latencies))} / ${fmt(medianOf(backedUp.latencies))}`
     rows["the browser's CPU per payment without / with backupUrl (ms, every Chromium process)"] = `${fmt(plain.cpuMs)} / ${fmt(backedUp.cpuMs)}`
     rows['copies pushed while paying, and payments per copy'] = `${fmt(backup.pushes)}, ${fmt(backupPayments / backup.pushes)}`
     rows['bytes pushed per payment (sealed copies, gzipped)'] = fmt(backup.bytes_pushed / backupPayments)
@@ -520,13 +518,14 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     await withPassphrase.context.close()
     const keyLabel = (what: string) =>
       `${what}: unlocking in the node's worker / startNode() to the first answered GET /address, median of ${RESTARTS} reloads (ms)`
-    const keyRow = (runs: { unlock: number; answered: number }[]) => `${fmt(median(runs.map((t) => t.unlock)))} / ${fmt(median(runs.map((t) => t.answered)))}`
+    const keyRow = (runs: { unlock: number; answered: number }[]) =>
+      `${fmt(medianOf(runs.map((t) => t.unlock)))} / ${fmt(medianOf(runs.map((t) => t.answered)))}`
     rows[keyLabel('the key given (`key`)')] = keyRow(given.times)
     rows[keyLabel('a generated key without a passphrase (AES-GCM, non-extractable key)')] = keyRow(wrapped.times)
     rows[keyLabel('a generated key behind a passphrase (PBKDF2-HMAC-SHA256, 600,000 rounds)')] = keyRow(withPassphrase.times)
-    rows[`node.exportKeystore() (scrypt N = 2^18, r = 8, p = 1, in the node's worker), median of ${KDF_RUNS} (ms)`] = fmt(median(exports))
+    rows[`node.exportKeystore() (scrypt N = 2^18, r = 8, p = 1, in the node's worker), median of ${KDF_RUNS} (ms)`] = fmt(medianOf(exports))
     const kdfs = await inPage<{ name: string; ms: number[] }[]>(page, 'kdf', KDF_RUNS)
-    for (const { name, ms } of kdfs) rows[`unlocking a keystore in a worker: ${name}, median of ${KDF_RUNS} (ms)`] = fmt(median(ms))
+    for (const { name, ms } of kdfs) rows[`unlocking a keystore in a worker: ${name}, median of ${KDF_RUNS} (ms)`] = fmt(medianOf(ms))
     return rows
   } catch (e) {
     if (pageErrors.length > 0 && e instanceof Error) e.message += `\npage errors: ${pageErrors.slice(0, 5).join('\n')}`

@@ -29,12 +29,19 @@ export async function cryptoLimit(engine: 'native' | 'wasm'): Promise<CryptoLimi
       if (wasm) setSecp256k1Engine(wasm)
     }
     if (secp256k1Engine().name !== engine) throw new Error(`the ${engine} secp256k1 engine did not load`)
-    const transfer = readMessage(fixture.message) as LockedTransfer & { signature: `0x${string}` }
-    const signed = signPackedSync(key, packMessage(transfer))
-    const sign = opsPerSecond((i) => signPackedSync(key, packMessage({ ...transfer, message_identifier: BigInt(i) })))
-    const verify = opsPerSecond(() => recoverPackedSignerSync(packMessage(transfer), signed))
+    const { sign, verify } = signAndVerifyRates()
     return { sign, verify, paymentsPerSecond: 1 / (3 / sign + 3 / verify) }
   } finally {
     setSecp256k1Engine(before)
+  }
+}
+
+/** LockedTransfers packed and signed, and packed and verified (the signer recovered), per second with the engine in use. */
+export function signAndVerifyRates(): { sign: number; verify: number } {
+  const transfer = readMessage(fixture.message) as LockedTransfer & { signature: `0x${string}` }
+  const signed = signPackedSync(key, packMessage(transfer))
+  return {
+    sign: opsPerSecond((i) => signPackedSync(key, packMessage({ ...transfer, message_identifier: BigInt(i) }))),
+    verify: opsPerSecond(() => recoverPackedSignerSync(packMessage(transfer), signed)),
   }
 }

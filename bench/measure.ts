@@ -29,12 +29,17 @@ export async function repeat<T>(times: number, f: (run: number) => Promise<T>): 
   return results
 }
 
+/** The value below which `p` percent of `values` lie (the nearest rank). */
+export const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+
+/** The median of `values` (the upper one of an even count). */
+export const medianOf = (values: number[]) => percentile(values, 50)
+
 /** A throughput over repetitions, as the bench prints it: "median (min to max, n runs)". */
 export function spread(values: number[]): string {
   const sorted = [...values].sort((a, b) => a - b)
-  const median = sorted[Math.floor((sorted.length - 1) / 2)]!
-  return `${fmt(median)} (${fmt(sorted[0]!)} to ${fmt(sorted.at(-1)!)}, ${sorted.length} runs)`
+  return `${fmt(medianOf(values))} (${fmt(sorted[0]!)} to ${fmt(sorted.at(-1)!)}, ${sorted.length} runs)`
 }
-
-/** The median of `values`. */
-export const medianOf = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!

@@ -18,13 +18,11 @@ import { createBroadcastChannelTransport } from '../src/transport/broadcastChann
 import type { Transport } from '../src/transport/transport.ts'
 import { startDevnet } from '../test/integration/support/devnet.ts'
 import { line, monitoringRequest, partnerProof, type ProofOf } from '../test/support/monitoring.ts'
-import { opsPerSecond, repeat, spread } from './measure.ts'
+import { opsPerSecond, percentile, repeat, spread } from './measure.ts'
 
 const PARTNERS = 5
 const REQUESTERS = 20
 const ROUNDS = 30
-
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!
 
 export async function benchMonitor(): Promise<Record<string, string>> {
   await useNativeSecp256k1()

@@ -7,7 +7,7 @@ import type { Address } from 'viem'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { startDevnet } from '../test/integration/support/devnet.ts'
 import { cryptoLimit } from './limits.ts'
-import { fmt, medianOf, repeat, spread } from './measure.ts'
+import { fmt, medianOf, percentile, repeat, spread } from './measure.ts'
 
 type NodeWorker = { call<T>(method: string, ...args: unknown[]): Promise<T>; worker: Worker }
 
@@ -31,11 +31,6 @@ async function spawnNode(workerData: object): Promise<NodeWorker> {
         worker.postMessage({ id, method, args })
       }),
   }
-}
-
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 }
 
 /** Repetitions of each throughput row (the median and the spread are printed). */

@@ -1,16 +1,10 @@
 // The pure protocol core: how fast messages are packed and signed, verified, and what one whole payment costs.
 import { sha256 } from 'viem'
-import { packMessage } from '../src/protocol/messages/pack.ts'
-import { readMessage } from '../src/protocol/messages/wire.ts'
-import type { LockedTransfer } from '../src/protocol/messages/types.ts'
 import { secp256k1Engine, useWasmSecp256k1 } from '../src/protocol/secp256k1.ts'
 import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
-import { recoverPackedSignerSync, signPackedSync } from '../src/protocol/signature.ts'
 import { Network } from '../test/unit/protocol/support/network.ts'
-import fixture from '../test/fixtures/messages/LockedTransfer.json' with { type: 'json' }
+import { signAndVerifyRates } from './limits.ts'
 import { cpuMsPerRun, fmt, opsPerSecond } from './measure.ts'
-
-const key = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d' as const
 
 async function paymentCpu(mediated: boolean): Promise<number> {
   const net = new Network(['A', 'B', 'C'])
@@ -24,17 +18,14 @@ async function paymentCpu(mediated: boolean): Promise<number> {
 }
 
 export async function benchProtocol(): Promise<Record<string, string>> {
-  const transfer = readMessage(fixture.message) as LockedTransfer & { signature: `0x${string}` }
   const rows: Record<string, string> = {}
   for (const engine of ['js', 'wasm', 'native'] as const) {
     if (engine === 'wasm') await useWasmSecp256k1()
     if (engine === 'native') await useNativeSecp256k1()
     if (secp256k1Engine().name !== engine) throw new Error(`engine ${engine} not available`)
-    const signed = signPackedSync(key, packMessage(transfer))
-    rows[`LockedTransfer packed + signed /s (${engine})`] = fmt(
-      opsPerSecond((i) => signPackedSync(key, packMessage({ ...transfer, message_identifier: BigInt(i) }))),
-    )
-    rows[`LockedTransfer packed + verified /s (${engine})`] = fmt(opsPerSecond(() => recoverPackedSignerSync(packMessage(transfer), signed)))
+    const { sign, verify } = signAndVerifyRates()
+    rows[`LockedTransfer packed + signed /s (${engine})`] = fmt(sign)
+    rows[`LockedTransfer packed + verified /s (${engine})`] = fmt(verify)
     rows[`direct payment, CPU ms (${engine})`] = fmt(await paymentCpu(false))
     rows[`mediated payment A-B-C, CPU ms (${engine})`] = fmt(await paymentCpu(true))
   }
