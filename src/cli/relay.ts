@@ -20,6 +20,12 @@ export const relayFlags = {
     max: 1_000_000,
     default: 1000,
   }),
+  maxConnectionRate: integerFlag({
+    description: 'how many new connections one IP address may open a second (browsers behind one NAT share an address)',
+    min: 1,
+    max: 1_000_000,
+    default: 100,
+  }),
 }
 
 const usage = `Usage: sluice relay [flags]
@@ -72,7 +78,7 @@ async function run(argv: readonly string[]): Promise<number> {
     console.log(usage)
     return 0
   }
-  const { listen, key, maxReservations } = parsed.values
+  const { listen, key, maxReservations, maxConnectionRate } = parsed.values
   const privateKey = key === undefined ? undefined : parseKey(key)
   if (key !== undefined && privateKey === undefined) throw new InvalidFlagValueError('--key', key, '32 bytes of hex (64 digits, 0x optional)')
   // Loaded only now, so that --help and a bad flag answer without loading libp2p.
@@ -87,7 +93,7 @@ async function run(argv: readonly string[]): Promise<number> {
   try {
     let relay: Awaited<ReturnType<typeof startRelay>>
     try {
-      relay = await startRelay({ listen: [listen], maxReservations, ...(privateKey ? { privateKey } : {}) })
+      relay = await startRelay({ listen: [listen], maxReservations, maxConnectionRate, ...(privateKey ? { privateKey } : {}) })
     } catch (e) {
       const reason = listenFailure(e, listen)
       if (reason) throw new ListenFailedError(listen, reason)

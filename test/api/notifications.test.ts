@@ -21,14 +21,22 @@ let feedServer: Server
 let feedUrl: string
 let feed: { status: number; body: string } = { status: 200, body: '{"latest":"0.1.0","security":[]}' }
 let feedRequests = 0
+/** When set, the next request to the feed waits for it before being answered. */
+let holdNext: Promise<void> | undefined
 
 beforeAll(async () => {
   net = await startApiNet({ nodes: 2 })
   ;[a, b] = net.nodes as [ApiNode, ApiNode]
   devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] })
-  feedServer = createServer((_req, res) => {
+  feedServer = createServer(async (req, res) => {
     feedRequests++
-    res.writeHead(feed.status, { 'content-type': 'application/json' }).end(feed.body)
+    const hold = holdNext
+    holdNext = undefined
+    await hold
+    // ?latest=X answers a feed whose latest release is X (and 0.1.0 insecure), whatever `feed` holds.
+    const latest = new URL(req.url ?? '/', 'http://feed').searchParams.get('latest')
+    const answer = latest ? { status: 200, body: JSON.stringify({ latest, security: ['0.1.0'] }) } : feed
+    res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body)
   })
   await new Promise<void>((resolve) => feedServer.listen(0, '127.0.0.1', resolve))
   feedUrl = `http://127.0.0.1:${(feedServer.address() as AddressInfo).port}/releases.json`
@@ -177,6 +185,33 @@ describe('version notifications from a release feed', () => {
     await block()
     await block()
     expect(await ids()).toEqual([])
+  })
+
+  it('options changed while a check waits for the feed: the list waits for a check under the new ones, and the old check changes nothing', async () => {
+    const notifications = a.node.services.notifications
+    const options = (latest: string) => ({
+      version: '0.1.0',
+      releaseFeedUrl: `${feedUrl}?latest=${latest}`,
+      minServiceTokenBalance: 0n,
+      checkEveryBlocks: 1_000n,
+    })
+    // Each way round: the first feed's answer would be wrong under the second.
+    for (const [first, second, expected] of [
+      ['0.1.0', '0.2.0', ['version_outdated', 'version_security_warning']],
+      ['0.2.0', '0.1.0', ['version_security_warning']],
+    ] as const) {
+      let release!: () => void
+      holdNext = new Promise((resolve) => (release = resolve))
+      const asked = feedRequests
+      notifications.configure(options(first))
+      void notifications.check()
+      await eventually(() => expect(feedRequests).toBeGreaterThan(asked))
+      notifications.configure(options(second))
+      const listed = a.get('/notifications')
+      release()
+      expect(((await listed).body as { id: string }[]).map((x) => x.id).sort()).toEqual(expected)
+      expect(await ids()).toEqual(expected)
+    }
   })
 
   it('semantic-version order: numeric parts, pre-releases before their release', () => {

@@ -49,7 +49,9 @@ export class NodeNotifications implements Service {
   private started = false
   private stopped = false
   private timer: ReturnType<typeof setTimeout> | undefined
-  private checking: Promise<void> | undefined
+  private checking: { generation: number; done: Promise<void> } | undefined
+  /** Counts configure() calls: a check or tick begun under older options changes nothing when it ends. */
+  private generation = 0
   private firstCheck!: Promise<void>
   private resolveFirst: () => void = () => {}
   private readonly unsubscribe: () => void
@@ -78,6 +80,7 @@ export class NodeNotifications implements Service {
     if (next.checkEveryBlocks < 1n) throw new RangeError('checkEveryBlocks must be at least 1')
     if (this.timer !== undefined) clearTimeout(this.timer)
     this.resolveFirst()
+    this.generation++
     this.options = next
     this.raised.clear()
     this.lastCheckedBlock = undefined
@@ -93,11 +96,18 @@ export class NodeNotifications implements Service {
 
   /** Checks every condition now (also called by the block schedule). */
   check(): Promise<void> {
-    this.checking ??= this.checkAll().finally(() => {
-      this.checking = undefined
-      this.resolveFirst()
+    const generation = this.generation
+    if (this.checking?.generation === generation) return this.checking.done
+    // One check at a time: one begun under older options finishes first (its results are dropped), then this one
+    // runs, and only a check under the current options ends the wait of list().
+    const done = (this.checking?.done ?? Promise.resolve()).then(() => this.checkAll(generation))
+    const entry = { generation, done }
+    this.checking = entry
+    void done.finally(() => {
+      if (this.checking === entry) this.checking = undefined
+      if (generation === this.generation) this.resolveFirst()
     })
-    return this.checking
+    return done
   }
 
   stop(): void {
@@ -114,6 +124,7 @@ export class NodeNotifications implements Service {
   }
 
   private async tick() {
+    const generation = this.generation
     const { status } = this.client.status
     if (status === 'stopped') return this.stop()
     if (status === 'ready') {
@@ -123,14 +134,17 @@ export class NodeNotifications implements Service {
         await this.check()
       }
     }
+    // configure() during the check started a new schedule; this one ends here.
+    if (generation !== this.generation) return
     this.schedule(Math.min(this.client.config.pollingInterval, 1_000))
   }
 
-  private async checkAll() {
+  private async checkAll(generation: number) {
+    if (generation !== this.generation) return
     this.checkEquivocations()
     this.checkMonitoring()
     this.checkWaitingSync()
-    const results = await Promise.allSettled([this.checkServiceToken(), this.checkGasReserve(), this.checkVersion()])
+    const results = await Promise.allSettled([this.checkServiceToken(generation), this.checkGasReserve(generation), this.checkVersion(generation)])
     for (const r of results) if (r.status === 'rejected' && !this.stopped) this.client.report('notifications', r.reason)
   }
 
@@ -194,8 +208,9 @@ export class NodeNotifications implements Service {
     )
   }
 
-  private async checkServiceToken() {
+  private async checkServiceToken(generation: number) {
     const info = await readOwnUserDeposit(this.client)
+    if (generation !== this.generation) return
     const { enableMonitoring, monitoringReward } = this.client.config
     this.set(
       'monitoring_reward_not_covered',
@@ -222,8 +237,9 @@ export class NodeNotifications implements Service {
     )
   }
 
-  private async checkGasReserve() {
+  private async checkGasReserve(generation: number) {
     const reserve = await readGasReserve(this.client)
+    if (generation !== this.generation) return
     const channels = Object.values(this.client.state.channels).length
     this.set(
       'missing_gas_reserve',
@@ -237,11 +253,11 @@ export class NodeNotifications implements Service {
     )
   }
 
-  private async checkVersion() {
-    const url = this.options.releaseFeedUrl
+  private async checkVersion(generation: number) {
+    const { releaseFeedUrl: url, feedTimeoutMs, version: current } = this.options
     if (!url) return
-    const feed = await readReleaseFeed(url, this.options.feedTimeoutMs)
-    const current = this.options.version
+    const feed = await readReleaseFeed(url, feedTimeoutMs)
+    if (generation !== this.generation) return
     this.set(
       'version_outdated',
       compareVersions(current, feed.latest) < 0

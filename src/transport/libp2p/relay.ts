@@ -20,6 +20,11 @@ export type StartRelayParameters = {
   privateKey?: Hex
   /** How many peers may hold a reservation at once (default 1000; libp2p's default of 15 is far too few). */
   maxReservations?: number
+  /**
+   * How many new connections one IP address may open a second (default 100). libp2p's default of 5 turns away
+   * browsers behind one carrier-grade NAT or office router, which share an address, when they come at once.
+   */
+  maxConnectionRate?: number
   /** The presence topic the relay joins as a hub (default `sluice/presence/1`). */
   presenceTopic?: string
 }
@@ -48,7 +53,7 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     // Every client holds one connection to its relay; the default cap would turn clients away.
-    connectionManager: { maxConnections: 10_000 },
+    connectionManager: { maxConnections: 10_000, inboundConnectionThreshold: parameters.maxConnectionRate ?? 100 },
     services: {
       identify: identify(),
       relay: circuitRelayServer({

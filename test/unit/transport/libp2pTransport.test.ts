@@ -361,3 +361,31 @@ describe('libp2p transport (two or three nodes and a relay, in process)', () => 
     expect(() => createLibp2pTransport({ privateKey: keyA, relays: ['nonsense'] })).toThrow(/not a multiaddr/)
   })
 })
+
+describe('relay: new connections from one address', () => {
+  // Twelve peers from one address at once (browsers behind one NAT), each with its own key.
+  const keys = Array.from({ length: 12 }, (_, i) => `0x${(i + 1).toString(16).padStart(64, 'a')}` as Hex)
+  const dialAll = async (target: Relay) => {
+    const nodes = await Promise.all(keys.map(bareNode))
+    try {
+      const results = await Promise.allSettled(nodes.map((n) => n.dial(multiaddr(target.multiaddrs[0]!))))
+      return results.filter((r) => r.status === 'fulfilled').length
+    } finally {
+      await Promise.all(nodes.map((n) => n.stop()))
+    }
+  }
+
+  test("by default a burst well above libp2p's 5 a second is let in; --max-connection-rate caps it", async () => {
+    const open = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
+    const strict = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'], maxConnectionRate: 1 })
+    try {
+      expect(await dialAll(open)).toBe(keys.length)
+      // One a second: the burst takes well under the twelve seconds that would let all in.
+      const letIn = await dialAll(strict)
+      expect(letIn).toBeGreaterThanOrEqual(1)
+      expect(letIn).toBeLessThan(keys.length / 2)
+    } finally {
+      await Promise.all([open.stop(), strict.stop()])
+    }
+  })
+})
