@@ -1,26 +1,30 @@
 // `npm run bench`: every benchmark, printed as Markdown tables; `npm run bench -- node api` runs only those parts;
-// `--trace FILE` writes a Chromium trace of the page's one-at-a-time payments (the browser part).
+// `--trace FILE` writes a Chromium trace of the page's one-at-a-time payments (the browser part); `--curves` runs the
+// curves of bench/curves.ts instead (after the parts named, if any): minutes, so never by default.
 import { parseArgs } from 'node:util'
 import { benchApi } from './api.ts'
 import { benchBrowser } from './browser.ts'
+import { curves } from './curves.ts'
 import { benchMonitor } from './monitor.ts'
 import { benchNode } from './node.ts'
 import { benchPackage } from './package.ts'
 import { profilePayment } from './profile.ts'
 import { benchProtocol } from './protocol.ts'
 import { benchStorage } from './storage.ts'
+import { benchTransport } from './transport.ts'
 
-const { positionals, values } = parseArgs({ allowPositionals: true, options: { trace: { type: 'string' } } })
+const { positionals, values } = parseArgs({ allowPositionals: true, options: { trace: { type: 'string' }, curves: { type: 'boolean' } } })
 
 const parts = {
   package: ['Package: what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', benchPackage],
   protocol: ['Protocol core (one process: signing, encoding, decoding, verifying and every transition; payments include all their messages)', benchProtocol],
   storage: ['Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', benchStorage],
+  transport: ['libp2p transport (two nodes and a sluice relay in one process, WebSockets on loopback, Noise, yamux)', benchTransport],
   node: ['Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', benchNode],
   api: ['REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', benchApi],
   monitor: ['Monitoring service (sluice monitor: one service on anvil, LevelDB storage with sync writes; per-peer rate limits lifted)', benchMonitor],
   browser: [
-    'The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer)',
+    'The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer; every node reads the chain each second, the default)',
     () => benchBrowser(undefined, values.trace ? { trace: values.trace } : {}),
   ],
   profile: ['CPU profile of one direct payment (both nodes in one process, LevelDB sync writes; self time per payment)', profilePayment],
@@ -32,18 +36,15 @@ if (unknown.length > 0) {
   console.error(`unknown part ${unknown.join(', ')}; the parts are: ${Object.keys(parts).join(', ')}`)
   process.exit(2)
 }
-const chosen = positionals.length > 0 ? (positionals as Part[]) : (Object.keys(parts) as Part[])
+const chosen = positionals.length > 0 ? (positionals as Part[]) : values.curves ? [] : (Object.keys(parts) as Part[])
 
 function table(title: string, rows: Record<string, string>) {
   console.log(`\n### ${title}\n\n| measure | value |\n| --- | --- |`)
   for (const [k, v] of Object.entries(rows)) console.log(`| ${k} | ${v} |`)
 }
 
-console.log(`Sluice benchmarks, ${new Date().toISOString()}, Node ${process.version}`)
 // A part that fails is a row that says so, and the others still run (the exit code is 1 then).
-for (const name of Object.keys(parts) as Part[]) {
-  if (!chosen.includes(name)) continue
-  const [title, run] = parts[name]
+async function runPart(name: string, [title, run]: readonly [string, () => Promise<Record<string, string>>]) {
   try {
     table(title, await run())
   } catch (error) {
@@ -52,3 +53,7 @@ for (const name of Object.keys(parts) as Part[]) {
     process.exitCode = 1
   }
 }
+
+console.log(`Sluice benchmarks, ${new Date().toISOString()}, Node ${process.version}`)
+for (const name of Object.keys(parts) as Part[]) if (chosen.includes(name)) await runPart(name, parts[name])
+if (values.curves) for (const [name, part] of Object.entries(curves)) await runPart(name, part)

@@ -6,7 +6,7 @@ import { noise } from '@libp2p/noise'
 import { peerIdFromString } from '@libp2p/peer-id'
 import { isPrivate, lpStream, type LengthPrefixedStream } from '@libp2p/utils'
 import { webSockets } from '@libp2p/websockets'
-import { yamux } from '@libp2p/yamux'
+import { yamuxMuxer } from './yamuxMuxer.ts'
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import type { Address, Hex } from 'viem'
@@ -368,7 +368,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       addresses: { listen: relays.length > 0 ? ['/p2p-circuit'] : [] },
       transports: [webSockets(), circuitRelayTransport()],
       connectionEncrypters: [noise()],
-      streamMuxers: [yamux()],
+      streamMuxers: [yamuxMuxer()],
       // Browsers refuse loopback and private addresses by default, which would rule out a local relay (dev,
       // tests). Our configured relays and circuits are always allowed; other private addresses (which a peer
       // could list in identify) are refused everywhere.

@@ -6,7 +6,7 @@ import { identify } from '@libp2p/identify'
 import type { PrivateKey } from '@libp2p/interface'
 import { noise } from '@libp2p/noise'
 import { webSockets } from '@libp2p/websockets'
-import { yamux } from '@libp2p/yamux'
+import { yamuxMuxer } from './yamuxMuxer.ts'
 import { createLibp2p } from 'libp2p'
 import type { Hex } from 'viem'
 import { addressOfPeer, libp2pPrivateKey } from './peerIdentity.ts'
@@ -51,7 +51,7 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
     addresses: { listen: [...parameters.listen] },
     transports: [webSockets()],
     connectionEncrypters: [noise()],
-    streamMuxers: [yamux()],
+    streamMuxers: [yamuxMuxer()],
     // Every client holds one connection to its relay; the default cap would turn clients away.
     connectionManager: { maxConnections: 10_000, inboundConnectionThreshold: parameters.maxConnectionRate ?? 100 },
     services: {
