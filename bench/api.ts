@@ -1,15 +1,7 @@
 // The REST API over real HTTP: `sluice devnet` (2 nodes, LevelDB storage with sync writes, anvil) in its own
 // process, driven from this one with fetch (keep-alive), as an application would.
 import { startDevnetCommand } from '../test/cli/devnetProcess.ts'
-import { fmt, percentile, repeat, spread } from './measure.ts'
-
-async function timed(request: () => Promise<Response>): Promise<number> {
-  const t0 = performance.now()
-  const response = await request()
-  await response.arrayBuffer()
-  if (!response.ok) throw new Error(`HTTP ${response.status}`)
-  return performance.now() - t0
-}
+import { fmt, percentile, repeat, spread, timed } from './measure.ts'
 
 export async function benchApi(): Promise<Record<string, string>> {
   const { sluice, info } = await startDevnetCommand(['--nodes', '2', '--channels', '--port-base', '0', '--storage', 'level'])

@@ -43,3 +43,12 @@ export function spread(values: number[]): string {
   const sorted = [...values].sort((a, b) => a - b)
   return `${fmt(medianOf(values))} (${fmt(sorted[0]!)} to ${fmt(sorted.at(-1)!)}, ${sorted.length} runs)`
 }
+
+/** One HTTP request's time to its whole answer (ms); a failed one throws. */
+export async function timed(request: () => Promise<Response>): Promise<number> {
+  const t0 = performance.now()
+  const response = await request()
+  await response.arrayBuffer()
+  if (!response.ok) throw new Error(`HTTP ${response.status} from ${response.url}`)
+  return performance.now() - t0
+}

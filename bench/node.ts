@@ -9,9 +9,10 @@ import { startDevnet } from '../test/integration/support/devnet.ts'
 import { cryptoLimit } from './limits.ts'
 import { fmt, medianOf, percentile, repeat, spread } from './measure.ts'
 
-type NodeWorker = { call<T>(method: string, ...args: unknown[]): Promise<T>; worker: Worker }
+export type NodeWorker = { call<T>(method: string, ...args: unknown[]): Promise<T>; worker: Worker }
 
-async function spawnNode(workerData: object): Promise<NodeWorker> {
+/** A node of bench/nodeWorker.ts in its own worker thread, and a call into it. */
+export async function spawnNode(workerData: object): Promise<NodeWorker> {
   const worker = new Worker(new URL('./nodeWorker.mjs', import.meta.url), { workerData })
   const pending = new Map<number, (m: { result?: unknown; error?: string }) => void>()
   let id = 0

@@ -1,20 +1,74 @@
-// A Sluice node in its own worker thread, driven by the benchmark over a tiny request/response protocol.
+// A Sluice node in its own worker thread, driven by the benchmarks (bench/node.ts, bench/curves.ts) over a tiny
+// request/response protocol. With `weigh` (the curves), its store is wrapped to weigh each commit as LevelStorage
+// encodes it (node:v8, one row at a time): a cost the throughput rows of bench/node.ts must not carry.
+import { serialize, setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { parentPort, workerData } from 'node:worker_threads'
 import type { Address, Hex } from 'viem'
 import type { Deployment } from '../src/chain/deployment.ts'
-import { createNode } from '../src/node/createNode.ts'
 import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
-import { openLevelStorage } from '../src/storage/levelStorage.ts'
-import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
 import { openChannelOnChain } from '../src/node/actions/channels.ts'
 import { sendPayment } from '../src/node/actions/payments.ts'
+import { createNode } from '../src/node/createNode.ts'
+import { openLevelStorage } from '../src/storage/levelStorage.ts'
+import type { Commit, Storage } from '../src/storage/storage.ts'
+import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
 
-const { rpcUrl, deployment, key, dataDir, channelName } = workerData as {
+const { rpcUrl, deployment, key, dataDir, channelName, weigh } = workerData as {
   rpcUrl: string
   deployment: Deployment
   key: Hex
   dataDir: string
   channelName: string
+  weigh?: boolean
+}
+
+// A heap figure means something only right after a full collection; the flag must be set before `gc` is looked up.
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
+
+/** What the node committed since the last `takeCommits`: value bytes (node:v8, one row at a time, keys apart). */
+export type CommitTally = { commits: number; bytes: number; largest: number; snapshots: number; snapshotBytes: number }
+const emptyTally = (): CommitTally => ({ commits: 0, bytes: 0, largest: 0, snapshots: 0, snapshotBytes: 0 })
+let tally = emptyTally()
+
+const rowBytes = (rows: readonly unknown[] | undefined) => (rows ?? []).reduce<number>((sum, row) => sum + serialize(row).length, 0)
+
+/** The bytes LevelStorage writes for a commit's rows besides the snapshot (each row is one node:v8 value). */
+function commitBytes(batch: Commit): number {
+  return (
+    rowBytes(batch.changes) +
+    rowBytes(batch.events) +
+    rowBytes(batch.payments) +
+    rowBytes(batch.chainEvents) +
+    rowBytes(batch.outbox?.put) +
+    rowBytes(batch.transactions?.put) +
+    rowBytes(batch.sentProofs) +
+    rowBytes(batch.sentLocks) +
+    rowBytes(batch.received) +
+    (batch.meta ? serialize(batch.meta).length : 0)
+  )
+}
+
+let store: Storage | undefined
+
+/** The LevelDB store, its commits tallied before they go in when `weigh`. */
+function kept(storage: Storage): Storage {
+  store = storage
+  if (!weigh) return storage
+  const commit = storage.commit.bind(storage)
+  storage.commit = (batch: Commit) => {
+    const bytes = commitBytes(batch)
+    tally.commits++
+    tally.bytes += bytes
+    tally.largest = Math.max(tally.largest, bytes)
+    if (batch.snapshot) {
+      tally.snapshots++
+      tally.snapshotBytes += serialize(batch.snapshot).length
+    }
+    return commit(batch)
+  }
+  return storage
 }
 
 await useNativeSecp256k1()
@@ -22,7 +76,7 @@ const node = await createNode({
   rpc: rpcUrl,
   deployment,
   key,
-  storage: (identity) => openLevelStorage(identity, { dataDir }),
+  storage: async (identity) => kept(await openLevelStorage(identity, { dataDir })),
   transport: ({ address }) => createBroadcastChannelTransport({ address, channelName }),
   confirmations: 0,
   pollingInterval: 100,
@@ -32,6 +86,8 @@ const node = await createNode({
 })
 await node.run()
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
 type Request = { id: number; method: string; args: unknown[] }
 const methods: Record<string, (...args: never[]) => Promise<unknown>> = {
   address: async () => node.address,
@@ -39,6 +95,15 @@ const methods: Record<string, (...args: never[]) => Promise<unknown>> = {
     await openChannelOnChain(node.client, { tokenNetwork, partner, totalDeposit })
   },
   waitForBlock: async (block: bigint) => node.client.waitForBlock(block),
+  /** Resolves once the node holds `count` channels (it learns of channels others opened from the chain). */
+  waitForChannels: async (count: number, timeoutMs: number) => {
+    const deadline = performance.now() + timeoutMs
+    while (Object.keys(node.state.channels).length < count) {
+      if (performance.now() > deadline)
+        throw new Error(`the node holds ${Object.keys(node.state.channels).length} channels, not ${count}, after ${timeoutMs} ms`)
+      await sleep(50)
+    }
+  },
   /** `count` payments to `target` with `inFlight` at a time; returns each one's latency in ms. */
   payMany: async (tokenNetwork: Address, target: Address, count: number, inFlight: number) => {
     const latencies: number[] = []
@@ -56,6 +121,24 @@ const methods: Record<string, (...args: never[]) => Promise<unknown>> = {
     return latencies
   },
   cpu: async () => process.cpuUsage(),
+  /** The tally since the last call (empty unless `weigh`), and a new one from now. */
+  takeCommits: async () => {
+    const taken = tally
+    tally = emptyTally()
+    return taken
+  },
+  /** The state as a snapshot row holds it ({seq, state}, node:v8), in bytes. */
+  snapshotBytes: async () => serialize({ seq: 0, state: node.state }).length,
+  /** This worker's V8 heap in use after a full collection, and the whole process's resident set (bytes). */
+  memory: async () => {
+    gc()
+    return { heapUsed: process.memoryUsage().heapUsed, rss: process.memoryUsage().rss }
+  },
+  /** How many rows of each kind the store holds (from a full dump: small stores only). */
+  storeCounts: async () => {
+    const dump = await store!.exportDump()
+    return Object.fromEntries(Object.entries(dump).flatMap(([k, v]) => (Array.isArray(v) ? [[k, v.length]] : [])))
+  },
   stop: async () => node.stop(),
 }
 

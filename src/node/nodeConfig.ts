@@ -101,7 +101,7 @@ export type NodeConfig = {
   resendWhen?: () => Promise<unknown>
   /** Delivery retry backoff. */
   backoff?: Partial<Backoff>
-  /** Take a snapshot of the state after this many changes (500 by default). */
+  /** Take a snapshot of the state after this many changes (500 by default), or one per channel it holds if more. */
   snapshotEvery?: number
   /** And once no change has come for this long, in ms (1,000 by default): a restart then replays nothing. */
   snapshotWhenIdle?: number

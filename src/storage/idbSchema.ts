@@ -20,8 +20,11 @@ import type {
 export const META_KEY = 'meta'
 export const SNAPSHOT_KEY = 'snapshot'
 
-/** A payment with its lower-case token and partner beside it, for the indexes. */
-export type PaymentRow = { seq: number; token: string; partner: string; record: PaymentRecord }
+/**
+ * A payment with its lower-case token and partner beside it, for the indexes, and for a sent one its identifier
+ * as a decimal string (keys cannot be bigints; a received row has none, so the index skips it).
+ */
+export type PaymentRow = { seq: number; token: string; partner: string; sentId?: string; record: PaymentRecord }
 
 /**
  * A chain event with its keys beside it: IndexedDB keys cannot be bigints, so the block number is kept as a
@@ -46,7 +49,11 @@ export interface SluiceDbSchema extends DBSchema {
   snapshot: { key: string; value: Snapshot }
   changes: { key: number; value: StoredChange }
   events: { key: number; value: StoredEvent }
-  payments: { key: number; value: PaymentRow; indexes: { token: [string, number]; partner: [string, number]; tokenPartner: [string, string, number] } }
+  payments: {
+    key: number
+    value: PaymentRow
+    indexes: { token: [string, number]; partner: [string, number]; tokenPartner: [string, string, number]; sentIdentifier: [string, string, number] }
+  }
   chainEvents: {
     key: [number, number]
     value: ChainEventRow
@@ -100,10 +107,21 @@ export const idbMigrations: Record<number, IdbMigration> = {
   3(db) {
     db.createObjectStore('received', { keyPath: ['channelKey', 'nonce'] })
   },
+  // Sent payments by target and identifier: the rows already stored are written again with their identifier.
+  4(_db, tx) {
+    const payments = tx.objectStore('payments')
+    payments.createIndex('sentIdentifier', ['partner', 'sentId', 'seq'])
+    // Requests made in the upgrade transaction keep it open until they are done; a failure aborts the open.
+    const rewrite = async () => {
+      for (let cursor = await payments.openCursor(); cursor; cursor = await cursor.continue()) await cursor.update(paymentRow(cursor.value.record))
+    }
+    rewrite().catch(() => {})
+  },
 }
 
 export function paymentRow(p: PaymentRecord): PaymentRow {
-  return { seq: p.seq, token: p.token.toLowerCase(), partner: p.partner.toLowerCase(), record: p }
+  const sentId = p.event === 'EventPaymentReceivedSuccess' ? undefined : p.identifier.toString()
+  return { seq: p.seq, token: p.token.toLowerCase(), partner: p.partner.toLowerCase(), ...(sentId !== undefined ? { sentId } : {}), record: p }
 }
 
 export function chainEventRow(e: StoredChainEvent): ChainEventRow {

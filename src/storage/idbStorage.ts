@@ -1,5 +1,5 @@
 import { openDB, type IDBPTransaction, type StoreNames } from 'idb'
-import type { Hex } from 'viem'
+import type { Address, Hex } from 'viem'
 import { asStorageError } from './asStorageError.ts'
 import { checkCommit } from './checkCommit.ts'
 import { checkDump, progressOf } from './dump.ts'
@@ -232,6 +232,15 @@ class IdbStorage implements Storage {
             ? store.index('partner').openCursor(IDBKeyRange.bound([partner, -Infinity], [partner, Infinity]))
             : store.openCursor()
     return (await page(cursor, offset, limit)).map((row) => row.record)
+  }
+
+  async sentPayment(target: Address, identifier: bigint): Promise<PaymentRecord | undefined> {
+    this.usable()
+    const partner = target.toLowerCase()
+    const id = identifier.toString()
+    const range = IDBKeyRange.bound([partner, id, -Infinity], [partner, id, Infinity])
+    const cursor = await this.db.transaction('payments').store.index('sentIdentifier').openCursor(range, 'prev')
+    return cursor?.value.record
   }
 
   async events(query: { limit?: number; offset?: number }): Promise<StoredEvent[]> {

@@ -62,8 +62,20 @@ export function paymentIndexPrefix(token: string | undefined, partner: string | 
 
 export function paymentIndexKeys(p: PaymentRecord): string[] {
   const seq = pad(p.seq)
-  return [paymentIndexPrefix(p.token, undefined) + seq, paymentIndexPrefix(undefined, p.partner) + seq, paymentIndexPrefix(p.token, p.partner) + seq]
+  const keys = [paymentIndexPrefix(p.token, undefined) + seq, paymentIndexPrefix(undefined, p.partner) + seq, paymentIndexPrefix(p.token, p.partner) + seq]
+  const sent = sentIdentifierKey(p)
+  return sent ? [...keys, sent] : keys
 }
+
+/** A sent payment's key in the index by target and identifier; none for a received one. */
+export const sentIdentifierKey = (p: PaymentRecord): string | undefined =>
+  p.event === 'EventPaymentReceivedSuccess' ? undefined : sentIdentifierPrefix(p.partner, p.identifier) + pad(p.seq)
+
+/**
+ * The index of sent payments by target and identifier (schema 4): the identifier as 20 zero-padded decimal digits
+ * (a uint64), so one identifier is one key range and its latest payment the range's last key.
+ */
+export const sentIdentifierPrefix = (target: string, identifier: bigint) => `psi!${target.toLowerCase()}!${identifier.toString().padStart(20, '0')}!`
 
 /** A payment index key names its row by its last 16 characters (the seq). */
 export const paymentKeyOfIndexKey = (key: string) => PAYMENTS + key.slice(-16)

@@ -1,5 +1,5 @@
 import { ClassicLevel } from 'classic-level'
-import type { Hex } from 'viem'
+import type { Address, Hex } from 'viem'
 import { join } from 'node:path'
 import { deserialize, serialize } from 'node:v8'
 import { asStorageError } from './asStorageError.ts'
@@ -27,6 +27,8 @@ import {
   paymentKey,
   paymentKeyOfIndexKey,
   prefixRange,
+  sentIdentifierKey,
+  sentIdentifierPrefix,
   RECEIVED,
   receivedKey,
   receivedKeyOf,
@@ -75,7 +77,7 @@ export type OpenLevelStorageOptions = { dataDir: string }
 
 type LevelDb = ClassicLevel<string, Uint8Array>
 type Op = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string }
-type Range = { gte?: string; gt?: string; lt?: string; lte?: string }
+type Range = { gte?: string; gt?: string; lt?: string; lte?: string; reverse?: boolean }
 
 // node:v8 is the structured clone format: bigints and nested data, fast; a value it cannot clone throws.
 const encode = (value: unknown): Uint8Array => serialize(value)
@@ -131,6 +133,15 @@ const levelMigrations: Record<number, LevelMigration> = {
   // The partner's messages we applied: a new key prefix, empty in a store of version 2; nothing to convert.
   async 3() {
     return []
+  },
+  // Sent payments by target and identifier: a new index of the payments already stored.
+  async 4(db) {
+    const ops: Op[] = []
+    for await (const [, value] of db.iterator({ ...prefixRange(PAYMENTS) })) {
+      const key = sentIdentifierKey(decode<PaymentRecord>(value))
+      if (key) ops.push({ type: 'put', key, value: EMPTY })
+    }
+    return ops
   },
 }
 
@@ -278,6 +289,16 @@ class LevelStorage implements Storage {
       const prefix = paymentIndexPrefix(query.token, query.partner)
       const keys = await this.keys({ ...prefixRange(prefix) }, offset, limit, snapshot)
       return this.getMany<PaymentRecord>(prefix === PAYMENTS ? keys : keys.map(paymentKeyOfIndexKey), snapshot)
+    })
+  }
+
+  async sentPayment(target: Address, identifier: bigint): Promise<PaymentRecord | undefined> {
+    this.usable()
+    return this.read('sentPayment', async (snapshot) => {
+      const [last] = await this.keys({ ...prefixRange(sentIdentifierPrefix(target, identifier)), reverse: true }, 0, 1, snapshot)
+      if (last === undefined) return undefined
+      const [row] = await this.getMany<PaymentRecord>([paymentKeyOfIndexKey(last)], snapshot)
+      return row
     })
   }
 

@@ -2,7 +2,7 @@ import { checkCommit } from './checkCommit.ts'
 import { checkDump, progressOf } from './dump.ts'
 import { checkIdentity, storageName } from './identity.ts'
 import { initialMeta, mergeMeta } from './meta.ts'
-import type { Hex } from 'viem'
+import type { Address, Hex } from 'viem'
 import { blockSpan, chainEventMatches, checkPage, paymentMatches } from './queries.ts'
 import { byReceivedKey, receivedQuery } from './receivedRecords.ts'
 import { byAdded, byProofKey, hashKey, lockAlive, lockSuffix, sentLocksQuery, sentProofQuery } from './sentRecords.ts'
@@ -162,6 +162,16 @@ class MemoryStorage implements Storage {
     const seqs = [...this.data.payments.keys()].sort(byNumber)
     const rows = seqs.map((seq) => this.data.payments.get(seq)!).filter((p) => paymentMatches(p, query))
     return clone(rows.slice(offset, offset + limit), 'payments')
+  }
+
+  async sentPayment(target: Address, identifier: bigint): Promise<PaymentRecord | undefined> {
+    this.usable()
+    // A throwaway node's history: a scan is enough.
+    const rows = [...this.data.payments.values()].filter(
+      (p) => p.event !== 'EventPaymentReceivedSuccess' && p.identifier === identifier && p.partner.toLowerCase() === target.toLowerCase(),
+    )
+    const latest = rows.reduce<PaymentRecord | undefined>((a, p) => (a && a.seq > p.seq ? a : p), undefined)
+    return latest && clone(latest, 'sentPayment')
   }
 
   async events(query: { limit?: number; offset?: number }): Promise<StoredEvent[]> {

@@ -20,6 +20,12 @@ export interface Storage {
   load(): Promise<Loaded>
   /** Payment history, oldest first, filtered by token and partner, paged without loading the rest. */
   payments(query: PaymentQuery): Promise<PaymentRecord[]>
+  /**
+   * The latest payment we sent to `target` under `identifier` (a sent success or failure, never a received row),
+   * from an index: what an identifier stood for (docs/decisions/0018), at the cost of one key however long the
+   * history.
+   */
+  sentPayment(target: Address, identifier: bigint): Promise<PaymentRecord | undefined>
   /** Node events (debug), oldest first, paged. */
   events(query: { limit?: number; offset?: number }): Promise<StoredEvent[]>
   /** Raw chain events kept for the debug API, filtered and ordered by (block, log index). */
@@ -46,7 +52,7 @@ export type DumpOptions = { recovery?: boolean }
 /** Which database: one per chain, token network registry and node address. */
 export type StorageIdentity = { chainId: bigint; registry: Address; address: Address }
 
-export const STORAGE_SCHEMA_VERSION = 3
+export const STORAGE_SCHEMA_VERSION = 4
 
 export type Meta = StorageIdentity & {
   schemaVersion: number

@@ -5,7 +5,7 @@ import { openIdbStorage } from '../../src/storage/idbStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageClosedError, StorageLockedError } from '../../src/storage/storage.ts'
 import { describeStorageContract } from '../unit/storage/storageContract.ts'
 import { createOldDatabase } from '../unit/storage/support/idbOldSchemas.ts'
-import { change, newChannelKey, newIdentity, outbox, received, sentLock, sentProof } from '../unit/storage/support/records.ts'
+import { change, newChannelKey, newIdentity, outbox, payment, randomAddress, received, sentLock, sentProof } from '../unit/storage/support/records.ts'
 
 // Real IndexedDB and Web Locks in Chromium.
 describeStorageContract('IndexedDB (Chromium)', {
@@ -41,18 +41,28 @@ test('a newer version opening the database in another tab closes the store and f
   await deleteDB(storageName(identity))
 })
 
-test.each([1, 2] as const)(
+test.each([1, 2, 3] as const)(
   'a database created by schema version %i opens, migrates to the current version and keeps its rows, and the new stores work',
   async (version) => {
     const identity = newIdentity()
     const ck = newChannelKey()
-    const old = version === 2 ? { sentProofs: [sentProof(ck, 1n)], sentLocks: [sentLock(ck, 1n, 2n)] } : {}
-    await createOldDatabase(identity, version, { changes: [change(1), change(2)], outbox: [outbox('a')], syncedBlock: 7n, ...old })
+    const old = version >= 2 ? { sentProofs: [sentProof(ck, 1n)], sentLocks: [sentLock(ck, 1n, 2n)] } : {}
+    const [token, target] = [randomAddress(), randomAddress()]
+    // Sent (twice under one identifier: the later one counts) and received payments, indexed by the upgrade.
+    const paid = [
+      { ...payment(1, token, target), identifier: 9n },
+      { ...payment(2, token, target), identifier: 9n, event: 'EventPaymentSentFailed' as const },
+      { ...payment(3, token, target), identifier: 10n, event: 'EventPaymentReceivedSuccess' as const },
+    ]
+    await createOldDatabase(identity, version, { changes: [change(1), change(2)], outbox: [outbox('a')], syncedBlock: 7n, payments: paid, ...old })
     let storage = await openIdbStorage(identity)
     const loaded = await storage.load()
     expect(loaded.meta).toMatchObject({ ...identity, schemaVersion: STORAGE_SCHEMA_VERSION, syncedBlock: 7n })
     expect(loaded.changes).toEqual([change(1), change(2)])
     expect(loaded.outbox).toEqual([outbox('a')])
+    expect(await storage.sentPayment(target, 9n)).toEqual(paid[1])
+    expect(await storage.sentPayment(target, 10n)).toBeUndefined()
+    expect(await storage.payments({ partner: target })).toEqual(paid)
     const proof = sentProof(ck, 2n)
     const locks = [sentLock(ck, 2n), sentLock(ck, 3n, 4n)]
     const messages = [received(ck, 1n), received(ck, 3n, { type: 'Unlock' })]

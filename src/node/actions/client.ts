@@ -18,7 +18,7 @@ import type { StatusTracker } from '../runtime/status.ts'
 import { PaymentsInFlight } from './paymentsInFlight.ts'
 
 /** The store's reads: payment history, events, chain events, and the whole store as a dump. Only the engine writes. */
-export type StoreReads = Pick<Storage, 'payments' | 'events' | 'chainEvents' | 'exportDump'>
+export type StoreReads = Pick<Storage, 'payments' | 'sentPayment' | 'events' | 'chainEvents' | 'exportDump'>
 
 /**
  * What the user's actions and the node's services see of a node, as viem's actions see a `Client`: its state and
@@ -157,6 +157,7 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     queue: p.queue,
     store: {
       payments: (query) => storage.payments(query),
+      sentPayment: (target, identifier) => storage.sentPayment(target, identifier),
       events: (page) => storage.events(page),
       chainEvents: (query) => storage.chainEvents(query),
       exportDump: (options) => storage.exportDump(options),

@@ -166,7 +166,7 @@ async function findOrStart(client: NodeClient, p: SendPaymentParameters, asked: 
       return { tokenNetwork: resumed.tokenNetwork, amount: resumed.amount, secrethash: resumed.secrethash, state: 'in flight', result }
     }
     // Completed: its success row and its end in the state are one commit, so it is either resumed above or here.
-    const done = await findSentPayment(client, p.target, identifier)
+    const done = await client.store.sentPayment(p.target, identifier)
     if (done?.event === 'EventPaymentSentSuccess') {
       const terms = { tokenNetwork: tokenNetworkOf(client.state, done.token) ?? done.token, amount: done.amount, secrethash: done.secrethash }
       if (!done.secret) {
@@ -270,19 +270,6 @@ function sentPayment(client: NodeClient, r: PaymentOutcome): SentPayment {
     secrethash: r.secrethash,
     route: r.route,
   }
-}
-
-/**
- * The latest payment we sent to `target` with `identifier`, from the history. It reads the target's rows (the
- * history's partner index), which a light node keeps few enough of; a hub would want an identifier index.
- */
-async function findSentPayment(client: NodeClient, target: Address, identifier: bigint): Promise<PaymentRecord | undefined> {
-  const rows = await client.store.payments({ partner: target })
-  for (let i = rows.length - 1; i >= 0; i--) {
-    const r = rows[i]!
-    if (r.identifier === identifier && r.event !== 'EventPaymentReceivedSuccess') return r
-  }
-  return undefined
 }
 
 /**

@@ -42,7 +42,11 @@ export type EngineParameters = {
   ctx: TransitionContext
   storage: Storage
   now: () => number
-  /** Take a snapshot (and drop the changes it covers) after this many changes. */
+  /**
+   * Take a snapshot (and drop the changes it covers) after this many changes, or after as many changes as the
+   * state holds channels (ours and the token networks' graphs) if that is more: a snapshot's size follows the
+   * channels, so its bytes per change stay the same however large the network (docs/decisions/0039).
+   */
   snapshotEvery?: number
   /**
    * Also take one once no change has come for this long (ms), so that a restart after a quiet moment (a reload,
@@ -71,6 +75,8 @@ export class Engine {
   }
   private running = false
   private snapshotWanted = false
+  /** The changes after which the next snapshot is taken (snapshotEvery, or more for a state of many channels). */
+  private snapshotAfter: number
   private closed = false
   private idleTimer: ReturnType<typeof setTimeout> | undefined
   private failed: unknown
@@ -81,6 +87,7 @@ export class Engine {
     this.state = p.state
     this.seq = p.seq
     this.sinceSnapshot = p.replayed ?? 0
+    this.snapshotAfter = snapshotAfter(p.state, p.snapshotEvery)
   }
 
   /** The latest applied state (already durable, or about to be: read-only use). */
@@ -206,11 +213,12 @@ export class Engine {
           applied.push({ seq, change: input.change, effects })
         }
         this.sinceSnapshot += batch.length
-        if (this.sinceSnapshot >= (this.p.snapshotEvery ?? 500) || (this.snapshotWanted && this.sinceSnapshot > 0)) {
+        if (this.sinceSnapshot >= this.snapshotAfter || (this.snapshotWanted && this.sinceSnapshot > 0)) {
           commit.snapshot = { seq, state }
           commit.pruneChangesUpTo = seq
           this.sinceSnapshot = 0
           this.snapshotWanted = false
+          this.snapshotAfter = snapshotAfter(state, this.p.snapshotEvery)
         }
         try {
           await this.p.storage.commit(commit)
@@ -244,6 +252,13 @@ export class Engine {
     // A quiet node's snapshot must not keep a Node.js process alive.
     ;(this.idleTimer as { unref?: () => void }).unref?.()
   }
+}
+
+/** How many changes the next snapshot waits for: `every` (500), or one per channel the state holds if more. */
+export function snapshotAfter(state: NodeState, every = 500): number {
+  let channels = Object.keys(state.channels).length
+  for (const network of Object.values(state.tokenNetworks)) channels += Object.keys(network.graph).length
+  return Math.max(every, channels)
 }
 
 /** Rebuilds the state from a snapshot and the changes after it (their effects were stored when they happened). */

@@ -6,7 +6,7 @@ import { openIdbStorage } from '../../../src/storage/idbStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageClosedError, StorageError, StorageVersionError } from '../../../src/storage/storage.ts'
 import { describeStorageContract } from './storageContract.ts'
 import { createOldDatabase } from './support/idbOldSchemas.ts'
-import { change, newChannelKey, newIdentity, outbox, received, sentLock, sentProof } from './support/records.ts'
+import { change, newChannelKey, newIdentity, outbox, payment, randomAddress, received, sentLock, sentProof } from './support/records.ts'
 
 // Node has no Web Locks: single instance is shown in Chromium (test/browser/storage.test.ts).
 describeStorageContract('IndexedDB (fake-indexeddb)', {
@@ -37,7 +37,7 @@ test('the database is named after chain, registry and address, with one object s
     'transactions',
   ])
   const tx = db.transaction(['payments', 'chainEvents'])
-  expect([...tx.objectStore('payments').indexNames].sort()).toEqual(['partner', 'token', 'tokenPartner'])
+  expect([...tx.objectStore('payments').indexNames].sort()).toEqual(['partner', 'sentIdentifier', 'token', 'tokenPartner'])
   expect([...tx.objectStore('chainEvents').indexNames].sort()).toEqual(['address', 'channel', 'tokenNetwork'])
   db.close()
 })
@@ -63,18 +63,28 @@ test("a database of the same name without this node's meta is refused", async ()
   await expect(openIdbStorage(identity)).rejects.toBeInstanceOf(StorageError)
 })
 
-test.each([1, 2] as const)(
+test.each([1, 2, 3] as const)(
   'a database of schema version %i is upgraded: its rows are kept, its meta says the current version, and the new stores work',
   async (version) => {
     const identity = newIdentity()
     const ck = newChannelKey()
-    const old = version === 2 ? { sentProofs: [sentProof(ck, 1n)], sentLocks: [sentLock(ck, 1n), sentLock(ck, 2n, 3n)] } : {}
-    await createOldDatabase(identity, version, { changes: [change(1), change(2)], outbox: [outbox('a')], syncedBlock: 7n, ...old })
+    const old = version >= 2 ? { sentProofs: [sentProof(ck, 1n)], sentLocks: [sentLock(ck, 1n), sentLock(ck, 2n, 3n)] } : {}
+    const [token, target] = [randomAddress(), randomAddress()]
+    // Sent (twice under one identifier: the later one counts) and received payments, indexed by the upgrade.
+    const paid = [
+      { ...payment(1, token, target), identifier: 9n },
+      { ...payment(2, token, target), identifier: 9n, event: 'EventPaymentSentFailed' as const },
+      { ...payment(3, token, target), identifier: 10n, event: 'EventPaymentReceivedSuccess' as const },
+    ]
+    await createOldDatabase(identity, version, { changes: [change(1), change(2)], outbox: [outbox('a')], syncedBlock: 7n, payments: paid, ...old })
     const storage = await openIdbStorage(identity)
     const loaded = await storage.load()
     expect(loaded.meta).toMatchObject({ ...identity, schemaVersion: STORAGE_SCHEMA_VERSION, syncedBlock: 7n, createdAt: 1_700_000_000_000 })
     expect(loaded.changes).toEqual([change(1), change(2)])
     expect(loaded.outbox).toEqual([outbox('a')])
+    expect(await storage.sentPayment(target, 9n)).toEqual(paid[1])
+    expect(await storage.sentPayment(target, 10n)).toBeUndefined()
+    expect(await storage.payments({ partner: target })).toEqual(paid)
     for (const p of old.sentProofs ?? []) expect(await storage.sentProof(ck, p.balanceHash)).toEqual(p)
     if (old.sentLocks) expect(await storage.sentLocks(ck, 2n)).toEqual(old.sentLocks)
     const [proof, lock, message] = [sentProof(ck, 4n), sentLock(ck, 4n), received(ck, 4n)]

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest'
 import { levelLocation, openLevelStorage } from '../../../src/storage/levelStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageError, StorageVersionError, type StorageIdentity } from '../../../src/storage/storage.ts'
 import { describeStorageContract } from './storageContract.ts'
-import { change, newChannelKey, newIdentity, outbox, received, sentLock, sentProof } from './support/records.ts'
+import { change, newChannelKey, newIdentity, outbox, payment, randomAddress, received, sentLock, sentProof } from './support/records.ts'
 
 let dataDir = ''
 beforeAll(async () => {
@@ -113,50 +113,73 @@ test('a store written by a newer schema is refused with StorageVersionError, a f
   await expect(openLevelStorage(foreign, { dataDir })).rejects.toThrow(/not Sluice/)
 })
 
-test.each([1, 2])('a store of schema version %i is upgraded: its rows are kept, its meta says the current version, and the new rows work', async (version) => {
-  const identity = newIdentity()
-  const ck = newChannelKey()
-  const [oldProof, oldLock] = [sentProof(ck, 1n), sentLock(ck, 1n)]
-  // As Sluice with that schema version left it (its key layout, frozen here; version 2 added sent proofs and locks).
-  const old = new ClassicLevel<string, Uint8Array>(levelLocation(identity, dataDir), { valueEncoding: 'view' })
-  await old.batch([
-    { type: 'put', key: 'meta', value: serialize({ ...identity, schemaVersion: version, syncedBlock: 7n, createdAt: 1 }) },
-    { type: 'put', key: 'c!0000000000000001', value: serialize(change(1)) },
-    { type: 'put', key: 'o!a', value: serialize(outbox('a')) },
-    ...(version === 2
-      ? [
-          { type: 'put' as const, key: `sp!${ck}!${oldProof.balanceHash.toLowerCase()}`, value: serialize(oldProof) },
-          { type: 'put' as const, key: `sl!${ck}!00000000000000000001!${oldLock.secrethash.toLowerCase()}`, value: serialize(oldLock) },
-        ]
-      : []),
-  ])
-  await old.close()
-  const storage = await openLevelStorage(identity, { dataDir })
-  const loaded = await storage.load()
-  expect(loaded.meta).toEqual({ ...identity, schemaVersion: STORAGE_SCHEMA_VERSION, syncedBlock: 7n, createdAt: 1 })
-  expect(loaded.changes).toEqual([change(1)])
-  expect(loaded.outbox).toEqual([outbox('a')])
-  if (version === 2) {
-    expect(await storage.sentProof(ck, oldProof.balanceHash)).toEqual(oldProof)
-    expect(await storage.sentLocks(ck, 1n)).toEqual([oldLock])
-  }
-  const [proof, lock, message] = [sentProof(ck, 12n), sentLock(ck, 12n), received(ck, 12n)]
-  await storage.commit({ changes: [change(2)], sentProofs: [proof], sentLocks: [lock], received: [message] })
-  expect(await storage.sentProof(ck, proof.balanceHash)).toEqual(proof)
-  expect(await storage.sentLocks(ck, 12n)).toEqual(version === 2 ? [oldLock, lock] : [lock])
-  expect(await storage.receivedMessage(ck, 12n)).toEqual(message)
-  await storage.close()
-  const raw = new ClassicLevel<string, Uint8Array>(levelLocation(identity, dataDir), { valueEncoding: 'view' })
-  expect((deserialize((await raw.get('meta'))!) as { schemaVersion: number }).schemaVersion).toBe(STORAGE_SCHEMA_VERSION)
-  // The key layout: received messages by channel and padded nonce, sent proofs by channel and balance hash, sent
-  // locks by channel, padded addedNonce and secret hash.
-  expect(await raw.keys({ gte: 'r', lt: 's' }).all()).toEqual([`rm!${ck}!00000000000000000012`])
-  const keys = await raw.keys({ gte: 's', lt: 't' }).all()
-  const proofKeys = (version === 2 ? [oldProof, proof] : [proof]).map((p) => `sp!${ck}!${p.balanceHash.toLowerCase()}`).sort()
-  expect(keys).toEqual([
-    ...(version === 2 ? [`sl!${ck}!00000000000000000001!${oldLock.secrethash.toLowerCase()}`] : []),
-    `sl!${ck}!00000000000000000012!${lock.secrethash.toLowerCase()}`,
-    ...proofKeys,
-  ])
-  await raw.close()
-})
+test.each([1, 2, 3])(
+  'a store of schema version %i is upgraded: its rows are kept, its meta says the current version, and the new rows work',
+  async (version) => {
+    const identity = newIdentity()
+    const ck = newChannelKey()
+    const [oldProof, oldLock] = [sentProof(ck, 1n), sentLock(ck, 1n)]
+    const [token, target] = [randomAddress(), randomAddress()]
+    // Sent (twice under one identifier: the later one counts) and received payments, indexed by the upgrade to 4.
+    const paid = [
+      { ...payment(1, token, target), identifier: 9n },
+      { ...payment(2, token, target), identifier: 9n, event: 'EventPaymentSentFailed' as const },
+      { ...payment(3, token, target), identifier: 10n, event: 'EventPaymentReceivedSuccess' as const },
+    ]
+    const [t, p] = [token.toLowerCase(), target.toLowerCase()]
+    const paidRows = paid.flatMap((row) => {
+      const seq = row.seq.toString().padStart(16, '0')
+      return [`p!${seq}`, `pt!${t}!${seq}`, `pp!${p}!${seq}`, `ptp!${t}!${p}!${seq}`].map((key, i) => ({
+        type: 'put' as const,
+        key,
+        value: i === 0 ? serialize(row) : new Uint8Array(0),
+      }))
+    })
+    // As Sluice with that schema version left it (its key layout, frozen here; version 2 added sent proofs and locks).
+    const old = new ClassicLevel<string, Uint8Array>(levelLocation(identity, dataDir), { valueEncoding: 'view' })
+    await old.batch([
+      { type: 'put', key: 'meta', value: serialize({ ...identity, schemaVersion: version, syncedBlock: 7n, createdAt: 1 }) },
+      { type: 'put', key: 'c!0000000000000001', value: serialize(change(1)) },
+      { type: 'put', key: 'o!a', value: serialize(outbox('a')) },
+      ...paidRows,
+      ...(version >= 2
+        ? [
+            { type: 'put' as const, key: `sp!${ck}!${oldProof.balanceHash.toLowerCase()}`, value: serialize(oldProof) },
+            { type: 'put' as const, key: `sl!${ck}!00000000000000000001!${oldLock.secrethash.toLowerCase()}`, value: serialize(oldLock) },
+          ]
+        : []),
+    ])
+    await old.close()
+    const storage = await openLevelStorage(identity, { dataDir })
+    const loaded = await storage.load()
+    expect(loaded.meta).toEqual({ ...identity, schemaVersion: STORAGE_SCHEMA_VERSION, syncedBlock: 7n, createdAt: 1 })
+    expect(loaded.changes).toEqual([change(1)])
+    expect(loaded.outbox).toEqual([outbox('a')])
+    expect(await storage.sentPayment(target, 9n)).toEqual(paid[1])
+    expect(await storage.sentPayment(target, 10n)).toBeUndefined()
+    expect(await storage.payments({ token, partner: target })).toEqual(paid)
+    if (version >= 2) {
+      expect(await storage.sentProof(ck, oldProof.balanceHash)).toEqual(oldProof)
+      expect(await storage.sentLocks(ck, 1n)).toEqual([oldLock])
+    }
+    const [proof, lock, message] = [sentProof(ck, 12n), sentLock(ck, 12n), received(ck, 12n)]
+    await storage.commit({ changes: [change(2)], sentProofs: [proof], sentLocks: [lock], received: [message] })
+    expect(await storage.sentProof(ck, proof.balanceHash)).toEqual(proof)
+    expect(await storage.sentLocks(ck, 12n)).toEqual(version >= 2 ? [oldLock, lock] : [lock])
+    expect(await storage.receivedMessage(ck, 12n)).toEqual(message)
+    await storage.close()
+    const raw = new ClassicLevel<string, Uint8Array>(levelLocation(identity, dataDir), { valueEncoding: 'view' })
+    expect((deserialize((await raw.get('meta'))!) as { schemaVersion: number }).schemaVersion).toBe(STORAGE_SCHEMA_VERSION)
+    // The key layout: received messages by channel and padded nonce, sent proofs by channel and balance hash, sent
+    // locks by channel, padded addedNonce and secret hash.
+    expect(await raw.keys({ gte: 'r', lt: 's' }).all()).toEqual([`rm!${ck}!00000000000000000012`])
+    const keys = await raw.keys({ gte: 's', lt: 't' }).all()
+    const proofKeys = (version >= 2 ? [oldProof, proof] : [proof]).map((p) => `sp!${ck}!${p.balanceHash.toLowerCase()}`).sort()
+    expect(keys).toEqual([
+      ...(version >= 2 ? [`sl!${ck}!00000000000000000001!${oldLock.secrethash.toLowerCase()}`] : []),
+      `sl!${ck}!00000000000000000012!${lock.secrethash.toLowerCase()}`,
+      ...proofKeys,
+    ])
+    await raw.close()
+  },
+)

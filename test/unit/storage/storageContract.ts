@@ -8,6 +8,7 @@ import {
   StorageError,
   StorageLockedError,
   type Commit,
+  type PaymentRecord,
   type ReceivedRecord,
   type SentLockRecord,
   type SentProofRecord,
@@ -236,6 +237,45 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect((await storage.payments({ partner: p1 })).map((p) => p.seq)).toEqual([2])
       expect(await storage.payments({ token: t2, partner: p2 })).toMatchObject([{ seq: 1, amount: 9n }])
       expect((await storage.payments({})).map((p) => p.seq)).toEqual([1, 2])
+    })
+
+    test('sentPayment: the latest sent payment to a target under an identifier, from an index, however long the history', async () => {
+      const storage = await open()
+      const [token, target, other] = [randomAddress(), randomAddress(), randomAddress()]
+      const row = (seq: number, to: string, identifier: bigint, event: PaymentRecord['event'] = 'EventPaymentSentSuccess'): PaymentRecord => ({
+        ...payment(seq, token, to as typeof target),
+        identifier,
+        event,
+      })
+      // A history to look through: 2,000 other payments to the target, before and after.
+      const noise = (from: number) => Array.from({ length: 1000 }, (_, i) => row(from + i, target, 1_000_000n + BigInt(from + i)))
+      await storage.commit({ payments: noise(100) })
+      await storage.commit({
+        payments: [
+          row(1, target, 5n),
+          row(2, target, 5n, 'EventPaymentReceivedSuccess'),
+          row(3, target, 5n, 'EventPaymentSentFailed'),
+          row(4, other, 5n),
+          row(5, target, 2n ** 64n - 1n),
+          ...noise(2000),
+        ],
+      })
+      expect(await storage.sentPayment(target, 5n)).toMatchObject({ seq: 3, event: 'EventPaymentSentFailed' })
+      expect(await storage.sentPayment(target.toLowerCase() as typeof target, 5n)).toMatchObject({ seq: 3 })
+      expect(await storage.sentPayment(other, 5n)).toMatchObject({ seq: 4 })
+      expect(await storage.sentPayment(target, 2n ** 64n - 1n)).toMatchObject({ seq: 5 })
+      expect(await storage.sentPayment(target, 1_000_100n)).toMatchObject({ seq: 100 })
+      expect(await storage.sentPayment(target, 6n)).toBeUndefined()
+      expect(await storage.sentPayment(randomAddress(), 5n)).toBeUndefined()
+      // Only received under 7: not a payment we sent.
+      await storage.commit({ payments: [row(6, target, 7n, 'EventPaymentReceivedSuccess')] })
+      expect(await storage.sentPayment(target, 7n)).toBeUndefined()
+      // A row written again under its seq leaves the index with its old terms.
+      await storage.commit({ payments: [row(3, target, 8n)] })
+      expect(await storage.sentPayment(target, 5n)).toMatchObject({ seq: 1 })
+      expect(await storage.sentPayment(target, 8n)).toMatchObject({ seq: 3, event: 'EventPaymentSentSuccess' })
+      await storage.commit({ payments: [row(1, target, 5n, 'EventPaymentReceivedSuccess')] })
+      expect(await storage.sentPayment(target, 5n)).toBeUndefined()
     })
 
     test('events are kept oldest first and paged', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test, vi } from 'vitest'
-import { Engine, replay, type Applied } from '../../../../src/node/runtime/engine.ts'
+import { Engine, replay, snapshotAfter, type Applied } from '../../../../src/node/runtime/engine.ts'
 import { defaultContext, initialState } from '../../../../src/protocol/state/access.ts'
 import { openMemoryStorage } from '../../../../src/storage/memoryStorage.ts'
 import type { Commit, Storage } from '../../../../src/storage/storage.ts'
@@ -115,6 +115,52 @@ describe('Engine', () => {
     expect(loaded.snapshot?.seq).toBe(3)
     expect(loaded.snapshot?.state.blockNumber).toBe(3n)
     expect(loaded.changes.map((c) => c.seq)).toEqual([4])
+  })
+
+  test('a state of many channels (ours and the graphs) waits for as many changes before its next snapshot: its bytes per change stay flat', () => {
+    const state = initialState({ address: identity.address, chainId: 1n, blockNumber: 0n })
+    expect(snapshotAfter(state, 3)).toBe(3)
+    expect(snapshotAfter(state)).toBe(500)
+    const graph = (n: number) =>
+      Object.fromEntries(
+        Array.from({ length: n }, (_, i) => [
+          String(i),
+          { participant1: identity.address, participant2: identity.address, deposit1: 0n, deposit2: 0n, withdrawn1: 0n, withdrawn2: 0n, open: true },
+        ]),
+      )
+    const big = {
+      ...state,
+      tokenNetworks: {
+        [identity.address]: { token: identity.address, graph: graph(700) },
+        [identity.registry]: { token: identity.address, graph: graph(600) },
+      },
+    }
+    expect(snapshotAfter(big)).toBe(1300)
+    expect(snapshotAfter(big, 2000)).toBe(2000)
+  })
+
+  test("the engine counts a large state's channels: its next snapshot comes after that many changes, not snapshotEvery", async () => {
+    const s = await store()
+    const base = initialState({ address: identity.address, chainId: 1n, blockNumber: 0n })
+    const graph = Object.fromEntries(
+      Array.from({ length: 5 }, (_, i) => [
+        String(i),
+        { participant1: identity.address, participant2: identity.address, deposit1: 0n, deposit2: 0n, withdrawn1: 0n, withdrawn2: 0n, open: true },
+      ]),
+    )
+    const e = new Engine({
+      state: { ...base, tokenNetworks: { [identity.address]: { token: identity.address, graph } } },
+      seq: 0,
+      ctx: defaultContext,
+      storage: s.storage,
+      now: () => 1_000,
+      snapshotEvery: 3,
+      onApplied: () => {},
+    })
+    for (const blockNumber of [1n, 2n, 3n, 4n]) await e.dispatch({ type: 'block', blockNumber })
+    expect((await s.storage.load()).snapshot).toBeUndefined()
+    await e.dispatch({ type: 'block', blockNumber: 5n })
+    expect((await s.storage.load()).snapshot?.seq).toBe(5)
   })
 
   test('once no change has come for `snapshotWhenIdle` ms, a snapshot covers them all; changes that keep coming put it off', async () => {

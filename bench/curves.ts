@@ -1,0 +1,478 @@
+// `npm run bench -- --curves`: how the headless node's cost grows with the work, as Markdown tables. Not part of the
+// default run. Two curves, each on its own anvil (npm package) with the real contracts and LevelDB with sync writes:
+// the channels the paying node holds (10, 100, 1,000), and the payments `sluice serve` finds in its store (10k, 100k,
+// 1M; padded, see benchStoredPayments). Each table ends with a row that reads the curve off its own figures.
+import { randomBytes } from 'node:crypto'
+import { readdir, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { serialize } from 'node:v8'
+import { type Address, encodeFunctionData, getAddress, type Hex, toHex } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { TokenNetwork } from '../src/contracts/index.ts'
+import { anvilKeys } from '../src/devnet/anvil.ts'
+import { createDevnetClient } from '../src/devnet/devnetClient.ts'
+import { writeDeployment } from '../src/devnet/deploymentFile.ts'
+import { levelLocation, openLevelStorage } from '../src/storage/levelStorage.ts'
+import type { Commit, PaymentRecord, SentLockRecord, SentProofRecord, Storage, StorageDump, StorageIdentity } from '../src/storage/storage.ts'
+import { type Devnet, startDevnet } from '../test/integration/support/devnet.ts'
+import { startSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
+import type { CommitTally } from './nodeWorker.ts'
+import { type NodeWorker, spawnNode } from './node.ts'
+import { fmt, medianOf, percentile, repeat, spread, timed } from './measure.ts'
+
+const progress = (line: string) => process.stderr.write(`curves: ${line}\n`)
+
+/** What is started is stopped in the reverse order, also when a step fails. */
+class Cleanup {
+  private readonly steps: (() => Promise<unknown>)[] = []
+  add(step: () => Promise<unknown>): void {
+    this.steps.push(step)
+  }
+  async run(): Promise<void> {
+    for (const step of this.steps.reverse()) await step().catch((e: unknown) => progress(`cleanup: ${String(e)}`))
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- reading a curve
+
+/** A step's growth from its exponent b (y ~ x^b between two rows) in words. */
+function shape(b: number): string {
+  if (b < 0.15) return 'constant'
+  if (b < 0.8) return 'sublinear'
+  if (b <= 1.25) return 'linear'
+  return 'worse than linear'
+}
+
+/** How `ys` grows over `xs`, from the ratios between successive rows: "name ×a then ×b: words". */
+export function growth(name: string, xs: readonly number[], ys: readonly number[]): string {
+  const steps = ys.slice(1).map((y, i) => ({ ratio: y / ys[i]!, b: Math.log(y / ys[i]!) / Math.log(xs[i + 1]! / xs[i]!) }))
+  const words = steps.map((s) => shape(s.b)).filter((w, i, all) => i === 0 || w !== all[i - 1])
+  return `${name} ×${steps.map((s) => s.ratio.toFixed(2)).join(' then ×')}: ${words.join(', then ')}`
+}
+
+// ------------------------------------------------------------------------------------------------ node workers
+
+/** A paying node and its partner, each in its own worker, with a funded channel between them. */
+async function startPair(net: Devnet, cleanup: Cleanup): Promise<{ payer: NodeWorker; partner: NodeWorker; partnerAddress: Address }> {
+  const nodes = await Promise.all(
+    [anvilKeys[1], anvilKeys[2]].map((key) =>
+      spawnNode({ rpcUrl: net.anvil.rpcUrl, deployment: net.deployment, key, dataDir: net.dataDir, channelName: net.channelName, weigh: true }),
+    ),
+  )
+  for (const n of nodes) cleanup.add(() => n.worker.terminate())
+  const [payer, partner] = nodes as [NodeWorker, NodeWorker]
+  const partnerAddress = await partner.call<Address>('address')
+  await payer.call('openChannel', net.tokenNetwork, partnerAddress, 10n ** 20n)
+  const head = await createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] }).getBlockNumber()
+  await Promise.all(nodes.map((n) => n.call('waitForBlock', head)))
+  return { payer, partner, partnerAddress }
+}
+
+/** Stops both nodes cleanly (each leaves a snapshot and closes its store) and ends their threads. */
+async function stopPair(nodes: NodeWorker[]): Promise<void> {
+  await Promise.all(nodes.map((n) => n.call('stop')))
+  await Promise.all(nodes.map((n) => n.worker.terminate()))
+}
+
+// ------------------------------------------------------------------------------------------ curve 1: channels
+
+/**
+ * `count` honest openChannel transactions between `payer` and fresh addresses that never come online, sent by the
+ * deployer (anyone may open a channel between two others) with explicit nonces, many at a time without waiting:
+ * anvil mines each as it comes. The payer's node learns of them from the chain.
+ */
+async function openChannelsTo(net: Devnet, payer: Address, count: number): Promise<void> {
+  const client = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] })
+  const account = privateKeyToAccount(anvilKeys[0])
+  let nonce = await client.getTransactionCount({ address: account.address, blockTag: 'pending' })
+  const { maxFeePerGas, maxPriorityFeePerGas } = await client.estimateFeesPerGas()
+  const send = async () => {
+    const data = encodeFunctionData({ abi: TokenNetwork.abi, functionName: 'openChannel', args: [payer, getAddress(toHex(randomBytes(20))), 500n] })
+    const tx = { chainId: 31337, type: 'eip1559', to: net.tokenNetwork, data, nonce: nonce++, gas: 300_000n, maxFeePerGas, maxPriorityFeePerGas } as const
+    return client.sendRawTransaction({ serializedTransaction: await account.signTransaction(tx) })
+  }
+  let last: Hex | undefined
+  for (let sent = 0; sent < count; sent += 50) last = (await Promise.all(Array.from({ length: Math.min(50, count - sent) }, send))).at(-1)
+  if (last) await client.waitForTransactionReceipt({ hash: last })
+}
+
+/** Payments per run at 32 in flight, and one at a time for the commit sizes (bench/node.ts runs 2,000 too). */
+const DIRECT = 2000
+const SINGLE = 100
+const RUNS = 3
+
+type ChannelPoint = {
+  channels: number
+  rates: number[]
+  latencies: number[]
+  heapUsed: number
+  rss: number
+  snapshotBytes: number
+  /** One at a time: what the payer commits per payment, its commits per payment, the largest one (snapshots apart). */
+  single: CommitTally
+  /** At 32 in flight: the snapshots taken. */
+  loaded: CommitTally
+}
+
+async function measureChannels(payer: NodeWorker, tokenNetwork: Address, partner: Address, channels: number): Promise<ChannelPoint> {
+  await payer.call('payMany', tokenNetwork, partner, 200, 32) // warm-up
+  await payer.call('takeCommits')
+  const runs = await repeat(RUNS, async () => {
+    const t0 = performance.now()
+    const latencies = await payer.call<number[]>('payMany', tokenNetwork, partner, DIRECT, 32)
+    return { rate: DIRECT / ((performance.now() - t0) / 1000), latencies }
+  })
+  const loaded = await payer.call<CommitTally>('takeCommits')
+  await payer.call('payMany', tokenNetwork, partner, SINGLE, 1)
+  const single = await payer.call<CommitTally>('takeCommits')
+  const { heapUsed, rss } = await payer.call<{ heapUsed: number; rss: number }>('memory')
+  const snapshotBytes = await payer.call<number>('snapshotBytes')
+  const rates = runs.map((r) => r.rate)
+  return { channels, rates, latencies: runs.flatMap((r) => r.latencies), heapUsed, rss, snapshotBytes, single, loaded }
+}
+
+const MB = (bytes: number) => fmt(bytes / 2 ** 20)
+const kB = (bytes: number) => fmt(bytes / 1000)
+
+function channelRows(p: ChannelPoint): Record<string, string> {
+  const n = p.channels.toLocaleString('en-US')
+  const loadedPayments = DIRECT * RUNS
+  return {
+    [`${n} channels: direct payments/s to one partner, 32 in flight (${DIRECT.toLocaleString('en-US')} a run)`]: spread(p.rates),
+    [`${n} channels: latency p50 / p99, 32 in flight (ms)`]: `${fmt(percentile(p.latencies, 50))} / ${fmt(percentile(p.latencies, 99))}`,
+    [`${n} channels: the payer's V8 heap in use in its worker thread after a full GC; the whole process's RSS (both nodes, MB)`]: `${MB(p.heapUsed)}; ${MB(p.rss)}`,
+    [`${n} channels: the payer's state snapshot as LevelDB stores it ({seq, state}, node:v8, kB)`]: kB(p.snapshotBytes),
+    [`${n} channels: what the payer commits per payment, one at a time (rows as LevelDB stores them, snapshots apart): bytes; commits; the largest commit`]: `${fmt(p.single.bytes / SINGLE)} B; ${fmt(p.single.commits / SINGLE)}; ${fmt(p.single.largest)} B`,
+    [`${n} channels: snapshots the payer wrote at 32 in flight (one every 500 changes): per 1,000 payments; their bytes per payment`]: `${fmt((p.loaded.snapshots / loadedPayments) * 1000)}; ${fmt(p.loaded.snapshotBytes / loadedPayments)} B`,
+  }
+}
+
+function channelVerdict(points: ChannelPoint[]): string {
+  const xs = points.map((p) => p.channels)
+  const loadedPayments = DIRECT * RUNS
+  const series: [string, number[]][] = [
+    ['time per payment (1 / median rate)', points.map((p) => 1 / medianOf(p.rates))],
+    ['heap', points.map((p) => p.heapUsed)],
+    ['snapshot', points.map((p) => p.snapshotBytes)],
+    ["one payment's commits", points.map((p) => p.single.bytes)],
+    ['snapshot bytes per payment', points.map((p) => p.loaded.snapshotBytes / loadedPayments)],
+  ]
+  return series.map(([name, ys]) => growth(name, xs, ys)).join('; ')
+}
+
+/** Direct payments to one partner while the payer holds 10, 100 and 1,000 channels (the others' partners never come online). */
+export async function benchChannelCurve(): Promise<Record<string, string>> {
+  const cleanup = new Cleanup()
+  try {
+    const net = await startDevnet([anvilKeys[1], anvilKeys[2]], 10n ** 21n)
+    cleanup.add(() => rm(net.dataDir, { recursive: true, force: true }))
+    cleanup.add(() => net.stop())
+    const { payer, partnerAddress } = await startPair(net, cleanup)
+    const payerAddress = await payer.call<Address>('address')
+    const points: ChannelPoint[] = []
+    let held = 1
+    for (const channels of [10, 100, 1000]) {
+      const t0 = performance.now()
+      await openChannelsTo(net, payerAddress, channels - held)
+      await payer.call('waitForChannels', channels, 120_000)
+      progress(`${channels} channels held (${channels - held} opened and seen by the node in ${fmt((performance.now() - t0) / 1000)} s); paying`)
+      held = channels
+      points.push(await measureChannels(payer, net.tokenNetwork, partnerAddress, channels))
+    }
+    const rows = Object.assign({}, ...points.map(channelRows)) as Record<string, string>
+    rows['what the curves show (ratio between successive rows, ×10 channels each; read from the exponent of each step)'] = channelVerdict(points)
+    return rows
+  } finally {
+    await cleanup.run()
+  }
+}
+
+// ------------------------------------------------------------------------------------ curve 2: stored payments
+
+/**
+ * What a payment leaves for good in the payer's store, per kind of row (the change log is pruned at each snapshot
+ * and the outbox is emptied by acknowledgements, so neither grows with the history).
+ */
+const HISTORY_KINDS = ['payments', 'events', 'sentProofs', 'sentLocks', 'received'] as const
+type HistoryKind = (typeof HISTORY_KINDS)[number]
+
+/** Each kind's rows per real payment, and the rows the real payments left (the templates padding copies). */
+type PaymentShape = { perPayment: Record<HistoryKind, number>; templates: Record<HistoryKind, unknown[]>; bytesPerPayment: number; otherKinds: string }
+
+function paymentShape(dump: StorageDump, before: Record<string, number>, payments: number): PaymentShape {
+  const perPayment = {} as Record<HistoryKind, number>
+  const templates = {} as Record<HistoryKind, unknown[]>
+  let bytes = 0
+  for (const kind of HISTORY_KINDS) {
+    const rows = dump[kind] ?? []
+    const added = rows.length - (before[kind] ?? 0)
+    perPayment[kind] = Math.max(0, added) / payments
+    templates[kind] = added > 0 ? rows.slice(-added) : []
+    for (const row of templates[kind]) bytes += serialize(row).length
+  }
+  // Anything else that grew with the payments would have to be padded too: said in the table if so.
+  const others = Object.entries(dump).flatMap(([kind, rows]) =>
+    Array.isArray(rows) && !(HISTORY_KINDS as readonly string[]).includes(kind) && rows.length > (before[kind] ?? 0)
+      ? [`${kind} +${rows.length - before[kind]!}`]
+      : [],
+  )
+  return { perPayment, templates, bytesPerPayment: bytes / payments, otherKinds: others.length ? others.join(', ') : 'none' }
+}
+
+// Fresh random 32-byte values from a pool: randomBytes costs microseconds a call, and padding makes millions.
+let pool = Buffer.alloc(0)
+let used = 0
+function hash32(): Hex {
+  if (used + 32 > pool.length) [pool, used] = [randomBytes(32 * 4096), 0]
+  used += 32
+  return `0x${pool.toString('hex', used - 32, used)}`
+}
+
+/** Padded rows take seqs far above the real ones (events and payments are keyed seq * 1000 + place) and nonces of their own. */
+const PAD_NONCES = 10n ** 12n
+
+/** A copy of `row` under fresh keys: its own seq, nonce and secret hash; the same shape and size. */
+function freshRow(kind: HistoryKind, row: unknown, seq: number, nonce: bigint): unknown {
+  switch (kind) {
+    case 'payments': {
+      const p = row as PaymentRecord
+      return { ...p, seq, identifier: BigInt(hash32().slice(0, 16)), secrethash: hash32(), ...(p.secret ? { secret: hash32() } : {}) }
+    }
+    case 'events':
+      return { ...(row as object), seq }
+    case 'sentProofs':
+      return { ...(row as SentProofRecord), balanceHash: hash32(), nonce }
+    case 'sentLocks': {
+      const l = row as SentLockRecord
+      return { ...l, secrethash: hash32(), addedNonce: nonce, ...(l.removedNonce !== undefined ? { removedNonce: nonce + 1n } : {}) }
+    }
+    case 'received':
+      return { ...(row as object), nonce }
+  }
+}
+
+/** Payments per padding commit: large batches, as a bulk import would write them. */
+const PAD_BATCH = 2000
+
+/** The rows of padded payments [from, to): each kind at its rate per payment, copied in turn from its templates. */
+function paddedRows(shape: PaymentShape, seqBase: number, from: number, to: number): Commit {
+  const commit: Record<HistoryKind, unknown[]> = { payments: [], events: [], sentProofs: [], sentLocks: [], received: [] }
+  for (let j = from; j < to; j++) {
+    for (const kind of HISTORY_KINDS) {
+      const templates = shape.templates[kind]
+      // Fractional rates (1.5 events a payment, say) come out right over the run: the count up to j, rounded down.
+      const first = Math.floor(j * shape.perPayment[kind])
+      const count = Math.floor((j + 1) * shape.perPayment[kind]) - first
+      for (let t = 0; t < count; t++)
+        commit[kind].push(freshRow(kind, templates[(first + t) % templates.length], seqBase + j * 1000 + t, PAD_NONCES + BigInt(j * 16 + t)))
+    }
+  }
+  return commit as Commit
+}
+
+/**
+ * Padded payments [from, to), through the Storage port in large commits. The next batch is built and handed over
+ * while the last is written (the store writes one commit at a time, in order).
+ */
+async function pad(storage: Storage, shape: PaymentShape, seqBase: number, from: number, to: number): Promise<void> {
+  let writing: Promise<void> = Promise.resolve()
+  for (let start = from; start < to; start += PAD_BATCH) {
+    const next = storage.commit(paddedRows(shape, seqBase, start, Math.min(to, start + PAD_BATCH)))
+    next.catch(() => {}) // awaited below: an early failure must not count as unhandled meanwhile
+    await writing
+    writing = next
+    if ((start / PAD_BATCH) % 100 === 99) progress(`padded ${(start + PAD_BATCH).toLocaleString('en-US')} payments`)
+  }
+  await writing
+}
+
+/** Bytes of the files under `dir`. */
+async function diskBytes(dir: string): Promise<number> {
+  let total = 0
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }))
+    if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name))).size
+  return total
+}
+
+/** The median time of `times` requests, after one unmeasured request when `warmUp` (caches a fresh start left cold). */
+async function medianMs(times: number, request: () => Promise<Response>, warmUp = true): Promise<number> {
+  if (warmUp) await timed(request)
+  return medianOf(await repeat(times, () => timed(request)))
+}
+
+/** Whether GET `url` is answered with success (the API answers /status at once, the rest once the node has synced). */
+async function answered(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url)
+    await response.arrayBuffer()
+    return response.ok
+  } catch {
+    return false
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+type ServeProbe = { deploymentFile: string; dataDir: string; cwd: string; key: Hex; token: Address; partner: Address; identifier: bigint }
+type ServePoint = { payments: number; starts: number[]; lastPageMs: number; firstPageMs: number; retryMs: number; diskBytes: number }
+type Served = { sluice: SluiceProcess; api: string; startMs: number }
+
+/** `sluice serve` as the tests start it, timed from the spawn to its first answered GET /api/v1/address. */
+async function startServe(net: Devnet, probe: ServeProbe): Promise<Served> {
+  const args = ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', probe.deploymentFile, '--data-dir', probe.dataDir, '--key', probe.key]
+  const t0 = performance.now()
+  const sluice = startSluice([...args, '--api', '127.0.0.1:0', '--confirmations', '0', '--polling-interval', '100'], probe.cwd)
+  try {
+    const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, 180_000)
+    while (!(await answered(`${api}/address`))) await sleep(5)
+    return { sluice, api: api!, startMs: performance.now() - t0 }
+  } catch (error) {
+    await stopSluice(sluice)
+    throw error
+  }
+}
+
+/** Starts of sluice serve at each size (the median is printed: the run's first start also fills tsx's cache). */
+const STARTS = 3
+
+/** One store size: start-up STARTS times, then the pages and the retried payment against the last start. */
+async function serveAt(net: Devnet, probe: ServeProbe, payments: number): Promise<Omit<ServePoint, 'diskBytes'>> {
+  const starts: number[] = []
+  for (let i = 1; i < STARTS; i++) {
+    const served = await startServe(net, probe)
+    starts.push(served.startMs)
+    await stopSluice(served.sluice)
+  }
+  const { sluice, api, startMs } = await startServe(net, probe)
+  try {
+    starts.push(startMs)
+    const page = (offset: number) => () => fetch(`${api}/payments?limit=100&offset=${offset}`)
+    const retry = () =>
+      fetch(`${api}/payments/${probe.token}/${probe.partner}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: '1', identifier: probe.identifier.toString() }),
+      })
+    return {
+      payments,
+      starts,
+      lastPageMs: await medianMs(5, page(payments - 100)),
+      firstPageMs: await medianMs(5, page(0)),
+      // No warm-up: at a million payments each takes seconds, and the first is no colder than the others.
+      retryMs: await medianMs(3, retry, false),
+    }
+  } finally {
+    await stopSluice(sluice)
+  }
+}
+
+async function stopSluice(sluice: SluiceProcess): Promise<void> {
+  if (sluice.child.exitCode !== null || sluice.child.signalCode !== null) return
+  sluice.child.kill('SIGTERM')
+  const killed = setTimeout(() => sluice.child.kill('SIGKILL'), 20_000)
+  await sluice.exited
+  clearTimeout(killed)
+}
+
+const STORED = [10_000, 100_000, 1_000_000]
+const REAL = 300
+
+function storedRows(points: ServePoint[], shape: PaymentShape, padMs: number): Record<string, string> {
+  const kinds = HISTORY_KINDS.map((k) => `${fmt(shape.perPayment[k])} ${k}`).join(', ')
+  const rows: Record<string, string> = {
+    [`what one real payment left in the payer's store (${REAL} direct payments, 32 in flight; rows as LevelDB stores them, keys apart)`]: `${kinds}; ${fmt(shape.bytesPerPayment)} B; other rows that grew: ${shape.otherKinds}`,
+    [`padding the history with copies of those rows under fresh keys (seq, nonce, secret hash), Storage.commit in batches of ${PAD_BATCH.toLocaleString('en-US')} payments, node stopped: payments written per second`]:
+      fmt((STORED.at(-1)! - REAL) / (padMs / 1000)),
+  }
+  for (const p of points) {
+    const n = `${p.payments.toLocaleString('en-US')} payments stored (${REAL} real, the rest padded)`
+    rows[`${n}: sluice serve from process start to its first answered GET /api/v1/address (ms, ${STARTS} starts)`] = spread(p.starts)
+    rows[`${n}: GET /api/v1/payments?limit=100&offset=${(p.payments - 100).toLocaleString('en-US')} (the last page), median of 5 (ms)`] = fmt(p.lastPageMs)
+    rows[`${n}: GET /api/v1/payments?limit=100&offset=0, median of 5 (ms)`] = fmt(p.firstPageMs)
+    rows[`${n}: POST /payments again with a paid identifier (answered from the history), median of 3 (ms)`] = fmt(p.retryMs)
+    rows[`${n}: the store on disk (MB)`] = MB(p.diskBytes)
+  }
+  const xs = points.map((p) => p.payments)
+  const series: [string, number[]][] = [
+    ['start-up', points.map((p) => medianOf(p.starts))],
+    ['last page', points.map((p) => p.lastPageMs)],
+    ['first page', points.map((p) => p.firstPageMs)],
+    ['paid identifier again', points.map((p) => p.retryMs)],
+    ['disk', points.map((p) => p.diskBytes)],
+  ]
+  rows['what the curves show (ratio between successive rows, ×10 payments each; read from the exponent of each step)'] = series
+    .map(([name, ys]) => growth(name, xs, ys))
+    .join('; ')
+  return rows
+}
+
+/**
+ * `sluice serve` with 10k, 100k and 1M payments in its store. A million real payments would take hours, so: a few
+ * hundred real payments between two nodes, then, with the nodes stopped, the store is padded up to each size with
+ * copies of the rows those payments left (payments, events, sent proofs, sent locks, received messages) under fresh
+ * keys, through the Storage port. The history is padded; the state, the snapshot and the chain are the real ones.
+ */
+export async function benchStoredPayments(): Promise<Record<string, string>> {
+  const cleanup = new Cleanup()
+  try {
+    const net = await startDevnet([anvilKeys[1], anvilKeys[2]], 10n ** 21n)
+    cleanup.add(() => rm(net.dataDir, { recursive: true, force: true }))
+    cleanup.add(() => net.stop())
+    const deploymentFile = join(net.dataDir, 'deployment.json')
+    await writeDeployment(deploymentFile, net.deployment)
+    const { payer, partner, partnerAddress } = await startPair(net, cleanup)
+    const payerAddress = await payer.call<Address>('address')
+    const before = await payer.call<Record<string, number>>('storeCounts')
+    await payer.call('payMany', net.tokenNetwork, partnerAddress, REAL, 32)
+    await sleep(500) // the last acknowledgements, so that the outbox is empty as in a quiet node
+    await stopPair([payer, partner])
+    progress(`${REAL} real payments made; padding`)
+
+    const identity: StorageIdentity = { chainId: 31337n, registry: net.deployment.contracts.TokenNetworkRegistry.address, address: payerAddress }
+    let storage = await openLevelStorage(identity, { dataDir: net.dataDir })
+    cleanup.add(() => storage.close()) // a no-op once closed
+    const dump = await storage.exportDump()
+    const shape = paymentShape(dump, before, REAL)
+    // The retried payment: the oldest real one (a paid identifier is looked for in the history with its target).
+    const identifier = dump.payments[0]!.identifier
+    const probe: ServeProbe = {
+      deploymentFile,
+      dataDir: net.dataDir,
+      cwd: net.dataDir,
+      key: anvilKeys[1],
+      token: net.token,
+      partner: partnerAddress,
+      identifier,
+    }
+    const seqBase = (Math.max(dump.snapshot?.seq ?? 0, ...dump.changes.map((c) => c.seq)) + 100_000) * 1000
+    const real = dump.payments.length
+    let padMs = 0
+    const points: ServePoint[] = []
+    for (const [i, total] of STORED.entries()) {
+      const t0 = performance.now()
+      await pad(storage, shape, seqBase, (STORED[i - 1] ?? real) - real, total - real)
+      padMs += performance.now() - t0
+      await storage.close()
+      const disk = await diskBytes(levelLocation(identity, net.dataDir))
+      progress(`${total.toLocaleString('en-US')} payments stored (padded in ${fmt(padMs / 1000)} s so far); sluice serve`)
+      points.push({ ...(await serveAt(net, probe, total)), diskBytes: disk })
+      storage = await openLevelStorage(identity, { dataDir: net.dataDir })
+    }
+    await storage.close()
+    return storedRows(points, shape, padMs)
+  } finally {
+    await cleanup.run()
+  }
+}
+
+/** The --curves tables, as bench/run.ts's parts: a title and the function that measures its rows. */
+export const curves = {
+  channels: [
+    'Curve: channels held by the paying node (2 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil; the other channels are open on-chain to addresses that never come online)',
+    benchChannelCurve,
+  ],
+  stored: [
+    'Curve: payments in the store of sluice serve (LevelDB, anvil; a few hundred real payments, the history then padded with copies of their rows under fresh keys)',
+    benchStoredPayments,
+  ],
+} as const satisfies Record<string, readonly [string, () => Promise<Record<string, string>>]>
