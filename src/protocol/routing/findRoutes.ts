@@ -32,16 +32,24 @@ export function findRoutes(state: NodeState, { tokenNetwork, target, amount, loc
   const network = state.tokenNetworks[tokenNetwork]
   if (!network) return []
   const key = (a: Address) => a.toLowerCase()
-  const neighbours = new Map<string, Edge[]>()
-  const link = (from: Address, to: Address, settleTimeout?: bigint) => {
-    const list = neighbours.get(key(from)) ?? []
-    list.push({ to, ...(settleTimeout !== undefined ? { settleTimeout } : {}) })
-    neighbours.set(key(from), list)
-  }
-  for (const c of Object.values(network.graph)) {
-    if (!c.open) continue
-    if (c.deposit1 - c.withdrawn1 >= amount) link(c.participant1, c.participant2, c.settleTimeout)
-    if (c.deposit2 - c.withdrawn2 >= amount) link(c.participant2, c.participant1, c.settleTimeout)
+  // The graph's adjacency, built only when a route longer than one hop is looked for: a direct payment whose
+  // partner is the target (the usual case) does not pay for the whole network's channels.
+  let neighbours: Map<string, Edge[]> | undefined
+  const adjacency = () => {
+    if (neighbours) return neighbours
+    const built = new Map<string, Edge[]>()
+    const link = (from: Address, to: Address, settleTimeout?: bigint) => {
+      const list = built.get(key(from)) ?? []
+      list.push({ to, ...(settleTimeout !== undefined ? { settleTimeout } : {}) })
+      built.set(key(from), list)
+    }
+    for (const c of Object.values(network.graph)) {
+      if (!c.open) continue
+      if (c.deposit1 - c.withdrawn1 >= amount) link(c.participant1, c.participant2, c.settleTimeout)
+      if (c.deposit2 - c.withdrawn2 >= amount) link(c.participant2, c.participant1, c.settleTimeout)
+    }
+    neighbours = built
+    return built
   }
   const routes: Address[][] = []
   // Breadth-first over simple paths: the shortest routes come first, and each path visits a node once.
@@ -60,7 +68,7 @@ export function findRoutes(state: NodeState, { tokenNetwork, target, amount, loc
   for (let hops = 2; hops <= maxHops && frontier.length && routes.length < maxRoutes; hops++) {
     const next: Path[] = []
     for (const path of frontier) {
-      for (const edge of neighbours.get(key(path.hops.at(-1)!)) ?? []) {
+      for (const edge of adjacency().get(key(path.hops.at(-1)!)) ?? []) {
         const hop = edge.to
         if (sameAddress(hop, state.address) || path.hops.some((p) => sameAddress(p, hop))) continue
         // A lock longer than a channel's settle timeout cannot cross it (the hop before it would not forward it).
@@ -83,7 +91,8 @@ export function findRoutes(state: NodeState, { tokenNetwork, target, amount, loc
  * at all (that has other reasons: no channel, too little capacity).
  */
 export function whyNoRouteHoldsLock(state: NodeState, parameters: FindRoutesParameters & { lockTimeout: bigint | 'default' }): string | undefined {
-  if (findRoutes(state, parameters).length > 0) return undefined
+  // Whether one route holds it: one is enough to know.
+  if (findRoutes(state, { ...parameters, maxRoutes: 1 }).length > 0) return undefined
   const { lockTimeout, ...unchecked } = parameters
   const candidates = findRoutes(state, unchecked)
   if (candidates.length === 0) return undefined

@@ -19,6 +19,10 @@ describe('findRoutes', () => {
       [at('D'), at('E'), at('C')],
     ])
     expect(routes(101n)).toEqual([])
+    // Fewer routes asked for are the first of these, found the same way (the graph is read only past one hop).
+    const first = (amount: bigint, maxRoutes: number) =>
+      findRoutes(net.node('A').state, { tokenNetwork: net.chain.tokenNetwork, target: at('C'), amount, maxRoutes })
+    for (const amount of [10n, 50n, 101n]) for (const max of [1, 2]) expect(first(amount, max)).toEqual(routes(amount).slice(0, max))
   })
 
   test('a closed channel is no route, and channels whose forwarding side put in too little are skipped', async () => {
