@@ -143,7 +143,7 @@ function channelRows(p: ChannelPoint): Record<string, string> {
     [`${n} channels: the payer's V8 heap in use in its worker thread after a full GC; the whole process's RSS (both nodes, MB)`]: `${MB(p.heapUsed)}; ${MB(p.rss)}`,
     [`${n} channels: the payer's state snapshot as LevelDB stores it ({seq, state}, node:v8, kB)`]: kB(p.snapshotBytes),
     [`${n} channels: what the payer commits per payment, one at a time (rows as LevelDB stores them, snapshots apart): bytes; commits; the largest commit`]: `${fmt(p.single.bytes / SINGLE)} B; ${fmt(p.single.commits / SINGLE)}; ${fmt(p.single.largest)} B`,
-    [`${n} channels: snapshots the payer wrote at 32 in flight (one every 500 changes): per 1,000 payments; their bytes per payment`]: `${fmt((p.loaded.snapshots / loadedPayments) * 1000)}; ${fmt(p.loaded.snapshotBytes / loadedPayments)} B`,
+    [`${n} channels: snapshots the payer wrote at 32 in flight (after 500 changes, or as many as the state holds channels if more: docs/decisions/0039): per 1,000 payments; their bytes per payment`]: `${fmt((p.loaded.snapshots / loadedPayments) * 1000)}; ${fmt(p.loaded.snapshotBytes / loadedPayments)} B`,
   }
 }
 
