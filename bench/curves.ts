@@ -52,6 +52,14 @@ export function growth(name: string, xs: readonly number[], ys: readonly number[
 
 // ------------------------------------------------------------------------------------------------ node workers
 
+/** Anvil with the contracts for a payer and its partner, gone (its data too) at the cleanup. */
+async function startCurveDevnet(cleanup: Cleanup): Promise<Devnet> {
+  const net = await startDevnet([anvilKeys[1], anvilKeys[2]], 10n ** 21n)
+  cleanup.add(() => rm(net.dataDir, { recursive: true, force: true }))
+  cleanup.add(() => net.stop())
+  return net
+}
+
 /** A paying node and its partner, each in its own worker, with a funded channel between them. */
 async function startPair(net: Devnet, cleanup: Cleanup): Promise<{ payer: NodeWorker; partner: NodeWorker; partnerAddress: Address }> {
   const nodes = await Promise.all(
@@ -164,9 +172,7 @@ function channelVerdict(points: ChannelPoint[]): string {
 export async function benchChannelCurve(): Promise<Record<string, string>> {
   const cleanup = new Cleanup()
   try {
-    const net = await startDevnet([anvilKeys[1], anvilKeys[2]], 10n ** 21n)
-    cleanup.add(() => rm(net.dataDir, { recursive: true, force: true }))
-    cleanup.add(() => net.stop())
+    const net = await startCurveDevnet(cleanup)
     const { payer, partnerAddress } = await startPair(net, cleanup)
     const payerAddress = await payer.call<Address>('address')
     const points: ChannelPoint[] = []
@@ -415,9 +421,7 @@ function storedRows(points: ServePoint[], shape: PaymentShape, padMs: number): R
 export async function benchStoredPayments(): Promise<Record<string, string>> {
   const cleanup = new Cleanup()
   try {
-    const net = await startDevnet([anvilKeys[1], anvilKeys[2]], 10n ** 21n)
-    cleanup.add(() => rm(net.dataDir, { recursive: true, force: true }))
-    cleanup.add(() => net.stop())
+    const net = await startCurveDevnet(cleanup)
     const deploymentFile = join(net.dataDir, 'deployment.json')
     await writeDeployment(deploymentFile, net.deployment)
     const { payer, partner, partnerAddress } = await startPair(net, cleanup)

@@ -6,7 +6,7 @@ import { openIdbStorage } from '../../../src/storage/idbStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageClosedError, StorageError, StorageVersionError } from '../../../src/storage/storage.ts'
 import { describeStorageContract } from './storageContract.ts'
 import { createOldDatabase } from './support/idbOldSchemas.ts'
-import { change, newChannelKey, newIdentity, outbox, payment, randomAddress, received, sentLock, sentProof } from './support/records.ts'
+import { change, newChannelKey, newIdentity, outbox, paymentsToIndex, randomAddress, received, sentLock, sentProof } from './support/records.ts'
 
 // Node has no Web Locks: single instance is shown in Chromium (test/browser/storage.test.ts).
 describeStorageContract('IndexedDB (fake-indexeddb)', {
@@ -70,12 +70,7 @@ test.each([1, 2, 3] as const)(
     const ck = newChannelKey()
     const old = version >= 2 ? { sentProofs: [sentProof(ck, 1n)], sentLocks: [sentLock(ck, 1n), sentLock(ck, 2n, 3n)] } : {}
     const [token, target] = [randomAddress(), randomAddress()]
-    // Sent (twice under one identifier: the later one counts) and received payments, indexed by the upgrade.
-    const paid = [
-      { ...payment(1, token, target), identifier: 9n },
-      { ...payment(2, token, target), identifier: 9n, event: 'EventPaymentSentFailed' as const },
-      { ...payment(3, token, target), identifier: 10n, event: 'EventPaymentReceivedSuccess' as const },
-    ]
+    const paid = paymentsToIndex(token, target)
     await createOldDatabase(identity, version, { changes: [change(1), change(2)], outbox: [outbox('a')], syncedBlock: 7n, payments: paid, ...old })
     const storage = await openIdbStorage(identity)
     const loaded = await storage.load()

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest'
 import { levelLocation, openLevelStorage } from '../../../src/storage/levelStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageError, StorageVersionError, type StorageIdentity } from '../../../src/storage/storage.ts'
 import { describeStorageContract } from './storageContract.ts'
-import { change, newChannelKey, newIdentity, outbox, payment, randomAddress, received, sentLock, sentProof } from './support/records.ts'
+import { change, newChannelKey, newIdentity, outbox, paymentsToIndex, randomAddress, received, sentLock, sentProof } from './support/records.ts'
 
 let dataDir = ''
 beforeAll(async () => {
@@ -120,12 +120,7 @@ test.each([1, 2, 3])(
     const ck = newChannelKey()
     const [oldProof, oldLock] = [sentProof(ck, 1n), sentLock(ck, 1n)]
     const [token, target] = [randomAddress(), randomAddress()]
-    // Sent (twice under one identifier: the later one counts) and received payments, indexed by the upgrade to 4.
-    const paid = [
-      { ...payment(1, token, target), identifier: 9n },
-      { ...payment(2, token, target), identifier: 9n, event: 'EventPaymentSentFailed' as const },
-      { ...payment(3, token, target), identifier: 10n, event: 'EventPaymentReceivedSuccess' as const },
-    ]
+    const paid = paymentsToIndex(token, target)
     const [t, p] = [token.toLowerCase(), target.toLowerCase()]
     const paidRows = paid.flatMap((row) => {
       const seq = row.seq.toString().padStart(16, '0')

@@ -90,6 +90,18 @@ export function payment(seq: number, token: Address, to: Address, amount = BigIn
   return { seq, time: 1_700_000_000_000 + seq, event: 'EventPaymentSentSuccess', token, partner: to, amount, identifier: BigInt(seq), secrethash: randomHash() }
 }
 
+/**
+ * Payments to `target` as an upgrade from schema 3 meets them: two sent under identifier 9 (the later, failed one is
+ * what sentPayment finds) and one received under 10 (not ours: sentPayment finds none).
+ */
+export function paymentsToIndex(token: Address, target: Address): PaymentRecord[] {
+  return [
+    { ...payment(1, token, target), identifier: 9n },
+    { ...payment(2, token, target), identifier: 9n, event: 'EventPaymentSentFailed' },
+    { ...payment(3, token, target), identifier: 10n, event: 'EventPaymentReceivedSuccess' },
+  ]
+}
+
 export function chainEvent(blockNumber: bigint, logIndex: number, fields: Partial<StoredChainEvent> = {}): StoredChainEvent {
   return {
     blockNumber,
