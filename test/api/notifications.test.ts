@@ -30,12 +30,13 @@ beforeAll(async () => {
   devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] })
   feedServer = createServer(async (req, res) => {
     feedRequests++
-    const hold = holdNext
-    holdNext = undefined
-    await hold
+    // The answer is what the feed says when the request comes, even if it is held back.
     // ?latest=X answers a feed whose latest release is X (and 0.1.0 insecure), whatever `feed` holds.
     const latest = new URL(req.url ?? '/', 'http://feed').searchParams.get('latest')
     const answer = latest ? { status: 200, body: JSON.stringify({ latest, security: ['0.1.0'] }) } : feed
+    const hold = holdNext
+    holdNext = undefined
+    await hold
     res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body)
   })
   await new Promise<void>((resolve) => feedServer.listen(0, '127.0.0.1', resolve))
@@ -212,6 +213,28 @@ describe('version notifications from a release feed', () => {
       expect(((await listed).body as { id: string }[]).map((x) => x.id).sort()).toEqual(expected)
       expect(await ids()).toEqual(expected)
     }
+  })
+
+  it('a check asked for while one is in flight is another check after it: it sees what changed since', async () => {
+    const notifications = a.node.services.notifications
+    feed = { status: 200, body: JSON.stringify({ latest: '0.1.0' }) }
+    notifications.configure({ version: '0.1.0', releaseFeedUrl: feedUrl, minServiceTokenBalance: 0n, checkEveryBlocks: 1_000n })
+    await notifications.check()
+    expect(await ids()).toEqual([])
+    let release!: () => void
+    holdNext = new Promise((resolve) => (release = resolve))
+    const asked = feedRequests
+    const first = notifications.check()
+    await eventually(() => expect(feedRequests).toBeGreaterThan(asked))
+    // A release comes out while the first check waits for its (older) answer.
+    feed = { status: 200, body: JSON.stringify({ latest: '0.2.0' }) }
+    const second = notifications.check()
+    const third = notifications.check()
+    release()
+    await Promise.all([first, second, third])
+    // The second (and the third, which shares it) read the feed again, after the release came out.
+    expect(feedRequests).toBeGreaterThanOrEqual(asked + 2)
+    expect(await ids()).toEqual(['version_outdated'])
   })
 
   it('semantic-version order: numeric parts, pre-releases before their release', () => {

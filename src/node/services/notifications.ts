@@ -49,7 +49,9 @@ export class NodeNotifications implements Service {
   private started = false
   private stopped = false
   private timer: ReturnType<typeof setTimeout> | undefined
-  private checking: { generation: number; done: Promise<void> } | undefined
+  /** The last check asked for (in flight or queued), and the one queued that has not started yet. */
+  private lastCheck: Promise<void> = Promise.resolve()
+  private queued: { generation: number; done: Promise<void> } | undefined
   /** Counts configure() calls: a check or tick begun under older options changes nothing when it ends. */
   private generation = 0
   private firstCheck!: Promise<void>
@@ -94,20 +96,25 @@ export class NodeNotifications implements Service {
     return [...this.raised.values()]
   }
 
-  /** Checks every condition now (also called by the block schedule). */
+  /**
+   * Checks every condition, in a check that starts after this call (also called by the block schedule). Checks run
+   * one at a time: a call while one is in flight queues the next, and calls while that one waits share it. Only a
+   * check under the current options ends the wait of list(); one begun under older options changes nothing.
+   */
   check(): Promise<void> {
     const generation = this.generation
-    if (this.checking?.generation === generation) return this.checking.done
-    // One check at a time: one begun under older options finishes first (its results are dropped), then this one
-    // runs, and only a check under the current options ends the wait of list().
-    const done = (this.checking?.done ?? Promise.resolve()).then(() => this.checkAll(generation))
-    const entry = { generation, done }
-    this.checking = entry
-    void done.finally(() => {
-      if (this.checking === entry) this.checking = undefined
+    if (this.queued?.generation === generation) return this.queued.done
+    const entry = { generation, done: Promise.resolve() }
+    entry.done = this.lastCheck.then(() => {
+      if (this.queued === entry) this.queued = undefined
+      return this.checkAll(generation)
+    })
+    this.queued = entry
+    this.lastCheck = entry.done.catch(() => {})
+    void this.lastCheck.then(() => {
       if (generation === this.generation) this.resolveFirst()
     })
-    return done
+    return entry.done
   }
 
   stop(): void {
