@@ -108,10 +108,15 @@ describe("the page's node with monitoring on, its tab closed", () => {
     // The hub closes, with the page's proof (nonce 2) and nothing of its own payments.
     expect(await hubOk('PATCH', `/channels/${token}/${address}`, { state: 'closed' })).toMatchObject({ state: 'closed' })
     const calls = async () => (await commands.peerRequest<any[]>(monitor.api, 'GET', '/monitor_calls')).body
+    // One block at a time, each once the service has read the last: a busy machine slows the service down, and
+    // mining ahead of it would run the settle window out before it had its turn to act.
+    const serviceAt = async () => Number((await commands.peerRequest<{ synced_block: string | number }>(monitor.api, 'GET', '/status')).body.synced_block)
     const mineUntil = async (done: () => Promise<boolean>, blocks: number) => {
       for (let i = 0; !(await done()); i++) {
         expect(i, 'blocks mined').toBeLessThan(blocks)
+        const before = await serviceAt()
         await anvil.mine({ blocks: 1 })
+        await eventually(async () => expect(await serviceAt()).toBeGreaterThan(before), 30_000)
         await new Promise((r) => setTimeout(r, 200))
       }
     }
