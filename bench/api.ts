@@ -1,6 +1,7 @@
 // The REST API over real HTTP: `sluice devnet` (2 nodes, LevelDB storage with sync writes, anvil) in its own
 // process, driven from this one with fetch (keep-alive), as an application would.
 import { startDevnetCommand } from '../test/cli/devnetProcess.ts'
+import { stopSluice } from '../test/cli/sluiceProcess.ts'
 import { fmt, percentile, repeat, spread, timed } from './measure.ts'
 
 export async function benchApi(): Promise<Record<string, string>> {
@@ -44,7 +45,6 @@ export async function benchApi(): Promise<Record<string, string>> {
     rows[`GET /channels latency p50 / p99 under ${clients} clients (ms)`] = `${fmt(percentile(latencies, 50))} / ${fmt(percentile(latencies, 99))}`
     return rows
   } finally {
-    sluice.child.kill('SIGTERM')
-    await sluice.exited
+    await stopSluice(sluice)
   }
 }

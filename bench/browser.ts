@@ -15,7 +15,7 @@ import { buildPackage } from '../scripts/build.ts'
 import { staticServer } from '../scripts/staticServer.ts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { writeDeployment } from '../src/devnet/deploymentFile.ts'
-import { startSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
+import { startSluice, stopSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
 import { startDevnet, type Devnet } from '../test/integration/support/devnet.ts'
 import { cryptoLimit } from './limits.ts'
 import { fmt, medianOf, percentile, repeat, spread } from './measure.ts'
@@ -573,8 +573,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     throw e
   } finally {
     await browser?.close().catch(() => {})
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM')
-    await Promise.all(processes.map((p) => p.exited))
+    await Promise.all(processes.map((p) => stopSluice(p)))
     site?.closeAllConnections()
     await new Promise((resolve) => (site ? site.close(resolve) : resolve(undefined)))
     await net?.stop()

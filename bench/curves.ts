@@ -15,7 +15,7 @@ import { writeDeployment } from '../src/devnet/deploymentFile.ts'
 import { levelLocation, openLevelStorage } from '../src/storage/levelStorage.ts'
 import type { Commit, PaymentRecord, SentLockRecord, SentProofRecord, Storage, StorageDump, StorageIdentity } from '../src/storage/storage.ts'
 import { type Devnet, startDevnet } from '../test/integration/support/devnet.ts'
-import { startSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
+import { startSluice, stopSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
 import type { CommitTally } from './nodeWorker.ts'
 import { type NodeWorker, spawnNode } from './node.ts'
 import { fmt, medianOf, percentile, repeat, spread, timed } from './measure.ts'
@@ -370,14 +370,6 @@ async function serveAt(net: Devnet, probe: ServeProbe, payments: number): Promis
   } finally {
     await stopSluice(sluice)
   }
-}
-
-async function stopSluice(sluice: SluiceProcess): Promise<void> {
-  if (sluice.child.exitCode !== null || sluice.child.signalCode !== null) return
-  sluice.child.kill('SIGTERM')
-  const killed = setTimeout(() => sluice.child.kill('SIGKILL'), 20_000)
-  await sluice.exited
-  clearTimeout(killed)
 }
 
 const STORED = [10_000, 100_000, 1_000_000]

@@ -63,6 +63,15 @@ export function startSluice(args: readonly string[], cwd: string, script = sluic
   }
 }
 
+/** Asks it to stop (SIGTERM), and kills it if it has not exited within `graceMs`; resolves once it is gone. */
+export async function stopSluice(p: SluiceProcess, graceMs = 20_000): Promise<void> {
+  if (p.child.exitCode !== null || p.child.signalCode !== null) return
+  p.child.kill('SIGTERM')
+  const killed = setTimeout(() => p.child.kill('SIGKILL'), graceMs)
+  await p.exited
+  clearTimeout(killed)
+}
+
 /** Runs sluice to completion. */
 export async function runSluice(args: readonly string[], cwd: string) {
   const p = startSluice(args, cwd)
