@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer, type AddressInfo, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Hex } from 'viem'
+import { fileURLToPath } from 'node:url'
+import { getAddress, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { encryptKeystore } from '../../src/chain/keystore.ts'
@@ -13,7 +14,7 @@ import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { jsonParse } from '../../src/storage/json.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
-import { runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { runSluice, startSluice, stopSluice, type SluiceProcess } from './sluiceProcess.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -185,29 +186,19 @@ describe('sluice serve', () => {
   })
 
   test('reads the key from a v3 keystore with --password-file (scrypt N = 2^18, as a page exports it)', async () => {
-    const dir = tempDir()
-    const keystore = join(dir, 'keystore.json')
-    const key = generatePrivateKey()
-    // The default cost, geth's standard scrypt (N = 2^18), as a page's exportKeystore() writes it.
-    writeFileSync(keystore, JSON.stringify(await encryptKeystore(key, 'testpassword')))
-    writeFileSync(join(dir, 'password'), 'testpassword\n')
-    writeFileSync(join(dir, 'wrong'), 'nope\n')
-    // A wrong password only needs a keystore: a cheap one.
-    const cheap = join(dir, 'cheap-keystore.json')
-    writeFileSync(cheap, JSON.stringify(await encryptKeystore(key, 'testpassword', { n: 16, r: 1, p: 1 })))
-    const bad = await runSluice(baseArgs(tempDir(), '--keystore', cheap, '--password-file', join(dir, 'wrong')), dir)
-    expect(bad.code).toBe(2)
-    expect(bad.stderr).toMatch(/^sluice serve: .*cheap-keystore\.json: wrong password for the keystore[^\n]*\n$/)
-
-    const { sluice, api } = await startServe(baseArgs(tempDir(), '--keystore', keystore, '--password-file', join(dir, 'password')))
+    // The default cost, geth's standard scrypt (N = 2^18, 256 MiB), as a page's exportKeystore() writes it: a file
+    // made once (keystore.test.ts covers writing it), so the test pays for one derivation, the node's.
+    const keystore = fileURLToPath(new URL('../fixtures/keystore-scrypt-n18.json', import.meta.url))
+    const address = getAddress(`0x${(JSON.parse(readFileSync(keystore, 'utf8')) as { address: string }).address}`)
+    const { sluice, api } = await startServe(baseArgs(tempDir(), '--keystore', keystore, '--password-file', textFile('testpassword\n')))
     expect((await get(`${api}/status`)).status).toBe(200)
     await waitReady(api)
-    expect((await get(`${api}/address`)).body).toEqual({ our_address: privateKeyToAddress(key) })
+    expect((await get(`${api}/address`)).body).toEqual({ our_address: address })
     sluice.child.kill('SIGINT')
     expect((await sluice.exited).code).toBe(0)
   })
 
-  test('--backup-url pushes copies (GET /settings shows them) and restores the newest into an empty data directory; a server it cannot reach stops the start', async () => {
+  test('--backup-url pushes copies (GET /settings shows them) and restores the newest into an empty data directory', async () => {
     const backups = await serveBackups({ dataDir: tempDir(), host: '127.0.0.1', port: 0 })
     try {
       const first = await startServe(baseArgs(tempDir(), '--key', key, '--backup-url', backups.url))
@@ -227,74 +218,91 @@ describe('sluice serve', () => {
       expect(BigInt(backup.restored.version)).toBeGreaterThanOrEqual(BigInt(pushed))
       second.sluice.child.kill('SIGTERM')
       expect((await second.sluice.exited).code).toBe(0)
-
-      const bad = await runSluice(baseArgs(tempDir(), '--key', key, '--backup-url', 'ftp://example'), tempDir())
-      expect(bad.code).toBe(2)
-      expect(bad.stderr).toMatch(/--backup-url/)
-      const gone = await backups.close(100).then(() => backups.url)
-      const unreachable = await runSluice(baseArgs(tempDir(), '--key', key, '--backup-url', gone), tempDir())
-      expect(unreachable.code).not.toBe(0)
-      expect(unreachable.stderr).toMatch(/--backup-url .*is empty and the newest copy could not be restored: .*\(BACKUP_UNREACHABLE\)/)
     } finally {
       await backups.close(100).catch(() => {})
     }
   })
 
-  test('--import restores an exported state into a new data directory; a dump of another node, an older one, or a store in use is refused', async () => {
-    const dataDir = tempDir()
-    const first = await startServe(baseArgs(dataDir, '--key', key))
-    await waitReady(first.api)
-    const exported = await fetch(`${first.api}/_state/export`)
-    expect(exported.status).toBe(200)
-    const dumpFile = join(tempDir(), 'state.json')
-    const text = await exported.text()
-    writeFileSync(dumpFile, text)
-    const dump = jsonParse(text) as { meta: { createdAt: number } }
+  test('--backup-url to a server it cannot reach stops the start of an empty data directory', async () => {
+    const backups = await serveBackups({ dataDir: tempDir(), host: '127.0.0.1', port: 0 })
+    const gone = await backups.close(100).then(() => backups.url)
+    const unreachable = await runSluice(baseArgs(tempDir(), '--key', key, '--backup-url', gone), tempDir())
+    expect(unreachable.code).not.toBe(0)
+    expect(unreachable.stderr).toMatch(/--backup-url .*is empty and the newest copy could not be restored: .*\(BACKUP_UNREACHABLE\)/)
+  })
 
-    // The store is held by the running node: a second one on the same directory is refused at once.
-    const busy = await runSluice(baseArgs(dataDir, '--key', key, '--import', dumpFile), tempDir())
-    expect(busy.code).toBe(2)
-    expect(busy.stderr).toMatch(/is another node running on --data-dir/)
-    expect(busy.stderr.trim().split('\n')).toHaveLength(1)
-
-    // The node moves on (more blocks synced), so the dump becomes older than its store.
-    await fetch(`${net.anvil.rpcUrl}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x5'] }),
+  describe('--import', () => {
+    // One node's exported state, shared by the cases: the node runs until "older" stops it.
+    let first: { sluice: SluiceProcess; api: string }
+    let dataDir = ''
+    let dumpFile = ''
+    let dump: { meta: { createdAt: number; syncedBlock: bigint } }
+    beforeAll(async () => {
+      dataDir = tempDir()
+      first = await startServe(baseArgs(dataDir, '--key', key))
+      await waitReady(first.api)
+      const exported = await fetch(`${first.api}/_state/export`)
+      expect(exported.status).toBe(200)
+      const text = await exported.text()
+      dumpFile = join(tempDir(), 'state.json')
+      writeFileSync(dumpFile, text)
+      dump = jsonParse(text) as typeof dump
+    }, 60_000)
+    afterAll(async () => {
+      if (first) await stopSluice(first.sluice)
     })
-    await eventually(async () => {
-      const again = jsonParse(await (await fetch(`${first.api}/_state/export`)).text()) as { meta: { syncedBlock: bigint } }
-      expect(again.meta.syncedBlock).toBeGreaterThan((jsonParse(text) as { meta: { syncedBlock: bigint } }).meta.syncedBlock)
-    }, 20_000)
-    first.sluice.child.kill('SIGTERM')
-    expect((await first.sluice.exited).code).toBe(0)
-    const older = await runSluice(baseArgs(dataDir, '--key', key, '--import', dumpFile), tempDir())
-    expect(older.code).toBe(2)
-    expect(older.stderr).toMatch(/^sluice serve: --import .*state\.json: the dump is older than the stored state[^\n]*\n$/)
 
-    const otherKey = anvilKeys[2] as Hex
-    const other = await runSluice(baseArgs(tempDir(), '--key', otherKey, '--import', dumpFile), tempDir())
-    expect(other.code).toBe(2)
-    expect(other.stderr).toMatch(/^sluice serve: --import .*: the dump belongs to another node address[^\n]*\n$/)
+    test('a store in use is refused at once; a dump older than its store is refused', async () => {
+      const busy = await runSluice(baseArgs(dataDir, '--key', key, '--import', dumpFile), tempDir())
+      expect(busy.code).toBe(2)
+      expect(busy.stderr).toMatch(/is another node running on --data-dir/)
+      expect(busy.stderr.trim().split('\n')).toHaveLength(1)
 
-    // Into a fresh directory: the restored store is the exported one (same creation time and history).
-    const restored = await startServe(baseArgs(tempDir(), '--key', key, '--import', dumpFile))
-    expect(restored.sluice.stdout()).toContain(`Imported the state dump ${dumpFile}`)
-    await waitReady(restored.api)
-    const after = jsonParse(await (await fetch(`${restored.api}/_state/export`)).text()) as { meta: { createdAt: number } }
-    expect(after.meta.createdAt).toBe(dump.meta.createdAt)
-    restored.sluice.child.kill('SIGTERM')
-    expect((await restored.sluice.exited).code).toBe(0)
+      // The node moves on (more blocks synced), so the dump becomes older than its store.
+      await fetch(`${net.anvil.rpcUrl}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x5'] }),
+      })
+      await eventually(async () => {
+        const again = jsonParse(await (await fetch(`${first.api}/_state/export`)).text()) as typeof dump
+        expect(again.meta.syncedBlock).toBeGreaterThan(dump.meta.syncedBlock)
+      }, 20_000)
+      first.sluice.child.kill('SIGTERM')
+      expect((await first.sluice.exited).code).toBe(0)
+      const older = await runSluice(baseArgs(dataDir, '--key', key, '--import', dumpFile), tempDir())
+      expect(older.code).toBe(2)
+      expect(older.stderr).toMatch(/^sluice serve: --import .*state\.json: the dump is older than the stored state[^\n]*\n$/)
+    })
+
+    test('a dump of another node is refused', async () => {
+      const other = await runSluice(baseArgs(tempDir(), '--key', anvilKeys[2] as Hex, '--import', dumpFile), tempDir())
+      expect(other.code).toBe(2)
+      expect(other.stderr).toMatch(/^sluice serve: --import .*: the dump belongs to another node address[^\n]*\n$/)
+    })
+
+    test('restores an exported state into a new data directory (the same creation time and history)', async () => {
+      const restored = await startServe(baseArgs(tempDir(), '--key', key, '--import', dumpFile))
+      expect(restored.sluice.stdout()).toContain(`Imported the state dump ${dumpFile}`)
+      await waitReady(restored.api)
+      const after = jsonParse(await (await fetch(`${restored.api}/_state/export`)).text()) as typeof dump
+      expect(after.meta.createdAt).toBe(dump.meta.createdAt)
+      restored.sluice.child.kill('SIGTERM')
+      expect((await restored.sluice.exited).code).toBe(0)
+    })
   })
 
   describe('bad options exit 2 with one line on stderr', () => {
     let server: Server
     let busyPort = 0
     let keystoreFile = ''
+    let cheapKeystore = ''
     beforeAll(async () => {
       keystoreFile = join(tempDir(), 'keystore.json')
       writeFileSync(keystoreFile, '{"version": 3}')
+      // A wrong password only needs a keystore: a cheap one.
+      cheapKeystore = join(tempDir(), 'cheap-keystore.json')
+      writeFileSync(cheapKeystore, JSON.stringify(await encryptKeystore(generatePrivateKey(), 'testpassword', { n: 16, r: 1, p: 1 })))
       server = createServer()
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
       busyPort = (server.address() as { port: number }).port
@@ -370,6 +378,12 @@ describe('sluice serve', () => {
         () => baseArgs(tempDir(), '--keystore', keystoreFile),
         /--keystore needs --password-file when standard input is not a terminal/,
       ],
+      [
+        'a wrong password for the keystore',
+        () => baseArgs(tempDir(), '--keystore', cheapKeystore, '--password-file', textFile('nope\n')),
+        /cheap-keystore\.json: wrong password for the keystore/,
+      ],
+      ['a --backup-url that is not http(s)', () => baseArgs(tempDir(), '--key', key, '--backup-url', 'ftp://example'), /--backup-url/],
       [
         'an unreadable keystore',
         () => baseArgs(tempDir(), '--keystore', '/nonexistent/k.json', '--password-file', '/nonexistent/p'),
