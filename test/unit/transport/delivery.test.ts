@@ -177,11 +177,14 @@ describe('delivery', () => {
     const a = await start(1, { channelName, backoff: { initialMs: 20, maxMs: 40 } })
     const b = await start(2, { channelName, answers: true, backoff: { initialMs: 20, maxMs: 40 } })
     await settle(a, b)
-    let lost = 0
-    b.drop = (l) => JSON.parse(l).type === 'Processed' && lost++ === 0
+    let sent = 0
+    b.drop = (l) => JSON.parse(l).type === 'Processed' && sent++ === 0
     a.put([record(b.address, unlock(1n, 1n), ch)])
     await eventually(() => expect(a.outbox.size).toBe(0))
-    expect(lost).toBe(2) // the first Processed, lost; the repeat, delivered
+    // The first Processed, lost; a repeat for each resend of A's that came before a repeat reached A (one on a quiet
+    // machine; A retries every 20-40 ms, so a busy one may see more), never one of B's own.
+    expect(sent).toBeGreaterThanOrEqual(2)
+    expect(sent).toBeLessThanOrEqual(sentLines(a, 'Unlock').length)
     expect(sentLines(a, 'Unlock').length).toBeGreaterThanOrEqual(2)
     expect(b.outbox.size).toBe(0)
     expect(b.delivery.stats().retries).toBe(0)
