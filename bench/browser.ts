@@ -2,26 +2,13 @@
 // `sluice init` into a static site (a plain page with an import map), served by a small static server; Chromium
 // headless (playwright-core) calls startNode() with a relay; the peer is `sluice serve` of the same build, reached
 // through `sluice relay` of it; anvil with the contracts and TTT registered.
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import type { Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium, type Browser, type Page } from 'playwright-core'
-import { build } from 'vite'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
-import { buildPackage } from '../scripts/build.ts'
-import { staticServer } from '../scripts/staticServer.ts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
-import { writeDeployment } from '../src/devnet/deploymentFile.ts'
-import { startSluice, stopSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
-import { startDevnet, type Devnet } from '../test/integration/support/devnet.ts'
+import { type Call, chromiumCpuSeconds, inPage, openBrowserStage, type Paid, type Started } from './browserStage.ts'
 import { cryptoLimit } from './limits.ts'
 import { fmt, medianOf, percentile, repeat, spread } from './measure.ts'
-
-const repo = fileURLToPath(new URL('..', import.meta.url))
-const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--no-first-run', '--disable-quic']
 
 /** Sequential requests of each kind timed, after the warm-up. */
 const REQUESTS = 1000
@@ -72,163 +59,6 @@ window.floor = async (warmUp, n) => {
 }
 </script></body></html>`
 
-/**
- * The page: startNode from the package through an import map, and the measuring loops, in plain JavaScript (the
- * bench calls them by name, so nothing of this file's TypeScript has to run in the browser).
- */
-const PAGE = `<!doctype html><html><body>
-<script type="importmap">{ "imports": { "sluice/browser": "/sluice/browser.js" } }</script>
-<script type="module">
-import { startNode } from 'sluice/browser'
-
-async function timed(request) {
-  const t0 = performance.now()
-  await request()
-  return performance.now() - t0
-}
-
-async function viaServiceWorker(path) {
-  const response = await fetch(path)
-  const body = await response.json()
-  if (!response.ok) throw new Error(path + ' answered ' + response.status + ': ' + JSON.stringify(body))
-  return body
-}
-
-window.bench = {
-  async start(options) {
-    const t0 = performance.now()
-    window.node = await startNode(options)
-    const started = performance.now()
-    const { our_address } = await viaServiceWorker('/api/v1/address')
-    const answered = performance.now()
-    return { address: our_address, startNode: started - t0, answered: answered - t0, sinceNavigation: answered }
-  },
-  async stop() {
-    await window.node.stop()
-    window.node = undefined
-  },
-  /** node.exportKeystore(): the key encrypted with scrypt N = 2^18 in the node's worker; its time and its KDF's cost. */
-  async exportKeystore() {
-    const t0 = performance.now()
-    const keystore = await window.node.exportKeystore()
-    return { ms: performance.now() - t0, kdfparams: keystore.crypto.kdfparams }
-  },
-  /** The passphrase KDF candidates, timed in a module worker (bench/kdfWorker.ts). */
-  kdf(runs) {
-    const worker = new Worker('/kdf.worker.js', { type: 'module' })
-    return new Promise((resolve, reject) => {
-      worker.onmessage = ({ data }) => resolve(data)
-      worker.onerror = (e) => reject(new Error(e.message))
-      worker.postMessage(runs)
-    }).finally(() => worker.terminate())
-  },
-  call(method, path, body) {
-    return fetch(path, { method, ...(body == null ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) }).then(async (r) => ({ status: r.status, body: await r.json() }))
-  },
-  /** n sequential requests through the service worker and n on the proxy, each after its warm-up. */
-  async latencies(path, warmUp, n) {
-    const serviceWorker = []
-    const proxy = []
-    for (let i = 0; i < warmUp; i++) await viaServiceWorker(path)
-    for (let i = 0; i < n; i++) serviceWorker.push(await timed(() => viaServiceWorker(path)))
-    for (let i = 0; i < warmUp; i++) await window.node.channels()
-    for (let i = 0; i < n; i++) proxy.push(await timed(() => window.node.channels()))
-    return { serviceWorker, proxy }
-  },
-  /** n payments of 1 to the target, one at a time, through the service worker (fetch) or on the proxy (node.pay()). */
-  async paySequential(token, target, n, via) {
-    const latencies = []
-    const failures = []
-    for (let i = 0; i < n; i++) {
-      const t = performance.now()
-      try {
-        if (via === 'proxy') await window.node.pay(token, target, { amount: '1' })
-        else {
-          const response = await fetch('/api/v1/payments/' + token + '/' + target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount":"1"}' })
-          const text = await response.text()
-          if (response.status !== 200) {
-            failures.push(response.status + ' ' + text)
-            continue
-          }
-        }
-        latencies.push(performance.now() - t)
-      } catch (e) {
-        failures.push(String(e))
-      }
-    }
-    return { latencies, failures: failures.length, firstFailures: failures.slice(0, 3) }
-  },
-  /** n payments of 1 to the target, inFlight at a time through the service worker; each one's latency, and the failures. */
-  async pay(token, target, n, inFlight) {
-    const latencies = []
-    const failures = []
-    let next = 0
-    const t0 = performance.now()
-    await Promise.all(Array.from({ length: inFlight }, async () => {
-      while (next < n) {
-        next++
-        const t = performance.now()
-        try {
-          const response = await fetch('/api/v1/payments/' + token + '/' + target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount":"1"}' })
-          const text = await response.text()
-          if (response.status === 200) latencies.push(performance.now() - t)
-          else failures.push(response.status + ' ' + text)
-        } catch (e) {
-          failures.push(String(e))
-        }
-      }
-    }))
-    return { seconds: (performance.now() - t0) / 1000, latencies, failures: failures.length, firstFailures: failures.slice(0, 3) }
-  },
-}
-</script>
-</body></html>
-`
-
-/**
- * CPU seconds (user + system) of this process's Chromium descendants, from /proc (Linux): the browser, its renderers
- * and its workers, not the sluice processes or anvil beside them.
- */
-function chromiumCpuSeconds(): number {
-  const ticksPerSecond = 100
-  const stats = readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .flatMap((pid) => {
-      try {
-        const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
-        const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'))
-        const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
-        return [{ pid: Number(pid), comm, ppid: Number(fields[1]), cpu: (Number(fields[11]) + Number(fields[12])) / ticksPerSecond }]
-      } catch {
-        return []
-      }
-    })
-  const byPid = new Map(stats.map((s) => [s.pid, s]))
-  const descends = (s: { ppid: number }): boolean => {
-    for (let p = s.ppid, hops = 0; p > 1 && hops < 64; p = byPid.get(p)?.ppid ?? 0, hops++) if (p === process.pid) return true
-    return false
-  }
-  return stats.filter((s) => /chrom/i.test(s.comm) && descends(s)).reduce((sum, s) => sum + s.cpu, 0)
-}
-
-/** The site, served as `npm run demo` serves its page; resolves to its URL once it listens. */
-function serveStatic(root: string): Promise<{ server: Server; url: string }> {
-  const server = staticServer(root)
-  return new Promise((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` }))
-  })
-}
-
-type Call = { status: number; body: unknown }
-type Started = { address: string; startNode: number; answered: number; sinceNavigation: number }
-type Paid = { seconds: number; latencies: number[]; failures: number; firstFailures: string[] }
-
-/** Calls `bench.<method>(...args)` in the page (a string: nothing of tsx's output goes into the browser). */
-function inPage<T>(page: Page, method: string, ...args: unknown[]): Promise<T> {
-  return page.evaluate(`window.bench.${method}(...${JSON.stringify(args)})`) as Promise<T>
-}
-
 const p50p99 = (values: number[]) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`
 
 /**
@@ -238,72 +68,23 @@ const p50p99 = (values: number[]) => `${fmt(percentile(values, 50))} / ${fmt(per
  * open it in chrome://tracing or Perfetto).
  */
 export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?: 'sequential'; trace?: string } = {}): Promise<Record<string, string>> {
-  const stage = mkdtempSync(join(tmpdir(), 'sluice-bench-browser-'))
-  const processes: SluiceProcess[] = []
-  let net: Devnet | undefined
-  let site: Server | undefined
-  let browser: Browser | undefined
-  const pageErrors: string[] = []
+  const pageKey = anvilKeys[1]
+  const peerKey = anvilKeys[2]
+  const address = privateKeyToAddress(pageKey)
+  const peerAddress = privateKeyToAddress(peerKey)
+  // A second peer, reached through the first (the hub): the page's mediated payments.
+  const targetKey = anvilKeys[3]
+  const targetAddress = privateKeyToAddress(targetKey)
+  const stage = await openBrowserStage({ funded: [pageKey, peerKey], libs: { 'kdf.worker.js': 'bench/kdfWorker.ts' }, persistent: true })
+  const { net, browser, pageErrors, start } = stage
   try {
-    // The package as `npm pack` takes it, with a fresh dist/; its bin runs dist/cli/ (no src/ beside it), and
-    // the repository's node_modules stand in for an install.
-    for (const file of ['package.json', 'README.md', 'bin']) cpSync(join(repo, file), join(stage, file), { recursive: true })
-    symlinkSync(join(repo, 'node_modules'), join(stage, 'node_modules'), 'dir')
-    await buildPackage({ outDir: join(stage, 'dist'), declarations: false })
-    const bin = join(stage, 'bin/sluice.mjs')
-    const start = (args: string[]) => {
-      const p = startSluice(args, stage, bin)
-      processes.push(p)
-      return p
-    }
-    mkdirSync(join(stage, 'site'))
-    const init = start(['init', 'site'])
-    if ((await init.exited).code !== 0) throw new Error(`sluice init failed:\n${init.stdout()}${init.stderr()}`)
-    writeFileSync(join(stage, 'site/index.html'), PAGE)
-    mkdirSync(join(stage, 'site/floor'))
-    writeFileSync(join(stage, 'site/floor/index.html'), FLOOR_PAGE)
-    writeFileSync(join(stage, 'site/floor/sw.js'), FLOOR_SW)
-    await build({
-      root: repo,
-      configFile: false,
-      logLevel: 'warn',
-      publicDir: false,
-      build: {
-        outDir: join(stage, 'site'),
-        emptyOutDir: false,
-        target: 'es2022',
-        reportCompressedSize: false,
-        lib: { entry: 'bench/kdfWorker.ts', formats: ['es'], fileName: () => 'kdf.worker.js' },
-      },
-    })
-
-    const pageKey = anvilKeys[1]
-    const peerKey = anvilKeys[2]
-    const address = privateKeyToAddress(pageKey)
-    const peerAddress = privateKeyToAddress(peerKey)
-    // A second peer, reached through the first (the hub): the page's mediated payments.
-    const targetKey = anvilKeys[3]
-    const targetAddress = privateKeyToAddress(targetKey)
-    net = await startDevnet([pageKey, peerKey])
-    const rpc = net.anvil.rpcUrl
+    mkdirSync(join(stage.dir, 'site/floor'))
+    writeFileSync(join(stage.dir, 'site/floor/index.html'), FLOOR_PAGE)
+    writeFileSync(join(stage.dir, 'site/floor/sw.js'), FLOOR_SW)
     const token = net.token
-    const deploymentFile = join(stage, 'site/deployments', `${net.deployment.chainId}.json`)
-    await writeDeployment(deploymentFile, net.deployment)
-
-    const relay = start(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'])
-    await relay.waitForOutput(/Press Ctrl-C to stop/)
-    const relayAddress = /^ {2}(\/\S+)$/m.exec(relay.stdout())![1]!
-    const peerArgs = ['serve', '--rpc', rpc, '--deployment', deploymentFile, '--key', peerKey, '--data-dir', join(stage, 'peer'), '--api', '127.0.0.1:0']
-    // The chain is read every second, the nodes' default: reading it every 50 ms took a tenth of the page's
-    // worker (each fetch costs it about 3 ms in Chromium) and slowed the payments timed beside it.
-    peerArgs.push('--confirmations', '0', '--environment', 'development', '--relay', relayAddress)
-    const peer = start(peerArgs)
-    const target = start(peerArgs.map((arg) => (arg === peerKey ? targetKey : arg === join(stage, 'peer') ? join(stage, 'target') : arg)))
-    const [served, [, peerApi], [, targetApi]] = await Promise.all([
-      serveStatic(join(stage, 'site')),
-      peer.waitForOutput(/REST API: (\S+)\n/, 60_000),
-      target.waitForOutput(/REST API: (\S+)\n/, 60_000),
-    ])
+    const peer = start(stage.serveArgs(peerKey, join(stage.dir, 'peer')))
+    const target = start(stage.serveArgs(targetKey, join(stage.dir, 'target')))
+    const [[, peerApi], [, targetApi]] = await Promise.all([peer.waitForOutput(/REST API: (\S+)\n/, 60_000), target.waitForOutput(/REST API: (\S+)\n/, 60_000)])
     // The hub's channel to the target, opened over its REST API once both are synced.
     await Promise.all([peer.waitForOutput(/^Ready: /m, 60_000), target.waitForOutput(/^Ready: /m, 60_000)])
     const hubOpened = await fetch(`${peerApi}/channels`, {
@@ -312,22 +93,16 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
       body: JSON.stringify({ partner_address: targetAddress, token_address: token, total_deposit: String(10 ** 6) }),
     })
     if (hubOpened.status !== 201) throw new Error(`the hub's channel to the target: ${hubOpened.status} ${await hubOpened.text()}`)
-    site = served.server
 
-    browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs })
-    // One context for the whole run: its IndexedDB keeps the node's store across the restarts.
-    const context = await browser.newContext()
-    const page = await context.newPage()
-    page.on('pageerror', (e) => pageErrors.push(e.message))
-    const open = async () => {
-      await page.goto(served.url)
-      await page.waitForFunction('window.bench !== undefined')
-    }
+    // One context for the whole run, a profile on disk: its IndexedDB keeps the node's store across the restarts, on
+    // disk as a person's browser keeps it (Playwright's other contexts keep it in memory).
+    const context = stage.profile!
+    const { page, open } = await stage.newPage(context)
     const options = {
-      rpc,
-      deployment: `/deployments/${net.deployment.chainId}.json`,
+      rpc: net.anvil.rpcUrl,
+      deployment: stage.deploymentPath,
       key: pageKey,
-      relay: [relayAddress],
+      relay: [stage.relayAddress],
       confirmations: 0,
       environment: 'development',
     }
@@ -370,7 +145,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     rows['what the service worker adds to a payment, p50 (ms)'] = fmt(medianOf(viaSw) - medianOf(viaProxy))
     {
       const floorPage = await context.newPage()
-      await floorPage.goto(`${served.url}floor/`)
+      await floorPage.goto(`${stage.url}floor/`)
       const floor = await floorPage.evaluate(([warmUp, n]) => (window as unknown as { floor: (w: number, n: number) => Promise<number[]> }).floor(warmUp, n), [
         WARM_UP_REQUESTS,
         SEQUENTIAL,
@@ -483,7 +258,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     // 5. The off-browser backup's cost (docs/decisions/0034): the same payments without and with `backupUrl` (a
     // `sluice backup-server` of the build on 127.0.0.1), the browser's CPU (every Chromium process) per payment, and
     // what was pushed. The store holds the payments above: each copy reads and bounds their sent-proof history.
-    const backups = start(['backup-server', '--data-dir', join(stage, 'backups'), '--api', '127.0.0.1:0', '--pushes-per-minute', '100000'])
+    const backups = start(['backup-server', '--data-dir', join(stage.dir, 'backups'), '--api', '127.0.0.1:0', '--pushes-per-minute', '100000'])
     const [, backupUrl] = await backups.waitForOutput(/^Backup server: (\S+)\n[\s\S]*Press Ctrl-C to stop\./m, 60_000)
     const measured = async (extra: object) => {
       await inPage(page, 'stop')
@@ -519,13 +294,8 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     // ('sluice:key', measured by the worker), and startNode() to the first answer; each kind of key in a profile of
     // its own (a fresh IndexedDB), restarted RESTARTS times after its first start.
     const keyStarts = async (keyOptions: object) => {
-      const keyContext = await browser!.newContext()
-      const keyPage = await keyContext.newPage()
-      keyPage.on('pageerror', (e) => pageErrors.push(e.message))
-      const openKeyPage = async () => {
-        await keyPage.goto(served.url)
-        await keyPage.waitForFunction('window.bench !== undefined')
-      }
+      const keyContext = await stage.newContext()
+      const { page: keyPage, open: openKeyPage } = await stage.newPage(keyContext)
       const unlocking = async () => {
         const worker = keyPage
           .workers()
@@ -572,13 +342,6 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     if (pageErrors.length > 0 && e instanceof Error) e.message += `\npage errors: ${pageErrors.slice(0, 5).join('\n')}`
     throw e
   } finally {
-    await browser?.close().catch(() => {})
-    await Promise.all(processes.map((p) => stopSluice(p)))
-    site?.closeAllConnections()
-    await new Promise((resolve) => (site ? site.close(resolve) : resolve(undefined)))
-    await net?.stop()
-    // The link first, by itself: nothing of the repository's node_modules may go with the stage.
-    rmSync(join(stage, 'node_modules'), { force: true })
-    rmSync(stage, { recursive: true, force: true })
+    await stage.close()
   }
 }

@@ -12,13 +12,17 @@ import { TokenNetwork } from '../src/contracts/index.ts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { createDevnetClient } from '../src/devnet/devnetClient.ts'
 import { writeDeployment } from '../src/devnet/deploymentFile.ts'
+import type { BrowserContext, Page } from 'playwright-core'
+import { jsonParse } from '../src/storage/json.ts'
 import { levelLocation, openLevelStorage } from '../src/storage/levelStorage.ts'
-import type { Commit, PaymentRecord, SentLockRecord, SentProofRecord, Storage, StorageDump, StorageIdentity } from '../src/storage/storage.ts'
+import type { StorageIdentity } from '../src/storage/storage.ts'
 import { type Devnet, startDevnet } from '../test/integration/support/devnet.ts'
 import { startSluice, stopSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
 import type { CommitTally } from './nodeWorker.ts'
 import { type NodeWorker, spawnNode } from './node.ts'
 import { fmt, medianOf, percentile, repeat, spread, timed } from './measure.ts'
+import { type BrowserStage, type Call, chromiumProcesses, inPage, openBrowserStage, type Paid, type Started, workerHeapBytes } from './browserStage.ts'
+import { HISTORY_KINDS, PAD_BATCH, pad, padSeqBase, paymentShape, type PaymentShape } from './padding.ts'
 
 const progress = (line: string) => process.stderr.write(`curves: ${line}\n`)
 
@@ -195,103 +199,6 @@ export async function benchChannelCurve(): Promise<Record<string, string>> {
 
 // ------------------------------------------------------------------------------------ curve 2: stored payments
 
-/**
- * What a payment leaves for good in the payer's store, per kind of row (the change log is pruned at each snapshot
- * and the outbox is emptied by acknowledgements, so neither grows with the history).
- */
-const HISTORY_KINDS = ['payments', 'events', 'sentProofs', 'sentLocks', 'received'] as const
-type HistoryKind = (typeof HISTORY_KINDS)[number]
-
-/** Each kind's rows per real payment, and the rows the real payments left (the templates padding copies). */
-type PaymentShape = { perPayment: Record<HistoryKind, number>; templates: Record<HistoryKind, unknown[]>; bytesPerPayment: number; otherKinds: string }
-
-function paymentShape(dump: StorageDump, before: Record<string, number>, payments: number): PaymentShape {
-  const perPayment = {} as Record<HistoryKind, number>
-  const templates = {} as Record<HistoryKind, unknown[]>
-  let bytes = 0
-  for (const kind of HISTORY_KINDS) {
-    const rows = dump[kind] ?? []
-    const added = rows.length - (before[kind] ?? 0)
-    perPayment[kind] = Math.max(0, added) / payments
-    templates[kind] = added > 0 ? rows.slice(-added) : []
-    for (const row of templates[kind]) bytes += serialize(row).length
-  }
-  // Anything else that grew with the payments would have to be padded too: said in the table if so.
-  const others = Object.entries(dump).flatMap(([kind, rows]) =>
-    Array.isArray(rows) && !(HISTORY_KINDS as readonly string[]).includes(kind) && rows.length > (before[kind] ?? 0)
-      ? [`${kind} +${rows.length - before[kind]!}`]
-      : [],
-  )
-  return { perPayment, templates, bytesPerPayment: bytes / payments, otherKinds: others.length ? others.join(', ') : 'none' }
-}
-
-// Fresh random 32-byte values from a pool: randomBytes costs microseconds a call, and padding makes millions.
-let pool = Buffer.alloc(0)
-let used = 0
-function hash32(): Hex {
-  if (used + 32 > pool.length) [pool, used] = [randomBytes(32 * 4096), 0]
-  used += 32
-  return `0x${pool.toString('hex', used - 32, used)}`
-}
-
-/** Padded rows take seqs far above the real ones (events and payments are keyed seq * 1000 + place) and nonces of their own. */
-const PAD_NONCES = 10n ** 12n
-
-/** A copy of `row` under fresh keys: its own seq, nonce and secret hash; the same shape and size. */
-function freshRow(kind: HistoryKind, row: unknown, seq: number, nonce: bigint): unknown {
-  switch (kind) {
-    case 'payments': {
-      const p = row as PaymentRecord
-      return { ...p, seq, identifier: BigInt(hash32().slice(0, 16)), secrethash: hash32(), ...(p.secret ? { secret: hash32() } : {}) }
-    }
-    case 'events':
-      return { ...(row as object), seq }
-    case 'sentProofs':
-      return { ...(row as SentProofRecord), balanceHash: hash32(), nonce }
-    case 'sentLocks': {
-      const l = row as SentLockRecord
-      return { ...l, secrethash: hash32(), addedNonce: nonce, ...(l.removedNonce !== undefined ? { removedNonce: nonce + 1n } : {}) }
-    }
-    case 'received':
-      return { ...(row as object), nonce }
-  }
-}
-
-/** Payments per padding commit: large batches, as a bulk import would write them. */
-const PAD_BATCH = 2000
-
-/** The rows of padded payments [from, to): each kind at its rate per payment, copied in turn from its templates. */
-function paddedRows(shape: PaymentShape, seqBase: number, from: number, to: number): Commit {
-  const commit: Record<HistoryKind, unknown[]> = { payments: [], events: [], sentProofs: [], sentLocks: [], received: [] }
-  for (let j = from; j < to; j++) {
-    for (const kind of HISTORY_KINDS) {
-      const templates = shape.templates[kind]
-      // Fractional rates (1.5 events a payment, say) come out right over the run: the count up to j, rounded down.
-      const first = Math.floor(j * shape.perPayment[kind])
-      const count = Math.floor((j + 1) * shape.perPayment[kind]) - first
-      for (let t = 0; t < count; t++)
-        commit[kind].push(freshRow(kind, templates[(first + t) % templates.length], seqBase + j * 1000 + t, PAD_NONCES + BigInt(j * 16 + t)))
-    }
-  }
-  return commit as Commit
-}
-
-/**
- * Padded payments [from, to), through the Storage port in large commits. The next batch is built and handed over
- * while the last is written (the store writes one commit at a time, in order).
- */
-async function pad(storage: Storage, shape: PaymentShape, seqBase: number, from: number, to: number): Promise<void> {
-  let writing: Promise<void> = Promise.resolve()
-  for (let start = from; start < to; start += PAD_BATCH) {
-    const next = storage.commit(paddedRows(shape, seqBase, start, Math.min(to, start + PAD_BATCH)))
-    next.catch(() => {}) // awaited below: an early failure must not count as unhandled meanwhile
-    await writing
-    writing = next
-    if ((start / PAD_BATCH) % 100 === 99) progress(`padded ${(start + PAD_BATCH).toLocaleString('en-US')} payments`)
-  }
-  await writing
-}
-
 /** Bytes of the files under `dir`. */
 async function diskBytes(dir: string): Promise<number> {
   let total = 0
@@ -428,7 +335,7 @@ export async function benchStoredPayments(): Promise<Record<string, string>> {
     let storage = await openLevelStorage(identity, { dataDir: net.dataDir })
     cleanup.add(() => storage.close()) // a no-op once closed
     const dump = await storage.exportDump()
-    const shape = paymentShape(dump, before, REAL)
+    const shape = paymentShape(dump, before, REAL, (row) => serialize(row).length)
     // The retried payment: the oldest real one (a paid identifier is looked for in the history with its target).
     const identifier = dump.payments[0]!.identifier
     const probe: ServeProbe = {
@@ -440,13 +347,13 @@ export async function benchStoredPayments(): Promise<Record<string, string>> {
       partner: partnerAddress,
       identifier,
     }
-    const seqBase = (Math.max(dump.snapshot?.seq ?? 0, ...dump.changes.map((c) => c.seq)) + 100_000) * 1000
+    const seqBase = padSeqBase(dump)
     const real = dump.payments.length
     let padMs = 0
     const points: ServePoint[] = []
     for (const [i, total] of STORED.entries()) {
       const t0 = performance.now()
-      await pad(storage, shape, seqBase, (STORED[i - 1] ?? real) - real, total - real)
+      await pad(storage, shape, seqBase, (STORED[i - 1] ?? real) - real, total - real, (n) => progress(`padded ${n.toLocaleString('en-US')} payments`))
       padMs += performance.now() - t0
       await storage.close()
       const disk = await diskBytes(levelLocation(identity, net.dataDir))
@@ -461,6 +368,231 @@ export async function benchStoredPayments(): Promise<Record<string, string>> {
   }
 }
 
+// ------------------------------------------------------------------------------------------ the page's curves
+
+/** The node in a page, as bench/browser.ts runs it, with one `sluice serve` peer through the relay and a channel to it. */
+type PageRun = { stage: BrowserStage; page: Page; context: BrowserContext; open(): Promise<void>; address: Address; peer: Address; options: object }
+
+async function startPageRun(stageOptions: { persistent?: boolean }): Promise<PageRun> {
+  const [pageKey, peerKey] = [anvilKeys[1], anvilKeys[2]]
+  const stage = await openBrowserStage({ funded: [pageKey, peerKey], ...stageOptions })
+  try {
+    const peerProcess = stage.start(stage.serveArgs(peerKey, join(stage.dir, 'peer')))
+    const [, peerApi] = await peerProcess.waitForOutput(/REST API: (\S+)\n/, 60_000)
+    await peerProcess.waitForOutput(/^Ready: /m, 60_000)
+    const context = stage.profile ?? (await stage.newContext())
+    const { page, open } = await stage.newPage(context)
+    const options = {
+      rpc: stage.net.anvil.rpcUrl,
+      deployment: stage.deploymentPath,
+      key: pageKey,
+      relay: [stage.relayAddress],
+      confirmations: 0,
+      environment: 'development',
+    }
+    await open()
+    const { address } = await inPage<Started>(page, 'start', options)
+    const peer = privateKeyToAccount(peerKey).address
+    await pageCall(page, 'PUT', '/api/v1/channels', { partner_address: peer, token_address: stage.net.token, total_deposit: String(10 ** 9) }, 201)
+    for (const deadline = Date.now() + 30_000; ; await sleep(50)) {
+      const seen = await fetch(`${peerApi}/channels/${stage.net.token}/${address}`)
+      if (seen.status === 200 && ((await seen.json()) as { state: string }).state === 'opened') break
+      if (Date.now() > deadline) throw new Error("the peer has not seen the page's channel")
+    }
+    return { stage, page, context, open, address: address as Address, peer, options }
+  } catch (e) {
+    await stage.close()
+    throw e
+  }
+}
+
+/** A request through the page's service worker that must be answered with `status`. */
+async function pageCall(page: Page, method: string, path: string, body?: unknown, status = 200): Promise<unknown> {
+  const answer = await inPage<Call>(page, 'call', method, path, body)
+  if (answer.status !== status) throw new Error(`${method} ${path} answered ${answer.status}: ${JSON.stringify(answer.body)}`)
+  return answer.body
+}
+
+/** `n` direct payments to the peer from the page, 32 in flight, every one answered 200; payments per second. */
+async function pagePay(run: PageRun, n: number): Promise<{ rate: number; latencies: number[] }> {
+  const paid = await inPage<Paid>(run.page, 'pay', run.stage.net.token, run.peer, n, 32)
+  if (paid.failures > 0) throw new Error(`${paid.failures} of ${n} payments from the page failed, e.g. ${paid.firstFailures.join('; ')}`)
+  return { rate: n / paid.seconds, latencies: paid.latencies }
+}
+
+/** Payments per run at 32 in flight in the page (its rate is a tenth of headless: a run still takes seconds). */
+const PAGE_DIRECT = 1000
+
+type PageChannelPoint = { channels: number; rates: number[]; latencies: number[]; heap: number; rendererRss: number; chromiumRss: number }
+
+/**
+ * The node's worker's JS heap after a full GC; the resident bytes of the renderer that holds the page (the largest:
+ * the page, its service worker and the node's worker live in it, one site) and of every Chromium process.
+ */
+async function pageMemory(run: PageRun): Promise<{ heap: number; rendererRss: number; chromiumRss: number }> {
+  const heap = await workerHeapBytes(run.page, 'node.worker')
+  const processes = chromiumProcesses()
+  const rendererRss = Math.max(...processes.filter((p) => p.type === 'renderer').map((p) => p.rssBytes))
+  return { heap, rendererRss, chromiumRss: processes.reduce((total, p) => total + p.rssBytes, 0) }
+}
+
+/** The page's node paying one partner while it holds 10, 100 and 1,000 channels (the others' partners never come online). */
+export async function benchPageChannelCurve(): Promise<Record<string, string>> {
+  const run = await startPageRun({})
+  try {
+    const points: PageChannelPoint[] = []
+    let held = 1
+    for (const channels of [10, 100, 1000]) {
+      const t0 = performance.now()
+      await openChannelsTo(run.stage.net, run.address, channels - held)
+      for (const deadline = Date.now() + 180_000; ; await sleep(500)) {
+        const seen = ((await pageCall(run.page, 'GET', '/api/v1/channels')) as unknown[]).length
+        if (seen >= channels) break
+        if (Date.now() > deadline) throw new Error(`the page's node sees ${seen} channels, not ${channels}`)
+      }
+      progress(`page: ${channels} channels held (${channels - held} opened and seen by the page's node in ${fmt((performance.now() - t0) / 1000)} s); paying`)
+      held = channels
+      await pagePay(run, 100) // warm-up
+      const runs = await repeat(RUNS, () => pagePay(run, PAGE_DIRECT))
+      points.push({ channels, rates: runs.map((r) => r.rate), latencies: runs.flatMap((r) => r.latencies), ...(await pageMemory(run)) })
+    }
+    const rows: Record<string, string> = {}
+    for (const p of points) {
+      const n = p.channels.toLocaleString('en-US')
+      rows[`${n} channels: direct payments/s from the page to one partner, 32 in flight through the service worker (${fmt(PAGE_DIRECT)} a run)`] = spread(
+        p.rates,
+      )
+      rows[`${n} channels: latency p50 / p99 (ms)`] = `${fmt(percentile(p.latencies, 50))} / ${fmt(percentile(p.latencies, 99))}`
+      rows[
+        `${n} channels: the node's worker's JS heap after a full GC; resident memory of the page's renderer (page, service worker, node's worker) / every Chromium process (MB)`
+      ] = `${MB(p.heap)}; ${MB(p.rendererRss)} / ${MB(p.chromiumRss)}`
+    }
+    const xs = points.map((p) => p.channels)
+    rows['what the curves show (ratio between successive rows, ×10 channels each)'] = [
+      growth(
+        'time per payment (1 / median rate)',
+        xs,
+        points.map((p) => 1 / medianOf(p.rates)),
+      ),
+      growth(
+        "the renderer's memory",
+        xs,
+        points.map((p) => p.rendererRss),
+      ),
+    ].join('; ')
+    return rows
+  } catch (e) {
+    if (run.stage.pageErrors.length > 0 && e instanceof Error) e.message += `; page errors: ${run.stage.pageErrors.slice(0, 3).join('; ')}`
+    throw e
+  } finally {
+    await run.stage.close()
+  }
+}
+
+/** Payments stored in the page's IndexedDB at each step (a million would be about 1 GB: see the quota row). */
+const PAGE_STORED = [10_000, 100_000]
+
+type PagePoint = { payments: number; starts: number[]; lastPageMs: number; firstPageMs: number; retryMs: number; usage: number; quota: number }
+
+/** The median of `times` requests timed in the page through its service worker, after one unmeasured. */
+async function pageMedianMs(page: Page, times: number, method: string, path: string, body?: unknown): Promise<number> {
+  const ms = await inPage<number[]>(page, 'timeCalls', method, path, body, times)
+  return medianOf(ms.slice(1))
+}
+
+/**
+ * The page's node with 10k and 100k payments in its IndexedDB, in a Chromium profile on disk (Playwright's usual
+ * contexts keep IndexedDB in memory): a few hundred real payments, then the store padded as the headless curve pads
+ * LevelDB (bench/padding.ts, run in the page by bench/idbPad.ts) with the node stopped.
+ */
+export async function benchPageStoredPayments(): Promise<Record<string, string>> {
+  const run = await startPageRun({ persistent: true })
+  try {
+    const { page, stage } = run
+    const before = await inPage<Record<string, number>>(page, 'exportCounts')
+    await pagePay(run, REAL)
+    await sleep(500) // the last acknowledgements, so that the outbox is empty as in a quiet node
+    const after = await inPage<Record<string, number>>(page, 'exportCounts')
+    const shapeText = await inPage<string>(page, 'shape', before, REAL)
+    const identifier = await inPage<string>(page, 'firstIdentifier')
+    const shape = jsonParse(shapeText) as { shape: PaymentShape }
+    await inPage(page, 'stop')
+    const real = after.payments!
+    let padMs = 0
+    const points: PagePoint[] = []
+    for (const [i, total] of PAGE_STORED.entries()) {
+      padMs += await inPage<number>(page, 'padStore', shapeText, (PAGE_STORED[i - 1] ?? real) - real, total - real)
+      progress(`page: ${total.toLocaleString('en-US')} payments stored (padded in ${fmt(padMs / 1000)} s so far); restarting`)
+      const starts: number[] = []
+      for (let r = 0; r < STARTS; r++) {
+        await run.open()
+        starts.push((await inPage<Started>(page, 'start', { ...run.options, waitForSync: false })).answered)
+        if (r < STARTS - 1) await inPage(page, 'stop')
+      }
+      const payments = `/api/v1/payments/${stage.net.token}/${run.peer}`
+      const point: PagePoint = {
+        payments: total,
+        starts,
+        lastPageMs: await pageMedianMs(page, 6, 'GET', `/api/v1/payments?limit=100&offset=${total - 100}`),
+        firstPageMs: await pageMedianMs(page, 6, 'GET', '/api/v1/payments?limit=100&offset=0'),
+        retryMs: await pageMedianMs(page, 4, 'POST', payments, { amount: '1', identifier }),
+        ...(await inPage<{ usage: number; quota: number }>(page, 'estimate')),
+      }
+      points.push(point)
+      await inPage(page, 'stop')
+    }
+    const rows: Record<string, string> = {
+      [`what one real payment left in the page's store (${REAL} direct payments, 32 in flight; rows as lossless JSON, keys apart)`]: `${HISTORY_KINDS.map((k) => `${fmt(shape.shape.perPayment[k])} ${k}`).join(', ')}; ${fmt(shape.shape.bytesPerPayment)} B; other rows that grew: ${shape.shape.otherKinds}`,
+      [`padding in the page (IndexedDB through the Storage port, batches of ${PAD_BATCH.toLocaleString('en-US')} payments, node stopped): payments written per second`]:
+        fmt((PAGE_STORED.at(-1)! - real) / (padMs / 1000)),
+    }
+    for (const p of points) {
+      const n = `${p.payments.toLocaleString('en-US')} payments stored (${real} real, the rest padded)`
+      rows[`${n}: startNode() after a reload to the first answered GET /api/v1/address, waitForSync false (ms, ${STARTS} reloads)`] = spread(p.starts)
+      rows[`${n}: GET /api/v1/payments?limit=100&offset=${(p.payments - 100).toLocaleString('en-US')} through the service worker, median of 5 (ms)`] = fmt(
+        p.lastPageMs,
+      )
+      rows[`${n}: GET /api/v1/payments?limit=100&offset=0, median of 5 (ms)`] = fmt(p.firstPageMs)
+      rows[`${n}: POST /payments again with a paid identifier, median of 3 (ms)`] = fmt(p.retryMs)
+      rows[`${n}: the origin's storage use / the browser's quota for it (navigator.storage.estimate(), MB)`] = `${MB(p.usage)} / ${MB(p.quota)}`
+    }
+    const xs = points.map((p) => p.payments)
+    rows['what the curves show (ratio between the rows, ×10 payments)'] = [
+      growth(
+        'start-up',
+        xs,
+        points.map((p) => medianOf(p.starts)),
+      ),
+      growth(
+        'last page',
+        xs,
+        points.map((p) => p.lastPageMs),
+      ),
+      growth(
+        'first page',
+        xs,
+        points.map((p) => p.firstPageMs),
+      ),
+      growth(
+        'paid identifier again',
+        xs,
+        points.map((p) => p.retryMs),
+      ),
+      growth(
+        'storage use',
+        xs,
+        points.map((p) => p.usage),
+      ),
+    ].join('; ')
+    return rows
+  } catch (e) {
+    if (run.stage.pageErrors.length > 0 && e instanceof Error) e.message += `; page errors: ${run.stage.pageErrors.slice(0, 3).join('; ')}`
+    throw e
+  } finally {
+    await run.stage.close()
+  }
+}
+
 /** The --curves tables, as bench/run.ts's parts: a title and the function that measures its rows. */
 export const curves = {
   channels: [
@@ -470,5 +602,13 @@ export const curves = {
   stored: [
     'Curve: payments in the store of sluice serve (LevelDB, anvil; a few hundred real payments, the history then padded with copies of their rows under fresh keys)',
     benchStoredPayments,
+  ],
+  pageChannels: [
+    "Curve: channels held by the page's node (Chromium headless, the package as built; a sluice serve peer through a sluice relay; anvil; the other channels are open on-chain to addresses that never come online)",
+    benchPageChannelCurve,
+  ],
+  pageStored: [
+    "Curve: payments in the page's IndexedDB (Chromium headless with a profile on disk; a few hundred real payments to a sluice serve peer, the history then padded in the page)",
+    benchPageStoredPayments,
   ],
 } as const satisfies Record<string, readonly [string, () => Promise<Record<string, string>>]>
