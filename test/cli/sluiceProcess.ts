@@ -17,9 +17,12 @@ export type SluiceProcess = {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
-/** Runs `node bin/sluice.mjs <args>` in `cwd` (or another Node script: an installed package's bin), collecting its output. */
-export function startSluice(args: readonly string[], cwd: string, script = sluiceBin): SluiceProcess {
-  const child = spawn(process.execPath, [script, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+/**
+ * Runs `node bin/sluice.mjs <args>` in `cwd` (or another Node script: an installed package's bin; or Node's own
+ * arguments before `args`, such as `--import tsx`), collecting its output.
+ */
+export function startSluice(args: readonly string[], cwd: string, script: string | readonly string[] = sluiceBin): SluiceProcess {
+  const child = spawn(process.execPath, [...(typeof script === 'string' ? [script] : script), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()))

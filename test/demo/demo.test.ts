@@ -11,18 +11,21 @@ import { eventually } from '../integration/support/eventually.ts'
 import { drivePage } from './drivePage.ts'
 
 /**
- * `npm run demo` as a person runs it (scripts/demo.ts under tsx): it builds the package and the page, starts the
+ * `npm run demo` as a person runs it (`node --import tsx scripts/demo.ts`: one process, see startDemo): it builds the package and the page, starts the
  * network, serves the page with /demo.json; a person (Playwright, drivePage.ts) uses the page end to end; Ctrl-C
  * leaves no process behind. It builds into the checkout's dist/,
  * demo/public/ and demo/dist/, as `npm run demo` does: run the port-in-use case first, which must fail before building.
  */
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
-const tsx = join(repo, 'node_modules/tsx/dist/cli.mjs')
-
 const started: SluiceProcess[] = []
+/**
+ * As package.json's `demo` script runs it. Not through the tsx command: it relays a signal to the script's process
+ * and, if that does not say within 30 ms that it has a handler (a busy machine: CI), kills it with SIGKILL and exits
+ * 130, leaving anvil and the peers behind.
+ */
 function startDemo(args: string[]): SluiceProcess {
-  const demo = startSluice(['scripts/demo.ts', ...args], repo, tsx)
+  const demo = startSluice(['scripts/demo.ts', ...args], repo, ['--import', 'tsx'])
   started.push(demo)
   return demo
 }

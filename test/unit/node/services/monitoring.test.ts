@@ -213,7 +213,9 @@ describe('a node with monitoring on, a real monitoring service, a private anvil'
         channels: [{ request: { nonce: 8n }, acknowledged: [{ service, nonce: 8n }] }],
       }),
     )
-    expect(monitor!.status().requests).toEqual({ accepted: 1, resent: 0, refused: {} })
+    // Accepted once; a resend that crossed its acknowledgement (B retries while it waits: more on a busy machine) is
+    // answered again and counted as such, never stored twice.
+    expect(monitor!.status().requests).toMatchObject({ accepted: 1, refused: {} })
     expect(held()).toEqual([
       expect.objectContaining({
         closing: a.address,
