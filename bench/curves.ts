@@ -406,6 +406,19 @@ async function startPageRun(stageOptions: { persistent?: boolean }): Promise<Pag
   }
 }
 
+/** `body` with a page run, stopped after it; a failure says what the page reported. */
+async function withPageRun<T>(stageOptions: { persistent?: boolean }, body: (run: PageRun) => Promise<T>): Promise<T> {
+  const run = await startPageRun(stageOptions)
+  try {
+    return await body(run)
+  } catch (e) {
+    if (run.stage.pageErrors.length > 0 && e instanceof Error) e.message += `; page errors: ${run.stage.pageErrors.slice(0, 3).join('; ')}`
+    throw e
+  } finally {
+    await run.stage.close()
+  }
+}
+
 /** A request through the page's service worker that must be answered with `status`. */
 async function pageCall(page: Page, method: string, path: string, body?: unknown, status = 200): Promise<unknown> {
   const answer = await inPage<Call>(page, 'call', method, path, body)
@@ -437,9 +450,8 @@ async function pageMemory(run: PageRun): Promise<{ heap: number; rendererRss: nu
 }
 
 /** The page's node paying one partner while it holds 10, 100 and 1,000 channels (the others' partners never come online). */
-export async function benchPageChannelCurve(): Promise<Record<string, string>> {
-  const run = await startPageRun({})
-  try {
+export function benchPageChannelCurve(): Promise<Record<string, string>> {
+  return withPageRun({}, async (run) => {
     const points: PageChannelPoint[] = []
     let held = 1
     for (const channels of [10, 100, 1000]) {
@@ -475,18 +487,18 @@ export async function benchPageChannelCurve(): Promise<Record<string, string>> {
         points.map((p) => 1 / medianOf(p.rates)),
       ),
       growth(
-        "the renderer's memory",
+        "the worker's heap",
+        xs,
+        points.map((p) => p.heap),
+      ),
+      growth(
+        "the renderer's resident memory",
         xs,
         points.map((p) => p.rendererRss),
       ),
     ].join('; ')
     return rows
-  } catch (e) {
-    if (run.stage.pageErrors.length > 0 && e instanceof Error) e.message += `; page errors: ${run.stage.pageErrors.slice(0, 3).join('; ')}`
-    throw e
-  } finally {
-    await run.stage.close()
-  }
+  })
 }
 
 /** Payments stored in the page's IndexedDB at each step (a million would be about 1 GB: see the quota row). */
@@ -505,9 +517,8 @@ async function pageMedianMs(page: Page, times: number, method: string, path: str
  * contexts keep IndexedDB in memory): a few hundred real payments, then the store padded as the headless curve pads
  * LevelDB (bench/padding.ts, run in the page by bench/idbPad.ts) with the node stopped.
  */
-export async function benchPageStoredPayments(): Promise<Record<string, string>> {
-  const run = await startPageRun({ persistent: true })
-  try {
+export function benchPageStoredPayments(): Promise<Record<string, string>> {
+  return withPageRun({ persistent: true }, async (run) => {
     const { page, stage } = run
     const before = await inPage<Record<string, number>>(page, 'exportCounts')
     await pagePay(run, REAL)
@@ -585,12 +596,7 @@ export async function benchPageStoredPayments(): Promise<Record<string, string>>
       ),
     ].join('; ')
     return rows
-  } catch (e) {
-    if (run.stage.pageErrors.length > 0 && e instanceof Error) e.message += `; page errors: ${run.stage.pageErrors.slice(0, 3).join('; ')}`
-    throw e
-  } finally {
-    await run.stage.close()
-  }
+  })
 }
 
 /** The --curves tables, as bench/run.ts's parts: a title and the function that measures its rows. */
