@@ -117,6 +117,7 @@ const api = {
           new Promise((resolve) => setTimeout(resolve, LIBP2P_AT_THE_LATEST_MS)),
           firstWrite,
         ]))
+      const creating = performance.now()
       const node = await createNode({
         ...rest,
         ...(rpc ? { rpc } : { provider: { request: (args: { method: string; params?: unknown }) => provider!.request(args) } as EIP1193Provider }),
@@ -126,13 +127,19 @@ const api = {
         // The worker answers before its 1.2 MB of WASM has come: it is a speed-up, not a need.
         secp256k1Wasm: 'background',
         ...(dump ? { import: dump } : {}),
-        storage: (identity) =>
-          openIdbStorage(identity, {
+        storage: async (identity) => {
+          const opening = performance.now()
+          const storage = await openIdbStorage(identity, {
             onLost: (reason) => {
               lost = `its database was taken away (${reason}); reload the page to start it again`
               void stopOnItsOwn(lost)
             },
-          }),
+          })
+          // What opening IndexedDB cost (the Web Lock, the connection, the schema check), for the bench and the
+          // browser's performance tools; reading the state is in sluice:node.
+          performance.measure('sluice:storage', { start: opening })
+          return storage
+        },
         // So do the resends of what the last run left unacknowledged: signing them (on the JS engine until the WASM
         // is there) and loading libp2p to send them would hold the thread before the first answer.
         resendWhen: afterFirstAnswers,
@@ -141,6 +148,8 @@ const api = {
           onError: (error) => void stopOnItsOwn(`its transport did not start: ${toErrorData(error).message}`, error),
         }),
       })
+      // createNode() whole: storage, the state read and replayed, the chain's first calls.
+      performance.measure('sluice:node', { start: creating })
       const current = hostNode({ node, version, environment })
       hosted = current
       const stopOnItsOwn = async (reason: string, error?: unknown) => {
