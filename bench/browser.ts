@@ -4,6 +4,7 @@
 // through `sluice relay` of it; anvil with the contracts and TTT registered.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { Page } from 'playwright-core'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { type Call, chromiumCpuSeconds, inPage, openBrowserStage, type Paid, type Started } from './browserStage.ts'
@@ -58,6 +59,18 @@ window.floor = async (warmUp, n) => {
   return latencies
 }
 </script></body></html>`
+
+/** The node's worker's start-up measures (worker/node.worker.ts) of its latest start in `page`. */
+async function workerMeasures(page: Page): Promise<{ storage: number; node: number }> {
+  const worker = page
+    .workers()
+    .filter((w) => w.url().includes('node.worker'))
+    .at(-1)
+  if (!worker) throw new Error("the page has no node's worker")
+  return (await worker.evaluate(
+    "({ storage: performance.getEntriesByName('sluice:storage').at(-1).duration, node: performance.getEntriesByName('sluice:node').at(-1).duration })",
+  )) as { storage: number; node: number }
+}
 
 const p50p99 = (values: number[]) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`
 
@@ -216,11 +229,12 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
 
     // 3. Start with the payments stored: stop, reload (same context: IndexedDB stays), time startNode() to the first answer.
     const restarts = async (restartOptions: object) => {
-      const times: Started[] = []
+      const times: (Started & { inWorker: { storage: number; node: number } })[] = []
       for (let i = 0; i < RESTARTS; i++) {
         await inPage(page, 'stop')
         await open()
-        times.push(await inPage<Started>(page, 'start', { ...options, ...restartOptions }))
+        const started = await inPage<Started>(page, 'start', { ...options, ...restartOptions })
+        times.push({ ...started, inWorker: await workerMeasures(page) })
       }
       return times
     }
@@ -239,6 +253,8 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     rows['the same from the navigation (page load included), waitForSync false / true, median (ms)'] =
       `${fmt(medianOf(quick.map((t) => t.sinceNavigation)))} / ${fmt(medianOf(synced.map((t) => t.sinceNavigation)))}`
     rows['the same without the relay (libp2p not loaded), waitForSync: false, median (ms)'] = fmt(medianOf(local.map((t) => t.answered)))
+    rows["of which in the node's worker (waitForSync false): opening IndexedDB (sluice:storage) / createNode() whole (sluice:node), median (ms)"] =
+      `${fmt(medianOf(quick.map((t) => t.inWorker.storage)))} / ${fmt(medianOf(quick.map((t) => t.inWorker.node)))}`
     // 4. The worst case: a reload right after payments, with no stop() and no quiet second, so no snapshot covers
     // them and the next start replays their changes.
     const crashes: Started[] = []
