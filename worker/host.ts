@@ -144,9 +144,17 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
   if (nodeOptions.monitoringReward !== undefined && (typeof nodeOptions.monitoringReward !== 'bigint' || nodeOptions.monitoringReward < 0n))
     throw new InvalidOptionsError(`monitoringReward must be a bigint of at least 0n, not ${String(nodeOptions.monitoringReward)}`)
 
+  // Each step of a start is a performance.measure ('sluice:start:<step>'), for the bench and the browser's tools.
+  let stepStart = performance.now()
+  const step = (name: string) => {
+    performance.measure(`sluice:start:${name}`, { start: stepStart })
+    stepStart = performance.now()
+  }
   const deployment = await within(loadDeployment(deploymentSource), 'loading the deployment')
   const storagePersisted = await requestPersistence()
+  step('deployment')
   await within(ensureControlled(serviceWorkerUrl, serviceWorkerType), 'registering the service worker')
+  step('service-worker')
 
   const channelName = nodeOptions.apiChannel
   const send: SendRequest = (request) => forwardOverApiChannel(request, { nodeStarting, startTimeoutMs, ...(channelName ? { channelName } : {}) })
@@ -168,12 +176,18 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
 
   try {
     await within(leadership.elect(), 'starting the node')
+    step('node')
     // Through the request channel (what the proxy uses), then through the service worker (what fetch uses).
     const { version } = await within(client.version(), 'reaching the node')
     if (version !== pageVersion)
       throw new VersionSkewError(`the running Sluice node is version ${version} and this page is ${pageVersion}: reload every tab of this site`)
+    step('request-channel')
     await within(checkFetchReachesNode(version), 'reaching the node through the service worker')
-    if (waitForSync) await within(untilSynced(client), 'the first sync with the chain')
+    step('fetch')
+    if (waitForSync) {
+      await within(untilSynced(client), 'the first sync with the chain')
+      step('sync')
+    }
     return {
       ...client,
       get leader() {
