@@ -168,7 +168,7 @@ class IdbStorage implements Storage {
   }
 
   private async write(stores: StoreName[], batch: Commit): Promise<void> {
-    const tx = this.db.transaction(stores, 'readwrite', { durability: 'strict' })
+    const tx = this.db.transaction(stores, 'readwrite', { durability: batch.relaxed ? 'relaxed' : 'strict' })
     const patch = batch.meta && { ...batch.meta }
     try {
       // Every row is queued (and so cloned) synchronously, in this call: the caller changing its objects later

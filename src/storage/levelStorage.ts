@@ -238,10 +238,10 @@ class LevelStorage implements Storage {
     } catch (e) {
       throw asStorageError(e, 'commit')
     }
-    await this.serial(() => this.write(planned), 'commit')
+    await this.serial(() => this.write(planned, batch.relaxed === true), 'commit')
   }
 
-  private async write(planned: Planned): Promise<void> {
+  private async write(planned: Planned, relaxed: boolean): Promise<void> {
     const db = this.db
     const stored = planned.changeSeqs.length > 0 ? await db.hasMany(planned.changeSeqs.map(changeKey)) : []
     const again = planned.changeSeqs.find((_, i) => stored[i])
@@ -259,8 +259,9 @@ class LevelStorage implements Storage {
     const meta = mergeMeta(this.meta, planned.meta)
     const ops = [...dropped, ...planned.puts, ...planned.deletes, ...(planned.meta ? [put(META_KEY, meta)] : [])]
     if (ops.length === 0) return
-    // One batch: LevelDB applies it atomically; sync makes it durable before the promise resolves.
-    await db.batch(ops, { sync: true })
+    // One batch: LevelDB applies it atomically; sync makes it durable before the promise resolves (a relaxed one
+    // reaches the log in order, and the next synced batch flushes it).
+    await db.batch(ops, { sync: !relaxed })
     this.meta = meta
   }
 

@@ -185,6 +185,13 @@ export type ChainEventQuery = { address?: Address; tokenNetwork?: Address; chann
  * batch's objects afterwards, even before the promise resolves, does not reach the store.
  */
 export type Commit = {
+  /**
+   * Written durably before the promise resolves unless `relaxed`: then it may reach the disk later (IndexedDB
+   * `durability: 'relaxed'`, LevelDB without `sync`), still in order and whole, and a crash of the process or the tab
+   * keeps it; only a crash of the machine may lose it, and then with every commit after it up to the next one that is
+   * not relaxed (which makes those durable too). For what the write-ahead rule does not need (docs/decisions/0001).
+   */
+  relaxed?: boolean
   changes?: StoredChange[]
   snapshot?: Snapshot
   /** Drop stored changes with seq <= this (they are inside a durable snapshot). */

@@ -220,6 +220,10 @@ export class Engine {
           this.snapshotWanted = false
           this.snapshotAfter = snapshotAfter(state, this.p.snapshotEvery)
         }
+        // Only acknowledgements received (outbox rows to delete): nothing leaves the node on them, and if a crash of
+        // the machine loses them, the messages go again and the peers answer again. Everything else is flushed
+        // before its effects leave (write-ahead): sends, transactions, a received message's acknowledgement.
+        commit.relaxed = batch.length === 0 && !commit.snapshot && deletes.transactions.length === 0 && deletes.transactionPuts.length === 0
         try {
           await this.p.storage.commit(commit)
         } catch (error) {

@@ -87,6 +87,28 @@ test('every commit a killed process saw resolve is there after kill -9, and the 
   expect(loaded.meta.syncedBlock).toBe(BigInt(last))
 })
 
+test('a relaxed commit a killed process saw resolve is there after kill -9 too (not synced: only a crash of the machine may lose it)', async () => {
+  const identity = newIdentity()
+  const committed: number[] = []
+  const { signal } = await runChild(childArgs('relaxed-loop', identity), (line, kill) => {
+    committed.push(Number(line))
+    if (committed.length === 200) kill()
+  })
+  expect(signal).toBe('SIGKILL')
+  const storage = await openLevelStorage(identity, { dataDir })
+  const loaded = await storage.load()
+  await storage.close()
+  const last = loaded.changes.at(-1)!.seq
+  expect(last).toBeGreaterThanOrEqual(committed.at(-1)!)
+  // Each printed seq's acknowledgement (of the message before it) is applied: at most the last two messages are
+  // left, the last one's and, if the process died between its two commits, the one before.
+  const left = loaded.outbox.map((r) => r.key)
+  expect(left).toContain(`m${last}`)
+  expect(left.every((key) => key === `m${last}` || key === `m${last - 1}`)).toBe(true)
+  // The last seq the process printed had its relaxed commit resolve: if nothing came after it, only its message is left.
+  if (last === committed.at(-1)) expect(left).toEqual([`m${last}`])
+})
+
 test('a second process cannot open a store this one holds, and can once it is closed', async () => {
   const identity = newIdentity()
   const storage = await openLevelStorage(identity, { dataDir })

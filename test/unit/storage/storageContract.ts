@@ -8,6 +8,7 @@ import {
   StorageError,
   StorageLockedError,
   type Commit,
+  type Loaded,
   type PaymentRecord,
   type ReceivedRecord,
   type SentLockRecord,
@@ -481,6 +482,21 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       for (const r of all.received!) expect(await storage.receivedMessage(r.channelKey, r.nonce)).toEqual(r)
       await storage.commit({ changes: [change(5)] })
       expect((await storage.load()).changes.map((c) => c.seq)).toEqual([3, 4, 5])
+    })
+
+    test('a relaxed commit is stored as any other, in order with the commits around it, and is there when the store is reopened', async () => {
+      const identity = newIdentity()
+      let storage = await open(identity)
+      await storage.commit({ changes: [change(1)], outbox: { put: [outbox('a'), outbox('b')] } })
+      await storage.commit({ relaxed: true, outbox: { delete: ['a'] } })
+      await storage.commit({ changes: [change(2)], outbox: { put: [outbox('c')] } })
+      await storage.commit({ relaxed: true, outbox: { delete: ['c'] } })
+      const expected = { changes: [1, 2], outbox: ['b'] }
+      const seen = (loaded: Loaded) => ({ changes: loaded.changes.map((c) => c.seq), outbox: loaded.outbox.map((r) => r.key) })
+      expect(seen(await storage.load())).toEqual(expected)
+      await storage.close()
+      storage = await open(identity)
+      expect(seen(await storage.load())).toEqual(expected)
     })
 
     test('a commit that fails midway (a value that cannot be stored) leaves nothing of it', async () => {

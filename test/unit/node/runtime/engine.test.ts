@@ -3,6 +3,7 @@ import { Engine, replay, snapshotAfter, type Applied } from '../../../../src/nod
 import { defaultContext, initialState } from '../../../../src/protocol/state/access.ts'
 import { openMemoryStorage } from '../../../../src/storage/memoryStorage.ts'
 import type { Commit, Storage } from '../../../../src/storage/storage.ts'
+import { transaction } from '../../storage/support/records.ts'
 
 const identity = { chainId: 1n, registry: '0x00000000000000000000000000000000000000aa', address: '0x00000000000000000000000000000000000000bb' } as const
 
@@ -84,6 +85,35 @@ describe('Engine', () => {
     await pending
     expect(e.current.blockNumber).toBe(7n)
     expect(applied).toHaveLength(1)
+  })
+
+  test('a commit is flushed (not relaxed) unless it holds nothing but acknowledgements received: a change, a done transaction or a snapshot is', async () => {
+    const s = await store()
+    const e = engine(s.storage)
+    const settledCommit = async () => {
+      await e.settled()
+      return s.commits.at(-1)!
+    }
+    e.forget(['ack-1', 'ack-2'])
+    expect(await settledCommit()).toMatchObject({ relaxed: true, changes: [], outbox: { put: [], delete: ['ack-1', 'ack-2'] } })
+    // An acknowledgement that comes with a change goes into its flushed commit.
+    const release = s.holdCommits()
+    const first = e.dispatch({ type: 'block', blockNumber: 1n })
+    await Promise.resolve()
+    e.forget(['ack-3'])
+    const second = e.dispatch({ type: 'block', blockNumber: 2n })
+    release()
+    await Promise.all([first, second])
+    expect(s.commits.slice(-2).map((c) => [c.relaxed, c.changes!.length, c.outbox!.delete])).toEqual([
+      [false, 1, []],
+      [false, 1, ['ack-3']],
+    ])
+    e.forget([], ['tx-done'])
+    expect(await settledCommit()).toMatchObject({ relaxed: false })
+    e.updateTransaction(transaction('tx-sent', 'sent'))
+    expect(await settledCommit()).toMatchObject({ relaxed: false })
+    await e.snapshot()
+    expect(s.commits.at(-1)).toMatchObject({ relaxed: false, snapshot: { seq: 2 } })
   })
 
   test('a failed commit rejects its batch and everything after it, changes nothing, and the engine stays stopped', async () => {

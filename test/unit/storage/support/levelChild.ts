@@ -1,5 +1,6 @@
 // A second Node process for the LevelDB tests: `commit-loop` commits forever and prints each seq once its commit
-// has resolved (the parent kills it with SIGKILL); `try-open` opens the store and prints the outcome.
+// has resolved (the parent kills it with SIGKILL); `relaxed-loop` the same with each acknowledgement in a relaxed
+// commit of its own; `try-open` opens the store and prints the outcome.
 import { openLevelStorage } from '../../../../src/storage/levelStorage.ts'
 import type { Address } from 'viem'
 import { change, outbox } from './records.ts'
@@ -21,6 +22,17 @@ if (mode === 'try-open') {
   // A payment-sized commit: the change, the message it queues, and the ack of the previous one.
   for (;;) {
     await storage.commit({ changes: [change(seq)], outbox: { put: [outbox(`m${seq}`)], delete: [`m${seq - 1}`] }, meta: { syncedBlock: BigInt(seq) } })
+    process.stdout.write(`${seq}\n`)
+    seq++
+  }
+} else if (mode === 'relaxed-loop') {
+  const storage = await openLevelStorage(identity, { dataDir: dataDir! })
+  let seq = ((await storage.load()).changes.at(-1)?.seq ?? 0) + 1
+  // As the engine writes a payment's acknowledgement: the change and its message synced, then the peer's
+  // acknowledgement of the previous message relaxed (not synced) in a commit of its own.
+  for (;;) {
+    await storage.commit({ changes: [change(seq)], outbox: { put: [outbox(`m${seq}`)] }, meta: { syncedBlock: BigInt(seq) } })
+    await storage.commit({ relaxed: true, outbox: { delete: [`m${seq - 1}`] } })
     process.stdout.write(`${seq}\n`)
     seq++
   }
