@@ -44,6 +44,8 @@ export type TestNodeOptions = {
   answers?: boolean
   backoff?: Partial<Backoff>
   redeliverAfterMs?: number
+  /** The delivery's clock (Date.now if absent): a test that times a window holds it still. */
+  now?: () => number
   /** Outbox records from before a restart. */
   outbox?: OutboxRecord[]
   /** When to resend them (Delivery.resume): at once if absent. */
@@ -95,6 +97,7 @@ export function testNode(index: number, options: TestNodeOptions): TestNode {
     sign: lineSigner(key),
     backoff: { initialMs: options.backoff?.initialMs ?? 30, maxMs: options.backoff?.maxMs ?? Math.max(200, options.backoff?.initialMs ?? 0) },
     ...(options.redeliverAfterMs === undefined ? {} : { redeliverAfterMs: options.redeliverAfterMs }),
+    ...(options.now ? { now: options.now } : {}),
     onMessage(message, sender) {
       node.received.push({ message, sender })
       const answer = options.answers ? answerOf(message, sender, ++nonce) : undefined
