@@ -268,6 +268,8 @@ class Leadership {
   async resign(): Promise<void> {
     this.#abort.abort()
     clearInterval(this.#watchdog)
+    // A replacement the watchdog is starting now must not outlive this: it sees the abort and stops itself.
+    await this.#checkRun
     const running = this.#worker
     this.#worker = undefined
     if (running) {
@@ -284,7 +286,15 @@ class Leadership {
    */
   async exportKeystore(password: string): Promise<Keystore | undefined> {
     if (this.options.key) return undefined
-    if (this.#worker) return this.#worker.remote.exportKeystore(password)
+    if (this.#worker) {
+      // scrypt holds the worker's thread for seconds (noble yields only to microtasks): not a hung worker.
+      this.#exporting++
+      try {
+        return await this.#worker.remote.exportKeystore(password)
+      } finally {
+        this.#exporting--
+      }
+    }
     const worker = new Worker(this.workerUrl, { type: 'module', name: 'sluice-key-export' })
     try {
       return await Comlink.wrap<NodeWorkerApi>(worker).exportKeystore(password, this.options.passphrase)
@@ -312,7 +322,7 @@ class Leadership {
     await this.#startWorker()
     this.leading = true
     // A worker that stops answering (killed, crashed, hung) is replaced; the new one resumes from IndexedDB.
-    this.#watchdog = setInterval(() => void this.#check(), WATCHDOG_EVERY_MS)
+    this.#watchdog = setInterval(() => this.#check(), WATCHDOG_EVERY_MS)
   }
 
   async #startWorker(): Promise<void> {
@@ -331,25 +341,35 @@ class Leadership {
       worker.terminate()
       throw e
     }
+    if (this.#abort.signal.aborted) {
+      // Resigned while it started (the watchdog's replacement during stop()): it must not run on, holding the store.
+      await withTimeout(remote.stop(), WATCHDOG_TIMEOUT_MS, 'stopping the node').catch(() => {})
+      worker.terminate()
+      return
+    }
     this.#worker = { worker, remote }
   }
 
-  #checking = false
-  async #check(): Promise<void> {
+  /** The check under way, if any (resign waits for it). */
+  #checkRun: Promise<void> | undefined
+  /** Exports under way in the worker: it answers nothing while scrypt runs, and is not hung. */
+  #exporting = 0
+  #check(): void {
     const running = this.#worker
-    if (!running || this.#checking) return
-    this.#checking = true
+    if (!running || this.#checkRun || this.#exporting > 0) return
+    this.#checkRun = this.#checkOnce(running).finally(() => (this.#checkRun = undefined))
+  }
+  async #checkOnce(running: { worker: Worker; remote: Comlink.Remote<NodeWorkerApi> }): Promise<void> {
     try {
       await withTimeout(running.remote.status(), WATCHDOG_TIMEOUT_MS, 'the node worker did not answer')
     } catch {
-      if (this.#worker !== running) return
+      // Not when it is being stopped: resign stops it (or finds it gone).
+      if (this.#worker !== running || this.#abort.signal.aborted) return
       running.worker.terminate()
       this.#worker = undefined
       await this.#startWorker().catch((e: unknown) =>
         this.tellStopped({ reason: 'the node worker stopped answering and could not be started again', error: toErrorData(e) }),
       )
-    } finally {
-      this.#checking = false
     }
   }
 }

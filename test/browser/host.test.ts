@@ -107,6 +107,37 @@ describe('startNode', () => {
     }
   }, 60_000)
 
+  test("stop() while the watchdog starts a killed worker's replacement leaves nothing running the node: its store is free", async () => {
+    const key = generatePrivateKey()
+    const address = privateKeyToAddress(key)
+    const store = storageName({ chainId: BigInt(deployment.chainId), registry: deployment.contracts.TokenNetworkRegistry.address, address })
+    const Original = globalThis.Worker
+    const made: Worker[] = []
+    globalThis.Worker = class extends Original {
+      constructor(url: string | URL, options?: WorkerOptions) {
+        super(url, options)
+        made.push(this)
+      }
+    }
+    try {
+      const node = await start({ key })
+      made[0]!.terminate()
+      // The watchdog finds it gone (it answers nothing) and makes a replacement; stop() comes while that starts.
+      await expect.poll(() => made.length, { timeout: 20_000, interval: 5 }).toBe(2)
+      await node.stop()
+      started.length = 0
+      // Held by nothing once stop() has resolved, and not taken again by a replacement finishing its start later.
+      const held = async () => ((await navigator.locks.query()).held ?? []).some((lock) => lock.name === store)
+      expect(await held()).toBe(false)
+      await new Promise((r) => setTimeout(r, 2_000))
+      expect(await held()).toBe(false)
+    } finally {
+      globalThis.Worker = Original
+    }
+    // The same node starts again at once.
+    expect(await (await start({ key })).address()).toEqual({ our_address: address })
+  }, 60_000)
+
   const workers: Worker[] = []
   async function killedAndReplaced(key: `0x${string}`) {
     const node = await start({ key })

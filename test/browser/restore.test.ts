@@ -67,12 +67,16 @@ describe('the page with a backup server', () => {
       const received = (await commands.peerRequest(hub.api, 'GET', `/payments/${token}/${address}`)).body as { identifier: string }[]
       expect(received.map((p) => p.identifier)).toEqual(['1', '2'])
     }, 20_000)
+    // The newest copy at the stop: the one after the first payment, unless a busy machine took over 3 s since then
+    // and pushed the second too (the channel's sync below then has nothing to bring back, and the balance is the same).
+    const newest = (await settings()).last_push.version as string
     await node.stop()
 
     // The browser deletes the site's storage; the page starts the node again with the same key and the backup server.
     await deleteDatabase(storageName({ chainId: BigInt(deployment.chainId), registry: deployment.contracts.TokenNetworkRegistry.address, address }))
     node = await startNode(options)
-    expect((await settings()).restored).toMatchObject({ version: copied.last_push.version })
+    // (At least it: a push may still slip in between that read and the stop.)
+    expect(BigInt((await settings()).restored.version)).toBeGreaterThanOrEqual(BigInt(newest))
     // The copy held the state after the first payment; the peer's answer brings the second back.
     await eventually(async () => expect((await api('GET', `/channels/${token}/${hub.address}`)).body).toMatchObject({ balance: '92' }), 30_000)
     expect((await api('GET', '/notifications')).body).not.toContainEqual(expect.objectContaining({ id: 'channels_waiting_sync' }))
