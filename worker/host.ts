@@ -268,8 +268,9 @@ class Leadership {
   async resign(): Promise<void> {
     this.#abort.abort()
     clearInterval(this.#watchdog)
-    // A replacement the watchdog is starting now must not outlive this: it sees the abort and stops itself.
-    await this.#checkRun
+    // A replacement the watchdog is starting now must not outlive this: it sees the abort and stops itself. Waited
+    // for within a bound: a start that hangs still stops itself if it ever ends, and stop() does not hang on it.
+    if (this.#checkRun) await withTimeout(this.#checkRun, 3 * WATCHDOG_TIMEOUT_MS, 'the watchdog').catch(() => {})
     const running = this.#worker
     this.#worker = undefined
     if (running) {
