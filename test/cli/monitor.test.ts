@@ -203,14 +203,12 @@ describe('sluice monitor', () => {
     const forgedText = line({ ...forged, signature: signPackedSync(partnerKey, packMessage(forged)) })
     const sameNonce = monitoringRequest(requesterKey, newer.balance_proof, net.deployment.contracts.MonitoringService.address, REWARD + 1n)
     for (const text of [forgedText, line(older), line(sameNonce), line(newer)]) await requesterTransport.send(serviceAddress, [text])
-    await eventually(async () =>
-      expect((await status(monitor.api)).requests).toEqual({
-        accepted: 2,
-        acknowledged_again: 1,
-        refused: { bad_reward_signature: 1, stale: 2 },
-        refused_total: 3,
-      }),
-    )
+    await eventually(async () => {
+      const { acknowledged_again, ...counted } = (await status(monitor.api)).requests
+      expect(counted).toEqual({ accepted: 2, refused: { bad_reward_signature: 1, stale: 2 }, refused_total: 3 })
+      // The held request sent again; sendUntil's own resends before an acknowledgement came (a busy machine) add more.
+      expect(acknowledged_again).toBeGreaterThanOrEqual(1)
+    })
     expect(acknowledged.has(requestMonitoringAckId(sameNonce))).toBe(false)
     const held = (await call('GET', `${monitor.api}/channels`)).body
     expect(held).toEqual([
