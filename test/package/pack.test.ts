@@ -211,7 +211,8 @@ describe('the sluice package', () => {
     ])
     // The worker came from where init put it, with libsecp256k1's WASM beside it and libp2p loaded for the relay.
     expect(seen.get('/sluice/node.worker.js')).toBe(200)
-    expect(seen.get('/sluice/secp256k1.wasm')).toBe(200)
+    // Fetched in the background once the node answers (secp256k1Wasm: 'background'): it may come after the first answer.
+    await expect.poll(() => seen.get('/sluice/secp256k1.wasm'), { timeout: 20_000 }).toBe(200)
     expect([...seen.keys()].some((path) => /^\/sluice\/libp2pTransport-[\w-]+\.js$/.test(path))).toBe(true)
     await page.evaluate(() => (window as unknown as { node: { stop(): Promise<void> } }).node.stop())
     await context.close()
@@ -245,7 +246,8 @@ describe('the sluice package', () => {
       { rpc, deployment, key, confirmations: 0, pollingInterval: 50 },
     )
     expect(await api(page, 'GET', '/api/v1/address')).toEqual({ status: 200, body: { our_address: privateKeyToAddress(key) } })
-    expect(seen.get('/sluice/secp256k1.wasm')).toBe(200)
+    // Fetched in the background once the node answers (secp256k1Wasm: 'background'): it may come after the first answer.
+    await expect.poll(() => seen.get('/sluice/secp256k1.wasm'), { timeout: 20_000 }).toBe(200)
     // The chunk that loads it instantiates it (its import would fail otherwise, and the node would sign in pure JS).
     const loader = readdirSync(join(plain, 'sluice')).find(
       (f) => f.endsWith('.js') && readFileSync(join(plain, 'sluice', f), 'utf8').includes('secp256k1.wasm'),
