@@ -4,10 +4,9 @@
 // through `sluice relay` of it; anvil with the contracts and TTT registered.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Page } from 'playwright-core'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
-import { type Call, chromiumCpuSeconds, inPage, openBrowserStage, type Paid, type Started } from './browserStage.ts'
+import { type Call, chromiumCpuSeconds, inPage, nodeWorkerMeasure, openBrowserStage, type Paid, type Started } from './browserStage.ts'
 import { cryptoLimit } from './limits.ts'
 import { fmt, medianOf, percentile, repeat, spread } from './measure.ts'
 
@@ -59,18 +58,6 @@ window.floor = async (warmUp, n) => {
   return latencies
 }
 </script></body></html>`
-
-/** The node's worker's start-up measures (worker/node.worker.ts) of its latest start in `page`. */
-async function workerMeasures(page: Page): Promise<{ storage: number; node: number }> {
-  const worker = page
-    .workers()
-    .filter((w) => w.url().includes('node.worker'))
-    .at(-1)
-  if (!worker) throw new Error("the page has no node's worker")
-  return (await worker.evaluate(
-    "({ storage: performance.getEntriesByName('sluice:storage').at(-1).duration, node: performance.getEntriesByName('sluice:node').at(-1).duration })",
-  )) as { storage: number; node: number }
-}
 
 const p50p99 = (values: number[]) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`
 
@@ -234,7 +221,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
         await inPage(page, 'stop')
         await open()
         const started = await inPage<Started>(page, 'start', { ...options, ...restartOptions })
-        times.push({ ...started, inWorker: await workerMeasures(page) })
+        times.push({ ...started, inWorker: { storage: await nodeWorkerMeasure(page, 'sluice:storage'), node: await nodeWorkerMeasure(page, 'sluice:node') } })
       }
       return times
     }
@@ -312,13 +299,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     const keyStarts = async (keyOptions: object) => {
       const keyContext = await stage.newContext()
       const { page: keyPage, open: openKeyPage } = await stage.newPage(keyContext)
-      const unlocking = async () => {
-        const worker = keyPage
-          .workers()
-          .filter((w) => w.url().includes('node.worker'))
-          .at(-1)
-        return (await worker!.evaluate("performance.getEntriesByName('sluice:key').at(-1).duration")) as number
-      }
+      const unlocking = () => nodeWorkerMeasure(keyPage, 'sluice:key')
       const startOptions = { ...options, key: undefined, waitForSync: false, ...keyOptions }
       await openKeyPage()
       await inPage<Started>(keyPage, 'start', startOptions)

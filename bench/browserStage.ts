@@ -210,6 +210,16 @@ export function chromiumProcesses(): ChromiumProcess[] {
   return stats.filter((s) => /chrom/i.test(s.comm) && descends(s)).map((s) => ({ pid: s.pid, type: typeOf(s.pid), cpuSeconds: s.cpu, rssBytes: s.rss }))
 }
 
+/** The duration of the latest `performance.measure(name)` in `page`'s node worker (worker/node.worker.ts). */
+export async function nodeWorkerMeasure(page: Page, name: string): Promise<number> {
+  const worker = page
+    .workers()
+    .filter((w) => w.url().includes('node.worker'))
+    .at(-1)
+  if (!worker) throw new Error("the page has no node's worker")
+  return (await worker.evaluate(`performance.getEntriesByName(${JSON.stringify(name)}).at(-1).duration`)) as number
+}
+
 /**
  * The JS heap in use, after a full GC, of `page`'s dedicated worker whose URL holds `urlPart` (the node's worker:
  * 'node.worker'), read over the DevTools protocol (a worker has no performance.memory).

@@ -54,6 +54,11 @@ export function growth(name: string, xs: readonly number[], ys: readonly number[
   return `${name} ×${steps.map((s) => s.ratio.toFixed(2)).join(' then ×')}: ${words.join(', then ')}`
 }
 
+/** Each series' growth over `xs` (growth()), joined: a table's last row. */
+function verdict(xs: readonly number[], series: [string, number[]][]): string {
+  return series.map(([name, ys]) => growth(name, xs, ys)).join('; ')
+}
+
 // ------------------------------------------------------------------------------------------------ node workers
 
 /** Anvil with the contracts for a payer and its partner, gone (its data too) at the cleanup. */
@@ -169,7 +174,7 @@ function channelVerdict(points: ChannelPoint[]): string {
     ["one payment's commits", points.map((p) => p.single.bytes)],
     ['snapshot bytes per payment', points.map((p) => p.loaded.snapshotBytes / loadedPayments)],
   ]
-  return series.map(([name, ys]) => growth(name, xs, ys)).join('; ')
+  return verdict(xs, series)
 }
 
 /** Direct payments to one partner while the payer holds 10, 100 and 1,000 channels (the others' partners never come online). */
@@ -305,9 +310,7 @@ function storedRows(points: ServePoint[], shape: PaymentShape, padMs: number): R
     ['paid identifier again', points.map((p) => p.retryMs)],
     ['disk', points.map((p) => p.diskBytes)],
   ]
-  rows['what the curves show (ratio between successive rows, ×10 payments each; read from the exponent of each step)'] = series
-    .map(([name, ys]) => growth(name, xs, ys))
-    .join('; ')
+  rows['what the curves show (ratio between successive rows, ×10 payments each; read from the exponent of each step)'] = verdict(xs, series)
   return rows
 }
 
@@ -480,23 +483,11 @@ export function benchPageChannelCurve(): Promise<Record<string, string>> {
       ] = `${MB(p.heap)}; ${MB(p.rendererRss)} / ${MB(p.chromiumRss)}`
     }
     const xs = points.map((p) => p.channels)
-    rows['what the curves show (ratio between successive rows, ×10 channels each)'] = [
-      growth(
-        'time per payment (1 / median rate)',
-        xs,
-        points.map((p) => 1 / medianOf(p.rates)),
-      ),
-      growth(
-        "the worker's heap",
-        xs,
-        points.map((p) => p.heap),
-      ),
-      growth(
-        "the renderer's resident memory",
-        xs,
-        points.map((p) => p.rendererRss),
-      ),
-    ].join('; ')
+    rows['what the curves show (ratio between successive rows, ×10 channels each)'] = verdict(xs, [
+      ['time per payment (1 / median rate)', points.map((p) => 1 / medianOf(p.rates))],
+      ["the worker's heap", points.map((p) => p.heap)],
+      ["the renderer's resident memory", points.map((p) => p.rendererRss)],
+    ])
     return rows
   })
 }
@@ -568,33 +559,13 @@ export function benchPageStoredPayments(): Promise<Record<string, string>> {
       rows[`${n}: the origin's storage use / the browser's quota for it (navigator.storage.estimate(), MB)`] = `${MB(p.usage)} / ${MB(p.quota)}`
     }
     const xs = points.map((p) => p.payments)
-    rows['what the curves show (ratio between the rows, ×10 payments)'] = [
-      growth(
-        'start-up',
-        xs,
-        points.map((p) => medianOf(p.starts)),
-      ),
-      growth(
-        'last page',
-        xs,
-        points.map((p) => p.lastPageMs),
-      ),
-      growth(
-        'first page',
-        xs,
-        points.map((p) => p.firstPageMs),
-      ),
-      growth(
-        'paid identifier again',
-        xs,
-        points.map((p) => p.retryMs),
-      ),
-      growth(
-        'storage use',
-        xs,
-        points.map((p) => p.usage),
-      ),
-    ].join('; ')
+    rows['what the curves show (ratio between the rows, ×10 payments)'] = verdict(xs, [
+      ['start-up', points.map((p) => medianOf(p.starts))],
+      ['last page', points.map((p) => p.lastPageMs)],
+      ['first page', points.map((p) => p.firstPageMs)],
+      ['paid identifier again', points.map((p) => p.retryMs)],
+      ['storage use', points.map((p) => p.usage)],
+    ])
     return rows
   })
 }
