@@ -26,7 +26,7 @@ import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport
 import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
-import { line, monitoringRequest, partnerProof, type ProofOf } from '../support/monitoring.ts'
+import { line, mineUntil, monitoringRequest, partnerProof, type ProofOf } from '../support/monitoring.ts'
 import { rawRequest } from '../api/support/rawHttp.ts'
 import { call } from './devnetProcess.ts'
 import { runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
@@ -271,16 +271,15 @@ describe('sluice monitor', () => {
     await monitor.sluice.exited
     monitor = await startMonitor()
 
-    // Blocks one at a time: the service calls monitor from its first allowed block on, before the settle block.
+    // The service calls monitor from its first allowed block on (the blocks before it mined in one step), before the
+    // settle block.
     let calls: any[] = []
-    for (;;) {
-      calls = (await call('GET', `${monitor.api}/monitor_calls`)).body
-      if (calls[0]?.status === 'done') break
-      const block = await devnet.getBlockNumber()
-      expect(block).toBeLessThanOrEqual(settleBlockNumber)
-      await devnet.mine({ blocks: 1 })
-      await new Promise((r) => setTimeout(r, block + 2n >= firstAllowed ? 300 : 20))
-    }
+    await mineUntil(
+      devnet,
+      async () => (calls = (await call('GET', `${monitor.api}/monitor_calls`)).body)[0]?.status === 'done',
+      settleBlockNumber,
+      firstAllowed,
+    )
     const monitored = calls[0]
     expect(monitored).toMatchObject({
       non_closing_participant: requester,

@@ -22,6 +22,7 @@ import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { call } from '../cli/devnetProcess.ts'
 import { startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
 import { startDevnet, type Devnet } from './support/devnet.ts'
+import { mineUntil } from '../support/monitoring.ts'
 import { eventually } from './support/eventually.ts'
 
 const serviceKey = anvilKeys[3] as Hex
@@ -180,17 +181,6 @@ async function paidThenOffline(keyA: Hex, keyB: Hex, beforeClose: () => Promise<
  * `last`. Blocks before `from`, in which the contract lets nobody act, come in one step: a busy machine's test spent
  * its time there.
  */
-async function mineUntil(done: () => Promise<boolean>, last: bigint, from = 0n) {
-  const head = await devnet.getBlockNumber()
-  if (from - 1n > head) await devnet.mine({ blocks: Number(from - 1n - head) })
-  for (;;) {
-    if (await done()) return
-    const block = await devnet.getBlockNumber()
-    if (block >= last) throw new Error(`block ${block}: not done by block ${last}`)
-    await devnet.mine({ blocks: 1 })
-    await new Promise((r) => setTimeout(r, 200))
-  }
-}
 
 const transferredToB = PAID_TO_B.reduce((x, y) => x + y, 0n)
 
@@ -211,7 +201,7 @@ describe('a node that goes offline with monitoring on', () => {
     })
 
     // The service sees the close (one confirmation) and calls monitor in its window, before the settle block.
-    await mineUntil(async () => (await ok('GET', `${monitor!.api}/monitor_calls`))[0]?.status === 'done', settleBlockNumber, allowedFrom)
+    await mineUntil(devnet, async () => (await ok('GET', `${monitor!.api}/monitor_calls`))[0]?.status === 'done', settleBlockNumber, allowedFrom)
     const [monitored] = await ok('GET', `${monitor!.api}/monitor_calls`)
     expect(monitored).toMatchObject({ non_closing_participant: b.address, closing_participant: a.address, nonce: newest, reward_amount: String(REWARD) })
     expect(BigInt(monitored.block_number)).toBeLessThanOrEqual(settleBlockNumber)
@@ -221,12 +211,12 @@ describe('a node that goes offline with monitoring on', () => {
     // proof already: it has nothing to update (it would revert, "nonce reused") and settles once the window is over.
     const back = await startServe(anvilKeys[2] as Hex, '--enable-monitoring', '--monitoring-reward', String(REWARD))
     await eventually(async () => expect((await ok('GET', `${back.api}/channels/${net.token}/${a.address}`)).state).toBe('closed'))
-    await mineUntil(async () => (await tokenBalance(b.address)) !== bBefore, settleBlockNumber + 20n, settleBlockNumber)
+    await mineUntil(devnet, async () => (await tokenBalance(b.address)) !== bBefore, settleBlockNumber + 20n, settleBlockNumber)
     expect((await tokenBalance(b.address)) - bBefore).toBe(DEPOSIT_B + transferredToB - PAID_TO_A)
     expect(back.sluice.stderr()).not.toMatch(/^node: transaction/m)
 
     // The service claims its reward from B's UserDeposit once the settle window is over.
-    await mineUntil(async () => (await ok('GET', `${monitor!.api}/monitor_calls`))[0]?.reward?.status === 'claimed', settleBlockNumber + 40n)
+    await mineUntil(devnet, async () => (await ok('GET', `${monitor!.api}/monitor_calls`))[0]?.reward?.status === 'claimed', settleBlockNumber + 40n)
     expect(await udc(b.address)).toBe(udcBefore - REWARD)
     expect(await udc(service)).toBe(REWARD)
     console.log(
@@ -244,7 +234,7 @@ describe('a node that goes offline with monitoring on', () => {
       await monitor!.sluice.exited
     })
 
-    await mineUntil(async () => (await tokenBalance(b.address)) !== bBefore, settleBlockNumber + 20n, settleBlockNumber)
+    await mineUntil(devnet, async () => (await tokenBalance(b.address)) !== bBefore, settleBlockNumber + 20n, settleBlockNumber)
     expect(await aSide()).toMatchObject({ nonce: 0n })
     const received = (await tokenBalance(b.address)) - bBefore
     expect(received).toBe(DEPOSIT_B - PAID_TO_A)

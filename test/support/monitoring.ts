@@ -36,3 +36,24 @@ export function monitoringRequest(requesterKey: Hex, proof: SignedBalanceProof, 
 
 /** The wire line of a request. */
 export const line = (request: Signed<RequestMonitoring>) => encodeMessage(request)
+
+/**
+ * Mines a block at a time until `done` (checked before each block, 200 ms apart so the service sees each one), and
+ * fails past block `last`. Blocks before `from`, where the contract lets nobody act, are mined in one step.
+ */
+export async function mineUntil(
+  chain: { getBlockNumber(): Promise<bigint>; mine(args: { blocks: number }): Promise<unknown> },
+  done: () => Promise<boolean>,
+  last: bigint,
+  from = 0n,
+): Promise<void> {
+  const head = await chain.getBlockNumber()
+  if (from - 1n > head) await chain.mine({ blocks: Number(from - 1n - head) })
+  for (;;) {
+    if (await done()) return
+    const block = await chain.getBlockNumber()
+    if (block >= last) throw new Error(`block ${block}: not done by block ${last}`)
+    await chain.mine({ blocks: 1 })
+    await new Promise((r) => setTimeout(r, 200))
+  }
+}
