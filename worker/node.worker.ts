@@ -143,6 +143,8 @@ const api = {
         // So do the resends of what the last run left unacknowledged: signing them (on the JS engine until the WASM
         // is there) and loading libp2p to send them would hold the thread before the first answer.
         resendWhen: afterFirstAnswers,
+        // And the background services, whose first checks read the chain (about 50 ms of the thread at a start).
+        servicesWhen: afterFirstAnswers,
         transport: transportFor(relay, deployment, {
           loadWhen: afterFirstAnswers,
           onError: (error) => void stopOnItsOwn(`its transport did not start: ${toErrorData(error).message}`, error),

@@ -99,6 +99,11 @@ export type NodeConfig = {
    * its first requests are answered, as it does to load libp2p (docs/decisions/0024).
    */
   resendWhen?: () => Promise<unknown>
+  /**
+   * When to start the background services once the node is ready (at once by default). Their first checks read the
+   * chain; the page's worker starts them once its first requests are answered, as it does the resends.
+   */
+  servicesWhen?: () => Promise<unknown>
   /** Delivery retry backoff. */
   backoff?: Partial<Backoff>
   /** Take a snapshot of the state after this many changes (500 by default), or one per channel it holds if more. */

@@ -105,6 +105,17 @@ export class SluiceNode {
     await this.syncRestoredChannels()
     this.statusTracker.ready(this.engine.current.blockNumber)
     this.follower.start()
+    const { servicesWhen } = this.client.config
+    if (!servicesWhen) return this.startServices()
+    // Later, in the background (the page's first answers first): a service that fails to start then halts the node,
+    // as a failed run() would stop it.
+    void servicesWhen()
+      .then(() => this.startServices())
+      .catch((error: unknown) => void this.halt(error instanceof Error ? error : new Error(String(error))))
+  }
+
+  private startServices(): void {
+    if (this.stopping.signal.aborted) return
     for (const service of this.serviceList()) service?.start()
   }
 

@@ -8,7 +8,7 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { compareVersions } from '../../src/node/services/notifications.ts'
 import { eventually } from '../integration/support/eventually.ts'
-import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
+import { createApiNode, startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { openChannelOnChain } from '../../src/node/actions/channels.ts'
 
 let net: ApiNet
@@ -235,6 +235,32 @@ describe('version notifications from a release feed', () => {
     // The second (and the third, which shares it) read the feed again, after the release came out.
     expect(feedRequests).toBeGreaterThanOrEqual(asked + 2)
     expect(await ids()).toEqual(['version_outdated'])
+  })
+
+  it('a host that starts the services later (servicesWhen, as the page does): no check before, a list asked for meanwhile checks, and the checks run once they start; never after a stop', async () => {
+    let open!: () => void
+    const gate = new Promise<void>((resolve) => (open = resolve))
+    const notifications = { version: '0.1.0', releaseFeedUrl: `${feedUrl}?latest=0.2.0`, minServiceTokenBalance: 0n, checkEveryBlocks: 1n }
+    const node = await createApiNode(net, anvilKeys[5]!, { servicesWhen: () => gate, notifications })
+    const stoppedEarly = await createApiNode(net, anvilKeys[6]!, { servicesWhen: () => gate, notifications })
+    try {
+      const asked = feedRequests
+      await Promise.all([node.run(), stoppedEarly.run()])
+      await stoppedEarly.stop()
+      await devnet.mine({ blocks: 2 })
+      await node.client.waitForBlock(await devnet.getBlockNumber())
+      expect(feedRequests).toBe(asked)
+      // Asked before the services start: it checks rather than answer an empty list.
+      expect((await node.services.notifications.list()).map((x) => x.id).sort()).toEqual(['version_outdated', 'version_security_warning'])
+      expect(feedRequests).toBe(asked + 1)
+      open()
+      // Started: a check at once, then one every block; the stopped node's service never starts.
+      await eventually(() => expect(feedRequests).toBe(asked + 2))
+      await devnet.mine({ blocks: 1 })
+      await eventually(() => expect(feedRequests).toBe(asked + 3))
+    } finally {
+      await node.stop()
+    }
   })
 
   it('semantic-version order: numeric parts, pre-releases before their release', () => {

@@ -90,9 +90,15 @@ export class NodeNotifications implements Service {
     if (this.started) this.schedule(0)
   }
 
-  /** The notifications raised now, oldest first. Waits for the first check while the node is ready (so a list read at start is not empty by accident). */
+  /**
+   * The notifications raised now, oldest first. Waits for the first check while the node is ready (so a list read at
+   * start is not empty by accident); asked for before the service started (a host that starts it later), it checks.
+   */
   async list(): Promise<Notification[]> {
-    if (this.client.status.status === 'ready') await this.firstCheck
+    if (this.client.status.status === 'ready') {
+      if (!this.started) await this.check()
+      await this.firstCheck
+    }
     return [...this.raised.values()]
   }
 
