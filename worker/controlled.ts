@@ -15,6 +15,14 @@ export class ServiceWorkerError extends SluiceError {
 export async function ensureControlled(url: string | URL, type: WorkerType = 'classic'): Promise<ServiceWorkerRegistration> {
   if (!('serviceWorker' in navigator))
     throw new ServiceWorkerError('this browser gives the page no service worker (a private window of some browsers, or not a secure context)')
+  // Controlled by it already (a reload): no register(). Its job would queue behind the update check the browser runs
+  // after each navigation, and Chromium held it 1.9 to 3.1 s in about one start in six; the lookup takes a ms or two.
+  // The browser's own update checks still bring a new version of the script.
+  const scriptUrl = new URL(url, location.href).href
+  if (navigator.serviceWorker.controller?.scriptURL === scriptUrl) {
+    const current = await navigator.serviceWorker.getRegistration('/')
+    if (current?.active?.scriptURL === scriptUrl) return current
+  }
   let registration: ServiceWorkerRegistration
   try {
     registration = await navigator.serviceWorker.register(url, { type, scope: '/' })

@@ -25,6 +25,23 @@ function serveNodeApi() {
 }
 
 describe('the service worker', () => {
+  test('a page it controls already (a reload) is not registered again: register() waits behind the update check a navigation starts (up to 3 s)', async () => {
+    const container = navigator.serviceWorker
+    const registered: string[] = []
+    const register = container.register.bind(container)
+    container.register = (url, options) => {
+      registered.push(String(url))
+      return register(url, options)
+    }
+    try {
+      const registration = await ensureControlled()
+      expect(registered).toEqual([])
+      expect(registration.active?.scriptURL).toBe(container.controller?.scriptURL)
+    } finally {
+      delete (container as { register?: unknown }).register
+    }
+  })
+
   test("a page's fetch('/api/v1/...') is answered by the node, every method and status as the node gives it", async () => {
     const node = serveNodeApi()
     try {
