@@ -59,12 +59,16 @@ window.floor = async (warmUp, n) => {
 }
 </script></body></html>`
 
+/** Every thread's tasks, with V8's CPU samples. */
+const TRACE_CATEGORIES = ['toplevel', 'devtools.timeline', 'v8.execute', 'disabled-by-default-v8.cpu_profiler']
+
 const p50p99 = (values: number[]) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`
 
 /**
  * `payments`: how many the throughput row times (10,000; fewer only to try the bench out); `only: 'sequential'` stops
  * after the one-at-a-time rows (for working on them); `trace`: a file for a Chromium trace of the one-at-a-time
- * payments through the service worker, every thread with V8's CPU samples (`npm run bench -- browser --trace FILE`;
+ * payments through the service worker, and beside it (`-in-flight.json`) one of the first throughput run, every
+ * thread with V8's CPU samples (`npm run bench -- browser --trace FILE`;
  * open it in chrome://tracing or Perfetto).
  */
 export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?: 'sequential'; trace?: string } = {}): Promise<Record<string, string>> {
@@ -135,8 +139,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
       firstPayment[0]!,
     )
     // A Chromium trace of the sequence through the service worker: the page, the service worker and the node's worker.
-    if (trace)
-      await browser.startTracing(undefined, { path: trace, categories: ['toplevel', 'devtools.timeline', 'v8.execute', 'disabled-by-default-v8.cpu_profiler'] })
+    if (trace) await browser.startTracing(undefined, { path: trace, categories: TRACE_CATEGORIES })
     const viaSw = await sequential(SEQUENTIAL, 'sw')
     if (trace) await browser.stopTracing()
     const viaProxy = await sequential(SEQUENTIAL, 'proxy')
@@ -183,26 +186,44 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     rows['the same on the proxy (node.channels()) p50 / p99 (ms)'] = p50p99(proxy)
 
     // 2. Direct payments to the headless peer, through the relay.
-    const pay = async (n: number) => {
-      const paid = await inPage<Paid>(page, 'pay', token, peerAddress, n, IN_FLIGHT)
+    const pay = async (n: number, via: 'sw' | 'proxy' = 'sw') => {
+      const paid = await inPage<Paid>(page, 'pay', token, peerAddress, n, IN_FLIGHT, via)
       if (paid.failures > 0) throw new Error(`${paid.failures} of ${n} payments failed, e.g. ${paid.firstFailures.join('; ')}`)
       return paid
     }
     await pay(WARM_UP_PAYMENTS)
     const perRun = Math.ceil(payments / RUNS)
-    const runs = await repeat(RUNS, () => pay(perRun))
-    const rates = runs.map((r) => perRun / r.seconds)
+    // A run with what it cost every Chromium process (the page, its service worker, the node's worker, the browser).
+    const run = async (via: 'sw' | 'proxy') => {
+      const cpu = chromiumCpuSeconds()
+      const paid = await pay(perRun, via)
+      return { ...paid, rate: perRun / paid.seconds, cpuMs: ((chromiumCpuSeconds() - cpu) * 1000) / perRun }
+    }
+    // The trace's second file: the first throughput run, 32 in flight.
+    let traced = !trace
+    const runs = await repeat(RUNS, async () => {
+      if (traced) return run('sw')
+      traced = true
+      await browser.startTracing(undefined, { path: trace!.replace(/(\.json)?$/, '-in-flight.json'), categories: TRACE_CATEGORIES })
+      return run('sw').finally(() => browser.stopTracing())
+    })
+    // The same on the proxy: what the service worker's path costs when the node's worker is busy.
+    const proxyRuns = await repeat(RUNS, () => run('proxy'))
+    const rates = runs.map((r) => r.rate)
     // What the page's signatures allow: libsecp256k1's WASM build, measured now in Node (bench/limits.ts).
     const wasm = await cryptoLimit('wasm')
     rows[`direct payments/s to the peer through the relay, ${IN_FLIGHT} in flight (${fmt(perRun)} payments a run)`] = spread(rates)
     rows[
       `the signatures' limit in the page (WASM: ${fmt(wasm.sign)} signed and ${fmt(wasm.verify)} verified /s, 3 of each a payment), and the median's share of it`
     ] = `${fmt(wasm.paymentsPerSecond)}/s, ${(medianOf(rates) / wasm.paymentsPerSecond).toFixed(2)}`
+    rows[`the same on the proxy (node.pay()), ${IN_FLIGHT} in flight`] = spread(proxyRuns.map((r) => r.rate))
+    rows["the browser's CPU per payment (every Chromium process), through the service worker / on the proxy, median of the runs (ms)"] =
+      `${fmt(medianOf(runs.map((r) => r.cpuMs)))} / ${fmt(medianOf(proxyRuns.map((r) => r.cpuMs)))}`
     const latencies = runs.flatMap((r) => r.latencies)
     rows['payments that succeeded'] = `${latencies.length.toLocaleString('en-US')} of ${(perRun * RUNS).toLocaleString('en-US')}`
     rows[`payment latency p50 / p99 with ${IN_FLIGHT} in flight (ms)`] = p50p99(latencies)
     // Every payment so far: the one-at-a-time ones (the first, through the service worker, on the proxy), the warm-up, the runs.
-    const stored = 1 + 2 * SEQUENTIAL + WARM_UP_PAYMENTS + perRun * RUNS
+    const stored = 1 + 2 * SEQUENTIAL + WARM_UP_PAYMENTS + 2 * perRun * RUNS
     // The page sent those and the mediated ones (which the hub forwarded: not its own).
     const sentByPage = stored + WARM_UP_MEDIATED + MEDIATED
     // The peer, in its own process, holds them all (its last Unlocks may still be on their way for a moment).

@@ -1,5 +1,5 @@
 // `npm run bench`: every benchmark, printed as Markdown tables; `npm run bench -- node api` runs only those parts;
-// `--trace FILE` writes a Chromium trace of the page's one-at-a-time payments (the browser part); `--curves` runs the
+// `--trace FILE` writes Chromium traces of the page's payments, one at a time and 32 in flight (the browser part); `--curves` runs the
 // curves of bench/curves.ts instead (after the parts named, if any): minutes, so never by default.
 import { parseArgs } from 'node:util'
 import { benchApi } from './api.ts'
