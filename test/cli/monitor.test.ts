@@ -274,12 +274,11 @@ describe('sluice monitor', () => {
     // The service calls monitor from its first allowed block on (the blocks before it mined in one step), before the
     // settle block.
     let calls: any[] = []
-    await mineUntil(
-      devnet,
-      async () => (calls = (await call('GET', `${monitor.api}/monitor_calls`)).body)[0]?.status === 'done',
-      settleBlockNumber,
-      firstAllowed,
-    )
+    const monitoredYet = async () => {
+      calls = (await call('GET', `${monitor.api}/monitor_calls`)).body
+      return calls[0]?.status === 'done'
+    }
+    await mineUntil(devnet, monitoredYet, settleBlockNumber, firstAllowed)
     const monitored = calls[0]
     expect(monitored).toMatchObject({
       non_closing_participant: requester,
