@@ -3,12 +3,13 @@
 // headless (playwright-core) calls startNode() with a relay; the peer is `sluice serve` of the same build, reached
 // through `sluice relay` of it; anvil with the contracts and TTT registered.
 import { mkdirSync, writeFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { type Call, chromiumCpuSeconds, inPage, nodeWorkerMeasure, openBrowserStage, type Paid, type Started } from './browserStage.ts'
 import { cryptoLimit } from './limits.ts'
-import { fmt, medianOf, percentile, repeat, spread } from './measure.ts'
+import { busyCoresDuring, fmt, medianOf, percentile, repeat, spread } from './measure.ts'
 
 /** Sequential requests of each kind timed, after the warm-up. */
 const REQUESTS = 1000
@@ -196,8 +197,8 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     // A run with what it cost every Chromium process (the page, its service worker, the node's worker, the browser).
     const run = async (via: 'sw' | 'proxy') => {
       const cpu = chromiumCpuSeconds()
-      const paid = await pay(perRun, via)
-      return { ...paid, rate: perRun / paid.seconds, cpuMs: ((chromiumCpuSeconds() - cpu) * 1000) / perRun }
+      const { result: paid, busyCores } = await busyCoresDuring(() => pay(perRun, via))
+      return { ...paid, rate: perRun / paid.seconds, cpuMs: ((chromiumCpuSeconds() - cpu) * 1000) / perRun, busyCores }
     }
     // The trace's second file: the first throughput run, 32 in flight.
     let traced = !trace
@@ -219,6 +220,9 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     rows[`the same on the proxy (node.pay()), ${IN_FLIGHT} in flight`] = spread(proxyRuns.map((r) => r.rate))
     rows["the browser's CPU per payment (every Chromium process), through the service worker / on the proxy, median of the runs (ms)"] =
       `${fmt(medianOf(runs.map((r) => r.cpuMs)))} / ${fmt(medianOf(proxyRuns.map((r) => r.cpuMs)))}`
+    rows[
+      `the machine's cores busy meanwhile (every process: the browser, the peer, the relay, anvil; of ${availableParallelism()}), through the service worker / on the proxy`
+    ] = `${medianOf(runs.map((r) => r.busyCores)).toFixed(2)} / ${medianOf(proxyRuns.map((r) => r.busyCores)).toFixed(2)}`
     const latencies = runs.flatMap((r) => r.latencies)
     rows['payments that succeeded'] = `${latencies.length.toLocaleString('en-US')} of ${(perRun * RUNS).toLocaleString('en-US')}`
     rows[`payment latency p50 / p99 with ${IN_FLIGHT} in flight (ms)`] = p50p99(latencies)

@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
+
 /** Runs `f` repeatedly for about `ms` milliseconds after a warm-up; returns operations per second. */
 export function opsPerSecond(f: (i: number) => void, ms = 1000): number {
   for (let i = 0; i < 50; i++) f(i)
@@ -9,6 +12,24 @@ export function opsPerSecond(f: (i: number) => void, ms = 1000): number {
     t = performance.now()
   }
   return (n / (t - t0)) * 1000
+}
+
+/**
+ * How many of the machine's cores were busy, on average, while `f` ran: every process (from /proc/stat, so Linux),
+ * the browser, the peers, the relay and anvil alike. Shows whether a rate is bound by the machine, not by one thread.
+ */
+export async function busyCoresDuring<T>(f: () => Promise<T>): Promise<{ result: T; busyCores: number }> {
+  const ticks = () => {
+    const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/)
+    const values = fields.map(Number)
+    // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+    const all = values.slice(0, 8).reduce((a, b) => a + b, 0)
+    return { all, busy: all - values[3]! - values[4]! }
+  }
+  const before = ticks()
+  const result = await f()
+  const after = ticks()
+  return { result, busyCores: ((after.busy - before.busy) / (after.all - before.all)) * availableParallelism() }
 }
 
 /** CPU time (user + system, ms) that `f` takes, averaged over `runs`. */

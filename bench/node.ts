@@ -1,13 +1,13 @@
 // The node runtime end to end: three nodes, each in its own worker thread with LevelDB storage, on anvil.
 import { mkdtemp } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import type { Address } from 'viem'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { startDevnet } from '../test/integration/support/devnet.ts'
 import { cryptoLimit } from './limits.ts'
-import { fmt, medianOf, percentile, repeat, spread } from './measure.ts'
+import { busyCoresDuring, fmt, medianOf, percentile, repeat, spread } from './measure.ts'
 
 export type NodeWorker = { call<T>(method: string, ...args: unknown[]): Promise<T>; worker: Worker }
 
@@ -57,8 +57,8 @@ export async function benchNode(): Promise<Record<string, string>> {
   const direct = 2000
   const runs = await repeat(RUNS, async () => {
     const t0 = performance.now()
-    const latencies = await a.call<number[]>('payMany', net.tokenNetwork, addrB, direct, 32)
-    return { rate: direct / ((performance.now() - t0) / 1000), latencies }
+    const { result: latencies, busyCores } = await busyCoresDuring(() => a.call<number[]>('payMany', net.tokenNetwork, addrB, direct, 32))
+    return { rate: direct / ((performance.now() - t0) / 1000), latencies, busyCores }
   })
   // The signatures' bound, with this machine's native libsecp256k1 measured now (bench/limits.ts).
   const limit = await cryptoLimit('native')
@@ -66,6 +66,7 @@ export async function benchNode(): Promise<Record<string, string>> {
   rows[`direct payments/s, 32 in flight (${direct} payments a run)`] = spread(runs.map((r) => r.rate))
   rows[`the signatures' limit (native: ${fmt(limit.sign)} signed and ${fmt(limit.verify)} verified /s, 3 of each a payment), and the median's share of it`] =
     `${fmt(limit.paymentsPerSecond)}/s, ${(rate / limit.paymentsPerSecond).toFixed(2)}`
+  rows[`the machine's cores busy meanwhile (every process; of ${availableParallelism()}), median run`] = medianOf(runs.map((r) => r.busyCores)).toFixed(2)
   const directLatencies = runs.flatMap((r) => r.latencies)
   rows['direct payment latency p50 / p99, 32 in flight (ms)'] = `${fmt(percentile(directLatencies, 50))} / ${fmt(percentile(directLatencies, 99))}`
 
