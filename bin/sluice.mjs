@@ -15,8 +15,9 @@ const fromSources = existsSync(new URL('../src/cli/main.ts', import.meta.url))
 let main
 if (fromSources) {
   // Every command but init uses viem. Node loads its few hundred files several times faster before tsx's hooks
-  // are in the way (about 0.5 s instead of 1.5-2.5 s), so load it first unless only the usage is wanted.
-  if (args.length > 0 && args[0] !== 'init' && !args.includes('--help') && !args.includes('-h')) await Promise.all([import('viem'), import('viem/accounts')])
+  // are in the way (about 0.5 s instead of 1.5-2.5 s), so load it first unless only the usage or the version is wanted.
+  if (args.length > 0 && args[0] !== 'init' && !['--help', '-h', '--version'].some((a) => args.includes(a)))
+    await Promise.all([import('viem'), import('viem/accounts')])
   const { register } = await import('tsx/esm/api')
   register()
   ;({ main } = await import('../src/cli/main.ts'))

@@ -1,3 +1,5 @@
+import { parseArgs } from 'node:util'
+import { version } from '../version.ts'
 import { UsageError } from './cliError.ts'
 
 /**
@@ -14,6 +16,8 @@ export type FlagSpec<T = unknown, HasDefault extends boolean = boolean> = {
   switch?: true
   /** May be given more than once: `parse` gets the values joined with commas (`--relay a --relay b` is `a,b`). */
   repeatable?: true
+  /** Other names of the flag, such as Raiden's (`--eth-rpc-endpoint` for `--rpc`); giving two of them is REPEATED_FLAG. */
+  aliases?: readonly `--${string}`[]
 }
 
 export type FlagSpecs = Record<string, FlagSpec>
@@ -23,7 +27,8 @@ export type ParsedFlags<specs extends FlagSpecs> = {
   [K in keyof specs]: specs[K] extends FlagSpec<infer T, true> ? T : specs[K] extends FlagSpec<infer T, false> ? T | undefined : never
 }
 
-export type ParseFlagsReturnType<specs extends FlagSpecs> = { help: true } | { help: false; values: ParsedFlags<specs> }
+/** `asked`: the command line asks for the usage (`--help`, `-h`) or the version (`--version`), not for a run. */
+export type ParseFlagsReturnType<specs extends FlagSpecs> = { asked: 'help' | 'version' } | { asked: undefined; values: ParsedFlags<specs> }
 
 export class UnknownFlagError extends UsageError {
   override name = 'UnknownFlagError' as const
@@ -59,8 +64,12 @@ export class InvalidFlagValueError extends UsageError {
 export class RepeatedFlagError extends UsageError {
   override name = 'RepeatedFlagError' as const
   override readonly code = 'REPEATED_FLAG' as const
-  constructor(readonly flag: string) {
-    super(`${flag} is given more than once`)
+  /** `earlier` is the name the flag was first given as, when that was another of its names (an alias). */
+  constructor(
+    readonly flag: string,
+    readonly earlier?: string,
+  ) {
+    super(`${flag} is given more than once${earlier && earlier !== flag ? ` (${earlier} is the same flag)` : ''}`)
   }
 }
 
@@ -79,49 +88,73 @@ export function flagName(key: string): string {
   return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`
 }
 
+/** Every name of a flag: ours first, then its aliases. */
+function namesOf(key: string, spec: FlagSpec): string[] {
+  return [flagName(key), ...(spec.aliases ?? [])]
+}
+
 /**
- * Parses `--name value` and `--name=value` pairs against `specs` (keys in camelCase, flags in kebab-case).
- * `--help` or `-h` anywhere asks for help. A value may start with a single dash (`--port -1` is a bad port,
- * not a missing one); a following `--flag` means the value is missing.
+ * Parses `--name value` and `--name=value` pairs against `specs` (keys in camelCase, flags in kebab-case, plus each
+ * spec's aliases). `--help` or `-h` anywhere asks for help, else `--version` anywhere asks for the version. A value
+ * may start with a single dash (`--port -1` is a bad port, not a missing one); a following `--flag` means the value
+ * is missing.
+ *
+ * node:util parseArgs splits the arguments into tokens; it runs with `strict: false` because its strict checks
+ * refuse what we accept (`--port -1` is "ambiguous" to it, `--switch=false` takes no value) and name the flag only
+ * in prose. So none of its ERR_PARSE_ARGS_* errors is thrown: the tokens are checked here, with our errors.
  */
 export function parseFlags<const specs extends FlagSpecs>(argv: readonly string[], specs: specs): ParseFlagsReturnType<specs> {
-  if (argv.some((a) => a === '--help' || a === '-h')) return { help: true }
-  const byName = new Map(Object.keys(specs).map((key) => [flagName(key), key]))
-  const raw = new Map<string, string>()
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!
-    if (!arg.startsWith('-') || arg === '-') throw new UnexpectedArgumentError(arg)
-    const eq = arg.indexOf('=')
-    const name = eq === -1 ? arg : arg.slice(0, eq)
+  // Before parsing: `--port --help` asks for help, though parseArgs would take --help as the port.
+  if (argv.some((a) => a === '--help' || a === '-h')) return { asked: 'help' }
+  if (argv.includes('--version')) return { asked: 'version' }
+  const byName = new Map(Object.entries(specs).flatMap(([key, spec]) => namesOf(key, spec).map((name) => [name, key] as const)))
+  const options = Object.fromEntries([...byName].map(([name, key]) => [name.slice(2), { type: specs[key]!.switch ? 'boolean' : 'string' } as const]))
+  const { tokens } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true })
+  const raw = new Map<string, { name: string; value: string }>()
+  for (const token of tokens) {
+    if (token.kind === 'positional') throw new UnexpectedArgumentError(token.value)
+    if (token.kind === 'option-terminator') throw new UnexpectedArgumentError('--')
+    // The flag as typed: parseArgs splits `-abc` into -a, -b and -c, which the user did not write.
+    const name = argv[token.index]!.split('=', 1)[0]!
     const key = byName.get(name)
     if (key === undefined) throw new UnknownFlagError(name)
     const spec = specs[key]!
-    let value: string | undefined
-    if (eq !== -1) value = arg.slice(eq + 1)
-    else if (spec.switch) value = 'true'
-    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) value = argv[++i]
+    let value = token.value
+    if (value === undefined && spec.switch) value = 'true'
+    // A string option takes the next argument whatever it is: one that is itself a --flag means the value is missing.
+    else if (value !== undefined && !token.inlineValue && value.startsWith('--')) value = undefined
     if (value === undefined || value === '') throw new MissingFlagValueError(name, spec.valueName)
     const earlier = raw.get(key)
-    if (earlier !== undefined && !spec.repeatable) throw new RepeatedFlagError(name)
-    raw.set(key, earlier === undefined ? value : `${earlier},${value}`)
+    if (earlier !== undefined && !spec.repeatable) throw new RepeatedFlagError(name, earlier.name)
+    raw.set(key, { name: earlier?.name ?? name, value: earlier === undefined ? value : `${earlier.value},${value}` })
   }
   const values: Record<string, unknown> = {}
   for (const [key, spec] of Object.entries(specs)) {
-    const text = raw.get(key)
-    if (text === undefined) {
+    const given = raw.get(key)
+    if (given === undefined) {
       values[key] = spec.default
       continue
     }
-    const value = spec.parse(text)
-    if (value === undefined) throw new InvalidFlagValueError(flagName(key), text, spec.expected)
+    const value = spec.parse(given.value)
+    // The error names the flag as it was given, alias or not.
+    if (value === undefined) throw new InvalidFlagValueError(given.name, given.value, spec.expected)
     values[key] = value
   }
-  return { help: false, values: values as ParsedFlags<specs> }
+  return { asked: undefined, values: values as ParsedFlags<specs> }
+}
+
+/** Answers `--help` with the command's usage, `--version` with the version, on stdout; returns the exit code, 0. */
+export function answerAsked(asked: 'help' | 'version', usage: string): number {
+  console.log(asked === 'help' ? usage : version)
+  return 0
 }
 
 /** The flags part of a command's usage, one aligned line per flag. */
 export function formatFlags(specs: FlagSpecs): string {
-  const heads = Object.entries(specs).map(([key, spec]) => (spec.switch ? flagName(key) : `${flagName(key)} <${spec.valueName}>`))
+  const heads = Object.entries(specs).map(([key, spec]) => {
+    const names = namesOf(key, spec).join(', ')
+    return spec.switch ? names : `${names} <${spec.valueName}>`
+  })
   const width = Math.max(...heads.map((h) => h.length))
   return Object.values(specs)
     .map((spec, i) => {
@@ -131,10 +164,11 @@ export function formatFlags(specs: FlagSpecs): string {
     .join('\n')
 }
 
-type FlagOptions<T> = { description: string; valueName?: string; default?: T }
+type FlagOptions<T> = { description: string; valueName?: string; default?: T; aliases?: FlagSpec['aliases'] }
 
 function flag<T>(options: FlagOptions<T>, valueName: string, expected: string, parse: (raw: string) => T | undefined): FlagSpec<T> {
-  return { description: options.description, valueName: options.valueName ?? valueName, expected, parse, default: options.default as never }
+  const { description, aliases } = options
+  return { description, valueName: options.valueName ?? valueName, expected, parse, default: options.default as never, ...(aliases ? { aliases } : {}) }
 }
 
 /** A whole number in [min, max], written in decimal digits only. */

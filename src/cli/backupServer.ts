@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { BackupLimits } from '../backup/server/app.ts'
 import type { BackupStore } from '../backup/server/store.ts'
-import { formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
 import type { Command } from './command.ts'
 import { AddressInUseError, listen } from './httpServer.ts'
 import { nextSignal } from './processSignals.ts'
@@ -107,10 +107,7 @@ export async function serveBackups({
 
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, backupServerFlags)
-  if (parsed.help) {
-    console.log(usage)
-    return 0
-  }
+  if (parsed.asked) return answerAsked(parsed.asked, usage)
   const { dataDir: dir, api, ...limits } = parsed.values
   if (!dir) throw new MissingFlagError('--data-dir')
   const dataDir = resolve(dir)

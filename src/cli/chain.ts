@@ -1,7 +1,7 @@
 import { resolve } from 'node:path'
 import type { Anvil } from '../devnet/anvil.ts'
 import type { Deployment } from '../chain/deployment.ts'
-import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag } from './args.ts'
+import { answerAsked, formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag } from './args.ts'
 import { hasCode } from '../errors.ts'
 import { CliError } from './cliError.ts'
 import { nextSignal } from './processSignals.ts'
@@ -69,10 +69,7 @@ function summary(deployment: Deployment, path: string, ms: number, accounts: rea
 
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, chainFlags)
-  if (parsed.help) {
-    console.log(usage)
-    return 0
-  }
+  if (parsed.asked) return answerAsked(parsed.asked, usage)
   const { port, blockTime, maxTokenNetworks, deploymentsDir } = parsed.values
   // Loaded only now, so that --help and a bad flag answer without loading viem and the contracts.
   const [anvilModule, { deployContracts }, { deploymentPath, writeDeployment }, { createDevnetClient }, { privateKeyToAddress }] = await Promise.all([

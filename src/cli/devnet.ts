@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { keccak256, toHex, type Address, type Hex } from 'viem'
-import { formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag, switchFlag, type FlagSpec } from './args.ts'
+import { answerAsked, formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag, switchFlag, type FlagSpec } from './args.ts'
 import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
 import { CliError } from './cliError.ts'
@@ -92,10 +92,7 @@ const PRESENCE_WAIT_MS = 10_000
 
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, devnetFlags)
-  if (parsed.help) {
-    console.log(usage)
-    return 0
-  }
+  if (parsed.asked) return answerAsked(parsed.asked, usage)
   const flags = parsed.values
   const [
     { anvilKeys, startAnvil },

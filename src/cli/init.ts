@@ -2,7 +2,7 @@ import { copyFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs
 import { existsSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseFlags, UnexpectedArgumentError } from './args.ts'
+import { answerAsked, parseFlags, UnexpectedArgumentError } from './args.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
 
@@ -94,10 +94,7 @@ async function run(argv: readonly string[]): Promise<number> {
     argv.filter((a) => a.startsWith('-')),
     {},
   )
-  if (parsed.help) {
-    console.log(usage)
-    return 0
-  }
+  if (parsed.asked) return answerAsked(parsed.asked, usage)
   if (positional.length === 0) throw new UsageError('give the folder your dApp serves at / (for example: sluice init public/)')
   if (positional.length > 1) throw new UnexpectedArgumentError(positional[1]!)
   const shown = positional[0]!

@@ -1,3 +1,4 @@
+import { version } from '../version.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
 
@@ -40,7 +41,7 @@ ${Object.entries(commands)
   .map(([name, c], _, all) => `  ${name.padEnd(Math.max(...all.map(([n]) => n.length)) + 2)}${c.summary}`)
   .join('\n')}
 
-Run \`sluice <command> --help\` for the flags of a command.`
+Run \`sluice <command> --help\` for the flags of a command, \`sluice --version\` for the version.`
 
 export class UnknownCommandError extends UsageError {
   override name = 'UnknownCommandError' as const
@@ -76,6 +77,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv
   if (name === '--help' || name === '-h') {
     console.log(usage)
+    return 0
+  }
+  if (name === '--version') {
+    console.log(version)
     return 0
   }
   const entry = name === undefined ? undefined : Object.hasOwn(commands, name) ? commands[name] : undefined

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path'
 import { hasCode } from '../errors.ts'
 import { checkApiExposure } from './apiExposure.ts'
-import { formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
 import type { Command } from './command.ts'
 import { nextSignal } from './processSignals.ts'
 import {
@@ -67,10 +67,7 @@ ${formatFlags(monitorFlags)}`
 
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, monitorFlags)
-  if (parsed.help) {
-    console.log(usage)
-    return 0
-  }
+  if (parsed.asked) return answerAsked(parsed.asked, usage)
   const flags = parsed.values
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')

@@ -1,5 +1,5 @@
 import type { Hex } from 'viem'
-import { formatFlags, InvalidFlagValueError, integerFlag, parseFlags, stringFlag } from './args.ts'
+import { answerAsked, formatFlags, InvalidFlagValueError, integerFlag, parseFlags, stringFlag } from './args.ts'
 import { nextSignal } from './processSignals.ts'
 import { CliError } from './cliError.ts'
 import type { Command } from './command.ts'
@@ -74,10 +74,7 @@ function listenFailure(error: unknown, listen: string): string | undefined {
 
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, relayFlags)
-  if (parsed.help) {
-    console.log(usage)
-    return 0
-  }
+  if (parsed.asked) return answerAsked(parsed.asked, usage)
   const { listen, key, maxReservations, maxConnectionRate } = parsed.values
   const privateKey = key === undefined ? undefined : parseKey(key)
   if (key !== undefined && privateKey === undefined) throw new InvalidFlagValueError('--key', key, '32 bytes of hex (64 digits, 0x optional)')

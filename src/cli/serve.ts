@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Hex } from 'viem'
-import { formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, switchFlag, type FlagSpec } from './args.ts'
+import { answerAsked, formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, switchFlag, type FlagSpec } from './args.ts'
 import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } from '../api/hostsAndOrigins.ts'
 import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
@@ -284,10 +284,7 @@ export async function loadPrivateKey({
 
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, serveFlags)
-  if (parsed.help) {
-    console.log(usage)
-    return 0
-  }
+  if (parsed.asked) return answerAsked(parsed.asked, usage)
   const flags = parsed.values
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')

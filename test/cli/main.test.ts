@@ -1,5 +1,6 @@
 import { tmpdir } from 'node:os'
 import { describe, expect, test } from 'vitest'
+import { version } from '../../src/version.ts'
 import { runSluice } from './sluiceProcess.ts'
 
 describe('sluice', () => {
@@ -23,6 +24,13 @@ describe('sluice', () => {
     expect(code).toBe(0)
     expect(stderr).toBe('')
     expect(stdout).toMatch(/^Usage: sluice <command>/)
+  })
+
+  test('--version, alone or after a command (whatever else is given), prints the version and exits 0', async () => {
+    for (const args of [['--version'], ['serve', '--rpc', 'http://127.0.0.1:1', '--version'], ['monitor', '--nope', '--version']]) {
+      const { code, stdout, stderr } = await runSluice(args, tmpdir())
+      expect({ args, code, stdout, stderr }).toEqual({ args, code: 0, stdout: `${version}\n`, stderr: '' })
+    }
   })
 
   test('chain --help lists every flag with its default and exits 0 without starting anything', async () => {
