@@ -238,23 +238,11 @@ export async function readApiToken(file: string): Promise<string> {
   return token
 }
 
-/** Asks for a password on the terminal without echoing it. */
-async function askPassword(prompt: string): Promise<string> {
+/** The keystore's password, asked on the terminal; without one (a service, a pipe) it would echo, so it is refused. */
+async function askTerminal(): Promise<string> {
   if (!process.stdin.isTTY) throw new StartupError('--keystore needs --password-file when standard input is not a terminal')
-  const { createInterface } = await import('node:readline')
-  return new Promise((resolvePassword) => {
-    const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true })
-    const write = (rl as unknown as { _writeToOutput: (s: string) => void })._writeToOutput.bind(rl)
-    // Show the prompt, then nothing of what is typed.
-    ;(rl as unknown as { _writeToOutput: (s: string) => void })._writeToOutput = (s: string) => {
-      if (s.startsWith(prompt)) write(prompt)
-    }
-    rl.question(prompt, (answer) => {
-      rl.close()
-      process.stderr.write('\n')
-      resolvePassword(answer)
-    })
-  })
+  const { askPassword } = await import('./passwordPrompt.ts')
+  return askPassword('Keystore password: ', process.stdin, process.stderr)
 }
 
 export async function loadPrivateKey({
@@ -273,7 +261,7 @@ export async function loadPrivateKey({
   const { decryptKeystore, KeystoreError } = await import('../chain/keystore.ts')
   const text = await readText(keystore, 'keystore')
   // The password is the file's first line: editors add a final newline that is no part of it.
-  const password = passwordFile ? (await readText(passwordFile, 'password file')).split(/\r?\n/)[0]! : await askPassword('Keystore password: ')
+  const password = passwordFile ? (await readText(passwordFile, 'password file')).split(/\r?\n/)[0]! : await askTerminal()
   try {
     return await decryptKeystore(text, password)
   } catch (e) {
