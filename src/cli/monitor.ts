@@ -11,6 +11,7 @@ import {
   MissingFlagError,
   parseHostPort,
   parseUrl,
+  raidenNames,
   readApiToken,
   serveFlags,
   StartupError,
@@ -22,8 +23,10 @@ export const monitorFlags = {
   deployment: serveFlags.deployment,
   key: serveFlags.key,
   keystore: serveFlags.keystore,
+  keystorePath: serveFlags.keystorePath,
+  address: serveFlags.address,
   passwordFile: serveFlags.passwordFile,
-  dataDir: stringFlag({ description: "where the service's LevelDB store lives (created if missing)", valueName: 'DIR' }),
+  dataDir: stringFlag({ description: "where the service's LevelDB store lives (created if missing)", valueName: 'DIR', aliases: raidenNames.dataDir }),
   relay: {
     ...serveFlags.relay,
     description:
@@ -49,7 +52,7 @@ export const monitorFlags = {
   pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
 }
 
-const usage = `Usage: sluice monitor --rpc URL --deployment FILE (--key HEX | --keystore FILE [--password-file FILE]) --data-dir DIR [--relay MULTIADDR ...] [flags]
+const usage = `Usage: sluice monitor --rpc URL --deployment FILE (--key HEX | (--keystore FILE | --keystore-path DIR [--address ADDRESS]) [--password-file FILE]) --data-dir DIR [--relay MULTIADDR ...] [flags]
 
 Runs a monitoring service (docs/decisions/0031-the-monitoring-service.md): it takes RequestMonitoring messages from
 nodes over libp2p (through --relay; its Ethereum key is its libp2p identity), checks each field by field and keeps
@@ -61,6 +64,8 @@ ServiceRegistry at start (its account needs ETH and the registry's price in serv
 Its REST API (GET /api/v1/status, /channels, /monitor_calls) answers who may call the way \`sluice serve\` does: its
 own Host names, no other web site's pages (--rpccorsdomain allows origins), a bearer token with --api-token-file
 (needed to listen beyond loopback). Ctrl-C or SIGTERM stop it (exit 0); a failed store stops it with exit code 1.
+
+Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, and --keystore-path with --address.
 
 Flags:
 ${formatFlags(monitorFlags)}`

@@ -7,6 +7,7 @@ import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
 import { CliError, UsageError } from './cliError.ts'
 import { checkApiExposure } from './apiExposure.ts'
+import { parseAddress } from './keystoreDirectory.ts'
 import type { ServeAccess } from './servedNode.ts'
 import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
@@ -17,6 +18,13 @@ export type HostPort = { host: string; port: number }
 function flagOf<T>(description: string, valueName: string, expected: string, parse: (raw: string) => T | undefined): FlagSpec<T, false> {
   return { description, valueName, expected, parse, default: undefined }
 }
+
+/** Raiden's names for our flags, accepted beside ours so that a Raiden node's command line carries over. */
+export const raidenNames = {
+  rpc: ['--eth-rpc-endpoint'],
+  dataDir: ['--datadir'],
+  api: ['--api-address'],
+} as const satisfies Record<string, FlagSpec['aliases']>
 
 export function parseHostPort(raw: string): HostPort | undefined {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(raw)
@@ -77,18 +85,27 @@ function listOf<T>(parse: (raw: string) => T | undefined): (raw: string) => T[] 
 }
 
 export const serveFlags = {
-  rpc: flagOf('JSON-RPC endpoint of the chain (http, https, ws or wss)', 'URL', 'an http(s) or ws(s) URL', (raw) =>
-    parseUrl(raw, ['http:', 'https:', 'ws:', 'wss:']),
-  ),
+  rpc: {
+    ...flagOf('JSON-RPC endpoint of the chain (http, https, ws or wss)', 'URL', 'an http(s) or ws(s) URL', (raw) =>
+      parseUrl(raw, ['http:', 'https:', 'ws:', 'wss:']),
+    ),
+    aliases: raidenNames.rpc,
+  },
   deployment: stringFlag({ description: 'the deployment file (sluice chain writes deployments/<chainId>.json)', valueName: 'FILE' }),
   key: flagOf('the private key, 32 bytes of hex (or use --keystore)', 'HEX', '32 bytes of hex (64 hex digits, 0x optional)', (raw) =>
     /^(0x)?[0-9a-fA-F]{64}$/.test(raw) ? (`0x${raw.replace(/^0x/, '').toLowerCase()}` as Hex) : undefined,
   ),
   keystore: stringFlag({ description: 'an Ethereum JSON keystore (v3, scrypt or pbkdf2) holding the key', valueName: 'FILE' }),
+  keystorePath: stringFlag({
+    description: "a directory of keystores, as Raiden's and geth's: the one whose address is --address is used (without --address, its only one)",
+    valueName: 'DIR',
+  }),
+  address: flagOf('the account whose keystore --keystore-path holds', 'ADDRESS', 'an address, 0x and 40 hex digits', parseAddress),
   passwordFile: stringFlag({ description: "a file whose first line is the keystore's password (else it is asked on the terminal)", valueName: 'FILE' }),
   api: {
     ...flagOf('where the REST API listens', 'HOST:PORT', 'HOST:PORT (port 0 picks a free one)', (raw) => (parseHostPort(raw) ? raw : undefined)),
     default: '127.0.0.1:5001',
+    aliases: raidenNames.api,
   } as FlagSpec<string, true>,
   apiHost: {
     ...flagOf(
@@ -113,7 +130,7 @@ export const serveFlags = {
       'a file whose first line is a token (16+ characters) every request must carry as Authorization: Bearer <token>; needed to listen beyond loopback',
     valueName: 'FILE',
   }),
-  dataDir: stringFlag({ description: "where the node's LevelDB store lives (created if missing)", valueName: 'DIR' }),
+  dataDir: stringFlag({ description: "where the node's LevelDB store lives (created if missing)", valueName: 'DIR', aliases: raidenNames.dataDir }),
   resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) =>
     parseUrl(raw, ['http:', 'https:']),
   ),
@@ -180,7 +197,7 @@ export const serveFlags = {
   } as FlagSpec<bigint, true>,
 }
 
-const usage = `Usage: sluice serve --rpc URL --deployment FILE (--key HEX | --keystore FILE) --data-dir DIR [flags]
+const usage = `Usage: sluice serve --rpc URL --deployment FILE (--key HEX | --keystore FILE | --keystore-path DIR [--address ADDRESS]) --data-dir DIR [flags]
 
 Runs one node with durable storage and serves its REST API (docs/rest-api.md) at http://HOST:PORT/api/v1. The API
 answers /status at once and the rest once the node has caught up with the chain. POST /shutdown, Ctrl-C or
@@ -195,6 +212,9 @@ Transport: libp2p reaches nodes in other processes and on other machines, throug
 (\`sluice relay\`, given with --relay): the node's Ethereum key is its libp2p identity, and nodes find each other
 by presence announcements on the relays. broadcast (a BroadcastChannel) reaches nodes in the same process only,
 so a node started with it has no peers (\`sluice devnet\` runs several in one process).
+
+Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, and --keystore-path with --address (and
+--password-file, --resolver-endpoint, the same as ours). \`sluice --version\` prints the version.
 
 Flags:
 ${formatFlags(serveFlags)}`
@@ -238,36 +258,57 @@ export async function readApiToken(file: string): Promise<string> {
   return token
 }
 
-/** The keystore's password, asked on the terminal; without one (a service, a pipe) it would echo, so it is refused. */
-async function askTerminal(): Promise<string> {
-  if (!process.stdin.isTTY) throw new StartupError('--keystore needs --password-file when standard input is not a terminal')
-  const { askPassword } = await import('./passwordPrompt.ts')
-  return askPassword('Keystore password: ', process.stdin, process.stderr)
-}
-
+/**
+ * The node's key: --key, or a keystore (--keystore FILE, or Raiden's --keystore-path DIR with --address) decrypted
+ * with the first line of --password-file, else with a password asked on the terminal.
+ */
 export async function loadPrivateKey({
   key,
   keystore,
+  keystorePath,
+  address,
   passwordFile,
 }: {
   key?: Hex | undefined
   keystore?: string | undefined
+  keystorePath?: string | undefined
+  address?: `0x${string}` | undefined
   passwordFile?: string | undefined
 }): Promise<Hex> {
-  if (key && keystore) throw new UsageError('give either --key or --keystore, not both')
-  if (passwordFile && !keystore) throw new UsageError('--password-file goes with --keystore')
+  const given = [key && '--key', keystore && '--keystore', keystorePath && '--keystore-path'].filter((f) => typeof f === 'string')
+  if (given.length > 1) throw new UsageError(`give either ${given[0]} or ${given[1]}, not both`)
+  if (address && !keystorePath) throw new UsageError('--address goes with --keystore-path (the directory its keystore is in)')
+  if (passwordFile && !keystore && !keystorePath) throw new UsageError('--password-file goes with --keystore or --keystore-path')
   if (key) return key
-  if (!keystore) throw new UsageError('--key or --keystore is required')
+  if (!keystore && !keystorePath) throw new UsageError('--key or --keystore is required (or --keystore-path DIR with --address)')
   const { decryptKeystore, KeystoreError } = await import('../chain/keystore.ts')
-  const text = await readText(keystore, 'keystore')
+  const file = keystore ?? (await (await import('./keystoreDirectory.ts')).findKeystore(keystorePath!, address))
+  const text = await readText(file, 'keystore')
   // The password is the file's first line: editors add a final newline that is no part of it.
-  const password = passwordFile ? (await readText(passwordFile, 'password file')).split(/\r?\n/)[0]! : await askTerminal()
+  const password = passwordFile
+    ? (await readText(passwordFile, 'password file')).split(/\r?\n/)[0]!
+    : await askTerminal(keystore ? '--keystore' : '--keystore-path')
+  let privateKey: Hex
   try {
-    return await decryptKeystore(text, password)
+    privateKey = await decryptKeystore(text, password)
   } catch (e) {
-    if (e instanceof KeystoreError) throw new StartupError(`${keystore}: ${e.message}`)
+    if (e instanceof KeystoreError) throw new StartupError(`${file}: ${e.message}`)
     throw e
   }
+  // Picked by the address its JSON names: a file whose key is another account's must not pass for it.
+  if (address) {
+    const { privateKeyToAddress } = await import('viem/accounts')
+    const actual = privateKeyToAddress(privateKey)
+    if (actual.toLowerCase() !== address.toLowerCase()) throw new StartupError(`${file} names the account ${address} but holds the key of ${actual}`)
+  }
+  return privateKey
+}
+
+/** The keystore's password, asked on the terminal; without one (a service, a pipe) it would echo, so it is refused. */
+async function askTerminal(flag: string): Promise<string> {
+  if (!process.stdin.isTTY) throw new StartupError(`${flag} needs --password-file when standard input is not a terminal`)
+  const { askPassword } = await import('./passwordPrompt.ts')
+  return askPassword('Keystore password: ', process.stdin, process.stderr)
 }
 
 async function run(argv: readonly string[]): Promise<number> {

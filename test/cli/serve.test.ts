@@ -94,13 +94,15 @@ describe('sluice serve', () => {
     const { code, stdout } = await runSluice(['serve', '--help'], tempDir())
     expect(code).toBe(0)
     for (const flag of [
-      '--rpc <URL>',
+      '--rpc, --eth-rpc-endpoint <URL>',
       '--deployment <FILE>',
       '--key <HEX>',
       '--keystore <FILE>',
+      '--keystore-path <DIR>',
+      '--address <ADDRESS>',
       '--password-file <FILE>',
-      '--api <HOST:PORT>',
-      '--data-dir <DIR>',
+      '--api, --api-address <HOST:PORT>',
+      '--data-dir, --datadir <DIR>',
       '--resolver-endpoint <URL>',
       '--environment <NAME>',
       '--confirmations <N>',
@@ -115,7 +117,7 @@ describe('sluice serve', () => {
       expect(stdout).toContain(flag)
     }
     expect(stdout).toMatch(/--transport <NAME> .*\(default: libp2p with --relay, else broadcast\)/)
-    expect(stdout).toMatch(/--api <HOST:PORT> .*\(default: 127\.0\.0\.1:5001\)/)
+    expect(stdout).toMatch(/--api, --api-address <HOST:PORT> .*\(default: 127\.0\.0\.1:5001\)/)
   })
 
   test('serves the API before the sync is done, answers over HTTP, and stops on SIGTERM freeing its port', async () => {
@@ -196,6 +198,45 @@ describe('sluice serve', () => {
     expect((await get(`${api}/address`)).body).toEqual({ our_address: address })
     sluice.child.kill('SIGINT')
     expect((await sluice.exited).code).toBe(0)
+  })
+
+  test("started with Raiden's flag names (--eth-rpc-endpoint, --datadir, --keystore-path and --address, --api-address) it answers as with ours", async () => {
+    // A keystore directory as geth and Raiden keep one: the account's file among another account's and a stray file.
+    const keystoreDir = tempDir()
+    const fixture = readFileSync(fileURLToPath(new URL('../fixtures/keystore-scrypt-n18.json', import.meta.url)), 'utf8')
+    const address = getAddress(`0x${(JSON.parse(fixture) as { address: string }).address}`)
+    writeFileSync(join(keystoreDir, `UTC--2024-01-01T00-00-00.000000000Z--${address.slice(2).toLowerCase()}`), fixture)
+    const other = await encryptKeystore(generatePrivateKey(), 'testpassword', { n: 16, r: 1, p: 1 })
+    writeFileSync(join(keystoreDir, `UTC--2024-01-02T00-00-00.000000000Z--${other.address}`), JSON.stringify(other))
+    writeFileSync(join(keystoreDir, 'notes.txt'), 'not a keystore\n')
+    const dataDir = tempDir()
+    const { sluice, api } = await startServe([
+      'serve',
+      '--eth-rpc-endpoint',
+      net.anvil.rpcUrl,
+      '--deployment',
+      deploymentFile,
+      '--datadir',
+      dataDir,
+      '--keystore-path',
+      keystoreDir,
+      '--address',
+      address,
+      '--password-file',
+      textFile('testpassword\n'),
+      '--api-address',
+      '127.0.0.1:0',
+      '--confirmations',
+      '0',
+      '--polling-interval',
+      '50',
+    ])
+    await waitReady(api)
+    expect((await get(`${api}/address`)).body).toEqual({ our_address: address })
+    expect((await get(`${api}/tokens`)).body).toEqual([net.token])
+    expect(sluice.stdout()).toContain(`data in ${dataDir}`)
+    sluice.child.kill('SIGTERM')
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
   })
 
   test('--backup-url pushes copies (GET /settings shows them) and restores the newest into an empty data directory', async () => {
@@ -297,12 +338,15 @@ describe('sluice serve', () => {
     let busyPort = 0
     let keystoreFile = ''
     let cheapKeystore = ''
+    let keystoreDir = ''
     beforeAll(async () => {
       keystoreFile = join(tempDir(), 'keystore.json')
       writeFileSync(keystoreFile, '{"version": 3}')
       // A wrong password only needs a keystore: a cheap one.
       cheapKeystore = join(tempDir(), 'cheap-keystore.json')
       writeFileSync(cheapKeystore, JSON.stringify(await encryptKeystore(generatePrivateKey(), 'testpassword', { n: 16, r: 1, p: 1 })))
+      keystoreDir = tempDir()
+      writeFileSync(join(keystoreDir, 'cheap.json'), readFileSync(cheapKeystore))
       server = createServer()
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
       busyPort = (server.address() as { port: number }).port
@@ -315,6 +359,21 @@ describe('sluice serve', () => {
       ['no --data-dir', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key], /--data-dir is required/],
       ['no key', () => baseArgs(tempDir()), /--key or --keystore is required/],
       ['both keys', () => baseArgs(tempDir(), '--key', key, '--keystore', 'k.json'), /either --key or --keystore, not both/],
+      [
+        "a flag given as ours and as Raiden's",
+        () => baseArgs(tempDir(), '--key', key, '--eth-rpc-endpoint', net.anvil.rpcUrl),
+        /--eth-rpc-endpoint is given more than once \(--rpc is the same flag\)/,
+      ],
+      [
+        '--address without --keystore-path',
+        () => baseArgs(tempDir(), '--key', key, '--address', privateKeyToAddress(key)),
+        /--address goes with --keystore-path/,
+      ],
+      [
+        'a --keystore-path without a keystore of --address',
+        () => baseArgs(tempDir(), '--keystore-path', keystoreDir, '--address', privateKeyToAddress(key), '--password-file', textFile('testpassword\n')),
+        new RegExp(`no keystore file for ${privateKeyToAddress(key)} in the keystore directory .*\\(it holds keystores of 0x[0-9a-f]{40}\\)`),
+      ],
       [
         'a bad URL',
         () => ['serve', '--rpc', 'localhost:8545', '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir()],
