@@ -24,6 +24,7 @@ export const raidenNames = {
   rpc: ['--eth-rpc-endpoint'],
   dataDir: ['--datadir'],
   api: ['--api-address'],
+  environment: ['--environment-type'],
 } as const satisfies Record<string, FlagSpec['aliases']>
 
 export function parseHostPort(raw: string): HostPort | undefined {
@@ -155,6 +156,7 @@ export const serveFlags = {
   environment: {
     ...flagOf('production disables token registration and minting (501)', 'NAME', 'development or production', choice(['development', 'production'] as const)),
     default: 'production',
+    aliases: raidenNames.environment,
   } as FlagSpec<'development' | 'production', true>,
   confirmations: integerFlag({ description: 'blocks on top of a block before its events count', valueName: 'N', min: 0, max: 1000, default: 5 }),
   pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
@@ -213,8 +215,8 @@ Transport: libp2p reaches nodes in other processes and on other machines, throug
 by presence announcements on the relays. broadcast (a BroadcastChannel) reaches nodes in the same process only,
 so a node started with it has no peers (\`sluice devnet\` runs several in one process).
 
-Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, and --keystore-path with --address (and
---password-file, --resolver-endpoint, the same as ours). \`sluice --version\` prints the version.
+Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, --environment-type, and --keystore-path
+with --address (and those that are the same as ours, such as --password-file and --resolver-endpoint). \`sluice --version\` prints the version.
 
 Flags:
 ${formatFlags(serveFlags)}`

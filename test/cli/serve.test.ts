@@ -104,7 +104,7 @@ describe('sluice serve', () => {
       '--api, --api-address <HOST:PORT>',
       '--data-dir, --datadir <DIR>',
       '--resolver-endpoint <URL>',
-      '--environment <NAME>',
+      '--environment, --environment-type <NAME>',
       '--confirmations <N>',
       '--transport <NAME>',
       '--relay <MULTIADDR>',
@@ -200,7 +200,7 @@ describe('sluice serve', () => {
     expect((await sluice.exited).code).toBe(0)
   })
 
-  test("started with Raiden's flag names (--eth-rpc-endpoint, --datadir, --keystore-path and --address, --api-address) it answers as with ours", async () => {
+  test("started with Raiden's flag names (--eth-rpc-endpoint, --datadir, --keystore-path and --address, --api-address, --environment-type) it answers as with ours", async () => {
     // A keystore directory as geth and Raiden keep one: the account's file among another account's and a stray file.
     const keystoreDir = tempDir()
     const fixture = readFileSync(fileURLToPath(new URL('../fixtures/keystore-scrypt-n18.json', import.meta.url)), 'utf8')
@@ -230,6 +230,8 @@ describe('sluice serve', () => {
       '0',
       '--polling-interval',
       '50',
+      '--environment-type',
+      'development',
     ])
     await waitReady(api)
     expect((await get(`${api}/address`)).body).toEqual({ our_address: address })
