@@ -7,7 +7,7 @@ import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
 import { CliError, UsageError } from './cliError.ts'
 import { checkApiExposure } from './apiExposure.ts'
-import { parseAddress } from './keystoreDirectory.ts'
+import { findKeystore, parseAddress } from './keystoreDirectory.ts'
 import type { ServeAccess } from './servedNode.ts'
 import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
@@ -284,7 +284,7 @@ export async function loadPrivateKey({
   if (key) return key
   if (!keystore && !keystorePath) throw new UsageError('--key or --keystore is required (or --keystore-path DIR with --address)')
   const { decryptKeystore, KeystoreError } = await import('../chain/keystore.ts')
-  const file = keystore ?? (await (await import('./keystoreDirectory.ts')).findKeystore(keystorePath!, address))
+  const file = keystore ?? (await findKeystore(keystorePath!, address))
   const text = await readText(file, 'keystore')
   // The password is the file's first line: editors add a final newline that is no part of it.
   const password = passwordFile
