@@ -12,6 +12,8 @@ test.each([
   ['worker/browser.ts', 10],
   ['worker/sw.ts', 3],
   ['test/browser/fixtures/nodeWorker.ts', 30],
+  // The logger every host uses, the CLI's and the page's worker alike.
+  ['src/log/logger.ts', 3],
 ] as const)('no Node-only module is reachable from %s (what a browser worker or page loads)', (file, atLeast) => {
   const { modules } = importGraph(resolve(root, file))
   expect(modules.size).toBeGreaterThanOrEqual(atLeast)
