@@ -1,0 +1,143 @@
+/**
+ * A node's notices (src/node/notices.ts) as log records, so that every host (`sluice serve`, the page's worker) logs
+ * a node the same way. Levels: `error` for what needs a person (the node halted, a transaction or a received message
+ * failed, a cheating partner, a stale state); `warn` for what the node retries or expects to happen now and then (the
+ * chain or a service unreachable, a reorg, a refused message, a failed payment); `info` for the life of the node and
+ * its channels and payments; `debug` for what another record already told.
+ */
+import type { NodeNotice, ErrorSource } from '../node/notices.ts'
+import type { LogFields, LogLevel } from './format.ts'
+import type { Logger } from './logger.ts'
+
+export type NoticeRecord = { level: LogLevel; msg: string; fields: LogFields }
+
+/** Every source has its level here, so a new one cannot be forgotten. */
+const ERROR_LEVEL: Record<ErrorSource, LogLevel> = {
+  node: 'error',
+  receive: 'error',
+  transaction: 'error',
+  'chain sync': 'warn',
+  'chain reorg': 'warn',
+  'secret resolver': 'warn',
+  'connection manager': 'warn',
+  notifications: 'warn',
+  monitoring: 'warn',
+  backup: 'warn',
+}
+
+/** The record for `notice`: the `event` field is its type, for filtering JSON lines; `msg` is for a person. */
+export function noticeRecord(notice: NodeNotice): NoticeRecord {
+  const event = notice.type
+  switch (notice.type) {
+    case 'error':
+      return {
+        level: ERROR_LEVEL[notice.where] ?? 'error',
+        msg: notice.detail ? `${notice.where} (${notice.detail})` : notice.where,
+        fields: { event, where: notice.where, detail: notice.detail, error: notice.error },
+      }
+    case 'status': {
+      const { status, syncedBlock, blocksToSync } = notice.status
+      return { level: 'info', msg: status, fields: { event, syncedBlock, ...(status === 'syncing' ? { blocksToSync } : {}) } }
+    }
+    case 'transactionFailed': {
+      // The `transaction` error reported just before says it at `error`; this adds which channel.
+      const { type, ...transaction } = notice.transaction
+      return {
+        level: 'debug',
+        msg: `${type} transaction failed`,
+        fields: { event, transaction: type, ...pick(transaction, ['tokenNetwork', 'channelId', 'partner', 'secrethash']) },
+      }
+    }
+    case 'paymentSentSuccess': {
+      // Never the secret: a log is read by more people than the node's owner.
+      const { token, tokenNetwork, target, amount, paymentId, secrethash, route } = notice
+      return { level: 'info', msg: 'payment sent', fields: { event, token, tokenNetwork, target, amount, paymentId, secrethash, route } }
+    }
+    case 'paymentSentFailed': {
+      const { token, tokenNetwork, target, amount, paymentId, secrethash, reason } = notice
+      return { level: 'warn', msg: 'payment failed', fields: { event, token, tokenNetwork, target, amount, paymentId, secrethash, reason } }
+    }
+    case 'paymentReceivedSuccess': {
+      const { token, tokenNetwork, initiator, amount, paymentId, secrethash } = notice
+      return { level: 'info', msg: 'payment received', fields: { event, token, tokenNetwork, initiator, amount, paymentId, secrethash } }
+    }
+    case 'mediationSucceeded':
+      return {
+        level: 'info',
+        msg: 'payment mediated',
+        fields: { event, tokenNetwork: notice.tokenNetwork, secrethash: notice.secrethash, amount: notice.amount },
+      }
+    case 'messageRejected':
+      return {
+        level: 'warn',
+        msg: `${notice.messageType} rejected`,
+        fields: { event, sender: notice.sender, messageType: notice.messageType, reason: notice.reason },
+      }
+    case 'channelStateChanged':
+      return {
+        level: 'info',
+        msg: `channel ${notice.state}`,
+        fields: { event, tokenNetwork: notice.tokenNetwork, channelId: notice.channelId, state: notice.state },
+      }
+    case 'withdrawExpired':
+      return {
+        level: 'warn',
+        msg: 'withdraw expired',
+        fields: { event, tokenNetwork: notice.tokenNetwork, channelId: notice.channelId, totalWithdraw: notice.totalWithdraw },
+      }
+    case 'channelDeposit':
+      return {
+        level: 'info',
+        msg: 'channel deposit',
+        fields: { event, tokenNetwork: notice.tokenNetwork, channelId: notice.channelId, participant: notice.participant, totalDeposit: notice.totalDeposit },
+      }
+    case 'channelWithdraw':
+      return {
+        level: 'info',
+        msg: 'channel withdraw',
+        fields: { event, tokenNetwork: notice.tokenNetwork, channelId: notice.channelId, participant: notice.participant, totalWithdraw: notice.totalWithdraw },
+      }
+    case 'actionRejected':
+      // The API's caller hears it too (409): here for the record.
+      return { level: 'info', msg: `${notice.action} rejected`, fields: { event, action: notice.action, reason: notice.reason } }
+    case 'partnerEquivocated':
+      // The two signed copies are evidence for GET /_debug, too long for a line.
+      return {
+        level: 'error',
+        msg: 'partner signed two messages under one nonce',
+        fields: { event, tokenNetwork: notice.tokenNetwork, channelId: notice.channelId, partner: notice.partner, nonce: notice.nonce },
+      }
+    case 'channelSynced':
+      return {
+        level: 'info',
+        msg: 'channel synced',
+        fields: {
+          event,
+          tokenNetwork: notice.tokenNetwork,
+          channelId: notice.channelId,
+          partner: notice.partner,
+          ourNonce: notice.ourNonce,
+          partnerNonce: notice.partnerNonce,
+          adopted: notice.adopted,
+        },
+      }
+    case 'staleState': {
+      const { type: _, ...stale } = notice
+      return { level: 'error', msg: 'stored state older than what this node signed', fields: { event, ...stale } }
+    }
+  }
+}
+
+/** Logs each of the node's notices at its level; returns the unsubscribe. */
+export function logNodeNotices(node: { notices: { subscribe(listener: (notice: NodeNotice) => void): () => void } }, logger: Logger): () => void {
+  return node.notices.subscribe((notice) => {
+    const { level, msg, fields } = noticeRecord(notice)
+    logger[level](msg, fields)
+  })
+}
+
+function pick(from: object, keys: readonly string[]): LogFields {
+  const out: Record<string, unknown> = {}
+  for (const key of keys) if (key in from) out[key] = (from as Record<string, unknown>)[key]
+  return out
+}
