@@ -13,6 +13,7 @@ import * as Comlink from 'comlink'
 import { parseDeployment, type Deployment } from '../src/chain/deployment.ts'
 import type { Keystore } from '../src/chain/keystore.ts'
 import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
+import { isLogThreshold, LOG_THRESHOLDS, passes } from '../src/log/logger.ts'
 import { jsonParse } from '../src/storage/json.ts'
 import type { StorageDump } from '../src/storage/storage.ts'
 import { version as pageVersion } from '../src/version.ts'
@@ -21,7 +22,8 @@ import { carryErrorCodes } from './comlinkErrors.ts'
 import { ensureControlled } from './controlled.ts'
 import { API_PATH, LEADER_LOCK } from './names.ts'
 import { nodeClient, type NodeClient, type SendRequest } from './nodeClient.ts'
-import type { NodeStoppedListener, NodeWorkerApi, NodeWorkerOptions, RemoteProvider } from './node.worker.ts'
+import type { NodeLogListener, NodeStoppedListener, NodeWorkerApi, NodeWorkerOptions, RemoteProvider } from './node.worker.ts'
+import { consoleLine, DEFAULT_LOG_LEVEL } from './pageLog.ts'
 import { subscribeToEvents, type PushListener } from './subscription.ts'
 
 export type StartNodeOptions = Omit<NodeWorkerOptions, 'deployment' | 'import'> & {
@@ -143,6 +145,8 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
 
   if (nodeOptions.monitoringReward !== undefined && (typeof nodeOptions.monitoringReward !== 'bigint' || nodeOptions.monitoringReward < 0n))
     throw new InvalidOptionsError(`monitoringReward must be a bigint of at least 0n, not ${String(nodeOptions.monitoringReward)}`)
+  if (nodeOptions.logLevel !== undefined && !isLogThreshold(nodeOptions.logLevel))
+    throw new InvalidOptionsError(`logLevel must be one of ${LOG_THRESHOLDS.join(', ')}, not ${JSON.stringify(nodeOptions.logLevel)}`)
 
   // Each step of a start is a performance.measure ('sluice:start:<step>'), for the bench and the browser's tools.
   let stepStart = performance.now()
@@ -241,6 +245,16 @@ class Leadership {
     private readonly tellStopped: (stopped: NodeStopped) => void,
   ) {}
 
+  /**
+   * The page's own few notes (a worker replaced, a tab taking over), at the level asked for. Not through the logger:
+   * its formatter would add 1.4 kB gzipped to the page's module for these lines (decision 0040).
+   */
+  #note(level: 'info' | 'warn' | 'error', message: string, error?: unknown): void {
+    if (!passes(level, this.options.logLevel ?? DEFAULT_LOG_LEVEL)) return
+    const data = error === undefined ? undefined : toErrorData(error)
+    consoleLine(data ? `${message}: ${data.message} (${data.code})` : message, level)
+  }
+
   /** Resolves once this tab leads with a started node, or follows (another tab holds the lock). */
   elect(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -311,9 +325,11 @@ class Leadership {
           await this.#lead()
         } catch (e) {
           // This tab cannot run the node: say why, and let another tab try.
+          this.#note('error', 'this tab could not take the node over', e)
           this.tellStopped({ reason: 'this tab could not take the node over', error: toErrorData(e) })
           return
         }
+        this.#note('info', 'this tab took the node over (the tab that ran it went)')
         await this.#released
       })
       .catch(() => {})
@@ -330,11 +346,14 @@ class Leadership {
     const worker = new Worker(this.workerUrl, { type: 'module', name: 'sluice-node' })
     const remote = Comlink.wrap<NodeWorkerApi>(worker)
     const onStopped: NodeStoppedListener = (stopped) => this.tellStopped(stopped)
+    // Filtered and formatted in the worker: what comes is written as it is.
+    const onLog: NodeLogListener = (line, level) => consoleLine(line, level)
     try {
       const started = await remote.start(
         this.options,
         Comlink.proxy(onStopped),
         this.provider ? Comlink.proxy({ request: (args: { method: string; params?: unknown }) => this.provider!.request(args) }) : undefined,
+        Comlink.proxy(onLog),
       )
       if (started.version !== pageVersion)
         throw new VersionSkewError(`the node's worker script is version ${started.version} and this page is ${pageVersion}: run \`sluice init\` again`)
@@ -366,11 +385,13 @@ class Leadership {
     } catch {
       // Not when it is being stopped: resign stops it (or finds it gone).
       if (this.#worker !== running || this.#abort.signal.aborted) return
+      this.#note('warn', `the node's worker did not answer within ${WATCHDOG_TIMEOUT_MS} ms: starting a new one`)
       running.worker.terminate()
       this.#worker = undefined
-      await this.#startWorker().catch((e: unknown) =>
-        this.tellStopped({ reason: 'the node worker stopped answering and could not be started again', error: toErrorData(e) }),
-      )
+      await this.#startWorker().catch((e: unknown) => {
+        this.#note('error', 'the node worker stopped answering and could not be started again', e)
+        this.tellStopped({ reason: 'the node worker stopped answering and could not be started again', error: toErrorData(e) })
+      })
     }
   }
 }

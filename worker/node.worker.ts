@@ -11,6 +11,8 @@ import type { Deployment } from '../src/chain/deployment.ts'
 import { encryptKeystore, type Keystore } from '../src/chain/keystore.ts'
 import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
 import { hostNode, type HostedNode } from '../src/host/hostNode.ts'
+import { createLogger, type LogLevel, type LogThreshold } from '../src/log/logger.ts'
+import { logNodeNotices } from '../src/log/nodeNotices.ts'
 import { ANSWERED_WHILE_SYNCING } from '../src/api/app.ts'
 import { createNode } from '../src/node/createNode.ts'
 import type { SluiceNode } from '../src/node/sluiceNode.ts'
@@ -25,6 +27,7 @@ import { errorResponse, serveApiChannel } from './apiChannel.ts'
 import { carryErrorCodes } from './comlinkErrors.ts'
 import { API_PATH } from './names.ts'
 import { loadOrCreateKey, readStoredKey } from './keyStore.ts'
+import { consoleLine, DEFAULT_LOG_LEVEL } from './pageLog.ts'
 import { createRequestActivity } from './requestActivity.ts'
 
 /** What the page gives the worker: the node's options (the `sluice serve` flags in camelCase), as data. */
@@ -56,12 +59,20 @@ export type NodeWorkerOptions = Pick<
     import?: StorageDump
     /** The request channel's name (tests use their own). */
     apiChannel?: string
+    /**
+     * What the node writes to the page's console: `debug`, `info` (its start, sync, channels and payments), `warn`
+     * (default: what it retries, a failed payment), `error` (what needs a person) or `silent`.
+     */
+    logLevel?: LogThreshold
   }
 
 export type StartedNode = { address: string; version: string; keyGenerated: boolean }
 
 /** Told to the page when the node stops on its own: POST /shutdown, a failure, the database taken away. */
 export type NodeStoppedListener = (stopped: { reason: string; error?: ErrorData }) => void
+
+/** Hears the node's log lines, formatted, with their level: the page writes them to its console. */
+export type NodeLogListener = (line: string, level: LogLevel) => void
 
 /** The page's wallet, reached across the worker boundary (Comlink proxies its `request`). */
 export type RemoteProvider = { request(args: { method: string; params?: unknown }): Promise<unknown> }
@@ -89,12 +100,26 @@ let stoppedWith: string | undefined
 const api = {
   /**
    * Builds the node, serves its API on the request channel at once (/status answers during the first sync), and
-   * runs it. `onStopped` hears when it stops without being asked (POST /shutdown, a failure, its database lost).
+   * runs it. `onStopped` hears when it stops without being asked (POST /shutdown, a failure, its database lost);
+   * `onLog` gets its log lines (without it they go to this worker's console).
    */
-  start(options: NodeWorkerOptions, onStopped?: NodeStoppedListener, provider?: RemoteProvider): Promise<StartedNode> {
+  start(options: NodeWorkerOptions, onStopped?: NodeStoppedListener, provider?: RemoteProvider, onLog?: NodeLogListener): Promise<StartedNode> {
     if (starting) return Promise.reject(new NodeAlreadyStartedError('this worker runs a node already'))
     starting = (async () => {
-      const { rpc, deployment, key: givenKey, passphrase, relay = [], environment = 'production', apiChannel, import: dump, ...rest } = options
+      const {
+        rpc,
+        deployment,
+        key: givenKey,
+        passphrase,
+        relay = [],
+        environment = 'production',
+        apiChannel,
+        import: dump,
+        logLevel = DEFAULT_LOG_LEVEL,
+        ...rest
+      } = options
+      // Formatted here, so that only the lines at the level asked for cross to the page (one message each).
+      const log = createLogger({ level: logLevel, format: 'pretty', write: onLog ? (line, level) => void onLog(line, level) : consoleLine })
       if (!rpc && !provider) throw new NoChainError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
       const unlocking = performance.now()
       const { key, created } = givenKey ? { key: givenKey, created: false } : await loadOrCreateKey(passphrase)
@@ -132,7 +157,7 @@ const api = {
           const storage = await openIdbStorage(identity, {
             onLost: (reason) => {
               lost = `its database was taken away (${reason}); reload the page to start it again`
-              void stopOnItsOwn(lost)
+              void stopOnItsOwn('error', lost)
             },
           })
           // What opening IndexedDB cost (the Web Lock, the connection, the schema check), for the bench and the
@@ -147,21 +172,33 @@ const api = {
         servicesWhen: afterFirstAnswers,
         transport: transportFor(relay, deployment, {
           loadWhen: afterFirstAnswers,
-          onError: (error) => void stopOnItsOwn(`its transport did not start: ${toErrorData(error).message}`, error),
+          onError: (error) => void stopOnItsOwn('error', `its transport did not start: ${toErrorData(error).message}`, error),
         }),
       })
       // createNode() whole: storage, the state read and replayed, the chain's first calls.
       performance.measure('sluice:node', { start: creating })
+      logNodeNotices(node, log)
+      log.info('Sluice node started', {
+        address: node.address,
+        chainId: deployment.chainId,
+        environment,
+        version,
+        transport: relay.length > 0 ? 'libp2p' : 'this origin only (BroadcastChannel)',
+        ...(relay.length > 0 ? { relays: relay.join(',') } : {}),
+        keyGenerated: created,
+      })
       const current = hostNode({ node, version, environment })
       hosted = current
-      const stopOnItsOwn = async (reason: string, error?: unknown) => {
+      const stopOnItsOwn = async (level: LogLevel, reason: string, error?: unknown) => {
         if (stoppedWith) return
         stoppedWith = reason
+        log[level]('the node stops on its own', { reason, error })
         await current.stop().catch(() => {})
         onStopped?.({ reason, ...(error !== undefined ? { error: toErrorData(error) } : {}) })
       }
       void current.stopRequested.then((request) =>
         stopOnItsOwn(
+          lost || request.reason !== 'shutdown' ? 'error' : 'info',
           lost ?? (request.reason === 'shutdown' ? 'it was shut down (POST /shutdown)' : `it failed: ${toErrorData(request.error).message}`),
           'error' in request ? request.error : undefined,
         ),
