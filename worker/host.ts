@@ -13,6 +13,7 @@ import * as Comlink from 'comlink'
 import { parseDeployment, type Deployment } from '../src/chain/deployment.ts'
 import type { Keystore } from '../src/chain/keystore.ts'
 import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
+import { prettyHead } from '../src/log/format.ts'
 import { isLogThreshold, LOG_THRESHOLDS, passes } from '../src/log/logger.ts'
 import { jsonParse } from '../src/storage/json.ts'
 import type { StorageDump } from '../src/storage/storage.ts'
@@ -246,13 +247,14 @@ class Leadership {
   ) {}
 
   /**
-   * The page's own few notes (a worker replaced, a tab taking over), at the level asked for. Not through the logger:
-   * its formatter would add 1.4 kB gzipped to the page's module for these lines (decision 0040).
+   * The page's own few notes (a worker replaced, a tab taking over), at the level asked for, as the worker's lines
+   * start. Not through the logger: its formatter would add 1.4 kB gzipped to the page's module for these lines
+   * (decision 0040).
    */
   #note(level: 'info' | 'warn' | 'error', message: string, error?: unknown): void {
     if (!passes(level, this.options.logLevel ?? DEFAULT_LOG_LEVEL)) return
     const data = error === undefined ? undefined : toErrorData(error)
-    consoleLine(data ? `${message}: ${data.message} (${data.code})` : message, level)
+    consoleLine(`${prettyHead(Date.now(), level)} ${message}${data ? ` error=${JSON.stringify(`${data.message} (${data.code})`)}` : ''}`, level)
   }
 
   /** Resolves once this tab leads with a started node, or follows (another tab holds the lock). */

@@ -40,12 +40,17 @@ export function formatJson(record: LogRecord): string {
  * time). A value with spaces, quotes or control characters is quoted as a JSON string; objects are compact JSON.
  */
 export function formatPretty(record: LogRecord): string {
-  let line = `${clockTime(record.time)} ${record.level.toUpperCase().padEnd(5)} ${escapeControls(record.msg)}`
+  let line = `${prettyHead(record.time, record.level)} ${escapeControls(record.msg)}`
   for (const [key, value] of Object.entries(record.fields)) {
     if (value === undefined) continue
     line += ` ${token(key)}=${prettyValue(value)}`
   }
   return line
+}
+
+/** `HH:MM:SS.mmm LEVEL`, what a line for a person starts with (also the page's own notes, without the formatter). */
+export function prettyHead(time: number, level: LogLevel): string {
+  return `${clockTime(time)} ${level.toUpperCase().padEnd(5)}`
 }
 
 /** What a log says of an error, causes apart: the code is the one the API and the error tables use (src/errors.ts). */
