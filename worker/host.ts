@@ -249,7 +249,7 @@ class Leadership {
   /**
    * The page's own few notes (a worker replaced, a tab taking over), at the level asked for, as the worker's lines
    * start. Not through the logger: its formatter would add 1.4 kB gzipped to the page's module for these lines
-   * (decision 0040).
+   * (decision 0041).
    */
   #note(level: 'info' | 'warn' | 'error', message: string, error?: unknown): void {
     if (!passes(level, this.options.logLevel ?? DEFAULT_LOG_LEVEL)) return

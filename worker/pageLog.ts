@@ -1,5 +1,5 @@
 /**
- * The node's log in the browser (docs/decisions/0040): the worker formats its records (src/log/logger.ts) and hands
+ * The node's log in the browser (docs/decisions/0041): the worker formats its records (src/log/logger.ts) and hands
  * each line to the page, which writes it to its console at the record's level; the page's own side (the leader's
  * watchdog) writes the same way. What the page, the node's worker and their tests agree on.
  */
