@@ -118,8 +118,13 @@ const api = {
         logLevel = DEFAULT_LOG_LEVEL,
         ...rest
       } = options
-      // Formatted here, so that only the lines at the level asked for cross to the page (one message each).
-      const log = createLogger({ level: logLevel, format: 'pretty', write: onLog ? (line, level) => void onLog(line, level) : consoleLine })
+      // Formatted here, so that only the lines at the level asked for cross to the page (one message each); a page
+      // gone meanwhile makes the call fail, which is no error of the node's.
+      const log = createLogger({
+        level: logLevel,
+        format: 'pretty',
+        write: onLog ? (line, level) => void Promise.resolve(onLog(line, level)).catch(() => {}) : consoleLine,
+      })
       if (!rpc && !provider) throw new NoChainError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
       const unlocking = performance.now()
       const { key, created } = givenKey ? { key: givenKey, created: false } : await loadOrCreateKey(passphrase)
