@@ -98,6 +98,8 @@ export const codesNeverAnswered = [
   'INVALID_KEYSTORE',
   'WRONG_PASSWORD',
   'JSON_SYNTAX',
+  // A log level that does not parse: refused with the host's options, before a node starts.
+  'INVALID_LOG_LEVEL',
   // The backup copies' and their server's (src/backup/): the backup server maps its own (src/backup/server/app.ts).
   'BACKUP_MALFORMED',
   'BACKUP_UNSIGNED',
