@@ -25,7 +25,7 @@ export function formatJson(record: LogRecord): string {
   const line: Record<string, unknown> = Object.create(null)
   line.time = isoTime(record.time)
   line.level = record.level
-  line.msg = record.msg
+  line.msg = fillMessage(record.msg, record.fields).text
   for (const [key, value] of Object.entries(record.fields)) {
     if (value === undefined) continue
     let free = key
@@ -40,12 +40,47 @@ export function formatJson(record: LogRecord): string {
  * time). A value with spaces, quotes or control characters is quoted as a JSON string; objects are compact JSON.
  */
 export function formatPretty(record: LogRecord): string {
-  let line = `${prettyHead(record.time, record.level)} ${escapeControls(record.msg)}`
+  const { text, used } = fillMessage(record.msg, record.fields)
+  let line = `${prettyHead(record.time, record.level)} ${escapeControls(text)}`
   for (const [key, value] of Object.entries(record.fields)) {
-    if (value === undefined) continue
+    if (value === undefined || used.has(key)) continue
     line += ` ${token(key)}=${prettyValue(value)}`
   }
   return line
+}
+
+/** `{name}` in a message: where the field `name` goes. */
+const PLACEHOLDER = /\{([A-Za-z_$][\w$]*)\}/g
+
+/**
+ * The message with each `{name}` replaced by the value of the field `name` (a string as it is, a list as its items
+ * separated by commas), and the names it used. So `REST API: {url}` reads as a sentence in both formats, and a line
+ * for a person does not write the URL twice, while a JSON line still has it as a field of its own. A `{name}` with
+ * no such field stays as it is; a value is never filled in again.
+ */
+export function fillMessage(msg: string, fields: LogFields): { text: string; used: ReadonlySet<string> } {
+  const used = new Set<string>()
+  if (!msg.includes('{')) return { text: msg, used }
+  const text = msg.replace(PLACEHOLDER, (placeholder, name: string) => {
+    if (!Object.hasOwn(fields, name) || fields[name] === undefined) return placeholder
+    used.add(name)
+    return inMessage(fields[name])
+  })
+  return { text, used }
+}
+
+function inMessage(value: unknown): string {
+  if (typeof value === 'string') return value
+  if (Array.isArray(value)) return value.map((item) => (typeof item === 'string' ? item : compact(item))).join(', ')
+  if (value instanceof Error) return describeChain(value)
+  return compact(value)
+}
+
+/** Anything as compact JSON, or as String() where JSON has nothing (undefined, a symbol). */
+function compact(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return String(value)
+  const data = plain(value, new Set(), 0)
+  return typeof data === 'string' ? data : (JSON.stringify(data) ?? String(data))
 }
 
 /** `HH:MM:SS.mmm LEVEL`, what a line for a person starts with (also the page's own notes, without the formatter). */

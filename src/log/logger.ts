@@ -7,7 +7,7 @@
 import { SluiceError } from '../errors.ts'
 import { formatJson, formatPretty, LOG_LEVELS, type LogFields, type LogLevel, type LogRecord } from './format.ts'
 
-export { formatJson, formatPretty, LOG_LEVELS, type LogFields, type LogLevel, type LogRecord } from './format.ts'
+export { fillMessage, formatJson, formatPretty, LOG_LEVELS, type LogFields, type LogLevel, type LogRecord } from './format.ts'
 
 /** A logger's threshold: a level, or `silent` for nothing at all. */
 export type LogThreshold = LogLevel | 'silent'
@@ -27,6 +27,7 @@ export type LoggerOptions = {
   now?: () => number
 }
 
+/** A message may name its fields, `{name}` (see fillMessage in ./format.ts): `logger.info('REST API: {url}', { url })`. */
 export type Logger = {
   debug(msg: string, fields?: LogFields): void
   info(msg: string, fields?: LogFields): void

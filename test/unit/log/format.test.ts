@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
 import { SluiceError } from '../../../src/errors.ts'
-import { formatJson, formatPretty, LOG_LEVELS, type LogRecord } from '../../../src/log/format.ts'
+import { fillMessage, formatJson, formatPretty, LOG_LEVELS, type LogRecord } from '../../../src/log/format.ts'
 
 /** Records as formatted (src/log/format.ts): one JSON object a line for machines, `HH:MM:SS.mmm LEVEL msg k=v` for a person. */
 
@@ -75,7 +75,8 @@ describe('formatJson', () => {
     fc.assert(
       fc.property(
         fc.constantFrom(...LOG_LEVELS),
-        fc.string({ unit: 'binary' }),
+        // No `{`: a message with `{name}` of a field is a template (its own test below).
+        fc.string({ unit: 'binary' }).filter((msg) => !msg.includes('{')),
         fc.dictionary(fc.string({ unit: 'binary' }), values, { maxKeys: 8 }),
         fc.integer({ min: 0, max: 4_102_444_800_000 }),
         (level, msg, fields, time) => {
@@ -126,5 +127,35 @@ describe('formatPretty', () => {
         },
       ),
     )
+  })
+})
+
+describe('a message naming its fields: `{name}`', () => {
+  const fields = { url: 'http://127.0.0.1:5001/api/v1', block: 42n, relays: ['/ip4/a', '/ip4/b'], chainId: 1337 }
+
+  test('filled in both formats; the line for a person does not repeat the fields it used, the JSON line keeps them all', () => {
+    const templated = record({ msg: 'REST API: {url}', fields })
+    expect(formatPretty(templated)).toBe(`${clock(TIME)} INFO  REST API: http://127.0.0.1:5001/api/v1 block=42 relays=["/ip4/a","/ip4/b"] chainId=1337`)
+    expect(JSON.parse(formatJson(templated))).toEqual({
+      time: '2026-11-28T07:05:09.042Z',
+      level: 'info',
+      msg: 'REST API: http://127.0.0.1:5001/api/v1',
+      url: 'http://127.0.0.1:5001/api/v1',
+      block: '42',
+      relays: ['/ip4/a', '/ip4/b'],
+      chainId: 1337,
+    })
+    expect(formatPretty(record({ msg: 'synced to block {block} via {relays}', fields }))).toBe(
+      `${clock(TIME)} INFO  synced to block 42 via /ip4/a, /ip4/b url=http://127.0.0.1:5001/api/v1 chainId=1337`,
+    )
+  })
+
+  test('a name with no field (or an undefined one) stays as written; a value is not filled in again; a value cannot break the line', () => {
+    expect(fillMessage('{missing} {gone} {url}', { gone: undefined, url: '{url}' })).toEqual({ text: '{missing} {gone} {url}', used: new Set(['url']) })
+    expect(fillMessage('{toString} {__proto__}', {}).text).toBe('{toString} {__proto__}')
+    expect(formatPretty(record({ msg: 'at {where}', fields: { where: 'a\nb' } }))).toBe(`${clock(TIME)} INFO  at a\\nb`)
+    const circle: unknown[] = []
+    circle.push(circle, { n: 1n })
+    expect(fillMessage('{circle}', { circle }).text).toBe('["[Circular]",{"n":"1"}], {"n":"1"}')
   })
 })
