@@ -37,7 +37,9 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
       }
     case 'status': {
       const { status, syncedBlock, blocksToSync } = notice.status
-      return { level: 'info', msg: status, fields: { event, syncedBlock, ...(status === 'syncing' ? { blocksToSync } : {}) } }
+      // `Ready: synced to block N` is what scripts have waited for in `sluice serve`'s output since its first version.
+      if (status === 'syncing') return { level: 'info', msg: 'Syncing: {blocksToSync} blocks to go', fields: { event, syncedBlock, blocksToSync } }
+      return { level: 'info', msg: `${status === 'ready' ? 'Ready' : 'Stopped'}: synced to block {syncedBlock}`, fields: { event, syncedBlock } }
     }
     case 'transactionFailed': {
       // The `transaction` error reported just before says it at `error`; this adds which channel.

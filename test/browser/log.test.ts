@@ -53,7 +53,7 @@ test("logLevel info: the worker's start and sync reach console.info, a stop on i
   const address = await startThenLoseDatabase('info')
   const info = lines.filter((l) => l.method === 'info').map((l) => l.line)
   expect(info).toContainEqual(expect.stringMatching(new RegExp(`${clockAndLevel('INFO').source}Sluice node started address=${address} `)))
-  expect(info).toContainEqual(expect.stringMatching(new RegExp(`${clockAndLevel('INFO').source}ready event=status syncedBlock=\\d+$`)))
+  expect(info).toContainEqual(expect.stringMatching(new RegExp(`${clockAndLevel('INFO').source}Ready: synced to block \\d+ event=status$`)))
   const error = lines.filter((l) => l.method === 'error').map((l) => l.line)
   expect(error).toContainEqual(expect.stringMatching(new RegExp(`${clockAndLevel('ERROR').source}the node stops on its own reason=".*database was taken away`)))
   // Each line went to the console method of its level, and none below the threshold was sent.

@@ -41,9 +41,12 @@ describe('noticeRecord', () => {
   test('status: ready and stopped at info with the block synced', () => {
     expect(noticeRecord({ type: 'status', status: { status: 'ready', blocksToSync: 0n, syncedBlock: 120n } })).toEqual({
       level: 'info',
-      msg: 'ready',
+      msg: 'Ready: synced to block {syncedBlock}',
       fields: { event: 'status', syncedBlock: 120n },
     })
+    expect(noticeRecord({ type: 'status', status: { status: 'stopped', blocksToSync: 0n, syncedBlock: 121n } }).msg).toBe(
+      'Stopped: synced to block {syncedBlock}',
+    )
     expect(noticeRecord({ type: 'status', status: { status: 'syncing', blocksToSync: 9n, syncedBlock: 3n } }).fields).toEqual({
       event: 'status',
       syncedBlock: 3n,
