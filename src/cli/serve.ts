@@ -11,6 +11,8 @@ import { findKeystore, parseAddress } from './keystoreDirectory.ts'
 import type { ServeAccess } from './servedNode.ts'
 import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
+import type { Logger } from '../log/logger.ts'
+import { logFlags, loggerFromFlags } from './logFlags.ts'
 
 /** `HOST:PORT`, `[::1]:PORT`; port 0 picks a free one. */
 export type HostPort = { host: string; port: number }
@@ -197,6 +199,7 @@ export const serveFlags = {
     ),
     default: DEFAULT_MONITORING_REWARD,
   } as FlagSpec<bigint, true>,
+  ...logFlags,
 }
 
 const usage = `Usage: sluice serve --rpc URL --deployment FILE (--key HEX | --keystore FILE | --keystore-path DIR [--address ADDRESS]) --data-dir DIR [flags]
@@ -216,7 +219,12 @@ by presence announcements on the relays. broadcast (a BroadcastChannel) reaches 
 so a node started with it has no peers (\`sluice devnet\` runs several in one process).
 
 Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, --environment-type, and --keystore-path
-with --address (and those that are the same as ours, such as --password-file and --resolver-endpoint). \`sluice --version\` prints the version.
+with --address (and those that are the same as ours, such as --password-file and --resolver-endpoint, --log-json), and
+--log-config's root level. \`sluice --version\` prints the version.
+
+Logs: one line a record, \`HH:MM:SS.mmm LEVEL message key=value\` (--log-json: a JSON object with time, level, msg
+and fields); debug and info on stdout, warn and error on stderr. While the node syncs, a line a second at most says
+how many blocks are left, how fast they go and about how long it will take.
 
 Flags:
 ${formatFlags(serveFlags)}`
@@ -317,6 +325,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, serveFlags)
   if (parsed.asked) return answerAsked(parsed.asked, usage)
   const flags = parsed.values
+  const log = loggerFromFlags(flags)
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
   if (!flags.dataDir) throw new MissingFlagError('--data-dir')
@@ -348,6 +357,8 @@ async function run(argv: readonly string[]): Promise<number> {
     { serveNode, describeError },
     { useNativeSecp256k1 },
     { version },
+    { logNodeNotices },
+    { followSync },
   ] = await Promise.all([
     import('../devnet/deploymentFile.ts'),
     import('../node/createNode.ts'),
@@ -358,6 +369,8 @@ async function run(argv: readonly string[]): Promise<number> {
     import('./servedNode.ts'),
     import('./nativeSecp256k1.ts'),
     import('../version.ts'),
+    import('../log/nodeNotices.ts'),
+    import('../log/syncProgress.ts'),
   ])
   const deployment = await startupStep(
     () => readDeployment(resolve(flags.deployment!)),
@@ -377,7 +390,7 @@ async function run(argv: readonly string[]): Promise<number> {
   try {
     await useNativeSecp256k1()
     // The node starts its transport when it runs and stops it when it stops (node.stop -> delivery -> transport).
-    const libp2p = createLibp2pTransport?.({ privateKey, relays, log: libp2pLog(console) })
+    const libp2p = createLibp2pTransport?.({ privateKey, relays, log: libp2pLog(log) })
     const node = await startupStep(
       () =>
         createNode({
@@ -423,7 +436,7 @@ async function run(argv: readonly string[]): Promise<number> {
         return undefined
       },
     )
-    if (flags.import) console.log(`Imported the state dump ${flags.import}`)
+    if (flags.import) log.info('Imported the state dump {file}', { file: flags.import })
     let served: Awaited<ReturnType<typeof serveNode>>
     try {
       served = await serveNode({
@@ -440,29 +453,32 @@ async function run(argv: readonly string[]): Promise<number> {
       throw e
     }
 
-    const offNotices = node.notices.subscribe((notice) => {
-      if (notice.type === 'error') console.error(`node: ${notice.where}${notice.detail ? ` ${notice.detail}` : ''}: ${describeError(notice.error)}`)
-      if (notice.type === 'status' && notice.status.status === 'ready') console.log(`Ready: synced to block ${notice.status.syncedBlock}`)
+    const offNotices = logNodeNotices(node, log)
+    const stopProgress = followSync(() => (node.status.status === 'syncing' ? node.status : undefined), { logger: log })
+    log.info('Sluice node {address} on chain {chainId} ({environment}), data in {dataDir}', {
+      address: node.address,
+      chainId: deployment.chainId,
+      environment: flags.environment,
+      dataDir,
     })
-    console.log(`Sluice node ${node.address} on chain ${deployment.chainId} (${flags.environment}), data in ${dataDir}`)
-    if (libp2p) console.log(`Transport: libp2p, peer id ${libp2p.peerId}, relay ${relays.join(', ')}`)
-    else console.log('Transport: broadcast (reaches nodes in this process only)')
+    if (libp2p) log.info('Transport: {transport}, peer id {peerId}, relay {relays}', { transport, peerId: libp2p.peerId, relays })
+    else log.info('Transport: {transport} (reaches nodes in this process only)', { transport })
     if (flags.enableMonitoring)
-      console.log(`Monitoring: on, ${flags.monitoringReward} service token units offered per request (GET /api/v1/monitoring shows the services)`)
-    console.log(`REST API: ${served.apiUrl}`)
+      log.info('Monitoring: on, {monitoringReward} service token units offered per request (GET /api/v1/monitoring shows the services)', {
+        monitoringReward: flags.monitoringReward,
+      })
+    log.info('REST API: {url}', { url: served.apiUrl })
     void served.run()
     try {
       const end = await Promise.race([signal.received.then((s) => ({ reason: 'signal' as const, signal: s })), served.stopRequested])
-      if (end.reason === 'signal') console.log(`${end.signal}: stopping`)
-      else if (end.reason === 'shutdown') console.log('POST /shutdown: stopping')
-      else
-        console.error(
-          `sluice serve: ${end.reason === 'internal error' ? 'internal error in the API' : 'the node failed'}: ${describeError(end.error)}; stopping`,
-        )
+      if (end.reason === 'signal') log.info('{signal}: stopping', { signal: end.signal })
+      else if (end.reason === 'shutdown') log.info('POST /shutdown: stopping')
+      else log.error(`${end.reason === 'internal error' ? 'internal error in the API' : 'the node failed'}; stopping`, { error: end.error })
       await served.stop()
-      console.log('stopped')
+      log.info('stopped')
       return end.reason === 'internal error' || end.reason === 'node failed' ? 1 : 0
     } finally {
+      stopProgress()
       offNotices()
     }
   } finally {
@@ -487,26 +503,26 @@ type Libp2pLogEvent = Parameters<NonNullable<import('../transport/libp2p/libp2pT
  * What the operator should hear of the libp2p transport: when the node becomes reachable, when it cannot get a
  * reservation, and when it loses a relay it had and gets it back (not every failed redial while it is away).
  */
-export function libp2pLog(out: { log(line: string): void; error(line: string): void }): (event: Libp2pLogEvent) => void {
+export function libp2pLog(log: Pick<Logger, 'info' | 'warn'>): (event: Libp2pLogEvent) => void {
   const connected = new Set<string>()
   const lost = new Set<string>()
   return (event) => {
     switch (event.type) {
       case 'relayConnected':
         connected.add(event.relay)
-        if (lost.delete(event.relay)) out.log(`libp2p: reconnected to the relay ${event.relay}`)
+        if (lost.delete(event.relay)) log.info('libp2p: reconnected to the relay {relay}', { relay: event.relay })
         break
       case 'relayLost':
         if (connected.delete(event.relay)) {
           lost.add(event.relay)
-          out.error(`libp2p: lost the relay ${event.relay}; reconnecting`)
+          log.warn('libp2p: lost the relay {relay}; reconnecting', { relay: event.relay })
         }
         break
       case 'reserved':
-        out.log(`libp2p: reachable at ${event.addresses.join(', ')}`)
+        log.info('libp2p: reachable at {addresses}', { addresses: event.addresses })
         break
       case 'noReservation':
-        out.error(`libp2p: no reservation on any relay after ${Math.round(event.afterMs / 1000)} s (is the relay up?); still trying`)
+        log.warn('libp2p: no reservation on any relay after {seconds} s (is the relay up?); still trying', { seconds: Math.round(event.afterMs / 1000) })
         break
     }
   }

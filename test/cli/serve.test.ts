@@ -14,7 +14,7 @@ import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { jsonParse } from '../../src/storage/json.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
-import { runSluice, startSluice, stopSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { logged, logMessages, runSluice, startSluice, stopSluice, type SluiceProcess } from './sluiceProcess.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -113,6 +113,9 @@ describe('sluice serve', () => {
       '--rpccorsdomain <ORIGINS>',
       '--api-token-file <FILE>',
       '--backup-url <URL>',
+      '--log-level <LEVEL>',
+      '--log-json',
+      '--log-config <CONFIG>',
     ]) {
       expect(stdout).toContain(flag)
     }
@@ -121,21 +124,30 @@ describe('sluice serve', () => {
   })
 
   test('serves the API before the sync is done, answers over HTTP, and stops on SIGTERM freeing its port', async () => {
-    const { sluice, api } = await startServe(baseArgs(tempDir(), '--key', key))
+    const dataDir = tempDir()
+    const { sluice, api } = await startServe(baseArgs(dataDir, '--key', key))
     // The server listened before the node was ready: its line comes first, and /status answers meanwhile.
     const status = await get(`${api}/status`)
     expect(status.status).toBe(200)
     expect(['syncing', 'ready']).toContain(status.body.status)
     await waitReady(api)
+    await sluice.waitForOutput(logged('Ready: synced to block \\d+ event=status$'))
     const out = sluice.stdout()
     expect(out.indexOf('REST API:')).toBeLessThan(out.indexOf('Ready: synced to block'))
+    expect(logMessages(out)[0]).toBe(`Sluice node ${privateKeyToAddress(key)} on chain ${net.deployment.chainId} (development), data in ${dataDir}`)
     expect((await get(`${api}/address`)).body).toEqual({ our_address: privateKeyToAddress(key) })
     expect((await get(`${api}/tokens`)).body).toEqual([net.token])
     expect(out).toContain('Transport: broadcast')
 
     sluice.child.kill('SIGTERM')
     expect(await sluice.exited).toEqual({ code: 0, signal: null })
-    expect(sluice.stdout()).toMatch(/SIGTERM: stopping\nstopped\n$/)
+    // The node's own last word (its status) comes between the two.
+    expect(logMessages(sluice.stdout()).slice(-3)).toEqual([
+      'SIGTERM: stopping',
+      expect.stringMatching(/^Stopped: synced to block \d+ event=status$/),
+      'stopped',
+    ])
+    expect(sluice.stderr()).toBe('')
     expect(await refused(`${api}/status`)).toBe(true)
   })
 
@@ -165,6 +177,43 @@ describe('sluice serve', () => {
     expect(await sluice.exited).toEqual({ code: 0, signal: null })
     expect(sluice.stdout()).toContain('POST /shutdown: stopping')
     expect(await refused(`${api}/status`)).toBe(true)
+  })
+
+  test('--log-json: every line on stdout and stderr is a JSON object with time, level and msg; the facts are fields of their own', async () => {
+    const dataDir = tempDir()
+    const sluice = startSluice(baseArgs(dataDir, '--key', key, '--log-json'), tempDir())
+    const [, api] = await sluice.waitForOutput(logged('REST API: ([^"]+)"'), 60_000)
+    await sluice.waitForOutput(logged('Ready: synced to block \\d+"'), 60_000)
+    sluice.child.kill('SIGTERM')
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    const lines = `${sluice.stdout()}${sluice.stderr()}`.split('\n').filter((line) => line !== '')
+    const records = lines.map((line) => JSON.parse(line) as Record<string, unknown> & { msg: string })
+    for (const record of records)
+      expect(record).toMatchObject({ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), level: 'info', msg: expect.any(String) })
+    const find = (start: string) => records.find((r) => r.msg.startsWith(start))
+    expect(find('Sluice node ')).toMatchObject({ address: privateKeyToAddress(key), chainId: net.deployment.chainId, environment: 'development', dataDir })
+    expect(find('REST API: ')).toMatchObject({ msg: `REST API: ${api}`, url: api })
+    expect(find('Transport: ')).toMatchObject({ transport: 'broadcast' })
+    expect(find('Ready: ')).toMatchObject({ event: 'status', syncedBlock: expect.stringMatching(/^\d+$/) })
+    expect(records.at(-1)).toMatchObject({ msg: 'stopped' })
+  })
+
+  test('--log-level warn: no info line (a run with nothing wrong writes nothing at all)', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo
+        probe.close(() => resolve(port))
+      })
+    })
+    const sluice = startSluice(
+      baseArgs(tempDir(), '--key', key, '--log-level', 'warn').map((a) => (a === '127.0.0.1:0' ? `127.0.0.1:${port}` : a)),
+      tempDir(),
+    )
+    await waitReady(`http://127.0.0.1:${port}/api/v1`)
+    sluice.child.kill('SIGTERM')
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    expect(sluice.stdout()).toBe('')
+    expect(sluice.stderr()).toBe('')
   })
 
   test('--release-feed-url and --min-service-token-balance drive GET /notifications', async () => {
@@ -488,6 +537,17 @@ describe('sluice serve', () => {
         'an empty --api-token-file',
         () => baseArgs(tempDir(), '--key', key, '--api-token-file', textFile('\n\n')),
         /has no token on its first line \(make one with: openssl rand -hex 32/,
+      ],
+      ['an unknown --log-level', () => baseArgs(tempDir(), '--key', key, '--log-level', 'loud'), /--log-level must be debug, info, warn or error, got "loud"/],
+      [
+        'a --log-config without a root level',
+        () => baseArgs(tempDir(), '--key', key, '--log-config', 'raiden:debug'),
+        /--log-config must be a root level such as :info or info, alone or among module:LEVEL entries/,
+      ],
+      [
+        '--log-level and --log-config',
+        () => baseArgs(tempDir(), '--key', key, '--log-level', 'warn', '--log-config', ':info'),
+        /give either --log-level or --log-config, not both/,
       ],
       ['a short API token', () => baseArgs(tempDir(), '--key', key, '--api-token-file', textFile('abcd1234\n')), /has 8 characters, fewer than 16/],
       [

@@ -109,3 +109,19 @@ export function isAlive(pid: number): boolean {
     return false
   }
 }
+
+/** What starts a log line up to its message, in either format: `HH:MM:SS.mmm LEVEL ` (src/log), or `..."msg":"` (--log-json). */
+const LOG_HEAD = String.raw`(?:^\d\d:\d\d:\d\d\.\d{3} [A-Z]+ +|"msg":")`
+
+/** A log line whose message starts with `msg` (a RegExp source), pretty or JSON: `logged('Ready: synced to block (\\d+)')`. */
+export function logged(msg: string, flags = 'm'): RegExp {
+  return new RegExp(`${LOG_HEAD}${msg}`, flags)
+}
+
+/** The pretty log lines of `output` without their clock and level: the message, then the fields it did not name. */
+export function logMessages(output: string): string[] {
+  return output
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.replace(/^\d\d:\d\d:\d\d\.\d{3} [A-Z]+ +/, ''))
+}
