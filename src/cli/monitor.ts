@@ -3,6 +3,7 @@ import { hasCode } from '../errors.ts'
 import { checkApiExposure } from './apiExposure.ts'
 import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
 import type { Command } from './command.ts'
+import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import {
   checkRelays,
@@ -50,6 +51,7 @@ export const monitorFlags = {
   } as FlagSpec<bigint, true>,
   confirmations: serveFlags.confirmations,
   pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
+  ...logFlags,
 }
 
 const usage = `Usage: sluice monitor --rpc URL --deployment FILE (--key HEX | (--keystore FILE | --keystore-path DIR [--address ADDRESS]) [--password-file FILE]) --data-dir DIR [--relay MULTIADDR ...] [flags]
@@ -65,7 +67,11 @@ Its REST API (GET /api/v1/status, /channels, /monitor_calls) answers who may cal
 own Host names, no other web site's pages (--rpccorsdomain allows origins), a bearer token with --api-token-file
 (needed to listen beyond loopback). Ctrl-C or SIGTERM stop it (exit 0); a failed store stops it with exit code 1.
 
-Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, and --keystore-path with --address.
+Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, and --keystore-path with --address, --log-json,
+and --log-config's root level.
+
+Logs: as \`sluice serve\`'s (one line a record, --log-json for JSON lines; info on stdout, warn and error on stderr),
+with the sync's progress at most once a second while the service catches up with the chain.
 
 Flags:
 ${formatFlags(monitorFlags)}`
@@ -74,6 +80,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, monitorFlags)
   if (parsed.asked) return answerAsked(parsed.asked, usage)
   const flags = parsed.values
+  const log = loggerFromFlags(flags)
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
   if (!flags.dataDir) throw new MissingFlagError('--data-dir')
@@ -91,15 +98,23 @@ async function run(argv: readonly string[]): Promise<number> {
   const privateKey = await loadPrivateKey(flags)
 
   if (relays.length > 0) await import('../transport/libp2p/nodePolyfills.ts')
-  const [{ readDeployment }, { createMonitoringService }, { serveMonitorApi }, { AddressInUseError }, { useNativeSecp256k1 }, { describeError }] =
-    await Promise.all([
-      import('../devnet/deploymentFile.ts'),
-      import('../monitor/service.ts'),
-      import('./servedMonitor.ts'),
-      import('./httpServer.ts'),
-      import('./nativeSecp256k1.ts'),
-      import('./servedNode.ts'),
-    ])
+  const [
+    { readDeployment },
+    { createMonitoringService },
+    { serveMonitorApi },
+    { AddressInUseError },
+    { useNativeSecp256k1 },
+    { describeError },
+    { followSync },
+  ] = await Promise.all([
+    import('../devnet/deploymentFile.ts'),
+    import('../monitor/service.ts'),
+    import('./servedMonitor.ts'),
+    import('./httpServer.ts'),
+    import('./nativeSecp256k1.ts'),
+    import('./servedNode.ts'),
+    import('../log/syncProgress.ts'),
+  ])
   const { createLibp2pTransport } = relays.length > 0 ? await import('../transport/libp2p/libp2pTransport.ts') : { createLibp2pTransport: undefined }
   const deployment = await startupStep(
     () => readDeployment(resolve(flags.deployment!)),
@@ -109,7 +124,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
   try {
     await useNativeSecp256k1()
-    const libp2p = createLibp2pTransport?.({ privateKey, relays, log: libp2pLog(console) })
+    const libp2p = createLibp2pTransport?.({ privateKey, relays, log: libp2pLog(log) })
     const service = await startupStep(
       () =>
         createMonitoringService({
@@ -121,7 +136,7 @@ async function run(argv: readonly string[]): Promise<number> {
           confirmations: flags.confirmations,
           pollingInterval: flags.pollingInterval,
           minReward: flags.minReward,
-          log: (line) => console.error(`monitor: ${line}`),
+          log: (line, level) => log[level](line),
         }),
       (e) => {
         if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc}: ${describeError(e)}`
@@ -140,8 +155,8 @@ async function run(argv: readonly string[]): Promise<number> {
       throw e
     }
     const server = served.server
-    console.log(`Sluice monitoring service ${service.address} on chain ${deployment.chainId}, data in ${dataDir}`)
-    console.log(`REST API: ${server.url}/api/v1`)
+    log.info('Sluice monitoring service {address} on chain {chainId}, data in {dataDir}', { address: service.address, chainId: deployment.chainId, dataDir })
+    log.info('REST API: {url}', { url: served.apiUrl })
     const starting = startupStep(
       // Published in the ServiceRegistry: where the service's API is, unless --url says otherwise.
       () => service.start({ url: flags.url ?? server.url }),
@@ -153,6 +168,16 @@ async function run(argv: readonly string[]): Promise<number> {
     )
     // A Ctrl-C during the registration or the first sync stops it all; the start then ends on its own.
     starting.catch(() => {})
+    // The first sync's progress (the blocks confirmed and not synced yet), until the start is over.
+    const confirmations = BigInt(flags.confirmations)
+    const stopProgress = followSync(
+      () => {
+        const { syncedBlock, latestBlock } = service.status()
+        const blocksToSync = latestBlock - confirmations - syncedBlock
+        return { syncedBlock, blocksToSync: blocksToSync > 0n ? blocksToSync : 0n }
+      },
+      { logger: log },
+    )
     let first: string | undefined
     try {
       first = await Promise.race([starting.then(() => undefined), signal.received])
@@ -160,30 +185,35 @@ async function run(argv: readonly string[]): Promise<number> {
       await service.stop()
       await server.close(1_000)
       throw e
+    } finally {
+      stopProgress()
     }
     if (first !== undefined) {
-      console.log(`${first}: stopping`)
+      log.info('{signal}: stopping', { signal: first })
       await server.close(1_000)
       await service.stop()
-      console.log('stopped')
+      log.info('stopped')
       return 0
     }
     const registration = service.status().registration!
-    console.log(`Registered in the ServiceRegistry until ${new Date(Number(registration.validTill) * 1000).toISOString()}, URL ${registration.url}`)
-    if (libp2p) console.log(`Transport: libp2p, peer id ${libp2p.peerId}, relay ${relays.join(', ')}`)
-    else console.log('Transport: none (no --relay): no new requests are taken')
-    console.log(`Ready: synced to block ${service.status().syncedBlock}`)
+    log.info('Registered in the ServiceRegistry until {validTill}, URL {url}', {
+      validTill: new Date(Number(registration.validTill) * 1000).toISOString(),
+      url: registration.url,
+    })
+    if (libp2p) log.info('Transport: libp2p, peer id {peerId}, relay {relays}', { peerId: libp2p.peerId, relays })
+    else log.info('Transport: none (no --relay): no new requests are taken')
+    log.info('Ready: synced to block {syncedBlock}', { syncedBlock: service.status().syncedBlock })
 
     const end = await Promise.race([
       signal.received.then((s) => ({ reason: 'signal' as const, signal: s })),
       service.failed.then((error) => ({ reason: 'failed' as const, error })),
       served.internalError.then((error) => ({ reason: 'internal error' as const, error })),
     ])
-    if (end.reason === 'signal') console.log(`${end.signal}: stopping`)
-    else console.error(`sluice monitor: ${end.reason === 'failed' ? 'the service failed' : 'internal error in the API'}: ${describeError(end.error)}; stopping`)
+    if (end.reason === 'signal') log.info('{signal}: stopping', { signal: end.signal })
+    else log.error(`${end.reason === 'failed' ? 'the service failed' : 'internal error in the API'}; stopping`, { error: end.error })
     await server.close(1_000)
     await service.stop()
-    console.log('stopped')
+    log.info('stopped')
     return end.reason === 'signal' ? 0 : 1
   } finally {
     signal.dispose()

@@ -35,8 +35,8 @@ export type MonitoringServiceConfig = {
   /** The smallest reward accepted (default 0). */
   minReward?: bigint
   limits?: Partial<Limits>
-  /** Told what the service does and what goes wrong, one line each. */
-  log?: (line: string) => void
+  /** Told what the service does (`info`) and what goes wrong (`warn`: it tries again; `error`: a bug), one line each. */
+  log?: (line: string, level: 'info' | 'warn' | 'error') => void
 }
 
 export type MonitoringServiceStatus = {
@@ -117,9 +117,9 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     facts: createChainFacts(chain, { registry: deployment.contracts.TokenNetworkRegistry.address, userDeposit: deployment.contracts.UserDeposit.address }),
     acknowledge,
     log: (event) => {
-      if ('error' in event) log(`request from ${event.from}: internal error: ${describe(event.error)}`)
+      if ('error' in event) log(`request from ${event.from}: internal error: ${describe(event.error)}`, 'error')
       else if (event.outcome.outcome === 'refused' && event.outcome.reason === 'store_failed') {
-        log(`request from ${event.from} not stored: ${event.outcome.detail ?? ''}`)
+        log(`request from ${event.from} not stored: ${event.outcome.detail ?? ''}`, 'error')
         if (store.failed) failWith(new MonitoringServiceFailedError(`the store failed: ${store.failed.message}`, { cause: store.failed }))
       }
     },
@@ -130,8 +130,8 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     store,
     monitoringService,
     userDeposit: deployment.contracts.UserDeposit.address,
-    onError: (where, error) => log(`${where}: ${describe(error)}`),
-    onSent: (description, hash) => log(`sent ${description}: ${hash}`),
+    onError: (where, error) => log(`${where}: ${describe(error)}`, 'warn'),
+    onSent: (description, hash) => log(`sent ${description}: ${hash}`, 'info'),
   })
   const watch = new ChainWatch({
     chain,
@@ -144,7 +144,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
       else duties.runDue()
       if (!renewing && Date.now() - registrationCheckedAt > REGISTRATION_CHECK_MS) renewing = renewRegistration()
     },
-    onError: (where, error) => log(`${where}: ${describe(error)}`),
+    onError: (where, error) => log(`${where}: ${describe(error)}`, 'warn'),
   })
 
   let started = false
@@ -161,7 +161,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     register()
       .catch((error: unknown) => {
         registrationCheckedAt = Date.now()
-        log(`registration: ${describe(error)}`)
+        log(`registration: ${describe(error)}`, 'warn')
       })
       .finally(() => {
         renewing = undefined

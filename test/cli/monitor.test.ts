@@ -29,7 +29,7 @@ import { eventually } from '../integration/support/eventually.ts'
 import { line, mineUntil, monitoringRequest, partnerProof, type ProofOf } from '../support/monitoring.ts'
 import { rawRequest } from '../api/support/rawHttp.ts'
 import { call } from './devnetProcess.ts'
-import { runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { logMessages, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
 /**
  * `sluice monitor` as a process, on anvil, with a relay: a requester (this test, with its own libp2p transport and
@@ -322,7 +322,7 @@ describe('sluice monitor', () => {
 
     monitor.sluice.child.kill('SIGTERM')
     expect(await monitor.sluice.exited).toEqual({ code: 0, signal: null })
-    expect(monitor.sluice.stdout()).toMatch(/SIGTERM: stopping\nstopped\n$/)
+    expect(logMessages(monitor.sluice.stdout()).slice(-2)).toEqual(['SIGTERM: stopping', 'stopped'])
     console.log(
       `monitor: started and registered ${(tStarted - t0).toFixed(0)} ms, first ack ${(tFirstAck - tStarted).toFixed(0)} ms, restarted ${(tRestarted - tFirstAck).toFixed(0)} ms, monitored ${(tMonitored - tRestarted).toFixed(0)} ms, claimed ${(tClaimed - tMonitored).toFixed(0)} ms`,
     )
