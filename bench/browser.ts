@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { type Call, chromiumCpuSeconds, inPage, nodeWorkerMeasure, openBrowserStage, type Paid, type Started } from './browserStage.ts'
+import { logged } from '../test/cli/sluiceProcess.ts'
 import { cryptoLimit } from './limits.ts'
 import { busyCoresDuring, fmt, medianOf, percentile, repeat, spread } from './measure.ts'
 
@@ -91,7 +92,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     const target = start(stage.serveArgs(targetKey, join(stage.dir, 'target')))
     const [[, peerApi], [, targetApi]] = await Promise.all([peer.waitForOutput(/REST API: (\S+)\n/, 60_000), target.waitForOutput(/REST API: (\S+)\n/, 60_000)])
     // The hub's channel to the target, opened over its REST API once both are synced.
-    await Promise.all([peer.waitForOutput(/^Ready: /m, 60_000), target.waitForOutput(/^Ready: /m, 60_000)])
+    await Promise.all([peer.waitForOutput(logged('Ready: '), 60_000), target.waitForOutput(logged('Ready: '), 60_000)])
     const hubOpened = await fetch(`${peerApi}/channels`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
@@ -287,7 +288,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     // `sluice backup-server` of the build on 127.0.0.1), the browser's CPU (every Chromium process) per payment, and
     // what was pushed. The store holds the payments above: each copy reads and bounds their sent-proof history.
     const backups = start(['backup-server', '--data-dir', join(stage.dir, 'backups'), '--api', '127.0.0.1:0', '--pushes-per-minute', '100000'])
-    const [, backupUrl] = await backups.waitForOutput(/^Backup server: (\S+)\n[\s\S]*Press Ctrl-C to stop\./m, 60_000)
+    const [, backupUrl] = await backups.waitForOutput(logged('Backup server: ([^\\s"]+)[\\s\\S]*Press Ctrl-C to stop\\.'), 60_000)
     const measured = async (extra: object) => {
       await inPage(page, 'stop')
       await open()

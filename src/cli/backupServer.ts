@@ -5,8 +5,9 @@ import type { BackupStore } from '../backup/server/store.ts'
 import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
 import type { Command } from './command.ts'
 import { AddressInUseError, listen } from './httpServer.ts'
+import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
-import { ApiPortInUseError, describeError } from './servedNode.ts'
+import { ApiPortInUseError } from './servedNode.ts'
 import { MissingFlagError, parseHostPort, StartupError } from './serve.ts'
 
 const MIB = 1024 * 1024
@@ -36,6 +37,7 @@ export const backupServerFlags = {
   }),
   pushesPerMinute: integerFlag({ description: 'pushes a minute per owner address (429 beyond)', valueName: 'N', min: 1, max: 1_000_000, default: 60 }),
   requestsPerMinute: integerFlag({ description: 'requests a minute per client IP address (429 beyond)', valueName: 'N', min: 1, max: 1_000_000, default: 600 }),
+  ...logFlags,
 }
 
 const usage = `Usage: sluice backup-server --data-dir DIR [flags]
@@ -108,7 +110,8 @@ export async function serveBackups({
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, backupServerFlags)
   if (parsed.asked) return answerAsked(parsed.asked, usage)
-  const { dataDir: dir, api, ...limits } = parsed.values
+  const { dataDir: dir, api, logLevel, logJson, logConfig, ...limits } = parsed.values
+  const log = loggerFromFlags({ logLevel, logJson, logConfig })
   if (!dir) throw new MissingFlagError('--data-dir')
   const dataDir = resolve(dir)
   const { host, port } = parseHostPort(api)!
@@ -121,21 +124,22 @@ async function run(argv: readonly string[]): Promise<number> {
         host,
         port,
         limits,
-        onInternalError: (error) => console.error(`sluice backup-server: internal error (answered 500): ${describeError(error)}`),
+        onInternalError: (error) => log.error('internal error (answered 500)', { error }),
       })
     } catch (e) {
       if ((e as { code?: string }).code === 'BACKUP_STORE') throw new StartupError(`--data-dir ${dir}: ${(e as Error).message}`)
       throw e
     }
     const l = served.limits
-    console.log(`Backup server: ${served.url}`)
-    console.log(`Data: ${served.store.location} (${served.store.copies} copies, ${served.store.bytes} bytes)`)
-    console.log(
-      `Limits: a copy up to ${l.maxCopyBytes} bytes, ${l.maxTotalBytes} bytes in all; ${l.pushesPerMinute} pushes a minute per address, ${l.requestsPerMinute} requests a minute per client`,
+    log.info('Backup server: {url}', { url: served.url })
+    log.info('Data: {location} ({copies} copies, {bytes} bytes)', { location: served.store.location, copies: served.store.copies, bytes: served.store.bytes })
+    log.info(
+      'Limits: a copy up to {maxCopyBytes} bytes, {maxTotalBytes} bytes in all; {pushesPerMinute} pushes a minute per address, {requestsPerMinute} requests a minute per client',
+      { maxCopyBytes: l.maxCopyBytes, maxTotalBytes: l.maxTotalBytes, pushesPerMinute: l.pushesPerMinute, requestsPerMinute: l.requestsPerMinute },
     )
-    console.log('Press Ctrl-C to stop.')
+    log.info('Press Ctrl-C to stop.')
     const received = await signal.received
-    console.log(`${received}: stopping`)
+    log.info('{signal}: stopping', { signal: received })
     await served.close()
     return 0
   } finally {

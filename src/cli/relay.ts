@@ -1,5 +1,6 @@
 import type { Hex } from 'viem'
 import { answerAsked, formatFlags, InvalidFlagValueError, integerFlag, parseFlags, stringFlag } from './args.ts'
+import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import { CliError } from './cliError.ts'
 import type { Command } from './command.ts'
@@ -26,13 +27,15 @@ export const relayFlags = {
     max: 1_000_000,
     default: 100,
   }),
+  ...logFlags,
 }
 
 const usage = `Usage: sluice relay [flags]
 
 Runs a libp2p relay: a circuit relay v2 server through which nodes (browsers included) reach each other by
-peer id, and the hub of the presence topic. Prints the multiaddrs that nodes configure as their relay, and
-runs until Ctrl-C.
+peer id, and the hub of the presence topic. Logs the multiaddrs that nodes configure as their relay (one line,
+\`Relay <peer id> listening on <multiaddr>, ...\`; with --log-json, the fields peerId and multiaddrs), and runs until
+Ctrl-C.
 
 Flags:
 ${formatFlags(relayFlags)}`
@@ -76,6 +79,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, relayFlags)
   if (parsed.asked) return answerAsked(parsed.asked, usage)
   const { listen, key, maxReservations, maxConnectionRate } = parsed.values
+  const log = loggerFromFlags(parsed.values)
   const privateKey = key === undefined ? undefined : parseKey(key)
   if (key !== undefined && privateKey === undefined) throw new InvalidFlagValueError('--key', key, '32 bytes of hex (64 digits, 0x optional)')
   // Loaded only now, so that --help and a bad flag answer without loading libp2p.
@@ -96,9 +100,10 @@ async function run(argv: readonly string[]): Promise<number> {
       if (reason) throw new ListenFailedError(listen, reason)
       throw e
     }
-    console.log([`Relay ${relay.peerId} listening on:`, ...relay.multiaddrs.map((a) => `  ${a}`), '', 'Press Ctrl-C to stop.'].join('\n'))
+    log.info('Relay {peerId} listening on {multiaddrs}', { peerId: relay.peerId, multiaddrs: relay.multiaddrs })
+    log.info('Press Ctrl-C to stop.')
     const signal = await stop.received
-    console.log(`\n${signal}: stopping the relay`)
+    log.info('{signal}: stopping the relay', { signal })
     await relay.stop()
     return 0
   } finally {

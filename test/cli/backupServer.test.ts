@@ -6,7 +6,7 @@ import { generatePrivateKey } from 'viem/accounts'
 import { afterAll, describe, expect, test } from 'vitest'
 import { backupKey, backupServerStatus, fetchBackup, open, pushBackup, seal } from '../../src/backup/index.ts'
 import { startBackupServerProcess } from './backupServerProcess.ts'
-import { runSluice } from './sluiceProcess.ts'
+import { logged, logMessages, runSluice } from './sluiceProcess.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -23,15 +23,15 @@ describe('sluice backup-server', () => {
     const dataDir = tempDir()
     const first = await startBackupServer(['--data-dir', dataDir, '--api', '127.0.0.1:0'])
     expect(first.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/backup\/v1$/)
-    expect(first.sluice.stdout()).toMatch(/^Data: .*\/copies \(0 copies, 0 bytes\)$/m)
+    expect(first.sluice.stdout()).toMatch(logged('Data: .*/copies \\(0 copies, 0 bytes\\)$'))
     expect(first.sluice.stdout()).toMatch(
-      /^Limits: a copy up to 1048576 bytes, 1073741824 bytes in all; 60 pushes a minute per address, 600 requests a minute per client$/m,
+      logged('Limits: a copy up to 1048576 bytes, 1073741824 bytes in all; 60 pushes a minute per address, 600 requests a minute per client$'),
     )
     const key = await backupKey(generatePrivateKey())
     await pushBackup(first.url, await seal(key, { version: 1n, payload: new TextEncoder().encode('kept') }))
     first.sluice.child.kill('SIGTERM')
     expect(await first.sluice.exited).toEqual({ code: 0, signal: null })
-    expect(first.sluice.stdout()).toMatch(/SIGTERM: stopping\n$/)
+    expect(logMessages(first.sluice.stdout()).at(-1)).toBe('SIGTERM: stopping')
     expect(first.sluice.stderr()).toBe('')
 
     const second = await startBackupServer(['--data-dir', dataDir, '--api=127.0.0.1:0', '--max-copy-bytes', '4096', '--pushes-per-minute', '5'])

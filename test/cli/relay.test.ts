@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test, vi } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
-import { runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { logMessages, relayListening, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -21,8 +21,8 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 async function startRelayCommand(args: string[]) {
   const sluice = startSluice(['relay', ...args], tempDir())
   await sluice.waitForOutput(/Press Ctrl-C to stop/)
-  const multiaddrs = [...sluice.stdout().matchAll(/^ {2}(\/\S+)$/gm)].map((m) => m[1]!)
-  return { sluice, multiaddrs }
+  const { peerId, multiaddrs } = relayListening(sluice.stdout())!
+  return { sluice, peerId, multiaddrs }
 }
 
 async function stop(sluice: SluiceProcess, signal: NodeJS.Signals) {
@@ -32,8 +32,7 @@ async function stop(sluice: SluiceProcess, signal: NodeJS.Signals) {
 
 describe('sluice relay', () => {
   test('prints where it listens; two nodes meet through it and exchange lines; Ctrl-C stops it', async () => {
-    const { sluice, multiaddrs } = await startRelayCommand(['--listen', '/ip4/127.0.0.1/tcp/0/ws'])
-    const relayId = /^Relay (\S+) listening on:$/m.exec(sluice.stdout())![1]!
+    const { sluice, peerId: relayId, multiaddrs } = await startRelayCommand(['--listen', '/ip4/127.0.0.1/tcp/0/ws'])
     expect(multiaddrs).toEqual([expect.stringMatching(new RegExp(`^/ip4/127\\.0\\.0\\.1/tcp/\\d+/ws/p2p/${relayId}$`))])
     const [keyA, keyB] = [anvilKeys[1], anvilKeys[2]]
     const inbox: { lines: string[]; from: string }[] = []
@@ -52,7 +51,7 @@ describe('sluice relay', () => {
       await Promise.all(transports.map((t) => t.stop()))
     }
     expect(await stop(sluice, 'SIGINT')).toEqual({ code: 0, signal: null })
-    expect(sluice.stdout()).toMatch(/SIGINT: stopping the relay\n$/)
+    expect(logMessages(sluice.stdout()).at(-1)).toBe('SIGINT: stopping the relay')
     expect(sluice.stderr()).toBe('')
   })
 

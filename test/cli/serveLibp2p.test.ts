@@ -10,7 +10,7 @@ import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { call } from './devnetProcess.ts'
-import { startSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { logMessages, relayListening, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
 /**
  * `sluice serve` nodes in separate processes pay each other over libp2p: a real `sluice relay` process, two
@@ -36,7 +36,7 @@ beforeAll(async () => {
   const relayDir = tempDir()
   relay = startSluice(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'], relayDir)
   ;[net] = await Promise.all([startDevnet([keyA, keyB]), relay.waitForOutput(/Press Ctrl-C to stop/)])
-  relayAddress = /^ {2}(\/\S+)$/m.exec(relay.stdout())![1]!
+  relayAddress = relayListening(relay.stdout())!.multiaddrs[0]!
   deploymentFile = join(tempDir(), 'deployment.json')
   await writeDeployment(deploymentFile, net.deployment)
 })
@@ -144,7 +144,11 @@ describe('sluice serve over libp2p', () => {
     for (const node of [a, b]) node.sluice.child.kill('SIGTERM')
     for (const node of [a, b]) {
       expect(await node.sluice.exited).toEqual({ code: 0, signal: null })
-      expect(node.sluice.stdout()).toMatch(/SIGTERM: stopping\nstopped\n$/)
+      expect(logMessages(node.sluice.stdout()).slice(-3)).toEqual([
+        'SIGTERM: stopping',
+        expect.stringMatching(/^Stopped: synced to block \d+ event=status$/),
+        'stopped',
+      ])
       expect(node.sluice.stderr()).toBe('')
     }
     const tStopped = performance.now()

@@ -125,3 +125,17 @@ export function logMessages(output: string): string[] {
     .filter((line) => line !== '')
     .map((line) => line.replace(/^\d\d:\d\d:\d\d\.\d{3} [A-Z]+ +/, ''))
 }
+
+/** Where `sluice relay` listens, from its output (pretty or --log-json): its `Relay <peer id> listening on <multiaddrs>` line. */
+export function relayListening(output: string): { peerId: string; multiaddrs: string[] } | undefined {
+  for (const line of output.split('\n')) {
+    if (line.startsWith('{')) {
+      const record = JSON.parse(line) as { msg: string; peerId?: string; multiaddrs?: string[] }
+      if (record.msg.startsWith('Relay ') && record.peerId && record.multiaddrs) return { peerId: record.peerId, multiaddrs: record.multiaddrs }
+      continue
+    }
+    const m = /^\d\d:\d\d:\d\d\.\d{3} INFO +Relay (\S+) listening on (.+)$/.exec(line)
+    if (m) return { peerId: m[1]!, multiaddrs: m[2]!.split(', ') }
+  }
+  return undefined
+}

@@ -20,7 +20,7 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { call } from '../cli/devnetProcess.ts'
-import { startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
+import { logged, relayListening, startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
 import { startDevnet, type Devnet } from './support/devnet.ts'
 import { mineUntil } from '../support/monitoring.ts'
 import { eventually } from './support/eventually.ts'
@@ -55,7 +55,7 @@ beforeAll(async () => {
   started.push(relay)
   const keys = [1, 2, 4, 5].map((i) => anvilKeys[i] as Hex)
   ;[net] = await Promise.all([startDevnet(keys), relay.waitForOutput(/Press Ctrl-C to stop/)])
-  relayAddress = /^ {2}(\/\S+)$/m.exec(relay.stdout())![1]!
+  relayAddress = relayListening(relay.stdout())!.multiaddrs[0]!
   deploymentFile = join(tempDir(), 'deployment.json')
   await writeDeployment(deploymentFile, net.deployment)
   monitorDir = tempDir()
@@ -213,7 +213,7 @@ describe('a node that goes offline with monitoring on', () => {
     await eventually(async () => expect((await ok('GET', `${back.api}/channels/${net.token}/${a.address}`)).state).toBe('closed'))
     await mineUntil(devnet, async () => (await tokenBalance(b.address)) !== bBefore, settleBlockNumber + 20n, settleBlockNumber)
     expect((await tokenBalance(b.address)) - bBefore).toBe(DEPOSIT_B + transferredToB - PAID_TO_A)
-    expect(back.sluice.stderr()).not.toMatch(/^node: transaction/m)
+    expect(back.sluice.stderr()).not.toMatch(logged('transaction\\b'))
 
     // The service claims its reward from B's UserDeposit once the settle window is over.
     await mineUntil(devnet, async () => (await ok('GET', `${monitor!.api}/monitor_calls`))[0]?.reward?.status === 'claimed', settleBlockNumber + 40n)

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { CustomToken } from '../../src/contracts/index.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { anvilClient } from '../support/clients.ts'
-import { startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
+import { relayListening, startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
 import { call } from '../cli/devnetProcess.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { stagePackage } from './support/stage.ts'
@@ -170,7 +170,7 @@ describe('the sluice package', () => {
     await run(process.execPath, [vite, 'build', '--logLevel', 'warn'], app)
     const relay = start(bin, ['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'], app)
     await relay.waitForOutput(/Press Ctrl-C to stop/)
-    const relayAddress = /^ {2}(\/\S+)$/m.exec(relay.stdout())![1]!
+    const relayAddress = relayListening(relay.stdout())!.multiaddrs[0]!
 
     const peerKey = generatePrivateKey()
     const peerAddress = privateKeyToAddress(peerKey)

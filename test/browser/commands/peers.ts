@@ -10,7 +10,7 @@ import { createTestClient, http, parseEther, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import type { BrowserCommand } from 'vitest/node'
 import type { Deployment } from '../../../src/chain/deployment.ts'
-import { startSluice, type SluiceProcess } from '../../cli/sluiceProcess.ts'
+import { relayListening, startSluice, type SluiceProcess } from '../../cli/sluiceProcess.ts'
 
 export type Peer = { address: `0x${string}`; api: string }
 export type Peers = { relay: string; peers: Peer[] }
@@ -36,7 +36,7 @@ export const startPeers: BrowserCommand<[rpc: string, deployment: Deployment, co
   writeFileSync(deploymentFile, JSON.stringify(deployment))
   const relay = start(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'])
   await relay.waitForOutput(/Press Ctrl-C to stop/, 60_000)
-  const relayAddress = /^ {2}(\/\S+)$/m.exec(relay.stdout())![1]!
+  const relayAddress = relayListening(relay.stdout())!.multiaddrs[0]!
   const anvil = createTestClient({ mode: 'anvil', transport: http(rpc) })
   const peers = await Promise.all(
     Array.from({ length: count }, async () => {
