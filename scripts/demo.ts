@@ -191,7 +191,10 @@ async function buildSteps(): Promise<void> {
 
 type Devnet = { child: ChildProcess; ready: Promise<DevnetSummary>; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
 
-/** `sluice devnet --json`: resolves `ready` with its one line. Its logs (stderr) are kept, and shown if it fails. */
+/**
+ * `sluice devnet --json`: resolves `ready` with its one line. Its log (stderr: each step as it starts, and any problem
+ * once it runs) is shown as it comes, each line after `devnet: `, so a slow start says what it waits for.
+ */
 function startDevnet(rpcPort: number): Devnet {
   const args = [
     '--nodes',
@@ -213,9 +216,8 @@ function startDevnet(rpcPort: number): Devnet {
   let err = ''
   let isReady = false
   child.stderr!.on('data', (c: Buffer) => {
-    // Once the network runs, what it says (a node stopping, a problem) is worth seeing at once.
-    if (isReady && !stopping) process.stderr.write(c.toString().replace(/^(?=.)/gm, 'devnet: '))
-    else err += c
+    err += c
+    if (!stopping) process.stderr.write(c.toString().replace(/^(?=.)/gm, 'devnet: '))
   })
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('close', (code, signal) => done({ code, signal })))
   const ready = new Promise<DevnetSummary>((done, fail) => {
@@ -228,10 +230,10 @@ function startDevnet(rpcPort: number): Devnet {
     })
     void exited.then(({ code, signal }) => {
       if (isReady) return
-      // Its own one-line error (sluice devnet: port N is already in use ...) says it best.
+      // Its own one-line error (sluice devnet: port N is already in use ...) says it best; the rest was shown as it came.
       const lastLine = err.trimEnd().split('\n').at(-1) ?? ''
       if (code === 2 && lastLine.startsWith('sluice devnet: ')) fail(new DemoError(lastLine.slice('sluice devnet: '.length), 2))
-      else fail(new DemoError(`the network did not start (sluice devnet: ${signal ?? `exit code ${code}`}):\n${err.trimEnd()}`, 1))
+      else fail(new DemoError(`the network did not start (sluice devnet: ${signal ?? `exit code ${code}`}; its log is above, after devnet:)`, 1))
     })
   })
   return { child, ready, exited }

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path'
 import { keccak256, toHex, type Address, type Hex } from 'viem'
 import { answerAsked, formatFlags, integerFlag, parseFlags, positiveNumberFlag, stringFlag, switchFlag, type FlagSpec } from './args.ts'
 import { hasCode } from '../errors.ts'
+import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import { CliError } from './cliError.ts'
 import type { Command } from './command.ts'
@@ -51,6 +52,7 @@ export const devnetFlags = {
     parse: (raw: string) => (raw === 'broadcast' || raw === 'libp2p' ? raw : undefined),
     default: 'broadcast',
   } as FlagSpec<'broadcast' | 'libp2p', true>,
+  ...logFlags,
 }
 
 const usage = `Usage: sluice devnet [flags]
@@ -62,6 +64,9 @@ starts on 127.0.0.1, as nodes in separate processes do), each serving its REST A
 server for the nodes' sealed copies (as sluice backup-server). With --monitoring, a monitoring service too
 (docs/decisions/0031): funded with ETH and service tokens, registered in the ServiceRegistry, reached the way the
 nodes reach each other. Runs until Ctrl-C.
+
+It logs each step as it starts and ends (the log flags below; with --json, on stderr), then prints a table of the
+nodes, tokens and services (with --json, one JSON object; with --log-json and no --json, a log record holding them).
 
 Flags:
 ${formatFlags(devnetFlags)}`
@@ -94,6 +99,8 @@ async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, devnetFlags)
   if (parsed.asked) return answerAsked(parsed.asked, usage)
   const flags = parsed.values
+  // With --json, stdout carries the one line only: every log line goes to stderr.
+  const log = loggerFromFlags(flags, { stderrOnly: flags.json })
   const [
     { anvilKeys, startAnvil },
     { deployContracts },
@@ -125,8 +132,6 @@ async function run(argv: readonly string[]): Promise<number> {
     import('./backupServer.ts'),
     flags.monitoring ? Promise.all([import('../monitor/service.ts'), import('./servedMonitor.ts')]) : undefined,
   ])
-  // With --json, stdout carries the one line only: everything else goes to stderr.
-  const log = flags.json ? (line: string) => console.error(line) : (line: string) => console.log(line)
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
   const ownDir = flags.dataDir === undefined
   const dataDir = flags.dataDir ? resolve(flags.dataDir) : await mkdtemp(join(tmpdir(), 'sluice-devnet-'))
@@ -151,13 +156,13 @@ async function run(argv: readonly string[]): Promise<number> {
           dataDir: join(dataDir, 'backup'),
           host: '127.0.0.1',
           port: flags.backupPort,
-          onInternalError: (error) => log(`backup server: internal error (answered 500): ${describeError(error)}`),
+          onInternalError: (error) => log.error('backup server: internal error (answered 500)', { error }),
         })
       } catch (e) {
         if (hasCode(e, 'API_PORT_IN_USE')) throw new CliError(`port ${flags.backupPort} is already in use (choose another with --backup-port, or 0)`, 2)
         throw e
       }
-      log(`backup server at ${backups.url}`)
+      log.info('backup server at {url}; starting anvil', { url: backups.url })
       try {
         anvil = await startAnvil({ port: flags.rpcPort, ...(flags.blockTime ? { blockTime: flags.blockTime } : {}) })
       } catch (e) {
@@ -165,10 +170,12 @@ async function run(argv: readonly string[]): Promise<number> {
         throw e
       }
       const rpcUrl = anvil.rpcUrl
+      log.info('anvil at {rpcUrl}; deploying the contracts', { rpcUrl })
       const deployment = await deployContracts(createDevnetClient({ rpcUrl, privateKey: anvilKeys[0] }), { rpcUrl })
       const path = deploymentPath(join(dataDir, 'deployments'), deployment.chainId)
       await writeDeployment(path, deployment)
-      log(`anvil at ${rpcUrl}; contracts deployed; deployment file ${path}`)
+      log.info('contracts deployed on chain {chainId}; deployment file {deployment}', { chainId: deployment.chainId, deployment: path })
+      log.info('registering the tokens {tokens}; funding {accounts} accounts', { tokens: Object.keys(deployment.tokens), accounts: flags.nodes })
 
       // The deployer registers the tokens and funds every node, one transaction after the other.
       const deployer = await chain.createChainClient({ rpcUrl, privateKey: anvilKeys[0], pollingInterval: 50 })
@@ -189,7 +196,7 @@ async function run(argv: readonly string[]): Promise<number> {
           beneficiary: to,
         })
       }
-      log(`tokens registered (${Object.keys(tokenNetworks).join(', ')}); ${keys.length} accounts funded`)
+      log.info('tokens registered; {accounts} accounts funded', { accounts: keys.length, tokenNetworks })
 
       const channelName = `sluice-devnet-${process.pid}-${Date.now()}`
       let libp2p:
@@ -203,10 +210,12 @@ async function run(argv: readonly string[]): Promise<number> {
         // relay.ts loads the Node 20 polyfills (nodePolyfills.ts) before libp2p.
         const { startRelay } = await import('../transport/libp2p/relay.ts')
         const { createLibp2pTransport } = await import('../transport/libp2p/libp2pTransport.ts')
+        log.info('starting a libp2p relay')
         relay = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
         libp2p = { relays: relay.multiaddrs, create: createLibp2pTransport, transports: [] }
-        log(`libp2p relay at ${relay.multiaddrs.join(', ')}`)
+        log.info('libp2p relay at {relay}', { relay: relay.multiaddrs })
       }
+      log.info('starting {nodes} nodes ({storage} storage, {transport})', { nodes: keys.length, storage: flags.storage, transport: flags.transport })
       await mkdir(join(dataDir, 'nodes'), { recursive: true })
       await (await import('./nativeSecp256k1.ts')).useNativeSecp256k1()
       for (const [i, key] of keys.entries()) {
@@ -230,20 +239,26 @@ async function run(argv: readonly string[]): Promise<number> {
         })
         served.push(await serveNode({ node, version, host: '127.0.0.1', port: flags.portBase === 0 ? 0 : flags.portBase + i, environment: 'development' }))
       }
+      for (const [i, s] of served.entries()) log.info('node {index} {address}: REST API {url}', { index: i, address: s.node.address, url: s.apiUrl })
+      log.info('waiting for the nodes to sync with the chain')
       await Promise.all(served.map((s) => s.run()))
       const failed = served.find((s) => s.node.status.status !== 'ready')
       if (failed) throw new CliError(`node ${failed.node.address} did not start`, 1)
+      log.info('nodes ready: synced to block {syncedBlock}', { syncedBlock: served[0]!.node.status.syncedBlock })
       if (libp2p) {
         // Presence takes a gossipsub heartbeat or two: wait until every node knows every other, so that the first
         // payment goes out at once (if one is slow, its messages still go out when it is seen: delivery retries).
         const others = libp2p.transports.length - 1
+        if (others > 0) log.info('waiting for the nodes to see each other through the relay')
         const deadline = Date.now() + PRESENCE_WAIT_MS
         while (libp2p.transports.some((t) => t.stats().knownPeers < others) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
         const known = Math.min(...libp2p.transports.map((t) => t.stats().knownPeers))
-        if (known < others) log(`libp2p: not every node has seen every other yet (after ${PRESENCE_WAIT_MS / 1000} s); messages go out once they have`)
+        if (known < others)
+          log.warn('libp2p: not every node has seen every other yet (after {seconds} s); messages go out once they have', { seconds: PRESENCE_WAIT_MS / 1000 })
       }
 
       if (flags.channels) {
+        log.info('opening the channels {line} (TTT)', { line: served.map((_, i) => i).join('-') })
         const token = deployment.tokens.TTT!
         for (let i = 0; i + 1 < served.length; i++) {
           const [a, b] = [served[i]!.node.client, served[i + 1]!.node.client]
@@ -253,10 +268,11 @@ async function run(argv: readonly string[]): Promise<number> {
         }
         const head = await deployer.publicClient.getBlockNumber()
         await Promise.all(served.map((s) => s.node.client.waitForBlock(head)))
-        log(`channels open: ${served.map((_, i) => i).join('-')} (TTT, ${CHANNEL_DEPOSIT} on each side)`)
+        log.info('channels open: {line} (TTT, {deposit} on each side)', { line: served.map((_, i) => i).join('-'), deposit: CHANNEL_DEPOSIT })
       }
       if (monitoring) {
         const [{ createMonitoringService }, { serveMonitorApi }] = monitoring
+        log.info('starting the monitoring service: funding it, registering it, its first sync')
         // A key of its own, the same every run: anvil's dev keys are the nodes'.
         const key = keccak256(toHex('sluice devnet monitoring service'))
         const address = privateKeyToAddress(key)
@@ -272,7 +288,7 @@ async function run(argv: readonly string[]): Promise<number> {
           transport: () => transport ?? createBroadcastChannelTransport({ address, channelName }),
           confirmations: 0,
           pollingInterval: 100,
-          log: (line) => log(`monitor: ${line}`),
+          log: (line, level) => log[level](`monitor: ${line}`),
         })
         monitor = { service }
         monitor.api = await serveMonitorApi({
@@ -282,7 +298,7 @@ async function run(argv: readonly string[]): Promise<number> {
           peerId: transport?.peerId,
         })
         await service.start({ url: monitor.api.server.url })
-        log(`monitoring service ${address}, registered; REST API ${monitor.api.apiUrl}`)
+        log.info('monitoring service {address}, registered; REST API {url}', { address, url: monitor.api.apiUrl })
       }
       return {
         rpcUrl,
@@ -300,10 +316,11 @@ async function run(argv: readonly string[]): Promise<number> {
     settingUp.catch(() => {})
     const ready = await Promise.race([settingUp, signal.received.then((s) => s)])
     if (typeof ready === 'string') {
-      log(`${ready}: stopping`)
+      log.info('{signal}: stopping', { signal: ready })
       return 0
     }
     if (flags.json) console.log(JSON.stringify(ready))
+    else if (flags.logJson) log.info('Ready: {count} nodes', { count: ready.nodes.length, ...ready })
     else {
       console.log(
         formatTable(
@@ -328,7 +345,7 @@ async function run(argv: readonly string[]): Promise<number> {
       for (const s of served) {
         void s.stopRequested.then(async (request) => {
           if (request.reason === 'shutdown') {
-            log(`node ${s.node.address}: POST /shutdown, stopping it`)
+            log.info('node {address}: POST /shutdown, stopping it', { address: s.node.address })
             await s.stop()
             return
           }
@@ -341,10 +358,10 @@ async function run(argv: readonly string[]): Promise<number> {
     })
     const end = await Promise.race([signal.received.then((s) => ({ signal: s })), problems.then((problem) => ({ problem }))])
     if ('signal' in end) {
-      log(`${end.signal}: stopping`)
+      log.info('{signal}: stopping', { signal: end.signal })
       return 0
     }
-    console.error(`sluice devnet: ${end.problem}; stopping everything`)
+    log.error('{problem}; stopping everything', { problem: end.problem })
     return 1
   } finally {
     await stopAll()

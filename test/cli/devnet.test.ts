@@ -10,7 +10,7 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { privateKeyToAddress } from 'viem/accounts'
 import { eventually } from '../integration/support/eventually.ts'
 import { call, startDevnetCommand, type DevnetJson } from './devnetProcess.ts'
-import { childProcesses, isAlive, runSluice, startSluice } from './sluiceProcess.ts'
+import { childProcesses, isAlive, logMessages, runSluice, startSluice } from './sluiceProcess.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -31,6 +31,15 @@ describe('sluice devnet', () => {
     const { sluice, info, anvilPid } = await startDevnetCommand(['--nodes', '2', '--port-base', '0'])
     // Exactly one line on stdout, with the documented keys.
     expect(sluice.stdout().trim().split('\n')).toHaveLength(1)
+    // Its log went to stderr, a line for each step as it began.
+    for (const line of sluice.stderr().trim().split('\n')) expect(line).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}/)
+    expect(logMessages(sluice.stderr())).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^anvil at http:\/\/127\.0\.0\.1:\d+; deploying the contracts$/),
+        'waiting for the nodes to sync with the chain',
+        expect.stringMatching(/^nodes ready: synced to block \d+$/),
+      ]),
+    )
     expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes', 'backup'])
     expect(Object.keys(info.tokens)).toEqual(['TTT', 'TT2'])
     expect(info.nodes.map((n) => n.address)).toEqual([privateKeyToAddress(anvilKeys[1]), privateKeyToAddress(anvilKeys[2])])

@@ -217,7 +217,7 @@ describe('npm run demo', () => {
     if (!config) skip('the demo did not start')
     await drivePage(url, config, (line) => console.log(line))
     // The terminal of `npm run demo` shows the service's transaction too, for a person whose tab is closed.
-    expect(demo.stderr()).toMatch(/^devnet: monitor: sent MonitoringService\.monitor\(/m)
+    expect(demo.stderr()).toMatch(/^devnet: \d\d:\d\d:\d\d\.\d{3} INFO +monitor: sent MonitoringService\.monitor\(/m)
   }, 300_000)
 
   test('Ctrl-C stops everything it started and exits 0', async ({ skip }) => {
