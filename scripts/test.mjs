@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: typecheck, format and lint, the compiled contracts are up to date, then every vitest test (Node and
-// Chromium). The last line is `N passed, N failed`, counting the three checks and every test.
+// Chromium). The last line is `N passed, N failed`, counting the three checks and every test. Each step says when it
+// starts (`▶ ...`), so a long run can be followed; vitest's reporter then prints each test file as it ends.
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 
@@ -33,6 +34,7 @@ for (const [label, cmd, args] of [
   ['format and lint (biome)', 'node', ['scripts/biome.mjs', 'ci', '.']],
   ['contracts up to date', 'node', ['scripts/compile.mjs', '--check']],
 ]) {
+  console.log(`▶ ${label}`)
   if (run(cmd, args)) {
     passed++
     console.log(`✓ ${label}`)
@@ -43,6 +45,7 @@ for (const [label, cmd, args] of [
 }
 
 rmSync('.vitest-summary.json', { force: true })
+console.log(`▶ tests (vitest run${extraArgs.length > 0 ? ` ${extraArgs.join(' ')}` : ''}: the Node and Chromium projects)`)
 const vitestOk = run('npx', ['vitest', 'run', ...extraArgs], { ...process.env, CHROMIUM_PATH: chromium })
 if (existsSync('.vitest-summary.json')) {
   const s = JSON.parse(readFileSync('.vitest-summary.json', 'utf8'))
