@@ -319,6 +319,7 @@ async function run(argv: readonly string[]): Promise<number> {
       log.info('{signal}: stopping', { signal: ready })
       return 0
     }
+    // The summary is the command's result, not a log record: one JSON line, or a table for a person.
     if (flags.json) console.log(JSON.stringify(ready))
     else if (flags.logJson) log.info('Ready: {count} nodes', { count: ready.nodes.length, ...ready })
     else {
