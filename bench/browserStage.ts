@@ -14,7 +14,7 @@ import { build } from 'vite'
 import { buildPackage } from '../scripts/build.ts'
 import { staticServer } from '../scripts/staticServer.ts'
 import { writeDeployment } from '../src/devnet/deploymentFile.ts'
-import { startSluice, stopSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
+import { relayListening, startSluice, stopSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
 import { startDevnet, type Devnet } from '../test/integration/support/devnet.ts'
 
 const repo = fileURLToPath(new URL('..', import.meta.url))
@@ -371,7 +371,7 @@ export async function openBrowserStage(options: { funded: Hex[]; libs?: Record<s
     await writeDeployment(deploymentFile, net.deployment)
     const relay = start(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'])
     await relay.waitForOutput(/Press Ctrl-C to stop/)
-    const relayAddress = /^ {2}(\/\S+)$/m.exec(relay.stdout())![1]!
+    const relayAddress = relayListening(relay.stdout())!.multiaddrs[0]!
     const served = await serveStatic(join(dir, 'site'))
     site = served.server
     const launch = { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs }
