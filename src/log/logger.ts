@@ -1,7 +1,7 @@
 /**
  * The logger every host uses (the CLI's commands, the page's node worker): levels, fields, child loggers, and one
  * line per record, JSON or for a person. Our own rather than pino's browser build, which would add 5.3 kB gzipped
- * to the node's worker (docs/decisions/0040-our-own-logger.md). Browser-safe: formatting is pure (./format.ts) and
+ * to the node's worker (docs/decisions/0041-our-own-logger.md). Browser-safe: formatting is pure (./format.ts) and
  * where the lines go is given.
  */
 import { SluiceError } from '../errors.ts'
