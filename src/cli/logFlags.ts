@@ -1,5 +1,5 @@
 import { LOG_LEVELS, type LogLevel } from '../log/format.ts'
-import { createLogger, type Logger, type LogWrite } from '../log/logger.ts'
+import { consoleWrite, createLogger, type Logger, type LogWrite } from '../log/logger.ts'
 import { switchFlag, type FlagSpec } from './args.ts'
 import { UsageError } from './cliError.ts'
 
@@ -47,12 +47,12 @@ export const logFlags = {
 
 export type LogFlagValues = { logLevel?: LogLevel | undefined; logJson: boolean; logConfig?: LogLevel | undefined }
 
-/** Debug and info on stdout, warnings and errors on stderr; `stderrOnly` when stdout carries a result (devnet --json). */
+/**
+ * Each level to its console method (in Node debug and info go to stdout, warn and error to stderr); everything to
+ * stderr with `stderrOnly`, when stdout carries a result (devnet --json).
+ */
 export function processWrite({ stderrOnly = false }: { stderrOnly?: boolean } = {}): LogWrite {
-  return (line, level) => {
-    if (stderrOnly || level === 'warn' || level === 'error') console.error(line)
-    else console.log(line)
-  }
+  return stderrOnly ? (line) => console.error(line) : consoleWrite
 }
 
 /** The command's logger as its flags ask: --log-level or --log-config (not both), --log-json. */
