@@ -70,7 +70,6 @@ describe("a channel's whole life between two nodes on anvil", () => {
     )
     const [aBefore, bBefore] = [await tokens(a), await readTokenBalance(bChain, { token: net.token })]
     // A sees the close and answers with B's latest proof (4), on its own.
-    await eventually(() => expect(a.client.channel(net.tokenNetwork, b.address)!.updateSent).toBe(true))
     await eventually(() => expect(a.client.channel(net.tokenNetwork, b.address)!.partnerEnd.onchainNonce).toBeGreaterThan(0n))
     // After the settle window A settles by itself; the chain pays by the proofs it holds: A's stale 20, B's 4.
     await mine(Number(channel.settleTimeout) + 2)

@@ -134,7 +134,7 @@ export function onChannelClosed(state: NodeState, change: Change<'channelClosed'
       type: 'transaction',
       transaction: { type: 'update', tokenNetwork: channel.tokenNetwork, channelId: channel.id, partner: channel.partner, balanceProof: proof },
     })
-    next = { ...next, updateSent: true }
+    next = { ...next, updatePending: true }
   }
   out.push(stateEvent(next))
   return putChannel(state, next)
@@ -147,12 +147,19 @@ export function onNonClosingUpdated(state: NodeState, change: Change<'nonClosing
     const checked = checkOurProofOnChain(state, channel, { ...change, event: 'NonClosingBalanceProofUpdated' })
     if (checked.stale) return checked
   }
-  return updateEnd(state, change.tokenNetwork, change.channelId, change.closer, (end) => ({
+  const updated = updateEnd(state, change.tokenNetwork, change.channelId, change.closer, (end) => ({
     ...end,
     onchainBalanceHash: change.balanceHash,
     onchainNonce: change.nonce,
   }))
+  // Ours, or a monitoring service's with the proof ours carries: the update we waited for is on chain. An older
+  // proof (a monitoring service given an earlier one) leaves ours on its way.
+  const landed = channel?.updatePending && sameAddress(change.closer, channel.partner) && change.nonce >= (channel.partnerEnd.balanceProof?.nonce ?? 0n)
+  const after = landed ? getChannel(updated, change.tokenNetwork, change.channelId) : undefined
+  return after ? putChannel(updated, withoutUpdatePending(after)) : updated
 }
+
+const withoutUpdatePending = ({ updatePending: _, ...channel }: Channel): Channel => channel
 
 const ZERO_BALANCE: BalanceData = { transferredAmount: 0n, lockedAmount: 0n, locksroot: LOCKSROOT_OF_NO_LOCKS }
 
@@ -172,6 +179,8 @@ export function settleOnBlock(state: NodeState, out: Effect[]): NodeState {
     // The closer waits one reveal timeout longer, so the two sides rarely both pay for a settle.
     const delay = sameAddress(channel.closer, channel.our.address) ? channel.revealTimeout : 0n
     if (state.blockNumber <= channel.closedBlock + channel.settleTimeout + delay) continue
+    // Our update is on its way (the contract takes it until someone settles): the settle waits for it to land or fail.
+    if (channel.updatePending) continue
     if (channel.settleNotBefore !== undefined && state.blockNumber < channel.settleNotBefore) continue
     const ours = onchainBalance(channel.our)
     const theirs = onchainBalance(channel.partnerEnd)
@@ -317,6 +326,8 @@ export function onTransactionFailed(state: NodeState, change: Change<'transactio
   if (change.tokenNetwork === undefined || change.channelId === undefined) return state
   const channel = getChannel(state, change.tokenNetwork, change.channelId)
   if (!channel) return state
+  // Our update failed for good: the settle goes on with the proofs the chain holds.
+  if (change.transaction === 'update') return channel.updatePending ? putChannel(state, withoutUpdatePending(channel)) : state
   const back: Partial<Record<string, Channel['state']>> = { close: 'opened', settle: 'closed', cooperativeSettle: 'opened' }
   const revert = back[change.transaction]
   if (!revert || (change.transaction === 'close' && channel.state !== 'closing') || (change.transaction !== 'close' && channel.state !== 'settling'))

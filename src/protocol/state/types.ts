@@ -87,8 +87,11 @@ export type Channel = {
   state: ChannelState
   closedBlock?: bigint
   closer?: Address
-  /** Set once our updateNonClosingBalanceProof was sent (or needed none). */
-  updateSent?: boolean
+  /**
+   * Set while our updateNonClosingBalanceProof is on its way: until the chain shows it or it fails, we do not settle,
+   * since a settle built before the update lands carries the closer's older proof and reverts.
+   */
+  updatePending?: boolean
   settledBlock?: bigint
   /** After a failed settle transaction: the block from which to try again. */
   settleNotBefore?: bigint

@@ -103,6 +103,51 @@ describe('close, update, settle, unlock', () => {
     expect(net.node('A').state.channels).toEqual({})
   })
 
+  /** B closes with A's proof of 10 while A holds B's proof of 7: A's update is on its way (in the pool). */
+  async function closedWithUpdateOnItsWay() {
+    const net = new Network(['A', 'B'])
+    const id = await net.open('A', 'B', 100n, 100n, 40n)
+    await net.pay('A', 'B', 10n, 1n)
+    await net.deliverAll()
+    await net.pay('B', 'A', 7n, 2n)
+    await net.deliverAll()
+    await net.dispatch('B', { type: 'closeChannel', tokenNetwork: net.chain.tokenNetwork, channelId: id })
+    await net.mine(1)
+    expect(net.node('A').transactions.at(-1)).toMatchObject({ type: 'update', balanceProof: { transferredAmount: 7n } })
+    const [update] = net.chain.takePending()
+    return { net, id, update: update! }
+  }
+  const settles = (net: Network, name: string) => net.node(name).transactions.filter((t) => t.type === 'settle' || t.type === 'settleWithHistory')
+
+  test('our update still on its way when the settle window ends: we settle only once it lands, with the proof it carried', async () => {
+    const { net, update } = await closedWithUpdateOnItsWay()
+    // The window ends before A's update is mined (a slow RPC, a busy mempool): a settle now would carry B's
+    // proof as zero while the update is about to set it to 7, and revert.
+    await net.mine(45)
+    expect(settles(net, 'A')).toEqual([])
+    net.chain.submit(update.from, update.tx)
+    await net.mine(1)
+    expect(settles(net, 'A')).toMatchObject([{ type: 'settle' }])
+    await net.mine(1)
+    expect(net.chain.failures).toEqual([])
+    expect(tokens(net, 'A')).toBe(100n - 10n + 7n)
+    expect(tokens(net, 'B')).toBe(100n + 10n - 7n)
+  })
+
+  test('our update fails for good: the settle goes on with the proofs the chain holds', async () => {
+    const { net, id } = await closedWithUpdateOnItsWay()
+    await net.mine(45)
+    expect(settles(net, 'A')).toEqual([])
+    await net.dispatch('A', { type: 'transactionFailed', transaction: 'update', tokenNetwork: net.chain.tokenNetwork, channelId: id, reason: 'out of gas' })
+    await net.mine(1)
+    expect(settles(net, 'A')).toHaveLength(1)
+    await net.mine(1)
+    expect(net.chain.failures).toEqual([])
+    // The chain holds B's zero: A gets back only what B's close says.
+    expect(tokens(net, 'A')).toBe(100n - 10n)
+    expect(tokens(net, 'B')).toBe(100n + 10n)
+  })
+
   test('after settle, locks whose secret was registered in time go to the receiver and the rest come back', async () => {
     const net = new Network(['A', 'B'])
     const id = await net.open('A', 'B', 100n, 0n)

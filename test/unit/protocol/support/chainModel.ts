@@ -77,6 +77,13 @@ export class ChainModel {
     this.pending.push({ from, tx })
   }
 
+  /** Takes the transactions not yet mined out of the pool: a test delays them (then `submit`s them again) or drops them. */
+  takePending(): { from: Address; tx: Transaction }[] {
+    const taken = this.pending
+    this.pending = []
+    return taken
+  }
+
   /** Mines one block: runs the pending transactions in order and returns their events. */
   mine(): ChainEvent[] {
     this.block++
