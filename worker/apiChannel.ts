@@ -18,6 +18,7 @@
  * in Chromium, and every open one hears every message of the origin): requests and their answers are told apart by
  * `id` (issue 19's trace of the service worker).
  */
+import type { ErrorCode } from '../src/api/errors.ts'
 
 export const API_CHANNEL = 'sluice:api'
 
@@ -124,7 +125,7 @@ export type ForwardParameters = {
 }
 
 /** An answer made here, not by the node: `{"errors", "code"}` as every error of the API. */
-export function errorResponse(status: number, code: string, message: string): Response {
+export function errorResponse(status: number, code: ErrorCode, message: string): Response {
   return new Response(JSON.stringify({ errors: message, code }), { status, headers: { 'content-type': 'application/json' } })
 }
 
@@ -177,7 +178,7 @@ export async function forwardOverApiChannel(request: Request, p: ForwardParamete
       settled = true
       resolve(response)
     }
-    const fail = (status: number, code: string, text: string) => {
+    const fail = (status: number, code: ErrorCode, text: string) => {
       if (stream) {
         stream.error(new Error(text))
         finish()

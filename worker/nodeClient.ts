@@ -6,6 +6,7 @@
  */
 import type { Address, Hex } from 'viem'
 import type { ChannelJson } from '../src/api/channelJson.ts'
+import type { ErrorCode } from '../src/api/errors.ts'
 import { SluiceError } from '../src/errors.ts'
 import { jsonParse } from '../src/storage/json.ts'
 import type { StorageDump } from '../src/storage/storage.ts'
@@ -34,9 +35,9 @@ type JsonObject = { [key: string]: unknown }
 /** The node answered with an error: its HTTP status and the API's stable code (`NO_ROUTE`, `NOT_FOUND`, ...). */
 export class NodeApiError extends SluiceError {
   override name = 'NodeApiError' as const
-  override readonly code: string
+  override readonly code: ErrorCode
   readonly status: number
-  constructor(status: number, code: string, message: string) {
+  constructor(status: number, code: ErrorCode, message: string) {
     super(message)
     this.status = status
     this.code = code
@@ -129,12 +130,13 @@ export function nodeClient(send: SendRequest, origin = globalThis.location.origi
 
 export type NodeClient = ReturnType<typeof nodeClient>
 
-function parseError(text: string): { errors?: string; code?: string } {
+/** The `errors` and `code` of an error answer (a Raiden node gives no code: the caller makes one of the status). */
+function parseError(text: string): { errors?: string; code?: ErrorCode } {
   try {
     const value = JSON.parse(text) as { errors?: unknown; code?: unknown }
     return {
       ...(typeof value.errors === 'string' ? { errors: value.errors } : {}),
-      ...(typeof value.code === 'string' ? { code: value.code } : {}),
+      ...(typeof value.code === 'string' ? { code: value.code as ErrorCode } : {}),
     }
   } catch {
     return {}

@@ -1,36 +1,60 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { SluiceError } from '../errors.ts'
 
-const codeOfStatus: Partial<Record<number, string>> = {
+/** The code of an answer whose error names none: by its status. */
+const codeOfStatus = {
   400: 'INVALID_REQUEST',
   404: 'NOT_FOUND',
   405: 'METHOD_NOT_ALLOWED',
   409: 'CONFLICT',
   500: 'INTERNAL',
   503: 'UNAVAILABLE',
-}
+} as const
+
+/**
+ * Every `code` the node's REST API answers with: the table of the layers' codes below, the statuses' own, the
+ * request checks' (media type, credential, host, origin), and `HTTP_<status>` for a status with none of its own.
+ */
+export type ApiErrorCode =
+  | AnsweredCode
+  | (typeof codeOfStatus)[keyof typeof codeOfStatus]
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'UNAUTHORIZED'
+  | 'FORBIDDEN_HOST'
+  | 'FORBIDDEN_ORIGIN'
+  | `HTTP_${number}`
+
+/**
+ * What the page's own channel to the node answers with where the node cannot (worker/apiChannel.ts): no node runs
+ * in the origin, the node stopped while answering, the caller cancelled.
+ */
+export type PageErrorCode = 'NO_NODE' | 'NODE_LOST' | 'CANCELLED'
+
+/** Every error code a dApp can meet calling a node, in the page or over HTTP: one union to switch on. */
+export type ErrorCode = ApiErrorCode | PageErrorCode
 
 /**
  * An answer other than success: its status, and the body `{"errors": message, "code": code}` (docs/rest-api.md, Errors, names
  * only `errors`; the code is ours, so a client can tell errors apart without reading prose).
  */
-export class ApiError extends SluiceError {
+export class ApiError<C extends string = ApiErrorCode> extends SluiceError {
   override name = 'ApiError' as const
-  override readonly code: string
+  override readonly code: C
   readonly headers: Record<string, string>
   constructor(
     readonly status: ContentfulStatusCode,
     message: string,
-    options: { headers?: Record<string, string>; code?: string } = {},
+    options: { headers?: Record<string, string>; code?: C } = {},
   ) {
     super(message)
     this.headers = options.headers ?? {}
-    this.code = options.code ?? codeOfStatus[status] ?? `HTTP_${status}`
+    // Another service's codes (the backup server's, the monitoring service's) name theirs: this default is the node API's.
+    this.code = options.code ?? (((codeOfStatus as Partial<Record<number, string>>)[status] ?? `HTTP_${status}`) as C)
   }
 }
 
 /** The answer of an ApiError: its status and headers, and the body `{"errors": message, "code": code}`. */
-export function errorAnswer(error: ApiError): Response {
+export function errorAnswer(error: ApiError<string>): Response {
   return new Response(JSON.stringify({ errors: error.shortMessage, code: error.code }), {
     status: error.status,
     headers: { 'content-type': 'application/json', ...error.headers },
@@ -120,9 +144,10 @@ export const codesNeverAnswered = [
 
 export type AnsweredCode = keyof typeof statusOfCode
 
-export function toApiError(error: unknown): ApiError | undefined {
+/** The answer of an error a request met: an ApiError as it is, a layer's error by the table; else undefined (a bug). */
+export function toApiError(error: unknown): ApiError<string> | undefined {
   if (error instanceof ApiError) return error
-  if (!(error instanceof SluiceError)) return undefined
-  const status = (statusOfCode as Record<string, ContentfulStatusCode>)[error.code]
-  return status === undefined ? undefined : new ApiError(status, error.shortMessage, { code: error.code })
+  if (!(error instanceof SluiceError) || !Object.hasOwn(statusOfCode, error.code)) return undefined
+  const code = error.code as AnsweredCode
+  return new ApiError(statusOfCode[code], error.shortMessage, { code })
 }

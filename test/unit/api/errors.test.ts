@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
-import { ApiError, codesNeverAnswered, statusOfCode, toApiError } from '../../../src/api/errors.ts'
+import { describe, expect, expectTypeOf, it } from 'vitest'
+import { ApiError, codesNeverAnswered, statusOfCode, toApiError, type ErrorCode } from '../../../src/api/errors.ts'
+import type { NodeApiError } from '../../../worker/browser.ts'
 import { errorCode, errorFromData, toErrorData } from '../../../src/errors.ts'
 import { InsufficientFundsForGasError } from '../../../src/chain/errors.ts'
 import { NoRouteError, PaymentFailedError } from '../../../src/node/errors.ts'
@@ -62,5 +63,25 @@ describe('error codes', () => {
     // What structured clone does to the error object itself: the code is gone, which is why data crosses.
     expect(errorCode(structuredClone(original))).toBe('INTERNAL')
     expect(errorCode(new Error('x'))).toBe('INTERNAL')
+  })
+
+  it("a dApp switches on one union of codes: the API's, the statuses' own and the page channel's (checked by tsc)", () => {
+    expectTypeOf<NodeApiError['code']>().toEqualTypeOf<ErrorCode>()
+    for (const code of [
+      'NO_ROUTE',
+      'INSUFFICIENT_BALANCE',
+      'INVALID_REQUEST',
+      'UNSUPPORTED_MEDIA_TYPE',
+      'FORBIDDEN_ORIGIN',
+      'NO_NODE',
+      'NODE_LOST',
+      'CANCELLED',
+      'HTTP_418',
+    ] as const)
+      expectTypeOf(code).toExtend<ErrorCode>()
+    expectTypeOf<'NO_SUCH_CODE'>().not.toExtend<ErrorCode>()
+    // What the API answers by default for a status carries a code of the union.
+    expect(new ApiError(404, 'x').code).toBe('NOT_FOUND')
+    expect(new ApiError(402, 'x').code).toBe('HTTP_402')
   })
 })
