@@ -1,8 +1,7 @@
 import { getAddress, type Address } from 'viem'
 import { balance } from '../protocol/channel/amounts.ts'
 import type { Channel, ChannelState } from '../protocol/state/types.ts'
-import type { Schema } from './input.ts'
-import { addressSchema as address, decimalSchema as decimal } from './input.ts'
+import { addressSchema as address, decimalSchema as decimal, type Schema } from './schema.ts'
 
 /** The Channel object of docs/rest-api.md, field for field and in its order; amounts are bigints (`json()` writes them as strings). */
 export type ChannelJson = {

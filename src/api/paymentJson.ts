@@ -1,6 +1,6 @@
 import { getAddress } from 'viem'
 import type { PaymentRecord } from '../storage/storage.ts'
-import { addressSchema as address, decimalSchema as decimal } from './input.ts'
+import { addressSchema as address, decimalSchema as decimal } from './schema.ts'
 
 /** Beyond Raiden's API: the hops a sent payment took, ending at its target. */
 export const routeSchema = {

@@ -1,11 +1,13 @@
-import type { Context, Hono } from 'hono'
+import type { Context, Hono, MiddlewareHandler } from 'hono'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { ApiError } from './errors.ts'
-import { pathAddress, type Schema, type Shape } from './input.ts'
+import type { Parsed, Shape } from './fields.ts'
+import { jsonBody, pathAddress, queryOf } from './input.ts'
+import type { Schema } from './schema.ts'
 
 export type Method = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE'
 
-/** How a route is documented in openapi.json: the body and query shapes are the ones the handler parses. */
+/** How a route is documented in openapi.json: the body and query shapes are the ones validated before its handler. */
 export type RouteDoc = {
   summary: string
   description?: string
@@ -20,7 +22,28 @@ export type RouteDoc = {
   contentType?: string
 }
 
-export type Route = { method: Method; path: string; doc: RouteDoc; handler: (c: Context) => Promise<Response> | Response }
+// biome-ignore lint/suspicious/noExplicitAny: a route's handler may read any validated input (endpoint types it).
+export type Handler = (c: Context<any, string, any>) => Promise<Response> | Response
+export type Endpoint = { doc: RouteDoc; handler: Handler }
+export type Route = Endpoint & { method: Method; path: string }
+
+/** What a handler reads validated: `c.req.valid('json')` when its doc has a body, `c.req.valid('query')` when it has a query. */
+type Valid<B, Q> = { out: (B extends Shape ? { json: Parsed<B> } : Record<never, never>) & (Q extends Shape ? { query: Parsed<Q> } : Record<never, never>) }
+
+/** An endpoint whose handler reads its body and query typed, validated from the shapes of its doc (Resources.mount). */
+export function endpoint<const B extends Shape | undefined = undefined, const Q extends Shape | undefined = undefined>(e: {
+  doc: RouteDoc & { body?: B; query?: Q }
+  // biome-ignore lint/suspicious/noExplicitAny: the app's Env and the path's parameters are not typed here.
+  handler: (c: Context<any, string, Valid<B, Q>>) => Promise<Response> | Response
+}): Endpoint {
+  return e as Endpoint
+}
+
+/** The validators of a route's input, from its doc: hono middleware, run after the path, method and status checks. */
+function validators({ doc }: Endpoint): MiddlewareHandler[] {
+  return [...(doc.query ? [queryOf(doc.query)] : []), ...(doc.body ? [jsonBody(doc.body)] : [])] as MiddlewareHandler[]
+}
+const next = async () => {}
 
 /**
  * The routes of the API, grouped by path: a method not served on a known path is 405 with an Allow header;
@@ -29,7 +52,7 @@ export type Route = { method: Method; path: string; doc: RouteDoc; handler: (c: 
 export class Resources {
   readonly routes: Route[] = []
 
-  add(path: string, methods: Partial<Record<Method, { doc: RouteDoc; handler: Route['handler'] }>>): void {
+  add(path: string, methods: Partial<Record<Method, Endpoint>>): void {
     for (const [method, route] of Object.entries(methods)) this.routes.push({ method: method as Method, path, ...route })
   }
 
@@ -38,11 +61,13 @@ export class Resources {
     for (const route of this.routes) byPath.set(route.path, [...(byPath.get(route.path) ?? []), route])
     for (const [path, routes] of byPath) {
       const allow = routes.map((r) => r.method).join(', ')
+      const checks = new Map(routes.map((r) => [r, validators(r)]))
       app.all(path, async (c) => {
         for (const [name, value] of Object.entries(c.req.param() as Record<string, string>)) if (name.endsWith('_address')) pathAddress(value, name)
         const route = routes.find((r) => r.method === c.req.method || (c.req.method === 'HEAD' && r.method === 'GET'))
         if (!route) throw new ApiError(405, `method ${c.req.method} is not allowed here; allowed: ${allow}`, { headers: { Allow: allow } })
         gate(c, path)
+        for (const check of checks.get(route)!) await check(c, next)
         return route.handler(c)
       })
     }

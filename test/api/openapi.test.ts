@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { address, integer, oneOf, optional } from '../../src/api/input.ts'
+import { address, integer, oneOf, optional } from '../../src/api/fields.ts'
 import { objectOf, openApiDocument, openApiPath } from '../../src/api/routes/openapi.ts'
+import { jsonSchemaOf } from '../../src/api/schema.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
 import { checkOpenApi31 } from './support/openapiCheck.ts'
@@ -81,7 +82,7 @@ describe('GET /openapi.json', () => {
     expect(openApiPath('/things/:id{[0-9]+}/x')).toEqual({ path: '/things/{id}/x', parameters: ['id'] })
     expect(objectOf({ amount: integer(), target: optional(address()) })).toEqual({
       type: 'object',
-      properties: { amount: integer().schema, target: address().schema },
+      properties: { amount: jsonSchemaOf(integer()), target: jsonSchemaOf(address()) },
       required: ['amount'],
       additionalProperties: false,
     })
@@ -105,7 +106,7 @@ describe('GET /openapi.json', () => {
     const op = doc.paths['/items/{item_address}']!.patch as any
     expect(op.requestBody.content['application/json'].schema.oneOf).toEqual([
       { type: 'object', properties: { state: { type: 'string', enum: ['closed'] } }, required: ['state'], additionalProperties: false },
-      { type: 'object', properties: { total: integer().schema }, required: ['total'], additionalProperties: false },
+      { type: 'object', properties: { total: jsonSchemaOf(integer()) }, required: ['total'], additionalProperties: false },
     ])
     expect(op.responses['204']).toEqual({ description: 'nothing' })
     expect(op.responses['500']).toBeDefined()

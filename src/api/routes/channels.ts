@@ -13,9 +13,8 @@ import { tokenNetworkOf } from '../../protocol/state/access.ts'
 import { channelJson, channelSchema } from '../channelJson.ts'
 import type { ApiContext } from '../context.ts'
 import { ApiError } from '../errors.ts'
-import { address, integer, oneOf, optional, readBody } from '../input.ts'
-import type { Resources } from '../resource.ts'
-import { json } from '../resource.ts'
+import { address, integer, oneOf, optional } from '../fields.ts'
+import { endpoint, json, type Resources } from '../resource.ts'
 
 const openShape = {
   partner_address: address(),
@@ -50,7 +49,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: (c) => json(c, unsettledChannels(client.state).map(channelJson)),
     },
-    PUT: {
+    PUT: endpoint({
       doc: {
         summary: 'Opens a channel, with our first deposit if total_deposit is given',
         description:
@@ -71,7 +70,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         schema: channelSchema,
       },
       handler: async (c) => {
-        const body = await readBody(c.req.raw, openShape)
+        const body = c.req.valid('json')
         const { channel, created } = await openChannel(client, {
           token: body.token_address,
           partner: body.partner_address,
@@ -81,7 +80,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         })
         return json(c, channelJson(channel), created ? 201 : 200)
       },
-    },
+    }),
   })
 
   resources.add('/channels/:token_address', {
@@ -115,7 +114,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         return json(c, channelJson(channel))
       },
     },
-    PATCH: {
+    PATCH: endpoint({
       doc: {
         summary: 'Closes the channel, raises our deposit or withdraw, or changes the reveal timeout: one field per request',
         description:
@@ -140,7 +139,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
       handler: async (c) => {
         const token = c.req.param('token_address') as Address
         const partner = c.req.param('partner_address') as Address
-        const body = await readBody(c.req.raw, patchShape)
+        const body = c.req.valid('json')
         const given = PATCH_FIELDS.filter((f) => body[f] !== undefined)
         if (given.length === 0)
           throw new ApiError(400, "Nothing to do. Should either provide 'total_deposit', 'total_withdraw', 'reveal_timeout' or 'state' argument")
@@ -156,6 +155,6 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         if (body.total_withdraw !== undefined) return json(c, channelJson(await withdrawFromChannel(client, { ...target, totalWithdraw: body.total_withdraw })))
         return json(c, channelJson(await setRevealTimeout(client, { ...target, revealTimeout: body.reveal_timeout! })))
       },
-    },
+    }),
   })
 }

@@ -1,8 +1,8 @@
 import type { Address } from 'viem'
 import type { ApiContext } from '../context.ts'
-import { fraction, integer, optional, readBody, addressSchema } from '../input.ts'
-import type { Resources } from '../resource.ts'
-import { json } from '../resource.ts'
+import { fraction, integer, optional } from '../fields.ts'
+import { endpoint, json, type Resources } from '../resource.ts'
+import { addressSchema } from '../schema.ts'
 
 const joinBody = {
   funds: integer({ description: 'tokens to put into the token network, in all (required, > 0)' }),
@@ -36,7 +36,7 @@ export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
     },
   })
   resources.add('/connections/:token_address', {
-    PUT: {
+    PUT: endpoint({
       doc: {
         summary: 'Join the token network: open and fund channels automatically',
         description:
@@ -54,7 +54,7 @@ export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
         },
       },
       handler: async (c) => {
-        const { funds, initial_channel_target, joinable_funds_target } = await readBody(c.req.raw, joinBody)
+        const { funds, initial_channel_target, joinable_funds_target } = c.req.valid('json')
         await connections().connect({
           token: c.req.param('token_address') as Address,
           funds,
@@ -63,7 +63,7 @@ export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
         })
         return c.body(null, 204)
       },
-    },
+    }),
     DELETE: {
       doc: {
         summary: 'Leave the token network: close and settle every channel of the token',

@@ -4,8 +4,8 @@ import { readChainEvents, readNodeEvents, type ChainEventScope } from '../../nod
 import type { StoredChainEvent, StoredEvent } from '../../storage/storage.ts'
 import type { ApiContext } from '../context.ts'
 import { maxUint64 } from 'viem'
-import { integer, optional, readQuery } from '../input.ts'
-import { json, type Resources, type RouteDoc } from '../resource.ts'
+import { integer, optional, type Parsed } from '../fields.ts'
+import { endpoint, json, type Resources, type RouteDoc } from '../resource.ts'
 
 const blockQuery = {
   from_block: optional(integer({ max: maxUint64, description: 'first block (inclusive), 0..2^64-1' })),
@@ -67,7 +67,7 @@ export function nodeEventEntry(e: StoredEvent, registry: Address): Record<string
 
 /** The debug endpoints of earlier revisions: raw chain events and the node's own events. */
 export function debugRoutes(resources: Resources, ctx: ApiContext): void {
-  const chainDoc = (summary: string, responses: RouteDoc['responses']): RouteDoc => ({
+  const chainDoc = (summary: string, responses: RouteDoc['responses']): RouteDoc & { query: typeof blockQuery } => ({
     summary,
     description: 'Oldest first (block, then log index). from_block and to_block are inclusive bounds.',
     query: blockQuery,
@@ -79,8 +79,7 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
     },
     schema: { type: 'array', items: chainEventSchema },
   })
-  const chainEvents = async (c: Context, scope: ChainEventScope) => {
-    const { from_block, to_block } = readQuery(c.req.url, blockQuery)
+  const chainEvents = async (c: Context, { from_block, to_block }: Parsed<typeof blockQuery>, scope: ChainEventScope) => {
     const events = await readChainEvents(ctx.client, scope, {
       ...(from_block !== undefined ? { fromBlock: from_block } : {}),
       ...(to_block !== undefined ? { toBlock: to_block } : {}),
@@ -91,28 +90,31 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
   const notFound = 'token_address is not EIP-55, or no token network is registered for it'
 
   resources.add('/_debug/blockchain_events/network', {
-    GET: { doc: chainDoc('TokenNetworkCreated events of the token network registry', {}), handler: (c) => chainEvents(c, { of: 'network' }) },
+    GET: endpoint({
+      doc: chainDoc('TokenNetworkCreated events of the token network registry', {}),
+      handler: (c) => chainEvents(c, c.req.valid('query'), { of: 'network' }),
+    }),
   })
   resources.add('/_debug/blockchain_events/tokens/:token_address', {
-    GET: {
+    GET: endpoint({
       doc: chainDoc("Every event of a token's token network contract", { 404: notFound }),
-      handler: (c) => chainEvents(c, { of: 'tokenNetwork', token: token(c) }),
-    },
+      handler: (c) => chainEvents(c, c.req.valid('query'), { of: 'tokenNetwork', token: token(c) }),
+    }),
   })
   resources.add('/_debug/blockchain_events/payment_networks/:token_address/channels', {
-    GET: {
+    GET: endpoint({
       doc: chainDoc("Events of every channel of a token's token network", { 404: notFound }),
-      handler: (c) => chainEvents(c, { of: 'channels', token: token(c) }),
-    },
+      handler: (c) => chainEvents(c, c.req.valid('query'), { of: 'channels', token: token(c) }),
+    }),
   })
   resources.add('/_debug/blockchain_events/payment_networks/:token_address/channels/:partner_address', {
-    GET: {
+    GET: endpoint({
       doc: chainDoc('Events of our channel with a partner', { 404: `${notFound}; or partner_address is not EIP-55, or we have no channel with the partner` }),
-      handler: (c) => chainEvents(c, { of: 'channels', token: token(c), partner: c.req.param('partner_address') as Address }),
-    },
+      handler: (c) => chainEvents(c, c.req.valid('query'), { of: 'channels', token: token(c), partner: c.req.param('partner_address') as Address }),
+    }),
   })
   resources.add('/_debug/node_events', {
-    GET: {
+    GET: endpoint({
       doc: {
         summary: "The node's own events, oldest first",
         description:
@@ -129,7 +131,7 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
         },
       },
       handler: async (c) => {
-        const { limit, offset } = readQuery(c.req.url, pageQuery)
+        const { limit, offset } = c.req.valid('query')
         const clamp = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : n)
         const events = await readNodeEvents(ctx.client, {
           ...(limit !== undefined ? { limit: clamp(limit) } : {}),
@@ -141,6 +143,6 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
           events.map((e) => nodeEventEntry(e, registry)),
         )
       },
-    },
+    }),
   })
 }

@@ -8,9 +8,10 @@ import type { ApiContext } from '../context.ts'
 import { DEFAULT_EVENT_LOG_CAPACITY, type EventLog, type MissedReason } from '../eventLog.ts'
 import { errorCode, toErrorData } from '../../errors.ts'
 import { ApiError } from '../errors.ts'
-import { integer, optional, readQuery, text, addressSchema, decimalSchema as decimal } from '../input.ts'
+import { integer, optional, text } from '../fields.ts'
 import { historyEntry } from '../paymentJson.ts'
-import { stringify, type Resources } from '../resource.ts'
+import { endpoint, stringify, type Resources } from '../resource.ts'
+import { addressSchema, decimalSchema as decimal } from '../schema.ts'
 
 /** Seconds between heartbeat comments unless the client asks otherwise (proxies drop idle connections). */
 export const DEFAULT_HEARTBEAT_SECONDS = 15
@@ -43,7 +44,7 @@ const channelFields = {
 export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
   logNodeEvents(ctx.events, ctx.client, ctx.closing)
   resources.add('/events', {
-    GET: {
+    GET: endpoint({
       doc: {
         summary: 'Push events (Server-Sent Events) of payments, channels and the node status',
         description: [
@@ -87,12 +88,12 @@ export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
         },
       },
       handler: (c) => {
-        const { heartbeat, last_event_id } = readQuery(c.req.url, query)
+        const { heartbeat, last_event_id } = c.req.valid('query')
         if (ctx.client.status.status === 'stopped') throw new ApiError(503, 'the node is stopped')
         const heartbeatMs = Number(heartbeat ?? BigInt(DEFAULT_HEARTBEAT_SECONDS)) * 1000
         return streamSSE(c, (stream) => pushEvents(stream, ctx, heartbeatMs, c.req.header('last-event-id') || last_event_id || undefined))
       },
-    },
+    }),
   })
 }
 

@@ -1,6 +1,6 @@
 import { apiChannelState } from '../channelJson.ts'
 import type { ApiContext } from '../context.ts'
-import { addressSchema as address, decimalSchema as decimal } from '../input.ts'
+import { addressSchema as address, decimalSchema as decimal } from '../schema.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
 

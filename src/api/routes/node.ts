@@ -2,7 +2,7 @@ import type { BackupStatus } from '../../node/services/backup/backupService.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
-import { addressSchema, decimalSchema } from '../input.ts'
+import { addressSchema, decimalSchema } from '../schema.ts'
 
 /** The backup service's status as the API spells it (snake_case, like the rest of GET /settings). */
 function backupSettings(status: BackupStatus | undefined) {

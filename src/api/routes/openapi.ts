@@ -1,5 +1,7 @@
+import * as v from 'valibot'
 import type { ApiContext } from '../context.ts'
-import { addressSchema, type Schema, type Shape } from '../input.ts'
+import { strictShape, type Field, type Shape } from '../fields.ts'
+import { addressSchema, jsonSchemaOf, type Schema } from '../schema.ts'
 import type { Resources, Route } from '../resource.ts'
 
 /** The error body of every answer that is not a success (docs/rest-api.md, Errors). */
@@ -25,7 +27,7 @@ export function openapiRoutes(resources: Resources, ctx: ApiContext): void {
       doc: {
         summary: 'This OpenAPI 3.1 document',
         description:
-          'Generated from the same field parsers that validate each request, so it cannot drift from what the API accepts. Answered while the node syncs.',
+          'Request schemas are generated (@valibot/to-json-schema) from the same valibot schemas that validate each request, so they cannot drift from what the API accepts. Answered while the node syncs.',
         responses: { 200: 'the OpenAPI document' },
         schema: { type: 'object', required: ['openapi', 'info', 'paths'], properties: { openapi: { type: 'string' } } },
       },
@@ -113,7 +115,7 @@ function operation(route: Route, common: Record<number, string>) {
     ...(doc.description ? { description: doc.description } : {}),
   }
   if (doc.query && Object.keys(doc.query).length) {
-    op.parameters = Object.entries(doc.query).map(([name, field]) => ({ name, in: 'query', required: !field.optional, schema: field.schema }))
+    op.parameters = Object.entries(doc.query).map(([name, field]) => ({ name, in: 'query', required: !isOptional(field), schema: jsonSchemaOf(field) }))
   }
   if (doc.body) {
     op.requestBody = {
@@ -143,27 +145,14 @@ function response(status: number, description: string, route: Route) {
 
 /** A body with the fields of `shape`: the required ones are those not optional; nothing else is accepted. */
 export function objectOf(shape: Shape): Schema {
-  const required = Object.entries(shape)
-    .filter(([, field]) => !field.optional)
-    .map(([name]) => name)
-  return {
-    type: 'object',
-    properties: Object.fromEntries(Object.entries(shape).map(([name, field]) => [name, field.schema])),
-    ...(required.length ? { required } : {}),
-    additionalProperties: false,
-  }
+  return jsonSchemaOf(strictShape(shape))
 }
+
+const isOptional = (field: Field): field is v.NullishSchema<Field, undefined> => field.type === 'nullish'
 
 /** A body with exactly one of the fields of `shape` (PATCH /channels, POST /user_deposit). */
 function oneFieldOf(shape: Shape): Schema {
-  return {
-    oneOf: Object.entries(shape).map(([name, field]) => ({
-      type: 'object',
-      properties: { [name]: field.schema },
-      required: [name],
-      additionalProperties: false,
-    })),
-  }
+  return { oneOf: Object.entries(shape).map(([name, field]) => objectOf({ [name]: isOptional(field) ? v.unwrap(field) : field })) }
 }
 
 /** `PATCH /channels/:token_address/:partner_address` -> `patchChannelsByTokenAddressByPartnerAddress`. */

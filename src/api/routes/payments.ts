@@ -4,8 +4,9 @@ import { maxUint64 } from 'viem'
 import { readPaymentHistory, sendPayment } from '../../node/actions/payments.ts'
 import type { ApiContext } from '../context.ts'
 import { historyEntry, historyEntrySchema, routeSchema } from '../paymentJson.ts'
-import { bytes32, integer, optional, readBody, readQuery, addressSchema as address, decimalSchema as decimal } from '../input.ts'
-import { json, type Resources, type RouteDoc } from '../resource.ts'
+import { bytes32, integer, optional, type Parsed } from '../fields.ts'
+import { endpoint, json, type Resources, type RouteDoc } from '../resource.ts'
+import { addressSchema as address, decimalSchema as decimal } from '../schema.ts'
 
 const hex32 = { type: 'string', pattern: '^0x[0-9a-f]{64}$' }
 
@@ -46,7 +47,7 @@ const page = (n: bigint | undefined) => (n === undefined ? undefined : Number(n 
 
 /** Payment history (GET) and sending payments (POST). */
 export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
-  const historyDoc = (summary: string): RouteDoc => ({
+  const historyDoc = (summary: string): RouteDoc & { query: typeof historyQuery } => ({
     summary,
     description:
       'Oldest first. log_time is the time the event was stored, in UTC with milliseconds (e.g. 2024-05-01T12:00:00.123Z). For a partner, sent payments match on their target and received ones on their initiator.',
@@ -59,8 +60,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
     },
     schema: { type: 'array', items: historyEntrySchema },
   })
-  const history = async (c: Context, token?: Address, partner?: Address) => {
-    const { limit, offset } = readQuery(c.req.url, historyQuery)
+  const history = async (c: Context, { limit, offset }: Parsed<typeof historyQuery>, token?: Address, partner?: Address) => {
     const lim = page(limit)
     const off = page(offset)
     const rows = await readPaymentHistory(ctx.client, {
@@ -73,17 +73,20 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
   }
 
   resources.add('/payments', {
-    GET: { doc: historyDoc('Payment history of all tokens and partners'), handler: (c) => history(c) },
+    GET: endpoint({ doc: historyDoc('Payment history of all tokens and partners'), handler: (c) => history(c, c.req.valid('query')) }),
   })
   resources.add('/payments/:token_address', {
-    GET: { doc: historyDoc('Payment history of one token'), handler: (c) => history(c, c.req.param('token_address') as Address) },
+    GET: endpoint({
+      doc: historyDoc('Payment history of one token'),
+      handler: (c) => history(c, c.req.valid('query'), c.req.param('token_address') as Address),
+    }),
   })
   resources.add('/payments/:token_address/:target_address', {
-    GET: {
+    GET: endpoint({
       doc: historyDoc('Payment history of one token with one partner (target_address)'),
-      handler: (c) => history(c, c.req.param('token_address') as Address, c.req.param('target_address') as Address),
-    },
-    POST: {
+      handler: (c) => history(c, c.req.valid('query'), c.req.param('token_address') as Address, c.req.param('target_address') as Address),
+    }),
+    POST: endpoint({
       doc: {
         summary: 'Sends a payment to the target and answers once it succeeded or failed',
         description:
@@ -99,7 +102,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
         schema: paymentResultSchema,
       },
       handler: async (c) => {
-        const body = await readBody(c.req.raw, paymentBody)
+        const body = c.req.valid('json')
         const paid = await sendPayment(ctx.client, {
           token: c.req.param('token_address') as Address,
           target: c.req.param('target_address') as Address,
@@ -120,6 +123,6 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
           ...(paid.route ? { route: paid.route.map((hop) => getAddress(hop)) } : {}),
         })
       },
-    },
+    }),
   })
 }

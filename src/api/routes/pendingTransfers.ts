@@ -3,7 +3,7 @@ import type { Address } from 'viem'
 import { pendingTransfers, type PendingTransfer } from '../../node/actions/pendingTransfers.ts'
 import type { ApiContext } from '../context.ts'
 import { json, type Resources, type RouteDoc } from '../resource.ts'
-import { addressSchema as address, decimalSchema as decimal } from '../input.ts'
+import { addressSchema as address, decimalSchema as decimal } from '../schema.ts'
 
 const entrySchema = {
   type: 'object',

@@ -2,9 +2,8 @@ import type { Address } from 'viem'
 import { DisabledInProductionError } from '../../node/errors.ts'
 import { mintTestTokens } from '../../node/actions/testTokens.ts'
 import type { ApiContext } from '../context.ts'
-import { address, integer, readBody } from '../input.ts'
-import type { Resources } from '../resource.ts'
-import { json } from '../resource.ts'
+import { address, integer } from '../fields.ts'
+import { endpoint, json, type Resources } from '../resource.ts'
 
 // value 0, negative or above uint256 is a schema error (400), as Raiden's Range(1, UINT256_MAX) gives.
 const body = {
@@ -15,7 +14,7 @@ const body = {
 /** Test networks only: mint test tokens. */
 export function testingRoutes(resources: Resources, ctx: ApiContext): void {
   resources.add('/_testing/tokens/:token_address/mint', {
-    POST: {
+    POST: endpoint({
       doc: {
         summary: 'Mint test tokens (test networks only)',
         description:
@@ -31,11 +30,11 @@ export function testingRoutes(resources: Resources, ctx: ApiContext): void {
         schema: { type: 'object', properties: { transaction_hash: { type: 'string', pattern: '^0x[0-9a-f]{64}$' } }, required: ['transaction_hash'] },
       },
       handler: async (c) => {
-        const { to, value } = await readBody(c.req.raw, body)
+        const { to, value } = c.req.valid('json')
         if (ctx.environment === 'production') throw new DisabledInProductionError('Minting a token is currently disabled in production mode')
         const { transactionHash } = await mintTestTokens(ctx.client, { token: c.req.param('token_address') as Address, to, value })
         return json(c, { transaction_hash: transactionHash })
       },
-    },
+    }),
   })
 }

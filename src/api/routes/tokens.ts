@@ -8,7 +8,7 @@ import { apiChannelState } from '../channelJson.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
-import { addressSchema, decimalSchema } from '../input.ts'
+import { addressSchema, decimalSchema } from '../schema.ts'
 
 /** Tokens registered in the node's registry, their token networks and partners, and registering a token. */
 export function tokensRoutes(resources: Resources, ctx: ApiContext): void {

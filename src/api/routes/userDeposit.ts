@@ -2,13 +2,12 @@ import { depositToServices, planServicesWithdraw, withdrawFromServices } from '.
 import type { ApiContext } from '../context.ts'
 import { ApiError } from '../errors.ts'
 import { maxUint256 } from 'viem'
-import { integer, optional, readBody } from '../input.ts'
-import type { Resources } from '../resource.ts'
-import { json } from '../resource.ts'
+import { integer, optional } from '../fields.ts'
+import { endpoint, json, type Resources } from '../resource.ts'
 
 // Negative amounts parse here and are refused by the node's checks (409), after the one-field check (400);
 // the documented schema stays the non-negative one.
-const amount = (description: string) => optional({ ...integer({ min: -maxUint256 }), schema: integer({ description }).schema })
+const amount = (description: string) => optional(integer({ min: -maxUint256, documentedMin: 0n, description }))
 
 const body = {
   total_deposit: amount('deposit: the new total deposit (the current total plus what to add)'),
@@ -21,7 +20,7 @@ const hash = { type: 'string', pattern: '^0x[0-9a-f]{64}$' }
 /** POST /user_deposit: deposit to, plan a withdrawal from, or withdraw from the UserDeposit contract. */
 export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
   resources.add('/user_deposit', {
-    POST: {
+    POST: endpoint({
       doc: {
         summary: 'Deposit to, plan a withdrawal from, or withdraw from the UserDeposit contract',
         description:
@@ -44,7 +43,7 @@ export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
         },
       },
       handler: async (c) => {
-        const { total_deposit, planned_withdraw_amount, withdraw_amount } = await readBody(c.req.raw, body)
+        const { total_deposit, planned_withdraw_amount, withdraw_amount } = c.req.valid('json')
         const given = [total_deposit !== undefined, planned_withdraw_amount !== undefined, withdraw_amount !== undefined].filter(Boolean).length
         if (given === 0)
           throw new ApiError(400, "Nothing to do. Should either provide 'total_deposit', 'planned_withdraw_amount' or 'withdraw_amount' argument")
@@ -60,7 +59,7 @@ export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
         const { transactionHash } = await withdrawFromServices(ctx.client, { amount: withdraw_amount! })
         return json(c, { transaction_hash: transactionHash })
       },
-    },
+    }),
   })
 }
 

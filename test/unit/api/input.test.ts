@@ -1,6 +1,9 @@
 import fc from 'fast-check'
+import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import { checkBodyMediaType, isJsonMediaType } from '../../../src/api/input.ts'
+import { errorAnswer, type ApiError } from '../../../src/api/errors.ts'
+import { integer, optional, text } from '../../../src/api/fields.ts'
+import { checkBodyMediaType, isJsonMediaType, jsonBody, queryOf } from '../../../src/api/input.ts'
 
 const anyCase = (text: string) =>
   fc.array(fc.boolean(), { minLength: text.length, maxLength: text.length }).map((up) => [...text].map((c, i) => (up[i] ? c.toUpperCase() : c)).join(''))
@@ -88,5 +91,49 @@ describe('the body must be JSON (415)', () => {
     await expect(checkBodyMediaType(new Request('http://x/', { method: 'GET', headers: { 'content-type': 'text/plain' } }))).resolves.toBeUndefined()
     const announced = new Request('http://x/', { method: 'POST', headers: { 'content-length': '0' } })
     await expect(checkBodyMediaType(announced)).resolves.toBeUndefined()
+  })
+})
+
+describe('validators of a route (hono middleware)', () => {
+  const app = () => {
+    const shape = { amount: integer({ min: 1n }), memo: optional(text({ maxLength: 8 })) }
+    const hono = new Hono()
+    hono.post('/body', jsonBody(shape), (c) => {
+      const { amount, memo } = c.req.valid('json')
+      return c.json({ amount: amount.toString(), memo: memo ?? null })
+    })
+    hono.get('/query', queryOf(shape), (c) => c.json({ amount: c.req.valid('query').amount.toString() }))
+    hono.onError((error) => errorAnswer(error as ApiError))
+    return hono
+  }
+  const post = (body: string) => app().request('/body', { method: 'POST', body, headers: { 'content-type': 'application/json' } })
+
+  it('give the handler the body read losslessly, and answer a bad one before the handler with the field error', async () => {
+    const big = (2n ** 255n + 1n).toString()
+    expect(await (await post(`{"amount": ${big}, "memo": null}`)).json()).toEqual({ amount: big, memo: null })
+    const refused = [
+      ['', 400, 'JSON payload expected'],
+      ['{}', 400, 'JSON payload expected'],
+      ['[1]', 400, 'JSON payload expected: the body must be a JSON object'],
+      ['{"amount": 1,}', 400, /^malformed JSON: /],
+      ['{"amount": 0}', 409, 'amount: must be at least 1'],
+      ['{"amount": 1, "memo": "123456789"}', 400, 'memo: longer than 8 characters'],
+      ['{"amount": 1, "x": 1}', 400, 'x: unknown field'],
+    ] as const
+    for (const [body, status, message] of refused) {
+      const r = await post(body)
+      expect(r.status, body).toBe(status)
+      expect((await r.json()).errors, body).toMatch(message)
+    }
+  })
+
+  it('read the query from the URL: a parameter given twice is 400', async () => {
+    const get = (query: string) => app().request(`/query${query}`)
+    expect(await (await get('?amount=5')).json()).toEqual({ amount: '5' })
+    const twice = await get('?amount=5&amount=6')
+    expect(twice.status).toBe(400)
+    expect((await twice.json()).errors).toBe('amount: given more than once')
+    expect((await (await get('?amount=5&x=1')).json()).errors).toBe('x: unknown field')
+    expect((await get('')).status).toBe(400)
   })
 })

@@ -1,0 +1,32 @@
+import { toJsonSchema, type ConversionConfig } from '@valibot/to-json-schema'
+import type * as v from 'valibot'
+
+/** A JSON Schema (OpenAPI 3.1 dialect) fragment. */
+export type Schema = Record<string, unknown>
+/** The JSON Schemas of the API's two commonest strings: an address, and a uint as decimal digits (docs/rest-api.md). */
+export const addressSchema: Schema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' }
+export const decimalSchema: Schema = { type: 'string', pattern: '^(0|[1-9][0-9]*)$' }
+
+/**
+ * How request fields (src/api/fields.ts) become JSON Schema: what a client sends, so conversion stops at a field's
+ * first transformation; checks that JSON Schema cannot say (a checksum, the zero address) are left out.
+ */
+const conversion: ConversionConfig = {
+  target: 'draft-2020-12',
+  typeMode: 'input',
+  ignoreActions: ['check'],
+  overrideSchema: ({ valibotSchema, jsonSchema }) => {
+    // A number read losslessly (JsonNumber) or a string: the field's metadata says which JSON it takes.
+    if (valibotSchema.type === 'custom') return {}
+    // Null reads as absent: an optional field is documented as its value, and left out of `required`.
+    if (valibotSchema.type === 'nullish') return (jsonSchema.anyOf as Schema[])[0]
+    return undefined
+  },
+}
+
+/** The JSON Schema of a valibot schema, as a fragment of openapi.json (no `$schema` of its own, no empty `required`). */
+export function jsonSchemaOf(schema: v.GenericSchema): Schema {
+  const { $schema: _, ...json } = toJsonSchema(schema, conversion) as Schema
+  if (Array.isArray(json.required) && json.required.length === 0) delete json.required
+  return json
+}
