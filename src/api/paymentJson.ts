@@ -1,29 +1,27 @@
 import { getAddress } from 'viem'
 import type { PaymentRecord } from '../storage/storage.ts'
-import { addressSchema as address, decimalSchema as decimal } from './schema.ts'
+import * as v from 'valibot'
+import { addressString as address, decimalString as decimal } from './schema.ts'
 
 /** Beyond Raiden's API: the hops a sent payment took, ending at its target. */
-export const routeSchema = {
-  type: 'array',
-  items: address,
-  description: 'sent successes (beyond Raiden): the hops the payment took, the first our partner, the last the target',
-}
+export const routeSchema = v.pipe(
+  v.array(address),
+  v.description('sent successes (beyond Raiden): the hops the payment took, the first our partner, the last the target'),
+)
 
-export const historyEntrySchema = {
-  type: 'object',
-  properties: {
-    event: { enum: ['EventPaymentSentSuccess', 'EventPaymentSentFailed', 'EventPaymentReceivedSuccess'] },
-    amount: decimal,
-    target: address,
-    initiator: address,
-    identifier: decimal,
-    log_time: { type: 'string', format: 'date-time', description: 'ISO 8601, UTC, with milliseconds' },
-    token_address: address,
-    reason: { type: 'string' },
-    route: routeSchema,
-  },
-  required: ['event', 'log_time', 'token_address'],
-}
+/** A Payment history entry as a client receives it (openapi.json): which fields are present depends on `event`. */
+export const historyEntrySchema = v.object({
+  event: v.picklist(['EventPaymentSentSuccess', 'EventPaymentSentFailed', 'EventPaymentReceivedSuccess']),
+  amount: v.optional(decimal),
+  target: v.optional(address),
+  initiator: v.optional(address),
+  identifier: v.optional(decimal),
+  log_time: v.pipe(v.string(), v.isoTimestamp(), v.description('ISO 8601, UTC, with milliseconds')),
+  token_address: address,
+  reason: v.optional(v.string()),
+  route: v.optional(routeSchema),
+})
+export type HistoryEntryAnswer = v.InferOutput<typeof historyEntrySchema>
 
 /** One history row as docs/rest-api.md (Payment history entry) shapes it: each kind has its own fields. */
 export function historyEntry(r: PaymentRecord): Record<string, unknown> {

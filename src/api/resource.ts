@@ -4,6 +4,7 @@ import { ApiError } from './errors.ts'
 import type { Parsed, Shape } from './fields.ts'
 import { jsonBody, pathAddress, queryOf } from './input.ts'
 import type { Schema } from './schema.ts'
+import type { GenericSchema } from 'valibot'
 
 export type Method = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE'
 
@@ -15,9 +16,9 @@ export type RouteDoc = {
   /** The body holds exactly one of these fields (PATCH /channels, POST /user_deposit). */
   bodyOneOf?: boolean
   query?: Shape
-  /** Status -> what it means here; the schema of the success answer goes in `schema`. */
+  /** Status -> what it means here; the schema of the success answer goes in `schema` (valibot's, or JSON Schema as written). */
   responses: Partial<Record<number, string>>
-  schema?: Schema
+  schema?: Schema | GenericSchema
   /** Media type of the success answer; application/json unless said (text/event-stream for /events). */
   contentType?: string
 }

@@ -1,3 +1,4 @@
+import * as v from 'valibot'
 import type { Address } from 'viem'
 import {
   channelOf,
@@ -33,7 +34,7 @@ const patchShape = {
 
 const PATCH_FIELDS = ['state', 'total_deposit', 'total_withdraw', 'reveal_timeout'] as const
 
-const channelList = { type: 'array', items: channelSchema }
+const channelList = v.array(channelSchema)
 
 /** Payment channels: list, open, close, top up, withdraw, change the reveal timeout. */
 export function channelsRoutes(resources: Resources, ctx: ApiContext): void {

@@ -1,7 +1,7 @@
 import * as v from 'valibot'
 import type { ApiContext } from '../context.ts'
 import { strictShape, type Field, type Shape } from '../fields.ts'
-import { addressSchema, jsonSchemaOf, type Schema } from '../schema.ts'
+import { addressSchema, isValibot, jsonSchemaOf, type Schema } from '../schema.ts'
 import type { Resources, Route } from '../resource.ts'
 
 /** The error body of every answer that is not a success (docs/rest-api.md, Errors). */
@@ -140,7 +140,8 @@ function response(status: number, description: string, route: Route) {
   // No body: 204, and a redirect (its Location says where).
   if (status === 204 || (status >= 300 && status < 400)) return { description }
   const contentType = route.doc.contentType ?? 'application/json'
-  return { description, content: { [contentType]: { schema: route.doc.schema ?? {} } } }
+  const { schema = {} } = route.doc
+  return { description, content: { [contentType]: { schema: isValibot(schema) ? jsonSchemaOf(schema) : schema } } }
 }
 
 /** A body with the fields of `shape`: the required ones are those not optional; nothing else is accepted. */

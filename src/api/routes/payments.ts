@@ -1,4 +1,5 @@
 import type { Context } from 'hono'
+import * as v from 'valibot'
 import { getAddress, type Address } from 'viem'
 import { maxUint64 } from 'viem'
 import { readPaymentHistory, sendPayment } from '../../node/actions/payments.ts'
@@ -6,9 +7,7 @@ import type { ApiContext } from '../context.ts'
 import { historyEntry, historyEntrySchema, routeSchema } from '../paymentJson.ts'
 import { bytes32, integer, optional, type Parsed } from '../fields.ts'
 import { endpoint, json, type Resources, type RouteDoc } from '../resource.ts'
-import { addressSchema as address, decimalSchema as decimal } from '../schema.ts'
-
-const hex32 = { type: 'string', pattern: '^0x[0-9a-f]{64}$' }
+import { addressString as address, decimalString as decimal, hex32String as hex32 } from '../schema.ts'
 
 const historyQuery = {
   limit: optional(integer({ rangeStatus: 400, description: 'at most this many entries' })),
@@ -28,20 +27,18 @@ const paymentBody = {
   secret_hash: optional(bytes32()),
 }
 
-const paymentResultSchema = {
-  type: 'object',
-  properties: {
-    initiator_address: address,
-    target_address: address,
-    token_address: address,
-    amount: decimal,
-    identifier: decimal,
-    secret: hex32,
-    secret_hash: hex32,
-    route: routeSchema,
-  },
-  required: ['initiator_address', 'target_address', 'token_address', 'amount', 'identifier', 'secret', 'secret_hash'],
-}
+/** The Payment result object as a client receives it (openapi.json). */
+export const paymentResultSchema = v.object({
+  initiator_address: address,
+  target_address: address,
+  token_address: address,
+  amount: decimal,
+  identifier: decimal,
+  secret: hex32,
+  secret_hash: hex32,
+  route: v.optional(routeSchema),
+})
+export type PaymentResult = v.InferOutput<typeof paymentResultSchema>
 
 const page = (n: bigint | undefined) => (n === undefined ? undefined : Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : n))
 
@@ -58,7 +55,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
       404: 'an address in the path is not EIP-55',
       409: 'no token network is registered for token_address',
     },
-    schema: { type: 'array', items: historyEntrySchema },
+    schema: v.array(historyEntrySchema),
   })
   const history = async (c: Context, { limit, offset }: Parsed<typeof historyQuery>, token?: Address, partner?: Address) => {
     const lim = page(limit)
