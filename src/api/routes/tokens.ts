@@ -1,3 +1,4 @@
+import * as v from 'valibot'
 import { getAddress, type Address } from 'viem'
 import { unsettledChannels } from '../../node/actions/channels.ts'
 import { NotFoundError } from '../../node/errors.ts'
@@ -8,7 +9,7 @@ import { apiChannelState } from '../channelJson.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
-import { addressSchema, decimalSchema } from '../schema.ts'
+import { addressString as address, decimalString as decimal } from '../schema.ts'
 
 /** Tokens registered in the node's registry, their token networks and partners, and registering a token. */
 export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
@@ -26,7 +27,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
       doc: {
         summary: 'Every token registered in the registry that the node knows, with or without channels',
         responses: { 200: 'array of token addresses' },
-        schema: { type: 'array', items: addressSchema },
+        schema: v.array(address),
       },
       handler: (c) => json(c, knownTokens(client.state)),
     },
@@ -37,7 +38,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
       doc: {
         summary: 'The token network of a token',
         responses: { 200: 'the token network address, a JSON string', 404: 'token_address is not EIP-55, or the token has no token network' },
-        schema: addressSchema,
+        schema: address,
       },
       handler: (c) => json(c, networkOf(c.req.param('token_address') as Address)),
     },
@@ -54,7 +55,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
           501: 'the node runs with environment production: registration is for test networks only',
           503: 'the node is syncing or shutting down',
         },
-        schema: { type: 'object', properties: { token_network_address: addressSchema }, required: ['token_network_address'] },
+        schema: tokenRegistrationSchema,
       },
       handler: async (c) => {
         const tokenNetwork = await registerToken(client, c.req.param('token_address') as Address, { environment: ctx.environment })
@@ -69,10 +70,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
         summary: 'The partners of our unsettled channels of a token, each with the path of its channel resource',
         description: 'An unknown token is 404, as the API description says (the Raiden node answers []). The channel link is a plain path: no 302.',
         responses: { 200: 'array of Partner entries', 404: 'token_address is not EIP-55, or the token has no token network' },
-        schema: {
-          type: 'array',
-          items: { type: 'object', properties: { partner_address: addressSchema, channel: { type: 'string' } }, required: ['partner_address', 'channel'] },
-        },
+        schema: v.array(partnerSchema),
       },
       handler: (c) => {
         const token = c.req.param('token_address') as Address
@@ -132,30 +130,31 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
   })
 }
 
-const networkSchema = {
-  type: 'object',
-  properties: {
-    token_network_address: addressSchema,
-    our_address: addressSchema,
-    synced_block: decimalSchema,
-    channels: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          channel_identifier: decimalSchema,
-          participant1: addressSchema,
-          participant2: addressSchema,
-          state: { enum: ['opened', 'closed'] },
-          balance1: decimalSchema,
-          balance2: decimalSchema,
-          settle_timeout: decimalSchema,
-          closed_block: decimalSchema,
-          settle_block: decimalSchema,
-        },
-        required: ['channel_identifier', 'participant1', 'participant2', 'state', 'balance1', 'balance2'],
-      },
-    },
-  },
-  required: ['token_network_address', 'our_address', 'synced_block', 'channels'],
-}
+/** Token registration result. */
+export const tokenRegistrationSchema = v.object({ token_network_address: address })
+export type TokenRegistration = v.InferOutput<typeof tokenRegistrationSchema>
+
+/** A Partner entry: the partner and the path of our channel with it. */
+export const partnerSchema = v.object({ partner_address: address, channel: v.string() })
+export type PartnerEntry = v.InferOutput<typeof partnerSchema>
+
+/** GET /tokens/:token_address/network. */
+export const networkSchema = v.object({
+  token_network_address: address,
+  our_address: address,
+  synced_block: decimal,
+  channels: v.array(
+    v.object({
+      channel_identifier: decimal,
+      participant1: address,
+      participant2: address,
+      state: v.picklist(['opened', 'closed']),
+      balance1: decimal,
+      balance2: decimal,
+      settle_timeout: v.optional(decimal),
+      closed_block: v.optional(decimal),
+      settle_block: v.optional(decimal),
+    }),
+  ),
+})
+export type TokenNetworkAnswer = v.InferOutput<typeof networkSchema>
