@@ -1,35 +1,24 @@
 import type { Context } from 'hono'
+import * as v from 'valibot'
 import type { Address } from 'viem'
 import { pendingTransfers, type PendingTransfer } from '../../node/actions/pendingTransfers.ts'
 import type { ApiContext } from '../context.ts'
 import { json, type Resources, type RouteDoc } from '../resource.ts'
-import { addressSchema as address, decimalSchema as decimal } from '../schema.ts'
+import { addressString as address, decimalString as decimal } from '../schema.ts'
 
-const entrySchema = {
-  type: 'object',
-  properties: {
-    channel_identifier: decimal,
-    initiator: address,
-    target: address,
-    locked_amount: { ...decimal, description: "the amount of this transfer's lock" },
-    transferred_amount: { ...decimal, description: "what the lock's sender has transferred in that channel so far" },
-    payment_identifier: decimal,
-    role: { enum: ['initiator', 'mediator', 'target'] },
-    token_address: address,
-    token_network_address: address,
-  },
-  required: [
-    'channel_identifier',
-    'initiator',
-    'target',
-    'locked_amount',
-    'transferred_amount',
-    'payment_identifier',
-    'role',
-    'token_address',
-    'token_network_address',
-  ],
-}
+/** A Pending transfer entry as a client receives it (openapi.json). */
+export const entrySchema = v.object({
+  channel_identifier: decimal,
+  initiator: address,
+  target: address,
+  locked_amount: v.pipe(decimal, v.description("the amount of this transfer's lock")),
+  transferred_amount: v.pipe(decimal, v.description("what the lock's sender has transferred in that channel so far")),
+  payment_identifier: decimal,
+  role: v.picklist(['initiator', 'mediator', 'target']),
+  token_address: address,
+  token_network_address: address,
+})
+export type PendingTransferAnswer = v.InferOutput<typeof entrySchema>
 
 export function pendingTransferEntry(t: PendingTransfer): Record<string, unknown> {
   return {
@@ -52,7 +41,7 @@ export function pendingTransfersRoutes(resources: Resources, ctx: ApiContext): v
     description:
       'One entry per transfer whose lock is pending. The channel is our outgoing one for an initiator and the incoming one for a mediator or a target (as the Raiden node reports them).',
     responses: { 200: 'array of Pending transfer entries', ...responses },
-    schema: { type: 'array', items: entrySchema },
+    schema: v.array(entrySchema),
   })
   const list = (c: Context, token?: Address, partner?: Address) =>
     json(c, pendingTransfers(ctx.client.state, { ...(token ? { token } : {}), ...(partner ? { partner } : {}) }).map(pendingTransferEntry))
