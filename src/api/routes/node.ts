@@ -1,8 +1,9 @@
+import * as v from 'valibot'
 import type { BackupStatus } from '../../node/services/backup/backupService.ts'
 import type { ApiContext } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
-import { addressSchema, decimalSchema } from '../schema.ts'
+import { addressString, decimalSchema, decimalString } from '../schema.ts'
 
 /** The backup service's status as the API spells it (snake_case, like the rest of GET /settings). */
 function backupSettings(status: BackupStatus | undefined) {
@@ -17,11 +18,31 @@ function backupSettings(status: BackupStatus | undefined) {
   }
 }
 
+/** The answers of these routes as a client receives them (openapi.json); /settings keeps its JSON Schema (its backup object is described, not listed). */
+export const addressAnswer = v.object({ our_address: addressString })
+export const versionAnswer = v.object({ version: v.string() })
+export const statusAnswer = v.object({ status: v.picklist(['ready', 'syncing', 'unavailable']), blocks_to_sync: v.optional(decimalString) })
+export const contractsAnswer = v.object({
+  contracts_version: v.string(),
+  token_network_registry_address: v.string(),
+  secret_registry_address: v.string(),
+  service_registry_address: v.string(),
+  user_deposit_address: v.string(),
+  monitoring_service_address: v.string(),
+  one_to_n_address: v.string(),
+})
+export const shutdownAnswer = v.object({ status: v.literal('shutdown') })
+export type AddressAnswer = v.InferOutput<typeof addressAnswer>
+export type VersionAnswer = v.InferOutput<typeof versionAnswer>
+export type StatusAnswer = v.InferOutput<typeof statusAnswer>
+export type ContractsAnswer = v.InferOutput<typeof contractsAnswer>
+export type ShutdownAnswer = v.InferOutput<typeof shutdownAnswer>
+
 /** Who the node is and how it runs: address, version, status, settings, contracts, shutdown. */
 export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
   resources.add('/address', {
     GET: {
-      doc: { summary: "The node's address", responses: { 200: 'Address object' }, schema: { type: 'object', properties: { our_address: addressSchema } } },
+      doc: { summary: "The node's address", responses: { 200: 'Address object' }, schema: addressAnswer },
       handler: (c) => json(c, { our_address: ctx.client.address }),
     },
   })
@@ -30,7 +51,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
       doc: {
         summary: 'The node software version',
         responses: { 200: 'Version object' },
-        schema: { type: 'object', properties: { version: { type: 'string' } } },
+        schema: versionAnswer,
       },
       handler: (c) => json(c, { version: ctx.version }),
     },
@@ -41,11 +62,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         summary: 'Whether the node is ready, syncing (with the blocks still to sync) or unavailable',
         description: 'Answered during the initial sync too. blocks_to_sync is a decimal string, as the API description says.',
         responses: { 200: 'Status object' },
-        schema: {
-          type: 'object',
-          properties: { status: { enum: ['ready', 'syncing', 'unavailable'] }, blocks_to_sync: { type: 'string' } },
-          required: ['status'],
-        },
+        schema: statusAnswer,
       },
       handler: (c) => {
         const { status, blocksToSync } = ctx.client.status
@@ -90,20 +107,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
       doc: {
         summary: 'The on-chain contracts the node uses',
         responses: { 200: 'Contracts object' },
-        schema: {
-          type: 'object',
-          properties: Object.fromEntries(
-            [
-              'contracts_version',
-              'token_network_registry_address',
-              'secret_registry_address',
-              'service_registry_address',
-              'user_deposit_address',
-              'monitoring_service_address',
-              'one_to_n_address',
-            ].map((k) => [k, { type: 'string' }]),
-          ),
-        },
+        schema: contractsAnswer,
       },
       handler: (c) => {
         const { deployment } = ctx.client.config
@@ -125,7 +129,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         summary: 'Stops the node',
         description: 'Answers at once; later requests get 503 while the node finishes what it is committing and stops.',
         responses: { 200: 'Shutdown result' },
-        schema: { type: 'object', properties: { status: { const: 'shutdown' } } },
+        schema: shutdownAnswer,
       },
       handler: (c) => {
         ctx.shutdown()
