@@ -1,9 +1,11 @@
 import { depositToServices, planServicesWithdraw, withdrawFromServices } from '../../node/actions/userDeposit.ts'
 import type { ApiContext } from '../context.ts'
 import { ApiError } from '../errors.ts'
+import * as v from 'valibot'
 import { maxUint256 } from 'viem'
 import { integer, optional } from '../fields.ts'
 import { endpoint, json, type Resources } from '../resource.ts'
+import { hex32String } from '../schema.ts'
 
 // Negative amounts parse here and are refused by the node's checks (409), after the one-field check (400);
 // the documented schema stays the non-negative one.
@@ -15,7 +17,12 @@ const body = {
   withdraw_amount: amount('withdraw this amount (at most the planned amount, from the planned block on)'),
 }
 
-const hash = { type: 'string', pattern: '^0x[0-9a-f]{64}$' }
+/** The answer as a client receives it (openapi.json): planned_withdraw_block_number only for a plan. */
+export const userDepositAnswer = v.object({
+  transaction_hash: hex32String,
+  planned_withdraw_block_number: v.optional(v.pipe(v.number(), v.integer())),
+})
+export type UserDepositAnswer = v.InferOutput<typeof userDepositAnswer>
 
 /** POST /user_deposit: deposit to, plan a withdrawal from, or withdraw from the UserDeposit contract. */
 export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
@@ -36,11 +43,7 @@ export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
           404: 'the node has no UserDeposit contract configured',
           409: "deposit: total_deposit not higher than the current total deposit, or above the contract's whole-balance limit; plan: amount not greater than zero or above the balance; withdraw: amount not greater than zero, more than planned, or before the planned block",
         },
-        schema: {
-          type: 'object',
-          properties: { transaction_hash: hash, planned_withdraw_block_number: { type: 'integer' } },
-          required: ['transaction_hash'],
-        },
+        schema: userDepositAnswer,
       },
       handler: async (c) => {
         const { total_deposit, planned_withdraw_amount, withdraw_amount } = c.req.valid('json')
