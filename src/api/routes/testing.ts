@@ -1,15 +1,21 @@
+import * as v from 'valibot'
 import type { Address } from 'viem'
 import { DisabledInProductionError } from '../../node/errors.ts'
 import { mintTestTokens } from '../../node/actions/testTokens.ts'
 import type { ApiContext } from '../context.ts'
 import { address, integer } from '../fields.ts'
 import { endpoint, json, type Resources } from '../resource.ts'
+import { hex32String } from '../schema.ts'
 
 // value 0, negative or above uint256 is a schema error (400), as Raiden's Range(1, UINT256_MAX) gives.
 const body = {
   to: address(),
   value: integer({ min: 1n, rangeStatus: 400, description: 'amount to mint, 1 to 2^256-1' }),
 }
+
+/** The answer of a mint as a client receives it (openapi.json). */
+export const mintAnswer = v.object({ transaction_hash: hex32String })
+export type MintAnswer = v.InferOutput<typeof mintAnswer>
 
 /** Test networks only: mint test tokens. */
 export function testingRoutes(resources: Resources, ctx: ApiContext): void {
@@ -27,7 +33,7 @@ export function testingRoutes(resources: Resources, ctx: ApiContext): void {
           404: 'token_address is not an EIP-55 address',
           501: 'the node runs in the production environment',
         },
-        schema: { type: 'object', properties: { transaction_hash: { type: 'string', pattern: '^0x[0-9a-f]{64}$' } }, required: ['transaction_hash'] },
+        schema: mintAnswer,
       },
       handler: async (c) => {
         const { to, value } = c.req.valid('json')
