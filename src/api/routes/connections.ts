@@ -1,14 +1,19 @@
+import * as v from 'valibot'
 import type { Address } from 'viem'
 import type { ApiContext } from '../context.ts'
 import { fraction, integer, optional } from '../fields.ts'
 import { endpoint, json, type Resources } from '../resource.ts'
-import { addressSchema } from '../schema.ts'
+import { addressString, decimalString } from '../schema.ts'
 
 const joinBody = {
   funds: integer({ description: 'tokens to put into the token network, in all (required, > 0)' }),
   initial_channel_target: optional(integer({ max: 2n ** 32n, description: 'channels to open proactively; 3 by default' })),
   joinable_funds_target: optional(fraction()),
 }
+
+/** GET /connections as a client receives it (openapi.json): a Connection entry per token address. */
+export const connectionsAnswer = v.record(addressString, v.object({ sum_deposits: decimalString, channels: decimalString }))
+export type ConnectionsAnswer = v.InferOutput<typeof connectionsAnswer>
 
 /** Joining and leaving token networks automatically (the connection manager). */
 export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
@@ -19,14 +24,7 @@ export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
         summary: 'Our open channels by token',
         description: 'Tokens with at least one open channel: the sum of our deposits in those channels and their number (decimal strings).',
         responses: { 200: 'object keyed by token address, values Connection entries ({} when there is no open channel)' },
-        schema: {
-          type: 'object',
-          additionalProperties: {
-            type: 'object',
-            properties: { sum_deposits: { type: 'string', pattern: '^[0-9]+$' }, channels: { type: 'string', pattern: '^[0-9]+$' } },
-            required: ['sum_deposits', 'channels'],
-          },
-        },
+        schema: connectionsAnswer,
       },
       handler: (c) => {
         const out: Record<string, { sum_deposits: bigint; channels: string }> = {}
@@ -76,7 +74,7 @@ export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
           404: 'token_address is not an EIP-55 address, or the token is not registered (no token network)',
           409: 'a close transaction failed (the channels that did close are named in the message)',
         },
-        schema: { type: 'array', items: addressSchema },
+        schema: v.array(addressString),
       },
       handler: async (c) => json(c, await connections().leave(c.req.param('token_address') as Address)),
     },
