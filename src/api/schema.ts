@@ -17,8 +17,9 @@ export const hex32String = v.pipe(v.string(), v.regex(/^0x[0-9a-f]{64}$/))
 export const isValibot = (schema: Schema | v.GenericSchema): schema is v.GenericSchema => '~standard' in schema
 
 /**
- * How request fields (src/api/fields.ts) become JSON Schema: what a client sends, so conversion stops at a field's
- * first transformation; checks that JSON Schema cannot say (a checksum, the zero address) are left out.
+ * How valibot schemas become JSON Schema. For a request field (src/api/fields.ts) it is what a client sends, so
+ * conversion stops at the field's first transformation; checks that JSON Schema cannot say (a checksum, the zero
+ * address) are left out. The answers' schemas have neither.
  */
 const conversion: ConversionConfig = {
   target: 'draft-2020-12',
