@@ -2,7 +2,7 @@
 // built into a temporary folder and copied by its own `sluice init` into a static site (a plain page with an import
 // map), served by a small static server; Chromium headless (playwright-core); anvil with the contracts and TTT
 // registered; a `sluice relay` of the build, and `sluice serve` peers of it started by the bench.
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -11,11 +11,12 @@ import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import type { Hex } from 'viem'
 import { build } from 'vite'
-import { buildPackage } from '../scripts/build.ts'
+import { buildPackages } from '../scripts/build.ts'
 import { staticServer } from '../scripts/staticServer.ts'
 import { writeDeployment } from '../src/devnet/deploymentFile.ts'
 import { relayListening, startSluice, stopSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
 import { startDevnet, type Devnet } from '../test/integration/support/devnet.ts'
+import { linkInstall } from '../test/package/support/stage.ts'
 
 const repo = fileURLToPath(new URL('..', import.meta.url))
 const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--no-first-run', '--disable-quic']
@@ -285,7 +286,7 @@ export function inPage<T>(page: Page, method: string, ...args: unknown[]): Promi
 export type BenchPage = { page: Page; open(): Promise<void> }
 
 export type BrowserStage = {
-  /** The temporary folder: the package (`bin/`, `dist/`), the site, and the peers' data. */
+  /** The temporary folder: the packages (`packages/`, `node_modules/`), the site, and the peers' data. */
   dir: string
   net: Devnet
   /** The deployment as the site serves it (a page's `deployment` option). */
@@ -326,17 +327,15 @@ export async function openBrowserStage(options: { funded: Hex[]; libs?: Record<s
     site?.closeAllConnections()
     await new Promise((resolve) => (site ? site.close(resolve) : resolve(undefined)))
     await net?.stop()
-    // The link first, by itself: nothing of the repository's node_modules may go with the stage.
-    rmSync(join(dir, 'node_modules'), { force: true })
+    // node_modules holds links to the repository's: removing them leaves what they point at.
     rmSync(dir, { recursive: true, force: true })
   }
   try {
-    // The package as `npm pack` takes it, with a fresh dist/; its bin runs dist/cli/ (no src/ beside it), and
-    // the repository's node_modules stand in for an install.
-    for (const file of ['package.json', 'README.md', 'bin']) cpSync(join(repo, file), join(dir, file), { recursive: true })
-    symlinkSync(join(repo, 'node_modules'), join(dir, 'node_modules'), 'dir')
-    await buildPackage({ outDir: join(dir, 'dist'), declarations: false })
-    const bin = join(dir, 'bin/sluice.mjs')
+    // Both packages as `npm pack` takes them, with fresh dist/ folders, laid out as installed (linkInstall); the
+    // bin is @sluice/node's, which runs its dist/cli/ (no src/ above it).
+    await buildPackages({ packagesDir: join(dir, 'packages'), declarations: false })
+    linkInstall(dir)
+    const bin = join(dir, 'packages/node/bin/sluice.mjs')
     const start = (args: string[]) => {
       const p = startSluice(args, dir, bin)
       processes.push(p)

@@ -1,5 +1,6 @@
-// The demo page, built as any dApp builds a page that embeds Sluice: `sluice/browser` imported by name (the
-// package's own export, from dist/), and `sluice init demo/public` for what must be served from the origin.
+// The demo page, built as any dApp builds a page that embeds Sluice: `sluice/browser` imported by name (the sluice
+// package's export from packages/sluice/dist/, which the workspace links as node_modules/sluice), and
+// `sluice init demo/public` for what must be served from the origin.
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vite'
 

@@ -1,10 +1,13 @@
-// `npm run build`: the package's dist/ (README, Embed Sluice in your dApp; docs/decisions/0016-tsx-runs-the-sources.md)
-//   dist/browser/index.js, index.d.ts  the page's module (`sluice/browser`), self-contained, with its declarations
-//   dist/sluice-sw.js                  the service worker, one classic script
-//   dist/sluice/                       the node's module worker, its chunks (libp2p in its own) and secp256k1.wasm
-//   dist/cli/                          the `sluice` command as JavaScript for Node (dependencies stay imports)
+// `npm run build`: the two packages' dist/ (README, Embed Sluice in your dApp; docs/decisions/0016-tsx-runs-the-sources.md,
+// 0042-two-packages-sluice-and-sluice-node.md), and the root's LICENSE and README.md copied into each package.
+//   packages/sluice/dist/browser/index.js, index.d.ts  the page's module (`sluice/browser`), self-contained, with its declarations
+//   packages/sluice/dist/sluice-sw.js                  the service worker, one classic script
+//   packages/sluice/dist/sluice/                       the node's module worker, its chunks (libp2p in its own) and secp256k1.wasm
+//   packages/sluice/dist/cli/light.js                  the light bin's init, usage and version: no import but Node's own
+//   packages/node/dist/cli/                            the whole `sluice` command for Node (dependencies stay imports)
 import { spawn } from 'node:child_process'
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { builtinModules } from 'node:module'
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -24,11 +27,28 @@ const swEntry: Plugin = {
   load: (id) => (id === `\0${SW_ENTRY}` ? `import ${JSON.stringify(`${root}worker/sw.ts`)}` : null),
 }
 
-/** src/version.ts imports package.json for its version: only that goes into the bundles, not the dependency lists. */
+/** The packages' folders in the repository; the version is the sluice package's (src/version.ts). */
+const PACKAGES = { sluice: 'packages/sluice', node: 'packages/node' } as const
+const versionFile = join(root, PACKAGES.sluice, 'package.json')
+
+/** src/version.ts imports a package.json for its version: only that goes into the bundles, not the rest of it. */
 const versionOnly: Plugin = {
   name: 'sluice:version-only',
   enforce: 'pre',
-  load: (id) => (id === join(root, 'package.json') ? JSON.stringify({ version: JSON.parse(readFileSync(id, 'utf8')).version }) : null),
+  load: (id) => (id === versionFile ? JSON.stringify({ version: JSON.parse(readFileSync(id, 'utf8')).version }) : null),
+}
+
+type Manifest = { name: string; version: string; dependencies?: Record<string, string> }
+const manifest = (dir: string): Manifest => JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'))
+
+/** One version for both packages, and @sluice/node takes its worker files from the sluice of that very version. */
+export function checkVersions(): string {
+  const sluice = manifest(PACKAGES.sluice)
+  const node = manifest(PACKAGES.node)
+  const wanted = node.dependencies?.sluice
+  if (node.version !== sluice.version || wanted !== sluice.version)
+    throw new Error(`${node.name} ${node.version} must depend on sluice ${sluice.version}, its own version, exactly (it says ${wanted})`)
+  return sluice.version
 }
 
 /** A browser bundle with every dependency inside: the browser loads it as it is, no bundler needed. */
@@ -49,20 +69,27 @@ function browserBundle(entry: string, outDir: string, fileName: string, format: 
   }
 }
 
-/** The CLI for Node: our sources bundled, every package left as an import (they are the package's dependencies). */
-const cli = (outDir: string): InlineConfig => ({
+/** The CLI for Node: our sources bundled, every package left as an import (they are @sluice/node's dependencies). */
+const cli = (entry: string, outDir: string, fileName: string, splitting: boolean): InlineConfig => ({
   ...common,
   plugins: [versionOnly],
   build: {
-    ssr: 'src/cli/main.ts',
+    ssr: entry,
     outDir,
     emptyOutDir: false,
     target: 'node20',
     minify: false,
     reportCompressedSize: false,
-    rolldownOptions: { output: { entryFileNames: 'main.js', chunkFileNames: '[name]-[hash].js' } },
+    rolldownOptions: { output: { entryFileNames: fileName, chunkFileNames: '[name]-[hash].js', codeSplitting: splitting } },
   },
 })
+
+/** The light bin's bundle must run with no package installed: it may import Node's own modules only. */
+function checkNodeOnly(files: WorkerFile[], name: string): void {
+  const builtins = new Set(builtinModules)
+  const others = files.flatMap((f) => [...f.imports, ...f.dynamicImports]).filter((i) => !i.startsWith('node:') && !builtins.has(i))
+  if (others.length > 0) throw new Error(`${name} must import nothing but Node's modules; it imports ${others.join(', ')}`)
+}
 
 /** The page module's declarations (tsc, one file per source file, under browser/types/). */
 function declarations(outDir: string): Promise<void> {
@@ -75,8 +102,11 @@ function declarations(outDir: string): Promise<void> {
 }
 
 export type BuildOptions = {
-  /** Where to write (default dist/ of the repository); tests build into a folder of their own. */
-  outDir?: string
+  /**
+   * The folder that holds the packages' folders, `sluice/` and `node/` (default the repository's packages/). Any
+   * other (a test's) gets whole packages: each one's package.json and bin/ are copied there beside its dist/.
+   */
+  packagesDir?: string
   /** The page module's .d.ts files (default true; tsc takes most of the build's time). */
   declarations?: boolean
 }
@@ -95,16 +125,31 @@ function outputFiles(result: Awaited<ReturnType<typeof build>>): WorkerFile[] {
   )
 }
 
-/** Builds the package; resolves to the node worker's files (for `npm run bench`'s sizes). */
-export async function buildPackage(options: BuildOptions = {}): Promise<WorkerFile[]> {
-  const out = resolve(root, options.outDir ?? 'dist')
-  rmSync(out, { recursive: true, force: true })
+/** The root's LICENSE and README.md into a package's folder (npm pack takes them from there), if the root has them. */
+function copyRootFiles(packageDir: string): void {
+  for (const file of ['LICENSE', 'README.md']) if (existsSync(join(root, file))) cpSync(join(root, file), join(packageDir, file))
+}
+
+/** Builds both packages; resolves to the node worker's files (for `npm run bench`'s sizes). */
+export async function buildPackages(options: BuildOptions = {}): Promise<WorkerFile[]> {
+  checkVersions()
+  const packagesDir = resolve(root, options.packagesDir ?? 'packages')
+  const dirs = { sluice: join(packagesDir, 'sluice'), node: join(packagesDir, 'node') }
+  for (const [name, dir] of Object.entries(dirs) as [keyof typeof PACKAGES, string][]) {
+    rmSync(join(dir, 'dist'), { recursive: true, force: true })
+    mkdirSync(dir, { recursive: true })
+    if (resolve(dir) !== join(root, PACKAGES[name]))
+      for (const file of ['package.json', 'bin']) cpSync(join(root, PACKAGES[name], file), join(dir, file), { recursive: true })
+    copyRootFiles(dir)
+  }
+  const out = join(dirs.sluice, 'dist')
   // tsc runs in its own process meanwhile.
   const types = options.declarations === false ? undefined : declarations(join(out, 'browser/types'))
   await build(browserBundle('worker/browser.ts', join(out, 'browser'), 'index.js', 'es', false))
   await build(browserBundle(SW_ENTRY, out, 'sluice-sw.js', 'iife', false, [swEntry]))
   const worker = outputFiles(await build(browserBundle('worker/node.worker.ts', join(out, 'sluice'), 'node.worker.js', 'es', true)))
-  await build(cli(join(out, 'cli')))
+  checkNodeOnly(outputFiles(await build(cli('src/cli/lightMain.ts', join(out, 'cli'), 'light.js', false))), 'sluice/dist/cli/light.js')
+  await build(cli('src/cli/main.ts', join(dirs.node, 'dist/cli'), 'main.js', true))
   if (types) {
     await types
     writeFileSync(join(out, 'browser/index.d.ts'), "export * from './types/worker/browser.ts'\n")
@@ -113,8 +158,9 @@ export async function buildPackage(options: BuildOptions = {}): Promise<WorkerFi
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { 'out-dir': { type: 'string' }, 'no-declarations': { type: 'boolean' } } })
+  const { values } = parseArgs({ options: { 'packages-dir': { type: 'string' }, 'no-declarations': { type: 'boolean' } } })
   const started = performance.now()
-  await buildPackage({ ...(values['out-dir'] ? { outDir: values['out-dir'] } : {}), declarations: !values['no-declarations'] })
-  console.log(`built ${values['out-dir'] ?? 'dist'}/ in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+  await buildPackages({ ...(values['packages-dir'] ? { packagesDir: values['packages-dir'] } : {}), declarations: !values['no-declarations'] })
+  const where = values['packages-dir'] ?? 'packages'
+  console.log(`built ${where}/sluice/dist/ and ${where}/node/dist/ in ${((performance.now() - started) / 1000).toFixed(1)} s`)
 }

@@ -3,7 +3,7 @@
 // backup server for the nodes' sealed copies), tells the page about that
 // network in /demo.json and serves demo/dist on 127.0.0.1. Runs until Ctrl-C or SIGTERM, then stops what it started.
 //
-//   1. npm run build (dist/), sluice init demo/public, vite build --config demo/vite.config.ts (demo/dist/), while
+//   1. npm run build (packages/*/dist/), sluice init demo/public, vite build --config demo/vite.config.ts (demo/dist/), while
 //      sluice devnet starts beside them;
 //   2. demo/dist/demo.json (DemoConfig, demo/src/config.ts) and demo/dist/deployments/<chainId>.json;
 //   3. a static server of demo/dist (staticServer.ts), listening from the start so that a port in use fails at once,

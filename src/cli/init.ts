@@ -1,7 +1,7 @@
 import { copyFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { dirname, join, normalize } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { answerAsked, parseFlags, UnexpectedArgumentError } from './args.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
@@ -36,11 +36,17 @@ export class NotBuiltError extends CliError {
   }
 }
 
-/** The package's root: the nearest folder above this module with a package.json (from src/cli/ or dist/cli/). */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url))
-  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir)
-  return dir
+/**
+ * The `sluice` package's dist/, which holds the files: resolved by name, so it is the package's own from its bin
+ * (a self-reference), @sluice/node's dependency from that package, and packages/sluice/ (the workspace's link) in a
+ * clone (docs/decisions/0042-two-packages-sluice-and-sluice-node.md).
+ */
+function builtFilesDir(): string {
+  try {
+    return join(dirname(createRequire(import.meta.url).resolve('sluice/package.json')), 'dist')
+  } catch {
+    throw new InitError('the sluice package, which holds the files to copy, is not installed: npm install sluice', 1)
+  }
 }
 
 /** The files to copy, as paths relative to the target folder, each with where it comes from in dist/. */
@@ -101,7 +107,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const target = normalize(shown)
   await checkTarget(target, shown)
 
-  const files = await filesToCopy(join(packageRoot(), 'dist'))
+  const files = await filesToCopy(builtFilesDir())
   const stale = (await previouslyWritten(target)).filter((f) => !files.has(f))
   const show = (file: string) => join(shown, ...file.split('/'))
   const width = Math.max(...[...files.keys(), MANIFEST].map((f) => show(f).length))

@@ -3,11 +3,14 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { stagePackage } from '../package/support/stage.ts'
+import { linkInstall, stagePackages, type Stage } from '../package/support/stage.ts'
 
-/** `sluice init <dir>` as a dApp runs it: the package's compiled bin (a fresh build, not the sources). */
+/**
+ * `sluice init <dir>` as a dApp runs it: the sluice package's compiled bin (a fresh build, not the sources), alone
+ * as a dApp installs it; then both packages' bins with @sluice/node installed beside it.
+ */
 
-let stage: string
+let stage: Stage
 const dirs: string[] = []
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-init-'))
@@ -15,9 +18,16 @@ function tempDir(): string {
   return dir
 }
 
-function init(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+type Ran = { code: number | null; stdout: string; stderr: string }
+
+function init(args: string[], cwd: string): Promise<Ran> {
+  return sluice(stage.sluice, ['init', ...args], cwd)
+}
+
+/** A package's bin (`packageDir`/bin/sluice.mjs) with `args`, to completion. */
+function sluice(packageDir: string, args: string[], cwd: string): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(stage, 'bin/sluice.mjs'), 'init', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [join(packageDir, 'bin/sluice.mjs'), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (c: Buffer) => (stdout += c))
@@ -29,7 +39,7 @@ function init(args: string[], cwd: string): Promise<{ code: number | null; stdou
 
 /** What the build made for the origin: the service worker, the page module and every file of the node's worker. */
 function builtFiles(): Map<string, string> {
-  const dist = join(stage, 'dist')
+  const dist = join(stage.sluice, 'dist')
   return new Map([
     ['sluice-sw.js', join(dist, 'sluice-sw.js')],
     ['sluice/browser.js', join(dist, 'browser/index.js')],
@@ -38,11 +48,11 @@ function builtFiles(): Map<string, string> {
 }
 
 beforeAll(async () => {
-  stage = await stagePackage({ declarations: false })
+  stage = await stagePackages({ declarations: false })
 })
 
 afterAll(() => {
-  for (const dir of [...dirs, stage]) if (dir) rmSync(dir, { recursive: true, force: true })
+  for (const dir of [...dirs, stage?.dir]) if (dir) rmSync(dir, { recursive: true, force: true })
 })
 
 describe('sluice init', () => {
@@ -110,5 +120,50 @@ describe('sluice init', () => {
     expect(code).toBe(0)
     expect(stdout).toMatch(/^Usage: sluice init <dir>/)
     expect(stdout).toContain('sluice-sw.js')
+  })
+})
+
+describe('the sluice package alone, as a dApp installs it', () => {
+  test("its bin has init, the usage and the version; the node's commands exit 2 saying to install @sluice/node", async () => {
+    const help = await sluice(stage.sluice, ['--help'], tmpdir())
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/^ {2}init {2,}copy the service worker/m)
+    expect(help.stdout).not.toMatch(/^ {2}serve /m)
+    expect(help.stdout).toContain('npm install @sluice/node')
+    const version = await sluice(stage.sluice, ['--version'], tmpdir())
+    expect(version).toEqual({ code: 0, stdout: `${JSON.parse(readFileSync(join(stage.sluice, 'package.json'), 'utf8')).version}\n`, stderr: '' })
+    for (const command of ['serve', 'devnet', 'relay', 'chain', 'monitor', 'backup-server']) {
+      const ran = await sluice(stage.sluice, [command, '--help'], tmpdir())
+      expect(ran, command).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `sluice ${command}: this command runs the headless node, which the sluice package does not include: npm install @sluice/node\n`,
+      })
+    }
+    const unknown = await sluice(stage.sluice, ['nope'], tmpdir())
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toMatch(/^sluice: unknown command "nope"\nUsage: sluice <command>/)
+  })
+})
+
+describe('with @sluice/node installed beside it', () => {
+  beforeAll(() => linkInstall(stage.dir))
+
+  test('both bins run the whole command line, so it does not matter which one npm linked as node_modules/.bin/sluice', async () => {
+    for (const args of [['--help'], ['--version'], ['nope'], ['serve', '--help'], ['relay', '--nope']]) {
+      const [light, node] = await Promise.all([sluice(stage.sluice, args, tmpdir()), sluice(stage.node, args, tmpdir())])
+      expect(light, args.join(' ')).toEqual(node)
+    }
+    const help = await sluice(stage.sluice, ['--help'], tmpdir())
+    expect(help.stdout).toMatch(/^ {2}serve {2,}run one node/m)
+  })
+
+  test("@sluice/node's init copies the sluice package's files, as the light bin does", async () => {
+    const [fromLight, fromNode] = [tempDir(), tempDir()]
+    const light = await sluice(stage.sluice, ['init', '.'], fromLight)
+    const node = await sluice(stage.node, ['init', '.'], fromNode)
+    expect(node).toEqual(light)
+    expect(node.code).toBe(0)
+    for (const [file, from] of builtFiles()) expect(readFileSync(join(fromNode, file)).equals(readFileSync(from)), file).toBe(true)
   })
 })

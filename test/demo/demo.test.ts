@@ -13,7 +13,7 @@ import { drivePage } from './drivePage.ts'
 /**
  * `npm run demo` as a person runs it (`node --import tsx scripts/demo.ts`: one process, see startDemo): it builds the package and the page, starts the
  * network, serves the page with /demo.json; a person (Playwright, drivePage.ts) uses the page end to end; Ctrl-C
- * leaves no process behind. It builds into the checkout's dist/,
+ * leaves no process behind. It builds into the checkout's packages/sluice/dist/ and packages/node/dist/,
  * demo/public/ and demo/dist/, as `npm run demo` does: run the port-in-use case first, which must fail before building.
  */
 

@@ -13,14 +13,20 @@ import { anvilClient } from '../support/clients.ts'
 import { relayListening, startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
 import { call } from '../cli/devnetProcess.ts'
 import { eventually } from '../integration/support/eventually.ts'
-import { stagePackage } from './support/stage.ts'
+import { diskBytes, installedPackages } from './support/installed.ts'
+import { stagePackages } from './support/stage.ts'
 
 /**
- * The package as a dApp gets it: a fresh build packed by `npm pack`, installed from the tarball into a new Vite
- * app, `npx sluice init public/`, `vite build` and `vite preview`; then, in Chromium, the app's startNode() pays a
- * headless peer (`sluice serve` of the installed package, through a `sluice relay` of it) with fetch('/api/v1/...').
- * And a plain static page with no bundler (an import map) starts a node too.
+ * The packages as a dApp and a node's host get them: a fresh build of both packed by `npm pack`; the sluice tarball
+ * alone installed into a new Vite app (one package, a few MB), `npx sluice init public/`, `vite build` and
+ * `vite preview`; both tarballs installed into another folder, where `sluice serve` and `sluice relay` of
+ * @sluice/node run. Then, in Chromium, the app's startNode() pays that headless peer through that relay with
+ * fetch('/api/v1/...'). And a plain static page with no bundler (an import map) starts a node too.
  */
+
+/** What `npm install sluice` may bring at most (measured: 1 package, 3.8 MB; decision 0042). */
+const LIGHT_MAX_PACKAGES = 1
+const LIGHT_MAX_BYTES = 5_000_000
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
 const vite = join(repo, 'node_modules/vite/bin/vite.js')
@@ -31,7 +37,8 @@ const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'
 const dirs: string[] = []
 const processes: SluiceProcess[] = []
 let app: string
-let bin: string
+/** The `sluice` command of the folder with both packages: whichever bin npm linked (decision 0042). */
+let nodeBin: string
 let browser: Browser | undefined
 
 function tempDir(prefix: string): string {
@@ -111,19 +118,26 @@ afterAll(async () => {
 })
 
 describe('the sluice package', () => {
-  test('packs with npm pack and installs from the tarball into a fresh Vite app; npx sluice init public/ writes the worker files', async () => {
-    const stage = await stagePackage()
-    dirs.push(stage)
+  test('packs both with npm pack; the sluice tarball alone installs into a fresh Vite app, one package and a few MB, and npx sluice init public/ writes the worker files', async () => {
+    const stage = await stagePackages()
+    dirs.push(stage.dir)
     const packed = tempDir('sluice-pack-')
-    await run('npm', ['pack', '--ignore-scripts', '--pack-destination', packed], stage)
-    const [tarball] = readdirSync(packed)
-    expect(tarball).toMatch(/^sluice-\d+\.\d+\.\d+\.tgz$/)
-    const listing = await run('tar', ['-tzf', join(packed, tarball!)], packed)
+    await run('npm', ['pack', '--ignore-scripts', '--pack-destination', packed], stage.sluice)
+    await run('npm', ['pack', '--ignore-scripts', '--pack-destination', packed], stage.node)
+    const tarballs = readdirSync(packed).sort()
+    expect(tarballs).toEqual([expect.stringMatching(/^sluice-\d+\.\d+\.\d+\.tgz$/), expect.stringMatching(/^sluice-node-\d+\.\d+\.\d+\.tgz$/)])
+    const [light, node] = tarballs.map((t) => join(packed, t)) as [string, string]
+    const listing = await run('tar', ['-tzf', light], packed)
     // Lean: the built files, the bin, the README; no sources, tests or contracts.
     expect(listing).toContain('package/dist/browser/index.js')
     expect(listing).toContain('package/dist/browser/index.d.ts')
     expect(listing).toContain('package/dist/sluice/secp256k1.wasm')
+    expect(listing).toContain('package/dist/cli/light.js')
     expect(listing).not.toMatch(/^package\/(src|test|contracts|worker|scripts)\//m)
+    const nodeListing = await run('tar', ['-tzf', node], packed)
+    expect(nodeListing).toContain('package/dist/cli/main.js')
+    // The worker files come from the sluice package only.
+    expect(nodeListing).not.toMatch(/^package\/(src|test|contracts|worker|scripts|dist\/sluice|dist\/browser)\//m)
 
     app = tempDir('sluice-app-')
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }))
@@ -141,9 +155,19 @@ describe('the sluice package', () => {
         include: ['*.ts'],
       }),
     )
-    // From the cache `npm ci` filled (no registry here); anvil, an optional dependency, is not needed.
-    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=optional', join(packed, tarball!)], app)
-    bin = join(app, 'node_modules/sluice/bin/sluice.mjs')
+    // What a dApp installs: sluice alone, no dependency and no install script.
+    const installed = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', light], app)
+    expect(installed).not.toMatch(/script/i)
+    const packages = installedPackages(join(app, 'node_modules'))
+    expect(packages.map((p) => p.slice(app.length + 1))).toEqual(['node_modules/sluice'])
+    expect(packages.length).toBeLessThanOrEqual(LIGHT_MAX_PACKAGES)
+    expect(diskBytes(join(app, 'node_modules'))).toBeLessThan(LIGHT_MAX_BYTES)
+    // The node's commands are not there: the bin says what to install.
+    const serve = await run('npx', ['sluice', 'relay'], app).then(
+      () => 'exit 0',
+      (e: Error) => e.message,
+    )
+    expect(serve).toMatch(/exited with 2:\nsluice relay: .*npm install @sluice\/node\n$/)
 
     mkdirSync(join(app, 'public'))
     const init = await run('npx', ['sluice', 'init', 'public/'], app)
@@ -152,9 +176,20 @@ describe('the sluice package', () => {
     expect(init).toContain('public/sluice/node.worker.js')
     expect(readdirSync(join(app, 'public/sluice'))).toContain('secp256k1.wasm')
     await writeDeployment(join(app, 'public/deployments/31337.json'), deployment)
-  }, 120_000)
 
-  test("sluice/browser's declarations resolve in a consumer (moduleResolution bundler) and carry the real types", async () => {
+    // A node's host: @sluice/node with the sluice it depends on, from the cache `npm ci` filled; anvil, an
+    // optional dependency, is not needed.
+    const host = tempDir('sluice-host-')
+    writeFileSync(join(host, 'package.json'), JSON.stringify({ name: 'host', private: true }))
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=optional', light, node], host)
+    nodeBin = join(host, 'node_modules/.bin/sluice')
+    expect(await run(process.execPath, [nodeBin, '--version'], host)).toBe(`${JSON.parse(readFileSync(join(stage.sluice, 'package.json'), 'utf8')).version}\n`)
+  }, 180_000)
+
+  test("sluice/browser's declarations resolve in a consumer (moduleResolution bundler), with viem and idb beside it, and carry the real types", async () => {
+    // The declarations name viem's and idb's types: optional peers, which a dApp that type-checks installs (decision 0042).
+    const peers = JSON.parse(readFileSync(join(repo, 'packages/node/package.json'), 'utf8')).dependencies as Record<string, string>
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--save-dev', `viem@${peers.viem}`, `idb@${peers.idb}`], app)
     // main.ts must check; a wrong use beside it must not, so the types are real rather than `any`.
     writeFileSync(join(app, 'wrong.ts'), "import { startNode } from 'sluice/browser'\nawait startNode({ rpc: 1 })\n")
     const failed = await run(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', '.'], app).then(
@@ -168,7 +203,7 @@ describe('the sluice package', () => {
 
   test("a Vite app's startNode() opens a channel to a headless peer over libp2p and pays it through fetch('/api/v1/...')", async () => {
     await run(process.execPath, [vite, 'build', '--logLevel', 'warn'], app)
-    const relay = start(bin, ['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'], app)
+    const relay = start(nodeBin, ['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'], app)
     await relay.waitForOutput(/Press Ctrl-C to stop/)
     const relayAddress = relayListening(relay.stdout())!.multiaddrs[0]!
 
@@ -177,7 +212,7 @@ describe('the sluice package', () => {
     const peerArgs = ['serve', '--rpc', rpc, '--deployment', join(app, 'public/deployments/31337.json'), '--key', peerKey]
     peerArgs.push('--data-dir', tempDir('sluice-peer-'), '--api', '127.0.0.1:0', '--confirmations', '0', '--polling-interval', '50')
     peerArgs.push('--environment', 'development', '--relay', relayAddress)
-    const peer = start(bin, peerArgs, app)
+    const peer = start(nodeBin, peerArgs, app)
     const [url, [, peerApi]] = await Promise.all([preview('dist'), peer.waitForOutput(/REST API: (\S+)\n/, 60_000)])
 
     const key = generatePrivateKey()
@@ -221,7 +256,7 @@ describe('the sluice package', () => {
   test('a plain static page with no bundler imports it through an import map and starts a node without libp2p', async () => {
     const plain = join(app, 'plain')
     mkdirSync(plain)
-    await run(process.execPath, [bin, 'init', 'plain'], app)
+    await run(process.execPath, [join(app, 'node_modules/sluice/bin/sluice.mjs'), 'init', 'plain'], app)
     writeFileSync(
       join(plain, 'index.html'),
       [
