@@ -24,7 +24,7 @@ import { stagePackages } from './support/stage.ts'
  * fetch('/api/v1/...'). And a plain static page with no bundler (an import map) starts a node too.
  */
 
-/** What `npm install sluice` may bring at most (measured: 1 package, 3.8 MB; decision 0042). */
+/** What `npm install sluice` may bring at most (measured: 1 package, 3.4 MB of files; decision 0042). */
 const LIGHT_MAX_PACKAGES = 1
 const LIGHT_MAX_BYTES = 5_000_000
 
