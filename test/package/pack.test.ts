@@ -14,7 +14,7 @@ import { relayListening, startSluice, type SluiceProcess } from '../cli/sluicePr
 import { call } from '../cli/devnetProcess.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { diskBytes, installedPackages } from './support/installed.ts'
-import { stagePackages } from './support/stage.ts'
+import { type Stage, stagePackages } from './support/stage.ts'
 
 /**
  * The packages as a dApp and a node's host get them: a fresh build of both packed by `npm pack`; the sluice tarball
@@ -36,6 +36,10 @@ const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'
 
 const dirs: string[] = []
 const processes: SluiceProcess[] = []
+let stage: Stage
+/** The packed tarballs of sluice and @sluice/node. */
+let light: string
+let node: string
 let app: string
 /** The `sluice` command of the folder with both packages: whichever bin npm linked (decision 0042). */
 let nodeBin: string
@@ -118,15 +122,15 @@ afterAll(async () => {
 })
 
 describe('the sluice package', () => {
-  test('packs both with npm pack; the sluice tarball alone installs into a fresh Vite app, one package and a few MB, and npx sluice init public/ writes the worker files', async () => {
-    const stage = await stagePackages()
+  test('both pack with npm pack: sluice with the built browser files and the light bin, @sluice/node with the CLI only', async () => {
+    stage = await stagePackages()
     dirs.push(stage.dir)
     const packed = tempDir('sluice-pack-')
     await run('npm', ['pack', '--ignore-scripts', '--pack-destination', packed], stage.sluice)
     await run('npm', ['pack', '--ignore-scripts', '--pack-destination', packed], stage.node)
     const tarballs = readdirSync(packed).sort()
     expect(tarballs).toEqual([expect.stringMatching(/^sluice-\d+\.\d+\.\d+\.tgz$/), expect.stringMatching(/^sluice-node-\d+\.\d+\.\d+\.tgz$/)])
-    const [light, node] = tarballs.map((t) => join(packed, t)) as [string, string]
+    ;[light, node] = tarballs.map((t) => join(packed, t)) as [string, string]
     const listing = await run('tar', ['-tzf', light], packed)
     // Lean: the built files, the bin, the README; no sources, tests or contracts.
     expect(listing).toContain('package/dist/browser/index.js')
@@ -138,7 +142,9 @@ describe('the sluice package', () => {
     expect(nodeListing).toContain('package/dist/cli/main.js')
     // The worker files come from the sluice package only.
     expect(nodeListing).not.toMatch(/^package\/(src|test|contracts|worker|scripts|dist\/sluice|dist\/browser)\//m)
+  }, 120_000)
 
+  test('the sluice tarball alone installs into a fresh Vite app: one package, a few MB, no install script; its bin points at @sluice/node for the rest', async () => {
     app = tempDir('sluice-app-')
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }))
     writeFileSync(join(app, 'index.html'), '<!doctype html><html><body><script type="module" src="/main.ts"></script></body></html>')
@@ -168,7 +174,9 @@ describe('the sluice package', () => {
       (e: Error) => e.message,
     )
     expect(serve).toMatch(/exited with 2:\nsluice relay: .*npm install @sluice\/node\n$/)
+  }, 60_000)
 
+  test('npx sluice init public/ writes the worker files into the app', async () => {
     mkdirSync(join(app, 'public'))
     const init = await run('npx', ['sluice', 'init', 'public/'], app)
     expect(init).toMatch(/^Wrote \d+ files to public\/:$/m)
@@ -176,7 +184,9 @@ describe('the sluice package', () => {
     expect(init).toContain('public/sluice/node.worker.js')
     expect(readdirSync(join(app, 'public/sluice'))).toContain('secp256k1.wasm')
     await writeDeployment(join(app, 'public/deployments/31337.json'), deployment)
+  })
 
+  test("@sluice/node's tarball installs with the sluice it depends on into a node's host folder", async () => {
     // A node's host: @sluice/node with the sluice it depends on, from the cache `npm ci` filled; anvil, an
     // optional dependency, is not needed.
     const host = tempDir('sluice-host-')
@@ -184,7 +194,10 @@ describe('the sluice package', () => {
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=optional', light, node], host)
     nodeBin = join(host, 'node_modules/.bin/sluice')
     expect(await run(process.execPath, [nodeBin, '--version'], host)).toBe(`${JSON.parse(readFileSync(join(stage.sluice, 'package.json'), 'utf8')).version}\n`)
-  }, 180_000)
+    expect(installedPackages(join(host, 'node_modules')).map((p) => p.slice(host.length + 1))).toEqual(
+      expect.arrayContaining(['node_modules/sluice', 'node_modules/@sluice/node', 'node_modules/viem', 'node_modules/libp2p']),
+    )
+  }, 120_000)
 
   test("sluice/browser's declarations resolve in a consumer (moduleResolution bundler), with viem and idb beside it, and carry the real types", async () => {
     // The declarations name viem's and idb's types: optional peers, which a dApp that type-checks installs (decision 0042).
@@ -199,7 +212,7 @@ describe('the sluice package', () => {
     rmSync(join(app, 'wrong.ts'))
     const errors = failed.split('\n').filter((line) => /error TS\d+/.test(line))
     expect(errors).toEqual([expect.stringMatching(/^wrong\.ts\(2,\d+\): error TS2\d+: /)])
-  })
+   }, 120_000)
 
   test("a Vite app's startNode() opens a channel to a headless peer over libp2p and pays it through fetch('/api/v1/...')", async () => {
     await run(process.execPath, [vite, 'build', '--logLevel', 'warn'], app)
