@@ -1,9 +1,12 @@
-// What a browser downloads, gzipped (kB of 1000 bytes): the packages built into a temporary folder as `npm run build` builds them.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+// What a dApp installs (`npm install sluice` from its packed tarball) and what a browser downloads, gzipped (kB of 1000
+// bytes): the packages built into a temporary folder as `npm run build` builds them.
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { buildPackages, type WorkerFile } from '../scripts/build.ts'
+import { diskBytes, installedPackages } from '../test/package/support/installed.ts'
 
 const LIBP2P = /src\/transport\/libp2p\/libp2pTransport\.ts$/
 
@@ -19,6 +22,19 @@ function reachable(files: WorkerFile[], entry: string, skip: (file: WorkerFile) 
   }
   visit(entry)
   return seen
+}
+
+/** `npm install` of the packed sluice package in a fresh project: the packages and the bytes it adds (decision 0042). */
+function lightInstall(packageDir: string, dir: string): { packages: number; bytes: number } {
+  const npm = (args: string[], cwd: string) => execFileSync('npm', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+  const packed = join(dir, 'packed')
+  const project = join(dir, 'project')
+  mkdirSync(packed)
+  mkdirSync(project)
+  npm(['pack', '--ignore-scripts', '--pack-destination', packed], packageDir)
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'dapp', private: true }))
+  npm(['install', '--prefer-offline', '--no-audit', '--no-fund', join(packed, readdirSync(packed)[0]!)], project)
+  return { packages: installedPackages(join(project, 'node_modules')).length, bytes: diskBytes(join(project, 'node_modules')) }
 }
 
 export async function benchPackage(): Promise<Record<string, string>> {
@@ -37,7 +53,9 @@ export async function benchPackage(): Promise<Record<string, string>> {
     // Without relays: the entry and every chunk it may load except libp2p's (viem's CCIP-read chunk included).
     const withoutLibp2p = inWorker(reachable(worker, 'node.worker.js', (f) => LIBP2P.test(f.facadeModuleId ?? '')))
     const everything = inWorker(worker.filter((f) => f.fileName.endsWith('.js')).map((f) => f.fileName))
+    const installed = lightInstall(join(packagesDir, 'sluice'), packagesDir)
     return {
+      'npm install sluice (packed, built without its .d.ts files, into a fresh project): packages, size of the files': `${installed.packages}, ${(installed.bytes / 1e6).toFixed(1)} MB`,
       'page module (sluice/browser, dist/browser/index.js)': kb(gzipped(join(out, 'browser', 'index.js'))),
       'service worker (sluice-sw.js)': kb(gzipped(join(out, 'sluice-sw.js'))),
       // The node answers before the WASM has come (it loads while the node runs: a 4-6x faster curve, not a need).

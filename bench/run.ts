@@ -16,7 +16,7 @@ import { benchTransport } from './transport.ts'
 const { positionals, values } = parseArgs({ allowPositionals: true, options: { trace: { type: 'string' }, curves: { type: 'boolean' } } })
 
 const parts = {
-  package: ['Package: what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', benchPackage],
+  package: ['Package: what a dApp installs, and what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', benchPackage],
   protocol: ['Protocol core (one process: signing, encoding, decoding, verifying and every transition; payments include all their messages)', benchProtocol],
   storage: ['Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', benchStorage],
   transport: ['libp2p transport (two nodes and a sluice relay in one process, WebSockets on loopback, Noise, yamux)', benchTransport],
