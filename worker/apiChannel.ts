@@ -18,7 +18,7 @@
  * in Chromium, and every open one hears every message of the origin): requests and their answers are told apart by
  * `id` (issue 19's trace of the service worker).
  */
-import type { ErrorCode } from '../src/api/errors.ts'
+import type { ErrorCode } from '../src/api/errorCodes.ts'
 
 export const API_CHANNEL = 'sluice:api'
 

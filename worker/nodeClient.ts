@@ -6,7 +6,7 @@
  */
 import type { Address, Hex } from 'viem'
 import type { ChannelJson } from '../src/api/channelJson.ts'
-import type { ErrorCode } from '../src/api/errors.ts'
+import type { ErrorCode } from '../src/api/errorCodes.ts'
 import { SluiceError } from '../src/errors.ts'
 import { jsonParse } from '../src/storage/json.ts'
 import type { StorageDump } from '../src/storage/storage.ts'

@@ -1,8 +1,6 @@
 import { getAddress, type Address } from 'viem'
 import { balance } from '../protocol/channel/amounts.ts'
 import type { Channel, ChannelState } from '../protocol/state/types.ts'
-import * as v from 'valibot'
-import { addressString as address, decimalString as decimal } from './schema.ts'
 
 /** The Channel object of docs/rest-api.md, field for field and in its order; amounts are bigints (`json()` writes them as strings). */
 export type ChannelJson = {
@@ -51,18 +49,3 @@ export function channelJson(channel: Channel): ChannelJson {
     reveal_timeout: channel.revealTimeout,
   }
 }
-
-/** A Channel object as a client receives it (openapi.json): amounts as decimal strings. */
-export const channelSchema = v.object({
-  channel_identifier: decimal,
-  token_network_address: address,
-  partner_address: address,
-  token_address: address,
-  balance: v.pipe(decimal, v.description('our deposit - our withdraw total - our transferred + partner transferred; locked amounts are not subtracted')),
-  total_deposit: decimal,
-  total_withdraw: v.pipe(decimal, v.description('withdrawn on-chain by us')),
-  state: v.pipe(v.picklist(['opened', 'closed', 'settled']), v.description('closing shows as opened and settling as closed until the transaction is mined')),
-  settle_timeout: decimal,
-  reveal_timeout: decimal,
-})
-export type ChannelAnswer = v.InferOutput<typeof channelSchema>

@@ -1,37 +1,6 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { SluiceError } from '../errors.ts'
-
-/** The code of an answer whose error names none: by its status. */
-const codeOfStatus = {
-  400: 'INVALID_REQUEST',
-  404: 'NOT_FOUND',
-  405: 'METHOD_NOT_ALLOWED',
-  409: 'CONFLICT',
-  500: 'INTERNAL',
-  503: 'UNAVAILABLE',
-} as const
-
-/**
- * Every `code` the node's REST API answers with: the table of the layers' codes below, the statuses' own, the
- * request checks' (media type, credential, host, origin), and `HTTP_<status>` for a status with none of its own.
- */
-export type ApiErrorCode =
-  | AnsweredCode
-  | (typeof codeOfStatus)[keyof typeof codeOfStatus]
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'UNAUTHORIZED'
-  | 'FORBIDDEN_HOST'
-  | 'FORBIDDEN_ORIGIN'
-  | `HTTP_${number}`
-
-/**
- * What the page's own channel to the node answers with where the node cannot (worker/apiChannel.ts): no node runs
- * in the origin, the node stopped while answering, the caller cancelled.
- */
-export type PageErrorCode = 'NO_NODE' | 'NODE_LOST' | 'CANCELLED'
-
-/** Every error code a dApp can meet calling a node, in the page or over HTTP: one union to switch on. */
-export type ErrorCode = ApiErrorCode | PageErrorCode
+import { codeOfStatus, statusOfCode, type AnsweredCode, type ApiErrorCode } from './errorCodes.ts'
 
 /**
  * An answer other than success: its status, and the body `{"errors": message, "code": code}` (docs/rest-api.md, Errors, names
@@ -60,37 +29,6 @@ export function errorAnswer(error: ApiError<string>): Response {
     headers: { 'content-type': 'application/json', ...error.headers },
   })
 }
-
-/**
- * The one table from the code of an error of the layers below to the status the API answers with. Anything not
- * here is a bug: the API answers 500 and stops (src/api/app.ts). test/unit/api/errors.test.ts fails when an error
- * class of src/ has a code that is neither here nor in `codesNeverAnswered`.
- */
-export const statusOfCode = {
-  // chain
-  INSUFFICIENT_FUNDS_FOR_GAS: 402,
-  INSUFFICIENT_TOKEN_BALANCE: 402,
-  TRANSACTION_REVERTED: 409,
-  TOKEN_NOT_MINTABLE: 400,
-  CHAIN_RPC: 503,
-  CHAIN_ID_MISMATCH: 503,
-  // node
-  CONFLICT: 409,
-  INSUFFICIENT_BALANCE: 402,
-  NOT_FOUND: 404,
-  LIMIT_REACHED: 403,
-  DISABLED_IN_PRODUCTION: 501,
-  CHANNEL_NOT_FOUND: 409,
-  CHANNEL_NOT_SYNCED: 409,
-  NO_ROUTE: 409,
-  INVALID_PAYMENT: 409,
-  PAYMENT_FAILED: 409,
-  NODE_STOPPED: 503,
-  STALE_STATE: 503,
-  // storage
-  STORAGE_CLOSED: 503,
-  DUMP_REJECTED: 409,
-} as const satisfies Record<string, ContentfulStatusCode>
 
 /**
  * Codes of errors that never reach a request: the command line's, the devnet's, start-up failures of the store,
@@ -141,8 +79,6 @@ export const codesNeverAnswered = [
   'BACKUP_PAYLOAD_INVALID',
   'BACKUP_TOO_LARGE',
 ] as const
-
-export type AnsweredCode = keyof typeof statusOfCode
 
 /** The answer of an error a request met: an ApiError as it is, a layer's error by the table; else undefined (a bug). */
 export function toApiError(error: unknown): ApiError<string> | undefined {

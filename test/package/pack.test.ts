@@ -212,7 +212,7 @@ describe('the sluice package', () => {
     rmSync(join(app, 'wrong.ts'))
     const errors = failed.split('\n').filter((line) => /error TS\d+/.test(line))
     expect(errors).toEqual([expect.stringMatching(/^wrong\.ts\(2,\d+\): error TS2\d+: /)])
-   }, 120_000)
+  }, 120_000)
 
   test("a Vite app's startNode() opens a channel to a headless peer over libp2p and pays it through fetch('/api/v1/...')", async () => {
     await run(process.execPath, [vite, 'build', '--logLevel', 'warn'], app)

@@ -11,11 +11,12 @@ import {
 } from '../../node/actions/channels.ts'
 import { ChannelNotFoundError } from '../../node/errors.ts'
 import { tokenNetworkOf } from '../../protocol/state/access.ts'
-import { channelJson, channelSchema } from '../channelJson.ts'
+import { channelJson } from '../channelJson.ts'
 import type { ApiContext } from '../context.ts'
 import { ApiError } from '../errors.ts'
 import { address, integer, oneOf, optional } from '../fields.ts'
 import { endpoint, json, type Resources } from '../resource.ts'
+import { addressString, decimalString as decimal } from '../schema.ts'
 
 const openShape = {
   partner_address: address(),
@@ -33,6 +34,21 @@ const patchShape = {
 }
 
 const PATCH_FIELDS = ['state', 'total_deposit', 'total_withdraw', 'reveal_timeout'] as const
+
+/** A Channel object as a client receives it (openapi.json): amounts as decimal strings. */
+export const channelSchema = v.object({
+  channel_identifier: decimal,
+  token_network_address: addressString,
+  partner_address: addressString,
+  token_address: addressString,
+  balance: v.pipe(decimal, v.description('our deposit - our withdraw total - our transferred + partner transferred; locked amounts are not subtracted')),
+  total_deposit: decimal,
+  total_withdraw: v.pipe(decimal, v.description('withdrawn on-chain by us')),
+  state: v.pipe(v.picklist(['opened', 'closed', 'settled']), v.description('closing shows as opened and settling as closed until the transaction is mined')),
+  settle_timeout: decimal,
+  reveal_timeout: decimal,
+})
+export type ChannelAnswer = v.InferOutput<typeof channelSchema>
 
 const channelList = v.array(channelSchema)
 
