@@ -77,7 +77,7 @@ const cli = (entry: string, outDir: string, fileName: string, splitting: boolean
     ssr: entry,
     outDir,
     emptyOutDir: false,
-    target: 'node20',
+    target: 'node22',
     minify: false,
     reportCompressedSize: false,
     rolldownOptions: { output: { entryFileNames: fileName, chunkFileNames: '[name]-[hash].js', codeSplitting: splitting } },
