@@ -3,9 +3,18 @@
 // links this bin into node_modules/.bin) it runs the sources instead, through the repository's bin/sluice.mjs.
 // The `sluice` package's bin has the same name and, with this package installed, runs this same command line
 // (docs/decisions/0042-two-packages-sluice-and-sluice-node.md).
-import { existsSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 
-if (existsSync(new URL('../../../src/cli/main.ts', import.meta.url)) && existsSync(new URL('../../../bin/sluice.mjs', import.meta.url))) {
+/** Whether this package sits in a clone of the repository (packages/<name>/ of the workspace named sluice-workspace). */
+function inRepository() {
+  try {
+    return JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).name === 'sluice-workspace'
+  } catch {
+    return false
+  }
+}
+
+if (inRepository()) {
   await import(new URL('../../../bin/sluice.mjs', import.meta.url).href)
 } else {
   // A closed pipe (`sluice chain | head -1`) must not crash a command before it has stopped what it started.

@@ -3,9 +3,18 @@
 // installed beside it, the whole command line from that package, for every command, because npm links only one of
 // two bins of the same name; without it, `init` (dist/cli/light.js, which needs no dependency) and exit code 2
 // for the node's commands. In a clone of the repository it runs the sources, through the repository's bin/sluice.mjs.
-import { existsSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 
-if (existsSync(new URL('../../../src/cli/main.ts', import.meta.url)) && existsSync(new URL('../../../bin/sluice.mjs', import.meta.url))) {
+/** Whether this package sits in a clone of the repository (packages/<name>/ of the workspace named sluice-workspace). */
+function inRepository() {
+  try {
+    return JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).name === 'sluice-workspace'
+  } catch {
+    return false
+  }
+}
+
+if (inRepository()) {
   await import(new URL('../../../bin/sluice.mjs', import.meta.url).href)
 } else {
   // A closed pipe (`sluice chain | head -1`) must not crash a command before it has stopped what it started.
