@@ -55,6 +55,9 @@ export default defineConfig({
             'hono/http-exception',
             'hono/streaming',
             'idb',
+            // sluice/react's test (test/browser/react.test.ts).
+            'react',
+            'react-dom/client',
             'viem',
             'viem/accounts',
             'viem/chains',
