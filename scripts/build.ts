@@ -1,6 +1,7 @@
 // `npm run build`: the two packages' dist/ (README, Embed Sluice in your dApp; docs/decisions/0016-tsx-runs-the-sources.md,
 // 0042-two-packages-sluice-and-sluice-node.md), and the root's LICENSE and README.md copied into each package.
 //   packages/sluice/dist/browser/index.js, index.d.ts  the page's module (`sluice/browser`), self-contained, with its declarations
+//   packages/sluice/dist/react/index.js, index.d.ts    `sluice/react`: the provider and hooks, react and sluice/browser left as imports
 //   packages/sluice/dist/sluice-sw.js                  the service worker, one classic script
 //   packages/sluice/dist/sluice/                       the node's module worker, its chunks (libp2p in its own) and secp256k1.wasm
 //   packages/sluice/dist/cli/light.js                  the light bin's init, usage and version: no import but Node's own
@@ -67,6 +68,41 @@ function browserBundle(entry: string, outDir: string, fileName: string, format: 
       rolldownOptions: { output: { codeSplitting: splitting, chunkFileNames: '[name]-[hash].js', minify: true } },
     },
   }
+}
+
+/**
+ * `sluice/react`: `react` (the dApp's own, a peer) and `sluice/browser` stay imports, so a page that does not import
+ * it has no React, and the hooks use the very node (and startNode's one start) that `sluice/browser` gives.
+ */
+const REACT_ENTRY = 'worker/react.ts'
+const reactExternals: Plugin = {
+  name: 'sluice:react-externals',
+  enforce: 'pre',
+  resolveId: (id, importer) => {
+    if (id === 'react' || id.startsWith('react/')) return { id, external: true }
+    if (importer?.endsWith(REACT_ENTRY) && id === './browser.ts') return { id: 'sluice/browser', external: true }
+    return null
+  },
+}
+const reactBundle = (outDir: string): InlineConfig => ({
+  ...common,
+  plugins: [reactExternals],
+  build: {
+    outDir,
+    emptyOutDir: false,
+    target: 'es2022',
+    minify: true,
+    reportCompressedSize: false,
+    lib: { entry: REACT_ENTRY, formats: ['es'], fileName: () => 'index.js' },
+    rolldownOptions: { output: { codeSplitting: false, minify: true } },
+  },
+})
+
+/** `sluice/react` imports nothing but these: anything else would be a second copy of the node's code. */
+function checkReactImports(files: WorkerFile[]): void {
+  const others = files.flatMap((f) => [...f.imports, ...f.dynamicImports]).filter((i) => i !== 'react' && i !== 'sluice/browser')
+  if (others.length > 0 || files.length !== 1)
+    throw new Error(`sluice/dist/react/index.js must import only react and sluice/browser; it imports ${others.join(', ')}`)
 }
 
 /** The CLI for Node: our sources bundled, every package left as an import (they are @sluice/node's dependencies). */
@@ -146,6 +182,7 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
   // tsc runs in its own process meanwhile.
   const types = options.declarations === false ? undefined : declarations(join(out, 'browser/types'))
   await build(browserBundle('worker/browser.ts', join(out, 'browser'), 'index.js', 'es', false))
+  checkReactImports(outputFiles(await build(reactBundle(join(out, 'react')))))
   await build(browserBundle(SW_ENTRY, out, 'sluice-sw.js', 'iife', false, [swEntry]))
   const worker = outputFiles(await build(browserBundle('worker/node.worker.ts', join(out, 'sluice'), 'node.worker.js', 'es', true)))
   checkNodeOnly(outputFiles(await build(cli('src/cli/lightMain.ts', join(out, 'cli'), 'light.js', false))), 'sluice/dist/cli/light.js')
@@ -153,6 +190,8 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
   if (types) {
     await types
     writeFileSync(join(out, 'browser/index.d.ts'), "export * from './types/worker/browser.ts'\n")
+    // One set of declarations for both: sluice/react's types are those of sluice/browser, not copies.
+    writeFileSync(join(out, 'react/index.d.ts'), "export * from '../browser/types/worker/react.ts'\n")
   }
   return worker
 }

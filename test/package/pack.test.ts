@@ -136,6 +136,16 @@ describe('the sluice package', () => {
     expect(listing).toContain('package/dist/browser/index.js')
     expect(listing).toContain('package/dist/browser/index.d.ts')
     expect(listing).toContain('package/dist/sluice/secp256k1.wasm')
+    expect(listing).toContain('package/dist/react/index.js')
+    expect(listing).toContain('package/dist/react/index.d.ts')
+    // sluice/react keeps React out of the page module: only a page that imports sluice/react loads React, and
+    // sluice/react brings no second copy of the node's page code (it imports sluice/browser).
+    const pageModule = readFileSync(join(stage.sluice, 'dist/browser/index.js'), 'utf8')
+    expect(pageModule).not.toMatch(/\breact\b|useSyncExternalStore|createElement/i)
+    const reactModule = readFileSync(join(stage.sluice, 'dist/react/index.js'), 'utf8')
+    const imports = [...reactModule.matchAll(/\bfrom\s*"([^"]+)"/g)].map((m) => m[1])
+    expect(imports.sort()).toEqual(['react', 'sluice/browser'])
+    expect(reactModule).not.toContain('serviceWorker')
     expect(listing).toContain('package/dist/cli/light.js')
     expect(listing).not.toMatch(/^package\/(src|test|contracts|worker|scripts)\//m)
     const nodeListing = await run('tar', ['-tzf', node], packed)
