@@ -1,4 +1,6 @@
 import { startNode, type SluiceBrowserNode } from 'sluice/browser'
+import { SluiceProvider } from 'sluice/react'
+import type { ComponentChildren, FunctionComponent } from 'preact'
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks'
 import { get } from './api.ts'
 import { CHANNEL_TIMEOUTS, type DemoConfig } from './config.ts'
@@ -51,6 +53,9 @@ const EVENT_NAMES = [
   'stale_state',
   'events_missed',
 ]
+
+/** sluice/react's provider, typed for Preact's JSX (preact/compat is React's API at run time, not its types). */
+const NodeProvider = SluiceProvider as unknown as FunctionComponent<{ node: SluiceBrowserNode; children: ComponentChildren }>
 
 export function App({
   config,
@@ -199,21 +204,25 @@ export function App({
       {node && shared ? (
         // Two columns on a wide screen: the node and what it sees beside the actions; one column, in the order
         // a person goes, on a narrow one (style.css).
-        <main class="dashboard">
-          <div class="column side">
-            <NodePanel shared={shared} node={node} onStop={stop} />
-            <ProtectionPanel shared={shared} />
-            <FundingPanel shared={shared} />
-            <NetworkPanel shared={shared} />
-            <EventsPanel shared={shared} problems={problems} />
-          </div>
-          <div class="column actions">
-            {error ? <Failure error={error} shared={shared} /> : null}
-            <ChannelsPanel shared={shared} />
-            <PaymentsPanel shared={shared} />
-            <ConsolePanel />
-          </div>
-        </main>
+        // The node is the page's (started by the button, stopped by its own button): the provider uses it, and its
+        // hooks keep the node, channels and payments panels current from the node's events.
+        <NodeProvider node={node}>
+          <main class="dashboard">
+            <div class="column side">
+              <NodePanel shared={shared} node={node} onStop={stop} />
+              <ProtectionPanel shared={shared} />
+              <FundingPanel shared={shared} />
+              <NetworkPanel shared={shared} />
+              <EventsPanel shared={shared} problems={problems} />
+            </div>
+            <div class="column actions">
+              {error ? <Failure error={error} shared={shared} /> : null}
+              <ChannelsPanel shared={shared} />
+              <PaymentsPanel shared={shared} />
+              <ConsolePanel />
+            </div>
+          </main>
+        </NodeProvider>
       ) : (
         <main class="starting">
           <section class="panel start" id="start">

@@ -1,5 +1,6 @@
-import { useState } from 'preact/hooks'
+import { useMemo, useState } from 'preact/hooks'
 import { call, get, type Channel, type Network } from '../api.ts'
+import { useChannels } from 'sluice/react'
 import { useAction, useLoad } from '../hooks.ts'
 import { peerOf } from '../others.ts'
 import { baseUnits, units, type Token } from '../tokens.ts'
@@ -10,18 +11,31 @@ import { PeerSide } from './peerSide.tsx'
 export function ChannelsPanel({ shared }: { shared: Shared }) {
   const [address, setAddress] = useState(Object.values(shared.config.tokens)[0]!)
   const token = shared.tokenOf(address)
-  const channels = useLoad(() => get<Channel[]>(`/channels/${address}`), [address, shared.tick])
+  // Refetched on the node's channel and payment events (sluice/react).
+  const channels = useChannels(address)
+  // What this page changes without an event from the node (a new reveal timeout) is read again after its action.
+  const { refetch } = channels
+  const acted = useMemo(
+    () => ({
+      ...shared,
+      refresh: () => {
+        refetch()
+        shared.refresh()
+      },
+    }),
+    [shared, refetch],
+  )
   const network = useLoad(() => get<Network>(`/tokens/${address}/network`), [address, shared.tick])
   return (
     <Panel title="Channels" id="channels" tools={<TokenSelect shared={shared} name="channels-token" value={address} onChange={setAddress} inline />}>
-      <OpenChannel shared={shared} token={token} />
+      <OpenChannel shared={acted} token={token} />
       <Failure error={channels.error} shared={shared} />
       {channels.data?.length === 0 ? <p class="hint">No channel of {token.symbol} yet: open one above.</p> : null}
       <ul class="channels">
         {channels.data?.map((channel) => (
           <ChannelRow
             key={channel.channel_identifier}
-            shared={shared}
+            shared={acted}
             token={token}
             channel={channel}
             seen={network.data?.channels.find((c) => c.channel_identifier === channel.channel_identifier)}

@@ -1,24 +1,14 @@
 import type { SluiceBrowserNode } from 'sluice/browser'
 import { useEffect, useState } from 'preact/hooks'
-import { get, type Status } from '../api.ts'
+import { useNodeStatus } from 'sluice/react'
 import { CopyButton, Failure, Panel, type Shared } from './common.tsx'
 
 /** The node: who it is, how far it has synced, whether the browser keeps its data. */
 export function NodePanel({ shared, node, onStop }: { shared: Shared; node: SluiceBrowserNode; onStop(): void }) {
-  const [status, setStatus] = useState<Status | undefined>()
+  // From the node's `status` events (sluice/react).
+  const { data: status, error } = useNodeStatus()
   const [mostToSync, setMostToSync] = useState(0)
-  const [error, setError] = useState<unknown>()
-  useEffect(() => {
-    get<Status>('/status').then(
-      (s) => {
-        setStatus(s)
-        setError(undefined)
-        const left = Number(s.blocks_to_sync ?? 0)
-        setMostToSync((most) => Math.max(most, left))
-      },
-      (e: unknown) => setError(e),
-    )
-  }, [shared.tick])
+  useEffect(() => setMostToSync((most) => Math.max(most, Number(status?.blocks_to_sync ?? 0))), [status])
   const left = Number(status?.blocks_to_sync ?? 0)
   const progress = status?.status === 'ready' ? 1 : mostToSync > 0 ? 1 - left / mostToSync : 0
   return (

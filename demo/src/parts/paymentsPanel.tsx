@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks'
-import { call, get, type HistoryEntry, type PaymentResult } from '../api.ts'
-import { useAction, useLoad } from '../hooks.ts'
+import { call, type HistoryEntry, type PaymentResult } from '../api.ts'
+import { usePayments, usePendingTransfers } from 'sluice/react'
+import { useAction } from '../hooks.ts'
 import { baseUnits } from '../tokens.ts'
 import { AmountInput, Failure, Field, Panel, PeerSelect, TokenSelect, type Shared } from './common.tsx'
 
@@ -74,9 +75,15 @@ function History({ shared }: { shared: Shared }) {
   const [partner, setPartner] = useState('')
   const [page, setPage] = useState(0)
   const valid = /^0x[0-9a-fA-F]{40}$/.test(partner)
-  const path = `/payments${token ? `/${token}${valid ? `/${partner}` : ''}` : ''}?limit=${PAGE + 1}&offset=${page * PAGE}`
-  const history = useLoad(() => get<HistoryEntry[]>(path), [path, shared.tick])
-  const rows = history.data?.slice(0, PAGE) ?? []
+  // Refetched on the node's payment events (sluice/react).
+  const history = usePayments({
+    ...(token ? { token: token as `0x${string}` } : {}),
+    ...(token && valid ? { partner: partner as `0x${string}` } : {}),
+    limit: PAGE + 1,
+    offset: page * PAGE,
+  })
+  // The client types a history entry's fields loosely (unknown); the demo's type says which it shows.
+  const rows = (history.data?.slice(0, PAGE) ?? []) as HistoryEntry[]
   return (
     <div class="history">
       <h3>History</h3>
@@ -146,7 +153,8 @@ function History({ shared }: { shared: Shared }) {
 type Pending = { role: string; initiator: string; target: string; token_address: string; locked_amount: string; payment_identifier: string }
 
 function Pending({ shared }: { shared: Shared }) {
-  const pending = useLoad(() => get<Pending[]>('/pending_transfers'), [shared.tick])
+  // The client types a pending transfer as a JSON object; the demo's type says which fields it shows.
+  const pending = usePendingTransfers() as { data: Pending[] | undefined }
   if (!pending.data?.length) return null
   return (
     <div>
