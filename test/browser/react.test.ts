@@ -1,7 +1,7 @@
 // sluice/react in a real Chromium with React 19: the provider starts one node under StrictMode and stops it on
 // unmount; the hooks show what a headless peer does to the page's node (opens a channel, pays it), refetching only
 // when a push event says so (no polling).
-import { createElement, StrictMode, type ReactNode } from 'react'
+import { createElement, StrictMode, useEffect, type ReactNode } from 'react'
 import { createRoot, type Root } from 'react-dom/client'
 import { createTestClient, http, parseEther, type Address } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
@@ -166,8 +166,17 @@ describe('sluice/react', () => {
       }
     }
     try {
-      const root = render(createElement(SluiceProvider, { options: nodeOptions({ key }) }, createElement(View)))
+      // Proof that StrictMode rehearses here (React's development build): a plain effect runs twice.
+      let effects = 0
+      function Probe(): ReactNode {
+        useEffect(() => {
+          effects++
+        }, [])
+        return null
+      }
+      const root = render(createElement(SluiceProvider, { options: nodeOptions({ key }) }, createElement(View), createElement(Probe)))
       await expect.poll(() => text('provider'), { timeout: 60_000 }).toBe('ready')
+      expect(effects).toBe(2)
       await expect.poll(() => text('status')).toBe('ready')
       expect(made).toHaveLength(1)
       expect(await (await fetch('/api/v1/address')).json()).toEqual({ our_address: address })
