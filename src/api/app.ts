@@ -2,7 +2,7 @@ import { Hono } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { accessChecks, type ApiAccess } from './access.ts'
-import type { ApiContext } from './context.ts'
+import type { ApiContext, ApiContextRef } from './context.ts'
 import type { SluiceNode } from '../node/sluiceNode.ts'
 import { EventLog } from './eventLog.ts'
 import { ApiError, errorAnswer, toApiError } from './errors.ts'
@@ -19,9 +19,9 @@ import { testingRoutes } from './routes/testing.ts'
 import { connectionsRoutes } from './routes/connections.ts'
 import { notificationsRoutes } from './routes/notifications.ts'
 import { monitoringRoutes } from './routes/monitoring.ts'
-import { eventsRoutes } from './routes/events.ts'
+import { eventsRoutes, logNodeEvents } from './routes/events.ts'
 import { stateRoutes } from './routes/state.ts'
-import { openapiRoutes } from './routes/openapi.ts'
+import { openApiDocument, openapiRoutes, type OpenApiDocument } from './routes/openapi.ts'
 
 export const API_BASE_PATH = '/api/v1'
 
@@ -55,6 +55,39 @@ export type CreateApiParameters = Omit<ApiContext, 'client' | 'services' | 'base
   onInternalError?(error: unknown): void
 }
 
+/** Every route of the API into `resources`; the handlers read `ctx` when a request comes, none when it registers. */
+function registerRoutes(resources: Resources, ctx: ApiContextRef): void {
+  for (const routes of [
+    nodeRoutes,
+    channelsRoutes,
+    tokensRoutes,
+    paymentsRoutes,
+    pendingTransfersRoutes,
+    debugRoutes,
+    userDepositRoutes,
+    testingRoutes,
+    connectionsRoutes,
+    notificationsRoutes,
+    monitoringRoutes,
+    eventsRoutes,
+    stateRoutes,
+    openapiRoutes,
+  ])
+    routes(resources, ctx)
+}
+
+/**
+ * The OpenAPI document of the API without a node: the routes registered with a context that fails if read, so
+ * this is the very document GET /openapi.json serves (scripts/openapi.ts writes it into the sluice package).
+ */
+export function describeApi({ version, tokenRequired = false }: { version: string; tokenRequired?: boolean }): OpenApiDocument {
+  const resources = new Resources()
+  registerRoutes(resources, () => {
+    throw new Error('describeApi has no node: a route read its context while registering, not in its handler')
+  })
+  return openApiDocument(resources.routes, { version, basePath: API_BASE_PATH, tokenRequired })
+}
+
 /** Builds the REST API (docs/rest-api.md) for one node. Serve `app.fetch` (Node HTTP server, service worker). */
 export function createApi({ node, onInternalError, eventLogCapacity, access, ...context }: CreateApiParameters): Api {
   const closing = new AbortController()
@@ -69,20 +102,8 @@ export function createApi({ node, onInternalError, eventLogCapacity, access, ...
     tokenRequired: access?.token !== undefined,
   }
   const resources = new Resources()
-  nodeRoutes(resources, ctx)
-  channelsRoutes(resources, ctx)
-  tokensRoutes(resources, ctx)
-  paymentsRoutes(resources, ctx)
-  pendingTransfersRoutes(resources, ctx)
-  debugRoutes(resources, ctx)
-  userDepositRoutes(resources, ctx)
-  testingRoutes(resources, ctx)
-  connectionsRoutes(resources, ctx)
-  notificationsRoutes(resources, ctx)
-  monitoringRoutes(resources, ctx)
-  eventsRoutes(resources, ctx)
-  stateRoutes(resources, ctx)
-  openapiRoutes(resources, ctx)
+  registerRoutes(resources, () => ctx)
+  logNodeEvents(events, node.client, closing.signal)
 
   let closed: string | undefined
   const app = new Hono({ strict: true }).basePath(API_BASE_PATH)

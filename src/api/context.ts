@@ -25,3 +25,9 @@ export type ApiContext = {
   /** Every request must carry `Authorization: Bearer <token>` (`--api-token-file`): openapi.json says so. */
   tokenRequired: boolean
 }
+
+/**
+ * The context as the routes take it: read by their handlers when a request comes, never when they register, so
+ * the route table (and openapi.json) can be built without a node (describeApi in app.ts).
+ */
+export type ApiContextRef = () => ApiContext

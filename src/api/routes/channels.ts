@@ -12,7 +12,7 @@ import {
 import { ChannelNotFoundError } from '../../node/errors.ts'
 import { tokenNetworkOf } from '../../protocol/state/access.ts'
 import { channelJson } from '../channelJson.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import { ApiError } from '../errors.ts'
 import { address, integer, oneOf, optional } from '../fields.ts'
 import { endpoint, json, type Resources } from '../resource.ts'
@@ -53,8 +53,8 @@ export type ChannelAnswer = v.InferOutput<typeof channelSchema>
 const channelList = v.array(channelSchema)
 
 /** Payment channels: list, open, close, top up, withdraw, change the reveal timeout. */
-export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
-  const { client } = ctx
+export function channelsRoutes(resources: Resources, ctx: ApiContextRef): void {
+  const client = () => ctx().client
 
   resources.add('/channels', {
     GET: {
@@ -64,7 +64,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         responses: { 200: 'array of Channel objects' },
         schema: channelList,
       },
-      handler: (c) => json(c, unsettledChannels(client.state).map(channelJson)),
+      handler: (c) => json(c, unsettledChannels(client().state).map(channelJson)),
     },
     PUT: endpoint({
       doc: {
@@ -88,7 +88,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: async (c) => {
         const body = c.req.valid('json')
-        const { channel, created } = await openChannel(client, {
+        const { channel, created } = await openChannel(client(), {
           token: body.token_address,
           partner: body.partner_address,
           ...(body.total_deposit !== undefined ? { totalDeposit: body.total_deposit } : {}),
@@ -109,8 +109,8 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         schema: channelList,
       },
       handler: (c) => {
-        const tokenNetwork = tokenNetworkOf(client.state, c.req.param('token_address') as Address)
-        return json(c, tokenNetwork ? unsettledChannels(client.state, tokenNetwork).map(channelJson) : [])
+        const tokenNetwork = tokenNetworkOf(client().state, c.req.param('token_address') as Address)
+        return json(c, tokenNetwork ? unsettledChannels(client().state, tokenNetwork).map(channelJson) : [])
       },
     },
   })
@@ -126,7 +126,7 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
       handler: (c) => {
         const token = c.req.param('token_address') as Address
         const partner = c.req.param('partner_address') as Address
-        const channel = channelOf(client, token, partner)
+        const channel = channelOf(client(), token, partner)
         if (!channel) throw new ApiError(404, `Channel with partner '${partner}' for token '${token}' could not be found.`)
         return json(c, channelJson(channel))
       },
@@ -164,13 +164,14 @@ export function channelsRoutes(resources: Resources, ctx: ApiContext): void {
         const target = { token, partner }
         if (body.state !== undefined) {
           // As on the Raiden node: the channel is looked up first, so a missing one is 409 whatever the state.
-          if (!channelOf(client, token, partner)) throw new ChannelNotFoundError(`Requested channel for token ${token} and partner ${partner} not found`)
+          if (!channelOf(client(), token, partner)) throw new ChannelNotFoundError(`Requested channel for token ${token} and partner ${partner} not found`)
           if (body.state !== 'closed') throw new ApiError(400, `Provided invalid channel state ${body.state}: only closed can be requested`)
-          return json(c, channelJson(await closeChannel(client, target)))
+          return json(c, channelJson(await closeChannel(client(), target)))
         }
-        if (body.total_deposit !== undefined) return json(c, channelJson(await depositToChannel(client, { ...target, totalDeposit: body.total_deposit })))
-        if (body.total_withdraw !== undefined) return json(c, channelJson(await withdrawFromChannel(client, { ...target, totalWithdraw: body.total_withdraw })))
-        return json(c, channelJson(await setRevealTimeout(client, { ...target, revealTimeout: body.reveal_timeout! })))
+        if (body.total_deposit !== undefined) return json(c, channelJson(await depositToChannel(client(), { ...target, totalDeposit: body.total_deposit })))
+        if (body.total_withdraw !== undefined)
+          return json(c, channelJson(await withdrawFromChannel(client(), { ...target, totalWithdraw: body.total_withdraw })))
+        return json(c, channelJson(await setRevealTimeout(client(), { ...target, revealTimeout: body.reveal_timeout! })))
       },
     }),
   })

@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import type { Address } from 'viem'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import { fraction, integer, optional } from '../fields.ts'
 import { endpoint, json, type Resources } from '../resource.ts'
 import { addressString, decimalString } from '../schema.ts'
@@ -16,8 +16,8 @@ export const connectionsAnswer = v.record(addressString, v.object({ sum_deposits
 export type ConnectionsAnswer = v.InferOutput<typeof connectionsAnswer>
 
 /** Joining and leaving token networks automatically (the connection manager). */
-export function connectionsRoutes(resources: Resources, ctx: ApiContext): void {
-  const connections = () => ctx.services.connections
+export function connectionsRoutes(resources: Resources, ctx: ApiContextRef): void {
+  const connections = () => ctx().services.connections
   resources.add('/connections', {
     GET: {
       doc: {

@@ -2,7 +2,7 @@ import type { Context } from 'hono'
 import type { Address } from 'viem'
 import { readChainEvents, readNodeEvents, type ChainEventScope } from '../../node/actions/debugEvents.ts'
 import type { StoredChainEvent, StoredEvent } from '../../storage/storage.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import { maxUint64 } from 'viem'
 import { integer, optional, type Parsed } from '../fields.ts'
 import { endpoint, json, type Resources, type RouteDoc } from '../resource.ts'
@@ -66,7 +66,7 @@ export function nodeEventEntry(e: StoredEvent, registry: Address): Record<string
 }
 
 /** The debug endpoints of earlier revisions: raw chain events and the node's own events. */
-export function debugRoutes(resources: Resources, ctx: ApiContext): void {
+export function debugRoutes(resources: Resources, ctx: ApiContextRef): void {
   const chainDoc = (summary: string, responses: RouteDoc['responses']): RouteDoc & { query: typeof blockQuery } => ({
     summary,
     description: 'Oldest first (block, then log index). from_block and to_block are inclusive bounds.',
@@ -80,7 +80,7 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
     schema: { type: 'array', items: chainEventSchema },
   })
   const chainEvents = async (c: Context, { from_block, to_block }: Parsed<typeof blockQuery>, scope: ChainEventScope) => {
-    const events = await readChainEvents(ctx.client, scope, {
+    const events = await readChainEvents(ctx().client, scope, {
       ...(from_block !== undefined ? { fromBlock: from_block } : {}),
       ...(to_block !== undefined ? { toBlock: to_block } : {}),
     })
@@ -133,11 +133,11 @@ export function debugRoutes(resources: Resources, ctx: ApiContext): void {
       handler: async (c) => {
         const { limit, offset } = c.req.valid('query')
         const clamp = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : n)
-        const events = await readNodeEvents(ctx.client, {
+        const events = await readNodeEvents(ctx().client, {
           ...(limit !== undefined ? { limit: clamp(limit) } : {}),
           ...(offset !== undefined ? { offset: clamp(offset) } : {}),
         })
-        const registry = ctx.client.config.deployment.contracts.TokenNetworkRegistry.address
+        const registry = ctx().client.config.deployment.contracts.TokenNetworkRegistry.address
         return json(
           c,
           events.map((e) => nodeEventEntry(e, registry)),

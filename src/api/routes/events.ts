@@ -4,7 +4,7 @@ import type { NodeNotice, NodeStatus } from '../../node/notices.ts'
 import type { NodeClient } from '../../node/actions/client.ts'
 import { getChannel } from '../../protocol/state/access.ts'
 import { paymentRecord } from '../../node/runtime/records.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContext, ApiContextRef } from '../context.ts'
 import { DEFAULT_EVENT_LOG_CAPACITY, type EventLog, type MissedReason } from '../eventLog.ts'
 import { errorCode, toErrorData } from '../../errors.ts'
 import { ApiError } from '../errors.ts'
@@ -41,8 +41,7 @@ const channelFields = {
 }
 
 /** GET /events: the node's notices pushed as Server-Sent Events (docs/rest-api.md, Beyond Raiden's API). */
-export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
-  logNodeEvents(ctx.events, ctx.client, ctx.closing)
+export function eventsRoutes(resources: Resources, ctx: ApiContextRef): void {
   resources.add('/events', {
     GET: endpoint({
       doc: {
@@ -89,9 +88,9 @@ export function eventsRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: (c) => {
         const { heartbeat, last_event_id } = c.req.valid('query')
-        if (ctx.client.status.status === 'stopped') throw new ApiError(503, 'the node is stopped')
+        if (ctx().client.status.status === 'stopped') throw new ApiError(503, 'the node is stopped')
         const heartbeatMs = Number(heartbeat ?? BigInt(DEFAULT_HEARTBEAT_SECONDS)) * 1000
-        return streamSSE(c, (stream) => pushEvents(stream, ctx, heartbeatMs, c.req.header('last-event-id') || last_event_id || undefined))
+        return streamSSE(c, (stream) => pushEvents(stream, ctx(), heartbeatMs, c.req.header('last-event-id') || last_event_id || undefined))
       },
     }),
   })

@@ -1,5 +1,5 @@
 import { apiChannelState } from '../channelJson.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import { addressSchema as address, decimalSchema as decimal } from '../schema.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
@@ -8,7 +8,7 @@ const time = { type: ['string', 'null'], format: 'date-time', description: 'ISO 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString())
 
 /** GET /monitoring: what the node asked the monitoring services to guard, and what they acknowledged (docs/decisions/0035). */
-export function monitoringRoutes(resources: Resources, ctx: ApiContext): void {
+export function monitoringRoutes(resources: Resources, ctx: ApiContextRef): void {
   resources.add('/monitoring', {
     GET: {
       doc: {
@@ -67,8 +67,8 @@ export function monitoringRoutes(resources: Resources, ctx: ApiContext): void {
         },
       },
       handler: (c) => {
-        const monitoring = ctx.services.monitoring
-        const reward = ctx.client.config.monitoringReward
+        const monitoring = ctx().services.monitoring
+        const reward = ctx().client.config.monitoringReward
         if (!monitoring) return json(c, { enabled: false, reward, user_deposit: null, registry_read_at: null, services: [], channels: [] })
         const view = monitoring.view()
         return json(c, {

@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import type { BackupStatus } from '../../node/services/backup/backupService.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
 import { addressString, decimalSchema, decimalString } from '../schema.ts'
@@ -39,11 +39,11 @@ export type ContractsAnswer = v.InferOutput<typeof contractsAnswer>
 export type ShutdownAnswer = v.InferOutput<typeof shutdownAnswer>
 
 /** Who the node is and how it runs: address, version, status, settings, contracts, shutdown. */
-export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
+export function nodeRoutes(resources: Resources, ctx: ApiContextRef): void {
   resources.add('/address', {
     GET: {
       doc: { summary: "The node's address", responses: { 200: 'Address object' }, schema: addressAnswer },
-      handler: (c) => json(c, { our_address: ctx.client.address }),
+      handler: (c) => json(c, { our_address: ctx().client.address }),
     },
   })
   resources.add('/version', {
@@ -53,7 +53,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         responses: { 200: 'Version object' },
         schema: versionAnswer,
       },
-      handler: (c) => json(c, { version: ctx.version }),
+      handler: (c) => json(c, { version: ctx().version }),
     },
   })
   resources.add('/status', {
@@ -65,7 +65,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         schema: statusAnswer,
       },
       handler: (c) => {
-        const { status, blocksToSync } = ctx.client.status
+        const { status, blocksToSync } = ctx().client.status
         if (status === 'ready') return json(c, { status: 'ready' })
         if (status === 'syncing') return json(c, { status: 'syncing', blocks_to_sync: blocksToSync })
         return json(c, { status: 'unavailable' })
@@ -95,10 +95,10 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: (c) =>
         json(c, {
-          pathfinding_service_address: ctx.pathfindingServiceAddress,
-          monitoring_enabled: ctx.client.config.enableMonitoring,
-          monitoring_reward: ctx.client.config.monitoringReward,
-          backup: backupSettings(ctx.services.backup?.status()),
+          pathfinding_service_address: ctx().pathfindingServiceAddress,
+          monitoring_enabled: ctx().client.config.enableMonitoring,
+          monitoring_reward: ctx().client.config.monitoringReward,
+          backup: backupSettings(ctx().services.backup?.status()),
         }),
     },
   })
@@ -110,7 +110,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         schema: contractsAnswer,
       },
       handler: (c) => {
-        const { deployment } = ctx.client.config
+        const { deployment } = ctx().client.config
         return json(c, {
           contracts_version: deployment.contracts_version,
           token_network_registry_address: deployment.contracts.TokenNetworkRegistry.address,
@@ -132,7 +132,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContext): void {
         schema: shutdownAnswer,
       },
       handler: (c) => {
-        ctx.shutdown()
+        ctx().shutdown()
         return json(c, { status: 'shutdown' })
       },
     },

@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import type { NotificationId, NotificationUrgency } from '../../node/services/notifications.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
 
@@ -27,7 +27,7 @@ export const notificationSchema = v.object({
 export type NotificationAnswer = v.InferOutput<typeof notificationSchema>
 
 /** GET /notifications: the conditions that need the user's attention. */
-export function notificationsRoutes(resources: Resources, ctx: ApiContext): void {
+export function notificationsRoutes(resources: Resources, ctx: ApiContextRef): void {
   resources.add('/notifications', {
     GET: {
       doc: {
@@ -40,7 +40,7 @@ export function notificationsRoutes(resources: Resources, ctx: ApiContext): void
         responses: { 200: 'array of Notification objects (empty when nothing needs attention)' },
         schema: v.array(notificationSchema),
       },
-      handler: async (c) => json(c, await ctx.services.notifications.list()),
+      handler: async (c) => json(c, await ctx().services.notifications.list()),
     },
   })
 }

@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import { strictShape, type Field, type Shape } from '../fields.ts'
 import { addressSchema, isValibot, jsonSchemaOf, type Schema } from '../schema.ts'
 import type { Resources, Route } from '../resource.ts'
@@ -19,7 +19,7 @@ const commonResponses: Record<number, string> = {
 }
 
 /** GET /openapi.json: the OpenAPI 3.1 document of every route, generated from the routes' own docs. */
-export function openapiRoutes(resources: Resources, ctx: ApiContext): void {
+export function openapiRoutes(resources: Resources, ctx: ApiContextRef): void {
   // Built at the first request, when every module has added its routes, and kept: routes do not change later.
   let document: string | undefined
   resources.add('/openapi.json', {
@@ -32,7 +32,7 @@ export function openapiRoutes(resources: Resources, ctx: ApiContext): void {
         schema: { type: 'object', required: ['openapi', 'info', 'paths'], properties: { openapi: { type: 'string' } } },
       },
       handler: (c) => {
-        document ??= JSON.stringify(openApiDocument(resources.routes, { version: ctx.version, basePath: ctx.basePath, tokenRequired: ctx.tokenRequired }))
+        document ??= JSON.stringify(openApiDocument(resources.routes, { version: ctx().version, basePath: ctx().basePath, tokenRequired: ctx().tokenRequired }))
         return c.body(document, 200, { 'content-type': 'application/json' })
       },
     },

@@ -3,7 +3,7 @@ import * as v from 'valibot'
 import { getAddress, type Address } from 'viem'
 import { maxUint64 } from 'viem'
 import { readPaymentHistory, sendPayment } from '../../node/actions/payments.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import { historyEntry, historyEntrySchema, routeSchema } from '../paymentJson.ts'
 import { bytes32, integer, optional, type Parsed } from '../fields.ts'
 import { endpoint, json, type Resources, type RouteDoc } from '../resource.ts'
@@ -43,7 +43,7 @@ export type PaymentResult = v.InferOutput<typeof paymentResultSchema>
 const page = (n: bigint | undefined) => (n === undefined ? undefined : Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : n))
 
 /** Payment history (GET) and sending payments (POST). */
-export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
+export function paymentsRoutes(resources: Resources, ctx: ApiContextRef): void {
   const historyDoc = (summary: string): RouteDoc & { query: typeof historyQuery } => ({
     summary,
     description:
@@ -60,7 +60,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
   const history = async (c: Context, { limit, offset }: Parsed<typeof historyQuery>, token?: Address, partner?: Address) => {
     const lim = page(limit)
     const off = page(offset)
-    const rows = await readPaymentHistory(ctx.client, {
+    const rows = await readPaymentHistory(ctx().client, {
       ...(token ? { token } : {}),
       ...(partner ? { partner } : {}),
       ...(lim !== undefined ? { limit: lim } : {}),
@@ -100,7 +100,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: async (c) => {
         const body = c.req.valid('json')
-        const paid = await sendPayment(ctx.client, {
+        const paid = await sendPayment(ctx().client, {
           token: c.req.param('token_address') as Address,
           target: c.req.param('target_address') as Address,
           amount: body.amount,

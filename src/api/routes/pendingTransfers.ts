@@ -2,7 +2,7 @@ import type { Context } from 'hono'
 import * as v from 'valibot'
 import type { Address } from 'viem'
 import { pendingTransfers, type PendingTransfer } from '../../node/actions/pendingTransfers.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import { json, type Resources, type RouteDoc } from '../resource.ts'
 import { addressString as address, decimalString as decimal } from '../schema.ts'
 
@@ -35,7 +35,7 @@ export function pendingTransferEntry(t: PendingTransfer): Record<string, unknown
 }
 
 /** Transfers in flight that this node initiates, mediates or receives. */
-export function pendingTransfersRoutes(resources: Resources, ctx: ApiContext): void {
+export function pendingTransfersRoutes(resources: Resources, ctx: ApiContextRef): void {
   const doc = (summary: string, responses: RouteDoc['responses']): RouteDoc => ({
     summary,
     description:
@@ -44,7 +44,7 @@ export function pendingTransfersRoutes(resources: Resources, ctx: ApiContext): v
     schema: v.array(entrySchema),
   })
   const list = (c: Context, token?: Address, partner?: Address) =>
-    json(c, pendingTransfers(ctx.client.state, { ...(token ? { token } : {}), ...(partner ? { partner } : {}) }).map(pendingTransferEntry))
+    json(c, pendingTransfers(ctx().client.state, { ...(token ? { token } : {}), ...(partner ? { partner } : {}) }).map(pendingTransferEntry))
 
   resources.add('/pending_transfers', {
     GET: { doc: doc('All pending transfers', {}), handler: (c) => list(c) },

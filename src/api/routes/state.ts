@@ -1,5 +1,5 @@
 import { jsonStringify } from '../../storage/json.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import type { Resources } from '../resource.ts'
 
 /**
@@ -9,7 +9,7 @@ import type { Resources } from '../resource.ts'
  * proofs. A dump is therefore imported when the node starts (`sluice serve --import FILE`), before the store is
  * read, and the store itself refuses a dump of another chain, registry or address, or one older than itself.
  */
-export function stateRoutes(resources: Resources, ctx: ApiContext): void {
+export function stateRoutes(resources: Resources, ctx: ApiContextRef): void {
   resources.add('/_state/export', {
     GET: {
       doc: {
@@ -36,7 +36,7 @@ export function stateRoutes(resources: Resources, ctx: ApiContext): void {
         },
       },
       handler: async (c) => {
-        const dump = await ctx.client.store.exportDump()
+        const dump = await ctx().client.store.exportDump()
         const name = `sluice-state-${dump.meta.chainId}-${dump.meta.address.toLowerCase()}-block${dump.meta.syncedBlock}.json`
         return c.body(jsonStringify(dump), 200, { 'content-type': 'application/json', 'content-disposition': `attachment; filename="${name}"` })
       },

@@ -2,7 +2,7 @@ import * as v from 'valibot'
 import type { Address } from 'viem'
 import { DisabledInProductionError } from '../../node/errors.ts'
 import { mintTestTokens } from '../../node/actions/testTokens.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import { address, integer } from '../fields.ts'
 import { endpoint, json, type Resources } from '../resource.ts'
 import { hex32String } from '../schema.ts'
@@ -18,7 +18,7 @@ export const mintAnswer = v.object({ transaction_hash: hex32String })
 export type MintAnswer = v.InferOutput<typeof mintAnswer>
 
 /** Test networks only: mint test tokens. */
-export function testingRoutes(resources: Resources, ctx: ApiContext): void {
+export function testingRoutes(resources: Resources, ctx: ApiContextRef): void {
   resources.add('/_testing/tokens/:token_address/mint', {
     POST: endpoint({
       doc: {
@@ -37,8 +37,8 @@ export function testingRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: async (c) => {
         const { to, value } = c.req.valid('json')
-        if (ctx.environment === 'production') throw new DisabledInProductionError('Minting a token is currently disabled in production mode')
-        const { transactionHash } = await mintTestTokens(ctx.client, { token: c.req.param('token_address') as Address, to, value })
+        if (ctx().environment === 'production') throw new DisabledInProductionError('Minting a token is currently disabled in production mode')
+        const { transactionHash } = await mintTestTokens(ctx().client, { token: c.req.param('token_address') as Address, to, value })
         return json(c, { transaction_hash: transactionHash })
       },
     }),

@@ -6,18 +6,18 @@ import { knownTokens, registerToken } from '../../node/actions/tokens.ts'
 import { distributable } from '../../protocol/channel/amounts.ts'
 import { tokenNetworkOf } from '../../protocol/state/access.ts'
 import { apiChannelState } from '../channelJson.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
 import { addressString as address, decimalString as decimal } from '../schema.ts'
 
 /** Tokens registered in the node's registry, their token networks and partners, and registering a token. */
-export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
-  const { client } = ctx
+export function tokensRoutes(resources: Resources, ctx: ApiContextRef): void {
+  const client = () => ctx().client
 
   /** The token network of a path's token, or 404. */
   const networkOf = (token: Address): Address => {
-    const tokenNetwork = tokenNetworkOf(client.state, token)
+    const tokenNetwork = tokenNetworkOf(client().state, token)
     if (!tokenNetwork) throw new NotFoundError(`No token network registered for token "${token}"`)
     return tokenNetwork
   }
@@ -29,7 +29,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
         responses: { 200: 'array of token addresses' },
         schema: v.array(address),
       },
-      handler: (c) => json(c, knownTokens(client.state)),
+      handler: (c) => json(c, knownTokens(client().state)),
     },
   })
 
@@ -58,7 +58,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
         schema: tokenRegistrationSchema,
       },
       handler: async (c) => {
-        const tokenNetwork = await registerToken(client, c.req.param('token_address') as Address, { environment: ctx.environment })
+        const tokenNetwork = await registerToken(client(), c.req.param('token_address') as Address, { environment: ctx().environment })
         return json(c, { token_network_address: tokenNetwork }, 201)
       },
     },
@@ -75,10 +75,10 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
       handler: (c) => {
         const token = c.req.param('token_address') as Address
         // One entry per partner: a closed channel and a newer open one with the same partner share a link.
-        const partners = [...new Set(unsettledChannels(client.state, networkOf(token)).map((channel) => getAddress(channel.partner)))]
+        const partners = [...new Set(unsettledChannels(client().state, networkOf(token)).map((channel) => getAddress(channel.partner)))]
         return json(
           c,
-          partners.map((partner) => ({ partner_address: partner, channel: `${ctx.basePath}/channels/${token}/${partner}` })),
+          partners.map((partner) => ({ partner_address: partner, channel: `${ctx().basePath}/channels/${token}/${partner}` })),
         )
       },
     },
@@ -98,14 +98,14 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
       },
       handler: (c) => {
         const tokenNetwork = networkOf(c.req.param('token_address') as Address)
-        const ours = new Map(unsettledChannels(client.state, tokenNetwork).map((channel) => [channel.id, channel]))
-        const graph = client.state.tokenNetworks[tokenNetwork]?.graph ?? {}
+        const ours = new Map(unsettledChannels(client().state, tokenNetwork).map((channel) => [channel.id, channel]))
+        const graph = client().state.tokenNetworks[tokenNetwork]?.graph ?? {}
         const channels = Object.entries(graph).map(([id, g]) => {
           const own = ours.get(BigInt(id))
           if (own) {
             return {
               channel_identifier: own.id,
-              participant1: client.address,
+              participant1: client().address,
               participant2: getAddress(own.partner),
               state: apiChannelState[own.state],
               balance1: distributable(own.our, own.partnerEnd),
@@ -124,7 +124,7 @@ export function tokensRoutes(resources: Resources, ctx: ApiContext): void {
             ...(g.settleTimeout !== undefined ? { settle_timeout: g.settleTimeout } : {}),
           }
         })
-        return json(c, { token_network_address: tokenNetwork, our_address: client.address, synced_block: client.status.syncedBlock, channels })
+        return json(c, { token_network_address: tokenNetwork, our_address: client().address, synced_block: client().status.syncedBlock, channels })
       },
     },
   })

@@ -1,5 +1,5 @@
 import { depositToServices, planServicesWithdraw, withdrawFromServices } from '../../node/actions/userDeposit.ts'
-import type { ApiContext } from '../context.ts'
+import type { ApiContextRef } from '../context.ts'
 import { ApiError } from '../errors.ts'
 import * as v from 'valibot'
 import { maxUint256 } from 'viem'
@@ -25,7 +25,7 @@ export const userDepositAnswer = v.object({
 export type UserDepositAnswer = v.InferOutput<typeof userDepositAnswer>
 
 /** POST /user_deposit: deposit to, plan a withdrawal from, or withdraw from the UserDeposit contract. */
-export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
+export function userDepositRoutes(resources: Resources, ctx: ApiContextRef): void {
   resources.add('/user_deposit', {
     POST: endpoint({
       doc: {
@@ -52,14 +52,14 @@ export function userDepositRoutes(resources: Resources, ctx: ApiContext): void {
           throw new ApiError(400, "Nothing to do. Should either provide 'total_deposit', 'planned_withdraw_amount' or 'withdraw_amount' argument")
         if (given > 1) throw new ApiError(400, conflictMessage(total_deposit !== undefined, planned_withdraw_amount !== undefined))
         if (total_deposit !== undefined) {
-          const { transactionHash } = await depositToServices(ctx.client, { totalDeposit: total_deposit })
+          const { transactionHash } = await depositToServices(ctx().client, { totalDeposit: total_deposit })
           return json(c, { transaction_hash: transactionHash })
         }
         if (planned_withdraw_amount !== undefined) {
-          const { transactionHash, plannedWithdrawBlockNumber } = await planServicesWithdraw(ctx.client, { amount: planned_withdraw_amount })
+          const { transactionHash, plannedWithdrawBlockNumber } = await planServicesWithdraw(ctx().client, { amount: planned_withdraw_amount })
           return json(c, { planned_withdraw_block_number: Number(plannedWithdrawBlockNumber), transaction_hash: transactionHash })
         }
-        const { transactionHash } = await withdrawFromServices(ctx.client, { amount: withdraw_amount! })
+        const { transactionHash } = await withdrawFromServices(ctx().client, { amount: withdraw_amount! })
         return json(c, { transaction_hash: transactionHash })
       },
     }),
