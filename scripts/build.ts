@@ -4,6 +4,7 @@
 //   packages/sluice/dist/react/index.js, index.d.ts    `sluice/react`: the provider and hooks, react and sluice/browser left as imports
 //   packages/sluice/dist/sluice-sw.js                  the service worker, one classic script
 //   packages/sluice/dist/sluice/                       the node's module worker, its chunks (libp2p in its own) and secp256k1.wasm
+//   packages/sluice/openapi.json                      the REST API's OpenAPI document (scripts/openapi.ts), `sluice/openapi.json`
 //   packages/sluice/dist/cli/light.js                  the light bin's init, usage and version: no import but Node's own
 //   packages/node/dist/cli/                            the whole `sluice` command for Node (dependencies stay imports)
 import { spawn } from 'node:child_process'
@@ -13,6 +14,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { build, type InlineConfig, type Plugin } from 'vite'
+import { openApiJson } from './openapi.ts'
 import { secp256k1Wasm } from './viteSecp256k1Wasm.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -178,6 +180,7 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
       for (const file of ['package.json', 'bin']) cpSync(join(root, PACKAGES[name], file), join(dir, file), { recursive: true })
     copyRootFiles(dir)
   }
+  writeFileSync(join(dirs.sluice, 'openapi.json'), openApiJson())
   const out = join(dirs.sluice, 'dist')
   // tsc runs in its own process meanwhile.
   const types = options.declarations === false ? undefined : declarations(join(out, 'browser/types'))

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describeApi } from '../../src/api/app.ts'
 import { address, integer, oneOf, optional } from '../../src/api/fields.ts'
 import { objectOf, openApiDocument, openApiPath } from '../../src/api/routes/openapi.ts'
 import { jsonSchemaOf } from '../../src/api/schema.ts'
@@ -21,6 +23,13 @@ describe('GET /openapi.json', () => {
     expect(r.body.info.version).toBe('0.1.0')
     expect(r.body.servers).toEqual([{ url: '/api/v1' }])
     expect(checkOpenApi31(r.body)).toEqual([])
+  })
+
+  it('is the document describeApi makes without a node, and the one the sluice package ships', async () => {
+    const served = (await net.nodes[0]!.get('/openapi.json')).body
+    expect(describeApi({ version: served.info.version })).toEqual(served)
+    const shipped = JSON.parse(readFileSync(new URL('../../packages/sluice/openapi.json', import.meta.url), 'utf8'))
+    expect(shipped).toEqual(served)
   })
 
   it('documents every route the API serves, with every method, path parameter, query parameter, body field and status', async () => {

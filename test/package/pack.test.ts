@@ -147,6 +147,7 @@ describe('the sluice package', () => {
     expect(imports.sort()).toEqual(['react', 'sluice/browser'])
     expect(reactModule).not.toContain('serviceWorker')
     expect(listing).toContain('package/dist/cli/light.js')
+    expect(listing).toContain('package/openapi.json')
     expect(listing).not.toMatch(/^package\/(src|test|contracts|worker|scripts)\//m)
     const nodeListing = await run('tar', ['-tzf', node], packed)
     expect(nodeListing).toContain('package/dist/cli/main.js')
