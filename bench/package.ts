@@ -59,6 +59,7 @@ export async function benchPackage(): Promise<Record<string, string>> {
       'page module (sluice/browser, dist/browser/index.js)': kb(gzipped(join(out, 'browser', 'index.js'))),
       // react and sluice/browser stay imports: this is what sluice/react adds to a React page.
       'React bindings (sluice/react, dist/react/index.js)': kb(gzipped(join(out, 'react', 'index.js'))),
+      'HTTP client (sluice/client, dist/client/index.js)': kb(gzipped(join(out, 'client', 'index.js'))),
       'service worker (sluice-sw.js)': kb(gzipped(join(out, 'sluice-sw.js'))),
       // The node answers before the WASM has come (it loads while the node runs: a 4-6x faster curve, not a need).
       'node worker without libp2p (no relay), what loads before it answers': kb(withoutLibp2p),

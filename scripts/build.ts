@@ -2,6 +2,7 @@
 // 0042-two-packages-sluice-and-sluice-node.md), and the root's LICENSE and README.md copied into each package.
 //   packages/sluice/dist/browser/index.js, index.d.ts  the page's module (`sluice/browser`), self-contained, with its declarations
 //   packages/sluice/dist/react/index.js, index.d.ts    `sluice/react`: the provider and hooks, react and sluice/browser left as imports
+//   packages/sluice/dist/client/index.js, index.d.ts   `sluice/client`: any node's REST API over HTTP, typed, self-contained
 //   packages/sluice/dist/sluice-sw.js                  the service worker, one classic script
 //   packages/sluice/dist/sluice/                       the node's module worker, its chunks (libp2p in its own) and secp256k1.wasm
 //   packages/sluice/openapi.json                      the REST API's OpenAPI document (scripts/openapi.ts), `sluice/openapi.json`
@@ -186,6 +187,7 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
   const types = options.declarations === false ? undefined : declarations(join(out, 'browser/types'))
   await build(browserBundle('worker/browser.ts', join(out, 'browser'), 'index.js', 'es', false))
   checkReactImports(outputFiles(await build(reactBundle(join(out, 'react')))))
+  await build(browserBundle('worker/client.ts', join(out, 'client'), 'index.js', 'es', false))
   await build(browserBundle(SW_ENTRY, out, 'sluice-sw.js', 'iife', false, [swEntry]))
   const worker = outputFiles(await build(browserBundle('worker/node.worker.ts', join(out, 'sluice'), 'node.worker.js', 'es', true)))
   checkNodeOnly(outputFiles(await build(cli('src/cli/lightMain.ts', join(out, 'cli'), 'light.js', false))), 'sluice/dist/cli/light.js')
@@ -195,6 +197,8 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
     writeFileSync(join(out, 'browser/index.d.ts'), "export * from './types/worker/browser.ts'\n")
     // One set of declarations for both: sluice/react's types are those of sluice/browser, not copies.
     writeFileSync(join(out, 'react/index.d.ts'), "export * from '../browser/types/worker/react.ts'\n")
+    // sluice/client's declarations come from the same tsc run (tsconfig.browser.json lists both entries).
+    writeFileSync(join(out, 'client/index.d.ts'), "export * from '../browser/types/worker/client.ts'\n")
   }
   return worker
 }

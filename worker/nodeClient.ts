@@ -4,9 +4,9 @@
  * over the request channel (apiChannel.ts), not through the service worker, so the proxy works in a page the
  * service worker does not control (a hard reload) and in every tab of the origin alike.
  */
-import type { Address, Hex } from 'viem'
-import type { ChannelJson } from '../src/api/channelJson.ts'
+import type { Address } from 'viem'
 import type { ErrorCode } from '../src/api/errorCodes.ts'
+import type { paths } from '../src/api/openapi.gen.ts'
 import { SluiceError } from '../src/errors.ts'
 import { jsonParse } from '../src/storage/json.ts'
 import type { StorageDump } from '../src/storage/storage.ts'
@@ -18,19 +18,27 @@ export type AsJson<T> = T extends bigint ? string : T extends object ? { [K in k
 /** An amount, identifier or block count as the API takes it: a bigint, a safe integer, or a decimal string. */
 export type Amount = bigint | number | string
 
-export type Channel = AsJson<ChannelJson>
-export type NodeStatusJson = { status: 'ready' | 'syncing' | 'unavailable'; blocks_to_sync?: string }
-export type PaymentResult = {
-  initiator_address: Address
-  target_address: Address
-  token_address: Address
-  amount: string
-  identifier: string
-  secret: Hex
-  secret_hash: Hex
-}
-export type PaymentEvent = { event: string; identifier: string; amount: string; log_time: string; [field: string]: unknown }
-type JsonObject = { [key: string]: unknown }
+/** A path of openapi.json (src/api/openapi.gen.ts, generated from the routes: never written by hand). */
+export type ApiPath = keyof paths
+type Method = 'get' | 'put' | 'post' | 'patch' | 'delete'
+/** The methods a path serves. */
+export type MethodOf<P extends ApiPath> = { [M in Method]: paths[P][M] extends undefined ? never : M }[Method]
+type Operation<P extends ApiPath, M extends MethodOf<P>> = NonNullable<paths[P][M]>
+type JsonOf<T> = T extends { content: { 'application/json': infer J } } ? J : never
+/** The JSON of an operation's success (200 or 201), as openapi.json documents it. */
+export type Answer<P extends ApiPath, M extends MethodOf<P>> = {
+  [S in keyof Operation<P, M>['responses'] & (200 | 201)]: JsonOf<Operation<P, M>['responses'][S]>
+}[keyof Operation<P, M>['responses'] & (200 | 201)]
+/** An operation's JSON body, whose integers may also be bigints (sent as decimal strings). */
+export type Body<P extends ApiPath, M extends MethodOf<P>> = WithBigints<JsonOf<NonNullable<Operation<P, M>['requestBody']>>>
+type WithBigints<B> = B extends object ? { [K in keyof B]: number extends B[K] ? B[K] | bigint : B[K] } : B
+type PathParams<P extends ApiPath, M extends MethodOf<P>> = Operation<P, M>['parameters']['path']
+type Query<P extends ApiPath, M extends MethodOf<P>> = Operation<P, M>['parameters']['query']
+
+export type Channel = Answer<'/channels/{token_address}/{partner_address}', 'get'>
+export type NodeStatusJson = Answer<'/status', 'get'>
+export type PaymentResult = Answer<'/payments/{token_address}/{target_address}', 'post'>
+export type PaymentEvent = Answer<'/payments', 'get'>[number]
 
 /** The node answered with an error: its HTTP status and the API's stable code (`NO_ROUTE`, `NOT_FOUND`, ...). */
 export class NodeApiError extends SluiceError {
@@ -47,85 +55,103 @@ export class NodeApiError extends SluiceError {
 /** Sends one request to the node and gives its Response (the request channel, or anything with fetch's shape). */
 export type SendRequest = (request: Request) => Promise<Response>
 
-export function nodeClient(send: SendRequest, origin = globalThis.location.origin) {
-  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const init: RequestInit = { method }
+export type NodeClientOptions = {
+  /** Sent as `Authorization: Bearer <token>` (a node served with `sluice serve --api-token-file`). */
+  token?: string
+}
+
+/**
+ * The REST API's operations as methods, over `send`, for the node at `origin` (its API under /api/v1): the page's
+ * proxy (the request channel, this page's origin) and sluice/client (fetch, any node's URL) are this one function.
+ */
+export function nodeClient(send: SendRequest, origin = globalThis.location.origin, { token }: NodeClientOptions = {}) {
+  const request = (method: string, path: string, body?: unknown): Promise<Response> => {
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
+    const init: RequestInit = { method, headers }
     if (body !== undefined) {
       init.body = JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))
-      init.headers = { 'content-type': 'application/json' }
+      headers['content-type'] = 'application/json'
     }
-    const response = await send(new Request(`${origin}${API_PATH}${path}`, init))
+    return send(new Request(`${origin}${API_PATH}${path}`, init))
+  }
+  /** The answer's text, or a NodeApiError with its status and code. */
+  const text = async (response: Response): Promise<string> => {
     const text = await response.text()
     if (!response.ok) {
       const error = parseError(text)
       throw new NodeApiError(response.status, error.code ?? `HTTP_${response.status}`, error.errors ?? (text || response.statusText))
     }
-    return (text ? JSON.parse(text) : undefined) as T
+    return text
   }
-  const segment = (value: string) => `/${encodeURIComponent(value)}`
-  const query = (params: Record<string, Amount | boolean | undefined>) => {
-    const entries = Object.entries(params).filter(([, v]) => v !== undefined)
-    return entries.length ? `?${new URLSearchParams(entries.map(([k, v]) => [k, String(v)]))}` : ''
+  /** One operation of openapi.json: its path, parameters, query and body checked against the document's types. */
+  const call = async <P extends ApiPath, M extends MethodOf<P>>(
+    method: M,
+    path: P,
+    input: { params?: PathParams<P, M>; query?: Query<P, M>; body?: Body<P, M> } = {},
+  ): Promise<Answer<P, M>> => {
+    const params = (input.params ?? {}) as Record<string, string>
+    const filled = path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(params[name]!))
+    const answer = await text(await request(method.toUpperCase(), `${filled}${queryString(input.query)}`, input.body))
+    return (answer ? JSON.parse(answer) : undefined) as Answer<P, M>
   }
 
   return {
-    address: () => call<{ our_address: Address }>('GET', '/address'),
-    version: () => call<{ version: string }>('GET', '/version'),
-    status: () => call<NodeStatusJson>('GET', '/status'),
-    settings: () => call<JsonObject>('GET', '/settings'),
-    contracts: () => call<JsonObject>('GET', '/contracts'),
-    notifications: () => call<JsonObject[]>('GET', '/notifications'),
+    address: () => call('get', '/address'),
+    version: () => call('get', '/version'),
+    status: () => call('get', '/status'),
+    settings: () => call('get', '/settings'),
+    contracts: () => call('get', '/contracts'),
+    notifications: () => call('get', '/notifications'),
     /** The monitoring services that guard the channels while the node is away, and what each acknowledged (GET /monitoring). */
-    monitoring: () => call<JsonObject>('GET', '/monitoring'),
+    monitoring: () => call('get', '/monitoring'),
 
-    tokens: () => call<Address[]>('GET', '/tokens'),
-    token: (token: Address) => call<Address>('GET', `/tokens${segment(token)}`),
-    tokenPartners: (token: Address) => call<{ partner_address: Address; channel: string }[]>('GET', `/tokens${segment(token)}/partners`),
-    registerToken: (token: Address) => call<{ token_network_address: Address }>('PUT', `/tokens${segment(token)}`),
+    tokens: () => call('get', '/tokens'),
+    token: (token: Address) => call('get', '/tokens/{token_address}', { params: { token_address: token } }),
+    tokenPartners: (token: Address) => call('get', '/tokens/{token_address}/partners', { params: { token_address: token } }),
+    registerToken: (token: Address) => call('put', '/tokens/{token_address}', { params: { token_address: token } }),
     /** Testing environment only: mints `value` of a test token to `to` (our address by default). */
-    mint: (token: Address, body: { to: Address; value: Amount }) => call<{ transaction_hash: Hex }>('POST', `/_testing/tokens${segment(token)}/mint`, body),
+    mint: (token: Address, body: Body<'/_testing/tokens/{token_address}/mint', 'post'>) =>
+      call('post', '/_testing/tokens/{token_address}/mint', { params: { token_address: token }, body }),
 
-    channels: (token?: Address) => call<Channel[]>('GET', `/channels${token ? segment(token) : ''}`),
-    channel: (token: Address, partner: Address) => call<Channel>('GET', `/channels${segment(token)}${segment(partner)}`),
-    openChannel: (body: { token_address: Address; partner_address: Address; total_deposit?: Amount; settle_timeout?: Amount; reveal_timeout?: Amount }) =>
-      call<Channel>('PUT', '/channels', body),
+    channels: (token?: Address) => (token ? call('get', '/channels/{token_address}', { params: { token_address: token } }) : call('get', '/channels')),
+    channel: (token: Address, partner: Address) =>
+      call('get', '/channels/{token_address}/{partner_address}', { params: { token_address: token, partner_address: partner } }),
+    openChannel: (body: Body<'/channels', 'put'>) => call('put', '/channels', { body }),
     /** Exactly one of the fields: a new total deposit or withdraw, `state: 'closed'`, or a reveal timeout. */
-    updateChannel: (
-      token: Address,
-      partner: Address,
-      body: { total_deposit: Amount } | { total_withdraw: Amount } | { state: 'closed' } | { reveal_timeout: Amount },
-    ) => call<Channel>('PATCH', `/channels${segment(token)}${segment(partner)}`, body),
+    updateChannel: (token: Address, partner: Address, body: Body<'/channels/{token_address}/{partner_address}', 'patch'>) =>
+      call('patch', '/channels/{token_address}/{partner_address}', { params: { token_address: token, partner_address: partner }, body }),
 
-    connections: () => call<Record<Address, JsonObject>>('GET', '/connections'),
-    leaveTokenNetwork: (token: Address) => call<Channel[]>('DELETE', `/connections${segment(token)}`),
+    connections: () => call('get', '/connections'),
+    leaveTokenNetwork: (token: Address) => call('delete', '/connections/{token_address}', { params: { token_address: token } }),
 
-    pay: (token: Address, target: Address, body: { amount: Amount; identifier?: Amount; secret?: Hex; secret_hash?: Hex; lock_timeout?: Amount }) =>
-      call<PaymentResult>('POST', `/payments${segment(token)}${segment(target)}`, body),
-    payments: (filter: { token?: Address; partner?: Address; limit?: number; offset?: number } = {}) =>
-      call<PaymentEvent[]>(
-        'GET',
-        `/payments${filter.token ? segment(filter.token) : ''}${filter.token && filter.partner ? segment(filter.partner) : ''}${query({ limit: filter.limit, offset: filter.offset })}`,
-      ),
+    pay: (token: Address, target: Address, body: Body<'/payments/{token_address}/{target_address}', 'post'>) =>
+      call('post', '/payments/{token_address}/{target_address}', { params: { token_address: token, target_address: target }, body }),
+    payments: ({ token, partner, ...query }: { token?: Address; partner?: Address } & Query<'/payments', 'get'> = {}) =>
+      token && partner
+        ? call('get', '/payments/{token_address}/{target_address}', { params: { token_address: token, target_address: partner }, query })
+        : token
+          ? call('get', '/payments/{token_address}', { params: { token_address: token }, query })
+          : call('get', '/payments', { query }),
     pendingTransfers: (token?: Address, partner?: Address) =>
-      call<JsonObject[]>('GET', `/pending_transfers${token ? segment(token) : ''}${token && partner ? segment(partner) : ''}`),
+      token && partner
+        ? call('get', '/pending_transfers/{token_address}/{partner_address}', { params: { token_address: token, partner_address: partner } })
+        : token
+          ? call('get', '/pending_transfers/{token_address}', { params: { token_address: token } })
+          : call('get', '/pending_transfers'),
 
-    userDeposit: () => call<JsonObject>('GET', '/user_deposit'),
-    updateUserDeposit: (body: { total_deposit: Amount } | { planned_withdraw_amount: Amount } | { withdraw_amount: Amount }) =>
-      call<JsonObject>('POST', '/user_deposit', body),
+    updateUserDeposit: (body: Body<'/user_deposit', 'post'>) => call('post', '/user_deposit', { body }),
 
     /** The whole store (GET /_state/export), integers restored as bigints: what `importState` takes. */
-    exportState: async (): Promise<StorageDump> => {
-      const response = await send(new Request(`${origin}${API_PATH}/_state/export`))
-      const text = await response.text()
-      if (!response.ok) {
-        const error = parseError(text)
-        throw new NodeApiError(response.status, error.code ?? `HTTP_${response.status}`, error.errors ?? text)
-      }
-      return jsonParse(text) as StorageDump
-    },
+    exportState: async (): Promise<StorageDump> => jsonParse(await text(await request('GET', '/_state/export'))) as StorageDump,
     /** Stops the node (POST /shutdown); in a page, another tab does not take over until this one stops. */
-    shutdown: () => call<JsonObject>('POST', '/shutdown'),
+    shutdown: () => call('post', '/shutdown'),
   }
+}
+
+/** `?limit=10&offset=20` of the parameters given, or nothing. */
+function queryString(params: Record<string, unknown> | undefined): string {
+  const entries = Object.entries(params ?? {}).filter(([, v]) => v !== undefined)
+  return entries.length ? `?${new URLSearchParams(entries.map(([k, v]) => [k, String(v)]))}` : ''
 }
 
 export type NodeClient = ReturnType<typeof nodeClient>

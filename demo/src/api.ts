@@ -4,6 +4,8 @@
  * same calls reach a headless peer's or the monitoring service's API through the demo's own server (`base`: their
  * `via` in /demo.json), never the node's.
  */
+import type { Answer as NodeAnswer } from 'sluice/client'
+
 export const API = '/api/v1'
 
 export class ApiFailure extends Error {
@@ -61,72 +63,18 @@ export function curlLine(method: string, path: string, body: string | undefined,
   return parts.join(' ')
 }
 
-export type Channel = {
-  channel_identifier: string
-  token_network_address: string
-  partner_address: `0x${string}`
-  token_address: `0x${string}`
-  balance: string
-  total_deposit: string
-  total_withdraw: string
-  state: 'opened' | 'closed' | 'settled'
-  settle_timeout: string
-  reveal_timeout: string
-}
+// The node's answers, as openapi.json documents them (src/api/openapi.gen.ts, generated from the routes).
+export type Channel = NodeAnswer<'/channels/{token_address}/{partner_address}', 'get'>
+export type Network = NodeAnswer<'/tokens/{token_address}/network', 'get'>
+export type NetworkChannel = Network['channels'][number]
+export type PaymentResult = NodeAnswer<'/payments/{token_address}/{target_address}', 'post'>
+export type HistoryEntry = NodeAnswer<'/payments', 'get'>[number]
+export type Status = NodeAnswer<'/status', 'get'>
+/** GET /settings: the page shows its off-browser backup (docs/decisions/0034), null without a backup URL. */
+export type Settings = NodeAnswer<'/settings', 'get'>
 
-export type NetworkChannel = {
-  channel_identifier: string
-  participant1: `0x${string}`
-  participant2: `0x${string}`
-  state: 'opened' | 'closed'
-  balance1: string
-  balance2: string
-  settle_timeout?: string
-  closed_block?: string
-  settle_block?: string
-}
-
-export type Network = { token_network_address: string; our_address: `0x${string}`; synced_block: string; channels: NetworkChannel[] }
-
-export type PaymentResult = {
-  initiator_address: string
-  target_address: `0x${string}`
-  token_address: string
-  amount: string
-  identifier: string
-  secret: string
-  secret_hash: string
-  route?: `0x${string}`[]
-}
-
-export type HistoryEntry = {
-  event: 'EventPaymentSentSuccess' | 'EventPaymentSentFailed' | 'EventPaymentReceivedSuccess'
-  amount?: string
-  target?: `0x${string}`
-  initiator?: `0x${string}`
-  identifier?: string
-  log_time: string
-  token_address: `0x${string}`
-  reason?: string
-  route?: `0x${string}`[]
-}
-
-export type Status = { status: 'ready' | 'syncing' | 'unavailable'; blocks_to_sync?: string }
-
-/** GET /settings, what the page shows of it: the off-browser backup (docs/decisions/0034), null without a backup URL. */
-export type Settings = {
-  backup: {
-    url: string
-    last_push: { version: string; at: number; bytes: number; ms: number } | null
-    pushes: number
-    bytes_pushed: number
-    behind: boolean
-    last_error: { code: string; message: string; at: number } | null
-    failures: number
-    restored: { version: string; at: number; bytes: number } | null
-  } | null
-}
-
+// The monitoring service's own API (its GET /channels and /monitor_calls; decision 0031), which openapi.json does
+// not describe: the demo's server relays it.
 /** A step of the monitoring service's work (its GET /channels and /monitor_calls; decision 0031). */
 export type MonitorStep = { status: string; transaction_hash?: string; block_number?: string; note?: string }
 

@@ -891,11 +891,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        pathfinding_service_address?: string | null;
-                        monitoring_enabled?: boolean;
-                        monitoring_reward?: string;
-                        /** @description The off-browser backup (docs/decisions/0034), null without a backup URL: the server, the last copy it acknowledged (version, unix ms, bytes, ms taken), the copies and bytes pushed, whether the state moved since, the last error and the failures in a row, and the copy this start restored */
-                        backup?: Record<string, never> | null;
+                        pathfinding_service_address: string | null;
+                        monitoring_enabled: boolean;
+                        monitoring_reward: string;
+                        /** @description The off-browser backup (docs/decisions/0034), null without a backup URL */
+                        backup: {
+                            url: string;
+                            last_push: {
+                                version: string;
+                                /** @description unix ms */
+                                at: number;
+                                bytes: number;
+                                ms: number;
+                            } | null;
+                            pushes: number;
+                            bytes_pushed: number;
+                            /** @description the state moved since the last copy acknowledged */
+                            behind: boolean;
+                            last_error: {
+                                code: string;
+                                message: string;
+                                at: number;
+                            } | null;
+                            /** @description failures in a row */
+                            failures: number;
+                            /** @description the copy this start restored */
+                            restored: {
+                                version: string;
+                                /** @description unix ms */
+                                at: number;
+                                bytes: number;
+                            } | null;
+                        } | null;
                     };
                 };
             };

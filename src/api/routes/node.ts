@@ -3,7 +3,7 @@ import type { BackupStatus } from '../../node/services/backup/backupService.ts'
 import type { ApiContextRef } from '../context.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
-import { addressString, decimalSchema, decimalString } from '../schema.ts'
+import { addressString, decimalString } from '../schema.ts'
 
 /** The backup service's status as the API spells it (snake_case, like the rest of GET /settings). */
 function backupSettings(status: BackupStatus | undefined) {
@@ -18,7 +18,7 @@ function backupSettings(status: BackupStatus | undefined) {
   }
 }
 
-/** The answers of these routes as a client receives them (openapi.json); /settings keeps its JSON Schema (its backup object is described, not listed). */
+/** The answers of these routes as a client receives them (openapi.json). */
 export const addressAnswer = v.object({ our_address: addressString })
 export const versionAnswer = v.object({ version: v.string() })
 export const statusAnswer = v.object({ status: v.picklist(['ready', 'syncing', 'unavailable']), blocks_to_sync: v.optional(decimalString) })
@@ -32,11 +32,33 @@ export const contractsAnswer = v.object({
   one_to_n_address: v.string(),
 })
 export const shutdownAnswer = v.object({ status: v.literal('shutdown') })
+const backupCopy = { version: v.string(), at: v.pipe(v.number(), v.description('unix ms')), bytes: v.number() }
+export const settingsAnswer = v.object({
+  pathfinding_service_address: v.nullable(v.string()),
+  monitoring_enabled: v.boolean(),
+  monitoring_reward: decimalString,
+  backup: v.pipe(
+    v.nullable(
+      v.object({
+        url: v.string(),
+        last_push: v.nullable(v.object({ ...backupCopy, ms: v.number() })),
+        pushes: v.number(),
+        bytes_pushed: v.number(),
+        behind: v.pipe(v.boolean(), v.description('the state moved since the last copy acknowledged')),
+        last_error: v.nullable(v.object({ code: v.string(), message: v.string(), at: v.number() })),
+        failures: v.pipe(v.number(), v.description('failures in a row')),
+        restored: v.pipe(v.nullable(v.object(backupCopy)), v.description('the copy this start restored')),
+      }),
+    ),
+    v.description('The off-browser backup (docs/decisions/0034), null without a backup URL'),
+  ),
+})
 export type AddressAnswer = v.InferOutput<typeof addressAnswer>
 export type VersionAnswer = v.InferOutput<typeof versionAnswer>
 export type StatusAnswer = v.InferOutput<typeof statusAnswer>
 export type ContractsAnswer = v.InferOutput<typeof contractsAnswer>
 export type ShutdownAnswer = v.InferOutput<typeof shutdownAnswer>
+export type SettingsAnswer = v.InferOutput<typeof settingsAnswer>
 
 /** Who the node is and how it runs: address, version, status, settings, contracts, shutdown. */
 export function nodeRoutes(resources: Resources, ctx: ApiContextRef): void {
@@ -79,19 +101,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContextRef): void {
         responses: { 200: 'Settings object' },
         description:
           'Beyond Raiden: monitoring_enabled, whether the node asks the monitoring services to guard its channels while it is away (GET /monitoring shows them), monitoring_reward, what each request offers, in the smallest unit of the service token, and backup, the off-browser backup.',
-        schema: {
-          type: 'object',
-          properties: {
-            pathfinding_service_address: { type: ['string', 'null'] },
-            monitoring_enabled: { type: 'boolean' },
-            monitoring_reward: decimalSchema,
-            backup: {
-              type: ['object', 'null'],
-              description:
-                'The off-browser backup (docs/decisions/0034), null without a backup URL: the server, the last copy it acknowledged (version, unix ms, bytes, ms taken), the copies and bytes pushed, whether the state moved since, the last error and the failures in a row, and the copy this start restored',
-            },
-          },
-        },
+        schema: settingsAnswer,
       },
       handler: (c) =>
         json(c, {
