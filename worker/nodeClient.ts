@@ -4,7 +4,6 @@
  * over the request channel (apiChannel.ts), not through the service worker, so the proxy works in a page the
  * service worker does not control (a hard reload) and in every tab of the origin alike.
  */
-import type { Address } from 'viem'
 import type { ErrorCode } from '../src/api/errorCodes.ts'
 import type { paths } from '../src/api/openapi.gen.ts'
 import { SluiceError } from '../src/errors.ts'
@@ -14,6 +13,9 @@ import { API_PATH } from './names.ts'
 
 /** What the API writes for a value of type T: amounts and identifiers (bigints) as decimal strings. */
 export type AsJson<T> = T extends bigint ? string : T extends object ? { [K in keyof T]: AsJson<T[K]> } : T
+
+/** An address, as viem's Address and openapi.gen.ts spell it (so sluice/client's declarations need no viem). */
+export type Address = `0x${string}`
 
 /** An amount, identifier or block count as the API takes it: a bigint, a safe integer, or a decimal string. */
 export type Amount = bigint | number | string
