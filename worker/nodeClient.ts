@@ -1,8 +1,9 @@
 /**
  * The REST API as methods: each calls one endpoint of /api/v1 and resolves with its JSON, exactly as `fetch` would
- * give it (docs/rest-api.md), or throws a NodeApiError carrying the answer's status and code. The requests go
- * over the request channel (apiChannel.ts), not through the service worker, so the proxy works in a page the
- * service worker does not control (a hard reload) and in every tab of the origin alike.
+ * give it (docs/rest-api.md), or throws a NodeApiError carrying the answer's status and code. The page's proxy
+ * sends over the request channel (apiChannel.ts), not through the service worker, so it works in a page the
+ * service worker does not control (a hard reload) and in every tab of the origin alike; sluice/client (client.ts)
+ * sends with fetch. Every path, body and answer is typed from openapi.gen.ts (docs/decisions/0046).
  */
 import type { ErrorCode } from '../src/api/errorCodes.ts'
 import type { paths } from '../src/api/openapi.gen.ts'
@@ -14,7 +15,7 @@ import { API_PATH } from './names.ts'
 /** What the API writes for a value of type T: amounts and identifiers (bigints) as decimal strings. */
 export type AsJson<T> = T extends bigint ? string : T extends object ? { [K in keyof T]: AsJson<T[K]> } : T
 
-/** An address, as viem's Address and openapi.gen.ts spell it (so sluice/client's declarations need no viem). */
+/** An address, as viem's Address and openapi.gen.ts spell it (our own: the methods' declarations name no viem type). */
 export type Address = `0x${string}`
 
 /** An amount, identifier or block count as the API takes it: a bigint, a safe integer, or a decimal string. */

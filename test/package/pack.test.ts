@@ -148,6 +148,8 @@ describe('the sluice package', () => {
     expect(reactModule).not.toContain('serviceWorker')
     expect(listing).toContain('package/dist/cli/light.js')
     expect(listing).toContain('package/openapi.json')
+    expect(listing).toContain('package/dist/client/index.js')
+    expect(listing).toContain('package/dist/client/index.d.ts')
     expect(listing).not.toMatch(/^package\/(src|test|contracts|worker|scripts)\//m)
     const nodeListing = await run('tar', ['-tzf', node], packed)
     expect(nodeListing).toContain('package/dist/cli/main.js')
@@ -210,19 +212,28 @@ describe('the sluice package', () => {
     )
   }, 120_000)
 
-  test("sluice/browser's declarations resolve in a consumer (moduleResolution bundler), with viem and idb beside it, and carry the real types", async () => {
+  test("sluice/browser's and sluice/client's declarations resolve in a consumer (moduleResolution bundler), with viem and idb beside it, and carry the real types", async () => {
     // The declarations name viem's and idb's types: optional peers, which a dApp that type-checks installs (decision 0042).
     const peers = JSON.parse(readFileSync(join(repo, 'packages/node/package.json'), 'utf8')).dependencies as Record<string, string>
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--save-dev', `viem@${peers.viem}`, `idb@${peers.idb}`], app)
     // main.ts must check; a wrong use beside it must not, so the types are real rather than `any`.
-    writeFileSync(join(app, 'wrong.ts'), "import { startNode } from 'sluice/browser'\nawait startNode({ rpc: 1 })\n")
+    // sluice/client's too: its answers are typed from openapi.json (decision 0046).
+    writeFileSync(
+      join(app, 'client.ts'),
+      "import { httpClient } from 'sluice/client'\nexport const balance = async (): Promise<string> => (await httpClient('http://127.0.0.1:5001').channel('0x1', '0x2')).balance\n",
+    )
+    writeFileSync(
+      join(app, 'wrong.ts'),
+      "import { startNode } from 'sluice/browser'\nawait startNode({ rpc: 1 })\nimport { httpClient } from 'sluice/client'\nawait httpClient('http://127.0.0.1:5001').pay('0x1', '0x2', { amount: true })\n",
+    )
     const failed = await run(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', '.'], app).then(
       () => '',
       (e: Error) => e.message,
     )
     rmSync(join(app, 'wrong.ts'))
+    rmSync(join(app, 'client.ts'))
     const errors = failed.split('\n').filter((line) => /error TS\d+/.test(line))
-    expect(errors).toEqual([expect.stringMatching(/^wrong\.ts\(2,\d+\): error TS2\d+: /)])
+    expect(errors).toEqual([expect.stringMatching(/^wrong\.ts\(2,\d+\): error TS2\d+: /), expect.stringMatching(/^wrong\.ts\(4,\d+\): error TS2\d+: /)])
   }, 120_000)
 
   test("a Vite app's startNode() opens a channel to a headless peer over libp2p and pays it through fetch('/api/v1/...')", async () => {
