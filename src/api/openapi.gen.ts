@@ -3183,52 +3183,52 @@ export interface operations {
                         /** @description what each request offers, in the smallest unit of the service token */
                         reward: string;
                         /** @description as last read, before signing a request (at most once a block); null before the first read */
-                        user_deposit?: {
-                            effective_balance?: string;
-                            covers_reward?: boolean;
-                            block_number?: string;
+                        user_deposit: {
+                            effective_balance: string;
+                            covers_reward: boolean;
+                            block_number: string;
                         } | null;
                         /**
                          * Format: date-time
                          * @description when the ServiceRegistry was last read; null before
                          */
-                        registry_read_at?: string | null;
+                        registry_read_at: string | null;
                         services: {
-                            address?: `0x${string}`;
+                            address: `0x${string}`;
                             /** @description the URL the service published in the registry */
-                            url?: string;
+                            url: string;
                             /** @description requests it acknowledged since the node started */
-                            acknowledged?: number;
+                            acknowledged: number;
                             /**
                              * Format: date-time
                              * @description ISO 8601, UTC, with milliseconds
                              */
-                            last_acknowledged_at?: string | null;
+                            last_acknowledged_at: string | null;
                             /** @description requests sent to it and not yet acknowledged (resent with backoff) */
-                            waiting?: number;
+                            waiting: number;
                         }[];
                         channels: {
-                            token_address?: `0x${string}`;
-                            token_network_address?: `0x${string}`;
-                            channel_identifier?: string;
-                            partner_address?: `0x${string}`;
+                            token_address: `0x${string}`;
+                            token_network_address: `0x${string}`;
+                            channel_identifier: string;
+                            partner_address: `0x${string}`;
                             /** @enum {unknown} */
-                            state?: "opened" | "closed" | "settled" | "gone";
-                            /** @description the nonce of the partner's newest proof a request was signed for */
-                            requested_nonce?: string;
+                            state: "opened" | "closed" | "settled" | "gone";
+                            /** @description the nonce of the partner's newest proof a request was signed for; null before the first */
+                            requested_nonce: string | null;
                             /**
                              * Format: date-time
                              * @description ISO 8601, UTC, with milliseconds
                              */
-                            requested_at?: string | null;
-                            acknowledged?: {
-                                service_address?: `0x${string}`;
-                                nonce?: string;
+                            requested_at: string | null;
+                            acknowledged: {
+                                service_address: `0x${string}`;
+                                nonce: string;
                                 /**
                                  * Format: date-time
                                  * @description ISO 8601, UTC, with milliseconds
                                  */
-                                acknowledged_at?: string | null;
+                                acknowledged_at: string | null;
                             }[];
                         }[];
                     };
