@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import { call, type HistoryEntry, type PaymentResult } from '../api.ts'
+import { call, type PaymentResult } from '../api.ts'
 import { usePayments, usePendingTransfers } from 'sluice/react'
 import { useAction } from '../hooks.ts'
 import { baseUnits } from '../tokens.ts'
@@ -82,8 +82,7 @@ function History({ shared }: { shared: Shared }) {
     limit: PAGE + 1,
     offset: page * PAGE,
   })
-  // The client types a history entry's fields loosely (unknown); the demo's type says which it shows.
-  const rows = (history.data?.slice(0, PAGE) ?? []) as HistoryEntry[]
+  const rows = history.data?.slice(0, PAGE) ?? []
   return (
     <div class="history">
       <h3>History</h3>
@@ -150,11 +149,8 @@ function History({ shared }: { shared: Shared }) {
   )
 }
 
-type Pending = { role: string; initiator: string; target: string; token_address: string; locked_amount: string; payment_identifier: string }
-
 function Pending({ shared }: { shared: Shared }) {
-  // The client types a pending transfer as a JSON object; the demo's type says which fields it shows.
-  const pending = usePendingTransfers() as { data: Pending[] | undefined }
+  const pending = usePendingTransfers()
   if (!pending.data?.length) return null
   return (
     <div>
