@@ -43,25 +43,10 @@ beforeAll(() => {
   for (const path of ['src', 'worker', 'demo/src', 'packages/sluice/package.json']) cpSync(join(repo, path), join(dir, path), { recursive: true })
   symlinkSync(join(repo, 'node_modules'), join(dir, 'node_modules'))
   writeFileSync(join(dir, 'uses.ts'), USES)
-  // The repository's compiler options (tsconfig.json), over the clients and their uses only.
-  const compilerOptions = {
-    target: 'ES2022',
-    module: 'ESNext',
-    moduleResolution: 'bundler',
-    lib: ['ES2022', 'DOM', 'DOM.Iterable'],
-    types: ['node', 'vite/client'],
-    strict: true,
-    noEmit: true,
-    skipLibCheck: true,
-    isolatedModules: true,
-    verbatimModuleSyntax: true,
-    allowImportingTsExtensions: true,
-    noUncheckedIndexedAccess: true,
-    resolveJsonModule: true,
-    jsx: 'react-jsx',
-    jsxImportSource: 'preact',
-    paths: { 'sluice/browser': ['./worker/browser.ts'], 'sluice/client': ['./worker/client.ts'] },
-  }
+  // The repository's compiler options (tsconfig.json, its comment lines left out), over the clients and their uses
+  // only; its `paths` are relative to it, so they name the copies here.
+  const repoConfig = readFileSync(join(repo, 'tsconfig.json'), 'utf8')
+  const { compilerOptions } = JSON.parse(repoConfig.replaceAll(/^\s*\/\/.*$/gm, '')) as { compilerOptions: Record<string, unknown> }
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['worker', 'demo/src', 'uses.ts'] }))
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
