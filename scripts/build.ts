@@ -87,19 +87,7 @@ const reactExternals: Plugin = {
     return null
   },
 }
-const reactBundle = (outDir: string): InlineConfig => ({
-  ...common,
-  plugins: [reactExternals],
-  build: {
-    outDir,
-    emptyOutDir: false,
-    target: 'es2022',
-    minify: true,
-    reportCompressedSize: false,
-    lib: { entry: REACT_ENTRY, formats: ['es'], fileName: () => 'index.js' },
-    rolldownOptions: { output: { codeSplitting: false, minify: true } },
-  },
-})
+const reactBundle = (outDir: string): InlineConfig => browserBundle(REACT_ENTRY, outDir, 'index.js', 'es', false, [reactExternals])
 
 /** `sluice/react` imports nothing but these: anything else would be a second copy of the node's code. */
 function checkReactImports(files: WorkerFile[]): void {
