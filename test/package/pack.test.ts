@@ -70,8 +70,8 @@ function start(script: string, args: string[], cwd: string): SluiceProcess {
   return p
 }
 
-async function preview(outDir: string): Promise<string> {
-  const server = start(vite, ['preview', '--outDir', outDir, '--host', '127.0.0.1', '--port', '0'], app)
+async function preview(outDir: string, cwd = app): Promise<string> {
+  const server = start(vite, ['preview', '--outDir', outDir, '--host', '127.0.0.1', '--port', '0'], cwd)
   const [, url] = await server.waitForOutput(/Local:\s+(http:\/\/127\.0\.0\.1:\d+\/)/)
   return url!
 }
@@ -285,6 +285,82 @@ describe('the sluice package', () => {
     await expect.poll(() => seen.get('/sluice/secp256k1.wasm'), { timeout: 20_000 }).toBe(200)
     expect([...seen.keys()].some((path) => /^\/sluice\/libp2pTransport-[\w-]+\.js$/.test(path))).toBe(true)
     await page.evaluate(() => (window as unknown as { node: { stop(): Promise<void> } }).node.stop())
+    await context.close()
+  }, 120_000)
+
+  test('a Vite app with sluice/react shows the node and a channel it opens, kept current by the push events', async () => {
+    // Its own app: the sluice tarball with React beside it (from the cache `npm ci` filled), as a React dApp has it.
+    const reactApp = tempDir('sluice-react-app-')
+    const devDependencies = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).devDependencies as Record<string, string>
+    writeFileSync(join(reactApp, 'package.json'), JSON.stringify({ name: 'react-app', private: true, type: 'module' }))
+    const install = [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      light,
+      `react@${devDependencies.react}`,
+      `react-dom@${devDependencies['react-dom']}`,
+    ]
+    await run('npm', install, reactApp)
+    mkdirSync(join(reactApp, 'public'))
+    await run(process.execPath, [join(reactApp, 'node_modules/sluice/bin/sluice.mjs'), 'init', 'public'], reactApp)
+    await writeDeployment(join(reactApp, 'public/deployments/31337.json'), deployment)
+    writeFileSync(join(reactApp, 'index.html'), '<!doctype html><html><body><div id="root"></div><script type="module" src="/main.ts"></script></body></html>')
+    writeFileSync(
+      join(reactApp, 'main.ts'),
+      `import { createElement as h } from 'react'
+import { createRoot } from 'react-dom/client'
+import { SluiceProvider, useChannels, useNodeStatus, useSluice } from 'sluice/react'
+
+function View() {
+  const { status } = useSluice()
+  const node = useNodeStatus()
+  const channels = useChannels()
+  return h('div', null,
+    h('p', { id: 'provider' }, status),
+    h('p', { id: 'status' }, node.data?.status ?? ''),
+    h('ul', { id: 'channels' }, (channels.data ?? []).map((c) => h('li', { key: c.channel_identifier }, c.partner_address + ' ' + c.balance))),
+  )
+}
+
+// The test mounts it with its chain's options.
+Object.assign(window, { mount: (options: object) => createRoot(document.getElementById('root')!).render(h(SluiceProvider, { options }, h(View))) })
+`,
+    )
+    await run(process.execPath, [vite, 'build', '--logLevel', 'warn'], reactApp)
+    // React and sluice/react's hooks are in the app's own bundle.
+    const assets = readdirSync(join(reactApp, 'dist/assets')).filter((f) => f.endsWith('.js'))
+    const bundled = assets.map((f) => readFileSync(join(reactApp, 'dist/assets', f), 'utf8')).join('\n')
+    expect(bundled).toContain('useSyncExternalStore')
+    const url = await preview('dist', reactApp)
+
+    const key = generatePrivateKey()
+    const address = privateKeyToAddress(key)
+    const [token] = await Promise.all([deployToken(), fund(address)])
+    const context = await browser!.newContext()
+    const page = await context.newPage()
+    await page.goto(url)
+    await page.waitForFunction(() => 'mount' in window)
+    await page.evaluate((options) => (window as unknown as { mount: (o: unknown) => void }).mount(options), {
+      rpc,
+      deployment: '/deployments/31337.json',
+      key,
+      confirmations: 0,
+      pollingInterval: 50,
+      environment: 'development',
+    })
+    await expect.poll(() => page.textContent('#provider'), { timeout: 30_000 }).toBe('ready')
+    await expect.poll(() => page.textContent('#status')).toBe('ready')
+    expect(await page.locator('#channels li').count()).toBe(0)
+
+    // The page opens a channel through fetch, as a dApp's code does; the list shows it without being asked.
+    const partner = privateKeyToAddress(generatePrivateKey())
+    expect((await api(page, 'PUT', `/api/v1/tokens/${token}`)).status).toBe(201)
+    expect((await api(page, 'POST', `/api/v1/_testing/tokens/${token}/mint`, { to: address, value: '700' })).status).toBe(200)
+    const opened = await api(page, 'PUT', '/api/v1/channels', { partner_address: partner, token_address: token, total_deposit: '700' })
+    expect(opened.status).toBe(201)
+    await expect.poll(() => page.locator('#channels li').allTextContents(), { timeout: 20_000 }).toEqual([`${partner} 700`])
     await context.close()
   }, 120_000)
 
