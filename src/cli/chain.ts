@@ -17,8 +17,12 @@ export const chainFlags = {
     default: 8545,
   }),
   blockTime: positiveNumberFlag({
-    description: 'mine a block every SECONDS (default: one block per transaction)',
+    // A node counts a block once 5 more are on top (`sluice serve --confirmations`): a chain that mined only when a
+    // transaction came would never bury a lone node's own transaction, and its REST call would time out.
+    description:
+      'mine an empty block every SECONDS as well, so that transactions gain confirmations while none come; a transaction is mined at once either way',
     valueName: 'SECONDS',
+    default: 1,
   }),
   maxTokenNetworks: integerFlag({
     description: 'how many token networks the registry accepts',
@@ -36,7 +40,8 @@ export const chainFlags = {
 const usage = `Usage: sluice chain [flags]
 
 Starts a local anvil chain, deploys the Raiden 0.40 contracts, a service token and two test tokens, writes
-the deployment file and runs until Ctrl-C.
+the deployment file and runs until Ctrl-C. It mines each transaction at once, and an empty block every second
+besides (--block-time), so that nodes see their transactions confirmed.
 
 Flags:
 ${formatFlags(chainFlags)}`
@@ -85,7 +90,7 @@ async function run(argv: readonly string[]): Promise<number> {
   let anvil: Anvil | undefined
   try {
     try {
-      anvil = await startAnvil({ port, blockTime })
+      anvil = await startAnvil({ port, blockTime, args: ['--mixed-mining'] })
     } catch (e) {
       if (hasCode(e, 'ANVIL_PORT_IN_USE')) throw new PortInUseError(port)
       throw e

@@ -62,6 +62,11 @@ export type NodeConfig = {
   confirmations?: Blocks
   /** Milliseconds between looks at the chain (1000 by default). */
   pollingInterval?: number
+  /**
+   * How long an action (a channel opened, a token registered...) waits for its transaction's block to be
+   * confirmed before it answers CONFIRMATION_TIMEOUT, in ms (60,000 by default). The transaction stands either way.
+   */
+  confirmationTimeoutMs?: number
   /** Reveal timeout of new channels, in blocks (50 by default). */
   defaultRevealTimeout?: Blocks
   /** Settle timeout of channels this node opens, in blocks (500 by default). */

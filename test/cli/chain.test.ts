@@ -98,13 +98,22 @@ describe('sluice chain', () => {
     expect(isAlive(anvilPid)).toBe(false)
   })
 
-  test('--block-time 1 mines blocks on its own', async () => {
-    const { sluice, rpcUrl, cwd } = await startChain(['--port', '0', '--block-time', '1'])
+  test('mines an empty block every second by default, so that transactions gain confirmations while none come', async () => {
+    const { sluice, rpcUrl, cwd } = await startChain(['--port', '0'])
     expect(existsSync(join(cwd, 'deployments', '31337.json'))).toBe(true)
     const client = publicClient(rpcUrl)
     const before = await client.getBlockNumber()
     await new Promise((r) => setTimeout(r, 2600))
     expect(await client.getBlockNumber()).toBeGreaterThanOrEqual(before + 2n)
+    expect((await stop(sluice, 'SIGINT')).code).toBe(0)
+  })
+
+  test('--block-time 60 still mines a transaction at once, not at the next interval', async () => {
+    const { sluice, rpcUrl } = await startChain(['--port', '0', '--block-time', '60'])
+    const sender = anvilClient(rpcUrl, anvilKeys[1])
+    const hash = await sender.sendTransaction({ to: privateKeyToAddress(anvilKeys[2]), value: 1n })
+    // Well under the 60 s interval: anvil mined it as it came.
+    expect((await waitForReceipt(sender, hash, { timeout: 10_000 })).status).toBe('success')
     expect((await stop(sluice, 'SIGINT')).code).toBe(0)
   })
 

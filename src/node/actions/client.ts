@@ -7,7 +7,7 @@ import type { StateChange } from '../../protocol/state/changes.ts'
 import type { Channel, NodeState } from '../../protocol/state/types.ts'
 import type { OutboxRecord, Storage } from '../../storage/storage.ts'
 import type { Delivery } from '../../transport/delivery.ts'
-import { NodeStoppedError } from '../errors.ts'
+import { ConfirmationTimeoutError, NodeStoppedError } from '../errors.ts'
 import type { ResolvedNodeConfig } from '../nodeConfig.ts'
 import type { NodeNotice, NodeStatus, Report } from '../notices.ts'
 import type { ChainFollower } from '../runtime/chainFollower.ts'
@@ -105,12 +105,13 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     for (const fail of [...waiters]) fail(new NodeStoppedError())
   })
 
-  async function waitForBlock(blockNumber: bigint, timeoutMs = 60_000): Promise<void> {
+  async function waitForBlock(blockNumber: bigint, timeoutMs = p.config.confirmationTimeoutMs ?? 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs
     let endpointError: ChainRpcError | undefined
     while (engine.current.blockNumber < blockNumber) {
       if (stopped.aborted) throw new NodeStoppedError()
-      if (Date.now() > deadline) throw new Error(`block ${blockNumber} not synced within ${timeoutMs} ms`, { cause: endpointError })
+      // The endpoint failing is the clearer reason when it is one (CHAIN_RPC); else the chain is not deep enough yet.
+      if (Date.now() > deadline) throw endpointError ?? new ConfirmationTimeoutError(blockNumber, engine.current.blockNumber, timeoutMs)
       const synced = await p.follower.syncOnce().catch((error: unknown) => {
         if (!(error instanceof ChainRpcError)) throw error
         endpointError = error
