@@ -78,16 +78,23 @@ async function previouslyWritten(target: string): Promise<string[]> {
   }
 }
 
-async function checkTarget(target: string, shown: string): Promise<void> {
+/** Whether `target` had to be created: a folder that is missing is made (as `msw init` does); a file is refused. */
+async function prepareTarget(target: string, shown: string): Promise<boolean> {
   let info: Awaited<ReturnType<typeof stat>>
   try {
     info = await stat(target)
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code
-    if (code === 'ENOENT') throw new InitError(`${shown} does not exist: give the folder your dApp serves at / (create it first)`)
-    throw new InitError(`cannot use ${shown}: ${code ?? (e as Error).message}`)
+    if (code !== 'ENOENT') throw new InitError(`cannot use ${shown}: ${code ?? (e as Error).message}`)
+    try {
+      await mkdir(target, { recursive: true })
+    } catch (e) {
+      throw new InitError(`cannot create ${shown}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+    }
+    return true
   }
   if (!info.isDirectory()) throw new InitError(`${shown} is not a folder: give the folder your dApp serves at /`)
+  return false
 }
 
 function kilobytes(bytes: number): string {
@@ -105,7 +112,7 @@ async function run(argv: readonly string[]): Promise<number> {
   if (positional.length > 1) throw new UnexpectedArgumentError(positional[1]!)
   const shown = positional[0]!
   const target = normalize(shown)
-  await checkTarget(target, shown)
+  const created = await prepareTarget(target, shown)
 
   const files = await filesToCopy(builtFilesDir())
   const stale = (await previouslyWritten(target)).filter((f) => !files.has(f))
@@ -124,6 +131,7 @@ async function run(argv: readonly string[]): Promise<number> {
   } catch (e) {
     throw new InitError(`cannot write to ${shown}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 1)
   }
+  if (created) console.log(`Created ${shown}`)
   console.log([`Wrote ${files.size} files to ${shown}:`, ...lines, `  ${show(MANIFEST).padEnd(width)}  (what init wrote, for the next run)`].join('\n'))
   if (stale.length > 0) console.log([`Removed ${stale.length} files an earlier version wrote:`, ...stale.map((f) => `  ${show(f)}`)].join('\n'))
   console.log(`startNode() registers /sluice-sw.js at scope / and starts /sluice/node.worker.js: serve ${shown} at the root of your origin.`)

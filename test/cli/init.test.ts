@@ -99,12 +99,19 @@ describe('sluice init', () => {
     expect(JSON.parse(readFileSync(manifest, 'utf8'))).toEqual({ files: [...builtFiles().keys()] })
   })
 
-  test('a missing folder, a file, no folder or an unknown flag: one line on stderr and exit code 2, nothing written', async () => {
+  test('a missing folder is created, as msw init does', async () => {
+    const cwd = tempDir()
+    const { code, stdout, stderr } = await init(['site/public/'], cwd)
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
+    expect(stdout).toMatch(/^Created site\/public\/\nWrote \d+ files to site\/public\/:\n/)
+    expect(readFileSync(join(cwd, 'site/public/sluice-sw.js'), 'utf8')).toBe(readFileSync(builtFiles().get('sluice-sw.js')!, 'utf8'))
+    // Run again: nothing to create.
+    expect((await init(['site/public/'], cwd)).stdout).toMatch(/^Wrote /)
+  })
+
+  test('a file, no folder or an unknown flag: one line on stderr and exit code 2, nothing written', async () => {
     const cwd = tempDir()
     writeFileSync(join(cwd, 'file.txt'), 'x')
-    const missing = await init(['public/'], cwd)
-    expect(missing).toMatchObject({ code: 2, stdout: '' })
-    expect(missing.stderr).toBe('sluice init: public/ does not exist: give the folder your dApp serves at / (create it first)\n')
     const file = await init(['file.txt'], cwd)
     expect(file).toMatchObject({ code: 2, stderr: 'sluice init: file.txt is not a folder: give the folder your dApp serves at /\n' })
     const none = await init([], cwd)
