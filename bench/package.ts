@@ -9,6 +9,8 @@ import { buildPackages, type WorkerFile } from '../scripts/build.ts'
 import { diskBytes, installedPackages } from '../test/package/support/installed.ts'
 
 const LIBP2P = /src\/transport\/libp2p\/libp2pTransport\.ts$/
+/** The OpenAPI document's builder: loaded when a client asks for GET /openapi.json, never before the node answers. */
+const OPENAPI = /src\/api\/openApiDocument\.ts$/
 
 /** Every file reachable from the entry through imports and import(), without going into `skip`. */
 function reachable(files: WorkerFile[], entry: string, skip: (file: WorkerFile) => boolean): Set<string> {
@@ -50,8 +52,11 @@ export async function benchPackage(): Promise<Record<string, string>> {
     const inWorker = (names: Iterable<string>) => [...names].reduce((sum, name) => sum + gzipped(join(out, 'sluice', name)), 0)
 
     const wasm = gzipped(join(out, 'sluice', 'secp256k1.wasm'))
-    // Without relays: the entry and every chunk it may load except libp2p's (viem's CCIP-read chunk included).
-    const withoutLibp2p = inWorker(reachable(worker, 'node.worker.js', (f) => LIBP2P.test(f.facadeModuleId ?? '')))
+    // Without relays: the entry and every chunk it may load except libp2p's and openapi.json's builder (viem's CCIP-read chunk included).
+    const chunkOf = (pattern: RegExp) => worker.find((f) => pattern.test(f.facadeModuleId ?? ''))
+    const withoutLibp2p = inWorker(reachable(worker, 'node.worker.js', (f) => LIBP2P.test(f.facadeModuleId ?? '') || OPENAPI.test(f.facadeModuleId ?? '')))
+    const openapi = chunkOf(OPENAPI)
+    if (!openapi) throw new Error('no chunk of its own for src/api/openApiDocument.ts in the node worker')
     const everything = inWorker(worker.filter((f) => f.fileName.endsWith('.js')).map((f) => f.fileName))
     const installed = lightInstall(join(packagesDir, 'sluice'), packagesDir)
     return {
@@ -63,7 +68,9 @@ export async function benchPackage(): Promise<Record<string, string>> {
       'service worker (sluice-sw.js)': kb(gzipped(join(out, 'sluice-sw.js'))),
       // The node answers before the WASM has come (it loads while the node runs: a 4-6x faster curve, not a need).
       'node worker without libp2p (no relay), what loads before it answers': kb(withoutLibp2p),
-      'node worker with libp2p (relays given), before it answers': kb(everything),
+      'node worker with libp2p (relays given), before it answers': kb(everything - gzipped(join(out, 'sluice', openapi.fileName))),
+      // Its own chunk (with @valibot/to-json-schema), loaded at the first GET /openapi.json.
+      "node worker's OpenAPI document builder, loaded when asked for": kb(gzipped(join(out, 'sluice', openapi.fileName))),
       'libsecp256k1 WASM, loaded while the node runs': kb(wasm),
       'build time (npm run build without the .d.ts files)': `${buildSeconds.toFixed(1)} s`,
     }

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { describeApi } from '../src/api/app.ts'
+import { describeApi } from '../src/api/describeApi.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 export const OPENAPI_JSON = 'packages/sluice/openapi.json'

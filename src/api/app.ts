@@ -21,7 +21,7 @@ import { notificationsRoutes } from './routes/notifications.ts'
 import { monitoringRoutes } from './routes/monitoring.ts'
 import { eventsRoutes, logNodeEvents } from './routes/events.ts'
 import { stateRoutes } from './routes/state.ts'
-import { openApiDocument, openapiRoutes, type OpenApiDocument } from './routes/openapi.ts'
+import { openapiRoutes } from './routes/openapi.ts'
 
 export const API_BASE_PATH = '/api/v1'
 
@@ -56,7 +56,7 @@ export type CreateApiParameters = Omit<ApiContext, 'client' | 'services' | 'base
 }
 
 /** Every route of the API into `resources`; the handlers read `ctx` when a request comes, none when it registers. */
-function registerRoutes(resources: Resources, ctx: ApiContextRef): void {
+export function registerRoutes(resources: Resources, ctx: ApiContextRef): void {
   for (const routes of [
     nodeRoutes,
     channelsRoutes,
@@ -74,18 +74,6 @@ function registerRoutes(resources: Resources, ctx: ApiContextRef): void {
     openapiRoutes,
   ])
     routes(resources, ctx)
-}
-
-/**
- * The OpenAPI document of the API without a node: the routes registered with a context that fails if read, so
- * this is the very document GET /openapi.json serves (scripts/openapi.ts writes it into the sluice package).
- */
-export function describeApi({ version, tokenRequired = false }: { version: string; tokenRequired?: boolean }): OpenApiDocument {
-  const resources = new Resources()
-  registerRoutes(resources, () => {
-    throw new Error('describeApi has no node: a route read its context while registering, not in its handler')
-  })
-  return openApiDocument(resources.routes, { version, basePath: API_BASE_PATH, tokenRequired })
 }
 
 /** Builds the REST API (docs/rest-api.md) for one node. Serve `app.fetch` (Node HTTP server, service worker). */

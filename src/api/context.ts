@@ -28,6 +28,6 @@ export type ApiContext = {
 
 /**
  * The context as the routes take it: read by their handlers when a request comes, never when they register, so
- * the route table (and openapi.json) can be built without a node (describeApi in app.ts).
+ * the route table (and openapi.json) can be built without a node (describeApi.ts).
  */
 export type ApiContextRef = () => ApiContext

@@ -3,7 +3,7 @@ import { maxUint256 } from 'viem'
 import { describe, expect, it } from 'vitest'
 import { address, bytes32, fraction, integer, oneOf, optional, parseShape, text } from '../../../src/api/fields.ts'
 import { JsonNumber } from '../../../src/api/json.ts'
-import { jsonSchemaOf } from '../../../src/api/schema.ts'
+import { jsonSchemaOf } from '../../../src/api/jsonSchema.ts'
 
 const A = '0x5B38Da6a701c568545dCfcB03FcB875f56beddC4'
 
