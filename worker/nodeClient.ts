@@ -5,6 +5,7 @@
  * service worker does not control (a hard reload) and in every tab of the origin alike; sluice/client (client.ts)
  * sends with fetch. Every path, body and answer is typed from openapi.gen.ts (docs/decisions/0046).
  */
+import { stringify } from '../src/api/bigintJson.ts'
 import type { ErrorCode } from '../src/api/errorCodes.ts'
 import type { paths } from '../src/api/openapi.gen.ts'
 import { SluiceError } from '../src/errors.ts'
@@ -72,7 +73,7 @@ export function nodeClient(send: SendRequest, origin = globalThis.location.origi
     const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
     const init: RequestInit = { method, headers }
     if (body !== undefined) {
-      init.body = JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))
+      init.body = stringify(body)
       headers['content-type'] = 'application/json'
     }
     return send(new Request(`${origin}${API_PATH}${path}`, init))

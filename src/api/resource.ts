@@ -1,5 +1,6 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import { stringify } from './bigintJson.ts'
 import { ApiError } from './errors.ts'
 import type { Parsed, Shape } from './fields.ts'
 import { jsonBody, pathAddress, queryOf } from './input.ts'
@@ -78,8 +79,4 @@ export class Resources {
 /** A JSON answer whose bigint values are written as decimal strings. */
 export function json(c: Context, value: unknown, status: ContentfulStatusCode = 200): Response {
   return c.body(stringify(value), status, { 'content-type': 'application/json' })
-}
-
-export function stringify(value: unknown): string {
-  return JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v))
 }

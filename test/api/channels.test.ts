@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { maxUint256, getAddress, parseEther, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { stringify } from '../../src/api/resource.ts'
+import { stringify } from '../../src/api/bigintJson.ts'
 import {
   createChainClient,
   createTransactionQueue,

@@ -10,7 +10,8 @@ import { errorCode, toErrorData } from '../../errors.ts'
 import { ApiError } from '../errors.ts'
 import { integer, optional, text } from '../fields.ts'
 import { historyEntry } from '../paymentJson.ts'
-import { endpoint, stringify, type Resources } from '../resource.ts'
+import { stringify } from '../bigintJson.ts'
+import { endpoint, type Resources } from '../resource.ts'
 import { addressSchema, decimalSchema as decimal } from '../schema.ts'
 
 /** Seconds between heartbeat comments unless the client asks otherwise (proxies drop idle connections). */
