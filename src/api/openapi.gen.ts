@@ -2360,13 +2360,16 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @description the event's arguments by their ABI names; integers as decimal strings */
-                        args: Record<string, never>;
+                        args: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the ABI name of the event (ChannelOpened, ChannelNewDeposit, ...) */
                         event: string;
                         logIndex: number;
                         transactionIndex: number | null;
-                        transactionHash: string;
-                        address: string;
-                        blockHash: string | null;
+                        transactionHash: `0x${string}`;
+                        address: `0x${string}`;
+                        blockHash: `0x${string}` | null;
                         block_number: number;
                     }[];
                 };
@@ -2432,13 +2435,16 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @description the event's arguments by their ABI names; integers as decimal strings */
-                        args: Record<string, never>;
+                        args: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the ABI name of the event (ChannelOpened, ChannelNewDeposit, ...) */
                         event: string;
                         logIndex: number;
                         transactionIndex: number | null;
-                        transactionHash: string;
-                        address: string;
-                        blockHash: string | null;
+                        transactionHash: `0x${string}`;
+                        address: `0x${string}`;
+                        blockHash: `0x${string}` | null;
                         block_number: number;
                     }[];
                 };
@@ -2513,13 +2519,16 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @description the event's arguments by their ABI names; integers as decimal strings */
-                        args: Record<string, never>;
+                        args: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the ABI name of the event (ChannelOpened, ChannelNewDeposit, ...) */
                         event: string;
                         logIndex: number;
                         transactionIndex: number | null;
-                        transactionHash: string;
-                        address: string;
-                        blockHash: string | null;
+                        transactionHash: `0x${string}`;
+                        address: `0x${string}`;
+                        blockHash: `0x${string}` | null;
                         block_number: number;
                     }[];
                 };
@@ -2596,13 +2605,16 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @description the event's arguments by their ABI names; integers as decimal strings */
-                        args: Record<string, never>;
+                        args: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the ABI name of the event (ChannelOpened, ChannelNewDeposit, ...) */
                         event: string;
                         logIndex: number;
                         transactionIndex: number | null;
-                        transactionHash: string;
-                        address: string;
-                        blockHash: string | null;
+                        transactionHash: `0x${string}`;
+                        address: `0x${string}`;
+                        blockHash: `0x${string}` | null;
                         block_number: number;
                     }[];
                 };
@@ -2673,8 +2685,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description EventPaymentSentSuccess, EventChannelStateChanged, ... */
                         event: string;
-                        /** Format: date-time */
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC, with milliseconds
+                         */
                         log_time: string;
                     }[];
                 };
@@ -3188,10 +3204,7 @@ export interface operations {
                             covers_reward: boolean;
                             block_number: string;
                         } | null;
-                        /**
-                         * Format: date-time
-                         * @description when the ServiceRegistry was last read; null before
-                         */
+                        /** @description when the ServiceRegistry was last read; null before */
                         registry_read_at: string | null;
                         services: {
                             address: `0x${string}`;
@@ -3199,10 +3212,7 @@ export interface operations {
                             url: string;
                             /** @description requests it acknowledged since the node started */
                             acknowledged: number;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601, UTC, with milliseconds
-                             */
+                            /** @description ISO 8601, UTC, with milliseconds; null before the first */
                             last_acknowledged_at: string | null;
                             /** @description requests sent to it and not yet acknowledged (resent with backoff) */
                             waiting: number;
@@ -3212,14 +3222,11 @@ export interface operations {
                             token_network_address: `0x${string}`;
                             channel_identifier: string;
                             partner_address: `0x${string}`;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             state: "opened" | "closed" | "settled" | "gone";
                             /** @description the nonce of the partner's newest proof a request was signed for; null before the first */
                             requested_nonce: string | null;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601, UTC, with milliseconds
-                             */
+                            /** @description ISO 8601, UTC, with milliseconds; null before the first */
                             requested_at: string | null;
                             acknowledged: {
                                 service_address: `0x${string}`;
@@ -3228,7 +3235,7 @@ export interface operations {
                                  * Format: date-time
                                  * @description ISO 8601, UTC, with milliseconds
                                  */
-                                acknowledged_at: string | null;
+                                acknowledged_at: string;
                             }[];
                         }[];
                     };
@@ -3273,28 +3280,264 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": {
-                        token_network_address?: `0x${string}`;
-                        token_address?: `0x${string}`;
-                        partner_address?: `0x${string}`;
-                        channel_identifier?: string;
-                        /** @enum {unknown} */
-                        status?: "ready" | "syncing" | "unavailable";
-                        blocks_to_sync?: string;
-                        /** @enum {unknown} */
-                        event?: "EventPaymentSentSuccess" | "EventPaymentSentFailed" | "EventPaymentReceivedSuccess";
-                        amount?: string;
-                        identifier?: string;
-                        target?: `0x${string}`;
-                        initiator?: `0x${string}`;
-                        secret_hash?: string;
-                        reason?: string;
-                        log_time?: string;
-                        state?: string;
-                        participant?: `0x${string}`;
-                        total_deposit?: string;
-                        total_withdraw?: string;
-                        last_event_id?: string;
-                        oldest_event_id?: string;
+                        /** @constant */
+                        event: "status";
+                        id: string;
+                        data: {
+                            /** @enum {string} */
+                            status: "ready" | "syncing" | "unavailable";
+                            blocks_to_sync?: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "events_missed";
+                        id: string;
+                        data: {
+                            last_event_id: string;
+                            /** @enum {string} */
+                            reason: "too_old" | "unknown";
+                            oldest_event_id: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "payment_sent_success";
+                        id: string;
+                        data: {
+                            /** @constant */
+                            event: "EventPaymentSentSuccess";
+                            amount: string;
+                            target: `0x${string}`;
+                            identifier: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC, with milliseconds
+                             */
+                            log_time: string;
+                            token_address: `0x${string}`;
+                            /** @description sent successes (beyond Raiden): the hops the payment took, the first our partner, the last the target */
+                            route: `0x${string}`[];
+                            secret_hash: `0x${string}`;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "payment_sent_failed";
+                        id: string;
+                        data: {
+                            /** @constant */
+                            event: "EventPaymentSentFailed";
+                            target: `0x${string}`;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC, with milliseconds
+                             */
+                            log_time: string;
+                            token_address: `0x${string}`;
+                            reason: string;
+                            identifier: string;
+                            amount: string;
+                            secret_hash: `0x${string}`;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "payment_received_success";
+                        id: string;
+                        data: {
+                            /** @constant */
+                            event: "EventPaymentReceivedSuccess";
+                            amount: string;
+                            initiator: `0x${string}`;
+                            identifier: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC, with milliseconds
+                             */
+                            log_time: string;
+                            token_address: `0x${string}`;
+                            secret_hash: `0x${string}`;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "payment_mediated";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            amount: string;
+                            secret_hash: `0x${string}`;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "channel_opened";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}` | null;
+                            channel_identifier: string;
+                            /** @constant */
+                            state: "opened";
+                        };
+                    } | {
+                        /** @constant */
+                        event: "channel_closing";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}` | null;
+                            channel_identifier: string;
+                            /** @constant */
+                            state: "closing";
+                        };
+                    } | {
+                        /** @constant */
+                        event: "channel_closed";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}` | null;
+                            channel_identifier: string;
+                            /** @constant */
+                            state: "closed";
+                        };
+                    } | {
+                        /** @constant */
+                        event: "channel_settling";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}` | null;
+                            channel_identifier: string;
+                            /** @constant */
+                            state: "settling";
+                        };
+                    } | {
+                        /** @constant */
+                        event: "channel_settled";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}` | null;
+                            channel_identifier: string;
+                            /** @constant */
+                            state: "settled";
+                        };
+                    } | {
+                        /** @constant */
+                        event: "channel_deposit";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}` | null;
+                            channel_identifier: string;
+                            participant: `0x${string}`;
+                            total_deposit: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "channel_withdraw";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}` | null;
+                            channel_identifier: string;
+                            participant: `0x${string}`;
+                            total_withdraw: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "channel_withdraw_expired";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}` | null;
+                            channel_identifier: string;
+                            total_withdraw: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "message_rejected";
+                        id: string;
+                        data: {
+                            sender: `0x${string}`;
+                            message_type: string;
+                            reason: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "action_rejected";
+                        id: string;
+                        data: {
+                            action: string;
+                            reason: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "partner_equivocated";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}`;
+                            channel_identifier: string;
+                            nonce: string;
+                            applied: {
+                                type: string;
+                                signed: `0x${string}`;
+                                signature: `0x${string}`;
+                            };
+                            second: {
+                                type: string;
+                                signed: `0x${string}`;
+                                signature: `0x${string}`;
+                            };
+                        };
+                    } | {
+                        /** @constant */
+                        event: "channel_synced";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}`;
+                            channel_identifier: string;
+                            our_nonce: string;
+                            partner_nonce: string;
+                            adopted: {
+                                ours: boolean;
+                                partner: boolean;
+                            };
+                        };
+                    } | {
+                        /** @constant */
+                        event: "stale_state";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            partner_address: `0x${string}` | null;
+                            channel_identifier: string;
+                            nonce: string;
+                            our_nonce: string;
+                            /** @enum {string} */
+                            source: "chain" | "message";
+                            reason: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "node_error";
+                        id: string;
+                        data: {
+                            where: string;
+                            message: string;
+                            code: string;
+                        };
                     };
                 };
             };
@@ -3345,17 +3588,61 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         format: "sluice-dump";
-                        meta: Record<string, never>;
-                        snapshot?: Record<string, never>;
-                        changes: Record<string, never>[];
-                        events: Record<string, never>[];
-                        payments: Record<string, never>[];
-                        chainEvents: Record<string, never>[];
-                        outbox: Record<string, never>[];
-                        transactions: Record<string, never>[];
-                        sentProofs?: Record<string, never>[];
-                        sentLocks?: Record<string, never>[];
-                        received?: Record<string, never>[];
+                        meta: {
+                            /** @description a bigint, as {"$bigint": "<decimal>"} */
+                            chainId: {
+                                $bigint: string;
+                            };
+                            registry: `0x${string}`;
+                            address: `0x${string}`;
+                            /** @description the store's format: a newer one than the importing node's is refused */
+                            schemaVersion: number;
+                            /** @description a bigint, as {"$bigint": "<decimal>"} */
+                            syncedBlock: {
+                                $bigint: string;
+                            };
+                            /** @description unix ms */
+                            createdAt: number;
+                        };
+                        snapshot?: {
+                            seq: number;
+                            state: {
+                                [key: string]: unknown;
+                            };
+                        };
+                        changes: {
+                            seq: number;
+                            /** @description unix ms */
+                            time: number;
+                        }[];
+                        events: {
+                            seq: number;
+                            /** @description unix ms */
+                            time: number;
+                        }[];
+                        payments: {
+                            seq: number;
+                            /** @description unix ms */
+                            time: number;
+                        }[];
+                        chainEvents: {
+                            [key: string]: unknown;
+                        }[];
+                        outbox: {
+                            [key: string]: unknown;
+                        }[];
+                        transactions: {
+                            [key: string]: unknown;
+                        }[];
+                        sentProofs?: {
+                            [key: string]: unknown;
+                        }[];
+                        sentLocks?: {
+                            [key: string]: unknown;
+                        }[];
+                        received?: {
+                            [key: string]: unknown;
+                        }[];
                     };
                 };
             };

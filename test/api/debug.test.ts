@@ -6,6 +6,8 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { startApiNet, type ApiNet, type ApiNode } from './support/apiNet.ts'
 import { depositOnChain, openChannelOnChain } from '../../src/node/actions/channels.ts'
 import { pathSegment } from './support/fuzz.ts'
+import { chainEventSchema, nodeEventSchema } from '../../src/api/routes/debug.ts'
+import { expectAnswer } from './support/answers.ts'
 
 let net: ApiNet
 let a: ApiNode
@@ -48,6 +50,7 @@ const LOG_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 const events = async (path: string): Promise<Entry[]> => {
   const r = await a.get(`/_debug/blockchain_events${path}`)
   expect(r.status, `${path}: ${r.text}`).toBe(200)
+  for (const e of r.body) expectAnswer(chainEventSchema, e, `${path} ${e.event}`)
   return r.body
 }
 
@@ -151,6 +154,7 @@ describe('GET /_debug/node_events', () => {
     expect(r.status).toBe(200)
     const list = r.body as Record<string, unknown>[]
     for (const e of list) {
+      expectAnswer(nodeEventSchema, e, String(e.event))
       expect(e.event).toMatch(/^Event[A-Z]/)
       expect(e.log_time).toMatch(LOG_TIME)
     }

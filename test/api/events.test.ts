@@ -1,9 +1,13 @@
+import * as v from 'valibot'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import type { Api } from '../../src/api/app.ts'
-import { toPushEvent } from '../../src/api/routes/events.ts'
+import { stringify } from '../../src/api/bigintJson.ts'
+import { pushEventSchema, toPushEvent } from '../../src/api/routes/events.ts'
+import type { NodeNotice } from '../../src/node/notices.ts'
+import { expectAnswer } from './support/answers.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { serveNode, startApiNet, type ApiNet, type ApiNode, createApiNode } from './support/apiNet.ts'
 import { openEvents, type SseClient, type SseEvent } from './support/sse.ts'
@@ -25,6 +29,11 @@ const named =
 const mine = (blocks: number) => createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] }).mine({ blocks })
 
 const seqOf = (id: string | undefined) => Number(/^[0-9a-z]+-(\d+)$/.exec(id ?? '')?.[1] ?? Number.NaN)
+
+/** Every event a stream read is one openapi.json documents: its name, its id and its data's fields. */
+function expectDocumented(stream: SseClient) {
+  for (const { event, id, data } of stream.events) expectAnswer(pushEventSchema, { event, id, data }, event)
+}
 
 /** The ids of one run that grow by one from the first (which, for a status that starts a stream, may repeat once). */
 function expectIncreasingIds(stream: SseClient) {
@@ -107,6 +116,7 @@ describe('GET /events', () => {
 
     for (const stream of [sa, sb]) {
       expectIncreasingIds(stream)
+      expectDocumented(stream)
       // Every event is JSON with its name, and nothing in it is a JSON number (amounts are decimal strings).
       for (const e of stream.events) for (const value of Object.values(e.data)) expect(typeof value).not.toBe('number')
       stream.close()
@@ -180,6 +190,7 @@ describe('GET /events', () => {
         oldest_event_id: small.api.events.idOf(small.api.events.first),
       })
       await stream.next(named('status', { status: 'ready' }))
+      expectDocumented(stream)
       stream.close()
     } finally {
       small.api.shuttingDown()
@@ -230,6 +241,52 @@ describe('GET /events', () => {
       event: 'channel_withdraw_expired',
       data: { token_network_address: tokenNetwork, token_address: token, partner_address: null, channel_identifier: 77n, total_withdraw: 4n },
     })
+  })
+
+  it("gives every notice's event the data openapi.json documents for its name, and the schema refuses data that is not it", () => {
+    const node = net.nodes[0]!.node
+    const [token, tokenNetwork] = [net.token, net.tokenNetwork]
+    const [partner, other] = [net.nodes[1]!.node.address, net.nodes[2]!.node.address]
+    const secrethash = `0x${'ab'.repeat(32)}` as const
+    const copy = (type: string) => ({ type, signed: '0x0102', signature: `0x${'cd'.repeat(65)}` }) as const
+    const channel = { tokenNetwork, channelId: 77n }
+    const payment = { token, tokenNetwork, amount: 5n, paymentId: 9n, secrethash }
+    // One of each notice the stream shows (the compiler names any type left out).
+    const notices: { [T in Exclude<NodeNotice['type'], 'status' | 'transactionFailed'>]: Extract<NodeNotice, { type: T }>[] } = {
+      paymentSentSuccess: [{ type: 'paymentSentSuccess', ...payment, target: partner, secret: `0x${'01'.repeat(32)}`, route: [other, partner] }],
+      paymentSentFailed: [{ type: 'paymentSentFailed', ...payment, target: partner, reason: 'no route' }],
+      paymentReceivedSuccess: [{ type: 'paymentReceivedSuccess', ...payment, initiator: partner }],
+      mediationSucceeded: [{ type: 'mediationSucceeded', tokenNetwork, secrethash, amount: 3n }],
+      messageRejected: [{ type: 'messageRejected', sender: partner, messageType: 'LockedTransfer', reason: 'bad nonce' }],
+      channelStateChanged: ['opened', 'closing', 'closed', 'settling', 'settled'].map((state) => ({ type: 'channelStateChanged', ...channel, state })),
+      withdrawExpired: [{ type: 'withdrawExpired', ...channel, totalWithdraw: 4n }],
+      channelDeposit: [{ type: 'channelDeposit', ...channel, participant: partner, totalDeposit: 10n }],
+      channelWithdraw: [{ type: 'channelWithdraw', ...channel, participant: partner, totalWithdraw: 2n }],
+      actionRejected: [{ type: 'actionRejected', action: 'close', reason: 'no such channel' }],
+      partnerEquivocated: [{ type: 'partnerEquivocated', ...channel, partner, nonce: 3n, applied: copy('LockedTransfer'), second: copy('Unlock') }],
+      channelSynced: [{ type: 'channelSynced', ...channel, partner, ourNonce: 4n, partnerNonce: 6n, adopted: { ours: false, partner: true } }],
+      staleState: [{ type: 'staleState', ...channel, nonce: 5n, ourNonce: 4n, source: 'chain', reason: 'our nonce 5 came back' }],
+      error: [
+        { type: 'error', where: 'chain sync', error: new Error('rpc down') },
+        { type: 'error', where: 'transaction', detail: 'close', error: 'not an Error' },
+      ],
+    }
+    const events = Object.values(notices)
+      .flat()
+      .map((notice, i) => {
+        const e = toPushEvent(notice as NodeNotice, node.client)!
+        return { event: e.event, id: `run-${i + 1}`, data: JSON.parse(stringify(e.data)) }
+      })
+    for (const e of events) expectAnswer(pushEventSchema, e, e.event)
+    expect(events.map((e) => e.event)).toContain('channel_settling')
+
+    // The schema is not a formality: a missing field, a field of the wrong kind, or data under another name fail.
+    const sent = events[0]!
+    const { secret_hash: _, ...withoutHash } = sent.data
+    expect(v.safeParse(pushEventSchema, { ...sent, data: withoutHash }).success).toBe(false)
+    expect(v.safeParse(pushEventSchema, { ...sent, data: { ...sent.data, amount: 5 } }).success).toBe(false)
+    expect(v.safeParse(pushEventSchema, { ...sent, event: 'payment_received_success' }).success).toBe(false)
+    expect(() => expectAnswer(pushEventSchema, { ...sent, data: { ...sent.data, secret: '0x01' } })).toThrow(/does not document/)
   })
 
   it('answers while the node syncs, pushes the status changes, and ends when the API shuts down or the node stops', async () => {

@@ -9,6 +9,8 @@ import { jsonParse } from '../../src/storage/json.ts'
 import { openLevelStorage } from '../../src/storage/levelStorage.ts'
 import { openMemoryStorage } from '../../src/storage/memoryStorage.ts'
 import type { StorageDump } from '../../src/storage/storage.ts'
+import { stateDumpSchema } from '../../src/api/routes/state.ts'
+import { expectAnswer } from './support/answers.ts'
 import { createBroadcastChannelTransport } from '../../src/transport/broadcastChannelTransport.ts'
 import { serveNode, startApiNet, type ApiNet, createApiNode } from './support/apiNet.ts'
 import { openChannelOnChain } from '../../src/node/actions/channels.ts'
@@ -35,6 +37,9 @@ describe('GET /_state/export', () => {
     expect(r.headers.get('content-disposition')).toMatch(
       new RegExp(`^attachment; filename="sluice-state-31337-${a.node.address.toLowerCase()}-block\\d+\\.json"$`),
     )
+    // The envelope is what openapi.json documents, with every record the store holds (a snapshot, proofs, locks).
+    const documented = expectAnswer(stateDumpSchema, JSON.parse(r.text))
+    expect(documented.payments.length).toBeGreaterThan(0)
     const dump = jsonParse(r.text) as StorageDump
     expect(dump.format).toBe('sluice-dump')
     expect(dump.meta).toMatchObject({ chainId: 31337n, address: a.node.address, registry: net.deployment.contracts.TokenNetworkRegistry.address })

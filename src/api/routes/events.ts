@@ -1,6 +1,7 @@
 import type { Address } from 'viem'
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming'
 import type { NodeNotice, NodeStatus } from '../../node/notices.ts'
+import type { ChannelState } from '../../protocol/state/types.ts'
 import type { NodeClient } from '../../node/actions/client.ts'
 import { getChannel } from '../../protocol/state/access.ts'
 import { paymentRecord } from '../../node/runtime/records.ts'
@@ -9,10 +10,12 @@ import { DEFAULT_EVENT_LOG_CAPACITY, type EventLog, type MissedReason } from '..
 import { errorCode, toErrorData } from '../../errors.ts'
 import { ApiError } from '../errors.ts'
 import { integer, optional, text } from '../fields.ts'
-import { historyEntry } from '../paymentJson.ts'
 import { stringify } from '../bigintJson.ts'
 import { endpoint, type Resources } from '../resource.ts'
-import { addressSchema, decimalSchema as decimal } from '../schema.ts'
+import * as v from 'valibot'
+import { historyEntry, routeSchema } from '../paymentJson.ts'
+import { addressString as address, decimalString as decimal, hex32String as hex32 } from '../schema.ts'
+import { statusAnswer } from './node.ts'
 
 /** Seconds between heartbeat comments unless the client asks otherwise (proxies drop idle connections). */
 export const DEFAULT_HEARTBEAT_SECONDS = 15
@@ -34,12 +37,95 @@ const query = {
 /** One server-sent event: its name and its JSON data (bigints as decimal strings). */
 export type PushEvent = { event: string; data: Record<string, unknown> }
 
+const isoTime = v.pipe(v.string(), v.isoTimestamp(), v.description('ISO 8601, UTC, with milliseconds'))
+const hex = v.pipe(v.string(), v.regex(/^0x([0-9a-f]{2})*$/))
+/** The identifiers of a channel (channelData below); the token and the partner are null once a settled channel is forgotten. */
 const channelFields = {
-  token_network_address: addressSchema,
-  token_address: addressSchema,
-  partner_address: addressSchema,
+  token_network_address: address,
+  token_address: v.nullable(address),
+  partner_address: v.nullable(address),
   channel_identifier: decimal,
 }
+const signedCopy = v.object({ type: v.string(), signed: hex, signature: hex })
+
+/** One event as a client reads it: its name (`event:`), its id (`id:`) and its data (`data:`, JSON). */
+const pushEvent = <const E extends string, const D extends v.GenericSchema>(event: E, data: D) => v.object({ event: v.literal(event), id: v.string(), data })
+const channelEvent = <const S extends ChannelState>(state: S) => pushEvent(`channel_${state}`, v.object({ ...channelFields, state: v.literal(state) }))
+
+/**
+ * The events of GET /events (toPushEvent, statusEvent, and pushEvents' events_missed), in the manner of OpenAPI
+ * 3.2's itemSchema for text/event-stream: the name tells the data's fields.
+ */
+export const pushEventSchema = v.pipe(
+  v.variant('event', [
+    pushEvent('status', statusAnswer),
+    pushEvent('events_missed', v.object({ last_event_id: v.string(), reason: v.picklist(['too_old', 'unknown']), oldest_event_id: v.string() })),
+    pushEvent(
+      'payment_sent_success',
+      v.object({
+        event: v.literal('EventPaymentSentSuccess'),
+        amount: decimal,
+        target: address,
+        identifier: decimal,
+        log_time: isoTime,
+        token_address: address,
+        route: routeSchema,
+        secret_hash: hex32,
+      }),
+    ),
+    pushEvent(
+      'payment_sent_failed',
+      v.object({
+        event: v.literal('EventPaymentSentFailed'),
+        target: address,
+        log_time: isoTime,
+        token_address: address,
+        reason: v.string(),
+        identifier: decimal,
+        amount: decimal,
+        secret_hash: hex32,
+      }),
+    ),
+    pushEvent(
+      'payment_received_success',
+      v.object({
+        event: v.literal('EventPaymentReceivedSuccess'),
+        amount: decimal,
+        initiator: address,
+        identifier: decimal,
+        log_time: isoTime,
+        token_address: address,
+        secret_hash: hex32,
+      }),
+    ),
+    pushEvent('payment_mediated', v.object({ token_network_address: address, token_address: v.nullable(address), amount: decimal, secret_hash: hex32 })),
+    channelEvent('opened'),
+    channelEvent('closing'),
+    channelEvent('closed'),
+    channelEvent('settling'),
+    channelEvent('settled'),
+    pushEvent('channel_deposit', v.object({ ...channelFields, participant: address, total_deposit: decimal })),
+    pushEvent('channel_withdraw', v.object({ ...channelFields, participant: address, total_withdraw: decimal })),
+    pushEvent('channel_withdraw_expired', v.object({ ...channelFields, total_withdraw: decimal })),
+    pushEvent('message_rejected', v.object({ sender: address, message_type: v.string(), reason: v.string() })),
+    pushEvent('action_rejected', v.object({ action: v.string(), reason: v.string() })),
+    pushEvent('partner_equivocated', v.object({ ...channelFields, partner_address: address, nonce: decimal, applied: signedCopy, second: signedCopy })),
+    pushEvent(
+      'channel_synced',
+      v.object({
+        ...channelFields,
+        partner_address: address,
+        our_nonce: decimal,
+        partner_nonce: decimal,
+        adopted: v.object({ ours: v.boolean(), partner: v.boolean() }),
+      }),
+    ),
+    pushEvent('stale_state', v.object({ ...channelFields, nonce: decimal, our_nonce: decimal, source: v.picklist(['chain', 'message']), reason: v.string() })),
+    pushEvent('node_error', v.object({ where: v.string(), message: v.string(), code: v.string() })),
+  ]),
+  v.description('One event of the stream: its name (event:), its id (id:, `<run>-<n>`) and its data (data:, JSON), whose fields the name tells'),
+)
+export type PushEventAnswer = v.InferOutput<typeof pushEventSchema>
 
 /** GET /events: the node's notices pushed as Server-Sent Events (docs/rest-api.md, Beyond Raiden's API). */
 export function eventsRoutes(resources: Resources, ctx: ApiContextRef): void {
@@ -63,29 +149,7 @@ export function eventsRoutes(resources: Resources, ctx: ApiContextRef): void {
           400: 'heartbeat is not an integer from 1 to 300, last_event_id is longer than 64 characters, or an unknown query parameter',
           503: 'the node is stopped or the API is shutting down',
         },
-        schema: {
-          type: 'object',
-          description: 'The JSON data of one event; which fields are present depends on the event name',
-          properties: {
-            ...channelFields,
-            status: { enum: ['ready', 'syncing', 'unavailable'] },
-            blocks_to_sync: decimal,
-            event: { enum: ['EventPaymentSentSuccess', 'EventPaymentSentFailed', 'EventPaymentReceivedSuccess'] },
-            amount: decimal,
-            identifier: decimal,
-            target: addressSchema,
-            initiator: addressSchema,
-            secret_hash: { type: 'string' },
-            reason: { type: 'string' },
-            log_time: { type: 'string' },
-            state: { type: 'string' },
-            participant: addressSchema,
-            total_deposit: decimal,
-            total_withdraw: decimal,
-            last_event_id: { type: 'string' },
-            oldest_event_id: { type: 'string' },
-          },
-        },
+        schema: pushEventSchema,
       },
       handler: (c) => {
         const { heartbeat, last_event_id } = c.req.valid('query')

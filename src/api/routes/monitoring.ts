@@ -1,10 +1,46 @@
 import { apiChannelState } from '../channelJson.ts'
 import type { ApiContextRef } from '../context.ts'
-import { addressSchema as address, decimalSchema as decimal } from '../schema.ts'
+import * as v from 'valibot'
+import { addressString as address, decimalString as decimal } from '../schema.ts'
 import type { Resources } from '../resource.ts'
 import { json } from '../resource.ts'
 
-const time = { type: ['string', 'null'], format: 'date-time', description: 'ISO 8601, UTC, with milliseconds' }
+const isoTime = v.pipe(v.string(), v.isoTimestamp(), v.description('ISO 8601, UTC, with milliseconds'))
+const time = v.pipe(v.nullable(v.pipe(v.string(), v.isoTimestamp())), v.description('ISO 8601, UTC, with milliseconds; null before the first'))
+const count = (description: string) => v.pipe(v.number(), v.integer(), v.minValue(0), v.description(description))
+
+/** GET /monitoring's answer as a client receives it (openapi.json). */
+export const monitoringAnswer = v.object({
+  enabled: v.boolean(),
+  reward: v.pipe(decimal, v.description('what each request offers, in the smallest unit of the service token')),
+  user_deposit: v.pipe(
+    v.nullable(v.object({ effective_balance: decimal, covers_reward: v.boolean(), block_number: decimal })),
+    v.description('as last read, before signing a request (at most once a block); null before the first read'),
+  ),
+  registry_read_at: v.pipe(time, v.description('when the ServiceRegistry was last read; null before')),
+  services: v.array(
+    v.object({
+      address,
+      url: v.pipe(v.string(), v.description('the URL the service published in the registry')),
+      acknowledged: count('requests it acknowledged since the node started'),
+      last_acknowledged_at: time,
+      waiting: count('requests sent to it and not yet acknowledged (resent with backoff)'),
+    }),
+  ),
+  channels: v.array(
+    v.object({
+      token_address: address,
+      token_network_address: address,
+      channel_identifier: decimal,
+      partner_address: address,
+      state: v.picklist(['opened', 'closed', 'settled', 'gone']),
+      requested_nonce: v.pipe(v.nullable(decimal), v.description("the nonce of the partner's newest proof a request was signed for; null before the first")),
+      requested_at: time,
+      acknowledged: v.array(v.object({ service_address: address, nonce: decimal, acknowledged_at: isoTime })),
+    }),
+  ),
+})
+export type MonitoringAnswer = v.InferOutput<typeof monitoringAnswer>
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString())
 
 /** GET /monitoring: what the node asked the monitoring services to guard, and what they acknowledged (docs/decisions/0035). */
@@ -19,72 +55,7 @@ export function monitoringRoutes(resources: Resources, ctx: ApiContextRef): void
           'channels: per channel the newest request signed and, per service, the newest it acknowledged. Kept in memory: after a restart the node asks again, and the lists fill as the services answer. ' +
           'With monitoring off: enabled false and empty lists.',
         responses: { 200: 'Monitoring object' },
-        schema: {
-          type: 'object',
-          properties: {
-            enabled: { type: 'boolean' },
-            reward: { ...decimal, description: 'what each request offers, in the smallest unit of the service token' },
-            user_deposit: {
-              type: ['object', 'null'],
-              description: 'as last read, before signing a request (at most once a block); null before the first read',
-              properties: { effective_balance: decimal, covers_reward: { type: 'boolean' }, block_number: decimal },
-              required: ['effective_balance', 'covers_reward', 'block_number'],
-            },
-            registry_read_at: { ...time, description: 'when the ServiceRegistry was last read; null before' },
-            services: {
-              type: 'array',
-              items: {
-                type: 'object',
-                properties: {
-                  address,
-                  url: { type: 'string', description: 'the URL the service published in the registry' },
-                  acknowledged: { type: 'integer', description: 'requests it acknowledged since the node started' },
-                  last_acknowledged_at: time,
-                  waiting: { type: 'integer', description: 'requests sent to it and not yet acknowledged (resent with backoff)' },
-                },
-                required: ['address', 'url', 'acknowledged', 'last_acknowledged_at', 'waiting'],
-              },
-            },
-            channels: {
-              type: 'array',
-              items: {
-                type: 'object',
-                properties: {
-                  token_address: address,
-                  token_network_address: address,
-                  channel_identifier: decimal,
-                  partner_address: address,
-                  state: { enum: ['opened', 'closed', 'settled', 'gone'] },
-                  requested_nonce: {
-                    ...decimal,
-                    type: ['string', 'null'],
-                    description: "the nonce of the partner's newest proof a request was signed for; null before the first",
-                  },
-                  requested_at: time,
-                  acknowledged: {
-                    type: 'array',
-                    items: {
-                      type: 'object',
-                      properties: { service_address: address, nonce: decimal, acknowledged_at: time },
-                      required: ['service_address', 'nonce', 'acknowledged_at'],
-                    },
-                  },
-                },
-                required: [
-                  'token_address',
-                  'token_network_address',
-                  'channel_identifier',
-                  'partner_address',
-                  'state',
-                  'requested_nonce',
-                  'requested_at',
-                  'acknowledged',
-                ],
-              },
-            },
-          },
-          required: ['enabled', 'reward', 'user_deposit', 'registry_read_at', 'services', 'channels'],
-        },
+        schema: monitoringAnswer,
       },
       handler: (c) => {
         const monitoring = ctx().services.monitoring

@@ -1,6 +1,42 @@
+import * as v from 'valibot'
 import { jsonStringify } from '../../storage/json.ts'
 import type { ApiContextRef } from '../context.ts'
 import type { Resources } from '../resource.ts'
+import { addressString as address } from '../schema.ts'
+
+/** An integer too large for a JSON number, as the dump writes every bigint (src/storage/json.ts). */
+const bigintJson = v.pipe(v.object({ $bigint: v.pipe(v.string(), v.regex(/^-?[0-9]+$/)) }), v.description('a bigint, as {"$bigint": "<decimal>"}'))
+const count = v.pipe(v.number(), v.integer(), v.minValue(0))
+/**
+ * A stored record: what each holds is the store's own format, versioned by meta.schemaVersion (a dump of an older
+ * store is migrated when imported), so it is left open here; the records of the change log and the events are
+ * ordered by their `seq`.
+ */
+const record = v.record(v.string(), v.unknown())
+const numbered = v.looseObject({ seq: count, time: v.pipe(v.number(), v.description('unix ms')) })
+
+/** GET /_state/export's answer (StorageDump as src/storage/json.ts writes it): its envelope exactly, its records open. */
+export const stateDumpSchema = v.object({
+  format: v.literal('sluice-dump'),
+  meta: v.object({
+    chainId: bigintJson,
+    registry: address,
+    address,
+    schemaVersion: v.pipe(count, v.description("the store's format: a newer one than the importing node's is refused")),
+    syncedBlock: bigintJson,
+    createdAt: v.pipe(v.number(), v.description('unix ms')),
+  }),
+  snapshot: v.optional(v.object({ seq: count, state: record })),
+  changes: v.array(numbered),
+  events: v.array(numbered),
+  payments: v.array(numbered),
+  chainEvents: v.array(record),
+  outbox: v.array(record),
+  transactions: v.array(record),
+  sentProofs: v.optional(v.array(record)),
+  sentLocks: v.optional(v.array(record)),
+  received: v.optional(v.array(record)),
+})
 
 /**
  * GET /_state/export: the node's whole store as one JSON document (backup; docs/decisions/0008-state-import-at-start-export-over-the-api.md). Import is not an API
@@ -19,21 +55,7 @@ export function stateRoutes(resources: Resources, ctx: ApiContextRef): void {
           'Restore it with `sluice serve --import FILE` (on the same chain, registry and address only; a dump older than the store is refused). It holds the secrets of pending payments but never the private key: keep it safe.',
         ].join('\n\n'),
         responses: { 200: 'the dump, as an attachment' },
-        schema: {
-          type: 'object',
-          required: ['format', 'meta', 'changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions'],
-          properties: {
-            format: { const: 'sluice-dump' },
-            meta: { type: 'object', required: ['chainId', 'registry', 'address', 'schemaVersion', 'syncedBlock', 'createdAt'] },
-            snapshot: { type: 'object' },
-            ...Object.fromEntries(
-              ['changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions', 'sentProofs', 'sentLocks', 'received'].map((k) => [
-                k,
-                { type: 'array', items: { type: 'object' } },
-              ]),
-            ),
-          },
-        },
+        schema: stateDumpSchema,
       },
       handler: async (c) => {
         const dump = await ctx().client.store.exportDump()
