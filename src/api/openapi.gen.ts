@@ -2684,7 +2684,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
+                    "application/json": ({
                         /** @description EventPaymentSentSuccess, EventChannelStateChanged, ... */
                         event: string;
                         /**
@@ -2692,7 +2692,9 @@ export interface operations {
                          * @description ISO 8601, UTC, with milliseconds
                          */
                         log_time: string;
-                    }[];
+                    } & {
+                        [key: string]: unknown;
+                    })[];
                 };
             };
             /** @description limit or offset is not a non-negative integer, or an unknown query parameter */
@@ -3610,21 +3612,27 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                         };
-                        changes: {
+                        changes: ({
                             seq: number;
                             /** @description unix ms */
                             time: number;
-                        }[];
-                        events: {
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        events: ({
                             seq: number;
                             /** @description unix ms */
                             time: number;
-                        }[];
-                        payments: {
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        payments: ({
                             seq: number;
                             /** @description unix ms */
                             time: number;
-                        }[];
+                        } & {
+                            [key: string]: unknown;
+                        })[];
                         chainEvents: {
                             [key: string]: unknown;
                         }[];

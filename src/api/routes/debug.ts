@@ -40,10 +40,13 @@ export type ChainEventAnswer = v.InferOutput<typeof chainEventSchema>
  * left open here: every kind of node event has its own (src/protocol/state/effects.ts, NodeEvent), and the list
  * grows with the protocol; GET /payments and GET /events describe the payment and channel events field by field.
  */
-export const nodeEventSchema = v.looseObject({
-  event: v.pipe(v.string(), v.regex(/^Event[A-Z]/), v.description('EventPaymentSentSuccess, EventChannelStateChanged, ...')),
-  log_time: v.pipe(v.string(), v.isoTimestamp(), v.description('ISO 8601, UTC, with milliseconds')),
-})
+export const nodeEventSchema = v.objectWithRest(
+  {
+    event: v.pipe(v.string(), v.regex(/^Event[A-Z]/), v.description('EventPaymentSentSuccess, EventChannelStateChanged, ...')),
+    log_time: v.pipe(v.string(), v.isoTimestamp(), v.description('ISO 8601, UTC, with milliseconds')),
+  },
+  v.unknown(),
+)
 export type NodeEventAnswer = v.InferOutput<typeof nodeEventSchema>
 
 /** A chain event as the earlier revisions' debug endpoints gave it (docs/rest-api.md, Debug endpoints: blockchain and node events). */

@@ -13,7 +13,7 @@ const count = v.pipe(v.number(), v.integer(), v.minValue(0))
  * ordered by their `seq`.
  */
 const record = v.record(v.string(), v.unknown())
-const numbered = v.looseObject({ seq: count, time: v.pipe(v.number(), v.description('unix ms')) })
+const numbered = v.objectWithRest({ seq: count, time: v.pipe(v.number(), v.description('unix ms')) }, v.unknown())
 
 /** GET /_state/export's answer (StorageDump as src/storage/json.ts writes it): its envelope exactly, its records open. */
 export const stateDumpSchema = v.object({
