@@ -6,7 +6,7 @@ export { importState, startNode, InvalidOptionsError, NotControlledError, StartT
 export type { NodeStopped, SluiceBrowserNode, StartNodeOptions } from './host.ts'
 export { NodeApiError } from './nodeClient.ts'
 export type { Amount, AsJson, Channel, NodeClient, NodeStatusJson, PaymentEvent, PaymentResult } from './nodeClient.ts'
-export type { PushEvent, PushListener } from './subscription.ts'
+export type { PushEvent, PushEventOf, PushListener } from './subscription.ts'
 export { ServiceWorkerError } from './controlled.ts'
 export { PassphraseRequiredError } from './keyStore.ts'
 export type { Keystore } from '../src/chain/keystore.ts'

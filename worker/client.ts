@@ -39,6 +39,8 @@ export type {
   NodeStatusJson,
   PaymentEvent,
   PaymentResult,
+  PushEvent,
+  PushEventOf,
 } from './nodeClient.ts'
 export type { components, paths } from '../src/api/openapi.gen.ts'
 export type { ApiErrorCode, ErrorCode } from '../src/api/errorCodes.ts'

@@ -43,6 +43,13 @@ export type Channel = Answer<'/channels/{token_address}/{partner_address}', 'get
 export type NodeStatusJson = Answer<'/status', 'get'>
 export type PaymentResult = Answer<'/payments/{token_address}/{target_address}', 'post'>
 export type PaymentEvent = Answer<'/payments', 'get'>[number]
+/**
+ * One push event of GET /events: its name (`payment_received_success`, `channel_opened`, `status`, ...), id and
+ * JSON data, as openapi.json documents it: checking `event` narrows `data` to that event's fields.
+ */
+export type PushEvent = paths['/events']['get']['responses'][200]['content']['text/event-stream']
+/** The push event of one name. */
+export type PushEventOf<E extends PushEvent['event']> = Extract<PushEvent, { event: E }>
 
 /** The node answered with an error: its HTTP status and the API's stable code (`NO_ROUTE`, `NOT_FOUND`, ...). */
 export class NodeApiError extends SluiceError {

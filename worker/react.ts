@@ -9,7 +9,7 @@
  * answer equal to the last one keeps its object, so a component re-renders only when its data changed.
  */
 import { createContext, createElement, useCallback, useContext, useEffect, useRef, useState, useSyncExternalStore, type ReactNode } from 'react'
-import { startNode, type NodeClient, type PushEvent, type SluiceBrowserNode, type StartNodeOptions } from './browser.ts'
+import { startNode, type NodeClient, type PushEvent, type PushEventOf, type SluiceBrowserNode, type StartNodeOptions } from './browser.ts'
 
 export type NodeStatus = Awaited<ReturnType<NodeClient['status']>>
 export type Channels = Awaited<ReturnType<NodeClient['channels']>>
@@ -170,7 +170,7 @@ class NodeStore {
     this.fresh = false
     for (const query of this.queries.values()) {
       if (event.event === 'status' && query.topic === 'status') {
-        query.set({ data: same(query.snapshot.data, event.data as NodeStatus), error: undefined, loading: false })
+        query.set({ data: same(query.snapshot.data, event.data), error: undefined, loading: false })
         continue
       }
       // A node that answered 503 while syncing answers once its status changes.
@@ -312,10 +312,10 @@ export function usePendingTransfers(token?: Address, partner?: Address): QueryRe
 }
 
 /**
- * Calls `listener` with each push event (only those named in `names`, when given), over the store's one
- * subscription. The listener may change from render to render; the latest one is called.
+ * Calls `listener` with each push event (only those named in `names`, when given, its data typed for those names),
+ * over the store's one subscription. The listener may change from render to render; the latest one is called.
  */
-export function useNodeEvents(listener: (event: PushEvent) => void, names?: readonly string[]): void {
+export function useNodeEvents<E extends PushEvent['event'] = PushEvent['event']>(listener: (event: PushEventOf<E>) => void, names?: readonly E[]): void {
   const { node } = useSluice()
   const latest = useRef(listener)
   useEffect(() => {
@@ -326,7 +326,8 @@ export function useNodeEvents(listener: (event: PushEvent) => void, names?: read
     if (!node) return
     const only = wanted === undefined ? undefined : new Set(wanted.split(' '))
     return storeOf(node).subscribeEvents((event) => {
-      if (!only || only.has(event.event)) latest.current(event)
+      // Without names E is every name; with them, only events of those names pass.
+      if (!only || only.has(event.event)) latest.current(event as PushEventOf<E>)
     })
   }, [node, wanted])
 }

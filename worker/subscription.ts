@@ -6,10 +6,9 @@
  */
 import { createParser } from 'eventsource-parser'
 import { API_PATH } from './names.ts'
-import type { SendRequest } from './nodeClient.ts'
+import type { PushEvent, SendRequest } from './nodeClient.ts'
 
-/** One push event: its name (`payment_received_success`, `channel_opened`, `status`, ...), id and JSON data. */
-export type PushEvent = { event: string; id?: string; data: Record<string, unknown> }
+export type { PushEvent, PushEventOf } from './nodeClient.ts'
 export type PushListener = (event: PushEvent) => void
 
 /** Milliseconds before reconnecting: the node's `retry:` when it sent one, growing while the node is away. */
@@ -35,14 +34,16 @@ export function subscribeToEvents(send: SendRequest, listener: PushListener, ori
     const parser = createParser({
       onEvent: (message) => {
         if (message.id !== undefined) lastEventId = message.id
-        let data: Record<string, unknown>
+        let data: unknown
         try {
-          data = JSON.parse(message.data) as Record<string, unknown>
+          data = JSON.parse(message.data)
         } catch {
           return
         }
+        // What the node wrote: each name's data is what openapi.json documents (test/api/events.test.ts checks the node).
+        const event = { event: message.event ?? 'message', id: message.id ?? '', data } as PushEvent
         try {
-          listener({ event: message.event ?? 'message', ...(message.id !== undefined ? { id: message.id } : {}), data })
+          listener(event)
         } catch (e) {
           // A listener's bug is the page's to see, and must not end the subscription.
           globalThis.reportError(e)

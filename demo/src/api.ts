@@ -4,7 +4,7 @@
  * same calls reach a headless peer's or the monitoring service's API through the demo's own server (`base`: their
  * `via` in /demo.json), never the node's.
  */
-import type { Answer as NodeAnswer } from 'sluice/client'
+import type { Answer as NodeAnswer, PushEventOf } from 'sluice/client'
 
 export const API = '/api/v1'
 
@@ -72,6 +72,16 @@ export type HistoryEntry = NodeAnswer<'/payments', 'get'>[number]
 export type Status = NodeAnswer<'/status', 'get'>
 /** GET /settings: the page shows its off-browser backup (docs/decisions/0034), null without a backup URL. */
 export type Settings = NodeAnswer<'/settings', 'get'>
+export type Address = NodeAnswer<'/address', 'get'>
+export type Notification = NodeAnswer<'/notifications', 'get'>[number]
+/** GET /monitoring: the services that guard the channels, and what each acknowledged (decision 0035). */
+export type Monitoring = NodeAnswer<'/monitoring', 'get'>
+/** One event of the node (GET /_debug/node_events): its name, time, and its own fields in snake case (open). */
+export type NodeEvent = NodeAnswer<'/_debug/node_events', 'get'>[number]
+/** One chain event the node keeps (GET /_debug/blockchain_events/...): its args are the contract event's own (open). */
+export type ChainEvent = NodeAnswer<'/_debug/blockchain_events/network', 'get'>[number]
+/** The data of the event stream's node_error: something failed in the node's background work. */
+export type NodeError = PushEventOf<'node_error'>['data']
 
 // The monitoring service's own API (its GET /channels and /monitor_calls; decision 0031), which openapi.json does
 // not describe: the demo's server relays it.

@@ -2,7 +2,7 @@ import { startNode, type SluiceBrowserNode } from 'sluice/browser'
 import { SluiceProvider } from 'sluice/react'
 import type { ComponentChildren, FunctionComponent } from 'preact'
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks'
-import { get } from './api.ts'
+import { get, type Address, type NodeError } from './api.ts'
 import { CHANNEL_TIMEOUTS, type DemoConfig } from './config.ts'
 import { useNodeRecord } from './nodeRecord.ts'
 import { AwayPanel } from './parts/awayPanel.tsx'
@@ -106,7 +106,7 @@ export function App({
           setError(`The node stopped: ${stopped.reason}`)
           setNode(undefined)
         })
-        const { our_address } = await get<{ our_address: `0x${string}` }>('/address')
+        const { our_address } = await get<Address>('/address')
         setAddress(our_address)
         setNode(started)
         localStorage.setItem(STARTED, '1')
@@ -147,7 +147,7 @@ export function App({
     }
     const onEvent = (e: MessageEvent<string>) => {
       if (e.type === 'node_error') {
-        const data = JSON.parse(e.data) as { where: string; message: string; code?: string }
+        const data = JSON.parse(e.data) as NodeError
         setProblems((list) => [{ at: new Date(), ...data }, ...list].slice(0, PROBLEMS_SHOWN))
       }
       if (trailing !== undefined) return

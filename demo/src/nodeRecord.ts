@@ -6,13 +6,10 @@
  * the node (0021), so it cannot give back what happened before a reload.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
-import { ApiFailure, get, type HistoryEntry } from './api.ts'
-
-/** One event of the node as GET /_debug/node_events gives it: its name, time and fields in snake case. */
-type NodeEventEntry = { event: string; log_time: string; [field: string]: unknown }
+import { ApiFailure, get, type ChainEvent, type HistoryEntry, type NodeEvent } from './api.ts'
 
 /** A node event numbered from 1 in the order the node recorded it. */
-export type RecordedEvent = NodeEventEntry & { n: number }
+export type RecordedEvent = NodeEvent & { n: number }
 
 export type LastPayment = { route: `0x${string}`[]; target: `0x${string}`; identifier: string | undefined; log_time: string }
 
@@ -54,11 +51,12 @@ class Tail<T> {
   }
 }
 
-type ChainEvent = { event: string; args: Record<string, string> }
+/** An argument of a chain event (its args are the contract event's own, open in openapi.json): addresses and integers are strings. */
+const arg = (e: ChainEvent, name: string): string => String(e.args[name])
 
 /** Reads the node's record from the start, then what was added each time `sync` is called; one read at a time. */
 class RecordReader {
-  private readonly events = new Tail<NodeEventEntry>('/_debug/node_events')
+  private readonly events = new Tail<NodeEvent>('/_debug/node_events')
   private readonly payments = new Tail<HistoryEntry>('/payments')
   private running = false
   private again = false
@@ -123,11 +121,11 @@ class RecordReader {
     const tokens: Directory['tokens'] = {}
     const channels: Directory['channels'] = {}
     for (const e of await get<ChainEvent[]>('/_debug/blockchain_events/network'))
-      if (e.event === 'TokenNetworkCreated') tokens[e.args.token_network_address!.toLowerCase()] = e.args.token_address as `0x${string}`
+      if (e.event === 'TokenNetworkCreated') tokens[arg(e, 'token_network_address').toLowerCase()] = arg(e, 'token_address') as `0x${string}`
     for (const [network, token] of Object.entries(tokens)) {
       for (const e of await get<ChainEvent[]>(`/_debug/blockchain_events/payment_networks/${token}/channels`))
         if (e.event === 'ChannelOpened')
-          channels[key(network, e.args.channel_identifier!)] = [e.args.participant1 as `0x${string}`, e.args.participant2 as `0x${string}`]
+          channels[key(network, arg(e, 'channel_identifier'))] = [arg(e, 'participant1') as `0x${string}`, arg(e, 'participant2') as `0x${string}`]
     }
     return { tokens, channels }
   }

@@ -1,4 +1,4 @@
-import { get } from '../api.ts'
+import { get, type Notification } from '../api.ts'
 import { useLoad } from '../hooks.ts'
 import type { RecordedEvent } from '../nodeRecord.ts'
 import { units } from '../tokens.ts'
@@ -6,7 +6,6 @@ import { Failure, Panel, sameAddress, type Shared } from './common.tsx'
 
 /** A `node_error` the event stream pushed: not recorded by the node, so shown for this page's life only. */
 export type BackgroundError = { at: Date; where: string; message: string; code?: string }
-type Notification = { id: string; summary: string; body: string; urgency: string; created?: string }
 
 /**
  * The node's notifications, and the events it recorded (nodeRecord.ts), newest first, each numbered by its place

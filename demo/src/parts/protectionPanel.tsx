@@ -1,23 +1,8 @@
-import { get, type Settings } from '../api.ts'
+import { get, type Monitoring, type Settings } from '../api.ts'
 import { useLoad } from '../hooks.ts'
 import { serviceRecord } from '../others.ts'
 import { CopyButton, Failure, Panel, sameAddress, short, type Shared } from './common.tsx'
 import { ServiceRecordList, WhenAPartnerCloses } from './serviceRecord.tsx'
-
-/** GET /api/v1/monitoring, the fields this panel shows (docs/rest-api.md; decision 0035). */
-type Monitoring = {
-  enabled: boolean
-  reward: string
-  user_deposit: { effective_balance: string; covers_reward: boolean } | null
-  services: { address: string; acknowledged: number; last_acknowledged_at: string | null; waiting: number }[]
-  channels: {
-    token_address: string
-    partner_address: string
-    state: string
-    requested_nonce: string | null
-    acknowledged: { service_address: string; nonce: string; acknowledged_at: string }[]
-  }[]
-}
 
 /**
  * What protects the node while this tab is closed: the monitoring services that hold each partner's newest proof,
