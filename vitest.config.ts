@@ -54,6 +54,8 @@ export default defineConfig({
             'hono/cors',
             'hono/http-exception',
             'hono/streaming',
+            'hono/validator',
+            'valibot',
             'idb',
             // sluice/react's test (test/browser/react.test.ts).
             'react',
@@ -81,6 +83,8 @@ export default defineConfig({
             '@libp2p/crypto/keys',
             '@multiformats/multiaddr',
             'libp2p',
+            // And what GET /openapi.json loads with import() (src/api/routes/openapi.ts).
+            '@valibot/to-json-schema',
           ],
           exclude: ['tiny-secp256k1'],
         },
