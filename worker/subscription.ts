@@ -41,7 +41,7 @@ export function subscribeToEvents(send: SendRequest, listener: PushListener, ori
           return
         }
         // What the node wrote: each name's data is what openapi.json documents (test/api/events.test.ts checks the node).
-        const event = { event: message.event ?? 'message', id: message.id ?? '', data } as PushEvent
+        const event = { event: message.event ?? 'message', ...(message.id !== undefined ? { id: message.id } : {}), data } as PushEvent
         try {
           listener(event)
         } catch (e) {
