@@ -71,7 +71,8 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
       }
     case 'messageRejected':
       return {
-        level: 'warn',
+        // A channel not synced yet is the usual reason for one (its sender resends): worth a warning only otherwise.
+        level: notice.unknownChannel ? 'info' : 'warn',
         msg: `${notice.messageType} rejected`,
         fields: { event, sender: notice.sender, messageType: notice.messageType, reason: notice.reason },
       }

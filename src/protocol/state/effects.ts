@@ -93,7 +93,11 @@ export type NodeEvent =
   | { type: 'paymentSentFailed'; token: Address; tokenNetwork: Address; target: Address; amount: bigint; paymentId: bigint; secrethash: Hex; reason: string }
   | { type: 'paymentReceivedSuccess'; token: Address; tokenNetwork: Address; initiator: Address; amount: bigint; paymentId: bigint; secrethash: Hex }
   | { type: 'mediationSucceeded'; tokenNetwork: Address; secrethash: Hex; amount: bigint }
-  | { type: 'messageRejected'; sender: Address; messageType: string; reason: string }
+  /**
+   * `unknownChannel`: the message names a channel the node does not hold, most often one whose opening it has not
+   * synced yet (the partner saw it first); the sender resends it, unacknowledged, and it goes through once synced.
+   */
+  | { type: 'messageRejected'; sender: Address; messageType: string; reason: string; unknownChannel?: true }
   | { type: 'channelStateChanged'; tokenNetwork: Address; channelId: bigint; state: string }
   | { type: 'withdrawExpired'; tokenNetwork: Address; channelId: bigint; totalWithdraw: bigint }
   /** A participant's on-chain total deposit / total withdraw in one of our channels grew. */

@@ -14,8 +14,8 @@ import { endTarget, startTarget } from './target.ts'
 
 const same = (a: Hex, b: Hex) => a.toLowerCase() === b.toLowerCase()
 
-function rejected(sender: Address, message: EnvelopeMessage, reason: string, out: Effect[]): void {
-  out.push({ type: 'event', event: { type: 'messageRejected', sender, messageType: message.type, reason } })
+function rejected(sender: Address, message: EnvelopeMessage, reason: string, out: Effect[], unknownChannel?: true): void {
+  out.push({ type: 'event', event: { type: 'messageRejected', sender, messageType: message.type, reason, ...(unknownChannel ? { unknownChannel } : {}) } })
 }
 
 /**
@@ -32,7 +32,7 @@ function receiveEnvelope<M extends EnvelopeMessage>(
 ): NodeState {
   const channel = getChannel(state, message.token_network_address, message.channel_identifier)
   if (!channel) {
-    rejected(sender, message, `unknown channel ${message.channel_identifier}`, out)
+    rejected(sender, message, `unknown channel ${message.channel_identifier}`, out, true)
     return state
   }
   const verdict = check(channel)

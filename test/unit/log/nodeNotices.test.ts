@@ -129,6 +129,10 @@ describe('noticeRecord', () => {
       level: 'warn',
       msg: 'LockedTransfer rejected',
     })
+    // A channel the node has not synced yet (its partner saw the opening first): the sender resends, no warning.
+    expect(
+      noticeRecord({ type: 'messageRejected', sender: address(4), messageType: 'LockedTransfer', reason: 'unknown channel 1', unknownChannel: true }).level,
+    ).toBe('info')
     expect(noticeRecord({ type: 'withdrawExpired', tokenNetwork: TN, channelId: 3n, totalWithdraw: 1n }).level).toBe('warn')
     expect(
       noticeRecord({ type: 'staleState', reason: 'our nonce 5 came back', tokenNetwork: TN, channelId: 3n, nonce: 5n, ourNonce: 4n, source: 'chain' }),

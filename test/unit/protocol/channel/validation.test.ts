@@ -50,6 +50,21 @@ describe('validation of a received LockedTransfer', () => {
     expect(await offer(net, { ...unsigned(transfer), chain_id: 1n })).toMatch(/chain id/)
   })
 
+  test('only a channel the node does not hold is told as unknownChannel (one it may not have synced yet)', async () => {
+    const rejection = async (message: Message) => {
+      const { effects } = transition(
+        net.node('B').state,
+        { type: 'receive', message: await signMessage(net.node('A').key, message), sender: net.node('A').address },
+        defaultContext,
+      )
+      return effects.find((e) => e.type === 'event' && e.event.type === 'messageRejected')
+    }
+    expect(await rejection({ ...unsigned(transfer), channel_identifier: 99n })).toMatchObject({ event: { unknownChannel: true } })
+    const otherReason = await rejection({ ...unsigned(transfer), nonce: 2n })
+    expect(otherReason).toMatchObject({ event: { type: 'messageRejected' } })
+    expect(otherReason).not.toMatchObject({ event: { unknownChannel: true } })
+  })
+
   test('transferred amount going down, or changed without an unlock', async () => {
     expect(await offer(net, { ...unsigned(transfer), transferred_amount: 5n })).toMatch(/transferred amount 5 is not 0/)
   })
