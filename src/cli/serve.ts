@@ -11,8 +11,8 @@ import { findKeystore, parseAddress } from './keystoreDirectory.ts'
 import type { ServeAccess } from './servedNode.ts'
 import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
-import type { Logger } from '../log/logger.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
+import { chooseTransport, transports } from '../headless/transport.ts'
 
 /** `HOST:PORT`, `[::1]:PORT`; port 0 picks a free one. */
 export type HostPort = { host: string; port: number }
@@ -50,8 +50,7 @@ const choice =
   (raw: string) =>
     (values as readonly string[]).includes(raw) ? (raw as T) : undefined
 
-export const transports = ['libp2p', 'broadcast'] as const
-export type TransportName = (typeof transports)[number]
+export { libp2pLog, transports, type TransportName } from '../headless/transport.ts'
 
 const relayExpected = 'a WebSockets multiaddr ending in /p2p/<relay peer id>, as `sluice relay` prints it'
 
@@ -262,10 +261,16 @@ export async function readApiToken(file: string): Promise<string> {
   const token = (await readText(file, 'API token file')).split(/\r?\n/)[0]!.trim()
   const make = `(make one with: openssl rand -hex 32 > ${file})`
   if (token === '') throw new StartupError(`the API token file ${file} has no token on its first line ${make}`)
-  if (token.length < 16) throw new StartupError(`the API token in ${file} has ${token.length} characters, fewer than 16 ${make}`)
-  if (!B64TOKEN.test(token))
-    throw new StartupError(`the API token in ${file} may hold only letters, digits and - . _ ~ + / (= at its end), as a bearer token ${make}`)
+  const problem = apiTokenProblem(token)
+  if (problem) throw new StartupError(`the API token in ${file} ${problem} ${make}`)
   return token
+}
+
+/** Why a token cannot guard the API (too short to guard funds, or not one a bearer header carries), or undefined. */
+export function apiTokenProblem(token: string): string | undefined {
+  if (token.length < 16) return `has ${token.length} characters, fewer than 16`
+  if (!B64TOKEN.test(token)) return 'may hold only letters, digits and - . _ ~ + / (= at its end), as a bearer token'
+  return undefined
 }
 
 /**
@@ -332,9 +337,9 @@ async function run(argv: readonly string[]): Promise<number> {
   const rpc = flags.rpc
   const dataDir = resolve(flags.dataDir)
   const relays = flags.relay ?? []
-  const transport: TransportName = flags.transport ?? (relays.length > 0 ? 'libp2p' : 'broadcast')
-  if (transport === 'libp2p' && relays.length === 0) throw new UsageError('--transport libp2p needs --relay MULTIADDR (what `sluice relay` prints)')
-  if (transport !== 'libp2p' && relays.length > 0) throw new UsageError('--relay goes with --transport libp2p')
+  const transport = chooseTransport(flags.transport, relays)
+  if (transport === 'libp2p without relay') throw new UsageError('--transport libp2p needs --relay MULTIADDR (what `sluice relay` prints)')
+  if (transport === 'relay without libp2p') throw new UsageError('--relay goes with --transport libp2p')
   if (relays.length > 0) await checkRelays(relays)
   const api = parseHostPort(flags.api)!
   const access: ServeAccess = {
@@ -345,32 +350,11 @@ async function run(argv: readonly string[]): Promise<number> {
   checkApiExposure({ host: api.host, ...access })
   const privateKey = await loadPrivateKey(flags)
 
-  // libp2p 3.x needs Promise.withResolvers and a global WebSocket on Node 20: the polyfills load before it.
-  if (transport === 'libp2p') await import('../transport/libp2p/nodePolyfills.ts')
-  const [
-    { readDeployment },
-    { createNode },
-    { openLevelStorage },
-    { createBroadcastChannelTransport },
-    { createLibp2pTransport },
-    { jsonParse },
-    { serveNode, describeError },
-    { useNativeSecp256k1 },
-    { version },
-    { logNodeNotices },
-    { followSync },
-  ] = await Promise.all([
+  const [{ readDeployment }, { launchNode }, { jsonParse }, { describeError }] = await Promise.all([
     import('../devnet/deploymentFile.ts'),
-    import('../node/createNode.ts'),
-    import('../storage/levelStorage.ts'),
-    import('../transport/broadcastChannelTransport.ts'),
-    transport === 'libp2p' ? import('../transport/libp2p/libp2pTransport.ts') : { createLibp2pTransport: undefined },
+    import('../headless/launch.ts'),
     import('../storage/json.ts'),
     import('./servedNode.ts'),
-    import('./nativeSecp256k1.ts'),
-    import('../version.ts'),
-    import('../log/nodeNotices.ts'),
-    import('../log/syncProgress.ts'),
   ])
   const deployment = await startupStep(
     () => readDeployment(resolve(flags.deployment!)),
@@ -388,34 +372,32 @@ async function run(argv: readonly string[]): Promise<number> {
   // Listen before anything long starts, so a Ctrl-C during the sync still stops cleanly.
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
   try {
-    await useNativeSecp256k1()
-    // The node starts its transport when it runs and stops it when it stops (node.stop -> delivery -> transport).
-    const libp2p = createLibp2pTransport?.({ privateKey, relays, log: libp2pLog(log) })
-    const node = await startupStep(
+    const served = await startupStep(
       () =>
-        createNode({
+        launchNode({
           rpc,
-          deployment: { ...deployment, rpcUrl: rpc },
-          key: privateKey,
-          storage: (identity) => openLevelStorage(identity, { dataDir }),
-          transport: ({ address }) =>
-            libp2p ??
-            createBroadcastChannelTransport({
-              address,
-              channelName: `sluice-${deployment.chainId}-${deployment.contracts.TokenNetworkRegistry.address.toLowerCase()}`,
-            }),
-          confirmations: flags.confirmations,
-          pollingInterval: flags.pollingInterval,
-          defaultRevealTimeout: flags.defaultRevealTimeout,
-          defaultSettleTimeout: flags.defaultSettleTimeout,
-          version,
-          ...(flags.resolverEndpoint ? { resolverEndpoint: flags.resolverEndpoint } : {}),
-          ...(flags.releaseFeedUrl ? { releaseFeedUrl: flags.releaseFeedUrl } : {}),
-          ...(flags.backupUrl ? { backupUrl: flags.backupUrl } : {}),
-          ...(flags.minServiceTokenBalance !== undefined ? { minServiceTokenBalance: flags.minServiceTokenBalance } : {}),
-          enableMonitoring: flags.enableMonitoring,
-          monitoringReward: flags.monitoringReward,
-          ...(dump !== undefined ? { import: dump as never } : {}),
+          deployment,
+          privateKey,
+          storage: { dataDir },
+          transport,
+          relays,
+          settings: {
+            confirmations: flags.confirmations,
+            pollingInterval: flags.pollingInterval,
+            defaultRevealTimeout: flags.defaultRevealTimeout,
+            defaultSettleTimeout: flags.defaultSettleTimeout,
+            resolverEndpoint: flags.resolverEndpoint,
+            releaseFeedUrl: flags.releaseFeedUrl,
+            backupUrl: flags.backupUrl,
+            minServiceTokenBalance: flags.minServiceTokenBalance,
+            enableMonitoring: flags.enableMonitoring,
+            monitoringReward: flags.monitoringReward,
+          },
+          ...(dump !== undefined ? { import: { dump: dump as never, from: flags.import! } } : {}),
+          api: { ...api, access },
+          environment: flags.environment,
+          pathfindingServiceAddress: flags.pathfindingServiceAddress,
+          log,
         }),
       (e) => {
         if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc}: ${describeError(e)}`
@@ -436,51 +418,14 @@ async function run(argv: readonly string[]): Promise<number> {
         return undefined
       },
     )
-    if (flags.import) log.info('Imported the state dump {file}', { file: flags.import })
-    let served: Awaited<ReturnType<typeof serveNode>>
-    try {
-      served = await serveNode({
-        node,
-        version,
-        host: api.host,
-        port: api.port,
-        access,
-        environment: flags.environment,
-        pathfindingServiceAddress: flags.pathfindingServiceAddress ?? null,
-      })
-    } catch (e) {
-      await node.stop()
-      throw e
-    }
-
-    const offNotices = logNodeNotices(node, log)
-    const stopProgress = followSync(() => (node.status.status === 'syncing' ? node.status : undefined), { logger: log })
-    log.info('Sluice node {address} on chain {chainId} ({environment}), data in {dataDir}', {
-      address: node.address,
-      chainId: deployment.chainId,
-      environment: flags.environment,
-      dataDir,
-    })
-    if (libp2p) log.info('Transport: {transport}, peer id {peerId}, relay {relays}', { transport, peerId: libp2p.peerId, relays })
-    else log.info('Transport: {transport} (reaches nodes in this process only)', { transport })
-    if (flags.enableMonitoring)
-      log.info('Monitoring: on, {monitoringReward} service token units offered per request (GET /api/v1/monitoring shows the services)', {
-        monitoringReward: flags.monitoringReward,
-      })
-    log.info('REST API: {url}', { url: served.apiUrl })
     void served.run()
-    try {
-      const end = await Promise.race([signal.received.then((s) => ({ reason: 'signal' as const, signal: s })), served.stopRequested])
-      if (end.reason === 'signal') log.info('{signal}: stopping', { signal: end.signal })
-      else if (end.reason === 'shutdown') log.info('POST /shutdown: stopping')
-      else log.error(`${end.reason === 'internal error' ? 'internal error in the API' : 'the node failed'}; stopping`, { error: end.error })
-      await served.stop()
-      log.info('stopped')
-      return end.reason === 'internal error' || end.reason === 'node failed' ? 1 : 0
-    } finally {
-      stopProgress()
-      offNotices()
-    }
+    const end = await Promise.race([signal.received.then((s) => ({ reason: 'signal' as const, signal: s })), served.stopRequested])
+    if (end.reason === 'signal') log.info('{signal}: stopping', { signal: end.signal })
+    else if (end.reason === 'shutdown') log.info('POST /shutdown: stopping')
+    else log.error(`${end.reason === 'internal error' ? 'internal error in the API' : 'the node failed'}; stopping`, { error: end.error })
+    await served.stop()
+    log.info('stopped')
+    return end.reason === 'internal error' || end.reason === 'node failed' ? 1 : 0
   } finally {
     signal.dispose()
   }
@@ -494,37 +439,6 @@ export async function startupStep<T>(step: () => Promise<T>, explain: (error: Er
     const message = e instanceof Error ? explain(e) : undefined
     if (message !== undefined) throw new StartupError(message)
     throw e
-  }
-}
-
-type Libp2pLogEvent = Parameters<NonNullable<import('../transport/libp2p/libp2pTransport.ts').Libp2pTransportParameters['log']>>[0]
-
-/**
- * What the operator should hear of the libp2p transport: when the node becomes reachable, when it cannot get a
- * reservation, and when it loses a relay it had and gets it back (not every failed redial while it is away).
- */
-export function libp2pLog(log: Pick<Logger, 'info' | 'warn'>): (event: Libp2pLogEvent) => void {
-  const connected = new Set<string>()
-  const lost = new Set<string>()
-  return (event) => {
-    switch (event.type) {
-      case 'relayConnected':
-        connected.add(event.relay)
-        if (lost.delete(event.relay)) log.info('libp2p: reconnected to the relay {relay}', { relay: event.relay })
-        break
-      case 'relayLost':
-        if (connected.delete(event.relay)) {
-          lost.add(event.relay)
-          log.warn('libp2p: lost the relay {relay}; reconnecting', { relay: event.relay })
-        }
-        break
-      case 'reserved':
-        log.info('libp2p: reachable at {addresses}', { addresses: event.addresses })
-        break
-      case 'noReservation':
-        log.warn('libp2p: no reservation on any relay after {seconds} s (is the relay up?); still trying', { seconds: Math.round(event.afterMs / 1000) })
-        break
-    }
   }
 }
 

@@ -1,0 +1,137 @@
+/**
+ * The one path from checked settings to a headless node with its REST API, in a Node.js process: `sluice serve`
+ * runs it behind its flags, and @sluice/node's `startNode` behind its options (docs/decisions/0049-node-api.md).
+ * Creates the node (LevelDB or memory storage, libp2p or BroadcastChannel transport, native secp256k1), hosts its
+ * API over HTTP when `api` is given (serveNode) or in-process only (hostNode), and logs what the operator should
+ * hear. The node is not running yet: `run()` does the first sync.
+ *
+ * Throws the node's own coded errors (CHAIN_RPC, DEPLOYMENT_MISMATCH, STORAGE_LOCKED, DUMP_REJECTED, STALE_STATE,
+ * BACKUP_*, ...), API_PORT_IN_USE: each caller puts them in its own words (the CLI names its flags).
+ */
+import type { Hex } from 'viem'
+import type { Deployment } from '../chain/deployment.ts'
+import type { Environment } from '../api/context.ts'
+import { hostNode, type HostedNode } from '../host/hostNode.ts'
+import type { Logger } from '../log/logger.ts'
+import { logNodeNotices } from '../log/nodeNotices.ts'
+import { followSync } from '../log/syncProgress.ts'
+import { createNode } from '../node/createNode.ts'
+import type { NodeConfig } from '../node/nodeConfig.ts'
+import type { StorageDump } from '../storage/storage.ts'
+import { openLevelStorage } from '../storage/levelStorage.ts'
+import { openMemoryStorage } from '../storage/memoryStorage.ts'
+import { createBroadcastChannelTransport } from '../transport/broadcastChannelTransport.ts'
+import { useNativeSecp256k1 } from '../cli/nativeSecp256k1.ts'
+import { serveNode, type ServeAccess, type ServedNode } from '../cli/servedNode.ts'
+import { version } from '../version.ts'
+import { libp2pLog, type TransportName } from './transport.ts'
+
+/** The node's settings that pass through to createNode as they are. */
+export type LaunchNodeSettings = Pick<
+  NodeConfig,
+  | 'confirmations'
+  | 'pollingInterval'
+  | 'defaultRevealTimeout'
+  | 'defaultSettleTimeout'
+  | 'resolverEndpoint'
+  | 'releaseFeedUrl'
+  | 'backupUrl'
+  | 'minServiceTokenBalance'
+  | 'enableMonitoring'
+  | 'monitoringReward'
+>
+
+export type LaunchParameters = {
+  rpc: string
+  deployment: Deployment
+  privateKey: Hex
+  /** LevelDB files in `dataDir`, or memory (gone when the node stops, as `sluice devnet --storage memory`). */
+  storage: { dataDir: string } | 'memory'
+  transport: TransportName
+  relays: readonly string[]
+  settings: LaunchNodeSettings
+  /** A state dump restored into the store before the node starts; `from` names it in the log. */
+  import?: { dump: StorageDump; from: string } | undefined
+  /** Serve the REST API over HTTP there; without it the API is reached in-process only (`fetch`). */
+  api?: { host: string; port: number; access: ServeAccess } | undefined
+  environment: Environment
+  pathfindingServiceAddress?: string | undefined
+  log: Logger
+}
+
+export type LaunchedNode = HostedNode & {
+  /** The REST API's base URL (http://host:port/api/v1) when it is served over HTTP. */
+  apiUrl: string | undefined
+  /** The libp2p peer id, with the libp2p transport. */
+  peerId: string | undefined
+  /** The API answers 503, the HTTP server (if any) closes, the node stops, the log stops following it. Idempotent. */
+  stop(): Promise<void>
+}
+
+export async function launchNode(parameters: LaunchParameters): Promise<LaunchedNode> {
+  const { rpc, deployment, privateKey, storage, transport, relays, settings, api, log } = parameters
+  // libp2p 3.x needs Promise.withResolvers and a global WebSocket on Node 20: the polyfills load before it.
+  if (transport === 'libp2p') await import('../transport/libp2p/nodePolyfills.ts')
+  const { createLibp2pTransport } = transport === 'libp2p' ? await import('../transport/libp2p/libp2pTransport.ts') : { createLibp2pTransport: undefined }
+  await useNativeSecp256k1()
+  // The node starts its transport when it runs and stops it when it stops (node.stop -> delivery -> transport).
+  const libp2p = createLibp2pTransport?.({ privateKey, relays: [...relays], log: libp2pLog(log) })
+  const node = await createNode({
+    rpc,
+    deployment: { ...deployment, rpcUrl: rpc },
+    key: privateKey,
+    storage: (identity) => (storage === 'memory' ? openMemoryStorage(identity) : openLevelStorage(identity, { dataDir: storage.dataDir })),
+    transport: ({ address }) =>
+      libp2p ??
+      createBroadcastChannelTransport({
+        address,
+        channelName: `sluice-${deployment.chainId}-${deployment.contracts.TokenNetworkRegistry.address.toLowerCase()}`,
+      }),
+    ...definedOnly(settings),
+    version,
+    ...(parameters.import ? { import: parameters.import.dump } : {}),
+  })
+  if (parameters.import) log.info('Imported the state dump {file}', { file: parameters.import.from })
+  const hostParameters = { node, version, environment: parameters.environment, pathfindingServiceAddress: parameters.pathfindingServiceAddress ?? null }
+  let hosted: HostedNode | ServedNode
+  try {
+    hosted = api ? await serveNode({ ...hostParameters, host: api.host, port: api.port, access: api.access }) : hostNode(hostParameters)
+  } catch (e) {
+    await node.stop()
+    throw e
+  }
+  const apiUrl = 'apiUrl' in hosted ? hosted.apiUrl : undefined
+
+  const offNotices = logNodeNotices(node, log)
+  const stopProgress = followSync(() => (node.status.status === 'syncing' ? node.status : undefined), { logger: log })
+  log.info('Sluice node {address} on chain {chainId} ({environment}), data in {dataDir}', {
+    address: node.address,
+    chainId: deployment.chainId,
+    environment: parameters.environment,
+    dataDir: storage === 'memory' ? 'memory' : storage.dataDir,
+  })
+  if (libp2p) log.info('Transport: {transport}, peer id {peerId}, relay {relays}', { transport, peerId: libp2p.peerId, relays })
+  else log.info('Transport: {transport} (reaches nodes in this process only)', { transport })
+  if (settings.enableMonitoring)
+    log.info('Monitoring: on, {monitoringReward} service token units offered per request (GET /api/v1/monitoring shows the services)', {
+      monitoringReward: settings.monitoringReward,
+    })
+  if (apiUrl) log.info('REST API: {url}', { url: apiUrl })
+
+  let stopping: Promise<void> | undefined
+  return {
+    ...hosted,
+    apiUrl,
+    peerId: libp2p?.peerId,
+    stop: () =>
+      (stopping ??= hosted.stop().finally(() => {
+        stopProgress()
+        offNotices()
+      })),
+  }
+}
+
+/** Settings left out rather than set to undefined, so createNode's defaults apply (exactOptionalPropertyTypes-safe). */
+function definedOnly<T extends object>(settings: T): T {
+  return Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined)) as T
+}
