@@ -32,6 +32,7 @@ export default defineConfig({
             'test/unit/**/*.test.ts',
             'test/contracts/**/*.test.ts',
             'test/cli/**/*.test.ts',
+            'test/headless/**/*.test.ts',
             'test/integration/**/*.test.ts',
             'test/api/**/*.test.ts',
             'test/package/**/*.test.ts',

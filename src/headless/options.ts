@@ -1,0 +1,277 @@
+/**
+ * @sluice/node's `startNode` options: `sluice serve`'s flags in camelCase, checked by the flags' own parsers (the
+ * same rules, ranges and defaults), then read (key, deployment, state dump) into what launchNode takes. Everything
+ * wrong with them is found here, before anything is opened: INVALID_OPTIONS, or the coded error of the file read
+ * (DEPLOYMENT_NOT_FOUND, INVALID_DEPLOYMENT, INVALID_KEYSTORE, WRONG_PASSWORD, API_EXPOSED).
+ */
+import { readFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import type { Hex } from 'viem'
+import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } from '../api/hostsAndOrigins.ts'
+import { parseDeployment, type Deployment } from '../chain/deployment.ts'
+import type { Keystore } from '../chain/keystore.ts'
+import type { FlagSpec } from '../cli/args.ts'
+import { checkApiExposure } from '../cli/apiExposure.ts'
+import { apiTokenProblem, checkRelays, parseHostPort, serveFlags } from '../cli/serve.ts'
+import { readDeployment } from '../devnet/deploymentFile.ts'
+import { SluiceError } from '../errors.ts'
+import { createLogger, isLogThreshold, LOG_THRESHOLDS, type Logger, type LogThreshold } from '../log/logger.ts'
+import { jsonParse } from '../storage/json.ts'
+import type { StorageDump } from '../storage/storage.ts'
+import type { LaunchParameters } from './launch.ts'
+import { chooseTransport, type TransportName } from './transport.ts'
+
+export class InvalidOptionsError extends SluiceError {
+  override name = 'InvalidOptionsError' as const
+  override readonly code = 'INVALID_OPTIONS' as const
+}
+
+export type StartNodeOptions = {
+  /** The chain's JSON-RPC endpoint (http, https, ws or wss): `--rpc`. */
+  rpc: string
+  /** The contracts: the path of the file `sluice chain` writes, or its parsed JSON: `--deployment`. */
+  deployment: string | Deployment
+  /** The private key, 32 bytes of hex; or `keystore` with `password`. */
+  key?: string
+  /** A v3 keystore holding the key: its path, or its parsed JSON. */
+  keystore?: string | Keystore
+  password?: string
+  /** Where the LevelDB store lives (created if missing): `--data-dir`. Needed unless `storage: 'memory'`. */
+  dataDir?: string
+  /** `memory` keeps the state in this process only, lost when the node stops (tests, bots that need no history). */
+  storage?: 'level' | 'memory'
+  /** libp2p relays (`sluice relay` prints them); with them the transport is libp2p. */
+  relay?: readonly string[]
+  /** libp2p (needs `relay`) or broadcast (nodes of this process only); default libp2p with relays, else broadcast. */
+  transport?: TransportName
+  confirmations?: number
+  pollingInterval?: number
+  defaultRevealTimeout?: number
+  defaultSettleTimeout?: number
+  resolverEndpoint?: string
+  releaseFeedUrl?: string
+  backupUrl?: string
+  minServiceTokenBalance?: bigint
+  pathfindingServiceAddress?: string
+  /** `production` (default) disables token registration and minting (501), as `sluice serve`. */
+  environment?: 'development' | 'production'
+  enableMonitoring?: boolean
+  monitoringReward?: bigint
+  /** A state dump (GET /_state/export), or its file's path, restored into the store before the node starts. */
+  import?: string | StorageDump
+  /** Also serve the REST API over HTTP at `HOST:PORT` (port 0 picks a free one), as `sluice serve --api`. */
+  api?: string
+  /** The bearer token every HTTP request must carry (16+ characters); needed to listen beyond loopback. */
+  apiToken?: string
+  /** More names the HTTP API answers to as Host (`--api-host`). */
+  apiHosts?: readonly string[]
+  /** Origins whose web pages may call the HTTP API, with CORS (`--rpccorsdomain`). */
+  corsOrigins?: readonly string[]
+  /** Resolve once the node has synced with the chain (default true); false: as soon as it is created. */
+  waitForSync?: boolean
+  /** What the node logs: `debug`, `info`, `warn` (default), `error` or `silent`; warn and error go to stderr. */
+  logLevel?: LogThreshold
+  /** Log lines as JSON objects (`--log-json`). */
+  logJson?: boolean
+  /** Your logger instead (logLevel and logJson are then not used). */
+  logger?: Logger
+}
+
+const OPTION_NAMES: readonly (keyof StartNodeOptions)[] = [
+  'rpc',
+  'deployment',
+  'key',
+  'keystore',
+  'password',
+  'dataDir',
+  'storage',
+  'relay',
+  'transport',
+  'confirmations',
+  'pollingInterval',
+  'defaultRevealTimeout',
+  'defaultSettleTimeout',
+  'resolverEndpoint',
+  'releaseFeedUrl',
+  'backupUrl',
+  'minServiceTokenBalance',
+  'pathfindingServiceAddress',
+  'environment',
+  'enableMonitoring',
+  'monitoringReward',
+  'import',
+  'api',
+  'apiToken',
+  'apiHosts',
+  'corsOrigins',
+  'waitForSync',
+  'logLevel',
+  'logJson',
+  'logger',
+]
+
+export type ResolvedOptions = { launch: LaunchParameters; waitForSync: boolean; apiToken: string | undefined }
+
+const show = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value) : typeof value === 'bigint' ? `${value}n` : String(value))
+
+/** An option read by its serve flag's parser, from the JS type the option takes; undefined when not given. */
+function byFlag<T>(name: string, value: unknown, spec: FlagSpec<T>, type: 'string' | 'number' | 'bigint'): T | undefined {
+  if (value === undefined) return undefined
+  const parsed = typeof value === type ? spec.parse(String(value)) : undefined
+  if (parsed === undefined) throw new InvalidOptionsError(`${name} must be ${type === 'bigint' ? 'a bigint, ' : ''}${spec.expected}, not ${show(value)}`)
+  return parsed
+}
+
+function optional<T>(name: string, value: unknown, type: 'string' | 'boolean' | 'object'): T | undefined {
+  if (value !== undefined && (typeof value !== type || value === null)) throw new InvalidOptionsError(`${name} must be a ${type}, not ${show(value)}`)
+  return value as T | undefined
+}
+
+function list<T>(name: string, value: unknown, parse: (raw: string) => T | undefined, expected: string): T[] {
+  if (value === undefined) return []
+  if (!Array.isArray(value)) throw new InvalidOptionsError(`${name} must be an array of strings, not ${show(value)}`)
+  return value.map((item: unknown) => {
+    const parsed = typeof item === 'string' ? parse(item) : undefined
+    if (parsed === undefined) throw new InvalidOptionsError(`each of ${name} must be ${expected}, not ${show(item)}`)
+    return parsed
+  })
+}
+
+async function readText(path: string, what: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8')
+  } catch (e) {
+    throw new InvalidOptionsError(`cannot read the ${what} ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+  }
+}
+
+async function privateKeyOf(options: StartNodeOptions): Promise<Hex> {
+  if (options.key !== undefined && options.keystore !== undefined) throw new InvalidOptionsError('give either key or keystore, not both')
+  if (options.key !== undefined) return byFlag('key', options.key, serveFlags.key, 'string')!
+  if (options.keystore === undefined) throw new InvalidOptionsError('key or keystore (with password) is required')
+  const password = optional<string>('password', options.password, 'string')
+  if (password === undefined) throw new InvalidOptionsError('keystore needs password')
+  const keystore = options.keystore
+  if (typeof keystore !== 'string' && (typeof keystore !== 'object' || keystore === null))
+    throw new InvalidOptionsError(`keystore must be a file's path or a keystore's JSON, not ${show(keystore)}`)
+  const { decryptKeystore } = await import('../chain/keystore.ts')
+  return decryptKeystore(typeof keystore === 'string' ? await readText(keystore, 'keystore') : keystore, password)
+}
+
+async function deploymentOf(deployment: unknown): Promise<Deployment> {
+  if (typeof deployment === 'string') return readDeployment(resolve(deployment))
+  if (typeof deployment === 'object' && deployment !== null) return parseDeployment(deployment)
+  throw new InvalidOptionsError(`deployment must be a file's path or the deployment's JSON, not ${show(deployment)}`)
+}
+
+async function dumpOf(dump: unknown): Promise<LaunchParameters['import']> {
+  if (dump === undefined) return undefined
+  if (typeof dump === 'object' && dump !== null) return { dump: dump as StorageDump, from: 'the dump given' }
+  if (typeof dump !== 'string') throw new InvalidOptionsError(`import must be a state dump or its file's path, not ${show(dump)}`)
+  const text = await readText(dump, 'state dump')
+  try {
+    return { dump: jsonParse(text) as StorageDump, from: dump }
+  } catch (e) {
+    throw new InvalidOptionsError(`the state dump ${dump} is not JSON: ${(e as Error).message}`)
+  }
+}
+
+function loggerOf(options: StartNodeOptions): Logger {
+  if (options.logger !== undefined) {
+    const logger = options.logger as Partial<Logger> | null
+    if (
+      typeof logger !== 'object' ||
+      logger === null ||
+      (['debug', 'info', 'warn', 'error', 'enabled', 'child'] as const).some((m) => typeof logger[m] !== 'function')
+    )
+      throw new InvalidOptionsError('logger must have debug, info, warn, error, enabled and child (a Logger)')
+    return options.logger
+  }
+  const level = options.logLevel ?? 'warn'
+  if (!isLogThreshold(level)) throw new InvalidOptionsError(`logLevel must be one of ${LOG_THRESHOLDS.join(', ')}, not ${show(level)}`)
+  return createLogger({ level, format: optional<boolean>('logJson', options.logJson, 'boolean') ? 'json' : 'pretty' })
+}
+
+/** Checks every option and reads what they point at; nothing is opened or started. */
+export async function resolveOptions(options: StartNodeOptions): Promise<ResolvedOptions> {
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionsError('startNode() takes an object of options')
+  const unknown = Object.keys(options).filter((name) => !(OPTION_NAMES as readonly string[]).includes(name))
+  if (unknown.length > 0) throw new InvalidOptionsError(`unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`)
+  const log = loggerOf(options)
+  const rpc = byFlag('rpc', options.rpc, serveFlags.rpc, 'string')
+  if (rpc === undefined) throw new InvalidOptionsError("rpc is required (the chain's JSON-RPC URL)")
+  if (options.deployment === undefined) throw new InvalidOptionsError("deployment is required (its file's path or its JSON)")
+
+  const storageKind = options.storage ?? 'level'
+  if (storageKind !== 'level' && storageKind !== 'memory') throw new InvalidOptionsError(`storage must be level or memory, not ${show(storageKind)}`)
+  const dataDir = optional<string>('dataDir', options.dataDir, 'string')
+  if (storageKind === 'level' && !dataDir) throw new InvalidOptionsError("dataDir is required (or storage: 'memory')")
+  if (storageKind === 'memory' && dataDir !== undefined) throw new InvalidOptionsError("dataDir goes with storage 'level', not 'memory'")
+
+  const relays = list('relay', options.relay, (raw) => (raw.startsWith('/') ? raw : undefined), 'a multiaddr')
+  const transport = chooseTransport(byFlag('transport', options.transport, serveFlags.transport, 'string'), relays)
+  if (transport === 'libp2p without relay') throw new InvalidOptionsError("transport 'libp2p' needs relay (what `sluice relay` prints)")
+  if (transport === 'relay without libp2p') throw new InvalidOptionsError("relay goes with transport 'libp2p'")
+  if (relays.length > 0)
+    await checkRelays(relays).catch((e: unknown) => {
+      const { value, expected } = e as { value?: string; expected?: string }
+      throw value === undefined ? e : new InvalidOptionsError(`each relay must be ${expected}, not ${show(value)}`)
+    })
+
+  const api = optional<string>('api', options.api, 'string')
+  const apiToken = optional<string>('apiToken', options.apiToken, 'string')
+  const hosts: HostRule[] = list('apiHosts', options.apiHosts, parseHostRule, serveFlags.apiHost.expected)
+  const corsOrigins: OriginPattern[] = list('corsOrigins', options.corsOrigins, parseOriginPattern, serveFlags.rpccorsdomain.expected)
+  let served: LaunchParameters['api']
+  if (api !== undefined) {
+    const hostPort = parseHostPort(api)
+    if (!hostPort) throw new InvalidOptionsError(`api must be ${serveFlags.api.expected}, not ${show(api)}`)
+    const problem = apiToken === undefined ? undefined : apiTokenProblem(apiToken)
+    if (problem) throw new InvalidOptionsError(`apiToken ${problem}`)
+    const access = { hosts, corsOrigins, token: apiToken }
+    checkApiExposure({ host: hostPort.host, ...access })
+    served = { ...hostPort, access }
+  } else if (apiToken !== undefined || hosts.length > 0 || corsOrigins.length > 0)
+    throw new InvalidOptionsError('apiToken, apiHosts and corsOrigins go with api (the address the REST API is served at)')
+
+  const settings = {
+    confirmations: byFlag('confirmations', options.confirmations, serveFlags.confirmations, 'number') ?? serveFlags.confirmations.default,
+    pollingInterval: byFlag('pollingInterval', options.pollingInterval, serveFlags.pollingInterval, 'number') ?? serveFlags.pollingInterval.default,
+    defaultRevealTimeout:
+      byFlag('defaultRevealTimeout', options.defaultRevealTimeout, serveFlags.defaultRevealTimeout, 'number') ?? serveFlags.defaultRevealTimeout.default,
+    defaultSettleTimeout:
+      byFlag('defaultSettleTimeout', options.defaultSettleTimeout, serveFlags.defaultSettleTimeout, 'number') ?? serveFlags.defaultSettleTimeout.default,
+    resolverEndpoint: byFlag('resolverEndpoint', options.resolverEndpoint, serveFlags.resolverEndpoint, 'string'),
+    releaseFeedUrl: byFlag('releaseFeedUrl', options.releaseFeedUrl, serveFlags.releaseFeedUrl, 'string'),
+    backupUrl: byFlag('backupUrl', options.backupUrl, serveFlags.backupUrl, 'string'),
+    minServiceTokenBalance: byFlag('minServiceTokenBalance', options.minServiceTokenBalance, serveFlags.minServiceTokenBalance, 'bigint'),
+    enableMonitoring: optional<boolean>('enableMonitoring', options.enableMonitoring, 'boolean') ?? false,
+    monitoringReward: byFlag('monitoringReward', options.monitoringReward, serveFlags.monitoringReward, 'bigint') ?? serveFlags.monitoringReward.default,
+  }
+  const environment = byFlag('environment', options.environment, serveFlags.environment, 'string') ?? serveFlags.environment.default
+  const pathfindingServiceAddress = byFlag('pathfindingServiceAddress', options.pathfindingServiceAddress, serveFlags.pathfindingServiceAddress, 'string')
+  const waitForSync = optional<boolean>('waitForSync', options.waitForSync, 'boolean') ?? true
+
+  // Last, the files: a wrong option above is told without reading any.
+  const privateKey = await privateKeyOf(options)
+  const deployment = await deploymentOf(options.deployment)
+  const imported = await dumpOf(options.import)
+  return {
+    launch: {
+      rpc,
+      deployment,
+      privateKey,
+      storage: storageKind === 'memory' ? 'memory' : { dataDir: resolve(dataDir!) },
+      transport,
+      relays,
+      settings,
+      import: imported,
+      api: served,
+      environment,
+      pathfindingServiceAddress,
+      log,
+    },
+    waitForSync,
+    apiToken,
+  }
+}
