@@ -8,6 +8,7 @@
 //   packages/sluice/openapi.json                      the REST API's OpenAPI document (scripts/openapi.ts), `sluice/openapi.json`
 //   packages/sluice/dist/cli/light.js                  the light bin's init, usage and version: no import but Node's own
 //   packages/node/dist/cli/                            the whole `sluice` command for Node (dependencies stay imports)
+//   packages/node/dist/index.js, index.d.ts            @sluice/node's Node API (`startNode`), dependencies left as imports
 import { spawn } from 'node:child_process'
 import { builtinModules } from 'node:module'
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -111,6 +112,34 @@ const cli = (entry: string, outDir: string, fileName: string, splitting: boolean
   },
 })
 
+/**
+ * @sluice/node's Node API (its `"."`, src/headless/index.ts; docs/decisions/0049-node-api.md): bundled as the CLI
+ * is, into dist/ beside dist/cli/, with declarations from a tsc run of its own (tsconfig.node.json). They may name
+ * viem's and the other dependencies' types: @sluice/node has them as real dependencies.
+ */
+async function buildNodeApi(nodeDir: string, withDeclarations: boolean): Promise<void> {
+  const outDir = join(nodeDir, 'dist')
+  const types = withDeclarations ? runTsc('tsconfig.node.json', join(outDir, 'types')) : undefined
+  const bundle = cli('src/headless/index.ts', outDir, 'index.js', true)
+  // The options take serve's flag table from src/cli/serve.ts, whose command (not bundled here) imports the node's
+  // path lazily for a fast --help: here it is imported anyway, as intended.
+  bundle.build!.rolldownOptions!.checks = { ineffectiveDynamicImport: false }
+  // The entry exports startNode and its errors only; what its lazy chunks share goes into a chunk of its own.
+  bundle.build!.rolldownOptions!.preserveEntrySignatures = 'strict'
+  await build(bundle)
+  if (!types) return
+  await types
+  writeFileSync(join(outDir, 'index.d.ts'), "export * from './types/src/headless/index.ts'\n")
+}
+
+function runTsc(project: string, outDir: string): Promise<void> {
+  return new Promise((done, fail) => {
+    const tsc = spawn(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, project), '--outDir', outDir], { stdio: 'inherit' })
+    tsc.once('error', fail)
+    tsc.once('exit', (code) => (code === 0 ? done() : fail(new Error(`tsc -p ${project} exited with ${code}`))))
+  })
+}
+
 /** The light bin's bundle must run with no package installed: it may import Node's own modules only. */
 function checkNodeOnly(files: WorkerFile[], name: string): void {
   const builtins = new Set(builtinModules)
@@ -180,6 +209,7 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
   const worker = outputFiles(await build(browserBundle('worker/node.worker.ts', join(out, 'sluice'), 'node.worker.js', 'es', true)))
   checkNodeOnly(outputFiles(await build(cli('src/cli/lightMain.ts', join(out, 'cli'), 'light.js', false))), 'sluice/dist/cli/light.js')
   await build(cli('src/cli/main.ts', join(dirs.node, 'dist/cli'), 'main.js', true))
+  await buildNodeApi(dirs.node, options.declarations !== false)
   if (types) {
     await types
     writeFileSync(join(out, 'browser/index.d.ts'), "export * from './types/worker/browser.ts'\n")
