@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { encryptKeystore } from '../../src/chain/keystore.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
+import { startRelay } from '../../src/transport/libp2p/relay.ts'
 import { startNode, type HeadlessNode, type PushEvent, type StartNodeOptions } from '../../src/headless/index.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
@@ -18,6 +19,9 @@ import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
  */
 const keyA = anvilKeys[1] as Hex
 const keyB = anvilKeys[2] as Hex
+/** A pair that meets through a relay. */
+const keyC = anvilKeys[7] as Hex
+const keyD = anvilKeys[8] as Hex
 let net: Devnet
 let deploymentFile: string
 const dirs: string[] = []
@@ -30,7 +34,7 @@ function tempDir(): string {
 }
 
 beforeAll(async () => {
-  net = await startDevnet([keyA, keyB])
+  net = await startDevnet([keyA, keyB, keyC, keyD])
   deploymentFile = join(tempDir(), 'deployment.json')
   await writeDeployment(deploymentFile, net.deployment)
 })
@@ -113,16 +117,41 @@ describe('startNode (the Node API of @sluice/node)', () => {
     await eventually(() => expect(events).toContainEqual(expect.objectContaining({ event: 'payment_received_success' })))
     off()
     expect((await b.channel(net.token, a.address)).balance).toBe('5')
+    // Unsubscribed, the listener hears no more (in-process, the stream is ended with its request).
+    const heard = events.length
+    await a.pay(net.token, b.address, { amount: 1n })
+    await eventually(async () => expect((await b.channel(net.token, a.address)).balance).toBe('6'))
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(events).toHaveLength(heard)
 
     // Stopped and started again on the same store: the channel, its balance and the history are still there.
     await b.stop()
     b = await start({ ...base(), key: keyB, dataDir: dataB })
-    expect((await b.channel(net.token, a.address)).balance).toBe('5')
-    expect(await b.payments({ token: net.token })).toEqual([expect.objectContaining({ event: 'EventPaymentReceivedSuccess', amount: '5' })])
+    expect((await b.channel(net.token, a.address)).balance).toBe('6')
+    expect(await b.payments({ token: net.token })).toEqual([
+      expect.objectContaining({ event: 'EventPaymentReceivedSuccess', amount: '5' }),
+      expect.objectContaining({ event: 'EventPaymentReceivedSuccess', amount: '1' }),
+    ])
     // The resumed node pays back over the same channel.
     await b.pay(net.token, a.address, { amount: 2n })
-    await eventually(async () => expect((await a.channel(net.token, b.address)).balance).toBe('97'))
+    await eventually(async () => expect((await a.channel(net.token, b.address)).balance).toBe('96'))
     await Promise.all([a.stop(), b.stop()])
+  }, 120_000)
+
+  test('with relay, the transport is libp2p: two nodes meet through a relay in this process and pay', async () => {
+    const relay = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
+    try {
+      const options = { ...base(), storage: 'memory' as const, relay: [relay.multiaddrs[0]!] }
+      const [c, d] = await Promise.all([start({ ...options, key: keyC }), start({ ...options, key: keyD })])
+      expect(c.peerId).toMatch(/^16Uiu2/)
+      await c.openChannel({ token_address: net.token, partner_address: d.address, total_deposit: 50n })
+      await eventually(async () => expect(await d.channel(net.token, c.address)).toMatchObject({ state: 'opened' }))
+      await c.pay(net.token, d.address, { amount: 7n })
+      await eventually(async () => expect((await d.channel(net.token, c.address)).balance).toBe('7'))
+      await Promise.all([c.stop(), d.stop()])
+    } finally {
+      await relay.stop()
+    }
   }, 120_000)
 
   test('with api, the REST API is served over HTTP as sluice serve serves it, with its token; stop closes it and is idempotent', async () => {
