@@ -114,16 +114,21 @@ export type ResolvedOptions = { launch: LaunchParameters; waitForSync: boolean; 
 
 const show = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value) : typeof value === 'bigint' ? `${value}n` : String(value))
 
-/** An option read by its serve flag's parser, from the JS type the option takes; undefined when not given. */
-function byFlag<T>(name: string, value: unknown, spec: FlagSpec<T>, type: 'string' | 'number' | 'bigint'): T | undefined {
+/**
+ * An option read by its serve flag's parser, from the JS type the option takes; undefined when not given. A
+ * `secret` value (the key) is never repeated in the message: an error may well be logged.
+ */
+function byFlag<T>(name: string, value: unknown, spec: FlagSpec<T>, type: 'string' | 'number' | 'bigint', secret = false): T | undefined {
   if (value === undefined) return undefined
   const parsed = typeof value === type ? spec.parse(String(value)) : undefined
-  if (parsed === undefined) throw new InvalidOptionsError(`${name} must be ${type === 'bigint' ? 'a bigint, ' : ''}${spec.expected}, not ${show(value)}`)
+  if (parsed === undefined)
+    throw new InvalidOptionsError(`${name} must be ${type === 'bigint' ? 'a bigint, ' : ''}${spec.expected}${secret ? '' : `, not ${show(value)}`}`)
   return parsed
 }
 
-function optional<T>(name: string, value: unknown, type: 'string' | 'boolean' | 'object'): T | undefined {
-  if (value !== undefined && (typeof value !== type || value === null)) throw new InvalidOptionsError(`${name} must be a ${type}, not ${show(value)}`)
+/** A string or boolean option; a wrong one is told by its type, never its value (it may be the password). */
+function optional<T>(name: string, value: unknown, type: 'string' | 'boolean'): T | undefined {
+  if (value !== undefined && typeof value !== type) throw new InvalidOptionsError(`${name} must be a ${type}, not ${value === null ? 'null' : typeof value}`)
   return value as T | undefined
 }
 
@@ -147,7 +152,7 @@ async function readText(path: string, what: string): Promise<string> {
 
 async function privateKeyOf(options: StartNodeOptions): Promise<Hex> {
   if (options.key !== undefined && options.keystore !== undefined) throw new InvalidOptionsError('give either key or keystore, not both')
-  if (options.key !== undefined) return byFlag('key', options.key, serveFlags.key, 'string')!
+  if (options.key !== undefined) return byFlag('key', options.key, serveFlags.key, 'string', true)!
   if (options.keystore === undefined) throw new InvalidOptionsError('key or keystore (with password) is required')
   const password = optional<string>('password', options.password, 'string')
   if (password === undefined) throw new InvalidOptionsError('keystore needs password')

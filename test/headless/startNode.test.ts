@@ -199,9 +199,10 @@ describe('startNode (the Node API of @sluice/node)', () => {
       [{ confirmations: -1 }, 'INVALID_OPTIONS', /^confirmations must be/],
       [{ pollingInterval: '50' as never }, 'INVALID_OPTIONS', /^pollingInterval must be/],
       [{ monitoringReward: 5 as never }, 'INVALID_OPTIONS', /^monitoringReward must be a bigint/],
-      [{ key: '0x12' }, 'INVALID_OPTIONS', /^key must be 32 bytes of hex/],
+      [{ key: '0x1234567' }, 'INVALID_OPTIONS', /^key must be 32 bytes of hex \(64 hex digits, 0x optional\)$/],
       [{ keystore: 'ks.json', password: 'x' }, 'INVALID_OPTIONS', /^give either key or keystore/],
       [{ key: undefined }, 'INVALID_OPTIONS', /^key or keystore/],
+      [{ key: undefined, keystore: 'ks.json', password: 1234 as never }, 'INVALID_OPTIONS', /^password must be a string, not number$/],
       [{ dataDir: undefined }, 'INVALID_OPTIONS', /^dataDir is required/],
       [{ storage: 'memory' }, 'INVALID_OPTIONS', /^dataDir goes with storage 'level'/],
       [
