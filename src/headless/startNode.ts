@@ -33,7 +33,7 @@ export type HeadlessNode = Omit<NodeClient, 'address'> & {
   readonly peerId: string | undefined
   /** The REST API as a Web-standard handler (paths under /api/v1), in-process: to mount it in a server of yours. */
   fetch(request: Request): Promise<Response>
-  /** Push events of GET /api/v1/events, resumed without loss if the stream breaks; returns unsubscribe. */
+  /** Push events of GET /api/v1/events, resumed without loss if the stream breaks (none once stopped); returns unsubscribe. */
   subscribe(listener: PushListener): () => void
   /** Hears when the node stops on its own (POST /shutdown, a bug in the API, the node failing). */
   onStopped(listener: (stopped: NodeStopped) => void): () => void
@@ -109,6 +109,8 @@ export async function startNode(options: StartNodeOptions): Promise<HeadlessNode
     peerId: launched.peerId,
     fetch: (request) => launched.fetch(request),
     subscribe(listener) {
+      // A stopped node has no more events; a stream opened now would retry against its 503 for ever.
+      if (stopping) return () => {}
       const unsubscribe = subscribeToEvents(
         send,
         (event) => {
