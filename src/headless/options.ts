@@ -10,7 +10,7 @@ import type { Hex } from 'viem'
 import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } from '../api/hostsAndOrigins.ts'
 import { parseDeployment, type Deployment } from '../chain/deployment.ts'
 import type { Keystore } from '../chain/keystore.ts'
-import type { FlagSpec } from '../cli/args.ts'
+import { InvalidFlagValueError, type FlagSpec } from '../cli/args.ts'
 import { checkApiExposure } from '../cli/apiExposure.ts'
 import { apiTokenProblem, checkRelays, parseHostPort, serveFlags } from '../cli/serve.ts'
 import { readDeployment } from '../devnet/deploymentFile.ts'
@@ -219,8 +219,7 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
   if (transport === 'relay without libp2p') throw new InvalidOptionsError("relay goes with transport 'libp2p'")
   if (relays.length > 0)
     await checkRelays(relays).catch((e: unknown) => {
-      const { value, expected } = e as { value?: string; expected?: string }
-      throw value === undefined ? e : new InvalidOptionsError(`each relay must be ${expected}, not ${show(value)}`)
+      throw e instanceof InvalidFlagValueError ? new InvalidOptionsError(`each relay must be ${e.expected}, not ${show(e.value)}`) : e
     })
 
   const api = optional<string>('api', options.api, 'string')
