@@ -6,7 +6,8 @@
  *   await node.pay(token, target, { amount: 5n })
  *   await node.stop()
  */
-export { startNode, NodeStoppedError } from './startNode.ts'
+export { startNode } from './startNode.ts'
+export { NodeStoppedError } from '../node/errors.ts'
 export type { HeadlessNode, NodeStopped } from './startNode.ts'
 export { InvalidOptionsError } from './options.ts'
 export type { StartNodeOptions } from './options.ts'

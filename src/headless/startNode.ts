@@ -9,16 +9,10 @@ import { nodeClient, type Address, type NodeClient, type SendRequest } from '../
 import { subscribeToEvents, type PushListener } from '../../worker/subscription.ts'
 import { launchNode } from './launch.ts'
 import { resolveOptions, type StartNodeOptions } from './options.ts'
-import { SluiceError } from '../errors.ts'
+import { NodeStoppedError } from '../node/errors.ts'
 
 /** Why the node stopped on its own: POST /shutdown, a request that failed with a bug, or the node failing. */
 export type NodeStopped = StopRequest
-
-/** The node was stopped (POST /shutdown) before its first sync ended. */
-export class NodeStoppedError extends SluiceError {
-  override name = 'NodeStoppedError' as const
-  override readonly code = 'NODE_STOPPED' as const
-}
 
 /**
  * The REST operations as methods (GET /address is the `address` property), the event stream, and the node's

@@ -9,8 +9,8 @@ export class NodeError extends SluiceError {
 export class NodeStoppedError extends NodeError {
   override name = 'NodeStoppedError' as const
   override readonly code = 'NODE_STOPPED' as const
-  constructor() {
-    super('the node is stopping')
+  constructor(message = 'the node is stopping') {
+    super(message)
   }
 }
 
