@@ -10,13 +10,13 @@
  * Every step has a timeout: nothing a page awaits here can hang.
  */
 import * as Comlink from 'comlink'
-import { parseDeployment, type Deployment } from '../src/chain/deployment.ts'
+import { parseDeployment, type Deployment as NodeDeployment } from '../src/chain/deployment.ts'
 import type { Keystore } from '../src/chain/keystore.ts'
 import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
 import { prettyHead } from '../src/log/format.ts'
 import { isLogThreshold, LOG_THRESHOLDS, passes } from '../src/log/logger.ts'
 import { jsonParse } from '../src/storage/json.ts'
-import type { StorageDump } from '../src/storage/storage.ts'
+import type { StorageDump as NodeStorageDump } from '../src/storage/storage.ts'
 import { version as pageVersion } from '../src/version.ts'
 import { forwardOverApiChannel } from './apiChannel.ts'
 import { carryErrorCodes } from './comlinkErrors.ts'
@@ -25,13 +25,15 @@ import { API_PATH, LEADER_LOCK } from './names.ts'
 import { nodeClient, type NodeClient, type SendRequest } from './nodeClient.ts'
 import type { NodeLogListener, NodeStoppedListener, NodeWorkerApi, NodeWorkerOptions, RemoteProvider } from './node.worker.ts'
 import { consoleLine, DEFAULT_LOG_LEVEL } from './pageLog.ts'
+import type { Deployment, Eip1193Provider, NodeOptions, StorageDump } from './publicTypes.ts'
 import { subscribeToEvents, type PushListener } from './subscription.ts'
 
-export type StartNodeOptions = Omit<NodeWorkerOptions, 'deployment' | 'import'> & {
+/** The node's options (the worker's, spelled without viem: publicTypes.ts) and the page's own. */
+export type StartNodeOptions = NodeOptions & {
   /** The chain's contracts: the deployment file's JSON, or its URL (fetched). */
   deployment: Deployment | string | URL
   /** An EIP-1193 provider (the page's wallet) instead of `rpc`; the node's worker reaches the chain through it. */
-  provider?: RemoteProvider
+  provider?: Eip1193Provider
   /** Where `sluice init` put the service worker (default `/sluice-sw.js`); it is registered at scope `/`. */
   serviceWorkerUrl?: string | URL
   /** `classic` (default, the shipped sluice-sw.js) or `module` (a dev server serving worker/sw.ts). */
@@ -171,7 +173,8 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
   const imported = pendingImport
   pendingImport = undefined
   const leadership = new Leadership(
-    { ...nodeOptions, deployment, ...(imported ? { import: imported } : {}) },
+    // The dump as exportState() gave it: the store refuses one that is not its own or older.
+    { ...nodeOptions, deployment, ...(imported ? { import: imported as NodeStorageDump } : {}) },
     new URL(workerUrl, location.href),
     provider,
     tellStopped,
@@ -410,7 +413,7 @@ async function nodeStarting(): Promise<boolean> {
   return held.some((lock) => lock.name === LEADER_LOCK)
 }
 
-async function loadDeployment(source: Deployment | string | URL): Promise<Deployment> {
+async function loadDeployment(source: Deployment | string | URL): Promise<NodeDeployment> {
   if (typeof source !== 'string' && !(source instanceof URL)) return parseDeployment(source)
   const url = new URL(source, location.href)
   const response = await fetch(url)

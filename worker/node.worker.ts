@@ -28,6 +28,7 @@ import { carryErrorCodes } from './comlinkErrors.ts'
 import { API_PATH } from './names.ts'
 import { loadOrCreateKey, readStoredKey } from './keyStore.ts'
 import { consoleLine, DEFAULT_LOG_LEVEL } from './pageLog.ts'
+import type { Eip1193Provider } from './publicTypes.ts'
 import { createRequestActivity } from './requestActivity.ts'
 
 /** What the page gives the worker: the node's options (the `sluice serve` flags in camelCase), as data. */
@@ -75,7 +76,7 @@ export type NodeStoppedListener = (stopped: { reason: string; error?: ErrorData 
 export type NodeLogListener = (line: string, level: LogLevel) => void
 
 /** The page's wallet, reached across the worker boundary (Comlink proxies its `request`). */
-export type RemoteProvider = { request(args: { method: string; params?: unknown }): Promise<unknown> }
+export type RemoteProvider = Eip1193Provider
 
 export class NodeAlreadyStartedError extends SluiceError {
   override name = 'NodeAlreadyStartedError' as const

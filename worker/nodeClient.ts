@@ -10,14 +10,11 @@ import type { ErrorCode } from '../src/api/errorCodes.ts'
 import type { paths } from '../src/api/openapi.gen.ts'
 import { SluiceError } from '../src/errors.ts'
 import { jsonParse } from '../src/storage/json.ts'
-import type { StorageDump } from '../src/storage/storage.ts'
 import { API_PATH } from './names.ts'
+import type { Address, StorageDump } from './publicTypes.ts'
 
 /** What the API writes for a value of type T: amounts and identifiers (bigints) as decimal strings. */
 export type AsJson<T> = T extends bigint ? string : T extends object ? { [K in keyof T]: AsJson<T[K]> } : T
-
-/** An address, as viem's Address and openapi.gen.ts spell it (our own: the methods' declarations name no viem type). */
-export type Address = `0x${string}`
 
 /** An amount, identifier or block count as the API takes it: a bigint, a safe integer, or a decimal string. */
 export type Amount = bigint | number | string

@@ -1,0 +1,88 @@
+/**
+ * The types of the page's API (sluice/browser, sluice/react, sluice/client) that the node's own would spell with
+ * viem's: the same shapes without them, so that the package's declarations name no other package and a dApp
+ * type-checks with `sluice` alone (docs/decisions/0048-self-contained-declarations.md). The types imported here name
+ * no package either (the declarations' bundler takes them alone from their files). publicTypes.check.ts ties each
+ * type to the node's, so that the two cannot drift apart.
+ */
+import type { Environment } from '../src/api/context.ts'
+import type { contractsVersion, DeployedContractName } from '../src/chain/deployment.ts'
+import type { LogThreshold } from '../src/log/logger.ts'
+import type { BackupTunables, Blocks } from '../src/node/nodeConfig.ts'
+
+/** A 20-byte address, `0x`-prefixed: viem's `Address`. */
+export type Address = `0x${string}`
+
+/** Bytes as `0x`-prefixed hex: viem's `Hex`. */
+export type Hex = `0x${string}`
+
+/**
+ * An EIP-1193 provider, as far as the node uses one: a wallet's `window.ethereum`, viem's `EIP1193Provider`, or
+ * what wagmi's connectors give (`await connector.getProvider()`).
+ */
+export type Eip1193Provider = { request(args: { method: string; params?: unknown }): Promise<unknown> }
+
+/** The deployment file `sluice chain` writes: which contracts of a chain the node uses. */
+export type Deployment = {
+  chainId: number
+  contracts_version: typeof contractsVersion
+  /** Each contract's address and the block it was created in. */
+  contracts: Record<DeployedContractName, { address: Address; blockNumber: number }>
+  /** Test tokens by symbol. */
+  tokens: Record<string, Address>
+  /** The token of UserDeposit, ServiceRegistry and MonitoringService. */
+  serviceToken: Address
+  rpcUrl: string
+}
+
+/**
+ * A node's whole store (`exportState()`, GET /api/v1/_state/export), integers as bigints: what `importState()` takes
+ * back. Keep it whole: only what says whose it is and how recent is spelled out, the rest is the node's own records.
+ */
+export type StorageDump = {
+  format: 'sluice-dump'
+  meta: { chainId: bigint; registry: Address; address: Address; schemaVersion: number; syncedBlock: bigint; createdAt: number }
+  [records: string]: unknown
+}
+
+/** The node's options as a page gives them: the `sluice serve` flags in camelCase. */
+export type NodeOptions = {
+  /** The chain's JSON-RPC endpoint; without it, the page's EIP-1193 provider. */
+  rpc?: string
+  /** The node's key; without it, the one kept in IndexedDB (generated on the first start). */
+  key?: Hex
+  /** Protects the kept key at rest (docs/decisions/0027); without it the key is kept wrapped by a non-extractable WebCrypto key. */
+  passphrase?: string
+  /** libp2p relays (`sluice relay` prints them); without any, the node reaches nodes of this origin only. */
+  relay?: string[]
+  /** `production` (default) or `development`, which serves the testing endpoints (`mint`). */
+  environment?: Environment
+  /** The request channel's name (tests use their own). */
+  apiChannel?: string
+  /**
+   * What the node writes to the page's console: `debug`, `info` (its start, sync, channels and payments), `warn`
+   * (default: what it retries, a failed payment), `error` (what needs a person) or `silent`.
+   */
+  logLevel?: LogThreshold
+  /** Blocks on top of a block before its events count (5 by default; 0 suits a local dev chain). */
+  confirmations?: Blocks
+  /** Milliseconds between looks at the chain (1000 by default). */
+  pollingInterval?: number
+  /** Reveal timeout of new channels, in blocks (50 by default). */
+  defaultRevealTimeout?: Blocks
+  /** Settle timeout of channels this node opens, in blocks (500 by default). */
+  defaultSettleTimeout?: Blocks
+  /** Where to ask for the secret of a payment started with only its hash (docs/rest-api.md, secret resolver). */
+  resolverEndpoint?: string
+  /** A URL answering `{"latest": "0.2.0", "security": ["0.1.0"]}` behind the version notifications. */
+  releaseFeedUrl?: string
+  /** Put each payment's secret, encrypted to the target, in its LockedTransfer's metadata (on by default). */
+  encryptSecret?: boolean
+  /** Ask the monitoring services to guard the node's channels while it is away (off by default). */
+  enableMonitoring?: boolean
+  /** What each monitoring request offers, in the service token's smallest unit (5 * 10^18 by default). */
+  monitoringReward?: bigint
+  /** A backup server (`sluice backup-server`, docs/decisions/0034); a restore after the storage is wiped needs `key` too. */
+  backupUrl?: string
+  backup?: BackupTunables
+}
