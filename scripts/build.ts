@@ -3,6 +3,7 @@
 //   packages/sluice/dist/browser/index.js, index.d.ts  the page's module (`sluice/browser`), self-contained, with its declarations
 //   packages/sluice/dist/react/index.js, index.d.ts    `sluice/react`: the provider and hooks, react and sluice/browser left as imports
 //   packages/sluice/dist/client/index.js, index.d.ts   `sluice/client`: any node's REST API over HTTP, typed, self-contained
+//   (each index.d.ts is one file that imports no package but react and sluice/browser: docs/decisions/0048)
 //   packages/sluice/dist/sluice-sw.js                  the service worker, one classic script
 //   packages/sluice/dist/sluice/                       the node's module worker, its chunks (libp2p in its own) and secp256k1.wasm
 //   packages/sluice/openapi.json                      the REST API's OpenAPI document (scripts/openapi.ts), `sluice/openapi.json`
@@ -11,11 +12,13 @@
 //   packages/node/dist/index.js, index.d.ts            @sluice/node's Node API (`startNode`), dependencies left as imports
 import { spawn } from 'node:child_process'
 import { builtinModules } from 'node:module'
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { build, type InlineConfig, type Plugin } from 'vite'
+import { rollDeclarations } from './declarations.ts'
 import { openApiJson } from './openapi.ts'
 import { secp256k1Wasm } from './viteSecp256k1Wasm.ts'
 
@@ -147,7 +150,7 @@ function checkNodeOnly(files: WorkerFile[], name: string): void {
   if (others.length > 0) throw new Error(`${name} must import nothing but Node's modules; it imports ${others.join(', ')}`)
 }
 
-/** The page module's declarations (tsc, one file per source file, under browser/types/). */
+/** The declarations of the page's entries, one .d.ts per source file (tsc, in its own process), into `outDir`. */
 function declarations(outDir: string): Promise<void> {
   return new Promise((done, fail) => {
     const args = [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.browser.json'), '--outDir', outDir]
@@ -163,7 +166,7 @@ export type BuildOptions = {
    * other (a test's) gets whole packages: each one's package.json and bin/ are copied there beside its dist/.
    */
   packagesDir?: string
-  /** The page module's .d.ts files (default true; tsc takes most of the build's time). */
+  /** The entries' .d.ts files (default true; tsc and their rollup take most of the build's time). */
   declarations?: boolean
 }
 
@@ -200,8 +203,9 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
   }
   writeFileSync(join(dirs.sluice, 'openapi.json'), openApiJson())
   const out = join(dirs.sluice, 'dist')
-  // tsc runs in its own process meanwhile.
-  const types = options.declarations === false ? undefined : declarations(join(out, 'browser/types'))
+  // tsc runs in its own process meanwhile, into a folder of its own: only the rolled-up files are the package's.
+  const typesDir = options.declarations === false ? undefined : mkdtempSync(join(tmpdir(), 'sluice-types-'))
+  const types = typesDir && declarations(typesDir)
   await build(browserBundle('worker/browser.ts', join(out, 'browser'), 'index.js', 'es', false))
   checkReactImports(outputFiles(await build(reactBundle(join(out, 'react')))))
   await build(browserBundle('worker/client.ts', join(out, 'client'), 'index.js', 'es', false))
@@ -210,13 +214,13 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
   checkNodeOnly(outputFiles(await build(cli('src/cli/lightMain.ts', join(out, 'cli'), 'light.js', false))), 'sluice/dist/cli/light.js')
   await build(cli('src/cli/main.ts', join(dirs.node, 'dist/cli'), 'main.js', true))
   await buildNodeApi(dirs.node, options.declarations !== false)
-  if (types) {
-    await types
-    writeFileSync(join(out, 'browser/index.d.ts'), "export * from './types/worker/browser.ts'\n")
-    // One set of declarations for both: sluice/react's types are those of sluice/browser, not copies.
-    writeFileSync(join(out, 'react/index.d.ts'), "export * from '../browser/types/worker/react.ts'\n")
-    // sluice/client's declarations come from the same tsc run (tsconfig.browser.json lists both entries).
-    writeFileSync(join(out, 'client/index.d.ts'), "export * from '../browser/types/worker/client.ts'\n")
+  if (typesDir) {
+    try {
+      await types
+      await rollDeclarations(typesDir, out)
+    } finally {
+      rmSync(typesDir, { recursive: true, force: true })
+    }
   }
   return worker
 }
