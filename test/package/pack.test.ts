@@ -13,6 +13,16 @@ import { anvilClient } from '../support/clients.ts'
 import { relayListening, startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
 import { call } from '../cli/devnetProcess.ts'
 import { eventually } from '../integration/support/eventually.ts'
+import {
+  CONSUMER_TSCONFIG,
+  CONSUMER_USES,
+  CONSUMER_WRONG,
+  CONSUMER_WRONG_LINES,
+  declarationFiles,
+  packagesImported,
+  REACT_WRONG,
+  REACT_WRONG_LINES,
+} from './support/consumer.ts'
 import { diskBytes, installedPackages } from './support/installed.ts'
 import { type Stage, stagePackages } from './support/stage.ts'
 
@@ -30,6 +40,7 @@ const LIGHT_MAX_BYTES = 5_000_000
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
 const vite = join(repo, 'node_modules/vite/bin/vite.js')
+const tsc = join(repo, 'node_modules/typescript/bin/tsc')
 const rpc = inject('rpcUrl')
 const deployment = inject('deployment')
 const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--no-first-run', '--disable-quic']
@@ -167,13 +178,7 @@ describe('the sluice package', () => {
         '\n',
       ),
     )
-    writeFileSync(
-      join(app, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: { target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', lib: ['ES2022', 'DOM'], strict: true, noEmit: true, types: [] },
-        include: ['*.ts'],
-      }),
-    )
+    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify(CONSUMER_TSCONFIG))
     // What a dApp installs: sluice alone, no dependency and no install script.
     const installed = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', light], app)
     expect(installed).not.toMatch(/script/i)
@@ -212,28 +217,27 @@ describe('the sluice package', () => {
     )
   }, 120_000)
 
-  test("sluice/browser's and sluice/client's declarations resolve in a consumer (moduleResolution bundler), with viem and idb beside it, and carry the real types", async () => {
-    // The declarations name viem's and idb's types: optional peers, which a dApp that type-checks installs (decision 0042).
-    const peers = JSON.parse(readFileSync(join(repo, 'packages/node/package.json'), 'utf8')).dependencies as Record<string, string>
-    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--save-dev', `viem@${peers.viem}`, `idb@${peers.idb}`], app)
-    // main.ts must check; a wrong use beside it must not, so the types are real rather than `any`.
-    // sluice/client's too: its answers are typed from openapi.json (decision 0046).
-    writeFileSync(
-      join(app, 'client.ts'),
-      "import { httpClient } from 'sluice/client'\nexport const balance = async (): Promise<string> => (await httpClient('http://127.0.0.1:5001').channel('0x1', '0x2')).balance\n",
-    )
-    writeFileSync(
-      join(app, 'wrong.ts'),
-      "import { startNode } from 'sluice/browser'\nawait startNode({ rpc: 1 })\nimport { httpClient } from 'sluice/client'\nawait httpClient('http://127.0.0.1:5001').pay('0x1', '0x2', { amount: true })\n",
-    )
-    const failed = await run(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', '.'], app).then(
+  test("sluice/browser's and sluice/client's declarations type-check in a consumer with sluice alone (skipLibCheck false, strict, moduleResolution bundler) and carry the real types", async () => {
+    // One file per entry, naming no other package's types: viem and idb are not there, and need not be (decision 0048).
+    const installed = join(app, 'node_modules/sluice')
+    const files = declarationFiles(installed)
+    expect(files).toEqual(['dist/browser/index.d.ts', 'dist/client/index.d.ts', 'dist/react/index.d.ts'])
+    const imports = Object.fromEntries(files.map((file) => [file, packagesImported(readFileSync(join(installed, file), 'utf8'))]))
+    expect(imports).toEqual({ 'dist/browser/index.d.ts': [], 'dist/client/index.d.ts': [], 'dist/react/index.d.ts': ['react', 'sluice/browser'] })
+    for (const file of files) expect(readFileSync(join(installed, file), 'utf8')).not.toMatch(/\b(from|import)\s*\(?\s*['"](viem|idb)['"/]/)
+    expect(installedPackages(join(app, 'node_modules')).map((p) => p.slice(app.length + 1))).toEqual(['node_modules/sluice'])
+    // uses.ts must check; each wrong use beside it must not, so the types are real rather than `any`. sluice/client's
+    // answers are typed from openapi.json (decision 0046).
+    writeFileSync(join(app, 'uses.ts'), CONSUMER_USES)
+    writeFileSync(join(app, 'wrong.ts'), CONSUMER_WRONG)
+    const failed = await run(process.execPath, [tsc, '-p', '.'], app).then(
       () => '',
       (e: Error) => e.message,
     )
     rmSync(join(app, 'wrong.ts'))
-    rmSync(join(app, 'client.ts'))
+    rmSync(join(app, 'uses.ts'))
     const errors = failed.split('\n').filter((line) => /error TS\d+/.test(line))
-    expect(errors).toEqual([expect.stringMatching(/^wrong\.ts\(2,\d+\): error TS2\d+: /), expect.stringMatching(/^wrong\.ts\(4,\d+\): error TS2\d+: /)])
+    expect(errors).toEqual(CONSUMER_WRONG_LINES.map((line) => expect.stringMatching(new RegExp(`^wrong\\.ts\\(${line},\\d+\\): error TS2\\d+: `))))
   }, 120_000)
 
   test("a Vite app's startNode() opens a channel to a headless peer over libp2p and pays it through fetch('/api/v1/...')", async () => {
@@ -301,6 +305,9 @@ describe('the sluice package', () => {
       light,
       `react@${devDependencies.react}`,
       `react-dom@${devDependencies['react-dom']}`,
+      // What a React dApp in TypeScript has: React's types, and nothing of viem or idb.
+      `@types/react@${devDependencies['@types/react']}`,
+      `@types/react-dom@${devDependencies['@types/react-dom']}`,
     ]
     await run('npm', install, reactApp)
     mkdirSync(join(reactApp, 'public'))
@@ -311,6 +318,7 @@ describe('the sluice package', () => {
       join(reactApp, 'main.ts'),
       `import { createElement as h } from 'react'
 import { createRoot } from 'react-dom/client'
+import type { StartNodeOptions } from 'sluice/browser'
 import { SluiceProvider, useChannels, useNodeStatus, useSluice } from 'sluice/react'
 
 function View() {
@@ -325,9 +333,19 @@ function View() {
 }
 
 // The test mounts it with its chain's options.
-Object.assign(window, { mount: (options: object) => createRoot(document.getElementById('root')!).render(h(SluiceProvider, { options }, h(View))) })
+Object.assign(window, { mount: (options: StartNodeOptions) => createRoot(document.getElementById('root')!).render(h(SluiceProvider, { options }, h(View))) })
 `,
     )
+    // Its main.ts type-checks as the other app's files do, with React's types; misused hooks do not.
+    writeFileSync(join(reactApp, 'tsconfig.json'), JSON.stringify(CONSUMER_TSCONFIG))
+    writeFileSync(join(reactApp, 'wrong.ts'), REACT_WRONG)
+    const failed = await run(process.execPath, [tsc, '-p', '.'], reactApp).then(
+      () => '',
+      (e: Error) => e.message,
+    )
+    rmSync(join(reactApp, 'wrong.ts'))
+    const errors = failed.split('\n').filter((line) => /error TS\d+/.test(line))
+    expect(errors).toEqual(REACT_WRONG_LINES.map((line) => expect.stringMatching(new RegExp(`^wrong\\.ts\\(${line},\\d+\\): error TS2\\d+: `))))
     await run(process.execPath, [vite, 'build', '--logLevel', 'warn'], reactApp)
     // React and sluice/react's hooks are in the app's own bundle.
     const assets = readdirSync(join(reactApp, 'dist/assets')).filter((f) => f.endsWith('.js'))
