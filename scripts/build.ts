@@ -203,9 +203,10 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
   }
   writeFileSync(join(dirs.sluice, 'openapi.json'), openApiJson())
   const out = join(dirs.sluice, 'dist')
-  // tsc runs in its own process meanwhile, into a folder of its own: only the rolled-up files are the package's.
+  // tsc runs in its own process meanwhile, into a folder of its own (only the rolled-up files are the package's),
+  // and their rollup as soon as it is done, beside the bundles' builds.
   const typesDir = options.declarations === false ? undefined : mkdtempSync(join(tmpdir(), 'sluice-types-'))
-  const types = typesDir && declarations(typesDir)
+  const types = typesDir && declarations(typesDir).then(() => rollDeclarations(typesDir, out))
   await build(browserBundle('worker/browser.ts', join(out, 'browser'), 'index.js', 'es', false))
   checkReactImports(outputFiles(await build(reactBundle(join(out, 'react')))))
   await build(browserBundle('worker/client.ts', join(out, 'client'), 'index.js', 'es', false))
@@ -217,7 +218,6 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
   if (typesDir) {
     try {
       await types
-      await rollDeclarations(typesDir, out)
     } finally {
       rmSync(typesDir, { recursive: true, force: true })
     }

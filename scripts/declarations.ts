@@ -2,7 +2,7 @@
 // .d.ts of the sources, rolled up by rollup-plugin-dts into what each entry exports and what that names. A dApp then
 // type-checks with `sluice` alone (and react for sluice/react), skipLibCheck or not.
 import { join } from 'node:path'
-import { type Plugin, rollup } from 'rollup'
+import { type Plugin, type RollupCache, rollup } from 'rollup'
 import { dts } from 'rollup-plugin-dts'
 
 /** Each entry's declarations, and the only modules they may import: sluice/react's, like its bundle's. */
@@ -32,18 +32,20 @@ const externals = (entry: Entry): Plugin => ({
  * for each entry; fails if one imports a module it may not (a type of viem or idb reached from the entry).
  */
 export async function rollDeclarations(typesDir: string, outDir: string): Promise<void> {
-  await Promise.all(
-    (Object.keys(DECLARATION_ENTRIES) as Entry[]).map(async (entry) => {
-      const bundle = await rollup({ input: join(typesDir, 'worker', `${entry}.d.ts`), plugins: [externals(entry), dts()], logLevel: 'warn' })
-      try {
-        const { output } = await bundle.write({ file: join(outDir, entry, 'index.d.ts'), format: 'es' })
-        const allowed: readonly string[] = DECLARATION_ENTRIES[entry]
-        const others = output.flatMap((file) => (file.type === 'chunk' ? file.imports : [])).filter((i) => !allowed.includes(i))
-        if (others.length > 0 || output.length !== 1)
-          throw new Error(`sluice/dist/${entry}/index.d.ts must be one file importing only ${allowed.join(', ') || 'nothing'}; it imports ${others.join(', ')}`)
-      } finally {
-        await bundle.close()
-      }
-    }),
-  )
+  // One after the other, each reusing the files the ones before parsed (most are common to browser and client).
+  let cache: RollupCache | undefined
+  for (const entry of Object.keys(DECLARATION_ENTRIES) as Entry[]) {
+    const input = join(typesDir, 'worker', `${entry}.d.ts`)
+    const bundle = await rollup({ input, plugins: [externals(entry), dts()], logLevel: 'warn', ...(cache ? { cache } : {}) })
+    try {
+      const { output } = await bundle.write({ file: join(outDir, entry, 'index.d.ts'), format: 'es' })
+      const allowed: readonly string[] = DECLARATION_ENTRIES[entry]
+      const others = output.flatMap((file) => (file.type === 'chunk' ? file.imports : [])).filter((i) => !allowed.includes(i))
+      if (others.length > 0 || output.length !== 1)
+        throw new Error(`sluice/dist/${entry}/index.d.ts must be one file importing only ${allowed.join(', ') || 'nothing'}; it imports ${others.join(', ')}`)
+      cache = bundle.cache
+    } finally {
+      await bundle.close()
+    }
+  }
 }
