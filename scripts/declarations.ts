@@ -42,7 +42,7 @@ export async function rollDeclarations(typesDir: string, outDir: string): Promis
       const allowed: readonly string[] = DECLARATION_ENTRIES[entry]
       const others = output.flatMap((file) => (file.type === 'chunk' ? file.imports : [])).filter((i) => !allowed.includes(i))
       if (others.length > 0 || output.length !== 1)
-        throw new Error(`sluice/dist/${entry}/index.d.ts must be one file importing only ${allowed.join(', ') || 'nothing'}; it imports ${others.join(', ')}`)
+        throw new Error(`sluice/dist/${entry}/index.d.ts must be one file importing ${allowed.join(' and ') || 'no module'}; it imports ${others.join(', ')}`)
       cache = bundle.cache
     } finally {
       await bundle.close()
