@@ -13,8 +13,8 @@ export { InvalidOptionsError } from './options.ts'
 export type { StartNodeOptions } from './options.ts'
 export type { TransportName } from './transport.ts'
 export { NodeApiError } from '../../worker/nodeClient.ts'
+export type { Address } from '../../worker/publicTypes.ts'
 export type {
-  Address,
   Amount,
   Answer,
   ApiPath,

@@ -5,7 +5,8 @@
  * does: on POST /shutdown, on a bug in the API, when the node fails (`onStopped` hears why).
  */
 import type { StopRequest } from '../host/hostNode.ts'
-import { nodeClient, type Address, type NodeClient, type SendRequest } from '../../worker/nodeClient.ts'
+import { nodeClient, type NodeClient, type SendRequest } from '../../worker/nodeClient.ts'
+import type { Address } from '../../worker/publicTypes.ts'
 import { subscribeToEvents, type PushListener } from '../../worker/subscription.ts'
 import { launchNode } from './launch.ts'
 import { resolveOptions, type StartNodeOptions } from './options.ts'
