@@ -62,6 +62,8 @@ export const codesNeverAnswered = [
   'JSON_SYNTAX',
   // A log level that does not parse: refused with the host's options, before a node starts.
   'INVALID_LOG_LEVEL',
+  // startNode()'s options (@sluice/node's, as the page's): thrown to the caller before a node starts.
+  'INVALID_OPTIONS',
   // The backup copies' and their server's (src/backup/): the backup server maps its own (src/backup/server/app.ts).
   'BACKUP_MALFORMED',
   'BACKUP_UNSIGNED',
