@@ -16,7 +16,7 @@ import { logNodeNotices } from '../src/log/nodeNotices.ts'
 import { ANSWERED_WHILE_SYNCING } from '../src/api/app.ts'
 import { createNode } from '../src/node/createNode.ts'
 import type { SluiceNode } from '../src/node/sluiceNode.ts'
-import type { NodeConfig, TransportFactory } from '../src/node/nodeConfig.ts'
+import type { FlagSettings, NodeConfig, TransportFactory } from '../src/node/nodeConfig.ts'
 import type { NodeStatus } from '../src/node/notices.ts'
 import type { StorageDump } from '../src/storage/storage.ts'
 import { openIdbStorage } from '../src/storage/idbStorage.ts'
@@ -32,20 +32,9 @@ import type { Eip1193Provider } from './publicTypes.ts'
 import { createRequestActivity } from './requestActivity.ts'
 
 /** What the page gives the worker: the node's options (the `sluice serve` flags in camelCase), as data. */
-export type NodeWorkerOptions = Pick<
-  NodeConfig,
-  | 'confirmations'
-  | 'pollingInterval'
-  | 'defaultRevealTimeout'
-  | 'defaultSettleTimeout'
-  | 'resolverEndpoint'
-  | 'releaseFeedUrl'
-  | 'encryptSecret'
-  | 'enableMonitoring'
-  | 'monitoringReward'
-> &
-  // The off-browser backup (docs/decisions/0034): a restore after the storage is wiped needs the key given here too.
-  Pick<NodeConfig, 'backupUrl' | 'backup'> & {
+export type NodeWorkerOptions = FlagSettings &
+  // The off-browser backup (docs/decisions/0034, `backupUrl`): a restore after the storage is wiped needs the key given here too.
+  Pick<NodeConfig, 'encryptSecret' | 'backup'> & {
     /** The chain's JSON-RPC endpoint; without it, the page's EIP-1193 provider (start's third argument). */
     rpc?: string
     deployment: Deployment

@@ -16,7 +16,7 @@ import type { Logger } from '../log/logger.ts'
 import { logNodeNotices } from '../log/nodeNotices.ts'
 import { followSync } from '../log/syncProgress.ts'
 import { createNode } from '../node/createNode.ts'
-import type { NodeConfig } from '../node/nodeConfig.ts'
+import type { FlagSettings, NodeConfig } from '../node/nodeConfig.ts'
 import type { StorageDump } from '../storage/storage.ts'
 import { openLevelStorage } from '../storage/levelStorage.ts'
 import { openMemoryStorage } from '../storage/memoryStorage.ts'
@@ -27,19 +27,7 @@ import { version } from '../version.ts'
 import { libp2pLog, type TransportName } from './transport.ts'
 
 /** The node's settings that pass through to createNode as they are. */
-export type LaunchNodeSettings = Pick<
-  NodeConfig,
-  | 'confirmations'
-  | 'pollingInterval'
-  | 'defaultRevealTimeout'
-  | 'defaultSettleTimeout'
-  | 'resolverEndpoint'
-  | 'releaseFeedUrl'
-  | 'backupUrl'
-  | 'minServiceTokenBalance'
-  | 'enableMonitoring'
-  | 'monitoringReward'
->
+export type LaunchNodeSettings = FlagSettings & Pick<NodeConfig, 'minServiceTokenBalance'>
 
 export type LaunchParameters = {
   rpc: string

@@ -133,6 +133,20 @@ export type NodeConfig = {
   monitoringReward?: bigint
 }
 
+/** The node's settings that are `sluice serve` flags (camelCase), which every host passes through to createNode as given. */
+export type FlagSettings = Pick<
+  NodeConfig,
+  | 'confirmations'
+  | 'pollingInterval'
+  | 'defaultRevealTimeout'
+  | 'defaultSettleTimeout'
+  | 'resolverEndpoint'
+  | 'releaseFeedUrl'
+  | 'backupUrl'
+  | 'enableMonitoring'
+  | 'monitoringReward'
+>
+
 /** Raiden's MONITORING_REWARD: 5 service tokens of 18 decimals. */
 export const DEFAULT_MONITORING_REWARD = 5n * 10n ** 18n
 
