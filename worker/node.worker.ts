@@ -6,17 +6,16 @@
  */
 import * as Comlink from 'comlink'
 import type { EIP1193Provider, Hex } from 'viem'
-import type { Environment } from '../src/api/context.ts'
 import type { Deployment } from '../src/chain/deployment.ts'
 import { encryptKeystore, type Keystore } from '../src/chain/keystore.ts'
 import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
 import { hostNode, type HostedNode } from '../src/host/hostNode.ts'
-import { createLogger, type LogLevel, type LogThreshold } from '../src/log/logger.ts'
+import { createLogger, type LogLevel } from '../src/log/logger.ts'
 import { logNodeNotices } from '../src/log/nodeNotices.ts'
 import { ANSWERED_WHILE_SYNCING } from '../src/api/app.ts'
 import { createNode } from '../src/node/createNode.ts'
 import type { SluiceNode } from '../src/node/sluiceNode.ts'
-import type { FlagSettings, NodeConfig, TransportFactory } from '../src/node/nodeConfig.ts'
+import type { NodeConfig, TransportFactory } from '../src/node/nodeConfig.ts'
 import type { NodeStatus } from '../src/node/notices.ts'
 import type { StorageDump } from '../src/storage/storage.ts'
 import { openIdbStorage } from '../src/storage/idbStorage.ts'
@@ -28,33 +27,18 @@ import { carryErrorCodes } from './comlinkErrors.ts'
 import { API_PATH } from './names.ts'
 import { loadOrCreateKey, readStoredKey } from './keyStore.ts'
 import { consoleLine, DEFAULT_LOG_LEVEL } from './pageLog.ts'
-import type { Eip1193Provider } from './publicTypes.ts'
+import type { Eip1193Provider, NodeOptions } from './publicTypes.ts'
 import { createRequestActivity } from './requestActivity.ts'
 
-/** What the page gives the worker: the node's options (the `sluice serve` flags in camelCase), as data. */
-export type NodeWorkerOptions = FlagSettings &
-  // The off-browser backup (docs/decisions/0034, `backupUrl`): a restore after the storage is wiped needs the key given here too.
-  Pick<NodeConfig, 'encryptSecret' | 'backup'> & {
-    /** The chain's JSON-RPC endpoint; without it, the page's EIP-1193 provider (start's third argument). */
-    rpc?: string
-    deployment: Deployment
-    /** The node's key; without it, the one kept in IndexedDB (generated on the first start). */
-    key?: Hex
-    /** Protects the kept key at rest (docs/decisions/0027); without it the key is kept wrapped by a non-extractable WebCrypto key. */
-    passphrase?: string
-    /** libp2p relays (`sluice relay` prints them); without any, the node reaches nodes of this origin only. */
-    relay?: string[]
-    environment?: Environment
-    /** A state dump (GET /_state/export) restored before the node starts; refused if older than the stored state. */
-    import?: StorageDump
-    /** The request channel's name (tests use their own). */
-    apiChannel?: string
-    /**
-     * What the node writes to the page's console: `debug`, `info` (its start, sync, channels and payments), `warn`
-     * (default: what it retries, a failed payment), `error` (what needs a person) or `silent`.
-     */
-    logLevel?: LogThreshold
-  }
+/**
+ * What the page gives the worker: the page's options (publicTypes.ts, the `sluice serve` flags in camelCase), with
+ * the deployment as data and the state dump importState() was given.
+ */
+export type NodeWorkerOptions = NodeOptions & {
+  deployment: Deployment
+  /** A state dump (GET /_state/export) restored before the node starts; refused if older than the stored state. */
+  import?: StorageDump
+}
 
 export type StartedNode = { address: string; version: string; keyGenerated: boolean }
 

@@ -5,7 +5,8 @@
 import type { EIP1193Provider } from 'viem'
 import type { Deployment as NodeDeployment } from '../src/chain/deployment.ts'
 import type { Meta, StorageDump as NodeStorageDump } from '../src/storage/storage.ts'
-import type { NodeWorkerOptions, RemoteProvider } from './node.worker.ts'
+import type { RemoteProvider } from './node.worker.ts'
+import type { NodeConfig } from '../src/node/nodeConfig.ts'
 import type { Address, Deployment, Eip1193Provider, Hex, NodeOptions, StorageDump } from './publicTypes.ts'
 
 /** The same keys, and each type accepts the other (so an option added to one but not the other fails). */
@@ -17,10 +18,8 @@ export type PublicTypesMatch = [
   Holds<Same<Hex, import('viem').Hex>>,
   Holds<Same<Deployment, NodeDeployment>>,
   Holds<Same<Deployment['contracts'][keyof Deployment['contracts']], NodeDeployment['contracts'][keyof NodeDeployment['contracts']]>>,
-  // The options the worker takes from the page, but for the deployment (which the page may give as a URL) and the
-  // dump (importState's).
-  Holds<Same<NodeOptions, Omit<NodeWorkerOptions, 'deployment' | 'import'>>>,
-  Holds<Same<NodeOptions['key'], NodeWorkerOptions['key']>>,
+  // The options: the worker's are the page's (node.worker.ts's NodeWorkerOptions), and createNode takes them as its own.
+  Holds<NodeOptions extends Partial<NodeConfig> ? true : false>,
   Holds<Same<Eip1193Provider, RemoteProvider>>,
   // A viem wallet client's provider is a provider here.
   Holds<EIP1193Provider extends Eip1193Provider ? true : false>,
