@@ -26,6 +26,7 @@ import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport
 import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
+import { waitForReceipt } from '../../src/chain/receipt.ts'
 import { line, mineUntil, monitoringRequest, partnerProof, type ProofOf } from '../support/monitoring.ts'
 import { rawRequest } from '../api/support/rawHttp.ts'
 import { call } from './devnetProcess.ts'
@@ -239,12 +240,14 @@ describe('sluice monitor', () => {
     )
     const devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[4] as Hex })
     const bp = older.balance_proof
-    await devnet.writeContract({
+    const updated = await devnet.writeContract({
       address: net.tokenNetwork,
       abi: TokenNetwork.abi,
       functionName: 'updateNonClosingBalanceProof',
       args: [channel.channelId, partner, requester, bp.balance_hash, bp.nonce, bp.additional_hash, bp.signature, older.non_closing_signature],
     })
+    // The hash comes back when the transaction is sent; on a busy machine anvil mines it a moment later.
+    expect((await waitForReceipt(devnet, updated, { timeout: 20_000 })).status).toBe('success')
     const onChain = () =>
       readParticipantInfo(p.chain, { tokenNetwork: net.tokenNetwork, channelId: channel.channelId, participant: partner, partner: requester })
     expect((await onChain()).nonce).toBe(3n)
