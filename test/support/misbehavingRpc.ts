@@ -5,6 +5,7 @@
 // what a node applies must still be exactly the chain's logs. Node-only (node:http).
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { mulberry32 } from './random.ts'
 
 type RpcLog = { blockNumber: string | null; logIndex: string | null; transactionHash: string | null; removed?: boolean; [k: string]: unknown }
 type RpcRequest = { id: unknown; method: string; params?: unknown[] }
@@ -103,16 +104,4 @@ async function read(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
   for await (const chunk of req) chunks.push(chunk as Buffer)
   return Buffer.concat(chunks).toString('utf8')
-}
-
-/** A small seeded PRNG (public domain), so a run can be repeated. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
