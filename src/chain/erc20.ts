@@ -21,11 +21,14 @@ export async function approveIfNeeded(
   { token, spender, amount }: { token: Address; spender: Address; amount: bigint },
 ): Promise<SentTransaction | undefined> {
   if (amount <= 0n || (await readAllowance(chain, { token, spender })) >= amount) return undefined
-  return queue.send({
-    to: token,
-    data: encodeFunctionData({ abi: CustomToken.abi, functionName: 'approve', args: [spender, amount] }),
-    description: `approve(${spender}, ${amount}) on ${token}`,
-  })
+  return queue.send(
+    {
+      to: token,
+      data: encodeFunctionData({ abi: CustomToken.abi, functionName: 'approve', args: [spender, amount] }),
+      description: `approve(${spender}, ${amount}) on ${token}`,
+    },
+    { confirmations: 0n },
+  )
 }
 
 /**
@@ -52,7 +55,7 @@ export function withTokenApproval<T>(
 const otherMintAbi = parseAbi(['function increaseSupply(uint256 value, address to)'])
 
 /** The mint functions test tokens offer (rest-api `_testing` endpoint), tried in this order. */
-function mintCalls(token: Address, to: Address, amount: bigint): ChainCall[] {
+function mintCalls(token: Address, to: Address, amount: bigint): (ChainCall & { to: Address })[] {
   return [
     {
       to: token,

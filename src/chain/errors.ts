@@ -66,6 +66,47 @@ export class InsufficientFundsForGasError extends ChainError {
   }
 }
 
+/**
+ * The chain asks more per gas than the operator's cap (`--max-fee-per-gas`) allows: nothing was sent. REST answers 503:
+ * try again when fees fall, or raise the cap.
+ */
+export class FeesAboveCapError extends ChainError {
+  override name = 'FeesAboveCapError' as const
+  override readonly code = 'FEES_ABOVE_CAP' as const
+  constructor(
+    readonly description: string,
+    /** The least price per gas that gets it mined now (next base fee and tip, or the gas price), in wei. */
+    readonly asked: bigint,
+    readonly cap: bigint,
+    detail?: string,
+  ) {
+    super(`${description} was not sent: the chain asks ${gwei(asked)} gwei per gas, above the cap of ${gwei(cap)} gwei (--max-fee-per-gas)`, {
+      ...(detail ? { details: detail } : {}),
+    })
+  }
+}
+
+/** The nonce of a transaction under way was mined by a transaction the queue never signed: another program uses the key. */
+export class NonceTakenError extends ChainError {
+  override name = 'NonceTakenError' as const
+  override readonly code = 'NONCE_TAKEN' as const
+  constructor(
+    readonly nonce: number,
+    readonly description: string,
+  ) {
+    super(`${description} was not mined: its nonce ${nonce} was used by a transaction this node did not send (is another program using this key?)`)
+  }
+}
+
+/** The transaction queue stopped before the transaction was mined; its journal keeps it for the next start. */
+export class TransactionQueueStoppedError extends ChainError {
+  override name = 'TransactionQueueStoppedError' as const
+  override readonly code = 'TRANSACTION_QUEUE_STOPPED' as const
+  constructor() {
+    super('the node stopped before the transaction was mined; it is sent again at the next start')
+  }
+}
+
 /** The account holds fewer tokens than a deposit needs: REST answers 402. */
 export class InsufficientTokenBalanceError extends ChainError {
   override name = 'InsufficientTokenBalanceError' as const
@@ -112,6 +153,16 @@ export type ChainErrorType =
   | InsufficientTokenBalanceError
   | TokenNotMintableError
   | MissingEventError
+  | FeesAboveCapError
+  | NonceTakenError
+  | TransactionQueueStoppedError
+
+/** Wei per gas as gwei, up to 9 decimals. */
+export function gwei(wei: bigint): string {
+  const whole = wei / 10n ** 9n
+  const fraction = (wei % 10n ** 9n).toString().padStart(9, '0').replace(/0+$/, '')
+  return fraction ? `${whole}.${fraction}` : `${whole}`
+}
 
 function describeCause(cause: unknown): string {
   if (cause && typeof cause === 'object') {

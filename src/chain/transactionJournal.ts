@@ -25,6 +25,11 @@ export type JournalStatus = 'signed' | 'sent' | 'mined'
 
 export type JournalEntry = {
   nonce: number
+  /**
+   * What the transaction is for, when its sender must find it again after a restart (a transaction intent's key): a
+   * send under a key whose entry is still here joins that entry instead of taking a new nonce.
+   */
+  key?: string
   /** What it calls: `to` absent for a contract creation (then `data` is the creation code with its arguments). */
   call: { to?: Address; data: Hex; value?: bigint; description: string }
   gas: bigint

@@ -2,7 +2,7 @@ import { encodeFunctionData, http, keccak256, toHex, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createChainClient } from '../../../src/chain/chainClient.ts'
-import { ChainIdMismatchError, ChainRpcError, InsufficientFundsForGasError, TransactionRevertedError } from '../../../src/chain/errors.ts'
+import { ChainIdMismatchError, InsufficientFundsForGasError, TransactionRevertedError } from '../../../src/chain/errors.ts'
 import { readChannelIdentifier } from '../../../src/chain/reads.ts'
 import { registerToken } from '../../../src/chain/tokenNetworkActions.ts'
 import { createTransactionQueue, type ChainCall } from '../../../src/chain/transactionQueue.ts'
@@ -146,16 +146,17 @@ describe('createTransactionQueue', () => {
     expect(await readChannelIdentifier(a!.chain, { tokenNetwork, participant: pair[0], partner: pair[1] })).toBeGreaterThan(0n)
   })
 
-  test('after a nonce taken behind its back, the failed send is a ChainRpcError and the next one reads the nonce again', async () => {
+  test('after a nonce taken behind its back, the send signs again at the next nonce of the chain and goes through', async () => {
     const { chain, queue, key } = bed.accounts[2]!
-    await queue.send(registerSecretCall(bed.deployment.contracts.SecretRegistry.address, 'warm up'))
+    const warm = await queue.send(registerSecretCall(bed.deployment.contracts.SecretRegistry.address, 'warm up'))
     // Another client of the same key uses the nonce the queue would use next.
     const other = await createChainClient({ rpcUrl: bed.anvil.rpcUrl, privateKey: key, pollingInterval: 20 })
     await waitForReceipt(other.publicClient, await other.walletClient.sendTransaction({ to: other.address, value: 1n }), { timeout: 20_000 })
-    const error = await queue.send(registerSecretCall(bed.deployment.contracts.SecretRegistry.address, 'stale nonce')).catch((e: unknown) => e)
-    expect(error).toBeInstanceOf(ChainRpcError)
+    const sent = await queue.send(registerSecretCall(bed.deployment.contracts.SecretRegistry.address, 'stale nonce'))
+    expect(sent.receipt.status).toBe('success')
+    expect(sent.nonce).toBe(warm.nonce + 2)
     const next = await queue.send(registerSecretCall(bed.deployment.contracts.SecretRegistry.address, 'resynced'))
-    expect(next.receipt.status).toBe('success')
-    expect(next.nonce).toBe((await chain.publicClient.getTransactionCount({ address: chain.address })) - 1)
+    expect(next.nonce).toBe(warm.nonce + 3)
+    expect(await chain.publicClient.getTransactionCount({ address: chain.address })).toBe(warm.nonce + 4)
   })
 })
