@@ -86,6 +86,12 @@ export type CreateTransactionQueueParameters = BumpPolicy & {
   maxFeePerGas?: bigint
   /** Blocks on top of a transaction's block before `send` resolves (its block then checked to be the chain's); 0 by default. */
   confirmations?: bigint
+  /**
+   * Blocks a mined transaction stays in the journal, its block checked, after `send` resolved: a reorg deeper than the
+   * confirmations within them sends it again rather than leave its nonce to another (32 by default, the block
+   * watcher's reorg depth).
+   */
+  keepBlocks?: bigint
   /** Milliseconds between looks at the chain while transactions are under way; the chain client's polling interval by default. */
   pollingInterval?: number
   /** A transaction with a deadline became at risk of missing it (`risk`), or no longer is (undefined). */
@@ -143,8 +149,10 @@ type Waiter = { resolve: (sent: SentTransaction) => void; reject: (error: unknow
 type Tracked = {
   entry: JournalEntry
   waiters: Waiter[]
-  /** Blocks on top of its block before it is done. */
+  /** Blocks on top of its block before its senders are told. */
   confirmations: bigint
+  /** Its senders were told (mined and confirmed): it stays only to be sent again if a deep reorg takes it away. */
+  result?: SentTransaction | TransactionRevertedError
   onSubmitted?: SendOptions['onSubmitted']
   /** The head at which the newest attempt was last broadcast: once per block is enough. */
   broadcastAt?: bigint
@@ -171,6 +179,7 @@ export function createTransactionQueue(
     journal = memoryJournal(),
     maxFeePerGas: cap,
     confirmations = 0n,
+    keepBlocks = 32n,
     pollingInterval = chain.publicClient.pollingInterval,
     onRisk,
     onError,
@@ -188,6 +197,8 @@ export function createTransactionQueue(
   let stopped = false
   let timer: ReturnType<typeof setTimeout> | undefined
   let looking: Promise<void> | undefined
+  /** The head of the last look. */
+  let lastHead: bigint | undefined
 
   /** Loads the journal once (again after a failure) and takes the next nonce after every one used. */
   function load(): Promise<void> {
@@ -319,6 +330,11 @@ export function createTransactionQueue(
     }
     // Stopped while it was being sent: the journal has it for the next start, nobody follows it now.
     if (stopped) throw new TransactionQueueStoppedError()
+    // Joined under its key after it was done (a restart between the two): its outcome at once.
+    if (t.result) {
+      if (t.result instanceof Error) throw t.result
+      return t.result
+    }
     const done = new Promise<SentTransaction>((resolve, reject) => t.waiters.push({ resolve, reject }))
     schedule(0)
     return done
@@ -345,8 +361,10 @@ export function createTransactionQueue(
     let used: number
     let pooled: number
     try {
-      ;[head, used, pooled] = await Promise.all([
-        publicClient.getBlockNumber({ cacheTime: 0 }),
+      head = await publicClient.getBlockNumber({ cacheTime: 0 })
+      // Only done transactions kept for a deep reorg, and no new block: nothing can have changed.
+      if (head === lastHead && [...tracked.values()].every((t) => t.result)) return
+      ;[used, pooled] = await Promise.all([
         publicClient.getTransactionCount({ address, blockTag: 'latest' }),
         publicClient.getTransactionCount({ address, blockTag: 'pending' }),
       ])
@@ -354,6 +372,7 @@ export function createTransactionQueue(
       onError?.(new ChainRpcError('eth_blockNumber/eth_getTransactionCount', e))
       return
     }
+    lastHead = head
     const reads = new Reads()
     for (const t of [...tracked.values()].sort((a, b) => a.entry.nonce - b.entry.nonce)) {
       if (stopped) return
@@ -382,7 +401,8 @@ export function createTransactionQueue(
     if (e.status === 'mined' && e.mined) {
       const block = await publicClient.getBlock({ blockNumber: e.mined.blockNumber }).catch(() => undefined)
       if (block && block.hash === e.mined.blockHash) {
-        if (head >= e.mined.blockNumber + t.confirmations) await finish(t, e.mined.hash)
+        if (t.result && head >= e.mined.blockNumber + keepBlocks) await forget(t)
+        else if (!t.result && head >= e.mined.blockNumber + t.confirmations) await finish(t, e.mined.hash)
         return
       }
       if (block || head < e.mined.blockNumber) {
@@ -390,6 +410,8 @@ export function createTransactionQueue(
         const { mined: _, ...rest } = e
         t.entry = e = { ...rest, status: 'sent' }
         t.broadcastAt = undefined
+        // Its senders were told it was done: it is mined again all the same, as they were told.
+        t.result = undefined
         await journal.put(e)
       } else return // the endpoint lags behind the block it gave the receipt of: look again next time
     }
@@ -466,7 +488,7 @@ export function createTransactionQueue(
     }
   }
 
-  /** Mined and deep enough: out of the journal, and its senders told. */
+  /** Mined and confirmed: its senders told. It stays in the journal for `keepBlocks` more (a deep reorg sends it again). */
   async function finish(t: Tracked, hash: Hex, found?: TransactionReceipt): Promise<void> {
     const receipt =
       found ??
@@ -474,12 +496,15 @@ export function createTransactionQueue(
         throw new ChainRpcError('eth_getTransactionReceipt', e)
       }))
     const reason = receipt.status === 'success' ? undefined : await revertReasonAt(t.entry.call, receipt)
+    report(t, undefined)
+    t.result = receipt.status === 'success' ? { hash, nonce: t.entry.nonce, receipt } : new TransactionRevertedError(t.entry.call.description, reason, hash)
+    for (const w of t.waiters.splice(0)) t.result instanceof Error ? w.reject(t.result) : w.resolve(t.result)
+  }
+
+  /** Deep enough that no reorg the node expects can take it away: out of the journal. */
+  async function forget(t: Tracked): Promise<void> {
     await journal.delete(t.entry.nonce)
     tracked.delete(t.entry.nonce)
-    report(t, undefined)
-    for (const w of t.waiters)
-      if (receipt.status === 'success') w.resolve({ hash, nonce: t.entry.nonce, receipt })
-      else w.reject(new TransactionRevertedError(t.entry.call.description, reason, hash))
   }
 
   async function giveUp(t: Tracked, error: Error): Promise<void> {
@@ -558,12 +583,15 @@ export function createTransactionQueue(
     async stop() {
       stopped = true
       clearTimeout(timer)
+      // A send being signed and journaled finishes first: a queue made after this one over the same journal finds it.
+      await tail
       await looking
       const error = new TransactionQueueStoppedError()
       for (const t of tracked.values()) for (const w of t.waiters.splice(0)) w.reject(error)
     },
     pending: () =>
       [...tracked.values()]
+        .filter((t) => !t.result)
         .sort((a, b) => a.entry.nonce - b.entry.nonce)
         .map(({ entry }) => {
           const newest = entry.attempts.at(-1)!
