@@ -14,6 +14,7 @@ import { createLogger, type LogLevel } from '../src/log/logger.ts'
 import { logNodeNotices } from '../src/log/nodeNotices.ts'
 import { ANSWERED_WHILE_SYNCING } from '../src/api/app.ts'
 import { createNode } from '../src/node/createNode.ts'
+import { NodeStoppedError } from '../src/node/errors.ts'
 import type { SluiceNode } from '../src/node/sluiceNode.ts'
 import type { NodeConfig, TransportFactory } from '../src/node/nodeConfig.ts'
 import type { NodeStatus } from '../src/node/notices.ts'
@@ -106,23 +107,45 @@ const api = {
       performance.measure('sluice:key', { start: unlocking })
       keptKey = givenKey ? undefined : key
       let lost: string | undefined
+      // Declared before createNode, which is handed the callbacks that call it (its database taken away, its transport
+      // failing): while createNode still runs it ends the start at once with why (what createNode still makes is
+      // stopped below); once the node is hosted it stops the node and tells the page.
+      let running: HostedNode | undefined
+      let endStart!: (error: Error) => void
+      const startEnded = new Promise<never>((_, reject) => (endStart = reject))
+      let endedWhileStarting = false
+      const stopOnItsOwn = async (level: LogLevel, reason: string, error?: unknown) => {
+        if (stoppedWith || endedWhileStarting) return
+        log[level]('the node stops on its own', { reason, error })
+        if (!running) {
+          endedWhileStarting = true
+          endStart(new NodeStoppedError(`the Sluice node stopped as it started: ${reason}`))
+          return
+        }
+        stoppedWith = reason
+        await running.stop().catch(() => {})
+        onStopped?.({ reason, ...(error !== undefined ? { error: toErrorData(error) } : {}) })
+      }
+      // The node once createNode has made it: what waits for it is handed to createNode before.
+      let made!: (node: SluiceNode) => void
+      const nodeMade = new Promise<SluiceNode>((resolve) => (made = resolve))
       const activity = createRequestActivity()
       // libp2p holds the worker's thread for about 250 ms as it loads and starts: once the node is ready and the
       // page's first requests are answered, at the latest LIBP2P_AT_THE_LATEST_MS after the start (decision 0024).
-      // One moment for it and the resends; asked for once the node runs (`node` does not exist before). A request
-      // that writes (opening a channel, a deposit, a payment) is the owner acting: messages follow, so it is at once,
-      // while a channel's transaction is mined rather than after it (a long request holds "quiet" off).
+      // One moment for it and the resends; asked for once the node runs. A request that writes (opening a channel, a
+      // deposit, a payment) is the owner acting: messages follow, so it is at once, while a channel's transaction is
+      // mined rather than after it (a long request holds "quiet" off).
       let moment: Promise<unknown> | undefined
       let wrote!: () => void
       const firstWrite = new Promise<void>((resolve) => (wrote = resolve))
       const afterFirstAnswers = () =>
         (moment ??= Promise.race([
-          untilReady(node, LIBP2P_AT_THE_LATEST_MS).then(() => activity.quiet(LIBP2P_AFTER_QUIET_MS)),
+          nodeMade.then((node) => untilReady(node, LIBP2P_AT_THE_LATEST_MS)).then(() => activity.quiet(LIBP2P_AFTER_QUIET_MS)),
           new Promise((resolve) => setTimeout(resolve, LIBP2P_AT_THE_LATEST_MS)),
           firstWrite,
         ]))
       const creating = performance.now()
-      const node = await createNode({
+      const making = createNode({
         ...rest,
         ...(rpc ? { rpc } : { provider: { request: (args: { method: string; params?: unknown }) => provider!.request(args) } as EIP1193Provider }),
         deployment,
@@ -154,6 +177,15 @@ const api = {
           onError: (error) => void stopOnItsOwn('error', `its transport did not start: ${toErrorData(error).message}`, error),
         }),
       })
+      // A start ended meanwhile: the node createNode still makes is stopped (its store closed); its failure is the loss's.
+      startEnded.catch(() =>
+        making.then(
+          (late) => late.stop().catch(() => {}),
+          () => {},
+        ),
+      )
+      const node = await Promise.race([making, startEnded])
+      made(node)
       // createNode() whole: storage, the state read and replayed, the chain's first calls.
       performance.measure('sluice:node', { start: creating })
       logNodeNotices(node, log)
@@ -167,14 +199,7 @@ const api = {
         keyGenerated: created,
       })
       const current = hostNode({ node, version, environment })
-      hosted = current
-      const stopOnItsOwn = async (level: LogLevel, reason: string, error?: unknown) => {
-        if (stoppedWith) return
-        stoppedWith = reason
-        log[level]('the node stops on its own', { reason, error })
-        await current.stop().catch(() => {})
-        onStopped?.({ reason, ...(error !== undefined ? { error: toErrorData(error) } : {}) })
-      }
+      hosted = running = current
       void current.stopRequested.then((request) =>
         stopOnItsOwn(
           lost || request.reason !== 'shutdown' ? 'error' : 'info',

@@ -25,6 +25,7 @@ import { resolveFromHistory } from './runtime/history.ts'
 import { MessageHandler } from './runtime/messageHandler.ts'
 import { withOurProofKnown } from './runtime/nonceLookups.ts'
 import { ServiceMessages } from './runtime/serviceMessages.ts'
+import { Signer } from './runtime/signer.ts'
 import { StatusTracker } from './runtime/status.ts'
 import { TransactionRunner } from './runtime/transactionRunner.ts'
 import { restoreFromBackup, type Restored } from './services/backup/restore.ts'
@@ -35,10 +36,13 @@ import { SluiceNode } from './sluiceNode.ts'
  * The one way to build a node, for every host (`sluice serve`, `sluice devnet`, the browser worker, tests):
  * connects to the chain, opens and loads the store (restoring `config.import` first, if given, or into an empty store
  * with `backupUrl` the newest copy on the backup server, docs/decisions/0034), replays it, and
- * wires the runtime around the protocol core: the engine, the effect handler that carries out what each commit
- * applied, the message handler that turns what delivery receives into changes, delivery, chain following and
- * transactions; then the client the actions take, the services, and the node. The node is not running yet: `node.run()` catches up with the chain. Browser-safe: nothing reachable from
- * here imports a Node-only module (the host brings LevelDB, or native secp256k1, when it has them).
+ * wires the runtime around the protocol core: the engine, the message handler that turns what delivery receives into
+ * changes, the node's signer, delivery and the service messages, chain following and transactions; then the client
+ * the actions take, the services, and the node; last the effect handler that carries out what each commit applied
+ * (and halts the node). Each part is made from parts above it; the two cycles (the engine and its effect handler,
+ * delivery and the service messages) are closed once both sides exist, and the outbox resumes once all is wired
+ * (docs/decisions/0050). The node is not running yet: `node.run()` catches up with the chain. Browser-safe: nothing
+ * reachable from here imports a Node-only module (the host brings LevelDB, or native secp256k1, when it has them).
  *
  * Throws ChainRpcError / ChainIdMismatchError for the endpoint, DeploymentMismatchError when the chain has no
  * registry where the deployment says, and the store's errors (StorageLockedError when
@@ -111,7 +115,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const report: Report = (where, error, detail) => {
       if (!stopping.signal.aborted) notices.publish({ type: 'error', error, where, ...(detail ? { detail } : {}) })
     }
-    // The loop: the engine hands each durable commit to the effect handler, made below with the parts it drives.
+    // The loop. It commits nothing before it is handed the effect handler, made below from the parts it drives.
     const engine = new Engine({
       state,
       seq,
@@ -121,10 +125,6 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       now: Date.now,
       snapshotEvery: config.snapshotEvery,
       snapshotWhenIdle: config.snapshotWhenIdle,
-      onApplied: (applied) => {
-        effects.handle(applied)
-        commits.publish(applied.at(-1)!.seq)
-      },
     })
     const queue = createTransactionQueue(chain)
     const transport = await config.transport({ address, key: config.key })
@@ -136,20 +136,26 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     // Keys the transport authenticated as peers came online: a payment's secret can go to a target in its first
     // LockedTransfer before any message of the target reached us (no SecretRequest round trip).
     const peerKeys = new RecentMap<string, Hex>(PEER_KEYS_KEPT)
+    // The node's one signer, under the stale-state rule: delivery, the service messages and the effect handler share it.
+    const signer = new Signer({
+      engine,
+      signLine: lineSigner(config.key),
+      signRequest: (parameters) => signRequestMonitoring(config.key, parameters),
+    })
     const delivery = createDelivery({
       transport,
       onPeerKey: (peer, publicKey) => peerKeys.set(peer.toLowerCase(), publicKey),
       address,
-      sign: (message) => effects.sign(message),
+      sign: (message) => signer.sign(message),
       onMessage: (message, sender, senderKey) => messages.receive(message, sender, senderKey),
-      // A service's messages are acknowledged to the service; the rest are the engine's outbox rows.
-      onAcknowledged: (keys) => {
-        const outbox = serviceMessages.acknowledged(keys)
-        if (outbox.length) engine.forget(outbox)
-      },
       backoff: config.backoff,
     })
-    delivery.resume(loaded.outbox, config.resendWhen)
+    const serviceMessages = new ServiceMessages({ delivery, signer })
+    // A service's messages are acknowledged to the service; the rest are the engine's outbox rows.
+    delivery.onAcknowledged((keys) => {
+      const outbox = serviceMessages.acknowledged(keys)
+      if (outbox.length) engine.forget(outbox)
+    })
 
     const chunkSize = new LogChunkSize()
     const follower = new ChainFollower(
@@ -201,23 +207,6 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       isStopping: () => stopping.signal.aborted,
     })
 
-    // It halts the node, which is made last, from all the parts.
-    const effects = new EffectHandler({
-      engine,
-      delivery,
-      transactions,
-      notices,
-      signLine: lineSigner(config.key),
-      signRequest: (parameters) => signRequestMonitoring(config.key, parameters),
-      ...(config.resolverEndpoint ? { resolver: { endpoint: config.resolverEndpoint, fetch: config.fetch, backoff: config.backoff } } : {}),
-      blockSynced: () => status.progressed(),
-      halt: (error) => void node.halt(error),
-      report,
-      stopped: stopping.signal,
-    })
-
-    const serviceMessages = new ServiceMessages({ delivery, signer: effects })
-
     const client = createNodeClient({
       config,
       chain,
@@ -249,6 +238,26 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       report,
       stopping,
     })
+
+    // Carries out each durable commit, and halts the node when one finds the state stale.
+    const effects = new EffectHandler({
+      engine,
+      delivery,
+      transactions,
+      notices,
+      signer,
+      ...(config.resolverEndpoint ? { resolver: { endpoint: config.resolverEndpoint, fetch: config.fetch, backoff: config.backoff } } : {}),
+      blockSynced: () => status.progressed(),
+      halt: (error) => void node.halt(error),
+      report,
+      stopped: stopping.signal,
+    })
+    engine.handEffectsTo((applied) => {
+      effects.handle(applied)
+      commits.publish(applied.at(-1)!.seq)
+    })
+    // Everything wired: what the last run left unacknowledged waits in delivery for the node's run.
+    delivery.resume(loaded.outbox, config.resendWhen)
     return node
   } catch (error) {
     await storage.close().catch(() => {})

@@ -25,8 +25,11 @@ export type DeliveryParameters = {
    * our Delivered and the commit would lose a message its sender no longer retries.
    */
   onMessage: (message: Signed<Message>, sender: Address, senderKey: Hex) => undefined | Promise<unknown>
-  /** Outbox keys that are done (acknowledged, or sent once if nothing acknowledges them): delete them in the next commit. */
-  onAcknowledged: (keys: string[]) => void
+  /**
+   * Outbox keys that are done (acknowledged, or sent once if nothing acknowledges them): delete them in the next commit.
+   * Or subscribed later with `onAcknowledged`, when what hears them is made after delivery (it sends through it).
+   */
+  onAcknowledged?: (keys: string[]) => void
   /** Retry schedule; defaults to 300 ms doubling up to 60 s. */
   backoff?: Partial<Backoff>
   now?: () => number
@@ -73,8 +76,13 @@ export type DeliveryStats = {
  * The runtime hands it outbox records it has already committed, and deletes the keys it reports done.
  */
 export type Delivery = {
-  /** Starts the transport, then sends everything enqueued so far. */
+  /**
+   * Starts the transport, then sends everything enqueued so far. Refused until its acknowledgements are heard (the
+   * parameter, or `onAcknowledged`): nothing is acknowledged before it starts, so none is lost.
+   */
   start(): Promise<void>
+  /** Hears the keys that are done, as the `onAcknowledged` parameter does, when that was not given; before `start`. */
+  onAcknowledged(listener: (keys: string[]) => void): void
   /**
    * Sends these committed outbox records at once, then retries each with backoff until acknowledged. Also how
    * to resume after a restart: enqueue `Loaded.outbox`. A key already pending is ignored. Records' stored
@@ -106,7 +114,8 @@ type Received = { handedAt: number; signature: string; applied?: Promise<unknown
 
 /** Creates the delivery layer between the runtime and `transport`. */
 export function createDelivery(parameters: DeliveryParameters): Delivery {
-  const { transport, sign, onMessage, onAcknowledged, log } = parameters
+  const { transport, sign, onMessage, log } = parameters
+  let onAcknowledged = parameters.onAcknowledged
   const now = parameters.now ?? Date.now
   const backoff: Backoff = { ...defaultBackoff, ...parameters.backoff }
   const memory = parameters.memory ?? 4096
@@ -155,7 +164,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     if (keys.length === 0) return
     stats.acknowledged += keys.length
     try {
-      onAcknowledged(keys)
+      onAcknowledged!(keys)
     } catch (error) {
       log?.({ type: 'handlerFailed', error })
     }
@@ -402,6 +411,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
   return {
     async start() {
       if (started) return
+      if (!onAcknowledged) throw new Error('delivery starts once its acknowledgements are heard (onAcknowledged)')
       started = true
       transport.onPeerSeen?.((peer, publicKey) => {
         if (publicKey) parameters.onPeerKey?.(peer, publicKey)
@@ -414,6 +424,11 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
       })
       if (resumeWhen) releaseWhen(resumeWhen)
       scheduleFlush()
+    },
+
+    onAcknowledged(listener) {
+      if (onAcknowledged) throw new Error("delivery's acknowledgements are heard already")
+      onAcknowledged = listener
     },
 
     connect(peer) {

@@ -1,6 +1,3 @@
-import type { Message, RequestMonitoring, Signed } from '../../protocol/messages/types.ts'
-import { encodeMessage } from '../../protocol/messages/wire.ts'
-import type { SignRequestMonitoringParameters } from '../../protocol/monitoringRequest.ts'
 import type { OutboxRecord } from '../../storage/storage.ts'
 import type { Backoff } from '../../transport/backoff.ts'
 import type { Delivery } from '../../transport/delivery.ts'
@@ -9,6 +6,7 @@ import type { NodeNotice, Report } from '../notices.ts'
 import type { Applied, CommittedEffect, Engine } from './engine.ts'
 import type { EventBus } from './eventBus.ts'
 import { resolveSecret } from './secretResolver.ts'
+import type { Signer } from './signer.ts'
 import type { TransactionRunner } from './transactionRunner.ts'
 
 export type EffectHandlerParameters = {
@@ -16,10 +14,8 @@ export type EffectHandlerParameters = {
   delivery: Pick<Delivery, 'enqueue'>
   transactions: Pick<TransactionRunner, 'run'>
   notices: Pick<EventBus<NodeNotice>, 'publish'>
-  /** Signs a message as this node and encodes it as its wire line (transport/lineSigner.ts). */
-  signLine: (message: Message) => Promise<string>
-  /** Signs a RequestMonitoring as this node, both its signatures (protocol/monitoringRequest.ts). */
-  signRequest: (parameters: SignRequestMonitoringParameters) => Signed<RequestMonitoring>
+  /** The node's signer (delivery's, the service messages'): stopped here when a commit finds the state stale. */
+  signer: Pick<Signer, 'refuse'>
   /** Where and how to ask for a secret (docs/rest-api.md, The secret resolver); absent without `resolverEndpoint`. */
   resolver?: { endpoint: string; fetch: typeof fetch; backoff: Backoff }
   /** After each commit that synced blocks: the status's sync progress follows. */
@@ -34,18 +30,15 @@ export type EffectHandlerParameters = {
 /**
  * Carries out the core's effects once the commit that holds them is durable (docs/architecture.md, rule 4), as
  * Raiden's RaidenEventHandler and go-nitro's executeSideEffects do: one switch over every kind of effect. A send's
- * outbox record goes to delivery, which signs it here when it sends it (decision 0002); a transaction's record to
- * the transaction runner; an event to the notices; a resolveSecret to the secret resolver. The engine hands it each
- * batch it committed (`handle`, its `onApplied`).
+ * outbox record goes to delivery, which signs it with the node's signer (signer.ts) as it sends it (decision 0002);
+ * a transaction's record to the transaction runner; an event to the notices; a resolveSecret to the secret
+ * resolver. The engine hands it each batch it committed (`handle`, given to `engine.handEffectsTo`).
  *
  * A batch in which the core found the state stale (a `staleState` event, docs/decisions/0029) carries out only its
  * events: nothing of it is signed or sent, its changes having been computed on a state older than what we signed.
- * From then on this handler signs nothing, and the node halts.
+ * From then on the node's signer signs nothing, and the node halts.
  */
 export class EffectHandler {
-  /** Set when the state is found stale: from then on nothing is signed. */
-  private stale: StaleStateError | undefined
-
   constructor(private readonly p: EffectHandlerParameters) {}
 
   /** Carries out what one durable commit applied, change by change, in order. */
@@ -62,33 +55,6 @@ export class EffectHandler {
       if (a.change.type === 'block') this.p.blockSynced()
     }
     if (outbox.length) this.p.delivery.enqueue(outbox)
-  }
-
-  /**
-   * Delivery's signer: refuses once the state is found stale, whatever was queued before. A service's
-   * RequestMonitoring comes signed whole (`signRequestMonitoring`, its id derived from its signature): it is only
-   * encoded, still behind the same refusal.
-   */
-  sign(message: Message): Promise<string> {
-    this.refuseIfStale()
-    if (message.type === 'RequestMonitoring' && 'signature' in message) return Promise.resolve(encodeMessage(message as Signed<RequestMonitoring>))
-    return this.p.signLine(message)
-  }
-
-  /**
-   * Signs a RequestMonitoring as this node (docs/decisions/0035): the one other signer of the node, under the same
-   * rule. It refuses once the state is stale, also in the moment between the transition that found it and the
-   * commit that hands that batch here.
-   */
-  signRequestMonitoring(parameters: SignRequestMonitoringParameters): Signed<RequestMonitoring> {
-    this.refuseIfStale()
-    return this.p.signRequest(parameters)
-  }
-
-  private refuseIfStale(): void {
-    if (this.stale) throw this.stale
-    const stale = this.p.engine.current.stale
-    if (stale) throw new StaleStateError(`this node's state is older than what it signed: ${stale.reason}`)
   }
 
   private carryOut(effect: CommittedEffect, outbox: OutboxRecord[]): void {
@@ -123,9 +89,10 @@ export class EffectHandler {
   }
 
   private haltOn(applied: Applied[], reason: string): void {
-    this.stale = new StaleStateError(`this node's state is older than what it signed: ${reason}`)
+    const stale = new StaleStateError(`this node's state is older than what it signed: ${reason}`)
+    this.p.signer.refuse(stale)
     for (const a of applied) for (const effect of a.effects) if (effect.type === 'event') this.p.notices.publish(effect.event)
-    this.p.halt(this.stale)
+    this.p.halt(stale)
   }
 }
 

@@ -54,8 +54,11 @@ export type EngineParameters = {
    * were checked when it came), cold code in a fresh page's worker.
    */
   snapshotWhenIdle?: number
-  /** Called after each durable commit with what it applied, in order (the effect handler). */
-  onApplied: (applied: Applied[]) => void
+  /**
+   * Called after each durable commit with what it applied, in order (the effect handler). Or given later with
+   * `handEffectsTo`, when the effect handler is made after the engine: until then the engine commits nothing.
+   */
+  onApplied?: (applied: Applied[]) => void
 }
 
 /**
@@ -82,8 +85,16 @@ export class Engine {
   private failed: unknown
   private idle: Promise<void> = Promise.resolve()
   private markIdle: () => void = () => {}
+  /** Who carries out each durable commit: the loop runs only once there is one. */
+  private onApplied: ((applied: Applied[]) => void) | undefined
+  private markHanded: () => void = () => {}
+  private readonly handed = new Promise<void>((resolve) => (this.markHanded = resolve))
 
   constructor(private readonly p: EngineParameters) {
+    if (p.onApplied) {
+      this.onApplied = p.onApplied
+      this.markHanded()
+    }
     this.state = p.state
     this.seq = p.seq
     this.sinceSnapshot = p.replayed ?? 0
@@ -97,6 +108,18 @@ export class Engine {
 
   get lastSeq(): number {
     return this.seq
+  }
+
+  /**
+   * Hands the engine what carries out its commits (the effect handler), made after the engine because it drives the
+   * engine too. Until then nothing is committed: what is dispatched, forgotten or updated meanwhile waits, in order,
+   * for the first commit, which this starts.
+   */
+  handEffectsTo(onApplied: (applied: Applied[]) => void): void {
+    if (this.onApplied) throw new Error('the engine hands its commits to one effect handler, given already')
+    this.onApplied = onApplied
+    this.markHanded()
+    if (this.hasWork()) this.kick()
   }
 
   /** Queues a change; resolves with what it produced once that is durable. */
@@ -134,13 +157,13 @@ export class Engine {
     clearTimeout(this.idleTimer)
   }
 
-  /** Resolves when nothing is queued or being committed. */
+  /** Resolves when nothing is queued or being committed (what is queued before `handEffectsTo` waits for it). */
   async settled(): Promise<void> {
-    while (this.running || this.queue.length) await this.idle
+    while (this.running || this.queue.length) await (this.onApplied ? this.idle : this.handed)
   }
 
   private kick() {
-    if (this.running || this.failed) return
+    if (this.running || this.failed || !this.onApplied) return
     this.running = true
     this.idle = new Promise((r) => (this.markIdle = r))
     queueMicrotask(() => void this.loop())
@@ -148,13 +171,7 @@ export class Engine {
 
   private async loop() {
     try {
-      while (
-        this.queue.length ||
-        this.pendingDeletes.outbox.length ||
-        this.pendingDeletes.transactions.length ||
-        this.pendingDeletes.transactionPuts.length ||
-        (this.snapshotWanted && this.sinceSnapshot > 0)
-      ) {
+      while (this.hasWork()) {
         const batch = this.queue.splice(0)
         const deletes = this.pendingDeletes
         this.pendingDeletes = { outbox: [], transactions: [], transactionPuts: [] }
@@ -236,7 +253,7 @@ export class Engine {
         this.state = state
         this.seq = seq
         for (const [i, b] of batch.entries()) b.resolve(applied[i]!)
-        if (applied.length) this.p.onApplied(applied)
+        if (applied.length) this.onApplied!(applied)
       }
       this.snapshotWanted = false
       this.armIdleSnapshot()
@@ -246,6 +263,16 @@ export class Engine {
       this.running = false
       this.markIdle()
     }
+  }
+
+  private hasWork(): boolean {
+    return (
+      this.queue.length > 0 ||
+      this.pendingDeletes.outbox.length > 0 ||
+      this.pendingDeletes.transactions.length > 0 ||
+      this.pendingDeletes.transactionPuts.length > 0 ||
+      (this.snapshotWanted && this.sinceSnapshot > 0)
+    )
   }
 
   private armIdleSnapshot() {

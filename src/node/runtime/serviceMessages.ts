@@ -2,12 +2,12 @@ import type { Address } from 'viem'
 import type { RequestMonitoring, Signed } from '../../protocol/messages/types.ts'
 import type { SignRequestMonitoringParameters } from '../../protocol/monitoringRequest.ts'
 import type { Delivery } from '../../transport/delivery.ts'
-import type { EffectHandler } from './effectHandler.ts'
+import type { Signer } from './signer.ts'
 
 export type ServiceMessagesParameters = {
   delivery: Pick<Delivery, 'enqueue' | 'cancel'>
-  /** The effect handler: the node's signer, which refuses once the state is stale (docs/decisions/0029). */
-  signer: Pick<EffectHandler, 'signRequestMonitoring'>
+  /** The node's signer, which refuses once the state is stale (docs/decisions/0029). */
+  signer: Pick<Signer, 'signRequestMonitoring'>
   now?: () => number
 }
 
@@ -16,7 +16,7 @@ const PREFIX = 'service|'
 
 /**
  * What a background service signs and sends as the node on its own, outside the core (a RequestMonitoring,
- * docs/decisions/0035): signed by the effect handler, under its stale-state rule, and sent by delivery, which
+ * docs/decisions/0035): signed by the node's signer, under its stale-state rule, and sent by delivery, which
  * resends each message with backoff until its recipient acknowledges it, in the recipient's unordered queue (it
  * never waits behind, or holds up, a channel's messages). No commit holds these messages: a service sends them
  * again after a restart, from what the state holds.

@@ -465,4 +465,27 @@ describe('delivery', () => {
     expect(a.sends.length).toBeLessThanOrEqual(count + 1) // at most one send already under way
     expect(a.delivery.stats().pending).toBe(0)
   })
+
+  test('acknowledgements heard by a listener subscribed after delivery was made (it sends through delivery); without one delivery does not start', async () => {
+    const channelName = freshChannel()
+    const key = anvilKeys[1]!
+    const address = privateKeyToAddress(key)
+    const transport = createBroadcastChannelTransport({ address, channelName })
+    const delivery = createDelivery({ transport, address, sign: lineSigner(key), backoff: { initialMs: 30 }, onMessage: () => {} })
+    try {
+      // Nothing is acknowledged before it starts, and it does not start with nobody to hear it: none is lost.
+      await expect(delivery.start()).rejects.toThrow(/acknowledgements are heard/)
+      const acknowledged: string[] = []
+      delivery.onAcknowledged((keys) => void acknowledged.push(...keys))
+      expect(() => delivery.onAcknowledged(() => {})).toThrow(/heard already/)
+      await delivery.start()
+      const b = await start(2, { channelName, answers: true })
+      const sent = record(b.address, unlock(1n, 1n), ch)
+      delivery.enqueue([sent])
+      await eventually(() => expect(acknowledged).toEqual([sent.key]))
+      expect(receivedTypes(b)).toEqual(['Unlock:1'])
+    } finally {
+      await delivery.stop()
+    }
+  })
 })

@@ -6,6 +6,7 @@ import type { NodeNotice } from '../../../../src/node/notices.ts'
 import { EffectHandler } from '../../../../src/node/runtime/effectHandler.ts'
 import type { Applied, CommittedEffect } from '../../../../src/node/runtime/engine.ts'
 import { outboxRecord, transactionRecord } from '../../../../src/node/runtime/records.ts'
+import { Signer } from '../../../../src/node/runtime/signer.ts'
 import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
 import { initialState } from '../../../../src/protocol/state/access.ts'
 import type { OutboxRecord, TransactionRecord } from '../../../../src/storage/storage.ts'
@@ -46,7 +47,7 @@ const applied = (seq: number, effects: CommittedEffect[], change: Applied['chang
   effects,
 })
 
-/** A handler over parts that record what they were handed. */
+/** A handler over parts that record what they were handed, and the node's signer it shares with delivery. */
 function handler() {
   const enqueued: OutboxRecord[][] = []
   const ran: TransactionRecord[] = []
@@ -57,24 +58,24 @@ function handler() {
     dispatch: async (change: Applied['change']) => ({ seq: 0, change, effects: [] }),
     current: initialState({ address: peer, chainId: 1n, blockNumber: 0n }) as NodeState,
   }
+  const signer = new Signer({ engine, signLine: lineSigner(key), signRequest: (parameters) => signRequestMonitoring(key, parameters) })
   const h = new EffectHandler({
     engine,
     delivery: { enqueue: (records) => void enqueued.push([...records]) },
     transactions: { run: async (record) => void ran.push(record) },
     notices: { publish: (notice) => void notices.push(notice) },
-    signLine: lineSigner(key),
-    signRequest: (parameters) => signRequestMonitoring(key, parameters),
+    signer,
     blockSynced: () => void synced++,
     halt: (error) => void halted.push(error),
     report: () => {},
     stopped: new AbortController().signal,
   })
-  return { h, engine, enqueued, ran, notices, halted, synced: () => synced }
+  return { h, signer, engine, enqueued, ran, notices, halted, synced: () => synced }
 }
 
 describe('EffectHandler', () => {
   test("carries out each effect of a commit: the sends to delivery at once, in order; transactions to the runner; events to the notices; a block's progress", async () => {
-    const { h, enqueued, ran, notices, synced } = handler()
+    const { h, signer, enqueued, ran, notices, synced } = handler()
     const batch = [applied(1, [send(1n), transaction(1), event(stateChanged), send(2n)]), applied(2, [send(3n)], { type: 'block', blockNumber: 9n })]
     h.handle(batch)
     expect(enqueued.map((records) => records.map((r) => r.message))).toEqual([
@@ -88,11 +89,11 @@ describe('EffectHandler', () => {
     expect(notices).toEqual([stateChanged])
     expect(synced()).toBe(1)
     // Delivery's signer signs what the commit holds.
-    expect(await h.sign({ type: 'Processed', message_identifier: 1n })).toBe(await lineSigner(key)({ type: 'Processed', message_identifier: 1n }))
+    expect(await signer.sign({ type: 'Processed', message_identifier: 1n })).toBe(await lineSigner(key)({ type: 'Processed', message_identifier: 1n }))
   })
 
   test('a commit that found the state stale carries out only its events, halts the node, and nothing is signed from then on', async () => {
-    const { h, enqueued, ran, notices, halted } = handler()
+    const { h, signer, enqueued, ran, notices, halted } = handler()
     const queuedBefore = { type: 'Processed', message_identifier: 4n } as const
     h.handle([applied(1, [send(1n), transaction(1), event(stateChanged)]), applied(2, [event(stale), send(2n)])])
     expect(enqueued).toEqual([])
@@ -102,13 +103,13 @@ describe('EffectHandler', () => {
       ['STALE_STATE', `this node's state is older than what it signed: our nonce 5 came back with a balance hash we never signed`],
     ])
     // What delivery had queued before is not signed either.
-    expect(() => h.sign(queuedBefore)).toThrow(halted[0]!)
+    expect(() => signer.sign(queuedBefore)).toThrow(halted[0]!)
   })
 
   test('signs a RequestMonitoring as the node, both signatures; delivery then only encodes it; nothing is signed once the state is stale, even before its batch is handled', async () => {
-    const { h, engine } = handler()
+    const { h, signer, engine } = handler()
     const request = () =>
-      h.signRequestMonitoring({
+      signer.signRequestMonitoring({
         balanceProof: partnerProof(anvilKeys[2]!, { tokenNetwork, chainId: 1n, channelId: 7n }, { nonce: 3n, transferred: 9n }),
         monitoringServiceContract: tokenNetwork,
         rewardAmount: 5n,
@@ -116,11 +117,11 @@ describe('EffectHandler', () => {
     const signed = request()
     const me = privateKeyToAddress(key)
     expect(requestMonitoringSigners(signed)).toEqual({ closing: privateKeyToAddress(anvilKeys[2]!), nonClosing: me, reward: me })
-    expect(await h.sign(signed)).toBe(encodeMessage(signed))
+    expect(await signer.sign(signed)).toBe(encodeMessage(signed))
     // The transition found the state stale; the commit that holds it has not reached the handler yet.
     engine.current = { ...engine.current, stale: { reason: 'our nonce 5 came back', tokenNetwork, channelId: 7n, nonce: 5n, ourNonce: 4n, source: 'chain' } }
     expect(request).toThrow(/older than what it signed: our nonce 5 came back/)
-    expect(() => h.sign(signed)).toThrow(/older than what it signed/)
+    expect(() => signer.sign(signed)).toThrow(/older than what it signed/)
     engine.current = { ...engine.current, stale: undefined }
     h.handle([applied(1, [event(stale)])])
     expect(request).toThrow(/older than what it signed/)

@@ -256,4 +256,48 @@ describe('Engine', () => {
     expect(after.changes).toEqual([])
     expect(after.snapshot).toMatchObject({ seq: 2, state: { blockNumber: 2n } })
   })
+
+  test('an engine not yet handed its effect handler commits nothing and loses nothing: once handed, what came meanwhile is committed in order and carried out', async () => {
+    const s = await store()
+    const state = initialState({ address: identity.address, chainId: 1n, blockNumber: 0n })
+    const e = new Engine({ state, seq: 0, ctx: defaultContext, storage: s.storage, now: () => 1_000 })
+    let settled = false
+    const results = [1n, 2n].map((blockNumber) => e.dispatch({ type: 'block', blockNumber }))
+    e.forget(['ack-1'])
+    void e.settled().then(() => (settled = true))
+    await new Promise((r) => setTimeout(r, 20))
+    expect(s.commits).toEqual([])
+    expect(e.current.blockNumber).toBe(0n)
+    expect(settled).toBe(false)
+
+    const applied: Applied[][] = []
+    e.handEffectsTo((a) => void applied.push(a))
+    expect((await Promise.all(results)).map((r) => r.seq)).toEqual([1, 2])
+    expect(s.commits.map((c) => [c.changes!.map((ch) => ch.seq), c.outbox!.delete])).toEqual([[[1, 2], ['ack-1']]])
+    expect(applied.map((batch) => batch.map((a) => a.change))).toEqual([
+      [
+        { type: 'block', blockNumber: 1n },
+        { type: 'block', blockNumber: 2n },
+      ],
+    ])
+    await e.settled()
+    expect(settled).toBe(true)
+    expect(e.current.blockNumber).toBe(2n)
+    // One effect handler: a second is a wiring mistake, refused.
+    expect(() => e.handEffectsTo(() => {})).toThrow(/one effect handler/)
+  })
+
+  test('handed its effect handler with nothing waiting, an engine commits nothing until a change comes (no idle snapshot of a node that never ran)', async () => {
+    vi.useFakeTimers()
+    try {
+      const s = await store()
+      const state = initialState({ address: identity.address, chainId: 1n, blockNumber: 0n })
+      const e = new Engine({ state, seq: 3, replayed: 3, ctx: defaultContext, storage: s.storage, now: () => 1_000, snapshotWhenIdle: 100 })
+      e.handEffectsTo(() => {})
+      await vi.advanceTimersByTimeAsync(1_000)
+      expect(s.commits).toEqual([])
+    } finally {
+      vi.useRealTimers()
+    }
+  })
 })

@@ -1,0 +1,54 @@
+import type { Message, RequestMonitoring, Signed } from '../../protocol/messages/types.ts'
+import { encodeMessage } from '../../protocol/messages/wire.ts'
+import type { SignRequestMonitoringParameters } from '../../protocol/monitoringRequest.ts'
+import { StaleStateError } from '../errors.ts'
+import type { Engine } from './engine.ts'
+
+export type SignerParameters = {
+  /** The engine's state: a transition that found it stale stops the signing at once. */
+  engine: Pick<Engine, 'current'>
+  /** Signs a message as this node and encodes it as its wire line (transport/lineSigner.ts). */
+  signLine: (message: Message) => Promise<string>
+  /** Signs a RequestMonitoring as this node, both its signatures (protocol/monitoringRequest.ts). */
+  signRequest: (parameters: SignRequestMonitoringParameters) => Signed<RequestMonitoring>
+}
+
+/**
+ * The node's one signer outside the core, under the stale-state rule (docs/decisions/0029): delivery signs each
+ * message with it as it sends it (docs/decisions/0002), the service messages their RequestMonitoring, and the effect
+ * handler stops it on the commit that found the state stale. It refuses from the moment the transition found it (in
+ * the engine's state before that commit reaches the effect handler), whatever was queued before.
+ */
+export class Signer {
+  /** Set by the effect handler when a commit found the state stale: from then on nothing is signed. */
+  private stale: StaleStateError | undefined
+
+  constructor(private readonly p: SignerParameters) {}
+
+  /**
+   * Delivery's signer. A service's RequestMonitoring comes signed whole (`signRequestMonitoring`, its id derived from
+   * its signature): it is only encoded, still behind the same refusal.
+   */
+  sign(message: Message): Promise<string> {
+    this.refuseIfStale()
+    if (message.type === 'RequestMonitoring' && 'signature' in message) return Promise.resolve(encodeMessage(message as Signed<RequestMonitoring>))
+    return this.p.signLine(message)
+  }
+
+  /** Signs a RequestMonitoring as this node (docs/decisions/0035), under the same rule. */
+  signRequestMonitoring(parameters: SignRequestMonitoringParameters): Signed<RequestMonitoring> {
+    this.refuseIfStale()
+    return this.p.signRequest(parameters)
+  }
+
+  /** The effect handler found the state stale: nothing is signed from now on. */
+  refuse(error: StaleStateError): void {
+    this.stale = error
+  }
+
+  private refuseIfStale(): void {
+    if (this.stale) throw this.stale
+    const stale = this.p.engine.current.stale
+    if (stale) throw new StaleStateError(`this node's state is older than what it signed: ${stale.reason}`)
+  }
+}
