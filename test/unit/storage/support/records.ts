@@ -144,13 +144,16 @@ export function newChannelKey(): string {
 
 /**
  * The transaction journal's entry of `nonce`: a call signed `attempts` times (the later at higher fees), sent, with
- * bigints up to uint256 where the chain has them. Deterministic: equal when built with the same arguments.
+ * bigints up to uint256 where the chain has them. Deterministic: equal when built with the same arguments, in any
+ * process.
  */
+const JOURNAL_TO = getAddress(`0x${'5a'.repeat(20)}`)
+
 export function journalEntry(nonce: number, attempts = 1, fields: Partial<JournalEntry> = {}): JournalEntry {
   const raw = (i: number): Hex => keccak256(toHex(`raw ${nonce} ${i}`))
   return {
     nonce,
-    call: { to: tokenNetwork, data: `0x${'a9059cbb'.padEnd(8 + 64, '0')}`, value: BIG, description: `settle channel ${nonce}` },
+    call: { to: JOURNAL_TO, data: `0x${'a9059cbb'.padEnd(8 + 64, '0')}`, value: BIG, description: `settle channel ${nonce}` },
     gas: 210_000n,
     deadline: 1_000n + BigInt(nonce),
     attempts: Array.from({ length: attempts }, (_, i) => ({
