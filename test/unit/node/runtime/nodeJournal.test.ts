@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +8,7 @@ import { nodeJournal } from '../../../../src/node/runtime/nodeJournal.ts'
 import { defaultContext, initialState } from '../../../../src/protocol/state/access.ts'
 import { openLevelStorage } from '../../../../src/storage/levelStorage.ts'
 import { StorageError, type Storage, type StorageIdentity } from '../../../../src/storage/storage.ts'
+import { journalAfterWrites, killAfterLines } from '../../../support/journalWriter.ts'
 import { journalEntry, newIdentity } from '../../storage/support/records.ts'
 
 let dataDir = ''
@@ -114,43 +114,12 @@ describe('the node journal', () => {
   test('every write a process saw resolve is there after kill -9', async () => {
     const identity = newIdentity()
     const child = new URL('./support/journalChild.ts', import.meta.url).pathname
-    const repoRoot = new URL('../../../../', import.meta.url).pathname
-    const proc = spawn(process.execPath, ['--import', 'tsx', child, dataDir, identity.registry, identity.address], {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    const lines: string[] = []
-    let partial = ''
-    proc.stdout.setEncoding('utf8')
-    proc.stdout.on('data', (chunk: string) => {
-      const parts = (partial + chunk).split('\n')
-      partial = parts.pop()!
-      lines.push(...parts)
-      if (lines.length >= 120) proc.kill('SIGKILL')
-    })
-    const signal = await new Promise<NodeJS.Signals | null>((resolve, reject) => {
-      proc.on('error', reject)
-      proc.on('close', (code, signal) => (signal === null ? reject(new Error(`the child exited with ${code}`)) : resolve(signal)))
-    })
-    expect(signal).toBe('SIGKILL')
+    const lines = await killAfterLines(child, [dataDir, identity.registry, identity.address], 120)
     const storage = await openLevelStorage({ ...identity, chainId: 1n }, { dataDir })
     const stored = (await storage.load()).chainTransactions
     await storage.close()
-    // The child's writes, in order, as its lines name them; each began once the one before had resolved, so the store
-    // holds every write it printed, and at most one more (done before the kill, not yet printed).
-    const writes = (count: number) => {
-      const model = new Map<number, JournalEntry>()
-      for (let n = 0, done = 0; done < count; n++) {
-        for (const write of [() => model.set(n, journalEntry(n)), () => model.set(n, journalEntry(n, 2)), () => n >= 2 && model.delete(n - 2)]) {
-          if (done === count) break
-          if (write() === false) continue
-          done++
-        }
-      }
-      return [...model.values()].sort((a, b) => a.nonce - b.nonce)
-    }
-    expect(lines.length).toBeGreaterThanOrEqual(120)
+    // Each write began once the one before had resolved: the store holds every write printed, and at most one more.
     expect(lines.slice(0, 4)).toEqual(['put 0', 'put 0 2', 'put 1', 'put 1 2'])
-    expect([writes(lines.length), writes(lines.length + 1)]).toContainEqual(stored)
+    expect([journalAfterWrites(lines.length), journalAfterWrites(lines.length + 1)]).toContainEqual(stored)
   })
 })
