@@ -50,9 +50,9 @@ type Pending = { step: (tx: MonitorTx) => unknown; resolve(value: unknown): void
 
 /**
  * The service's LevelDB store (docs/decisions/0031): every watched channel, the sync mark and the account's
- * transaction journal (docs/decisions/0050), all loaded at open and kept in memory. Every change goes through `transact`, whose steps are batched (group commit): the steps queued
- * while a write is in flight run, in order, each against the state the ones before it leave, and their writes go in
- * one batch with `sync: true`. Only once that batch is durable are the steps' results given back and the memory
+ * transaction journal (docs/decisions/0051), all loaded at open and kept in memory. Every change goes through
+ * `transact`, whose steps are batched (group commit): the steps queued while a write is in flight run, in order, each
+ * against the state the ones before it leave, and their writes go in one batch with `sync: true`. Only once that batch is durable are the steps' results given back and the memory
  * updated: nothing is acknowledged before it survives kill -9.
  */
 export class MonitorStore {

@@ -2,7 +2,7 @@ import type { TransactionJournal } from '../chain/transactionJournal.ts'
 import type { MonitorStore } from './store.ts'
 
 /**
- * The monitoring service's transaction journal (docs/decisions/0050), kept in its store under keys of its own: each
+ * The monitoring service's transaction journal (docs/decisions/0051), kept in its store under keys of its own: each
  * write is a step of `transact`, so it goes in the next batch with the service's other writes (group commit) and
  * resolves once that batch is durable (`sync: true`). Writes of one nonce land in the order they were made.
  */

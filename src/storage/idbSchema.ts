@@ -120,7 +120,7 @@ export const idbMigrations: Record<number, IdbMigration> = {
     }
     rewrite().catch(() => {})
   },
-  // The account's transaction journal, by nonce (docs/decisions/0050); nothing existing changes.
+  // The account's transaction journal, by nonce (docs/decisions/0051); nothing existing changes.
   5(db) {
     db.createObjectStore('chainTransactions', { keyPath: 'nonce' })
   },

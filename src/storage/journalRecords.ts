@@ -4,7 +4,7 @@ import { checkHash, checkUint } from './sentRecords.ts'
 import { StorageError } from './storage.ts'
 
 /**
- * What the stores share about the transaction journal (src/chain/transactionJournal.ts, docs/decisions/0050): the
+ * What the stores share about the transaction journal (src/chain/transactionJournal.ts, docs/decisions/0051): the
  * checks of an entry, its key, its order. An entry is keyed by its nonce, a number: as itself in IndexedDB, zero-padded
  * in LevelDB keys. A queue reloading the journal trusts what it finds (it broadcasts the bytes again, it takes the next
  * nonce after the last), so an entry is checked whole before any store takes it, from a commit or a dump.

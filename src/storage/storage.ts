@@ -43,7 +43,7 @@ export interface Storage {
   /**
    * The whole store as plain data (for backup); `importDump` refuses a dump of another node or an older one. With
    * `{recovery: true}`, only the meta, the outbox and the transactions (every other list empty, no snapshot, no
-   * transaction journal: docs/decisions/0050): what a backup copy takes from the store beside the state
+   * transaction journal: docs/decisions/0051): what a backup copy takes from the store beside the state
    * (docs/decisions/0034), a read that does not grow with the payment history.
    */
   exportDump(options?: DumpOptions): Promise<StorageDump>
@@ -210,7 +210,7 @@ export type Commit = {
    * The account's transaction journal (src/chain/transactionJournal.ts), one entry per nonce: put (replacing the
    * entry of its nonce; the same nonce twice in one list, the last one wins) and delete by nonce. Written
    * atomically with the rest of the commit, never relaxed by the engine: an entry is durable before its transaction
-   * is broadcast (docs/decisions/0050).
+   * is broadcast (docs/decisions/0051).
    */
   chainTransactions?: { put?: JournalEntry[]; delete?: number[] }
   sentProofs?: SentProofRecord[]

@@ -2,7 +2,7 @@ import type { JournalEntry, TransactionJournal } from '../../chain/transactionJo
 import type { Engine } from './engine.ts'
 
 /**
- * The node's transaction journal (docs/decisions/0050): kept in the node's store, written through the engine so that
+ * The node's transaction journal (docs/decisions/0051): kept in the node's store, written through the engine so that
  * an entry goes in the next commit with whatever else is committed (group commit) and `put` resolves once that commit
  * is durable. `load` gives what the store held at start (`Loaded.chainTransactions`) with what was written since, as
  * durable: a write shows once its commit resolved, in the order the writes were made.

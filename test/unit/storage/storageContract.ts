@@ -379,7 +379,7 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect(whole.sentProofs!.length * whole.sentLocks!.length * whole.outbox.length * whole.transactions.length).toBeGreaterThan(0)
       expect(whole.chainTransactions).toHaveLength(3)
       const { snapshot: _, ...rest } = whole
-      // Not the transaction journal either: a backup copy does not carry it (docs/decisions/0050).
+      // Not the transaction journal either: a backup copy does not carry it (docs/decisions/0051).
       expect(recovery).toEqual({
         ...rest,
         changes: [],
