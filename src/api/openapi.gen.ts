@@ -702,7 +702,7 @@ export type paths = {
         };
         /**
          * A backup of the node's whole state
-         * @description The whole store as JSON (format "sluice-dump": meta, snapshot, the change log after it, payment history, events, chain events, outbox, pending transactions, sent proofs and locks, the partner's messages we applied), read at one point in time. Integers too large for JSON numbers are written as {"$bigint": "<decimal>"}.
+         * @description The whole store as JSON (format "sluice-dump": meta, snapshot, the change log after it, payment history, events, chain events, outbox, pending transactions, sent proofs and locks, the partner's messages we applied, the account's transaction journal), read at one point in time. Integers too large for JSON numbers are written as {"$bigint": "<decimal>"}.
          *
          *     Restore it with `sluice serve --import FILE` (on the same chain, registry and address only; a dump older than the store is refused). It holds the secrets of pending payments but never the private key: keep it safe.
          */
@@ -3649,6 +3649,9 @@ export interface operations {
                             [key: string]: unknown;
                         }[];
                         received?: {
+                            [key: string]: unknown;
+                        }[];
+                        chainTransactions?: {
                             [key: string]: unknown;
                         }[];
                     };

@@ -2,7 +2,9 @@ import { ClassicLevel } from 'classic-level'
 import type { Address } from 'viem'
 import { join } from 'node:path'
 import { deserialize, serialize } from 'node:v8'
+import type { JournalEntry } from '../chain/transactionJournal.ts'
 import { asStorageError } from '../storage/asStorageError.ts'
+import { byNonce, checkJournalEntry, checkJournalNonce } from '../storage/journalRecords.ts'
 import { StorageClosedError, StorageError, StorageLockedError, StorageVersionError } from '../storage/storage.ts'
 import { channelKey, dutyOpen, type SyncRecord, type WatchedChannel } from './records.ts'
 
@@ -11,15 +13,19 @@ import { channelKey, dutyOpen, type SyncRecord, type WatchedChannel } from './re
 /** Whose store it is: a store of another chain, contract or key is refused. */
 export type MonitorStoreIdentity = { chainId: number; monitoringService: Address; address: Address }
 
-const SCHEMA = 1
+/** 2: the account's transaction journal (`j!`); a store of version 1 has none, and takes the new number when opened. */
+const SCHEMA = 2
 const META = 'meta'
 const SYNC = 'sync'
 const CHANNEL = 'c!'
+const JOURNAL = 'j!'
 type Meta = { schema: number; chainId: number; monitoringService: string; address: string }
 
 // A channel's key in LevelDB sorts by token network, then id (64 hex digits).
 const levelKey = (c: Pick<WatchedChannel, 'tokenNetwork' | 'channelId'>) =>
   `${CHANNEL}${c.tokenNetwork.toLowerCase()}!${c.channelId.toString(16).padStart(64, '0')}`
+// A journal entry's key: its nonce, 16 digits (a safe integer's most), so key order is nonce order.
+const journalKey = (nonce: number) => `${JOURNAL}${nonce.toString().padStart(16, '0')}`
 const encode = (value: unknown): Uint8Array => serialize(value)
 const decode = <T>(bytes: Uint8Array): T => deserialize(bytes) as T
 
@@ -35,15 +41,18 @@ export type MonitorTx = {
   requesterChannels(requester: string): number
   /** Keys of the channels with work or a reward pending. */
   openChannels(): string[]
+  /** Puts (or replaces) the transaction journal's entry of its nonce (src/chain/transactionJournal.ts); checked and copied now. */
+  putJournalEntry(entry: JournalEntry): void
+  deleteJournalEntry(nonce: number): void
 }
 
 type Pending = { step: (tx: MonitorTx) => unknown; resolve(value: unknown): void; reject(error: unknown): void }
 
 /**
- * The service's LevelDB store (docs/decisions/0031): every watched channel and the sync mark, all loaded at open and
- * kept in memory. Every change goes through `transact`, whose steps are batched (group commit): the steps queued
- * while a write is in flight run, in order, each against the state the ones before it leave, and their writes go in
- * one batch with `sync: true`. Only once that batch is durable are the steps' results given back and the memory
+ * The service's LevelDB store (docs/decisions/0031): every watched channel, the sync mark and the account's
+ * transaction journal (docs/decisions/0051), all loaded at open and kept in memory. Every change goes through
+ * `transact`, whose steps are batched (group commit): the steps queued while a write is in flight run, in order, each
+ * against the state the ones before it leave, and their writes go in one batch with `sync: true`. Only once that batch is durable are the steps' results given back and the memory
  * updated: nothing is acknowledged before it survives kill -9.
  */
 export class MonitorStore {
@@ -58,6 +67,7 @@ export class MonitorStore {
     private readonly db: ClassicLevel<string, Uint8Array>,
     private readonly records: Map<string, WatchedChannel>,
     private syncRecord: SyncRecord | undefined,
+    private readonly journalEntries: Map<number, JournalEntry>,
     readonly location: string,
   ) {
     for (const [key, channel] of records) this.index(key, undefined, channel)
@@ -87,14 +97,21 @@ export class MonitorStore {
         if (meta.schema > SCHEMA) throw new StorageVersionError(`the store ${location} has schema ${meta.schema}, newer than this code's ${SCHEMA}`)
         if (meta.chainId !== expected.chainId || meta.monitoringService !== expected.monitoringService || meta.address !== expected.address)
           throw new StorageError(`the store ${location} belongs to chain ${meta.chainId}, contract ${meta.monitoringService}, service ${meta.address}`)
+        // Nothing to convert from 1 (no journal yet); the new number keeps an older Sluice, blind to the journal, out.
+        if (meta.schema < SCHEMA) await db.put(META, encode({ ...meta, schema: SCHEMA }), { sync: true })
       }
       const records = new Map<string, WatchedChannel>()
       for await (const [, value] of db.iterator({ gte: CHANNEL, lt: `${CHANNEL}\xff` })) {
         const channel = decode<WatchedChannel>(value)
         records.set(channelKey(channel.tokenNetwork, channel.channelId), channel)
       }
+      const journal = new Map<number, JournalEntry>()
+      for await (const [, value] of db.iterator({ gte: JOURNAL, lt: `${JOURNAL}\xff` })) {
+        const entry = decode<JournalEntry>(value)
+        journal.set(entry.nonce, entry)
+      }
       const syncBytes = await db.get(SYNC)
-      return new MonitorStore(db, records, syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes), location)
+      return new MonitorStore(db, records, syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes), journal, location)
     } catch (e) {
       await db.close().catch(() => {})
       throw asStorageError(e, `opening ${location}`)
@@ -118,6 +135,11 @@ export class MonitorStore {
   /** Keys of the channels with work or a reward pending. */
   openChannels(): string[] {
     return [...this.open]
+  }
+
+  /** The transaction journal as last made durable, in nonce order (copies). `transact` is the way to change it. */
+  journal(): JournalEntry[] {
+    return [...this.journalEntries.values()].sort(byNonce).map((entry) => structuredClone(entry))
   }
 
   /** Set once a write failed: the store refuses everything after it (the service stops). */
@@ -161,10 +183,13 @@ export class MonitorStore {
   private async commit(batch: Pending[]): Promise<void> {
     /** The batch's writes so far: a record, or null for a deletion. */
     const written = new Map<string, WatchedChannel | null>()
+    /** The batch's journal writes: an entry, or null for a deletion. */
+    const journal = new Map<number, JournalEntry | null>()
     let sync: SyncRecord | undefined
     const done: { pending: Pending; value: unknown }[] = []
     for (const pending of batch) {
       const own = new Map<string, WatchedChannel | null>()
+      const ownJournal = new Map<number, JournalEntry | null>()
       let ownSync: SyncRecord | undefined
       const current = (key: string) => (own.has(key) ? own.get(key) : written.has(key) ? written.get(key) : this.records.get(key))
       const tx: MonitorTx = {
@@ -197,17 +222,24 @@ export class MonitorStore {
           }
           return [...keys]
         },
+        putJournalEntry: (entry) => {
+          const copy = structuredClone(entry)
+          checkJournalEntry(copy)
+          ownJournal.set(copy.nonce, copy)
+        },
+        deleteJournalEntry: (nonce) => void ownJournal.set(checkJournalNonce(nonce), null),
       }
       try {
         const value = pending.step(tx)
         for (const [key, record] of own) written.set(key, record)
+        for (const [nonce, entry] of ownJournal) journal.set(nonce, entry)
         if (ownSync) sync = ownSync
         done.push({ pending, value })
       } catch (error) {
         pending.reject(error)
       }
     }
-    if (written.size === 0 && sync === undefined) {
+    if (written.size === 0 && journal.size === 0 && sync === undefined) {
       for (const { pending, value } of done) pending.resolve(value)
       return
     }
@@ -217,6 +249,8 @@ export class MonitorStore {
       if (!stored) continue
       ops.push(record ? { type: 'put', key: levelKey(record), value: encode(record) } : { type: 'del', key: levelKey(stored) })
     }
+    for (const [nonce, entry] of journal)
+      ops.push(entry ? { type: 'put', key: journalKey(nonce), value: encode(entry) } : { type: 'del', key: journalKey(nonce) })
     if (sync) ops.push({ type: 'put', key: SYNC, value: encode(sync) })
     try {
       await this.db.batch(ops, { sync: true })
@@ -231,6 +265,10 @@ export class MonitorStore {
       if (record) this.records.set(key, record)
       else this.records.delete(key)
       this.index(key, before, record ?? undefined)
+    }
+    for (const [nonce, entry] of journal) {
+      if (entry) this.journalEntries.set(nonce, entry)
+      else this.journalEntries.delete(nonce)
     }
     if (sync) this.syncRecord = sync
     for (const { pending, value } of done) pending.resolve(value)

@@ -1,4 +1,5 @@
 import { isAddress, maxUint256 } from 'viem'
+import { checkJournalEntry, checkJournalNonce } from './journalRecords.ts'
 import { checkMetaPatch } from './meta.ts'
 import { checkReceived } from './receivedRecords.ts'
 import { checkSentLock, checkSentProof } from './sentRecords.ts'
@@ -32,10 +33,13 @@ export function checkCommit(batch: Commit, identity: StorageIdentity): void {
     for (const record of part?.put ?? []) checkKey(record.key)
     for (const key of part?.delete ?? []) checkKey(key)
   }
-  // The same key twice in one commit is allowed for these: the last one wins (a lock added and removed in one batch).
+  // The same key twice in one commit is allowed for these: the last one wins (a lock added and removed in one batch,
+  // a journal entry put again with a second attempt).
   for (const p of batch.sentProofs ?? []) checkSentProof(p)
   for (const l of batch.sentLocks ?? []) checkSentLock(l)
   for (const r of batch.received ?? []) checkReceived(r)
+  for (const e of batch.chainTransactions?.put ?? []) checkJournalEntry(e)
+  for (const nonce of batch.chainTransactions?.delete ?? []) checkJournalNonce(nonce, 'journal nonce to delete')
   if (batch.meta) checkMetaPatch(batch.meta, identity)
 }
 

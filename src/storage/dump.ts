@@ -27,8 +27,8 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
           : 'node address'
     throw new DumpRejectedError(`the dump belongs to another ${what} (chain ${d.meta.chainId}, registry ${d.meta.registry}, address ${d.meta.address})`)
   }
-  // An older dump is a subset of this format (version 2 added sent proofs and locks, 3 the received messages): it
-  // comes in as this version.
+  // An older dump is a subset of this format (version 2 added sent proofs and locks, 3 the received messages, 5 the
+  // transaction journal): it comes in as this version.
   if (!Number.isInteger(d.meta.schemaVersion) || d.meta.schemaVersion < 1 || d.meta.schemaVersion > STORAGE_SCHEMA_VERSION) {
     throw new DumpRejectedError(`the dump has schema version ${d.meta.schemaVersion}; this node reads versions 1 to ${STORAGE_SCHEMA_VERSION}`)
   }
@@ -45,6 +45,7 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
         sentProofs: d.sentProofs ?? [],
         sentLocks: d.sentLocks ?? [],
         received: d.received ?? [],
+        chainTransactions: { put: d.chainTransactions ?? [] },
       },
       identity,
     )
@@ -65,8 +66,8 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
 }
 
 const LISTS = ['changes', 'events', 'payments', 'chainEvents', 'outbox', 'transactions'] as const
-/** Absent from dumps of schema version 1 (sent proofs and locks) or up to 2 (received). */
-const OPTIONAL_LISTS = ['sentProofs', 'sentLocks', 'received'] as const
+/** Absent from dumps of schema version 1 (sent proofs and locks), up to 2 (received) or up to 4 (the journal). */
+const OPTIONAL_LISTS = ['sentProofs', 'sentLocks', 'received', 'chainTransactions'] as const
 
 function checkShape(dump: unknown): StorageDump {
   if (!isObject(dump) || dump.format !== 'sluice-dump') throw new DumpRejectedError('not a Sluice dump (format is not "sluice-dump")')

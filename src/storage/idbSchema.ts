@@ -1,4 +1,5 @@
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb'
+import type { JournalEntry } from '../chain/transactionJournal.ts'
 import { initialMeta } from './meta.ts'
 import { hashKey, padNonce } from './sentRecords.ts'
 import type {
@@ -64,6 +65,8 @@ export interface SluiceDbSchema extends DBSchema {
   sentProofs: { key: [string, string]; value: SentProofRow }
   sentLocks: { key: [string, string, string]; value: SentLockRow }
   received: { key: [string, string]; value: ReceivedRow }
+  /** The transaction journal, keyed by nonce (a number: key order is nonce order); the entry as it is. */
+  chainTransactions: { key: number; value: JournalEntry }
 }
 
 export type SluiceDb = IDBPDatabase<SluiceDbSchema>
@@ -116,6 +119,10 @@ export const idbMigrations: Record<number, IdbMigration> = {
       for (let cursor = await payments.openCursor(); cursor; cursor = await cursor.continue()) await cursor.update(paymentRow(cursor.value.record))
     }
     rewrite().catch(() => {})
+  },
+  // The account's transaction journal, by nonce (docs/decisions/0051); nothing existing changes.
+  5(db) {
+    db.createObjectStore('chainTransactions', { keyPath: 'nonce' })
   },
 }
 

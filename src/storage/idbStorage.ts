@@ -66,6 +66,7 @@ const ALL_STORES: StoreName[] = [
   'sentProofs',
   'sentLocks',
   'received',
+  'chainTransactions',
 ]
 
 /**
@@ -191,6 +192,8 @@ class IdbStorage implements Storage {
       for (const p of batch.sentProofs ?? []) quiet(tx.objectStore('sentProofs').put(sentProofRow(p)))
       for (const l of batch.sentLocks ?? []) quiet(tx.objectStore('sentLocks').put(sentLockRow(l)))
       for (const r of batch.received ?? []) quiet(tx.objectStore('received').put(receivedRow(r)))
+      for (const e of batch.chainTransactions?.put ?? []) quiet(tx.objectStore('chainTransactions').put(e))
+      for (const nonce of batch.chainTransactions?.delete ?? []) quiet(tx.objectStore('chainTransactions').delete(nonce))
       if (patch) {
         // Read-merge-write inside the transaction: IndexedDB runs overlapping write transactions one at a time.
         const meta = await tx.objectStore('meta').get(META_KEY)
@@ -205,14 +208,16 @@ class IdbStorage implements Storage {
 
   async load(): Promise<Loaded> {
     this.usable()
-    const tx = this.db.transaction(['meta', 'snapshot', 'changes', 'outbox', 'transactions'], 'readonly')
+    const tx = this.db.transaction(['meta', 'snapshot', 'changes', 'outbox', 'transactions', 'chainTransactions'], 'readonly')
     const meta = await tx.objectStore('meta').get(META_KEY)
     const snapshot = await tx.objectStore('snapshot').get(SNAPSHOT_KEY)
     const changes = await tx.objectStore('changes').getAll(snapshot ? IDBKeyRange.lowerBound(snapshot.seq, true) : undefined)
     const outbox = await tx.objectStore('outbox').getAll()
     const transactions = await tx.objectStore('transactions').getAll()
+    // Key order: nonce order.
+    const chainTransactions = await tx.objectStore('chainTransactions').getAll()
     if (!meta) throw new StorageError('the store has no meta')
-    return { meta, ...(snapshot ? { snapshot } : {}), changes, outbox, transactions }
+    return { meta, ...(snapshot ? { snapshot } : {}), changes, outbox, transactions, chainTransactions }
   }
 
   async payments(query: PaymentQuery): Promise<PaymentRecord[]> {
@@ -306,6 +311,7 @@ class IdbStorage implements Storage {
     const sentProofs = all ? await tx.objectStore('sentProofs').getAll() : []
     const sentLocks = all ? await tx.objectStore('sentLocks').getAll() : []
     const received = all ? await tx.objectStore('received').getAll() : []
+    const chainTransactions = all ? await tx.objectStore('chainTransactions').getAll() : []
     if (!meta) throw new StorageError('the store has no meta')
     return {
       format: 'sluice-dump',
@@ -320,6 +326,7 @@ class IdbStorage implements Storage {
       sentProofs: sentProofs.map((row) => row.record),
       sentLocks: sentLocks.map((row) => row.record),
       received: received.map((row) => row.record).sort(byReceivedKey),
+      chainTransactions,
     }
   }
 
@@ -349,6 +356,7 @@ class IdbStorage implements Storage {
       for (const p of d.sentProofs ?? []) quiet(tx.objectStore('sentProofs').put(sentProofRow(p)))
       for (const l of d.sentLocks ?? []) quiet(tx.objectStore('sentLocks').put(sentLockRow(l)))
       for (const r of d.received ?? []) quiet(tx.objectStore('received').put(receivedRow(r)))
+      for (const e of d.chainTransactions ?? []) quiet(tx.objectStore('chainTransactions').put(e))
     } catch (e) {
       throw await abort(tx, e, 'importDump')
     }
@@ -398,6 +406,7 @@ function storesOf(batch: Commit): StoreName[] {
   if (batch.sentProofs?.length) stores.push('sentProofs')
   if (batch.sentLocks?.length) stores.push('sentLocks')
   if (batch.received?.length) stores.push('received')
+  if (batch.chainTransactions?.put?.length || batch.chainTransactions?.delete?.length) stores.push('chainTransactions')
   if (batch.meta) stores.push('meta')
   return stores
 }

@@ -24,12 +24,15 @@ export const TRANSACTIONS = 'tx!'
 export const SENT_PROOFS = 'sp!'
 export const SENT_LOCKS = 'sl!'
 export const RECEIVED = 'rm!'
+/** The transaction journal (schema 5): `ctx!<nonce, 16 digits>`, so the prefix's range is in nonce order. */
+export const CHAIN_TRANSACTIONS = 'ctx!'
 
 export const changeKey = (seq: number) => CHANGES + pad(seq)
 export const eventKey = (seq: number) => EVENTS + pad(seq)
 export const paymentKey = (seq: number) => PAYMENTS + pad(seq)
 export const outboxKey = (key: string) => OUTBOX + key
 export const transactionKey = (key: string) => TRANSACTIONS + key
+export const chainTransactionKey = (nonce: number) => CHAIN_TRANSACTIONS + pad(nonce)
 
 /** `sp!<channelKey>!<balanceHash, lower case>`: looked up by exact key. */
 export const sentProofKey = (channelKey: string, balanceHash: string) => `${SENT_PROOFS}${channelKey}!${hashKey(balanceHash)}`

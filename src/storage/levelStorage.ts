@@ -9,6 +9,8 @@ import { checkIdentity, sameIdentity } from './identity.ts'
 import {
   blockRange,
   CHAIN_EVENTS,
+  CHAIN_TRANSACTIONS,
+  chainTransactionKey,
   chainEventIndexKeys,
   chainEventIndexPrefix,
   chainEventKey,
@@ -143,6 +145,11 @@ const levelMigrations: Record<number, LevelMigration> = {
     }
     return ops
   },
+  // The transaction journal: a new key prefix, empty in a store of version 4; nothing to convert. The version still
+  // moves, so that an older Sluice, which would not see the journal, refuses the store rather than reuse its nonces.
+  async 5() {
+    return []
+  },
 }
 
 async function migrate(db: LevelDb, identity: StorageIdentity): Promise<Meta> {
@@ -177,7 +184,7 @@ type Planned = {
   prune?: number
   /** Rows and their index entries, in batch order. */
   puts: Op[]
-  /** Outbox and transaction deletes: after the puts, so a key both put and deleted is gone. */
+  /** Outbox, transaction and journal deletes: after the puts, so a key both put and deleted is gone. */
   deletes: Op[]
   meta?: Partial<Meta>
 }
@@ -202,9 +209,11 @@ function plan(batch: Commit): Planned {
   for (const p of batch.sentProofs ?? []) puts.push(put(sentProofKeyOf(p), p))
   for (const l of batch.sentLocks ?? []) puts.push(put(sentLockKey(l), l))
   for (const r of batch.received ?? []) puts.push(put(receivedKeyOf(r), r))
+  for (const e of batch.chainTransactions?.put ?? []) puts.push(put(chainTransactionKey(e.nonce), e))
   const deletes: Op[] = [
     ...(batch.outbox?.delete ?? []).map((k): Op => ({ type: 'del', key: outboxKey(k) })),
     ...(batch.transactions?.delete ?? []).map((k): Op => ({ type: 'del', key: transactionKey(k) })),
+    ...(batch.chainTransactions?.delete ?? []).map((nonce): Op => ({ type: 'del', key: chainTransactionKey(nonce) })),
   ]
   return {
     changeSeqs: (batch.changes ?? []).map((c) => c.seq),
@@ -278,6 +287,7 @@ class LevelStorage implements Storage {
         changes: await this.values<StoredChange>(state ? { gt: changeKey(state.seq), lt: changes.lt } : changes, snapshot),
         outbox: await this.values({ ...prefixRange(OUTBOX) }, snapshot),
         transactions: await this.values({ ...prefixRange(TRANSACTIONS) }, snapshot),
+        chainTransactions: await this.values({ ...prefixRange(CHAIN_TRANSACTIONS) }, snapshot),
       }
     })
   }
@@ -371,6 +381,7 @@ class LevelStorage implements Storage {
         sentLocks: all ? await this.values({ ...prefixRange(SENT_LOCKS) }, snapshot) : [],
         // Key order (UTF-8 bytes, `!` after the channel key) is not string order for every channel key: sort.
         received: all ? (await this.values<ReceivedRecord>({ ...prefixRange(RECEIVED) }, snapshot)).sort(byReceivedKey) : [],
+        chainTransactions: all ? await this.values({ ...prefixRange(CHAIN_TRANSACTIONS) }, snapshot) : [],
       }
     })
   }
@@ -406,6 +417,7 @@ class LevelStorage implements Storage {
       for (const p of d.sentProofs ?? []) ops.push(put(sentProofKeyOf(p), p))
       for (const l of d.sentLocks ?? []) ops.push(put(sentLockKey(l), l))
       for (const r of d.received ?? []) ops.push(put(receivedKeyOf(r), r))
+      for (const e of d.chainTransactions ?? []) ops.push(put(chainTransactionKey(e.nonce), e))
       await db.batch(ops, { sync: true })
       this.meta = d.meta
     }, 'importDump')

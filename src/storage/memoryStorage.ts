@@ -3,6 +3,8 @@ import { checkDump, progressOf } from './dump.ts'
 import { checkIdentity, storageName } from './identity.ts'
 import { initialMeta, mergeMeta } from './meta.ts'
 import type { Address, Hex } from 'viem'
+import type { JournalEntry } from '../chain/transactionJournal.ts'
+import { byNonce } from './journalRecords.ts'
 import { blockSpan, chainEventMatches, checkPage, paymentMatches } from './queries.ts'
 import { byReceivedKey, receivedQuery } from './receivedRecords.ts'
 import { byAdded, byProofKey, hashKey, lockAlive, lockSuffix, sentLocksQuery, sentProofQuery } from './sentRecords.ts'
@@ -46,6 +48,8 @@ type MemoryData = {
   sentLocks: Map<string, Map<string, SentLockRecord>>
   /** By channel, then nonce. */
   received: Map<string, Map<bigint, ReceivedRecord>>
+  /** The transaction journal, by nonce. */
+  chainTransactions: Map<number, JournalEntry>
 }
 
 /**
@@ -73,6 +77,7 @@ export class MemoryVolume {
         sentProofs: new Map(),
         sentLocks: new Map(),
         received: new Map(),
+        chainTransactions: new Map(),
       }
       this.#stores.set(name, data)
     }
@@ -142,6 +147,8 @@ class MemoryStorage implements Storage {
     for (const p of b.sentProofs ?? []) putSentProof(d, p)
     for (const l of b.sentLocks ?? []) putSentLock(d, l)
     for (const r of b.received ?? []) putReceived(d, r)
+    for (const e of b.chainTransactions?.put ?? []) d.chainTransactions.set(e.nonce, e)
+    for (const nonce of b.chainTransactions?.delete ?? []) d.chainTransactions.delete(nonce)
     d.meta = meta
   }
 
@@ -153,7 +160,17 @@ class MemoryStorage implements Storage {
       .filter((seq) => seq > after)
       .sort(byNumber)
       .map((seq) => d.changes.get(seq)!)
-    return clone({ meta: d.meta, snapshot: d.snapshot, changes, outbox: [...d.outbox.values()], transactions: [...d.transactions.values()] }, 'load')
+    return clone(
+      {
+        meta: d.meta,
+        snapshot: d.snapshot,
+        changes,
+        outbox: [...d.outbox.values()],
+        transactions: [...d.transactions.values()],
+        chainTransactions: journal(d),
+      },
+      'load',
+    )
   }
 
   async payments(query: PaymentQuery): Promise<PaymentRecord[]> {
@@ -233,6 +250,7 @@ class MemoryStorage implements Storage {
               .sort((a, b) => (a.channelKey === b.channelKey ? byAdded(a, b) : a.channelKey < b.channelKey ? -1 : 1))
           : [],
         received: all ? [...d.received.values()].flatMap((m) => [...m.values()]).sort(byReceivedKey) : [],
+        chainTransactions: all ? journal(d) : [],
       },
       'exportDump',
     )
@@ -254,6 +272,7 @@ class MemoryStorage implements Storage {
     d.sentProofs = new Map()
     d.sentLocks = new Map()
     d.received = new Map()
+    d.chainTransactions = new Map((checked.chainTransactions ?? []).map((e) => [e.nonce, e]))
     for (const p of checked.sentProofs ?? []) putSentProof(d, p)
     for (const l of checked.sentLocks ?? []) putSentLock(d, l)
     for (const r of checked.received ?? []) putReceived(d, r)
@@ -268,6 +287,10 @@ class MemoryStorage implements Storage {
   private usable(): void {
     if (this.#closed) throw new StorageClosedError('the store is closed')
   }
+}
+
+function journal(d: MemoryData): JournalEntry[] {
+  return [...d.chainTransactions.values()].sort(byNonce)
 }
 
 function putSentProof(d: MemoryData, p: SentProofRecord): void {

@@ -1,5 +1,6 @@
 import { SluiceError } from '../errors.ts'
 import type { Address, Hex } from 'viem'
+import type { JournalEntry } from '../chain/transactionJournal.ts'
 import type { Message } from '../protocol/messages/types.ts'
 import type { StateChange } from '../protocol/state/changes.ts'
 import type { NodeEvent, Transaction } from '../protocol/state/effects.ts'
@@ -16,7 +17,10 @@ import type { NodeState } from '../protocol/state/types.ts'
 export interface Storage {
   /** Applies everything in `batch` atomically; resolves once it is durable (survives a crash or kill -9). */
   commit(batch: Commit): Promise<void>
-  /** Everything needed to resume: meta, the latest snapshot, the changes after it in order, open outbox and transactions. */
+  /**
+   * Everything needed to resume: meta, the latest snapshot, the changes after it in order, open outbox and
+   * transactions, and the account's transaction journal in nonce order.
+   */
   load(): Promise<Loaded>
   /** Payment history, oldest first, filtered by token and partner, paged without loading the rest. */
   payments(query: PaymentQuery): Promise<PaymentRecord[]>
@@ -38,9 +42,9 @@ export interface Storage {
   receivedMessage(channelKey: string, nonce: bigint): Promise<ReceivedRecord | undefined>
   /**
    * The whole store as plain data (for backup); `importDump` refuses a dump of another node or an older one. With
-   * `{recovery: true}`, only the meta, the outbox and the transactions (every other list empty, no snapshot): what a
-   * backup copy takes from the store beside the state (docs/decisions/0034), a read that does not grow with the
-   * payment history.
+   * `{recovery: true}`, only the meta, the outbox and the transactions (every other list empty, no snapshot, no
+   * transaction journal: docs/decisions/0051): what a backup copy takes from the store beside the state
+   * (docs/decisions/0034), a read that does not grow with the payment history.
    */
   exportDump(options?: DumpOptions): Promise<StorageDump>
   importDump(dump: StorageDump): Promise<void>
@@ -52,7 +56,7 @@ export type DumpOptions = { recovery?: boolean }
 /** Which database: one per chain, token network registry and node address. */
 export type StorageIdentity = { chainId: bigint; registry: Address; address: Address }
 
-export const STORAGE_SCHEMA_VERSION = 4
+export const STORAGE_SCHEMA_VERSION = 5
 
 export type Meta = StorageIdentity & {
   schemaVersion: number
@@ -177,7 +181,8 @@ export type ChainEventQuery = { address?: Address; tokenNetwork?: Address; chann
 
 /**
  * Applied in this order: changes, then `pruneChangesUpTo` (so it also drops changes of this same batch), then
- * everything else; within outbox and transactions, puts before deletes (a key both put and deleted is gone).
+ * everything else; within outbox, transactions and chainTransactions, puts before deletes (a key both put and
+ * deleted is gone).
  * Meta is merged into the stored meta; it may not change the identity or the schema version.
  * The change log is append-only: a change whose seq is already stored fails the whole commit. Events, payments
  * and chain events written again under their key (seq, or block and log index) replace the row. Block numbers
@@ -201,6 +206,13 @@ export type Commit = {
   chainEvents?: StoredChainEvent[]
   outbox?: { put?: OutboxRecord[]; delete?: string[] }
   transactions?: { put?: TransactionRecord[]; delete?: string[] }
+  /**
+   * The account's transaction journal (src/chain/transactionJournal.ts), one entry per nonce: put (replacing the
+   * entry of its nonce; the same nonce twice in one list, the last one wins) and delete by nonce. Written
+   * atomically with the rest of the commit, never relaxed by the engine: an entry is durable before its transaction
+   * is broadcast (docs/decisions/0051).
+   */
+  chainTransactions?: { put?: JournalEntry[]; delete?: number[] }
   sentProofs?: SentProofRecord[]
   /** Put by key (channelKey, secrethash, addedNonce): a second put with removedNonce replaces the first. */
   sentLocks?: SentLockRecord[]
@@ -216,6 +228,8 @@ export type Loaded = {
   changes: StoredChange[]
   outbox: OutboxRecord[]
   transactions: TransactionRecord[]
+  /** The transaction journal, in nonce order. */
+  chainTransactions: JournalEntry[]
 }
 
 /** A whole store as plain data; the first row's meta says whose it is. */
@@ -233,6 +247,8 @@ export type StorageDump = {
   sentLocks?: SentLockRecord[]
   /** Absent in dumps written before schema 3. */
   received?: ReceivedRecord[]
+  /** The transaction journal, in nonce order; absent in dumps written before schema 5 (then an import keeps none). */
+  chainTransactions?: JournalEntry[]
 }
 
 export class StorageError extends SluiceError {

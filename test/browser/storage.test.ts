@@ -5,7 +5,18 @@ import { openIdbStorage } from '../../src/storage/idbStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageClosedError, StorageLockedError } from '../../src/storage/storage.ts'
 import { describeStorageContract } from '../unit/storage/storageContract.ts'
 import { createOldDatabase } from '../unit/storage/support/idbOldSchemas.ts'
-import { change, newChannelKey, newIdentity, outbox, paymentsToIndex, randomAddress, received, sentLock, sentProof } from '../unit/storage/support/records.ts'
+import {
+  change,
+  journalEntry,
+  newChannelKey,
+  newIdentity,
+  outbox,
+  paymentsToIndex,
+  randomAddress,
+  received,
+  sentLock,
+  sentProof,
+} from '../unit/storage/support/records.ts'
 
 // Real IndexedDB and Web Locks in Chromium.
 describeStorageContract('IndexedDB (Chromium)', {
@@ -41,7 +52,7 @@ test('a newer version opening the database in another tab closes the store and f
   await deleteDB(storageName(identity))
 })
 
-test.each([1, 2, 3] as const)(
+test.each([1, 2, 3, 4] as const)(
   'a database created by schema version %i opens, migrates to the current version and keeps its rows, and the new stores work',
   async (version) => {
     const identity = newIdentity()
@@ -58,10 +69,12 @@ test.each([1, 2, 3] as const)(
     expect(await storage.sentPayment(target, 9n)).toEqual(paid[1])
     expect(await storage.sentPayment(target, 10n)).toBeUndefined()
     expect(await storage.payments({ partner: target })).toEqual(paid)
+    expect(loaded.chainTransactions).toEqual([])
     const proof = sentProof(ck, 2n)
     const locks = [sentLock(ck, 2n), sentLock(ck, 3n, 4n)]
     const messages = [received(ck, 1n), received(ck, 3n, { type: 'Unlock' })]
-    await storage.commit({ changes: [change(3)], sentProofs: [proof], sentLocks: locks, received: messages })
+    const journal = [journalEntry(12), journalEntry(3, 2)]
+    await storage.commit({ changes: [change(3)], sentProofs: [proof], sentLocks: locks, received: messages, chainTransactions: { put: journal } })
     await storage.close()
     storage = await openIdbStorage(identity)
     for (const p of [...(old.sentProofs ?? []), proof]) expect(await storage.sentProof(ck, p.balanceHash)).toEqual(p)
@@ -72,10 +85,11 @@ test.each([1, 2, 3] as const)(
     expect(await storage.receivedMessage(ck, 2n)).toBeUndefined()
     expect(await storage.receivedMessage(ck, 3n)).toEqual(messages[1])
     expect((await storage.load()).changes.map((c) => c.seq)).toEqual([1, 2, 3])
+    expect((await storage.load()).chainTransactions).toEqual([journal[1], journal[0]])
     await storage.close()
     const db = await openDB(storageName(identity))
     expect(db.version).toBe(STORAGE_SCHEMA_VERSION)
-    expect([...db.objectStoreNames]).toEqual(expect.arrayContaining(['sentProofs', 'sentLocks', 'received']))
+    expect([...db.objectStoreNames]).toEqual(expect.arrayContaining(['sentProofs', 'sentLocks', 'received', 'chainTransactions']))
     db.close()
     await deleteDB(storageName(identity))
   },

@@ -36,6 +36,7 @@ export const stateDumpSchema = v.object({
   sentProofs: v.optional(v.array(record)),
   sentLocks: v.optional(v.array(record)),
   received: v.optional(v.array(record)),
+  chainTransactions: v.optional(v.array(record)),
 })
 
 /**
@@ -51,7 +52,7 @@ export function stateRoutes(resources: Resources, ctx: ApiContextRef): void {
       doc: {
         summary: "A backup of the node's whole state",
         description: [
-          'The whole store as JSON (format "sluice-dump": meta, snapshot, the change log after it, payment history, events, chain events, outbox, pending transactions, sent proofs and locks, the partner\'s messages we applied), read at one point in time. Integers too large for JSON numbers are written as {"$bigint": "<decimal>"}.',
+          'The whole store as JSON (format "sluice-dump": meta, snapshot, the change log after it, payment history, events, chain events, outbox, pending transactions, sent proofs and locks, the partner\'s messages we applied, the account\'s transaction journal), read at one point in time. Integers too large for JSON numbers are written as {"$bigint": "<decimal>"}.',
           'Restore it with `sluice serve --import FILE` (on the same chain, registry and address only; a dump older than the store is refused). It holds the secrets of pending payments but never the private key: keep it safe.',
         ].join('\n\n'),
         responses: { 200: 'the dump, as an attachment' },

@@ -1,9 +1,11 @@
+import type { JournalEntry } from '../../chain/transactionJournal.ts'
 import type { TransitionContext } from '../../protocol/state/access.ts'
 import type { StateChange } from '../../protocol/state/changes.ts'
 import type { Effect } from '../../protocol/state/effects.ts'
 import type { NodeState } from '../../protocol/state/types.ts'
 import { transition } from '../../protocol/transition.ts'
-import type { Commit, Meta, OutboxRecord, Storage, StoredChainEvent, TransactionRecord } from '../../storage/storage.ts'
+import { checkJournalEntry, checkJournalNonce } from '../../storage/journalRecords.ts'
+import { StorageError, type Commit, type Meta, type OutboxRecord, type Storage, type StoredChainEvent, type TransactionRecord } from '../../storage/storage.ts'
 import { outboxRecord, paymentRecord, receivedHistory, sentHistory, storedEvent, syncedHistory, transactionRecord } from './records.ts'
 
 /**
@@ -76,6 +78,9 @@ export class Engine {
     transactions: [],
     transactionPuts: [],
   }
+  /** Journal writes for the next commit: by nonce, the entry to put or null to delete (the last write of a nonce wins). */
+  private journal = new Map<number, JournalEntry | null>()
+  private journalWaiters: { resolve: () => void; reject: (e: unknown) => void }[] = []
   private running = false
   private snapshotWanted = false
   /** The changes after which the next snapshot is taken (snapshotEvery, or more for a state of many channels). */
@@ -144,6 +149,30 @@ export class Engine {
     this.kick()
   }
 
+  /**
+   * Puts and deletes entries of the account's transaction journal (src/chain/transactionJournal.ts) in the next
+   * commit, with whatever else it holds (group commit); resolves once that commit is durable, and rejects if it fails
+   * (then the engine stops, as for a change). Writes of one nonce reach the store in the order they were made: within
+   * a call the puts, then the deletes. An entry is copied and checked now: a bad one rejects this call alone.
+   */
+  writeJournal(write: { put?: JournalEntry[]; delete?: number[] }): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed)
+    let puts: JournalEntry[]
+    try {
+      puts = structuredClone(write.put ?? [])
+      for (const entry of puts) checkJournalEntry(entry)
+      for (const nonce of write.delete ?? []) checkJournalNonce(nonce, 'journal nonce to delete')
+    } catch (e) {
+      return Promise.reject(e instanceof StorageError ? e : new StorageError(`a journal entry cannot be stored (${(e as Error).message})`, { cause: e }))
+    }
+    for (const entry of puts) this.journal.set(entry.nonce, entry)
+    for (const nonce of write.delete ?? []) this.journal.set(nonce, null)
+    return new Promise((resolve, reject) => {
+      this.journalWaiters.push({ resolve, reject })
+      this.kick()
+    })
+  }
+
   /** Commits a snapshot of the current state, if a change came since the last one, once what is queued is committed. */
   async snapshot(): Promise<void> {
     this.snapshotWanted = true
@@ -175,6 +204,9 @@ export class Engine {
         const batch = this.queue.splice(0)
         const deletes = this.pendingDeletes
         this.pendingDeletes = { outbox: [], transactions: [], transactionPuts: [] }
+        const journal = this.journal
+        const journalWaiters = this.journalWaiters.splice(0)
+        this.journal = new Map()
         const now = this.p.now()
         const commit: Required<Pick<Commit, 'changes' | 'events' | 'payments' | 'chainEvents' | 'sentProofs' | 'sentLocks' | 'received'>> & Commit = {
           changes: [],
@@ -186,6 +218,10 @@ export class Engine {
           chainEvents: [],
           outbox: { put: [], delete: deletes.outbox },
           transactions: { put: [...deletes.transactionPuts], delete: deletes.transactions },
+          chainTransactions: {
+            put: [...journal.values()].filter((entry) => entry !== null),
+            delete: [...journal].filter(([, entry]) => entry === null).map(([nonce]) => nonce),
+          },
         }
         let state = this.state
         let seq = this.seq
@@ -239,8 +275,10 @@ export class Engine {
         }
         // Only acknowledgements received (outbox rows to delete): nothing leaves the node on them, and if a crash of
         // the machine loses them, the messages go again and the peers answer again. Everything else is flushed
-        // before its effects leave (write-ahead): sends, transactions, a received message's acknowledgement.
-        commit.relaxed = batch.length === 0 && !commit.snapshot && deletes.transactions.length === 0 && deletes.transactionPuts.length === 0
+        // before its effects leave (write-ahead): sends, transactions, a received message's acknowledgement, and the
+        // transaction journal (an entry is durable before its transaction is broadcast; a done one is not sent again).
+        commit.relaxed =
+          batch.length === 0 && !commit.snapshot && deletes.transactions.length === 0 && deletes.transactionPuts.length === 0 && journal.size === 0
         try {
           await this.p.storage.commit(commit)
         } catch (error) {
@@ -248,10 +286,13 @@ export class Engine {
           this.failed = error
           for (const b of batch) b.reject(error)
           for (const q of this.queue.splice(0)) q.reject(error)
+          for (const w of [...journalWaiters, ...this.journalWaiters.splice(0)]) w.reject(error)
+          this.journal.clear()
           throw error
         }
         this.state = state
         this.seq = seq
+        for (const w of journalWaiters) w.resolve()
         for (const [i, b] of batch.entries()) b.resolve(applied[i]!)
         if (applied.length) this.onApplied!(applied)
       }
@@ -271,6 +312,7 @@ export class Engine {
       this.pendingDeletes.outbox.length > 0 ||
       this.pendingDeletes.transactions.length > 0 ||
       this.pendingDeletes.transactionPuts.length > 0 ||
+      this.journalWaiters.length > 0 ||
       (this.snapshotWanted && this.sinceSnapshot > 0)
     )
   }

@@ -6,7 +6,7 @@ import { openIdbStorage } from '../../../src/storage/idbStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageClosedError, StorageError, StorageVersionError } from '../../../src/storage/storage.ts'
 import { describeStorageContract } from './storageContract.ts'
 import { createOldDatabase } from './support/idbOldSchemas.ts'
-import { change, newChannelKey, newIdentity, outbox, paymentsToIndex, randomAddress, received, sentLock, sentProof } from './support/records.ts'
+import { change, journalEntry, newChannelKey, newIdentity, outbox, paymentsToIndex, randomAddress, received, sentLock, sentProof } from './support/records.ts'
 
 // Node has no Web Locks: single instance is shown in Chromium (test/browser/storage.test.ts).
 describeStorageContract('IndexedDB (fake-indexeddb)', {
@@ -25,6 +25,7 @@ test('the database is named after chain, registry and address, with one object s
   expect(db.version).toBe(STORAGE_SCHEMA_VERSION)
   expect([...db.objectStoreNames].sort()).toEqual([
     'chainEvents',
+    'chainTransactions',
     'changes',
     'events',
     'meta',
@@ -63,7 +64,7 @@ test("a database of the same name without this node's meta is refused", async ()
   await expect(openIdbStorage(identity)).rejects.toBeInstanceOf(StorageError)
 })
 
-test.each([1, 2, 3] as const)(
+test.each([1, 2, 3, 4] as const)(
   'a database of schema version %i is upgraded: its rows are kept, its meta says the current version, and the new stores work',
   async (version) => {
     const identity = newIdentity()
@@ -82,15 +83,21 @@ test.each([1, 2, 3] as const)(
     expect(await storage.payments({ partner: target })).toEqual(paid)
     for (const p of old.sentProofs ?? []) expect(await storage.sentProof(ck, p.balanceHash)).toEqual(p)
     if (old.sentLocks) expect(await storage.sentLocks(ck, 2n)).toEqual(old.sentLocks)
+    // No transaction journal before version 5: the upgraded store starts with none, and keeps what it is given.
+    expect(loaded.chainTransactions).toEqual([])
     const [proof, lock, message] = [sentProof(ck, 4n), sentLock(ck, 4n), received(ck, 4n)]
-    await storage.commit({ changes: [change(3)], sentProofs: [proof], sentLocks: [lock], received: [message] })
+    const journal = [journalEntry(12), journalEntry(3, 2)]
+    await storage.commit({ changes: [change(3)], sentProofs: [proof], sentLocks: [lock], received: [message], chainTransactions: { put: journal } })
     expect(await storage.sentProof(ck, proof.balanceHash)).toEqual(proof)
     expect(await storage.sentLocks(ck, 4n)).toEqual([...(old.sentLocks?.slice(0, 1) ?? []), lock])
     expect(await storage.receivedMessage(ck, 4n)).toEqual(message)
     await storage.close()
+    const reopened = await openIdbStorage(identity)
+    expect((await reopened.load()).chainTransactions).toEqual([journal[1], journal[0]])
+    await reopened.close()
     const db = await openDB(storageName(identity))
     expect(db.version).toBe(STORAGE_SCHEMA_VERSION)
-    expect([...db.objectStoreNames]).toEqual(expect.arrayContaining(['sentProofs', 'sentLocks', 'received']))
+    expect([...db.objectStoreNames]).toEqual(expect.arrayContaining(['sentProofs', 'sentLocks', 'received', 'chainTransactions']))
     db.close()
   },
 )

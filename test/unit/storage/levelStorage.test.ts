@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest'
 import { levelLocation, openLevelStorage } from '../../../src/storage/levelStorage.ts'
 import { STORAGE_SCHEMA_VERSION, StorageError, StorageVersionError, type StorageIdentity } from '../../../src/storage/storage.ts'
 import { describeStorageContract } from './storageContract.ts'
-import { change, newChannelKey, newIdentity, outbox, paymentsToIndex, randomAddress, received, sentLock, sentProof } from './support/records.ts'
+import { change, journalEntry, newChannelKey, newIdentity, outbox, paymentsToIndex, randomAddress, received, sentLock, sentProof } from './support/records.ts'
 
 let dataDir = ''
 beforeAll(async () => {
@@ -135,7 +135,7 @@ test('a store written by a newer schema is refused with StorageVersionError, a f
   await expect(openLevelStorage(foreign, { dataDir })).rejects.toThrow(/not Sluice/)
 })
 
-test.each([1, 2, 3])(
+test.each([1, 2, 3, 4])(
   'a store of schema version %i is upgraded: its rows are kept, its meta says the current version, and the new rows work',
   async (version) => {
     const identity = newIdentity()
@@ -146,13 +146,17 @@ test.each([1, 2, 3])(
     const [t, p] = [token.toLowerCase(), target.toLowerCase()]
     const paidRows = paid.flatMap((row) => {
       const seq = row.seq.toString().padStart(16, '0')
-      return [`p!${seq}`, `pt!${t}!${seq}`, `pp!${p}!${seq}`, `ptp!${t}!${p}!${seq}`].map((key, i) => ({
+      // Version 4 indexed sent payments by target and identifier too.
+      const sentIdentifier =
+        version >= 4 && row.event !== 'EventPaymentReceivedSuccess' ? [`psi!${p}!${row.identifier.toString().padStart(20, '0')}!${seq}`] : []
+      return [`p!${seq}`, `pt!${t}!${seq}`, `pp!${p}!${seq}`, `ptp!${t}!${p}!${seq}`, ...sentIdentifier].map((key, i) => ({
         type: 'put' as const,
         key,
         value: i === 0 ? serialize(row) : new Uint8Array(0),
       }))
     })
-    // As Sluice with that schema version left it (its key layout, frozen here; version 2 added sent proofs and locks).
+    // As Sluice with that schema version left it (its key layout, frozen here; version 2 added sent proofs and locks,
+    // 3 received messages, 4 the index of sent payments).
     const old = new ClassicLevel<string, Uint8Array>(levelLocation(identity, dataDir), { valueEncoding: 'view' })
     await old.batch([
       { type: 'put', key: 'meta', value: serialize({ ...identity, schemaVersion: version, syncedBlock: 7n, createdAt: 1 }) },
@@ -179,8 +183,12 @@ test.each([1, 2, 3])(
       expect(await storage.sentProof(ck, oldProof.balanceHash)).toEqual(oldProof)
       expect(await storage.sentLocks(ck, 1n)).toEqual([oldLock])
     }
+    // No transaction journal before version 5: the upgraded store starts with none.
+    expect(loaded.chainTransactions).toEqual([])
     const [proof, lock, message] = [sentProof(ck, 12n), sentLock(ck, 12n), received(ck, 12n)]
-    await storage.commit({ changes: [change(2)], sentProofs: [proof], sentLocks: [lock], received: [message] })
+    const journal = [journalEntry(12), journalEntry(3, 2)]
+    await storage.commit({ changes: [change(2)], sentProofs: [proof], sentLocks: [lock], received: [message], chainTransactions: { put: journal } })
+    expect((await storage.load()).chainTransactions).toEqual([journal[1], journal[0]])
     expect(await storage.sentProof(ck, proof.balanceHash)).toEqual(proof)
     expect(await storage.sentLocks(ck, 12n)).toEqual(version >= 2 ? [oldLock, lock] : [lock])
     expect(await storage.receivedMessage(ck, 12n)).toEqual(message)
@@ -190,6 +198,8 @@ test.each([1, 2, 3])(
     // The key layout: received messages by channel and padded nonce, sent proofs by channel and balance hash, sent
     // locks by channel, padded addedNonce and secret hash.
     expect(await raw.keys({ gte: 'r', lt: 's' }).all()).toEqual([`rm!${ck}!00000000000000000012`])
+    // The journal by nonce, 16 digits: key order is nonce order.
+    expect(await raw.keys({ gte: 'ctx!', lt: 'ctx"' }).all()).toEqual(['ctx!0000000000000003', 'ctx!0000000000000012'])
     const keys = await raw.keys({ gte: 's', lt: 't' }).all()
     const proofKeys = (version >= 2 ? [oldProof, proof] : [proof]).map((p) => `sp!${ck}!${p.balanceHash.toLowerCase()}`).sort()
     expect(keys).toEqual([

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from 'vitest'
 import { jsonParse, jsonStringify } from '../../../src/storage/json.ts'
 import type { Message } from '../../../src/protocol/messages/types.ts'
+import type { JournalEntry } from '../../../src/chain/transactionJournal.ts'
 import {
   DumpRejectedError,
   STORAGE_SCHEMA_VERSION,
@@ -22,6 +23,7 @@ import {
   chainEvent,
   change,
   event,
+  journalEntry,
   newChannelKey,
   newIdentity,
   outbox,
@@ -76,6 +78,8 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
         chainEvents: [chainEvent(10n, 0, { channelId: BIG }), chainEvent(11n, 3)],
         outbox: { put: [outbox('a'), outbox('b')] },
         transactions: { put: [transaction('t1'), transaction('t2', 'sent')] },
+        // Out of nonce order: a store lists them in it.
+        chainTransactions: { put: [journalEntry(2, 2), journalEntry(0), journalEntry(1, 1, { status: 'signed' })] },
         meta: { syncedBlock: 11n },
       }
     }
@@ -89,6 +93,7 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
         changes: [],
         outbox: [],
         transactions: [],
+        chainTransactions: [],
       })
       expect(loaded.snapshot).toBeUndefined()
       expect(Math.abs(loaded.meta.createdAt - Date.now())).toBeLessThan(60_000)
@@ -359,6 +364,9 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect(await storage.sentLocks(CHANNEL_2, 3n)).toEqual([all.sentLocks![2]])
       expect(before.dump.received).toEqual([...all.received!].sort(byChannelThenNonce))
       for (const r of all.received!) expect(await storage.receivedMessage(r.channelKey, r.nonce)).toEqual(r)
+      // The transaction journal, in nonce order, with its bigints.
+      expect(before.dump.chainTransactions).toEqual([journalEntry(0), journalEntry(1, 1, { status: 'signed' }), journalEntry(2, 2)])
+      expect((await storage.load()).chainTransactions).toEqual(before.dump.chainTransactions)
     })
 
     test('exportDump({recovery: true}) reads only the meta, the outbox and the transactions', async () => {
@@ -369,8 +377,20 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       const recovery = sortDump(await storage.exportDump({ recovery: true }))
       expect(whole.events.length * whole.payments.length * whole.chainEvents.length * whole.received!.length * whole.changes.length).toBeGreaterThan(0)
       expect(whole.sentProofs!.length * whole.sentLocks!.length * whole.outbox.length * whole.transactions.length).toBeGreaterThan(0)
+      expect(whole.chainTransactions).toHaveLength(3)
       const { snapshot: _, ...rest } = whole
-      expect(recovery).toEqual({ ...rest, changes: [], events: [], payments: [], chainEvents: [], sentProofs: [], sentLocks: [], received: [] })
+      // Not the transaction journal either: a backup copy does not carry it (docs/decisions/0051).
+      expect(recovery).toEqual({
+        ...rest,
+        changes: [],
+        events: [],
+        payments: [],
+        chainEvents: [],
+        sentProofs: [],
+        sentLocks: [],
+        received: [],
+        chainTransactions: [],
+      })
     })
 
     test('importDump takes a dump of schema version 1 (no sent proofs or locks) and stores it as this version', async () => {
@@ -386,6 +406,7 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect(dump.sentProofs).toEqual([])
       expect(dump.sentLocks).toEqual([])
       expect(dump.received).toEqual([])
+      expect(dump.chainTransactions).toEqual([])
       expect((await storage.load()).meta.schemaVersion).toBe(STORAGE_SCHEMA_VERSION)
       await storage.commit({ sentProofs: [sentProof(CHANNEL_1, 1n)] })
       await expect(storage.importDump({ ...v1, meta: { ...v1.meta, schemaVersion: 0 } })).rejects.toBeInstanceOf(DumpRejectedError)
@@ -395,14 +416,14 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       const identity = newIdentity()
       const storage = await open(identity)
       await storage.commit(everything(identity))
-      const { received: had, ...rest } = await storage.exportDump()
+      const { received: had, chainTransactions: _j, ...rest } = await storage.exportDump()
       expect(had).toHaveLength(3)
       const v2: StorageDump = { ...rest, meta: { ...rest.meta, schemaVersion: 2 } }
       await storage.importDump(jsonParse(jsonStringify(v2)) as StorageDump)
       const dump = await storage.exportDump()
       expect(dump.meta.schemaVersion).toBe(STORAGE_SCHEMA_VERSION)
       expect(dump.received).toEqual([])
-      expect(sortDump(dump)).toEqual(sortDump({ ...v2, meta: { ...v2.meta, schemaVersion: STORAGE_SCHEMA_VERSION }, received: [] }))
+      expect(sortDump(dump)).toEqual(sortDump({ ...v2, meta: { ...v2.meta, schemaVersion: STORAGE_SCHEMA_VERSION }, received: [], chainTransactions: [] }))
       for (const r of had!) expect(await storage.receivedMessage(r.channelKey, r.nonce)).toBeUndefined()
       // The store takes new ones as usual.
       const next = received(CHANNEL_1, 3n)
@@ -431,6 +452,9 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
         { ...dump, received: [...dump.received!, 7] },
         { ...dump, received: [...dump.received!, { ...received(CHANNEL_1, 9n), signature: '0x12' }] },
         { ...dump, received: [...dump.received!, { ...received(CHANNEL_1, 9n), nonce: 0n }] },
+        { ...dump, chainTransactions: 'none' },
+        { ...dump, chainTransactions: [...dump.chainTransactions!, { ...journalEntry(7), nonce: -1 }] },
+        { ...dump, chainTransactions: [...dump.chainTransactions!, { ...journalEntry(7), gas: 7 }] },
       ]
       for (const bad of refused) await expect(storage.importDump(bad as StorageDump)).rejects.toBeInstanceOf(DumpRejectedError)
       await expect(storage.importDump({ ...dump, meta: { ...dump.meta, address: randomAddress() } })).rejects.toThrow(/another node address/)
@@ -502,7 +526,12 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
     test('a commit that fails midway (a value that cannot be stored) leaves nothing of it', async () => {
       const identity = newIdentity()
       const storage = await open(identity)
-      await storage.commit({ changes: [change(1)], outbox: { put: [outbox('kept')] }, meta: { syncedBlock: 5n } })
+      await storage.commit({
+        changes: [change(1)],
+        outbox: { put: [outbox('kept')] },
+        chainTransactions: { put: [journalEntry(5)] },
+        meta: { syncedBlock: 5n },
+      })
       const before = await storage.exportDump()
       const unstorable = { ...outbox('bad'), message: { type: 'Processed', message_identifier: 1n, callback: () => 1 } as unknown as Message }
       const failing: Commit = {
@@ -511,10 +540,12 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
         pruneChangesUpTo: 1,
         outbox: { put: [outbox('new'), unstorable], delete: ['kept'] },
         transactions: { put: [transaction('t9')] },
+        chainTransactions: { put: [journalEntry(6)], delete: [5] },
         meta: { syncedBlock: 99n },
       }
       await expect(storage.commit(failing)).rejects.toBeInstanceOf(StorageError)
       expect(sortDump(await storage.exportDump())).toEqual(sortDump(before))
+      expect((await storage.load()).chainTransactions).toEqual([journalEntry(5)])
       expect(await storage.sentProof(CHANNEL_1, failing.sentProofs![0]!.balanceHash)).toBeUndefined()
       expect(await storage.sentLocks(CHANNEL_1, 10n)).toEqual([])
       expect(await storage.receivedMessage(CHANNEL_1, 1n)).toBeUndefined()
@@ -802,6 +833,147 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       await expect(storage.receivedMessage(7 as unknown as string, 1n)).rejects.toBeInstanceOf(StorageError)
       await expect(storage.receivedMessage(newChannelKey(), 1 as unknown as bigint)).rejects.toBeInstanceOf(StorageError)
       await expect(storage.receivedMessage(newChannelKey(), '1' as unknown as bigint)).rejects.toBeInstanceOf(StorageError)
+    })
+
+    test('journal entries are put, replaced and deleted by nonce, and load and the dump list them in nonce order', async () => {
+      const identity = newIdentity()
+      let storage = await open(identity)
+      // 9 < 10 < 100 < 2^53 - 1 as numbers, not as strings; written out of order, over several commits.
+      const max = Number.MAX_SAFE_INTEGER
+      const first = journalEntry(10)
+      const committing = storage.commit({ chainTransactions: { put: [journalEntry(100), first, journalEntry(max)] } })
+      // What the call saw is what is stored, even when the caller changes its objects before the commit resolves.
+      first.status = 'mined'
+      first.attempts[0]!.fees = { gasPrice: 1n }
+      await committing
+      await storage.commit({ chainTransactions: { put: [journalEntry(9), journalEntry(0, 1, { status: 'signed' })] } })
+      const nonces = async () => (await storage.load()).chainTransactions.map((e) => e.nonce)
+      expect(await nonces()).toEqual([0, 9, 10, 100, max])
+      expect((await storage.load()).chainTransactions[2]).toEqual(journalEntry(10))
+      // Put again under its nonce (a second attempt at a higher fee, then mined): replaced, not duplicated.
+      const mined = journalEntry(10, 2, {
+        status: 'mined',
+        mined: { hash: journalEntry(10, 2).attempts[1]!.hash, blockNumber: 2n ** 63n, blockHash: randomHash() },
+      })
+      await storage.commit({ chainTransactions: { put: [journalEntry(10, 2)] } })
+      await storage.commit({ chainTransactions: { put: [mined] } })
+      expect((await storage.load()).chainTransactions).toEqual([
+        journalEntry(0, 1, { status: 'signed' }),
+        journalEntry(9),
+        mined,
+        journalEntry(100),
+        journalEntry(max),
+      ])
+      // Deleted (one never there too); put and deleted in one commit: gone; the same nonce twice in one commit: the last.
+      await storage.commit({ chainTransactions: { put: [journalEntry(11)], delete: [9, 11, 12] } })
+      await storage.commit({ chainTransactions: { put: [journalEntry(100, 1), journalEntry(100, 3)], delete: [0] } })
+      const expected = [mined, journalEntry(100, 3), journalEntry(max)]
+      expect((await storage.load()).chainTransactions).toEqual(expected)
+      expect((await storage.exportDump()).chainTransactions).toEqual(expected)
+      // A copy: changing what came back does not change the store.
+      ;(await storage.load()).chainTransactions[0]!.attempts.pop()
+      expect((await storage.load()).chainTransactions[0]).toEqual(mined)
+      // Durable: a reopened store has them.
+      await storage.close()
+      storage = await open(identity)
+      expect((await storage.load()).chainTransactions).toEqual(expected)
+      // An entry of a legacy chain (a gas price), a contract creation (no `to`, no value), no deadline.
+      const { to: _t, value: _v, ...creation } = journalEntry(1).call
+      const { deadline: _d, ...legacy } = journalEntry(1, 1, { call: creation })
+      legacy.attempts = legacy.attempts.map((a) => ({ ...a, fees: { gasPrice: 3n * 10n ** 9n } }))
+      await storage.commit({ chainTransactions: { put: [legacy] } })
+      expect((await storage.load()).chainTransactions[0]).toEqual(legacy)
+    })
+
+    test('journal entries are written with the rest of the commit: a commit that fails writes none of them', async () => {
+      const storage = await open()
+      await storage.commit({ changes: [change(1)], chainTransactions: { put: [journalEntry(3)] } })
+      const unstorable = { ...outbox('bad'), message: { type: 'Processed', message_identifier: 1n, callback: () => 1 } as unknown as Message }
+      // Refused when written (a value no store can keep), and refused before (a change seq already in the log).
+      await expect(
+        storage.commit({ changes: [change(2)], outbox: { put: [unstorable] }, chainTransactions: { put: [journalEntry(4), journalEntry(3, 2)] } }),
+      ).rejects.toBeInstanceOf(StorageError)
+      await expect(storage.commit({ changes: [change(1)], chainTransactions: { put: [journalEntry(4)], delete: [3] } })).rejects.toBeInstanceOf(StorageError)
+      expect((await storage.load()).chainTransactions).toEqual([journalEntry(3)])
+      expect((await storage.load()).changes.map((c) => c.seq)).toEqual([1])
+      // And an entry no store can keep takes the commit's other parts with it.
+      const withFunction = { ...journalEntry(4), note: () => 1 } as JournalEntry
+      await expect(storage.commit({ changes: [change(2)], outbox: { put: [outbox('a')] }, chainTransactions: { put: [withFunction] } })).rejects.toBeInstanceOf(
+        StorageError,
+      )
+      const loaded = await storage.load()
+      expect([loaded.changes.length, loaded.outbox.length, loaded.chainTransactions.length]).toEqual([1, 0, 1])
+      // Journal writes alone are a commit like any other.
+      await storage.commit({ chainTransactions: { put: [journalEntry(4)] } })
+      expect((await storage.load()).chainTransactions.map((e) => e.nonce)).toEqual([3, 4])
+    })
+
+    test('journal entries that no store could key, or a queue could not trust, are refused, and the commit writes nothing', async () => {
+      const storage = await open()
+      const e = journalEntry(1)
+      const attempt = e.attempts[0]!
+      const bad: unknown[] = [
+        null,
+        [],
+        { ...e, nonce: -1 },
+        { ...e, nonce: 1.5 },
+        { ...e, nonce: 2 ** 53 },
+        { ...e, nonce: 1n },
+        { ...e, nonce: '1' },
+        { ...e, call: undefined },
+        { ...e, call: { ...e.call, to: '0x1234' } },
+        { ...e, call: { ...e.call, data: '0xabc' } },
+        { ...e, call: { ...e.call, data: undefined } },
+        { ...e, call: { ...e.call, value: -1n } },
+        { ...e, call: { ...e.call, value: 5 } },
+        { ...e, call: { ...e.call, description: undefined } },
+        { ...e, gas: 21000 },
+        { ...e, gas: 2n ** 64n },
+        { ...e, deadline: 5 },
+        { ...e, attempts: 'none' },
+        { ...e, attempts: [null] },
+        { ...e, attempts: [{ ...attempt, hash: '0x12' }] },
+        { ...e, attempts: [{ ...attempt, raw: '0x' }] },
+        { ...e, attempts: [{ ...attempt, raw: 'f86c' }] },
+        { ...e, attempts: [{ ...attempt, fees: { maxFeePerGas: 1n } }] },
+        { ...e, attempts: [{ ...attempt, fees: { gasPrice: 1 } }] },
+        { ...e, attempts: [{ ...attempt, fees: undefined }] },
+        { ...e, attempts: [{ ...attempt, signedAtBlock: 1 }] },
+        { ...e, status: 'pending' },
+        { ...e, mined: { hash: attempt.hash, blockNumber: 1 } },
+        { ...e, mined: { hash: attempt.hash, blockNumber: 1n, blockHash: '0x' } },
+        { ...e, createdAt: Number.NaN },
+        { ...e, createdAt: undefined },
+      ]
+      for (const entry of bad) {
+        await expect(storage.commit({ changes: [change(1)], chainTransactions: { put: [journalEntry(0), entry as JournalEntry] } })).rejects.toBeInstanceOf(
+          StorageError,
+        )
+      }
+      for (const nonce of [-1, 0.5, '2', 2n, undefined, 2 ** 53]) {
+        await expect(storage.commit({ changes: [change(1)], chainTransactions: { delete: [nonce as number] } })).rejects.toBeInstanceOf(StorageError)
+      }
+      expect((await storage.load()).changes).toEqual([])
+      expect((await storage.load()).chainTransactions).toEqual([])
+      // The largest safe nonce, upper-case hex and a status of every kind are well formed.
+      const upper = journalEntry(Number.MAX_SAFE_INTEGER, 1, { status: 'mined' })
+      upper.attempts[0]!.raw = upper.attempts[0]!.raw.toUpperCase().replace('0X', '0x') as typeof attempt.raw
+      await storage.commit({ chainTransactions: { put: [upper, journalEntry(0, 1, { status: 'signed' })] } })
+      expect((await storage.load()).chainTransactions).toEqual([journalEntry(0, 1, { status: 'signed' }), upper])
+    })
+
+    test('importDump takes a dump of schema version 4 (no transaction journal): the store keeps no entry it had', async () => {
+      const identity = newIdentity()
+      const storage = await open(identity)
+      await storage.commit(everything(identity))
+      const { chainTransactions: had, ...v4 } = await storage.exportDump()
+      expect(had).toHaveLength(3)
+      await storage.importDump(jsonParse(jsonStringify({ ...v4, meta: { ...v4.meta, schemaVersion: 4 } })) as StorageDump)
+      expect((await storage.load()).chainTransactions).toEqual([])
+      expect((await storage.exportDump()).chainTransactions).toEqual([])
+      expect((await storage.load()).meta.schemaVersion).toBe(STORAGE_SCHEMA_VERSION)
+      await storage.commit({ chainTransactions: { put: [journalEntry(7)] } })
+      expect((await storage.load()).chainTransactions).toEqual([journalEntry(7)])
     })
 
     if (adapter.singleInstance) {

@@ -2,8 +2,8 @@ import { describe, expect, test, vi } from 'vitest'
 import { Engine, replay, snapshotAfter, type Applied } from '../../../../src/node/runtime/engine.ts'
 import { defaultContext, initialState } from '../../../../src/protocol/state/access.ts'
 import { openMemoryStorage } from '../../../../src/storage/memoryStorage.ts'
-import type { Commit, Storage } from '../../../../src/storage/storage.ts'
-import { transaction } from '../../storage/support/records.ts'
+import { StorageError, type Commit, type Storage } from '../../../../src/storage/storage.ts'
+import { journalEntry, transaction } from '../../storage/support/records.ts'
 
 const identity = { chainId: 1n, registry: '0x00000000000000000000000000000000000000aa', address: '0x00000000000000000000000000000000000000bb' } as const
 
@@ -299,5 +299,107 @@ describe('Engine', () => {
     } finally {
       vi.useRealTimers()
     }
+  })
+})
+describe('the transaction journal', () => {
+  /** Whether `promise` has settled after everything queued so far has run. */
+  const settledYet = async (promise: Promise<unknown>) => {
+    let settled = false
+    promise.then(
+      () => (settled = true),
+      () => (settled = true),
+    )
+    await new Promise((r) => setTimeout(r, 10))
+    return settled
+  }
+
+  test('a write goes into the next commit with the changes queued meanwhile (group commit), flushed, and resolves once that commit is durable', async () => {
+    const s = await store()
+    const e = engine(s.storage)
+    const release = s.holdCommits()
+    const first = e.dispatch({ type: 'block', blockNumber: 1n })
+    await Promise.resolve()
+    const put = e.writeJournal({ put: [journalEntry(0)] })
+    const second = e.dispatch({ type: 'block', blockNumber: 2n })
+    // Not durable yet: the commit that holds it waits behind the one in flight.
+    expect(await settledYet(put)).toBe(false)
+    expect((await s.storage.load()).chainTransactions).toEqual([])
+    release()
+    await Promise.all([first, put, second])
+    expect(s.commits.map((c) => [c.changes!.map((ch) => ch.seq), c.chainTransactions?.put?.map((j) => j.nonce), c.relaxed])).toEqual([
+      [[1], [], false],
+      [[2], [0], false],
+    ])
+    expect((await s.storage.load()).chainTransactions).toEqual([journalEntry(0)])
+    // Alone, with nothing else to commit: a commit of its own, flushed too (a delete as well as a put).
+    await e.writeJournal({ delete: [0] })
+    expect(s.commits.at(-1)).toMatchObject({ relaxed: false, changes: [], chainTransactions: { put: [], delete: [0] } })
+    expect((await s.storage.load()).chainTransactions).toEqual([])
+  })
+
+  test('writes of one nonce reach the store in the order they were made, in one commit or several', async () => {
+    const s = await store()
+    const e = engine(s.storage)
+    const release = s.holdCommits()
+    const inFlight = e.writeJournal({ put: [journalEntry(1)] })
+    await Promise.resolve()
+    // Queued behind it, together: the last write of each nonce is what the next commit holds.
+    const writes = [
+      e.writeJournal({ put: [journalEntry(1, 2)] }),
+      e.writeJournal({ delete: [1] }),
+      e.writeJournal({ put: [journalEntry(1, 3), journalEntry(2)] }),
+      e.writeJournal({ put: [journalEntry(3)] }),
+      e.writeJournal({ delete: [3] }),
+      e.writeJournal({ put: [journalEntry(4)], delete: [4] }),
+    ]
+    release()
+    await Promise.all([inFlight, ...writes])
+    expect(s.commits).toHaveLength(2)
+    expect(s.commits[1]!.chainTransactions).toEqual({ put: [journalEntry(1, 3), journalEntry(2)], delete: [3, 4] })
+    expect((await s.storage.load()).chainTransactions).toEqual([journalEntry(1, 3), journalEntry(2)])
+  })
+
+  test('what the call saw is what is stored: the caller changing its entry before the commit changes nothing', async () => {
+    const s = await store()
+    const e = engine(s.storage)
+    const release = s.holdCommits()
+    const entry = journalEntry(5)
+    const put = e.writeJournal({ put: [entry] })
+    entry.status = 'mined'
+    entry.attempts.push(journalEntry(5, 2).attempts[1]!)
+    release()
+    await put
+    expect((await s.storage.load()).chainTransactions).toEqual([journalEntry(5)])
+  })
+
+  test('an entry no store could take rejects its call alone; the engine goes on', async () => {
+    const s = await store()
+    const e = engine(s.storage)
+    await expect(e.writeJournal({ put: [{ ...journalEntry(1), nonce: -1 }] })).rejects.toBeInstanceOf(StorageError)
+    await expect(e.writeJournal({ put: [{ ...journalEntry(1), note: () => 1 } as never] })).rejects.toBeInstanceOf(StorageError)
+    await expect(e.writeJournal({ delete: [1.5] })).rejects.toBeInstanceOf(StorageError)
+    await e.writeJournal({ put: [journalEntry(1)] })
+    await e.dispatch({ type: 'block', blockNumber: 1n })
+    expect((await s.storage.load()).chainTransactions).toEqual([journalEntry(1)])
+  })
+
+  test('a failed commit rejects the writes it held and those queued behind it, and every later one: nothing of them is stored', async () => {
+    const s = await store()
+    const e = engine(s.storage)
+    await e.writeJournal({ put: [journalEntry(1)] })
+    const failure = new Error('disk full')
+    s.failCommits(failure)
+    const release = s.holdCommits()
+    const failing = e.writeJournal({ put: [journalEntry(2)] })
+    const change = e.dispatch({ type: 'block', blockNumber: 1n })
+    await Promise.resolve()
+    const queued = e.writeJournal({ delete: [1] })
+    release()
+    await expect(failing).rejects.toBe(failure)
+    await expect(change).rejects.toBe(failure)
+    await expect(queued).rejects.toBe(failure)
+    await expect(e.writeJournal({ put: [journalEntry(3)] })).rejects.toBe(failure)
+    await e.settled()
+    expect((await s.storage.load()).chainTransactions).toEqual([journalEntry(1)])
   })
 })

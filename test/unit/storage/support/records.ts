@@ -1,4 +1,5 @@
 import { getAddress, keccak256, toHex, type Address, type Hex } from 'viem'
+import type { JournalEntry } from '../../../../src/chain/transactionJournal.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import type {
   OutboxRecord,
@@ -139,4 +140,30 @@ export function received(channelKey: string, nonce: bigint, fields: Partial<Rece
 /** A channel key as the protocol makes them (token network, lower case, and channel id). */
 export function newChannelKey(): string {
   return `${randomAddress().toLowerCase()}:${crypto.getRandomValues(new Uint32Array(1))[0]}`
+}
+
+/**
+ * The transaction journal's entry of `nonce`: a call signed `attempts` times (the later at higher fees), sent, with
+ * bigints up to uint256 where the chain has them. Deterministic: equal when built with the same arguments, in any
+ * process.
+ */
+const JOURNAL_TO = getAddress(`0x${'5a'.repeat(20)}`)
+
+export function journalEntry(nonce: number, attempts = 1, fields: Partial<JournalEntry> = {}): JournalEntry {
+  const raw = (i: number): Hex => keccak256(toHex(`raw ${nonce} ${i}`))
+  return {
+    nonce,
+    call: { to: JOURNAL_TO, data: `0x${'a9059cbb'.padEnd(8 + 64, '0')}`, value: BIG, description: `settle channel ${nonce}` },
+    gas: 210_000n,
+    deadline: 1_000n + BigInt(nonce),
+    attempts: Array.from({ length: attempts }, (_, i) => ({
+      hash: keccak256(raw(i)),
+      raw: raw(i),
+      fees: { maxFeePerGas: 2n * 10n ** 9n * BigInt(i + 1), maxPriorityFeePerGas: 10n ** 9n },
+      signedAtBlock: 100n + BigInt(i),
+    })),
+    status: 'sent',
+    createdAt: 1_700_000_000_000 + nonce,
+    ...fields,
+  }
 }
