@@ -146,6 +146,8 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     if (typeof relay !== 'string' || !/^\/.+\/p2p\/[^/]+$/.test(relay))
       throw new InvalidOptionsError(`each relay must be a multiaddr ending in /p2p/<the relay's peer id>, not ${JSON.stringify(relay)}`)
 
+  if (nodeOptions.maxFeePerGas !== undefined && (typeof nodeOptions.maxFeePerGas !== 'bigint' || nodeOptions.maxFeePerGas <= 0n))
+    throw new InvalidOptionsError(`maxFeePerGas must be a bigint of wei above 0n (parseGwei('50') for 50 gwei), not ${String(nodeOptions.maxFeePerGas)}`)
   if (nodeOptions.monitoringReward !== undefined && (typeof nodeOptions.monitoringReward !== 'bigint' || nodeOptions.monitoringReward < 0n))
     throw new InvalidOptionsError(`monitoringReward must be a bigint of at least 0n, not ${String(nodeOptions.monitoringReward)}`)
   if (nodeOptions.logLevel !== undefined && !isLogThreshold(nodeOptions.logLevel))

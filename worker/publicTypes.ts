@@ -66,6 +66,12 @@ export type NodeOptions = {
   logLevel?: LogThreshold
   /** Blocks on top of a block before its events count (5 by default; 0 suits a local dev chain). */
   confirmations?: Blocks
+  /**
+   * The most the node offers per gas for its transactions, in wei as viem's `maxFeePerGas` (`parseGwei('50')`): never
+   * exceeded; a transaction with a deadline that needs more raises the notification `transaction_at_risk` in time. No cap
+   * by default.
+   */
+  maxFeePerGas?: bigint
   /** Milliseconds between looks at the chain (1000 by default). */
   pollingInterval?: number
   /** Reveal timeout of new channels, in blocks (50 by default). */

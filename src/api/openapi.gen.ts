@@ -630,7 +630,7 @@ export type paths = {
         };
         /**
          * Conditions that need attention
-         * @description Ids: low_service_token (the UserDeposit balance is below the minimum services need), missing_gas_reserve (the native balance is below the gas estimated to close, settle and unlock every channel), version_outdated and version_security_warning (from the release feed, when the node has one), partner_equivocation (a partner signed two messages under one nonce), monitoring_unavailable and monitoring_reward_not_covered (monitoring on: no service registered or acknowledging, or a UserDeposit below the reward), channels_waiting_sync (channels of a node restored from a copy wait for their partner). Each stays listed while its condition holds and goes at the first check after it stops holding: reading is not destructive. Checked when the node is ready and then every few blocks. urgency is low, normal or critical.
+         * @description Ids: low_service_token (the UserDeposit balance is below the minimum services need), missing_gas_reserve (the native balance is below the gas estimated to close, settle and unlock every channel), version_outdated and version_security_warning (from the release feed, when the node has one), partner_equivocation (a partner signed two messages under one nonce), monitoring_unavailable and monitoring_reward_not_covered (monitoring on: no service registered or acknowledging, or a UserDeposit below the reward), channels_waiting_sync (channels of a node restored from a copy wait for their partner), transaction_at_risk (critical: a transaction with a deadline, such as an update of a partner close or a secret registration, may miss it: the cap, the balance or the chain; raised and cleared as it happens). Each stays listed while its condition holds and goes at the first check after it stops holding: reading is not destructive. Checked when the node is ready and then every few blocks. urgency is low, normal or critical.
          */
         get: operations["getNotifications"];
         put?: never;
@@ -676,7 +676,7 @@ export type paths = {
          *
          *     Channel events: `channel_opened`, `channel_closing` (our close transaction is on its way), `channel_closed`, `channel_settling`, `channel_settled`, `channel_deposit` and `channel_withdraw` (a participant's new on-chain total), `channel_withdraw_expired`.
          *
-         *     Others: `payment_mediated`, `message_rejected`, `action_rejected`, `partner_equivocated` (a partner signed a second, different message under a nonce it used: both signed copies), `stale_state` (our own nonce came back with content we never signed: the node stops), `channel_synced` (a channel of a node restored from a backup copy is synced with its partner: the nonces it holds now, and which end the answer of the partner made newer), `node_error` (something failed in the background: sync, a transaction, the secret resolver), and `status` on every change of the node status or of the blocks left to sync.
+         *     Others: `payment_mediated`, `message_rejected`, `action_rejected`, `partner_equivocated` (a partner signed a second, different message under a nonce it used: both signed copies), `stale_state` (our own nonce came back with content we never signed: the node stops), `channel_synced` (a channel of a node restored from a backup copy is synced with its partner: the nonces it holds now, and which end the answer of the partner made newer), `node_error` (something failed in the background: sync, a transaction, the secret resolver), `transaction_at_risk` (a transaction with a deadline, an update of a partner's close or a secret registration, may miss it: the reason, the deadline and what would help) and `transaction_risk_cleared`, and `status` on every change of the node status or of the blocks left to sync.
          *
          *     Reconnecting with the header `Last-Event-ID` (EventSource sends it by itself) replays every event after that id, none twice, then goes on live; a new EventSource gives the id as `?last_event_id=` instead. The node keeps its last 10,000 events in memory: for an id from before that, or from an earlier run of the node (it restarted), the stream starts with `events_missed` (`last_event_id`, `reason`: `too_old` or `unknown`, `oldest_event_id`), then the status; read GET /payments and GET /channels to catch up.
          *
@@ -3153,7 +3153,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        id: "low_service_token" | "missing_gas_reserve" | "version_outdated" | "version_security_warning" | "partner_equivocation" | "monitoring_unavailable" | "monitoring_reward_not_covered" | "channels_waiting_sync";
+                        id: "low_service_token" | "missing_gas_reserve" | "version_outdated" | "version_security_warning" | "partner_equivocation" | "monitoring_unavailable" | "monitoring_reward_not_covered" | "channels_waiting_sync" | "transaction_at_risk";
                         summary: string;
                         body: string;
                         /** @enum {string} */
@@ -3539,6 +3539,29 @@ export interface operations {
                             where: string;
                             message: string;
                             code: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "transaction_at_risk";
+                        id: string;
+                        data: {
+                            id: string;
+                            description: string;
+                            /** @enum {string} */
+                            reason: "fee_cap" | "balance" | "not_mined" | "missed";
+                            deadline: string;
+                            block_number: string;
+                            nonce: number | null;
+                            transaction_hash: `0x${string}` | null;
+                            needed: string | null;
+                            message: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "transaction_risk_cleared";
+                        id: string;
+                        data: {
+                            id: string;
                         };
                     };
                 };

@@ -1,5 +1,5 @@
 import { SluiceError } from '../errors.ts'
-import type { Address, Hex } from 'viem'
+import { formatGwei, type Address, type Hex } from 'viem'
 
 /**
  * Base of every error the chain layer throws: a short message, optional details and the cause (usually a viem
@@ -80,7 +80,7 @@ export class FeesAboveCapError extends ChainError {
     readonly cap: bigint,
     detail?: string,
   ) {
-    super(`${description} was not sent: the chain asks ${gwei(asked)} gwei per gas, above the cap of ${gwei(cap)} gwei (--max-fee-per-gas)`, {
+    super(`${description} was not sent: the chain asks ${formatGwei(asked)} gwei per gas, above the cap of ${formatGwei(cap)} gwei (--max-fee-per-gas)`, {
       ...(detail ? { details: detail } : {}),
     })
   }
@@ -98,12 +98,19 @@ export class NonceTakenError extends ChainError {
   }
 }
 
-/** The transaction queue stopped before the transaction was mined; its journal keeps it for the next start. */
+/**
+ * The transaction queue stopped before the transaction was mined: `journaled`, its journal keeps it and the next start
+ * sends it again; otherwise nothing of it was signed or sent.
+ */
 export class TransactionQueueStoppedError extends ChainError {
   override name = 'TransactionQueueStoppedError' as const
   override readonly code = 'TRANSACTION_QUEUE_STOPPED' as const
-  constructor() {
-    super('the node stopped before the transaction was mined; it is sent again at the next start')
+  constructor(readonly journaled: boolean) {
+    super(
+      journaled
+        ? 'the node stopped before the transaction was mined; it is sent again at the next start'
+        : 'the node is stopping: the transaction was not sent',
+    )
   }
 }
 
@@ -156,13 +163,6 @@ export type ChainErrorType =
   | FeesAboveCapError
   | NonceTakenError
   | TransactionQueueStoppedError
-
-/** Wei per gas as gwei, up to 9 decimals. */
-export function gwei(wei: bigint): string {
-  const whole = wei / 10n ** 9n
-  const fraction = (wei % 10n ** 9n).toString().padStart(9, '0').replace(/0+$/, '')
-  return fraction ? `${whole}.${fraction}` : `${whole}`
-}
 
 function describeCause(cause: unknown): string {
   if (cause && typeof cause === 'object') {

@@ -29,10 +29,12 @@ import {
   replacementFees,
   urgencyAt,
   type BumpPolicy,
-  type DeadlineRisk,
   type FeeMarket,
 } from './fees.ts'
 import { memoryJournal, type JournalEntry, type TransactionJournal } from './transactionJournal.ts'
+import type { TransactionRisk } from './transactionRisk.ts'
+
+export type { TransactionRisk } from './transactionRisk.ts'
 
 /** One contract call to send: already ABI-encoded, with a description for errors and logs. `to` absent: a contract creation. */
 export type ChainCall = {
@@ -64,9 +66,6 @@ export type SendOptions = {
 }
 
 export type SentTransaction = { hash: Hex; nonce: number; receipt: TransactionReceipt }
-
-/** A transaction with a deadline that may miss it (fees.ts `DeadlineRisk`), as the queue reports it. */
-export type TransactionRisk = DeadlineRisk & { nonce: number; description: string; deadline: bigint; head: bigint; hash: Hex }
 
 /** One transaction under way, as the queue shows it. */
 export type PendingTransaction = Pick<JournalEntry, 'nonce' | 'status' | 'deadline' | 'createdAt'> & {
@@ -112,7 +111,7 @@ export type TransactionQueue = {
    * Throws, with nothing sent and no nonce used: TransactionRevertedError (the estimate), InsufficientFundsForGasError,
    * FeesAboveCapError, ChainRpcError. Once sent: TransactionRevertedError (mined and reverted), NonceTakenError
    * (its nonce was mined by a transaction this queue never signed), TransactionQueueStoppedError (the queue stopped
-   * first: the transaction goes on at the next start, from the journal).
+   * first: `journaled`, the transaction goes on at the next start; otherwise it was not sent).
    */
   send(call: ChainCall, options?: SendOptions): Promise<SentTransaction>
   /**
@@ -120,8 +119,16 @@ export type TransactionQueue = {
    * interleave, such as allowance check + approve + deposit on one token and spender.
    */
   exclusive<T>(key: string, task: () => Promise<T>): Promise<T>
-  /** Loads the journal and resumes what it holds (sends again what the chain lacks, follows the rest). A send does it too. */
+  /**
+   * Loads the journal and resumes what it holds (sends again what the chain lacks, follows the rest), trying again while
+   * the endpoint fails. A send loads it too.
+   */
   start(): Promise<void>
+  /**
+   * The outcome of the transaction the journal holds under `key` (sent before a restart), as `send` gives it; undefined
+   * when it holds none. Call it after `start`.
+   */
+  outcome(key: string): Promise<SentTransaction> | undefined
   /** Stops following the chain; waiting sends reject with TransactionQueueStoppedError. The journal keeps the rest. */
   stop(): Promise<void>
   /** The transactions under way, in nonce order. */
@@ -165,7 +172,7 @@ type Tracked = {
 }
 
 /**
- * The one transaction queue of an account (docs/decisions/0010, 0050). It keeps the nonce, and every transaction
+ * The one transaction queue of an account (docs/decisions/0010, 0053). It keeps the nonce, and every transaction
  * it signs is in its journal before it is broadcast: after a crash it finds each nonce it used and the bytes it
  * signed, and never leaves a gap nor uses one nonce for two calls. While transactions are under way it looks at the
  * chain every polling interval: a receipt found, a block replaced by a reorg (sent again), an offer not mined for a
@@ -199,10 +206,12 @@ export function createTransactionQueue(
   let looking: Promise<void> | undefined
   /** The head of the last look. */
   let lastHead: bigint | undefined
+  /** Ends the wait of a start that failed to load, when the queue stops. */
+  let wakeStart = () => {}
 
   /** Loads the journal once (again after a failure) and takes the next nonce after every one used. */
   function load(): Promise<void> {
-    if (stopped) return Promise.reject(new TransactionQueueStoppedError())
+    if (stopped) return Promise.reject(new TransactionQueueStoppedError(false))
     loading ??= (async () => {
       const [entries, mined, pooled] = await Promise.all([
         journal.load(),
@@ -219,6 +228,25 @@ export function createTransactionQueue(
     })()
     loading.catch(() => (loading = undefined))
     return loading
+  }
+
+  /** Loads the journal, trying again (with a doubling wait) while the endpoint fails, until loaded or stopped. */
+  async function start(): Promise<void> {
+    for (let wait = 500; ; wait = Math.min(wait * 2, 30_000)) {
+      try {
+        return await load()
+      } catch (error) {
+        if (stopped) throw error
+        onError?.(error)
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, wait)
+          wakeStart = () => {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+      }
+    }
   }
 
   async function submit(call: ChainCall, options: SendOptions): Promise<Tracked> {
@@ -329,7 +357,7 @@ export function createTransactionQueue(
       waiting--
     }
     // Stopped while it was being sent: the journal has it for the next start, nobody follows it now.
-    if (stopped) throw new TransactionQueueStoppedError()
+    if (stopped) throw new TransactionQueueStoppedError(true)
     // Joined under its key after it was done (a restart between the two): its outcome at once.
     if (t.result) {
       if (t.result instanceof Error) throw t.result
@@ -576,17 +604,28 @@ export function createTransactionQueue(
     return run
   }
 
+  function outcome(key: string): Promise<SentTransaction> | undefined {
+    const t = [...tracked.values()].find((x) => x.entry.key === key)
+    if (!t) return undefined
+    if (t.result) return t.result instanceof Error ? Promise.reject(t.result) : Promise.resolve(t.result)
+    const done = new Promise<SentTransaction>((resolve, reject) => t.waiters.push({ resolve, reject }))
+    schedule(0)
+    return done
+  }
+
   return {
     send,
     exclusive,
-    start: load,
+    start,
+    outcome,
     async stop() {
       stopped = true
       clearTimeout(timer)
+      wakeStart()
       // A send being signed and journaled finishes first: a queue made after this one over the same journal finds it.
       await tail
       await looking
-      const error = new TransactionQueueStoppedError()
+      const error = new TransactionQueueStoppedError(true)
       for (const t of tracked.values()) for (const w of t.waiters.splice(0)) w.reject(error)
     },
     pending: () =>

@@ -162,14 +162,20 @@ export function protocolTransactionCall(tx: ChainTransaction, { signer, secretRe
   }
 }
 
-export type SendProtocolTransactionParameters = ProtocolTransactionCallParameters & { queue: TransactionQueue } & SendOptions
+export type SendProtocolTransactionParameters = ProtocolTransactionCallParameters & { queue: TransactionQueue } & Omit<SendOptions, 'deadline'>
 
-/** Builds the call of a protocol `Transaction` effect and sends it through the account's queue. */
+/** Builds the call of a protocol `Transaction` effect and sends it through the account's queue, with its deadline. */
 export function sendProtocolTransaction(
   tx: ChainTransaction,
-  { queue, onSubmitted, ...parameters }: SendProtocolTransactionParameters,
+  { queue, onSubmitted, key, confirmations, ...parameters }: SendProtocolTransactionParameters,
 ): Promise<SentTransaction> {
-  return queue.send(protocolTransactionCall(tx, parameters), onSubmitted ? { onSubmitted } : {})
+  const deadline = 'deadline' in tx ? tx.deadline : undefined
+  return queue.send(protocolTransactionCall(tx, parameters), {
+    ...(onSubmitted ? { onSubmitted } : {}),
+    ...(key !== undefined ? { key } : {}),
+    ...(confirmations !== undefined ? { confirmations } : {}),
+    ...(deadline !== undefined ? { deadline } : {}),
+  })
 }
 
 /**

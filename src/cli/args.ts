@@ -194,6 +194,27 @@ export function positiveNumberFlag(options: FlagOptions<number>): FlagSpec<numbe
   })
 }
 
+/** An amount in gwei above zero, up to 9 decimals (`50`, `1.5`), as wei. */
+export function gweiFlag(options: FlagOptions<bigint>): FlagSpec<bigint, false> {
+  return flag(options, 'GWEI', 'an amount of gwei above zero (up to 9 decimals)', (raw) => {
+    if (!/^(\d+(\.\d{1,9})?|\.\d{1,9})$/.test(raw)) return undefined
+    // Not viem's parseGwei: init (this module's other user) is bundled with nothing but Node's modules (0042).
+    const [whole = '', fraction = ''] = raw.split('.')
+    const wei = BigInt(whole || '0') * 10n ** 9n + BigInt(fraction.padEnd(9, '0'))
+    return wei > 0n && wei < 2n ** 256n ? wei : undefined
+  }) as FlagSpec<bigint, false>
+}
+
+/**
+ * The cap on fees per gas of every transaction the process sends (`sluice serve`, `monitor`, `deploy`): never exceeded
+ * (docs/decisions/0053). Raiden's `--gas-price` (a strategy or a fixed legacy price) is not an alias: a fixed price is
+ * what left transactions unmined through a fee spike.
+ */
+export const maxFeePerGasFlag = gweiFlag({
+  description:
+    'the most to offer per gas, in gwei (maxFeePerGas; the gas price on a chain without a base fee): never exceeded; a transaction with a deadline that needs more raises the critical notification transaction_at_risk in time (default: no cap)',
+})
+
 /** Any non-empty text. */
 export function stringFlag(options: FlagOptions<string> & { default: string }): FlagSpec<string, true>
 export function stringFlag(options: FlagOptions<string>): FlagSpec<string, false>

@@ -50,6 +50,7 @@ export const monitorFlags = {
     default: 0n,
   } as FlagSpec<bigint, true>,
   confirmations: serveFlags.confirmations,
+  maxFeePerGas: serveFlags.maxFeePerGas,
   pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
   ...logFlags,
 }
@@ -134,6 +135,7 @@ async function run(argv: readonly string[]): Promise<number> {
           dataDir,
           transport: libp2p ? () => libp2p : undefined,
           confirmations: flags.confirmations,
+          ...(flags.maxFeePerGas !== undefined ? { maxFeePerGas: flags.maxFeePerGas } : {}),
           pollingInterval: flags.pollingInterval,
           minReward: flags.minReward,
           log: (line, level) => log[level](line),

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Hex } from 'viem'
-import { answerAsked, formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, switchFlag, type FlagSpec } from './args.ts'
+import { answerAsked, formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, switchFlag, type FlagSpec, maxFeePerGasFlag } from './args.ts'
 import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } from '../api/hostsAndOrigins.ts'
 import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
@@ -160,6 +160,7 @@ export const serveFlags = {
     aliases: raidenNames.environment,
   } as FlagSpec<'development' | 'production', true>,
   confirmations: integerFlag({ description: 'blocks on top of a block before its events count', valueName: 'N', min: 0, max: 1000, default: 5 }),
+  maxFeePerGas: maxFeePerGasFlag,
   pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
   defaultRevealTimeout: integerFlag({ description: 'reveal timeout of new channels, in blocks', valueName: 'BLOCKS', min: 1, max: 1_000_000, default: 50 }),
   defaultSettleTimeout: integerFlag({
@@ -383,6 +384,7 @@ async function run(argv: readonly string[]): Promise<number> {
           relays,
           settings: {
             confirmations: flags.confirmations,
+            ...(flags.maxFeePerGas !== undefined ? { maxFeePerGas: flags.maxFeePerGas } : {}),
             pollingInterval: flags.pollingInterval,
             defaultRevealTimeout: flags.defaultRevealTimeout,
             defaultSettleTimeout: flags.defaultSettleTimeout,

@@ -45,6 +45,8 @@ export type StartNodeOptions = {
   /** libp2p (needs `relay`) or broadcast (nodes of this process only); default libp2p with relays, else broadcast. */
   transport?: TransportName
   confirmations?: number
+  /** The cap per gas, in wei as viem's `maxFeePerGas` (`parseGwei('50')`); `--max-fee-per-gas` takes gwei. No cap by default. */
+  maxFeePerGas?: bigint
   pollingInterval?: number
   defaultRevealTimeout?: number
   defaultSettleTimeout?: number
@@ -88,6 +90,7 @@ const OPTION_NAMES: readonly (keyof StartNodeOptions)[] = [
   'relay',
   'transport',
   'confirmations',
+  'maxFeePerGas',
   'pollingInterval',
   'defaultRevealTimeout',
   'defaultSettleTimeout',
@@ -124,6 +127,14 @@ function byFlag<T>(name: string, value: unknown, spec: FlagSpec<T>, type: 'strin
   if (parsed === undefined)
     throw new InvalidOptionsError(`${name} must be ${type === 'bigint' ? 'a bigint, ' : ''}${spec.expected}${secret ? '' : `, not ${show(value)}`}`)
   return parsed
+}
+
+/** The cap in wei, as viem takes it (the flag's gwei is for a person typing it). */
+function maxFeePerGasOf(value: unknown): { maxFeePerGas?: bigint } {
+  if (value === undefined) return {}
+  if (typeof value !== 'bigint' || value <= 0n || value >= 2n ** 256n)
+    throw new InvalidOptionsError(`maxFeePerGas must be a bigint of wei above 0n (parseGwei('50') for 50 gwei), not ${show(value)}`)
+  return { maxFeePerGas: value }
 }
 
 /** A string or boolean option; a wrong one is told by its type, never its value (it may be the password). */
@@ -240,6 +251,7 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
 
   const settings = {
     confirmations: byFlag('confirmations', options.confirmations, serveFlags.confirmations, 'number') ?? serveFlags.confirmations.default,
+    ...maxFeePerGasOf(options.maxFeePerGas),
     pollingInterval: byFlag('pollingInterval', options.pollingInterval, serveFlags.pollingInterval, 'number') ?? serveFlags.pollingInterval.default,
     defaultRevealTimeout:
       byFlag('defaultRevealTimeout', options.defaultRevealTimeout, serveFlags.defaultRevealTimeout, 'number') ?? serveFlags.defaultRevealTimeout.default,

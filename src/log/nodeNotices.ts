@@ -5,6 +5,7 @@
  * chain or a service unreachable, a reorg, a refused message, a failed payment); `info` for the life of the node and
  * its channels and payments; `debug` for what another record already told.
  */
+import { describeRisk } from '../chain/transactionRisk.ts'
 import type { NodeNotice, ErrorSource } from '../node/notices.ts'
 import type { LogFields, LogLevel } from './format.ts'
 import type { Logger } from './logger.ts'
@@ -127,6 +128,11 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
     case 'staleState': {
       const { type: _, ...stale } = notice
       return { level: 'error', msg: 'stored state older than what this node signed', fields: { event, ...stale } }
+    }
+    case 'transactionRisk': {
+      // Money may be lost: an error line while it stands, with what would help; a line again once it is gone.
+      if (!notice.risk) return { level: 'info', msg: 'transaction no longer at risk', fields: { event, id: notice.id } }
+      return { level: 'error', msg: `transaction at risk: ${describeRisk(notice.risk)}`, fields: { event, id: notice.id, ...notice.risk } }
     }
   }
 }

@@ -25,6 +25,10 @@ export type DutyRunnerParameters = {
 /** Revert reasons that mean "not yet": the duty is tried again at a later block. */
 const NOT_YET = ['not allowed to monitor', 'channel not settled yet', 'too early channel state']
 
+/** The key a step's transaction has in the queue's journal: one per channel, requester and step. */
+const stepKey = (channel: WatchedChannel, requester: string, which: 'monitor' | 'claim') =>
+  `${which}:${channel.tokenNetwork.toLowerCase()}:${channel.channelId}:${requester.toLowerCase()}`
+
 /** A step's status and note as stored; a duty's record is written only when one of them changes. */
 type Step = MonitorStep | ClaimStep
 
@@ -148,10 +152,19 @@ export class DutyRunner {
 
     const call = monitorCall(monitoringService, request, closing)
     if (!(await this.simulated(channel, requester, 'monitor', step, call))) return
-    await this.send(channel, requester, 'monitor', call, { nonce, rewardAmount: request.reward_amount }, (blockNumber) => ({
-      claim: request.reward_amount > 0n ? { status: 'due', amount: request.reward_amount } : { status: 'nothing', amount: 0n },
-      monitor: { status: 'done', nonce, rewardAmount: request.reward_amount, blockNumber },
-    }))
+    // The proof counts until the closer may settle: the settle block is the transaction's deadline.
+    await this.send(
+      channel,
+      requester,
+      'monitor',
+      call,
+      { nonce, rewardAmount: request.reward_amount },
+      (blockNumber) => ({
+        claim: request.reward_amount > 0n ? { status: 'due', amount: request.reward_amount } : { status: 'nothing', amount: 0n },
+        monitor: { status: 'done', nonce, rewardAmount: request.reward_amount, blockNumber },
+      }),
+      info.settleBlockNumber,
+    )
   }
 
   private async claim(channel: WatchedChannel, requester: string, duty: Duty): Promise<void> {
@@ -203,11 +216,15 @@ export class DutyRunner {
     call: ChainCall,
     fields: Partial<Step>,
     mined: (blockNumber: bigint) => Partial<Duty>,
+    deadline?: bigint,
   ): Promise<void> {
     await this.write(channel, requester, which, 'due', { status: 'sending', ...fields })
     let hash: Hex | undefined
     try {
       const sent = await this.p.queue.send(call, {
+        // The journal holds it under this key: a restart joins it rather than sending it again.
+        key: stepKey(channel, requester, which),
+        ...(deadline !== undefined ? { deadline } : {}),
         onSubmitted: async (submitted) => {
           hash = submitted.hash
           this.p.onSent?.(call.description, submitted.hash)
@@ -243,6 +260,18 @@ export class DutyRunner {
    */
   private async resume(channel: WatchedChannel, requester: string, which: 'monitor' | 'claim', step: Step): Promise<void> {
     const { publicClient, address } = this.p.chain
+    // The queue's journal still holds it (sent, replaced at a higher fee, or sent again after a drop): its outcome decides.
+    const joined = this.p.queue.outcome(stepKey(channel, requester, which))
+    if (joined) {
+      const outcome = await joined.then(
+        (sent) => ({ success: true, blockNumber: sent.receipt.blockNumber, hash: sent.hash }),
+        (error: unknown) => {
+          if ((error as { code?: string }).code !== 'TRANSACTION_REVERTED') throw error
+          return { success: false, blockNumber: 0n, hash: (error as { hash?: Hex }).hash ?? step.transactionHash ?? ('0x' as Hex) }
+        },
+      )
+      return this.resumed(channel, requester, which, step, outcome.success, outcome.blockNumber, outcome.hash)
+    }
     if (step.status === 'sent' && step.transactionHash) {
       const hash = step.transactionHash
       const receipt = await publicClient.getTransactionReceipt({ hash }).catch((e: unknown) => {

@@ -2,6 +2,8 @@ import { getAddress, http, type Address, type Hex, type Transport as ViemTranspo
 import { createChainClient, type ChainClient } from '../chain/chainClient.ts'
 import type { Deployment } from '../chain/deployment.ts'
 import { createTransactionQueue, type TransactionQueue } from '../chain/transactionQueue.ts'
+import { describeRisk } from '../chain/transactionRisk.ts'
+import { monitorJournal } from './storeJournal.ts'
 import { SluiceError } from '../errors.ts'
 import { signMessage } from '../protocol/messages/sign.ts'
 import type { Delivered } from '../protocol/messages/types.ts'
@@ -28,8 +30,10 @@ export type MonitoringServiceConfig = {
   dataDir: string
   /** How requests arrive (libp2p through relays, or a BroadcastChannel in one process); none: no new requests. */
   transport?: ((address: Address) => Transport) | undefined
-  /** Confirmations before a chain event counts (default 5). */
+  /** Confirmations before a chain event counts (default 5); its transactions are followed as deep before they are done. */
   confirmations?: number
+  /** The most it offers per gas for its transactions, in wei (`--max-fee-per-gas` takes gwei); no cap by default. */
+  maxFeePerGas?: bigint
   /** Milliseconds between looks at the chain (default 1000). */
   pollingInterval?: number
   /** The smallest reward accepted (default 0). */
@@ -96,7 +100,17 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
   const address = chain.address
   const monitoringService = getAddress(deployment.contracts.MonitoringService.address)
   const store = await MonitorStore.open(config.dataDir, { chainId: deployment.chainId, monitoringService, address })
-  const queue: TransactionQueue = createTransactionQueue(chain)
+  // Journaled in its store before a broadcast (docs/decisions/0051): a restart follows what it sent instead of sending again.
+  const queue: TransactionQueue = createTransactionQueue(chain, {
+    journal: monitorJournal(store),
+    confirmations: BigInt(config.confirmations ?? 5),
+    ...(config.maxFeePerGas !== undefined ? { maxFeePerGas: config.maxFeePerGas } : {}),
+    onRisk: (nonce, risk) => {
+      if (risk) log(`transaction at risk: ${describeRisk(risk)}`, 'error')
+      else log(`transaction ${nonce} no longer at risk`, 'info')
+    },
+    onError: (error) => log(`transactions: ${describe(error)}`, 'warn'),
+  })
   const transport = config.transport?.(address)
   let registration: EnsureRegisteredReturnType | undefined
   let failWith: (error: Error) => void = () => {}
@@ -175,6 +189,9 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
       if (started) return
       started = true
       url = options.url
+      // What it sent before a restart is followed again (and sent again where the chain lacks it) before anything new.
+      await queue.start()
+      if (stopped) return
       await register()
       // A stop during the start ends it at the next step.
       if (stopped) return
@@ -193,6 +210,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
       await watch.stop()
       await renewing
       await duties.stop()
+      await queue.stop()
       await store.close()
     },
     status() {

@@ -6,6 +6,8 @@ import { ChainRpcError } from '../chain/errors.ts'
 import { syncChainEvents } from '../chain/eventSync.ts'
 import { LogChunkSize } from '../chain/getLogsByChunk.ts'
 import { createTransactionQueue } from '../chain/transactionQueue.ts'
+import { hasCode } from '../errors.ts'
+import { nodeJournal } from './runtime/nodeJournal.ts'
 import { sendProtocolTransaction, updateOnChainAlready } from '../chain/transactions.ts'
 import { defaultContext, initialState, type TransitionContext } from '../protocol/state/access.ts'
 import { useSmallJsTables, useWasmSecp256k1 } from '../protocol/secp256k1.ts'
@@ -80,7 +82,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     if (nodeConfig.import) await storage.importDump(nodeConfig.import)
     let loaded = await storage.load()
     // An empty store with a backup server: its storage was wiped (or it never ran); the newest copy comes back first.
-    const wiped = !loaded.snapshot && loaded.changes.length === 0 && config.backupUrl !== undefined
+    // A store with transactions in its journal has run: never wiped (the copy holds no journal).
+    const wiped = !loaded.snapshot && loaded.changes.length === 0 && loaded.chainTransactions.length === 0 && config.backupUrl !== undefined
     let restored: Restored | undefined
     if (wiped) {
       // Channels of ours opened up to the head that the copy does not hold (opened after it, or no copy at all) are of
@@ -126,7 +129,17 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       snapshotEvery: config.snapshotEvery,
       snapshotWhenIdle: config.snapshotWhenIdle,
     })
-    const queue = createTransactionQueue(chain)
+    // Every transaction of the account, journaled in the store before it is broadcast (docs/decisions/0051, 0053).
+    const queue = createTransactionQueue(chain, {
+      journal: nodeJournal(engine, loaded.chainTransactions),
+      confirmations,
+      ...(config.maxFeePerGas !== undefined ? { maxFeePerGas: config.maxFeePerGas } : {}),
+      onRisk: (nonce, risk) => notices.publish({ type: 'transactionRisk', id: `nonce:${nonce}`, risk }),
+      // An endpoint failing a look is the sync's to tell (it fails there too); the rest is the operator's to know.
+      onError: (error) => {
+        if (!hasCode(error, 'CHAIN_RPC')) report('transaction', error)
+      },
+    })
     const transport = await config.transport({ address, key: config.key })
     const messages = new MessageHandler({ engine, store: storage, address, privateKey: hexToBytes(config.key), report })
     // A partner's messages that came before the chain showed us their channel go to the core once it has.
@@ -198,13 +211,18 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
           signer: chain,
           secretRegistry: deployment.contracts.SecretRegistry.address,
           onSubmitted,
+          // A restart joins the transaction the journal holds for this intent instead of sending another.
+          key: record.key,
         })
       },
       onFailed: (transaction, error) => {
         report('transaction', error, transaction.type)
         notices.publish({ type: 'transactionFailed', transaction, error })
       },
+      onRisk: (key, risk) => notices.publish({ type: 'transactionRisk', id: key, risk }),
+      retryMs: Math.max(config.pollingInterval, 1_000),
       isStopping: () => stopping.signal.aborted,
+      stopped: stopping.signal,
     })
 
     const client = createNodeClient({

@@ -60,6 +60,13 @@ export type NodeConfig = {
   transport: TransportFactory
   /** Blocks on top of a block before its events count (5 by default; 0 suits a local dev chain). */
   confirmations?: Blocks
+  /**
+   * The most the node offers per gas, in wei as viem's `maxFeePerGas` (`--max-fee-per-gas` takes gwei): maxFeePerGas,
+   * or the gas price on a chain without a base fee. Never exceeded; a transaction with a deadline that needs more raises
+   * the critical notification `transaction_at_risk` while there is time to raise it (docs/decisions/0053). No cap by
+   * default.
+   */
+  maxFeePerGas?: bigint
   /** Milliseconds between looks at the chain (1000 by default). */
   pollingInterval?: number
   /**
@@ -137,6 +144,7 @@ export type NodeConfig = {
 export type FlagSettings = Pick<
   NodeConfig,
   | 'confirmations'
+  | 'maxFeePerGas'
   | 'pollingInterval'
   | 'defaultRevealTimeout'
   | 'defaultSettleTimeout'
@@ -180,6 +188,8 @@ export const nodeDefaults = {
 export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeConfig; confirmations: bigint } {
   if (config.monitoringReward !== undefined && (config.monitoringReward < 0n || config.monitoringReward >= 2n ** 256n))
     throw new RangeError(`monitoringReward must be a uint256, not ${config.monitoringReward}`)
+  if (config.maxFeePerGas !== undefined && (config.maxFeePerGas <= 0n || config.maxFeePerGas >= 2n ** 256n))
+    throw new RangeError(`maxFeePerGas must be a positive amount of wei, not ${config.maxFeePerGas}`)
   const { confirmations, defaultRevealTimeout, defaultSettleTimeout, backoff, notifications, import: _import, ...rest } = config
   const resolved: ResolvedNodeConfig = {
     ...rest,

@@ -1,3 +1,4 @@
+import type { TransactionRisk } from '../chain/transactionRisk.ts'
 import type { NodeEvent, Transaction } from '../protocol/state/effects.ts'
 
 export type NodeStatus = { status: 'syncing' | 'ready' | 'stopped'; blocksToSync: bigint; syncedBlock: bigint }
@@ -24,6 +25,11 @@ export type NodeNotice =
   | NodeEvent
   | { type: 'status'; status: NodeStatus }
   | { type: 'transactionFailed'; transaction: Transaction; error: unknown }
+  /**
+   * A transaction with a deadline may miss it (`risk`), or no longer may (undefined), by `id`: the queue's (`nonce:<n>`)
+   * for one it sent, the transaction intent's key for one the node could not send yet (docs/decisions/0053).
+   */
+  | { type: 'transactionRisk'; id: string; risk: TransactionRisk | undefined }
   | { type: 'error'; error: unknown; where: ErrorSource; detail?: string }
 
 /** Reports an error to the listeners (logs, the event stream); it decides nothing. Silent once the node stops. */

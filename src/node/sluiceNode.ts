@@ -99,6 +99,10 @@ export class SluiceNode {
     // The transport (reaching a relay, say) and the catch-up with the chain go on side by side: neither needs the
     // other, and both come before ready. The first sync can be long, and the status tells how far it is.
     const delivering = this.delivery.start()
+    // What the journal holds is followed again (sent again where the chain lacks it) before the intents join it.
+    void this.client.queue.start().catch((error: unknown) => {
+      if (!this.stopping.signal.aborted) this.report('transaction', error)
+    })
     for (const record of this.pendingTransactions) void this.transactions.run(record)
     await Promise.all([delivering, this.follower.catchUp(() => this.stopping.signal.aborted)])
     if (this.stopping.signal.aborted) throw new NodeStoppedError()
@@ -154,6 +158,8 @@ export class SluiceNode {
       if (stopped) await stopped
     }
     await this.follower.stop()
+    // Transactions under way stay in the journal: the next start follows them again.
+    await this.client.queue.stop()
     await this.delivery.stop()
     // A clean stop leaves a snapshot: the next start replays nothing.
     this.engine.close()

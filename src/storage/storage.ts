@@ -87,7 +87,10 @@ export type TransactionRecord = {
   transaction: Transaction
   createdAt: number
   status: 'pending' | 'sent'
+  /** The newest version broadcast. */
   hash?: Hex
+  /** Every version broadcast (a replacement at a higher fee has a hash of its own): one of them may be the one mined. */
+  hashes?: Hex[]
   nonce?: number
 }
 

@@ -237,6 +237,41 @@ describe('GET /events', () => {
       event: 'node_error',
       data: { where: 'chain sync', message: 'rpc down', code: 'INTERNAL' },
     })
+    expect(
+      toPushEvent(
+        {
+          type: 'transactionRisk',
+          id: 'nonce:4',
+          risk: {
+            reason: 'fee_cap',
+            needed: 371n * 10n ** 9n,
+            description: 'TokenNetwork.updateNonClosingBalanceProof(77)',
+            deadline: 600n,
+            head: 500n,
+            nonce: 4,
+          },
+        },
+        node.client,
+      ),
+    ).toEqual({
+      event: 'transaction_at_risk',
+      data: {
+        id: 'nonce:4',
+        description: 'TokenNetwork.updateNonClosingBalanceProof(77)',
+        reason: 'fee_cap',
+        deadline: 600n,
+        block_number: 500n,
+        nonce: 4,
+        transaction_hash: null,
+        needed: 371n * 10n ** 9n,
+        message:
+          'TokenNetwork.updateNonClosingBalanceProof(77) (nonce 4) must be mined by block 600 (100 blocks left), but the chain asks more per gas than the cap allows: raise --max-fee-per-gas to at least 371 gwei',
+      },
+    })
+    expect(toPushEvent({ type: 'transactionRisk', id: 'nonce:4', risk: undefined }, node.client)).toEqual({
+      event: 'transaction_risk_cleared',
+      data: { id: 'nonce:4' },
+    })
     expect(toPushEvent({ type: 'withdrawExpired', tokenNetwork, channelId: 77n, totalWithdraw: 4n }, node.client)).toEqual({
       event: 'channel_withdraw_expired',
       data: { token_network_address: tokenNetwork, token_address: token, partner_address: null, channel_identifier: 77n, total_withdraw: 4n },
@@ -266,6 +301,32 @@ describe('GET /events', () => {
       partnerEquivocated: [{ type: 'partnerEquivocated', ...channel, partner, nonce: 3n, applied: copy('LockedTransfer'), second: copy('Unlock') }],
       channelSynced: [{ type: 'channelSynced', ...channel, partner, ourNonce: 4n, partnerNonce: 6n, adopted: { ours: false, partner: true } }],
       staleState: [{ type: 'staleState', ...channel, nonce: 5n, ourNonce: 4n, source: 'chain', reason: 'our nonce 5 came back' }],
+      transactionRisk: [
+        {
+          type: 'transactionRisk',
+          id: 'nonce:4',
+          risk: {
+            reason: 'fee_cap',
+            needed: 200n * 10n ** 9n,
+            description: 'TokenNetwork.updateNonClosingBalanceProof(77)',
+            deadline: 600n,
+            head: 500n,
+            nonce: 4,
+            hash: secrethash,
+          },
+        },
+        {
+          type: 'transactionRisk',
+          id: 'tx-9',
+          risk: { reason: 'balance', needed: 10n ** 16n, description: 'update of channel 77', deadline: 600n, head: 590n },
+        },
+        {
+          type: 'transactionRisk',
+          id: 'nonce:5',
+          risk: { reason: 'not_mined', description: 'SecretRegistry.registerSecret(0xab)', deadline: 600n, head: 595n, nonce: 5 },
+        },
+        { type: 'transactionRisk', id: 'nonce:4', risk: undefined },
+      ],
       error: [
         { type: 'error', where: 'chain sync', error: new Error('rpc down') },
         { type: 'error', where: 'transaction', detail: 'close', error: 'not an Error' },

@@ -1,5 +1,6 @@
 import type { Address } from 'viem'
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming'
+import { describeRisk } from '../../chain/transactionRisk.ts'
 import type { NodeNotice, NodeStatus } from '../../node/notices.ts'
 import type { ChannelState } from '../../protocol/state/types.ts'
 import type { NodeClient } from '../../node/actions/client.ts'
@@ -122,6 +123,22 @@ export const pushEventSchema = v.pipe(
     ),
     pushEvent('stale_state', v.object({ ...channelFields, nonce: decimal, our_nonce: decimal, source: v.picklist(['chain', 'message']), reason: v.string() })),
     pushEvent('node_error', v.object({ where: v.string(), message: v.string(), code: v.string() })),
+    pushEvent(
+      'transaction_at_risk',
+      v.object({
+        id: v.string(),
+        description: v.string(),
+        reason: v.picklist(['fee_cap', 'balance', 'not_mined', 'missed']),
+        deadline: decimal,
+        block_number: decimal,
+        nonce: v.nullable(v.number()),
+        transaction_hash: v.nullable(hex32),
+        /** fee_cap: the cap per gas (wei) that would do; balance: the balance (wei) that would. */
+        needed: v.nullable(decimal),
+        message: v.string(),
+      }),
+    ),
+    pushEvent('transaction_risk_cleared', v.object({ id: v.string() })),
   ]),
   v.description('One event of the stream: its name (event:), its id (id:, `<run>-<n>`) and its data (data:, JSON), whose fields the name tells'),
 )
@@ -137,7 +154,7 @@ export function eventsRoutes(resources: Resources, ctx: ApiContextRef): void {
           'A text/event-stream that stays open. Each event has a name (`event:`), an `id:` of the form `<run>-<n>` (n grows by one with each event the node logs), and JSON `data` (amounts and identifiers as decimal strings).',
           'A new stream starts with a `status` event. Payment events (`payment_sent_success`, `payment_sent_failed`, `payment_received_success`) carry a payment history entry (the `event` field as in GET /payments) plus `secret_hash`.',
           "Channel events: `channel_opened`, `channel_closing` (our close transaction is on its way), `channel_closed`, `channel_settling`, `channel_settled`, `channel_deposit` and `channel_withdraw` (a participant's new on-chain total), `channel_withdraw_expired`.",
-          'Others: `payment_mediated`, `message_rejected`, `action_rejected`, `partner_equivocated` (a partner signed a second, different message under a nonce it used: both signed copies), `stale_state` (our own nonce came back with content we never signed: the node stops), `channel_synced` (a channel of a node restored from a backup copy is synced with its partner: the nonces it holds now, and which end the answer of the partner made newer), `node_error` (something failed in the background: sync, a transaction, the secret resolver), and `status` on every change of the node status or of the blocks left to sync.',
+          "Others: `payment_mediated`, `message_rejected`, `action_rejected`, `partner_equivocated` (a partner signed a second, different message under a nonce it used: both signed copies), `stale_state` (our own nonce came back with content we never signed: the node stops), `channel_synced` (a channel of a node restored from a backup copy is synced with its partner: the nonces it holds now, and which end the answer of the partner made newer), `node_error` (something failed in the background: sync, a transaction, the secret resolver), `transaction_at_risk` (a transaction with a deadline, an update of a partner's close or a secret registration, may miss it: the reason, the deadline and what would help) and `transaction_risk_cleared`, and `status` on every change of the node status or of the blocks left to sync.",
           `Reconnecting with the header \`Last-Event-ID\` (EventSource sends it by itself) replays every event after that id, none twice, then goes on live; a new EventSource gives the id as \`?last_event_id=\` instead. The node keeps its last ${DEFAULT_EVENT_LOG_CAPACITY.toLocaleString('en')} events in memory: for an id from before that, or from an earlier run of the node (it restarted), the stream starts with \`events_missed\` (\`last_event_id\`, \`reason\`: \`too_old\` or \`unknown\`, \`oldest_event_id\`), then the status; read GET /payments and GET /channels to catch up.`,
           `A comment line is sent every \`heartbeat\` seconds (default ${DEFAULT_HEARTBEAT_SECONDS}). The stream ends when the node stops or the API shuts down.`,
           'Answered while the node syncs (status events show the progress).',
@@ -360,6 +377,24 @@ export function toPushEvent(notice: NodeNotice, client: NodeClient): PushEvent |
           reason: notice.reason,
         },
       }
+    case 'transactionRisk': {
+      const { id, risk } = notice
+      if (!risk) return { event: 'transaction_risk_cleared', data: { id } }
+      return {
+        event: 'transaction_at_risk',
+        data: {
+          id,
+          description: risk.description,
+          reason: risk.reason,
+          deadline: risk.deadline,
+          block_number: risk.head,
+          nonce: risk.nonce ?? null,
+          transaction_hash: risk.hash ?? null,
+          needed: 'needed' in risk ? risk.needed : null,
+          message: describeRisk(risk),
+        },
+      }
+    }
     case 'error':
       return {
         event: 'node_error',

@@ -14,6 +14,7 @@ const ids = {
   monitoring_unavailable: true,
   monitoring_reward_not_covered: true,
   channels_waiting_sync: true,
+  transaction_at_risk: true,
 } satisfies Record<NotificationId, true>
 const urgencies = { low: true, normal: true, critical: true } satisfies Record<NotificationUrgency, true>
 
@@ -35,7 +36,7 @@ export function notificationsRoutes(resources: Resources, ctx: ApiContextRef): v
         description:
           'Ids: low_service_token (the UserDeposit balance is below the minimum services need), missing_gas_reserve (the native balance is below the gas estimated to close, settle and unlock every channel), ' +
           'version_outdated and version_security_warning (from the release feed, when the node has one), partner_equivocation (a partner signed two messages under one nonce), ' +
-          'monitoring_unavailable and monitoring_reward_not_covered (monitoring on: no service registered or acknowledging, or a UserDeposit below the reward), channels_waiting_sync (channels of a node restored from a copy wait for their partner). Each stays listed while its condition holds and goes at the first check after it stops holding: ' +
+          'monitoring_unavailable and monitoring_reward_not_covered (monitoring on: no service registered or acknowledging, or a UserDeposit below the reward), channels_waiting_sync (channels of a node restored from a copy wait for their partner), transaction_at_risk (critical: a transaction with a deadline, such as an update of a partner close or a secret registration, may miss it: the cap, the balance or the chain; raised and cleared as it happens). Each stays listed while its condition holds and goes at the first check after it stops holding: ' +
           'reading is not destructive. Checked when the node is ready and then every few blocks. urgency is low, normal or critical.',
         responses: { 200: 'array of Notification objects (empty when nothing needs attention)' },
         schema: v.array(notificationSchema),

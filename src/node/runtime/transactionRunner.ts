@@ -1,24 +1,49 @@
 import type { Hex } from 'viem'
+import { FeesAboveCapError, InsufficientFundsForGasError } from '../../chain/errors.ts'
 import { transactionFailedChange } from '../../chain/transactions.ts'
+import type { TransactionRisk } from '../../chain/transactionRisk.ts'
+import { hasCode } from '../../errors.ts'
 import type { Transaction } from '../../protocol/state/effects.ts'
 import type { TransactionRecord } from '../../storage/storage.ts'
 import type { Engine } from './engine.ts'
 
 export type TransactionRunnerParameters = {
-  engine: Pick<Engine, 'dispatch' | 'forget' | 'updateTransaction'>
+  engine: Pick<Engine, 'dispatch' | 'forget' | 'updateTransaction' | 'current'>
   /** The receipt of a transaction sent before a restart, if it has been mined. */
   receipt(hash: Hex): Promise<{ status: 'success' | 'reverted' } | undefined>
-  /** Sends what the record asks for and resolves once it is mined; `onSubmitted` once it is out. */
+  /**
+   * Sends what the record asks for (under the record's key, with the transaction's deadline: the queue joins a
+   * transaction of that key still under way instead of sending another) and resolves once it is mined;
+   * `onSubmitted` each time a version of it is broadcast.
+   */
   send(record: TransactionRecord, onSubmitted: (sent: { hash: Hex; nonce: number }) => void): Promise<unknown>
   /** The transaction failed for good; called just before the core is told (it reverts the channel's transitional state). */
   onFailed(transaction: Transaction, error: unknown): void
+  /** A duty with a deadline could not even be sent (the cap, the balance), or can again (undefined): for the owner. */
+  onRisk?(key: string, risk: TransactionRisk | undefined): void
+  /** Milliseconds before a duty that could not be sent is tried again; 5,000 by default. */
+  retryMs?: number
   isStopping(): boolean
+  /** Aborted when the node stops: a duty waiting to be tried again gives up waiting. */
+  stopped?: AbortSignal
 }
 
 /**
- * Carries out the transaction intents the core's effects leave in the store: each record once at a time, its hash
- * stored once it is sent (so a restart looks for its receipt instead of sending it again), and the record dropped
- * once it is mined or has failed for good. A failure becomes a `transactionFailed` change for the core.
+ * The node's own duties on-chain: what protects its money whether or not its owner is there. Failing to send one
+ * for a reason that passes (the endpoint, fees above the cap, a balance too low) is tried again until its deadline,
+ * not given up: giving up an update would let the partner's old proof settle the channel.
+ */
+const DUTIES = new Set<Transaction['type']>(['update', 'settle', 'settleWithHistory', 'unlock', 'unlockWithHistory', 'registerSecret'])
+
+/** Failures that pass: the chain's endpoint, its fees, the balance; a nonce another program took (sent again at the next). */
+const PASSING = ['CHAIN_RPC', 'FEES_ABOVE_CAP', 'INSUFFICIENT_FUNDS_FOR_GAS', 'NONCE_TAKEN', 'TRANSACTION_QUEUE_STOPPED']
+
+/**
+ * Carries out the transaction intents the core's effects leave in the store: each record once at a time, under its
+ * key in the transaction queue (so a restart joins the transaction the journal holds instead of sending another), the
+ * hashes of its versions stored as they are broadcast (so a restart long after finds its receipt), and the record
+ * dropped once it is mined or has failed for good. A failure becomes a `transactionFailed` change for the core. The
+ * node's own duties (DUTIES) are tried again while the failure passes and their deadline has not, their risk reported.
  */
 export class TransactionRunner {
   private readonly running = new Set<string>()
@@ -40,22 +65,70 @@ export class TransactionRunner {
 
   /** True once the record is done with (mined, or failed for good); false when the node stopped meanwhile. */
   private async carryOut(record: TransactionRecord): Promise<boolean> {
-    if (record.status === 'sent' && record.hash) {
-      // Sent before a restart: it may have been mined meanwhile.
-      const receipt = await this.p.receipt(record.hash).catch(() => undefined)
-      if (receipt) {
-        if (receipt.status !== 'success') await this.fail(record.transaction, new Error(`transaction ${record.hash} reverted`))
+    const known = record.hashes ?? (record.hash ? [record.hash] : [])
+    if (record.status === 'sent' && known.length > 0) {
+      // Sent before a restart: one of its versions may have been mined meanwhile (the queue forgets it 32 blocks on).
+      for (const hash of [...known].reverse()) {
+        const receipt = await this.p.receipt(hash).catch(() => undefined)
+        if (!receipt) continue
+        if (receipt.status !== 'success') await this.fail(record.transaction, new Error(`transaction ${hash} reverted`))
         return true
       }
     }
-    try {
-      await this.p.send(record, ({ hash, nonce }) => this.p.engine.updateTransaction({ ...record, status: 'sent', hash, nonce }))
-    } catch (error) {
-      // Stopping: the record stays in the store, and the next start carries it out.
-      if (this.p.isStopping()) return false
-      await this.fail(record.transaction, error)
+    let current = record
+    const onSubmitted = ({ hash, nonce }: { hash: Hex; nonce: number }) => {
+      const hashes = [...(current.hashes ?? (current.hash ? [current.hash] : [])), hash]
+      current = { ...current, status: 'sent', hash, nonce, hashes: [...new Set(hashes)] }
+      this.p.engine.updateTransaction(current)
     }
-    return true
+    for (;;) {
+      try {
+        await this.p.send(current, onSubmitted)
+        this.p.onRisk?.(record.key, undefined)
+        return true
+      } catch (error) {
+        // Stopping: the record stays in the store, and the next start carries it out.
+        if (this.p.isStopping()) return false
+        if (!(await this.tryAgain(record, error))) {
+          this.p.onRisk?.(record.key, undefined)
+          await this.fail(record.transaction, error)
+          return true
+        }
+      }
+    }
+  }
+
+  /** Whether a duty that failed to go out is tried again (after a wait), its risk told; false to give it up. */
+  private async tryAgain(record: TransactionRecord, error: unknown): Promise<boolean> {
+    const tx = record.transaction
+    if (!DUTIES.has(tx.type) || !hasCode(error, ...PASSING)) return false
+    const deadline = 'deadline' in tx ? tx.deadline : undefined
+    const head = this.p.engine.current.blockNumber
+    if (deadline !== undefined && head > deadline) return false
+    if (deadline !== undefined) {
+      const description = `${tx.type}${'channelId' in tx ? ` of channel ${tx.channelId}` : ''}`
+      if (error instanceof FeesAboveCapError) this.p.onRisk?.(record.key, { reason: 'fee_cap', needed: error.asked, description, deadline, head })
+      else if (error instanceof InsufficientFundsForGasError && error.required !== undefined)
+        this.p.onRisk?.(record.key, { reason: 'balance', needed: error.required, description, deadline, head })
+    }
+    const waited = await this.wait(this.p.retryMs ?? 5_000)
+    return waited && !this.p.isStopping()
+  }
+
+  private wait(ms: number): Promise<boolean> {
+    const signal = this.p.stopped
+    if (signal?.aborted) return Promise.resolve(false)
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        resolve(false)
+      }
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', done)
+        resolve(true)
+      }, ms)
+      signal?.addEventListener('abort', done, { once: true })
+    })
   }
 
   /** Tells the waiters first, then the core: a waiter that sees the channel revert then knows why. */

@@ -1,3 +1,4 @@
+import { describeRisk, type TransactionRisk } from '../../chain/transactionRisk.ts'
 import type { NodeClient } from '../actions/client.ts'
 import { readGasReserve } from '../actions/gasReserve.ts'
 import { readOwnUserDeposit } from '../actions/userDeposit.ts'
@@ -14,6 +15,7 @@ export type NotificationId =
   | 'monitoring_unavailable'
   | 'monitoring_reward_not_covered'
   | 'channels_waiting_sync'
+  | 'transaction_at_risk'
 
 /** `critical`: funds or security are at stake; `normal`: something to act on soon; `low`: informational. */
 export type NotificationUrgency = 'low' | 'normal' | 'critical'
@@ -41,6 +43,10 @@ const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
  * - channels_waiting_sync: channels of a node restored from a copy wait for their partner's ChannelSync
  *   (docs/decisions/0034), an offline partner's for as long as it is offline; raised and cleared from the state, at
  *   once when a channel is synced.
+ * - transaction_at_risk: a transaction with a deadline (an update of a partner's close, a secret registration, a
+ *   withdraw) may miss it: the chain asks more than --max-fee-per-gas, the balance cannot pay its gas, or it is not
+ *   mined with few blocks left (docs/decisions/0053). Raised and cleared as the transaction queue and the transaction
+ *   runner tell, at once, each transaction with what would help.
  */
 export class NodeNotifications implements Service {
   private readonly raised = new Map<NotificationId, Notification>()
@@ -57,6 +63,8 @@ export class NodeNotifications implements Service {
   private firstCheck!: Promise<void>
   private resolveFirst: () => void = () => {}
   private readonly unsubscribe: () => void
+  /** The transactions at risk now, by the id their teller gave. */
+  private readonly risks = new Map<string, TransactionRisk>()
 
   constructor(
     private readonly client: NodeClient,
@@ -67,6 +75,11 @@ export class NodeNotifications implements Service {
     this.unsubscribe = client.subscribe((notice) => {
       if (notice.type === 'partnerEquivocated') this.checkEquivocations()
       if (notice.type === 'channelSynced') this.checkWaitingSync()
+      if (notice.type === 'transactionRisk') {
+        if (notice.risk) this.risks.set(notice.id, notice.risk)
+        else this.risks.delete(notice.id)
+        this.checkTransactionRisks()
+      }
     })
   }
 
@@ -85,6 +98,8 @@ export class NodeNotifications implements Service {
     this.generation++
     this.options = next
     this.raised.clear()
+    // Told as they happen, not found by a check: raised again at once.
+    this.checkTransactionRisks()
     this.lastCheckedBlock = undefined
     this.firstCheck = new Promise((resolve) => (this.resolveFirst = resolve))
     if (this.started) this.schedule(0)
@@ -164,6 +179,20 @@ export class NodeNotifications implements Service {
   private set(id: NotificationId, notification: Omit<Notification, 'id'> | undefined) {
     if (!notification) this.raised.delete(id)
     else this.raised.set(id, { id, ...notification })
+  }
+
+  private checkTransactionRisks() {
+    const risks = [...this.risks.values()]
+    this.set(
+      'transaction_at_risk',
+      risks.length === 0
+        ? undefined
+        : {
+            summary: risks.length === 1 ? 'A transaction may miss its deadline' : `${risks.length} transactions may miss their deadlines`,
+            body: `${risks.map((risk) => describeRisk(risk)).join('; ')}. Until it is mined, the node keeps raising its fee within the cap and sends it again.`,
+            urgency: 'critical',
+          },
+    )
   }
 
   private checkEquivocations() {

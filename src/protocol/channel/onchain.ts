@@ -132,7 +132,15 @@ export function onChannelClosed(state: NodeState, change: Change<'channelClosed'
     // The partner may have closed with an old proof of ours; we answer with its latest proof of its own.
     out.push({
       type: 'transaction',
-      transaction: { type: 'update', tokenNetwork: channel.tokenNetwork, channelId: channel.id, partner: channel.partner, balanceProof: proof },
+      transaction: {
+        type: 'update',
+        tokenNetwork: channel.tokenNetwork,
+        channelId: channel.id,
+        partner: channel.partner,
+        balanceProof: proof,
+        // The closer may settle from the block after the settle block on: the update counts until then.
+        deadline: change.blockNumber + channel.settleTimeout,
+      },
     })
     next = { ...next, updatePending: true }
   }

@@ -193,7 +193,14 @@ export function receiveChannelSync(state: NodeState, channel: Channel | undefine
   if (theirNewer && channel.state === 'closed' && sameAddress(channel.closer, channel.partner) && theirNewer.proof.nonce > onchain)
     out.push({
       type: 'transaction',
-      transaction: { type: 'update', tokenNetwork: channel.tokenNetwork, channelId: channel.id, partner: channel.partner, balanceProof: theirNewer.proof },
+      transaction: {
+        type: 'update',
+        tokenNetwork: channel.tokenNetwork,
+        channelId: channel.id,
+        partner: channel.partner,
+        balanceProof: theirNewer.proof,
+        ...(channel.closedBlock !== undefined ? { deadline: channel.closedBlock + channel.settleTimeout } : {}),
+      },
     })
   out.push({
     type: 'event',

@@ -170,6 +170,8 @@ function maybeCoopSettle(state: NodeState, channel: Channel, out: Effect[]): Nod
       channelId: channel.id,
       our: { totalWithdraw: ours.totalWithdraw, expiration: ours.expiration, partnerSignature: ours.confirmationSignature! },
       partner: { address: channel.partner, totalWithdraw: theirs.totalWithdraw, expiration: theirs.expiration, partnerSignature: theirs.requesterSignature },
+      // The contract takes a withdraw only in a block before its expiration.
+      deadline: (ours.expiration < theirs.expiration ? ours.expiration : theirs.expiration) - 1n,
     },
   })
   const marked = channel.our.pendingWithdraws.map((w) => (w === ours ? { ...w, sent: true } : w))
@@ -217,6 +219,7 @@ export function receiveWithdrawConfirmation(state: NodeState, message: Signed<Wi
         totalWithdraw: pending.totalWithdraw,
         expiration: pending.expiration,
         partnerSignature: message.signature,
+        deadline: pending.expiration - 1n,
       },
     })
     next = { ...next, our: { ...next.our, pendingWithdraws: next.our.pendingWithdraws.map((w) => (w === confirmed ? { ...w, sent: true } : w)) } }

@@ -23,9 +23,15 @@ export type Effect =
 
 export type BalanceData = { transferredAmount: bigint; lockedAmount: bigint; locksroot: Hex }
 
+/**
+ * A transaction the core asks for. `deadline`, where the chain gives one, is the last block in which it still does its
+ * work (the shell prices it harder as it nears, and tells the owner in time when it may miss it): an update before the
+ * partner can settle (the settle block), a secret registered before its lock expires, a withdraw before its expiry.
+ * Optional: records stored before it existed have none.
+ */
 export type Transaction =
   | { type: 'close'; tokenNetwork: Address; channelId: bigint; partner: Address; balanceProof: BalanceProofState | null }
-  | { type: 'update'; tokenNetwork: Address; channelId: bigint; partner: Address; balanceProof: BalanceProofState }
+  | { type: 'update'; tokenNetwork: Address; channelId: bigint; partner: Address; balanceProof: BalanceProofState; deadline?: bigint }
   | {
       type: 'settle'
       tokenNetwork: Address
@@ -44,7 +50,7 @@ export type Transaction =
   | { type: 'settleWithHistory'; tokenNetwork: Address; channelId: bigint; our: Address; ourBalanceHash: Hex; partner: Address; partnerBalance: BalanceData }
   /** Unlock our locks of an older proof: the shell takes them from the stored lock history at `nonce`. */
   | { type: 'unlockWithHistory'; tokenNetwork: Address; channelId: bigint; receiver: Address; sender: Address; nonce: bigint }
-  | { type: 'registerSecret'; secret: Hex; secrethash: Hex }
+  | { type: 'registerSecret'; secret: Hex; secrethash: Hex; deadline?: bigint }
   | {
       type: 'setTotalWithdraw'
       tokenNetwork: Address
@@ -54,6 +60,7 @@ export type Transaction =
       expiration: bigint
       /** The partner's confirmation signature; ours is made by the shell over the same bytes. */
       partnerSignature: Hex
+      deadline?: bigint
     }
   | {
       type: 'cooperativeSettle'
@@ -61,6 +68,7 @@ export type Transaction =
       channelId: bigint
       our: { totalWithdraw: bigint; expiration: bigint; partnerSignature: Hex }
       partner: { address: Address; totalWithdraw: bigint; expiration: bigint; partnerSignature: Hex }
+      deadline?: bigint
     }
 
 /** The transactions the chain layer sends: those that need the stored history are resolved into these first. */

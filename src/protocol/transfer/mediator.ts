@@ -159,7 +159,8 @@ function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out:
   }
   if (payerLockSafe(s, t)) return unlockPayee(s, t, out)
   if (t.payerState !== 'waiting_registration' && t.payerState !== 'unlocked' && t.payerState !== 'expired' && s.blockNumber < t.payerLock.expiration) {
-    out.push({ type: 'transaction', transaction: { type: 'registerSecret', secret, secrethash: t.secrethash } })
+    // A lock is claimable on-chain when its secret was registered in a block before its expiration.
+    out.push({ type: 'transaction', transaction: { type: 'registerSecret', secret, secrethash: t.secrethash, deadline: t.payerLock.expiration - 1n } })
     s = put(s, { ...t, payerState: 'waiting_registration' })
   }
   return s

@@ -85,7 +85,10 @@ export function targetOnBlock(state: NodeState, out: Effect[]): NodeState {
     const registered = state.registeredSecrets[task.secrethash]
     if (registered !== undefined) continue
     if (task.lock.expiration - state.blockNumber <= channel.revealTimeout && state.blockNumber < task.lock.expiration) {
-      out.push({ type: 'transaction', transaction: { type: 'registerSecret', secret: task.secret, secrethash: task.secrethash } })
+      out.push({
+        type: 'transaction',
+        transaction: { type: 'registerSecret', secret: task.secret, secrethash: task.secrethash, deadline: task.lock.expiration - 1n },
+      })
       s = { ...s, targets: { ...s.targets, [task.secrethash]: { ...task, state: 'registering' } } }
     }
   }

@@ -14,6 +14,9 @@ describe('withdraw', () => {
     await net.dispatch('A', { type: 'withdraw', tokenNetwork: net.chain.tokenNetwork, channelId: id, totalWithdraw: 40n })
     await net.deliverAll()
     expect(net.node('A').transactions).toMatchObject([{ type: 'setTotalWithdraw', totalWithdraw: 40n }])
+    // The contract takes a withdraw in a block before its expiration: that block is the transaction's deadline.
+    const withdraw = net.node('A').transactions[0] as { expiration: bigint; deadline?: bigint }
+    expect(withdraw.deadline).toBe(withdraw.expiration - 1n)
     await net.mine(1)
     expect(tokens(net, 'A')).toBe(40n)
     expect(channelOf(net, 'A', 'B').our).toMatchObject({ withdrawn: 40n, pendingWithdraws: [] })
@@ -58,7 +61,9 @@ describe('cooperative settle', () => {
     await net.deliverAll()
     await net.dispatch('A', { type: 'coopSettle', tokenNetwork: net.chain.tokenNetwork, channelId: id })
     await net.deliverAll()
-    expect(net.node('A').transactions.at(-1)).toMatchObject({ type: 'cooperativeSettle', our: { totalWithdraw: 70n }, partner: { totalWithdraw: 80n } })
+    const coop = net.node('A').transactions.at(-1) as { our: { expiration: bigint }; partner: { expiration: bigint }; deadline?: bigint }
+    expect(coop).toMatchObject({ type: 'cooperativeSettle', our: { totalWithdraw: 70n }, partner: { totalWithdraw: 80n } })
+    expect(coop.deadline).toBe((coop.our.expiration < coop.partner.expiration ? coop.our.expiration : coop.partner.expiration) - 1n)
     await net.mine(1)
     expect(tokens(net, 'A')).toBe(70n)
     expect(tokens(net, 'B')).toBe(80n)
@@ -89,8 +94,10 @@ describe('close, update, settle, unlock', () => {
       balanceProof: staleOfA,
     })
     await net.mine(1)
-    // A answers the close with B's latest proof (B paid A 7).
+    // A answers the close with B's latest proof (B paid A 7), before B may settle: from the block after the settle block.
     expect(net.node('A').transactions.at(-1)).toMatchObject({ type: 'update', balanceProof: { transferredAmount: 7n } })
+    const closed = channelOf(net, 'A', 'B')
+    expect(net.node('A').transactions.at(-1)).toMatchObject({ deadline: closed.closedBlock! + closed.settleTimeout })
     await net.mine(1)
     expect(channelOf(net, 'A', 'B').state).toBe('closed')
     await net.mine(100)
@@ -200,8 +207,10 @@ describe('secret registration and the resolver', () => {
     await net.deliver(0) // SecretRequest to A
     await net.deliver(0) // A reveals the secret to B
     net.node('A').online = false // A never receives B's reveal, so it never unlocks
+    const expiration = Object.values(net.node('B').state.targets)[0]!.lock.expiration
     await net.mine(12)
-    expect(net.node('B').transactions).toContainEqual(expect.objectContaining({ type: 'registerSecret', secrethash: h }))
+    // Claimable on-chain only when registered in a block before the lock's expiration.
+    expect(net.node('B').transactions).toContainEqual(expect.objectContaining({ type: 'registerSecret', secrethash: h, deadline: expiration - 1n }))
     await net.mine(1)
     expect(net.chain.secrets.has(h)).toBe(true)
   })

@@ -41,7 +41,7 @@ describe('mediator', () => {
     const expiration = net.node('B').state.mediators[h]!.payerLock.expiration
     await net.mine(Number(expiration - net.chain.block - 10n))
     expect(await net.deliverMessage('C', 'B', 'RevealSecret')).toBe(true)
-    expect(net.node('B').transactions).toContainEqual(expect.objectContaining({ type: 'registerSecret', secrethash: h }))
+    expect(net.node('B').transactions).toContainEqual(expect.objectContaining({ type: 'registerSecret', secrethash: h, deadline: expiration - 1n }))
     expect(net.inFlight.filter((m) => m.from === 'B' && m.to === 'C')).toHaveLength(0) // no Unlock yet
     await net.mine(1)
     expect(net.chain.secrets.has(h)).toBe(true)
