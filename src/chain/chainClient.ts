@@ -3,7 +3,6 @@ import {
   createWalletClient,
   defineChain,
   type Address,
-  type EIP1193Provider,
   type Chain,
   type Hex,
   type PrivateKeyAccount,
@@ -14,7 +13,7 @@ import {
 import { privateKeyToAccount } from 'viem/accounts'
 import { signPackedSync } from '../protocol/signature.ts'
 import { ChainIdMismatchError, ChainRpcError } from './errors.ts'
-import { RpcEndpoints, type RpcEndpointsParameters, type RpcHealth } from './rpcEndpoints.ts'
+import { RpcEndpoints, type RequestProvider, type RpcEndpointsParameters, type RpcHealth } from './rpcEndpoints.ts'
 
 export type CreateChainClientParameters = {
   /**
@@ -23,7 +22,7 @@ export type CreateChainClientParameters = {
    */
   rpcUrl?: string | readonly string[]
   /** An EIP-1193 provider (the page's wallet) instead of `rpcUrl`, with the same retries and bounds. */
-  provider?: EIP1193Provider
+  provider?: RequestProvider
   /** Timeouts, retries and probes of the endpoints or the provider; `onChange` hears one going down and coming back. */
   endpoints?: Omit<RpcEndpointsParameters, 'urls' | 'provider'>
   /** The node's key: it pays for transactions and signs the Raiden messages they carry. */
@@ -55,7 +54,7 @@ export type CreateChainClientErrorType = ChainIdMismatchError | ChainRpcError
 
 /**
  * Creates the viem clients of one node account over its endpoints (or the given transport) and learns the chain
- * id from them: every endpoint must serve `chainId` when given, else the first's (docs/decisions/0050). The chain
+ * id from them: every endpoint must serve `chainId` when given, else the first's (docs/decisions/0052). The chain
  * is defined here from its id: importing `viem/chains` would pull every chain into the worker bundle. cacheTime 0:
  * the block watcher and the nonce must never see a stale block number (viem caches it for the polling interval
  * otherwise; docs/decisions/0017-toolchain.md).

@@ -69,7 +69,7 @@ export type GetLogsByChunkParameters = {
  * smaller range, not by asking the same again after a backoff. An endpoint that fails as an endpoint (a 429, a 5xx,
  * a reset, no answer) is no reason to shrink: the node's transport has retried it and moved on to its other
  * endpoints (rpcEndpoints.ts), so that failure ends the chunk as ChainRpcError, the range as learnt
- * (isLogRangeRefusal, docs/decisions/0050). Only what was asked for is kept (`isAnswer`); the logs may still repeat
+ * (isLogRangeRefusal, docs/decisions/0052). Only what was asked for is kept (`isAnswer`); the logs may still repeat
  * and come in any order (docs/decisions/0028).
  */
 export async function getLogsChunk(

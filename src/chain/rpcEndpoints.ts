@@ -1,9 +1,10 @@
-import { createTransport, custom, hexToNumber, http, isHex, keccak256, TimeoutError, webSocket, type EIP1193Provider, type Hex, type Transport } from 'viem'
+import { createTransport, custom, hexToNumber, http, isHex, keccak256, TimeoutError, webSocket, type Hex, type Transport } from 'viem'
 import { ChainIdMismatchError, ChainRpcError } from './errors.ts'
 import { classifyRpcFailure, LogRangeTimeoutError, RpcUnavailableError } from './rpcFailure.ts'
+import { endpointLabel, isRpcUrl } from './rpcUrls.ts'
 
 /**
- * The node's way to the chain (docs/decisions/0050-rpc-endpoints.md): the operator's endpoints, used in their order,
+ * The node's way to the chain (docs/decisions/0052-rpc-endpoints.md): the operator's endpoints, used in their order,
  * or the page's wallet. Browser-safe.
  *
  * - A call goes to the first endpoint that is up. One that fails as an endpoint fails (no answer in time, refused,
@@ -25,7 +26,7 @@ export type RpcEndpointsParameters = {
   /** The operator's endpoints, in the order they are to be used: http, https, ws or wss URLs. */
   urls?: readonly string[]
   /** An EIP-1193 provider (the page's wallet) instead of URLs. */
-  provider?: EIP1193Provider
+  provider?: RequestProvider
   /** How long one attempt on one endpoint may take (ms, 10,000 by default, as viem's). */
   attemptTimeoutMs?: number
   /** How long one call may take, its retries and moves included (ms, 30,000 by default). */
@@ -45,6 +46,9 @@ export type RpcEndpointsParameters = {
   /** Told when an endpoint goes down, comes back, or serves another chain: once each time. */
   onChange?: (change: RpcEndpointChange) => void
 }
+
+/** What the node needs of an EIP-1193 provider: `request` (a wallet's `window.ethereum`, viem's EIP1193Provider). */
+export type RequestProvider = { request(args: { method: string; params?: unknown }): Promise<unknown> }
 
 export type RpcEndpointState = 'up' | 'down' | 'wrong chain'
 
@@ -122,6 +126,7 @@ export class RpcEndpoints {
     this.onChange = onChange
     if (urls.length === 0 && !provider) throw new TypeError('RpcEndpoints needs urls or a provider')
     if (urls.length > 0 && provider) throw new TypeError('RpcEndpoints takes urls or a provider, not both')
+    for (const url of urls) if (!isRpcUrl(url)) throw new TypeError(`not an http(s) or ws(s) URL: ${JSON.stringify(endpointLabel(url))}`)
     const timeout = this.settings.attemptTimeoutMs
     const attempts: { label: string; attempt: Attempt; isProvider: boolean }[] = provider
       ? [{ label: 'the wallet (EIP-1193 provider)', attempt: viemAttempt(custom(provider, { retryCount: 0 })), isProvider: true }]
@@ -409,16 +414,6 @@ export class RpcEndpoints {
       ...(reason && state !== 'up' ? { reason } : {}),
       ...(state === 'up' && endpoint.downSince !== undefined ? { downForMs: Date.now() - endpoint.downSince } : {}),
     })
-  }
-}
-
-/** Scheme, host and port only: an endpoint's path and query often hold its API key. */
-export function endpointLabel(url: string): string {
-  try {
-    const u = new URL(url)
-    return `${u.protocol}//${u.host}${u.pathname && u.pathname !== '/' ? '/…' : ''}`
-  } catch {
-    return 'an endpoint'
   }
 }
 

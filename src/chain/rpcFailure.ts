@@ -1,7 +1,7 @@
 import { BaseError, HttpRequestError, RpcRequestError, SocketClosedError, TimeoutError, WebSocketRequestError } from 'viem'
 
 /**
- * What a failed JSON-RPC call tells about the endpoint (docs/decisions/0050-rpc-endpoints.md):
+ * What a failed JSON-RPC call tells about the endpoint (docs/decisions/0052-rpc-endpoints.md):
  * - `transient`: the endpoint did not answer (refused, reset, timed out, an HTTP error, a socket closed) or said it
  *   is overloaded (429, "limit exceeded", an internal error, "try again"): the call is worth again, here after a
  *   wait or at once on another endpoint;

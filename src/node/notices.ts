@@ -1,3 +1,4 @@
+import type { RpcEndpointChange } from '../chain/rpcEndpoints.ts'
 import type { NodeEvent, Transaction } from '../protocol/state/effects.ts'
 
 export type NodeStatus = { status: 'syncing' | 'ready' | 'stopped'; blocksToSync: bigint; syncedBlock: bigint }
@@ -18,13 +19,15 @@ export type ErrorSource =
 /**
  * What a node tells whoever listens (the API's event stream, the CLI's log, actions waiting for an outcome): the
  * core's events, status changes, failed transactions (with the transaction, so a waiter can tell whether it was
- * its own) and errors to report.
+ * its own), errors to report, and the chain's endpoints going down and coming back.
  */
 export type NodeNotice =
   | NodeEvent
   | { type: 'status'; status: NodeStatus }
   | { type: 'transactionFailed'; transaction: Transaction; error: unknown }
   | { type: 'error'; error: unknown; where: ErrorSource; detail?: string }
+  /** One of the chain's endpoints went down, came back, or serves another chain (told once each time). */
+  | ({ type: 'rpcEndpoint' } & RpcEndpointChange)
 
 /** Reports an error to the listeners (logs, the event stream); it decides nothing. Silent once the node stops. */
 export type Report = (where: ErrorSource, error: unknown, detail?: string) => void
