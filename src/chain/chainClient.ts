@@ -46,6 +46,8 @@ export type ChainClient = {
   signPacked(data: Hex): Hex
   /** The endpoints' health (which is in use, each one's last success and failure); undefined with a given `transport`. */
   rpcHealth(): RpcHealth | undefined
+  /** Closes the endpoints' WebSockets (ws/wss), which would keep a stopped node's process alive; calls after it open them again. */
+  close(): Promise<void>
 }
 
 export type CreateChainClientReturnType = ChainClient
@@ -103,5 +105,6 @@ export async function createChainClient({
     walletClient,
     signPacked: (data) => signPackedSync(privateKey, data),
     rpcHealth: () => endpoints?.health(),
+    close: async () => endpoints?.close(),
   }
 }

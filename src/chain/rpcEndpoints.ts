@@ -10,7 +10,7 @@ import { endpointLabel, isRpcUrl } from './rpcUrls.ts'
  * - A call goes to the first endpoint that is up. One that fails as an endpoint fails (no answer in time, refused,
  *   reset, an HTTP error, a rate limit, an overload answer) is marked down at once, and the call moves on to the next;
  *   later calls skip it, so a black-holed endpoint costs its timeout once, not on every call. Calls already waiting on
- *   it move on as soon as it is marked down.
+ *   it move on as soon as one of them times out there.
  * - A down endpoint is probed in the background (eth_chainId, its chain checked) at most every `probeIntervalMs`,
  *   on the node's own traffic (no timer to stop); once it answers it is up again, and the first is used again.
  * - When no endpoint is up, every one is tried in order; between rounds the call waits (backoff, or the rest a 429's
@@ -73,7 +73,10 @@ export type RpcEndpointHealth = {
 /** Which endpoint a call would use now (undefined when none is up), and each one's state. */
 export type RpcHealth = { inUse: string | undefined; endpoints: RpcEndpointHealth[] }
 
-type Attempt = (method: string, params: unknown, signal: AbortSignal | undefined) => Promise<unknown>
+type Attempt = ((method: string, params: unknown, signal: AbortSignal | undefined) => Promise<unknown>) & {
+  /** Closes what the attempts keep open (a WebSocket, its keep-alive timer); the next attempt opens it again. */
+  close(): Promise<void>
+}
 
 type Endpoint = {
   label: string
@@ -90,7 +93,7 @@ type Endpoint = {
   probing: boolean
   lastSuccessAt: number | undefined
   lastFailure: { at: number; reason: string } | undefined
-  /** Attempts waiting on it, told when it is marked down so that they move on. */
+  /** Attempts waiting on it, told to move on when it stops answering (a timeout) or turns out to serve another chain. */
   waiting: Set<() => void>
 }
 
@@ -189,7 +192,10 @@ export class RpcEndpoints {
     let firstAnswer: () => void = () => {}
     const answered = new Promise<void>((resolve) => (firstAnswer = resolve))
     for (const check of checks) void check.then(() => answers.some((a) => a !== undefined) && firstAnswer())
-    await Promise.race([Promise.all(checks), answered.then(() => Promise.race([Promise.all(checks), sleep(START_GRACE_MS)]))])
+    let grace: ReturnType<typeof setTimeout> | undefined
+    const graceOver = answered.then(() => new Promise<void>((resolve) => (grace = setTimeout(resolve, START_GRACE_MS))))
+    await Promise.race([Promise.all(checks), graceOver])
+    clearTimeout(grace)
 
     const first = answers.find((a) => a !== undefined)
     if (first === undefined) throw new ChainRpcError('eth_chainId', lastError)
@@ -204,6 +210,11 @@ export class RpcEndpoints {
       else if (endpoint.lastFailure) this.tell(endpoint, endpoint.lastFailure.reason)
     }
     return expected
+  }
+
+  /** Closes the WebSockets the endpoints opened, so that nothing keeps a stopped node's process alive. */
+  async close(): Promise<void> {
+    await Promise.all(this.endpoints.map((e) => e.attempt.close().catch(() => {})))
   }
 
   health(): RpcHealth {
@@ -266,7 +277,7 @@ export class RpcEndpoints {
           }
           if (failure.retryAfterMs !== undefined && failure.retryAfterMs > this.settings.maxRetryAfterMs)
             failure = { ...failure, reason: `${failure.reason} (asked to wait ${Math.ceil(failure.retryAfterMs / 1000)} s)` }
-          this.failed(endpoint, failure.reason, failure.retryAfterMs)
+          this.failed(endpoint, failure.reason, failure.retryAfterMs, failure.timeout)
           reasons.push(`${endpoint.label}: ${failure.reason}`)
           lastError = e as Error
           failedTransiently = true
@@ -304,7 +315,7 @@ export class RpcEndpoints {
     })
     let moveOn: (() => void) | undefined
     const wentDown = new Promise<never>((_, reject) => {
-      if (endpoint.state !== 'up') return
+      if (endpoint.state !== 'up' || this.endpoints.length === 1) return
       moveOn = () => reject(new EndpointWentDown())
       endpoint.waiting.add(moveOn)
     })
@@ -383,21 +394,30 @@ export class RpcEndpoints {
     if (endpoint.state !== 'up' && endpoint.chainCheckedAt !== undefined) this.setState(endpoint, 'up')
   }
 
-  private failed(endpoint: Endpoint, reason: string, retryAfterMs?: number): void {
+  /**
+   * Marks the endpoint down. After a timeout (a black hole, maybe) the calls waiting on it move on at once; after a
+   * quick failure they are left to get their own answer (a single 500 among many calls is no reason to send them all
+   * again elsewhere).
+   */
+  private failed(endpoint: Endpoint, reason: string, retryAfterMs?: number, timedOut = false): void {
     const now = Date.now()
     endpoint.lastFailure = { at: now, reason }
     if (retryAfterMs !== undefined) endpoint.restUntil = now + Math.min(retryAfterMs, this.settings.maxRetryAfterMs)
     endpoint.nextProbeAt = Math.max(now + this.settings.probeIntervalMs, endpoint.restUntil)
+    if (timedOut) this.releaseWaiting(endpoint)
     if (endpoint.state !== 'wrong chain') this.setState(endpoint, 'down', reason)
+  }
+
+  private releaseWaiting(endpoint: Endpoint): void {
+    for (const moveOn of [...endpoint.waiting]) moveOn()
+    endpoint.waiting.clear()
   }
 
   private setState(endpoint: Endpoint, state: RpcEndpointState, reason?: string): void {
     if (endpoint.state !== state) {
-      if (endpoint.state === 'up') {
-        endpoint.downSince = Date.now()
-        for (const moveOn of [...endpoint.waiting]) moveOn()
-        endpoint.waiting.clear()
-      }
+      if (endpoint.state === 'up') endpoint.downSince = Date.now()
+      // What it answers now is another chain's.
+      if (state === 'wrong chain') this.releaseWaiting(endpoint)
       endpoint.state = state
     }
     this.tell(endpoint, reason)
@@ -418,8 +438,20 @@ export class RpcEndpoints {
 }
 
 function viemAttempt(transport: Transport): Attempt {
-  const { request } = transport({ retryCount: 0 })
-  return (method, params, signal) => request({ method, params } as never, signal ? { signal } : undefined)
+  const { request, value } = transport({ retryCount: 0 })
+  let used = false
+  const attempt = (method: string, params: unknown, signal: AbortSignal | undefined) => {
+    used = true
+    return request({ method, params } as never, signal ? { signal } : undefined)
+  }
+  // Only webSocket's has a client to close (viem keeps one per URL; a closed one is opened again when asked for).
+  const rpcClient = (value as { getRpcClient?: () => Promise<{ close(): void }> } | undefined)?.getRpcClient
+  return Object.assign(attempt, {
+    close: async () => {
+      if (rpcClient && used) (await rpcClient()).close()
+      used = false
+    },
+  })
 }
 
 function rawTransactionHash(params: unknown): Hex {

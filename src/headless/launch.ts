@@ -120,9 +120,11 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     apiUrl,
     peerId: libp2p?.peerId,
     stop: () =>
-      (stopping ??= hosted.stop().finally(() => {
+      (stopping ??= hosted.stop().finally(async () => {
         stopProgress()
         offNotices()
+        // A ws endpoint's socket would keep the process alive.
+        await node.client.chain.close()
       })),
   }
 }

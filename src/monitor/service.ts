@@ -205,6 +205,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
       await renewing
       await duties.stop()
       await store.close()
+      await chain.close()
     },
     status() {
       const progress = watch.progress()

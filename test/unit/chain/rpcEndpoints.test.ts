@@ -1,6 +1,7 @@
 // The node's chain transport over several endpoints (src/chain/rpcEndpoints.ts), against the run's anvil behind
 // endpoints that fail on command (test/support/faultyRpc.ts): the order, moving on, coming back, Retry-After, what is
 // never retried, the cost of a black-holed endpoint, another chain refused, and eth_getLogs' range kept through faults.
+import { fileURLToPath } from 'node:url'
 import { createPublicClient, createTestClient, http, parseEther, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, afterEach, describe, expect, inject, test } from 'vitest'
@@ -9,6 +10,7 @@ import { getLogsChunk, LogChunkSize } from '../../../src/chain/getLogsByChunk.ts
 import { RpcEndpoints, type RpcEndpointChange, type RpcEndpointsParameters } from '../../../src/chain/rpcEndpoints.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
 import { startFaultyRpc, type FaultyRpc } from '../../support/faultyRpc.ts'
+import { startSluice } from '../../cli/sluiceProcess.ts'
 
 const rpcUrl = inject('rpcUrl')
 const deployment = inject('deployment')
@@ -213,11 +215,28 @@ describe('one endpoint', () => {
     expect(performance.now() - started).toBeLessThan(1_000 + 500)
   })
 
-  test('ws: the same endpoint over WebSocket', async () => {
+  test('ws: the same endpoint over WebSocket; closed, nothing of it keeps the process alive, and a later call opens it again', async () => {
     const endpoints = new RpcEndpoints({ urls: [rpcUrl.replace(/^http/, 'ws')] })
     expect(await endpoints.start(chainId)).toBe(chainId)
     const client = createPublicClient({ transport: endpoints.transport, cacheTime: 0 })
     expect(await client.getBlockNumber()).toBeGreaterThan(0n)
+    await endpoints.close()
+    expect(await client.getBlockNumber()).toBeGreaterThan(0n)
+    await endpoints.close()
+
+    // A process that used a ws endpoint ends by itself once it closes them (viem's socket and keep-alive would hold it).
+    const script = `
+      import { RpcEndpoints } from ${JSON.stringify(fileURLToPath(new URL('../../../src/chain/rpcEndpoints.ts', import.meta.url)))}
+      const endpoints = new RpcEndpoints({ urls: [${JSON.stringify(rpcUrl.replace(/^http/, 'ws'))}] })
+      await endpoints.start(${chainId})
+      await endpoints.call('eth_blockNumber', [])
+      await endpoints.close()
+      console.log('closed')`
+    const child = startSluice(['--input-type=module', '-e', script], process.cwd(), ['--import', 'tsx'])
+    await child.waitForOutput(/closed/, 20_000)
+    const ended = await Promise.race([child.exited, new Promise((resolve) => setTimeout(resolve, 5_000, 'still running'))])
+    if (ended === 'still running') child.child.kill()
+    expect(ended).toEqual({ code: 0, signal: null })
   })
 })
 
