@@ -21,7 +21,8 @@ export type RpcFailure = {
 /** Every endpoint failed (or none may be used): thrown by the node's transport once its retries are spent. */
 export class RpcUnavailableError extends BaseError {
   constructor(method: string, reasons: readonly string[], cause: Error | undefined) {
-    super(`${method}: no RPC endpoint answered`, {
+    // The reasons in the short message too: it is what a log line and ChainRpcError's message show.
+    super(`${method}: no RPC endpoint answered${reasons.length > 0 ? ` (${reasons.slice(0, 4).join('; ')})` : ''}`, {
       name: 'RpcUnavailableError',
       details: reasons.join('; '),
       ...(cause ? { cause } : {}),
