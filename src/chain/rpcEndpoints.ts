@@ -1,4 +1,4 @@
-import { createTransport, custom, hexToNumber, http, isHex, keccak256, TimeoutError, webSocket, type Hex, type Transport } from 'viem'
+import { createTransport, custom, hexToNumber, http, isHex, keccak256, TimeoutError, type Hex, type Transport } from 'viem'
 import { ChainIdMismatchError, ChainRpcError } from './errors.ts'
 import { classifyRpcFailure, LogRangeTimeoutError, RpcUnavailableError } from './rpcFailure.ts'
 import { endpointLabel, isRpcUrl } from './rpcUrls.ts'
@@ -136,9 +136,7 @@ export class RpcEndpoints {
       : urls.map((url, i) => ({
           label: `${urls.length > 1 ? `#${i + 1} ` : ''}${endpointLabel(url)}`,
           // viem's own timeout cleans the request up; ours (in `call`) decides.
-          attempt: viemAttempt(
-            /^wss?:/i.test(url) ? webSocket(url, { retryCount: 0, timeout: timeout + 1_000 }) : http(url, { retryCount: 0, timeout: timeout + 1_000, batch }),
-          ),
+          attempt: /^wss?:/i.test(url) ? webSocketAttempt(url, timeout + 1_000) : viemAttempt(http(url, { retryCount: 0, timeout: timeout + 1_000, batch })),
           isProvider: false,
         }))
     // Down until its chain is checked (start, or before its first use).
@@ -435,6 +433,21 @@ export class RpcEndpoints {
       ...(state === 'up' && endpoint.downSince !== undefined ? { downForMs: Date.now() - endpoint.downSince } : {}),
     })
   }
+}
+
+/**
+ * Over a WebSocket: viem's transport and its socket client load only when a ws endpoint is given (about 3 kB gzipped
+ * that the page's node worker would otherwise load before it answers).
+ */
+function webSocketAttempt(url: string, timeoutMs: number): Attempt {
+  let loading: Promise<Attempt> | undefined
+  const load = () => (loading ??= import('./webSocketTransport.ts').then(({ webSocketTransport }) => viemAttempt(webSocketTransport(url, timeoutMs))))
+  const attempt = async (method: string, params: unknown, signal: AbortSignal | undefined) => (await load())(method, params, signal)
+  return Object.assign(attempt, {
+    close: async () => {
+      if (loading) await (await loading).close()
+    },
+  })
 }
 
 function viemAttempt(transport: Transport): Attempt {
