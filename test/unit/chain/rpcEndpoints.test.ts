@@ -127,7 +127,9 @@ describe('several endpoints', () => {
     const account = privateKeyToAccount(key)
     await createTestClient({ mode: 'anvil', transport: http(rpcUrl) }).setBalance({ address: account.address, value: parseEther('1') })
     const tx = { to: account.address, value: 0n, gas: 21_000n, maxFeePerGas: 10n ** 10n, maxPriorityFeePerGas: 1n, chainId }
-    await client.sendRawTransaction({ serializedTransaction: await account.signTransaction({ ...tx, nonce: 0 }) })
+    const hash = await client.sendRawTransaction({ serializedTransaction: await account.signTransaction({ ...tx, nonce: 0 }) })
+    // Mined first: a second nonce 0 while the first waits in the pool would be a replacement, not "nonce too low".
+    await client.waitForTransactionReceipt({ hash, pollingInterval: 20 })
     const again = await account.signTransaction({ ...tx, nonce: 0, value: 1n })
     await expect(client.sendRawTransaction({ serializedTransaction: again })).rejects.toThrow(/nonce too low/)
     expect([calls(a, 'eth_sendRawTransaction'), calls(b, 'eth_sendRawTransaction')]).toEqual([2, 0])
