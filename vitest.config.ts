@@ -6,6 +6,7 @@ import { peerCommands } from './test/browser/commands/peers.ts'
 import { otherSiteCommands } from './test/browser/commands/otherSites.ts'
 import { backupCommands } from './test/browser/commands/backup.ts'
 import { monitoringCommands } from './test/browser/commands/monitoring.ts'
+import { rpcEndpointCommands } from './test/browser/commands/rpcEndpoints.ts'
 
 // Debian's Chromium (apt `chromium`); scripts/test.mjs finds or installs it and sets CHROMIUM_PATH.
 const chromiumArgs = [
@@ -101,8 +102,9 @@ export default defineConfig({
             }),
             instances: [{ browser: 'chromium' }],
             // Real tabs of the test origin (a second tab, a closed tab, a reload), a relay with headless peers, pages
-            // of other origins, backup servers, and a private chain with a monitoring service: test/browser/commands/.
-            commands: { ...tabCommands, ...peerCommands, ...otherSiteCommands, ...backupCommands, ...monitoringCommands },
+            // of other origins, backup servers, a private chain with a monitoring service, and RPC endpoints that fail on
+            // command: test/browser/commands/.
+            commands: { ...tabCommands, ...peerCommands, ...otherSiteCommands, ...backupCommands, ...monitoringCommands, ...rpcEndpointCommands },
           },
         },
       },

@@ -9,6 +9,8 @@ import { buildPackages, type WorkerFile } from '../scripts/build.ts'
 import { diskBytes, installedPackages } from '../test/package/support/installed.ts'
 
 const LIBP2P = /src\/transport\/libp2p\/libp2pTransport\.ts$/
+/** viem's WebSocket transport: loaded when the node is given a ws/wss endpoint, as libp2p is when given relays. */
+const WEBSOCKET_RPC = /src\/chain\/webSocketTransport\.ts$/
 /** The OpenAPI document's builder: loaded when a client asks for GET /openapi.json, never before the node answers. */
 const OPENAPI = /src\/api\/openApiDocument\.ts$/
 
@@ -52,9 +54,11 @@ export async function benchPackage(): Promise<Record<string, string>> {
     const inWorker = (names: Iterable<string>) => [...names].reduce((sum, name) => sum + gzipped(join(out, 'sluice', name)), 0)
 
     const wasm = gzipped(join(out, 'sluice', 'secp256k1.wasm'))
-    // Without relays: the entry and every chunk it may load except libp2p's and openapi.json's builder (viem's CCIP-read chunk included).
+    // Without relays and with http endpoints: the entry and every chunk it may load except libp2p's, a ws endpoint's
+    // transport and openapi.json's builder (viem's CCIP-read chunk included).
     const chunkOf = (pattern: RegExp) => worker.find((f) => pattern.test(f.facadeModuleId ?? ''))
-    const withoutLibp2p = inWorker(reachable(worker, 'node.worker.js', (f) => LIBP2P.test(f.facadeModuleId ?? '') || OPENAPI.test(f.facadeModuleId ?? '')))
+    const lazy = [LIBP2P, WEBSOCKET_RPC, OPENAPI]
+    const withoutLibp2p = inWorker(reachable(worker, 'node.worker.js', (f) => lazy.some((pattern) => pattern.test(f.facadeModuleId ?? ''))))
     const openapi = chunkOf(OPENAPI)
     if (!openapi) throw new Error('no chunk of its own for src/api/openApiDocument.ts in the node worker')
     const everything = inWorker(worker.filter((f) => f.fileName.endsWith('.js')).map((f) => f.fileName))

@@ -11,6 +11,7 @@
  */
 import * as Comlink from 'comlink'
 import { parseDeployment, type Deployment as NodeDeployment } from '../src/chain/deployment.ts'
+import { parseRpcUrls } from '../src/chain/rpcUrls.ts'
 import type { Keystore } from '../src/chain/keystore.ts'
 import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
 import { prettyHead } from '../src/log/format.ts'
@@ -139,6 +140,8 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     startTimeoutMs: _,
     ...nodeOptions
   } = options
+  if (nodeOptions.rpc !== undefined && !parseRpcUrls(nodeOptions.rpc))
+    throw new InvalidOptionsError(`rpc must be an http(s) or ws(s) URL, or a list of them, not ${JSON.stringify(nodeOptions.rpc)}`)
   if (!nodeOptions.rpc && !provider) throw new InvalidOptionsError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
   // The shape only: libp2p, which parses them whole, loads after the node is ready (docs/decisions/0024), and a
   // relay it refuses then stops the node with INVALID_RELAY_ADDRESS.

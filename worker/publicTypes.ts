@@ -47,8 +47,11 @@ export type StorageDump = {
 
 /** The node's options as a page gives them: the `sluice serve` flags in camelCase. */
 export type NodeOptions = {
-  /** The chain's JSON-RPC endpoint; without it, the page's EIP-1193 provider. */
-  rpc?: string
+  /**
+   * The chain's JSON-RPC endpoint (http, https, ws or wss), or several (a list, or separated by commas) used in this
+   * order: the next while one fails, the first again once it answers. Without it, the page's EIP-1193 provider.
+   */
+  rpc?: string | readonly string[]
   /** The node's key; without it, the one kept in IndexedDB (generated on the first start). */
   key?: Hex
   /** Protects the kept key at rest (docs/decisions/0027); without it the key is kept wrapped by a non-extractable WebCrypto key. */

@@ -15,11 +15,13 @@ export class ChainError extends SluiceError {
 export class ChainIdMismatchError extends ChainError {
   override name = 'ChainIdMismatchError' as const
   override readonly code = 'CHAIN_ID_MISMATCH' as const
+  /** `endpoint`: which one, as logs show it (scheme and host), when the node has several. */
   constructor(
     readonly expected: number,
     readonly actual: number,
+    readonly endpoint?: string,
   ) {
-    super(`the RPC endpoint serves chain ${actual}, not the configured chain ${expected}`)
+    super(`the RPC endpoint ${endpoint ? `${endpoint} ` : ''}serves chain ${actual}, not the configured chain ${expected}`)
   }
 }
 

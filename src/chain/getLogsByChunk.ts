@@ -1,5 +1,6 @@
 import { formatLog, numberToHex, type Address, type Hex, type Log, type PublicClient } from 'viem'
 import { ChainRpcError } from './errors.ts'
+import { isLogRangeRefusal } from './rpcFailure.ts'
 
 export type LogChunkSizeParameters = {
   /** Blocks asked for in the first eth_getLogs; 100,000 by default (as Raiden's getLogsByChunk$). */
@@ -13,8 +14,8 @@ export type LogChunkSizeParameters = {
 }
 
 /**
- * How many blocks one eth_getLogs asks for, adapted to what the endpoint accepts: halved on a failure (too
- * many results, range too large, timeout), doubled back after a few successes. Keep one per endpoint so
+ * How many blocks one eth_getLogs asks for, adapted to what the endpoint accepts: halved on a refusal (too
+ * many results, range too large, a range that times out), doubled back after a few successes. Keep one per endpoint so
  * what was learnt carries over from one sync to the next.
  */
 export class LogChunkSize {
@@ -63,10 +64,13 @@ export type GetLogsByChunkParameters = {
 }
 
 /**
- * One eth_getLogs over as much of [fromBlock, toBlock] as the chunk size allows, shrinking and retrying on
- * failure. Returns the logs and the last block covered. No viem retry: a refused range is answered by a
- * smaller range, not by asking the same again after a backoff. Only what was asked for is kept (`isAnswer`);
- * the logs may still repeat and come in any order (docs/decisions/0028).
+ * One eth_getLogs over as much of [fromBlock, toBlock] as the chunk size allows, shrinking and retrying when the
+ * range is refused. Returns the logs and the last block covered. No viem retry: a refused range is answered by a
+ * smaller range, not by asking the same again after a backoff. An endpoint that fails as an endpoint (a 429, a 5xx,
+ * a reset, no answer) is no reason to shrink: the node's transport has retried it and moved on to its other
+ * endpoints (rpcEndpoints.ts), so that failure ends the chunk as ChainRpcError, the range as learnt
+ * (isLogRangeRefusal, docs/decisions/0052). Only what was asked for is kept (`isAnswer`); the logs may still repeat
+ * and come in any order (docs/decisions/0028).
  */
 export async function getLogsChunk(
   client: PublicClient,
@@ -86,7 +90,7 @@ export async function getLogsChunk(
       const wanted = { addresses: new Set(address.map((a) => a.toLowerCase())), selectors: new Set(eventSelectors.map((t) => t.toLowerCase())) }
       return { logs: logs.map((log) => formatLog(log)).filter((log) => isAnswer(log, { ...wanted, fromBlock, toBlock: end })), toBlock: end }
     } catch (e) {
-      if (!chunkSize.failed(end - fromBlock + 1n)) throw new ChainRpcError('eth_getLogs', e)
+      if (!isLogRangeRefusal(e) || !chunkSize.failed(end - fromBlock + 1n)) throw new ChainRpcError('eth_getLogs', e)
     }
   }
 }

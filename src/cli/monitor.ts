@@ -68,6 +68,8 @@ Its REST API (GET /api/v1/status, /channels, /monitor_calls) answers who may cal
 own Host names, no other web site's pages (--rpccorsdomain allows origins), a bearer token with --api-token-file
 (needed to listen beyond loopback). Ctrl-C or SIGTERM stop it (exit 0); a failed store stops it with exit code 1.
 
+Several --rpc are used in order, as \`sluice serve\` uses them (see its --help): the next while one fails.
+
 Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, and --keystore-path with --address, --log-json,
 and --log-config's root level.
 
@@ -130,7 +132,7 @@ async function run(argv: readonly string[]): Promise<number> {
       () =>
         createMonitoringService({
           rpc,
-          deployment: { ...deployment, rpcUrl: rpc },
+          deployment: { ...deployment, rpcUrl: rpc[0]! },
           key: privateKey,
           dataDir,
           transport: libp2p ? () => libp2p : undefined,
@@ -141,7 +143,7 @@ async function run(argv: readonly string[]): Promise<number> {
           log: (line, level) => log[level](line),
         }),
       (e) => {
-        if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc}: ${describeError(e)}`
+        if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc.join(',')}: ${describeError(e)}`
         if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another monitoring service running on --data-dir ${flags.dataDir}?`
         if (hasCode(e, 'STORAGE', 'STORAGE_VERSION')) return `cannot open the store in ${flags.dataDir}: ${e.message}`
         return undefined

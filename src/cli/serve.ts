@@ -13,6 +13,7 @@ import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { chooseTransport, transports } from '../headless/transport.ts'
+import { isRpcUrl } from '../chain/rpcUrls.ts'
 
 /** `HOST:PORT`, `[::1]:PORT`; port 0 picks a free one. */
 export type HostPort = { host: string; port: number }
@@ -86,13 +87,20 @@ function listOf<T>(parse: (raw: string) => T | undefined): (raw: string) => T[] 
   }
 }
 
+/** An endpoint of the chain: http, https, ws or wss. */
+export const parseRpcUrl = (raw: string): string | undefined => (isRpcUrl(raw) ? raw : undefined)
+
 export const serveFlags = {
   rpc: {
-    ...flagOf('JSON-RPC endpoint of the chain (http, https, ws or wss)', 'URL', 'an http(s) or ws(s) URL', (raw) =>
-      parseUrl(raw, ['http:', 'https:', 'ws:', 'wss:']),
+    ...flagOf(
+      'JSON-RPC endpoint of the chain (http, https, ws or wss); repeat or separate with commas for several, used in that order: the next while one fails, the first again once it answers',
+      'URL',
+      'an http(s) or ws(s) URL',
+      listOf(parseRpcUrl),
     ),
+    repeatable: true,
     aliases: raidenNames.rpc,
-  },
+  } as FlagSpec<string[], false>,
   deployment: stringFlag({ description: 'the deployment file (sluice chain writes deployments/<chainId>.json)', valueName: 'FILE' }),
   key: flagOf('the private key, 32 bytes of hex (or use --keystore)', 'HEX', '32 bytes of hex (64 hex digits, 0x optional)', (raw) =>
     /^(0x)?[0-9a-fA-F]{64}$/.test(raw) ? (`0x${raw.replace(/^0x/, '').toLowerCase()}` as Hex) : undefined,
@@ -217,6 +225,11 @@ Transport: libp2p reaches nodes in other processes and on other machines, throug
 (\`sluice relay\`, given with --relay): the node's Ethereum key is its libp2p identity, and nodes find each other
 by presence announcements on the relays. broadcast (a BroadcastChannel) reaches nodes in the same process only,
 so a node started with it has no peers (\`sluice devnet\` runs several in one process).
+
+Endpoints: several --rpc (or --eth-rpc-endpoint) are used in the order given. A call goes to the first that answers;
+one that fails (refused, no answer in time, 429, 5xx) is passed over at once and tried again in the background until
+it answers, and the first is used again then. Each must serve the deployment's chain, or the node does not start. A
+429's Retry-After is honoured; a revert or "nonce too low" is an answer, never retried.
 
 Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, --environment-type, and --keystore-path
 with --address (and those that are the same as ours, such as --password-file and --resolver-endpoint, --log-json), and
@@ -402,9 +415,9 @@ async function run(argv: readonly string[]): Promise<number> {
           log,
         }),
       (e) => {
-        if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc}: ${describeError(e)}`
+        if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc.join(',')}: ${describeError(e)}`
         if (hasCode(e, 'DEPLOYMENT_MISMATCH'))
-          return `the chain at ${rpc} has no TokenNetworkRegistry at ${deployment.contracts.TokenNetworkRegistry.address} (is the deployment file of this chain?)`
+          return `the chain at ${rpc.join(',')} has no TokenNetworkRegistry at ${deployment.contracts.TokenNetworkRegistry.address} (is the deployment file of this chain?)`
         if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another node running on --data-dir ${flags.dataDir}?`
         // The store refuses a dump of another chain, registry or address, or one older than itself.
         if (hasCode(e, 'DUMP_REJECTED') && !flags.import) return `--backup-url ${flags.backupUrl}: the newest copy there cannot be restored: ${e.message}`

@@ -30,7 +30,8 @@ import { libp2pLog, type TransportName } from './transport.ts'
 export type LaunchNodeSettings = FlagSettings & Pick<NodeConfig, 'minServiceTokenBalance'>
 
 export type LaunchParameters = {
-  rpc: string
+  /** The chain's endpoints, in the order they are used. */
+  rpc: readonly string[]
   deployment: Deployment
   privateKey: Hex
   /** LevelDB files in `dataDir`, or memory (gone when the node stops, as `sluice devnet --storage memory`). */
@@ -66,7 +67,7 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
   const libp2p = createLibp2pTransport?.({ privateKey, relays: [...relays], log: libp2pLog(log) })
   const node = await createNode({
     rpc,
-    deployment: { ...deployment, rpcUrl: rpc },
+    deployment: { ...deployment, rpcUrl: rpc[0]! },
     key: privateKey,
     storage: (identity) => (storage === 'memory' ? openMemoryStorage(identity) : openLevelStorage(identity, { dataDir: storage.dataDir })),
     transport: ({ address }) =>
@@ -98,6 +99,13 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     environment: parameters.environment,
     dataDir: storage === 'memory' ? 'memory' : storage.dataDir,
   })
+  const rpcHealth = node.client.chain.rpcHealth()
+  if (rpcHealth && rpcHealth.endpoints.length > 1)
+    log.info('RPC endpoints, used in this order: {endpoints}', {
+      endpoints: rpcHealth.endpoints.map((e) =>
+        e.state === 'up' ? e.endpoint : `${e.endpoint} (${e.state}${e.lastFailure ? `: ${e.lastFailure.reason}` : ''})`,
+      ),
+    })
   if (libp2p) log.info('Transport: {transport}, peer id {peerId}, relay {relays}', { transport, peerId: libp2p.peerId, relays })
   else log.info('Transport: {transport} (reaches nodes in this process only)', { transport })
   if (settings.enableMonitoring)
@@ -112,9 +120,11 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     apiUrl,
     peerId: libp2p?.peerId,
     stop: () =>
-      (stopping ??= hosted.stop().finally(() => {
+      (stopping ??= hosted.stop().finally(async () => {
         stopProgress()
         offNotices()
+        // A ws endpoint's socket would keep the process alive.
+        await node.client.chain.close()
       })),
   }
 }

@@ -12,7 +12,7 @@ import { parseDeployment, type Deployment } from '../chain/deployment.ts'
 import type { Keystore } from '../chain/keystore.ts'
 import { InvalidFlagValueError, type FlagSpec } from '../cli/args.ts'
 import { checkApiExposure } from '../cli/apiExposure.ts'
-import { apiTokenProblem, checkRelays, parseHostPort, serveFlags } from '../cli/serve.ts'
+import { apiTokenProblem, checkRelays, parseHostPort, parseRpcUrl, serveFlags } from '../cli/serve.ts'
 import { readDeployment } from '../devnet/deploymentFile.ts'
 import { SluiceError } from '../errors.ts'
 import { createLogger, isLogThreshold, LOG_THRESHOLDS, type Logger, type LogThreshold } from '../log/logger.ts'
@@ -27,8 +27,11 @@ export class InvalidOptionsError extends SluiceError {
 }
 
 export type StartNodeOptions = {
-  /** The chain's JSON-RPC endpoint (http, https, ws or wss): `--rpc`. */
-  rpc: string
+  /**
+   * The chain's JSON-RPC endpoint (http, https, ws or wss), or several, used in this order (the next while one fails,
+   * the first again once it answers): `--rpc`.
+   */
+  rpc: string | readonly string[]
   /** The contracts: the path of the file `sluice chain` writes, or its parsed JSON: `--deployment`. */
   deployment: string | Deployment
   /** The private key, 32 bytes of hex; or `keystore` with `password`. */
@@ -214,8 +217,9 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
   const unknown = Object.keys(options).filter((name) => !(OPTION_NAMES as readonly string[]).includes(name))
   if (unknown.length > 0) throw new InvalidOptionsError(`unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`)
   const log = loggerOf(options)
-  const rpc = byFlag('rpc', options.rpc, serveFlags.rpc, 'string')
-  if (rpc === undefined) throw new InvalidOptionsError("rpc is required (the chain's JSON-RPC URL)")
+  const rpc = Array.isArray(options.rpc) ? list('rpc', options.rpc, parseRpcUrl, serveFlags.rpc.expected) : byFlag('rpc', options.rpc, serveFlags.rpc, 'string')
+  if (rpc === undefined) throw new InvalidOptionsError("rpc is required (the chain's JSON-RPC URL, or a list of them)")
+  if (rpc.length === 0) throw new InvalidOptionsError('rpc must hold at least one URL')
   if (options.deployment === undefined) throw new InvalidOptionsError("deployment is required (its file's path or its JSON)")
 
   const storageKind = options.storage ?? 'level'

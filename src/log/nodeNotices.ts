@@ -125,6 +125,13 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
           adopted: notice.adopted,
         },
       }
+    case 'rpcEndpoint': {
+      const { endpoint, state, reason, downForMs } = notice
+      // Once each time it changes, not once a call: the node goes on through the other endpoints meanwhile.
+      if (state === 'up') return { level: 'info', msg: 'RPC endpoint {endpoint} answers again', fields: { event, endpoint, state, downForMs } }
+      if (state === 'down') return { level: 'warn', msg: 'RPC endpoint {endpoint} down: {reason}', fields: { event, endpoint, state, reason } }
+      return { level: 'error', msg: 'RPC endpoint {endpoint} refused: it {reason}', fields: { event, endpoint, state, reason } }
+    }
     case 'staleState': {
       const { type: _, ...stale } = notice
       return { level: 'error', msg: 'stored state older than what this node signed', fields: { event, ...stale } }

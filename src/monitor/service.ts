@@ -1,4 +1,4 @@
-import { getAddress, http, type Address, type Hex, type Transport as ViemTransport } from 'viem'
+import { getAddress, type Address, type Hex, type Transport as ViemTransport } from 'viem'
 import { createChainClient, type ChainClient } from '../chain/chainClient.ts'
 import type { Deployment } from '../chain/deployment.ts'
 import { createTransactionQueue, type TransactionQueue } from '../chain/transactionQueue.ts'
@@ -19,8 +19,11 @@ import { ensureRegistered, type EnsureRegisteredReturnType } from './registratio
 import { MonitorStore } from './store.ts'
 
 export type MonitoringServiceConfig = {
-  /** The chain's JSON-RPC URL (requests are batched: a request's three reads go in one HTTP request). */
-  rpc?: string
+  /**
+   * The chain's JSON-RPC endpoints, used in order as a node uses them (src/chain/rpcEndpoints.ts); requests are
+   * batched over http (a request's three reads go in one HTTP request).
+   */
+  rpc?: string | readonly string[]
   /** Instead of `rpc`: a viem transport (tests, a provider). */
   chainTransport?: ViemTransport
   deployment: Deployment
@@ -94,8 +97,16 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     privateKey: config.key,
     chainId: deployment.chainId,
     pollingInterval: Math.min(config.pollingInterval ?? 1_000, 4_000),
-    transport: config.chainTransport ?? http(config.rpc, { batch: true }),
+    ...(config.chainTransport ? { transport: config.chainTransport } : {}),
     ...(config.rpc ? { rpcUrl: config.rpc } : {}),
+    endpoints: {
+      batch: true,
+      onChange: ({ endpoint, state, reason }) =>
+        log(
+          `RPC endpoint ${endpoint} ${state === 'up' ? 'answers again' : `${state === 'down' ? 'down' : 'refused'}: ${reason ?? ''}`}`,
+          state === 'up' ? 'info' : 'warn',
+        ),
+    },
   })
   const address = chain.address
   const monitoringService = getAddress(deployment.contracts.MonitoringService.address)
@@ -212,6 +223,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
       await duties.stop()
       await queue.stop()
       await store.close()
+      await chain.close()
     },
     status() {
       const progress = watch.progress()

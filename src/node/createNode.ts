@@ -1,7 +1,8 @@
-import { custom, hexToBytes, type Hex } from 'viem'
+import { hexToBytes, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { createBlockWatcher } from '../chain/blockWatcher.ts'
 import { createChainClient } from '../chain/chainClient.ts'
+import type { RpcEndpointChange } from '../chain/rpcEndpoints.ts'
 import { ChainRpcError } from '../chain/errors.ts'
 import { syncChainEvents } from '../chain/eventSync.ts'
 import { LogChunkSize } from '../chain/getLogsByChunk.ts'
@@ -64,12 +65,15 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   } else await useWasmSecp256k1()
   if (!config.rpc && !config.provider) throw new TypeError('createNode needs `rpc` or `provider`')
   const { deployment } = config
+  // An endpoint going down or coming back is a notice, once the node has its notices (below).
+  let endpointChanged: (change: RpcEndpointChange) => void = () => {}
   const chain = await createChainClient({
     ...(config.rpc ? { rpcUrl: config.rpc } : {}),
+    ...(config.provider ? { provider: config.provider } : {}),
+    endpoints: { onChange: (change) => endpointChanged(change) },
     privateKey: config.key,
     chainId: deployment.chainId,
     pollingInterval: config.pollingInterval,
-    ...(config.provider ? { transport: custom(config.provider) } : {}),
   })
   const address = privateKeyToAddress(config.key)
   const registry = deployment.contracts.TokenNetworkRegistry.address
@@ -113,6 +117,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     if (state.stale) throw new StaleStateError(`this node's stored state is older than what it signed: ${state.stale.reason}`)
 
     const notices = new EventBus<NodeNotice>()
+    endpointChanged = (change) => notices.publish({ type: 'rpcEndpoint', ...change })
     const commits = new EventBus<number>()
     const stopping = new AbortController()
     const report: Report = (where, error, detail) => {

@@ -48,9 +48,12 @@ export type Blocks = number | bigint
  * and of the `startNode()` options of the page; storage and transport are the host's adapters.
  */
 export type NodeConfig = {
-  /** The chain's JSON-RPC endpoint (http, https, ws or wss). */
-  rpc?: string
-  /** An EIP-1193 provider (the page's wallet) instead of `rpc`. */
+  /**
+   * The chain's JSON-RPC endpoints (http, https, ws or wss): one, or several used in this order, the next when one
+   * fails and the first again once it answers (src/chain/rpcEndpoints.ts, docs/decisions/0052).
+   */
+  rpc?: string | readonly string[]
+  /** An EIP-1193 provider (the page's wallet) instead of `rpc`, with the same retries and bounds. */
   provider?: EIP1193Provider
   /** The contracts of the chain (as `sluice chain` writes them), as data. */
   deployment: Deployment

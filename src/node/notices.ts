@@ -1,3 +1,4 @@
+import type { RpcEndpointChange } from '../chain/rpcEndpoints.ts'
 import type { TransactionRisk } from '../chain/transactionRisk.ts'
 import type { NodeEvent, Transaction } from '../protocol/state/effects.ts'
 
@@ -19,7 +20,7 @@ export type ErrorSource =
 /**
  * What a node tells whoever listens (the API's event stream, the CLI's log, actions waiting for an outcome): the
  * core's events, status changes, failed transactions (with the transaction, so a waiter can tell whether it was
- * its own) and errors to report.
+ * its own), errors to report, and the chain's endpoints going down and coming back.
  */
 export type NodeNotice =
   | NodeEvent
@@ -31,6 +32,8 @@ export type NodeNotice =
    */
   | { type: 'transactionRisk'; id: string; risk: TransactionRisk | undefined }
   | { type: 'error'; error: unknown; where: ErrorSource; detail?: string }
+  /** One of the chain's endpoints went down, came back, or serves another chain (told once each time). */
+  | ({ type: 'rpcEndpoint' } & RpcEndpointChange)
 
 /** Reports an error to the listeners (logs, the event stream); it decides nothing. Silent once the node stops. */
 export type Report = (where: ErrorSource, error: unknown, detail?: string) => void

@@ -8,7 +8,10 @@ import { getAddress, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { encryptKeystore } from '../../src/chain/keystore.ts'
+import { parseFlags, type FlagSpecs } from '../../src/cli/args.ts'
 import { serveBackups } from '../../src/cli/backupServer.ts'
+import { monitorFlags } from '../../src/cli/monitor.ts'
+import { serveFlags } from '../../src/cli/serve.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { jsonParse } from '../../src/storage/json.ts'
@@ -412,8 +415,8 @@ describe('sluice serve', () => {
       ['both keys', () => baseArgs(tempDir(), '--key', key, '--keystore', 'k.json'), /either --key or --keystore, not both/],
       [
         "a flag given as ours and as Raiden's",
-        () => baseArgs(tempDir(), '--key', key, '--eth-rpc-endpoint', net.anvil.rpcUrl),
-        /--eth-rpc-endpoint is given more than once \(--rpc is the same flag\)/,
+        () => baseArgs(tempDir(), '--key', key, '--datadir', tempDir()),
+        /--datadir is given more than once \(--data-dir is the same flag\)/,
       ],
       [
         '--address without --keystore-path',
@@ -429,6 +432,16 @@ describe('sluice serve', () => {
         'a bad URL',
         () => ['serve', '--rpc', 'localhost:8545', '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir()],
         /--rpc must be an http\(s\) or ws\(s\) URL, got "localhost:8545"/,
+      ],
+      [
+        'a bad URL among several',
+        () => [...baseArgs(tempDir(), '--key', key), '--eth-rpc-endpoint', 'http://127.0.0.1:8545,localhost:8545'],
+        /--rpc must be an http\(s\) or ws\(s\) URL, got "[^"]*,http:\/\/127\.0\.0\.1:8545,localhost:8545"/,
+      ],
+      [
+        'no endpoint answers',
+        () => ['serve', '--rpc', 'http://127.0.0.1:1', '--rpc', 'http://127.0.0.1:2', '--deployment', deploymentFile, '--key', key, '--data-dir', tempDir()],
+        /--rpc http:\/\/127\.0\.0\.1:1,http:\/\/127\.0\.0\.1:2: ChainRpcError: eth_chainId failed/,
       ],
       ['a bad key', () => baseArgs(tempDir(), '--key', '0x1234'), /--key must be 32 bytes of hex/],
       [
@@ -568,5 +581,33 @@ describe('sluice serve', () => {
       expect(code).toBe(2)
       expect(stdout).toBe('')
     })
+  })
+})
+
+describe('--rpc', () => {
+  const rpcOf = (flags: FlagSpecs, ...argv: string[]) => {
+    const parsed = parseFlags(argv, flags)
+    return parsed.asked ? undefined : (parsed.values as { rpc?: string[] }).rpc
+  }
+
+  test.each([
+    ['serve', serveFlags],
+    ['monitor', monitorFlags],
+  ] as const)("%s: one, repeated, comma-separated, under Raiden's name too: the endpoints in the order given", (_, flags) => {
+    expect(rpcOf(flags, '--rpc', 'http://a:8545')).toEqual(['http://a:8545'])
+    expect(rpcOf(flags, '--rpc', 'http://a:8545', '--rpc', 'wss://b.example/v3/key')).toEqual(['http://a:8545', 'wss://b.example/v3/key'])
+    expect(rpcOf(flags, '--rpc=http://a:8545,https://b.example')).toEqual(['http://a:8545', 'https://b.example'])
+    expect(rpcOf(flags, '--eth-rpc-endpoint', 'http://a:8545, ws://c:8546', '--rpc', 'http://b')).toEqual(['http://a:8545', 'ws://c:8546', 'http://b'])
+    for (const bad of ['localhost:8545', 'http://a,', 'ftp://a', 'http://a,,http://b'])
+      expect(() => rpcOf(flags, '--rpc', bad), bad).toThrow(expect.objectContaining({ code: 'INVALID_FLAG_VALUE', flag: '--rpc' }))
+    expect(() => rpcOf(flags, '--eth-rpc-endpoint', 'http://a', '--eth-rpc-endpoint', 'nope')).toThrow(
+      /^--eth-rpc-endpoint must be an http\(s\) or ws\(s\) URL/,
+    )
+  })
+
+  test('--help says it', async () => {
+    const { stdout } = await runSluice(['serve', '--help'], tempDir())
+    expect(stdout).toMatch(/--rpc, --eth-rpc-endpoint <URL> +JSON-RPC endpoint of the chain .*repeat or separate with commas for several, used in that order/)
+    expect(stdout).toMatch(/Endpoints: several --rpc \(or --eth-rpc-endpoint\) are used in the order given/)
   })
 })

@@ -195,6 +195,10 @@ describe('startNode (the Node API of @sluice/node)', () => {
     const cases: [Partial<StartNodeOptions> & Record<string, unknown>, string, RegExp][] = [
       [{ rpc: undefined }, 'INVALID_OPTIONS', /^rpc is required/],
       [{ rpc: 'ftp://x' }, 'INVALID_OPTIONS', /^rpc must be an http\(s\) or ws\(s\) URL/],
+      [{ rpc: 'http://127.0.0.1:8545,localhost:8545' }, 'INVALID_OPTIONS', /^rpc must be an http\(s\) or ws\(s\) URL/],
+      [{ rpc: ['http://127.0.0.1:8545', 'localhost:8545'] }, 'INVALID_OPTIONS', /^each of rpc must be an http\(s\) or ws\(s\) URL, not "localhost:8545"$/],
+      [{ rpc: ['http://127.0.0.1:8545', 8545] as never }, 'INVALID_OPTIONS', /^each of rpc must be an http\(s\) or ws\(s\) URL, not 8545$/],
+      [{ rpc: [] }, 'INVALID_OPTIONS', /^rpc must hold at least one URL$/],
       [{ datadir: dataDir }, 'INVALID_OPTIONS', /^unknown option datadir$/],
       [{ confirmations: -1 }, 'INVALID_OPTIONS', /^confirmations must be/],
       [{ pollingInterval: '50' as never }, 'INVALID_OPTIONS', /^pollingInterval must be/],

@@ -2,7 +2,8 @@
 // calls answered 500, 502, 503, 429 (with Retry-After), a JSON-RPC error, a reset connection or no answer at all; the
 // whole endpoint down (connections refused, or accepted and never answered); raw transactions swallowed (answered
 // with their hash, never forwarded: a transaction dropped from the mempool). Everything it does is counted, so a
-// test can tell that the faults happened. Node-only (node:http); tests and by-hand tries only.
+// test can tell that the faults happened. It answers pages of any origin (CORS, Retry-After exposed), as public
+// endpoints do. Node-only (node:http); tests and by-hand tries only.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { mulberry32 } from './random.ts'
 import type { AddressInfo, Socket } from 'node:net'
@@ -24,13 +25,15 @@ export type Faults = {
   methods?: string[]
   /** Every answer waits this long first (ms, 0 by default). */
   delayMs?: number
+  /** Only this many calls fail (those that draw a fault), then no more: `{ failRate: 1, count: 1 }` fails the next call. */
+  count?: number
 }
 
 /** `up`; `refuse`: the port is closed (connection refused); `blackhole`: connections are accepted and never answered. */
 export type EndpointMode = 'up' | 'refuse' | 'blackhole'
 
 export type FaultyRpcStats = {
-  /** Calls received, by method (a batch counts each of its calls). */
+  /** Calls received, by method (a batch counts each of its calls), black-holed ones included. */
   calls: Record<string, number>
   /** Calls failed on purpose, by kind. */
   failed: Record<string, number>
@@ -72,7 +75,9 @@ export async function startFaultyRpc(target: string, { seed = Date.now() % 2 ** 
   const failure = (method: string): FaultKind | undefined => {
     const rate = faults.failRate ?? 0
     if (rate <= 0 || (faults.methods && !faults.methods.includes(method))) return undefined
+    if (faults.count !== undefined && faults.count <= 0) return undefined
     if (random() >= rate) return undefined
+    if (faults.count !== undefined) faults = { ...faults, count: faults.count - 1 }
     const kinds = faults.kinds ?? ['500', '502', '503', '429', 'rpcError', 'reset']
     return kinds[Math.floor(random() * kinds.length)]
   }
@@ -91,6 +96,17 @@ export async function startFaultyRpc(target: string, { seed = Date.now() % 2 ** 
   const server = createServer(async (req, res) => {
     if (mode === 'blackhole') {
       hanging.add(res)
+      // Counted as received all the same, so that a test can tell which calls went there.
+      try {
+        const body = JSON.parse(await read(req)) as RpcRequest | RpcRequest[]
+        for (const call of Array.isArray(body) ? body : [body]) stats.calls[call.method] = (stats.calls[call.method] ?? 0) + 1
+      } catch {}
+      return
+    }
+    res.setHeader('access-control-allow-origin', '*')
+    res.setHeader('access-control-expose-headers', 'retry-after')
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, { 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'content-type', 'access-control-max-age': '600' }).end()
       return
     }
     let body: RpcRequest | RpcRequest[]
