@@ -1,7 +1,7 @@
 import type { Fees } from './transactionJournal.ts'
 
 /**
- * The fee policy of the account's transactions (docs/decisions/0053), pure: what to offer first, when and how much
+ * The fee policy of the account's transactions (docs/decisions/0054), pure: what to offer first, when and how much
  * to raise an offer that is not mined, and whether a transaction can still make its deadline. The transaction queue
  * reads the market and the clock; everything it decides about fees is decided here.
  */

@@ -172,7 +172,7 @@ type Tracked = {
 }
 
 /**
- * The one transaction queue of an account (docs/decisions/0010, 0053). It keeps the nonce, and every transaction
+ * The one transaction queue of an account (docs/decisions/0010, 0054). It keeps the nonce, and every transaction
  * it signs is in its journal before it is broadcast: after a crash it finds each nonce it used and the bytes it
  * signed, and never leaves a gap nor uses one nonce for two calls. While transactions are under way it looks at the
  * chain every polling interval: a receipt found, a block replaced by a reorg (sent again), an offer not mined for a
@@ -284,7 +284,8 @@ export function createTransactionQueue(
     if (cap !== undefined && cap < least) throw new FeesAboveCapError(call.description, least, cap)
     const affordable = affordablePricePerGas(balance, gas, value)
     if (affordable < least) throw new InsufficientFundsForGasError(address, balance, gas * least + value)
-    const fees = initialFees(market, urgencyAt(head, options.deadline, policy), min(cap, affordable))
+    const urgency = urgencyAt(head, options.deadline, policy)
+    let fees = initialFees(market, urgency, min(cap, affordable))
 
     for (let tries = 1; ; tries++) {
       const nonce = nextNonce
@@ -326,7 +327,19 @@ export function createTransactionQueue(
       }
       if (outcome.type === 'nonceUsed') throw new NonceTakenError(nonce, call.description)
       if (outcome.type === 'noFunds') throw new InsufficientFundsForGasError(address, balance, gas * maxPricePerGas(fees) + value)
-      if (outcome.type === 'feeTooLow') throw new FeesAboveCapError(call.description, least, maxPricePerGas(fees), outcome.detail)
+      if (outcome.type === 'feeTooLow') {
+        // The base fee rose between the read and the broadcast: priced again from a fresh read, while the cap has room.
+        const fresh = tries < 3 ? await readFeeMarket(publicClient).catch(() => undefined) : undefined
+        const raised = fresh && replacementFees(fees, fresh, urgency, min(cap, affordable))
+        if (raised) {
+          fees = raised
+          continue
+        }
+        const asked = fresh ? leastPricePerGas(fresh) : least
+        if (cap !== undefined && cap < asked) throw new FeesAboveCapError(call.description, asked, cap, outcome.detail)
+        if (affordable < asked) throw new InsufficientFundsForGasError(address, balance, gas * asked + value)
+        throw new ChainRpcError(`sending ${call.description}`, new Error(outcome.detail))
+      }
       throw new ChainRpcError(`sending ${call.description}`, new Error(outcome.detail))
     }
   }

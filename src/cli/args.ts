@@ -207,7 +207,7 @@ export function gweiFlag(options: FlagOptions<bigint>): FlagSpec<bigint, false> 
 
 /**
  * The cap on fees per gas of every transaction the process sends (`sluice serve`, `monitor`, `deploy`): never exceeded
- * (docs/decisions/0053). Raiden's `--gas-price` (a strategy or a fixed legacy price) is not an alias: a fixed price is
+ * (docs/decisions/0054). Raiden's `--gas-price` (a strategy or a fixed legacy price) is not an alias: a fixed price is
  * what left transactions unmined through a fee spike.
  */
 export const maxFeePerGasFlag = gweiFlag({

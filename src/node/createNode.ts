@@ -134,7 +134,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       snapshotEvery: config.snapshotEvery,
       snapshotWhenIdle: config.snapshotWhenIdle,
     })
-    // Every transaction of the account, journaled in the store before it is broadcast (docs/decisions/0051, 0053).
+    // Every transaction of the account, journaled in the store before it is broadcast (docs/decisions/0051, 0054).
     const queue = createTransactionQueue(chain, {
       journal: nodeJournal(engine, loaded.chainTransactions),
       confirmations,

@@ -66,7 +66,7 @@ export type NodeConfig = {
   /**
    * The most the node offers per gas, in wei as viem's `maxFeePerGas` (`--max-fee-per-gas` takes gwei): maxFeePerGas,
    * or the gas price on a chain without a base fee. Never exceeded; a transaction with a deadline that needs more raises
-   * the critical notification `transaction_at_risk` while there is time to raise it (docs/decisions/0053). No cap by
+   * the critical notification `transaction_at_risk` while there is time to raise it (docs/decisions/0054). No cap by
    * default.
    */
   maxFeePerGas?: bigint

@@ -28,7 +28,7 @@ export type NodeNotice =
   | { type: 'transactionFailed'; transaction: Transaction; error: unknown }
   /**
    * A transaction with a deadline may miss it (`risk`), or no longer may (undefined), by `id`: the queue's (`nonce:<n>`)
-   * for one it sent, the transaction intent's key for one the node could not send yet (docs/decisions/0053).
+   * for one it sent, the transaction intent's key for one the node could not send yet (docs/decisions/0054).
    */
   | { type: 'transactionRisk'; id: string; risk: TransactionRisk | undefined }
   | { type: 'error'; error: unknown; where: ErrorSource; detail?: string }

@@ -45,7 +45,7 @@ const DEFAULT_MIN_SERVICE_TOKEN_BALANCE = 55n * 10n ** 17n
  *   once when a channel is synced.
  * - transaction_at_risk: a transaction with a deadline (an update of a partner's close, a secret registration, a
  *   withdraw) may miss it: the chain asks more than --max-fee-per-gas, the balance cannot pay its gas, or it is not
- *   mined with few blocks left (docs/decisions/0053). Raised and cleared as the transaction queue and the transaction
+ *   mined with few blocks left (docs/decisions/0054). Raised and cleared as the transaction queue and the transaction
  *   runner tell, at once, each transaction with what would help.
  */
 export class NodeNotifications implements Service {

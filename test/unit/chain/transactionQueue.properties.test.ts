@@ -122,15 +122,16 @@ async function history(steps: Step[]): Promise<void> {
         break
     }
   }
-  // The chain behaves again: cheap blocks until the journal is empty.
+  // The chain behaves again: cheap blocks until every send has its outcome and the journal is empty (a mined
+  // transaction stays in it for 32 blocks after its sender was told).
   chain.endpoint.swallowRawTransactions(false)
   await account.queue.start()
+  const outcomes = await chain.mineUntil(Promise.all(settled), { everyMs: 25, baseFee: () => gwei, limit: 200 })
   for (let i = 0; (await journal.load()).length > 0; i++) {
     if (i > 200) throw new Error(`the journal still holds ${JSON.stringify((await journal.load()).map((e) => e.nonce))} after 200 blocks`)
     await chain.mine(gwei)
     await new Promise((r) => setTimeout(r, 25))
   }
-  const outcomes = await Promise.all(settled)
   for (const { outcome } of outcomes) expect(['mined', 'TRANSACTION_QUEUE_STOPPED', 'FEES_ABOVE_CAP', 'NOT_SENT']).toContain(outcome)
   const expected = outcomes.filter((o) => o.outcome !== 'FEES_ABOVE_CAP' && o.outcome !== 'NOT_SENT').reduce((sum, o) => sum + o.amount, 0n)
   expect(await chain.devnet.getBalance({ address: to })).toBe(expected)
