@@ -10,11 +10,15 @@ import {
   type TransactionReceipt,
 } from 'viem'
 import type { ChainClient } from './chainClient.ts'
+import type { TransactionJournal } from './transactionJournal.ts'
 import { ChainRpcError, InsufficientFundsForGasError, TransactionRevertedError } from './errors.ts'
 
-/** One contract call to send: already ABI-encoded, with a description for errors and logs. */
+/**
+ * One contract call to send: already ABI-encoded, with a description for errors and logs. Without `to` it creates a
+ * contract (`data` is the creation code with its arguments), and the receipt's `contractAddress` is the new address.
+ */
 export type ChainCall = {
-  to: Address
+  to?: Address
   data: Hex
   value?: bigint
   /** e.g. `TokenNetwork.closeChannel(7)`: names the call in errors. */
@@ -33,6 +37,12 @@ export type CreateTransactionQueueParameters = {
   gasMargin?: number
   /** Milliseconds to wait for a receipt before giving up (the transaction may still be mined); 5 minutes by default. */
   receiptTimeout?: number
+  /** Where every nonce used is written before its transaction is broadcast (not read or written by this queue yet). */
+  journal?: TransactionJournal
+  /** The operator's cap on the fee per gas, in wei (not applied by this queue yet). */
+  maxFeePerGas?: bigint
+  /** Blocks on top of a transaction's block before it counts as done (not awaited by this queue yet). */
+  confirmations?: bigint
 }
 
 export type TransactionQueue = {
