@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Address } from 'viem'
 import type { Deployment } from '../chain/deployment.ts'
+import type { TransactionQueue } from '../chain/transactionQueue.ts'
 import type { DeployCost } from '../devnet/deployCost.ts'
 import type { DeployParameters } from '../devnet/deployPlan.ts'
 import { hasCode } from '../errors.ts'
@@ -251,6 +252,7 @@ async function run(argv: readonly string[]): Promise<number> {
     { fileJournal },
     progressFiles,
     { lock },
+    { removeFile },
     { formatEther, formatGwei },
   ] = await Promise.all([
     import('../chain/chainClient.ts'),
@@ -263,6 +265,7 @@ async function run(argv: readonly string[]): Promise<number> {
     import('../devnet/fileJournal.ts'),
     import('../devnet/deployProgress.ts'),
     import('../devnet/deployLock.ts'),
+    import('../devnet/jsonFile.ts'),
     import('viem'),
   ])
   const eth = (wei: bigint) => `${formatEther(wei)} ETH`
@@ -302,15 +305,14 @@ async function run(argv: readonly string[]): Promise<number> {
   const progressPath = `${out}.progress.json`
   const files = flags.dryRun ? undefined : await lock(`${out}.lock`)
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  let queue: TransactionQueue | undefined
   try {
     const store = progressFiles.fileProgress(progressPath)
     const progress = flags.dryRun ? { load: store.load, save: async () => {}, remove: async () => {} } : store
-    const journal = fileJournal(`${out}.journal.json`)
-    const queue = createTransactionQueue(chain, {
-      journal,
-      confirmations: BigInt(flags.confirmations),
-      ...(flags.maxFeePerGas !== undefined ? { maxFeePerGas: flags.maxFeePerGas } : {}),
-    })
+    const journalPath = `${out}.journal.json`
+    const journal = fileJournal(journalPath)
+    // No confirmations for the queue: each wave goes once the last is mined, and the run waits for them once, at the end.
+    queue = createTransactionQueue(chain, { journal, ...(flags.maxFeePerGas !== undefined ? { maxFeePerGas: flags.maxFeePerGas } : {}) })
     let cost: DeployCost | undefined
     const started = performance.now()
     const running = runner.runDeployment({
@@ -363,7 +365,10 @@ async function run(argv: readonly string[]): Promise<number> {
 
     const deployment = await check.deploymentOf(client, plan, deployRun, { chainId: chain.chainId, rpcUrl: flags.publicRpc ?? rpc })
     await deploymentFile.writeDeployment(out, deployment)
+    // Done and confirmed: what was kept to resume it is of no more use (a later run checks the file against the chain).
+    await runner.stopQueue(queue)
     await progress.remove()
+    await removeFile(journalPath)
     const ms = performance.now() - started
     if (flags.json) console.log(json({ file: out, verified: true, sent: deployRun.sent, alreadyDone: deployRun.alreadyDone, deployment }))
     else console.log(summary(deployment, out, ms, deployRun.sent, deployRun.alreadyDone.length))
@@ -372,6 +377,7 @@ async function run(argv: readonly string[]): Promise<number> {
     throw explain(e, { progressPath, rpc })
   } finally {
     signal.dispose()
+    if (queue) await runner.stopQueue(queue)
     await files?.release()
   }
 }

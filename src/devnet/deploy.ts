@@ -5,7 +5,7 @@ import type { Deployment } from '../chain/deployment.ts'
 import { createTransactionQueue } from '../chain/transactionQueue.ts'
 import { memoryProgress } from './deployProgress.ts'
 import { deployPlan, raidenDefaults } from './deployPlan.ts'
-import { runDeployment, type DeployContractsError } from './deployRunner.ts'
+import { runDeployment, stopQueue, type DeployContractsError } from './deployRunner.ts'
 import { deploymentOf } from './deploymentOfPlan.ts'
 
 export { DeployContractsError } from './deployRunner.ts'
@@ -72,14 +72,19 @@ export async function deployContracts(
     },
     { deployer: chain.address, chainId },
   )
-  const run = await runDeployment({
-    chain,
-    queue: createTransactionQueue(chain, { receiptTimeout: 60_000 }),
-    plan,
-    progress: memoryProgress(),
-    ...(automine ? {} : { afterBroadcast: async () => void (await mine(client, { blocks: 1 })) }),
-  })
-  return (await deploymentOf(chain.publicClient, plan, run, { chainId, rpcUrl })) as DeployContractsReturnType
+  const queue = createTransactionQueue(chain)
+  try {
+    const run = await runDeployment({
+      chain,
+      queue,
+      plan,
+      progress: memoryProgress(),
+      ...(automine ? {} : { afterBroadcast: async () => void (await mine(client, { blocks: 1 })) }),
+    })
+    return (await deploymentOf(chain.publicClient, plan, run, { chainId, rpcUrl })) as DeployContractsReturnType
+  } finally {
+    await stopQueue(queue)
+  }
 }
 
 /** The transaction queue's view of a test client: its requests (and its account) through viem's clients. */

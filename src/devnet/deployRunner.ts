@@ -153,6 +153,8 @@ export async function runDeployment({
   const sleep = () => new Promise((r) => setTimeout(r, client.pollingInterval))
 
   const progress = await startOrResume()
+  // The rewritten queue resumes its journal here (sends again what the chain lacks); the one on this branch has no start.
+  await (queue as Partial<Lifecycle>).start?.()
   const runStartBlock = Number(await rpc('eth_blockNumber', () => client.getBlockNumber()))
   const addressOf: AddressOf = (id) => {
     const address = plan.given.get(id) ?? progress.steps[id]?.address
@@ -160,6 +162,7 @@ export async function runDeployment({
     return address
   }
   const done = new Set<StepId>()
+  const sentNow = new Set<StepId>()
   let sent = 0
   let alreadyDone: StepId[] = []
 
@@ -355,17 +358,22 @@ export async function runDeployment({
       if (!told) broadcast()
       told = true
     }
+    const options = {
+      // Under this key, the rewritten queue joins a transaction of the step still in its journal instead of sending another.
+      key: `deploy ${step.id}`,
+      onSubmitted: async ({ hash, nonce }: { hash: Hex; nonce: number }) => {
+        const address = step.kind === 'create' ? getContractAddress({ from: deployer, nonce: BigInt(nonce) }) : undefined
+        const again = sentNow.has(step.id)
+        progress.steps[step.id] = { nonce, hash, ...(address ? { address } : {}), sentAtBlock: head }
+        if (!again) sent++
+        sentNow.add(step.id)
+        tell()
+        await store.save(progress)
+        log(again ? `${step.id}: sent again as ${hash} (nonce ${nonce})` : `${step.id}: sent ${hash} (nonce ${nonce})${address ? `, creating ${address}` : ''}`)
+      },
+    }
     try {
-      const result = await queue.send(call, {
-        onSubmitted: async ({ hash, nonce }) => {
-          const address = step.kind === 'create' ? getContractAddress({ from: deployer, nonce: BigInt(nonce) }) : undefined
-          progress.steps[step.id] = { nonce, hash, ...(address ? { address } : {}), sentAtBlock: head }
-          sent++
-          tell()
-          await store.save(progress)
-          log(`${step.id}: sent ${hash} (nonce ${nonce})${address ? `, creating ${address}` : ''}`)
-        },
-      })
+      const result = await queue.send(call, options)
       tell()
       progress.steps[step.id]!.blockNumber = Number(result.receipt.blockNumber)
       await store.save(progress)
@@ -393,4 +401,12 @@ export async function runDeployment({
       head = now
     }
   }
+}
+
+/** What the rewritten transaction queue adds: start resumes its journal, stop ends its looks at the chain. */
+type Lifecycle = { start(): Promise<void>; stop(): Promise<void> }
+
+/** Stops the queue's looks at the chain, when it has any (the rewritten queue follows its transactions for a while). */
+export async function stopQueue(queue: TransactionQueue): Promise<void> {
+  await (queue as Partial<Lifecycle>).stop?.()
 }
