@@ -50,8 +50,9 @@ export type DeployContractsErrorType = DeployContractsError
  * Deploys the Raiden 0.40 contracts, the service token and the test tokens from the client's account, and
  * returns the deployment (docs/architecture.md, the deployment file).
  *
- * Fast: each wave of steps whose dependencies are mined is sent at once and its receipts awaited together (four
- * waves). On an anvil that mines on an interval, each wave is mined at once instead of waiting for the next tick.
+ * Fast: on an anvil that mines each transaction as it comes, a step goes as soon as its dependencies are broadcast,
+ * and the receipts are awaited together; on one that mines on an interval, each wave of steps whose dependencies are
+ * mined is sent at once and mined at once (four blocks), instead of waiting for the next tick.
  */
 export async function deployContracts(
   client: DeployContractsClient,
@@ -79,7 +80,7 @@ export async function deployContracts(
       queue,
       plan,
       progress: memoryProgress(),
-      ...(automine ? {} : { afterBroadcast: async () => void (await mine(client, { blocks: 1 })) }),
+      ...(automine ? { minedOnBroadcast: true } : { afterBroadcast: async () => void (await mine(client, { blocks: 1 })) }),
     })
     return (await deploymentOf(chain.publicClient, plan, run, { chainId, rpcUrl })) as DeployContractsReturnType
   } finally {

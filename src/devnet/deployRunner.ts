@@ -103,6 +103,11 @@ export type RunDeploymentParameters = {
   /** Called once every transaction of a wave is broadcast: an anvil that mines on an interval mines them at once. */
   afterBroadcast?: () => Promise<void>
   /**
+   * The chain mines each transaction as it is broadcast (anvil's automine): a step goes as soon as its dependencies
+   * are broadcast, rather than in waves of mined ones, and the whole deployment is one stream of transactions.
+   */
+  minedOnBroadcast?: boolean
+  /**
    * Called once what the chain shows done is known, before anything is sent, with the steps left: the balance check
    * of `sluice deploy`, or its dry run, which answers 'stop' (then nothing is sent and the run resolves with `left`).
    */
@@ -140,6 +145,7 @@ export async function runDeployment({
   confirmations = 0,
   log = () => {},
   afterBroadcast,
+  minedOnBroadcast = false,
   beforeSending,
   pendingTimeoutMs = 600_000,
   stallTimeoutMs = 120_000,
@@ -315,29 +321,11 @@ export async function runDeployment({
   async function sendWhatIsLeft(): Promise<void> {
     if (plan.steps.some((s) => !done.has(s.id))) await store.save(progress)
     for (;;) {
-      const wave = plan.steps.filter((s) => !done.has(s.id) && s.needs.every((n) => done.has(n) || plan.given.has(n)))
-      if (wave.length === 0) {
-        const left = plan.steps.filter((s) => !done.has(s.id))
-        if (left.length === 0) return
-        throw new Error(`bug: no step can go, ${left.map((s) => s.id)} wait`)
-      }
+      const left = plan.steps.filter((s) => !done.has(s.id))
+      if (left.length === 0) return
       const head = Number(await rpc('eth_blockNumber', () => client.getBlockNumber()))
-      let toBroadcast = wave.length
-      let allBroadcast!: () => void
-      const broadcast = new Promise<void>((resolve) => (allBroadcast = resolve))
-      const oneBroadcast = () => {
-        if (--toBroadcast === 0) allBroadcast()
-      }
-      const mining = broadcast.then(() => afterBroadcast?.())
-      const results = await Promise.allSettled(wave.map((step) => send(step, head, oneBroadcast)))
-      await mining
-      const failed = results.findIndex((r) => r.status === 'rejected')
-      if (failed >= 0) {
-        const step = wave[failed]!
-        const e = (results[failed] as PromiseRejectedResult).reason as unknown
-        const message = (e as { shortMessage?: string }).shortMessage ?? (e instanceof Error ? e.message : String(e))
-        throw new DeployContractsError(step.id, message, { cause: e })
-      }
+      const wave = await sendWave(left, head)
+      if (wave.length === 0) throw new Error(`bug: no step can go, ${left.map((s) => s.id)} wait`)
       // Mined without a revert: a call is done; a creation must have left the expected code (its wiring is what we sent).
       for (const step of wave) {
         const address = progress.steps[step.id]?.address
@@ -348,15 +336,62 @@ export async function runDeployment({
     }
   }
 
-  async function send(step: DeployStep, head: number, broadcast: () => void): Promise<SentTransaction> {
+  /**
+   * Sends every step of `left` whose dependencies are done, and awaits them all; with `minedOnBroadcast`, also each
+   * step whose dependencies are broadcast, as they are. Returns the steps sent; throws the first failure (in plan
+   * order) once every transaction sent is settled, so that each is recorded.
+   */
+  async function sendWave(left: readonly DeployStep[], head: number): Promise<DeployStep[]> {
+    const broadcastNow = new Set<StepId>()
+    const ready = (s: DeployStep) => s.needs.every((n) => done.has(n) || plan.given.has(n) || (minedOnBroadcast && broadcastNow.has(n)))
+    const first = left.filter(ready)
+    let toBroadcast = first.length
+    let allBroadcast!: () => void
+    const mining = new Promise<void>((resolve) => (allBroadcast = resolve)).then(() => afterBroadcast?.())
+    const launched = new Map<StepId, Promise<SentTransaction>>()
+    const launch = (steps: readonly DeployStep[]) => {
+      for (const step of steps)
+        launched.set(
+          step.id,
+          send(step, head, (broadcast) => {
+            if (broadcast) broadcastNow.add(step.id)
+            if (first.includes(step) && --toBroadcast === 0) allBroadcast()
+            // A step whose dependencies are now all broadcast goes too, on a chain that mines each transaction as it comes.
+            if (broadcast && minedOnBroadcast) launch(left.filter((s) => !launched.has(s.id) && ready(s)))
+          }),
+        )
+    }
+    if (first.length === 0) return []
+    launch(first)
+    // Steps launched while others were being sent join the wait.
+    for (let settled = 0; settled < launched.size; ) {
+      settled = launched.size
+      await Promise.allSettled([...launched.values()])
+    }
+    await mining
+    const wave = left.filter((s) => launched.has(s.id))
+    for (const step of wave) {
+      const failure = await launched.get(step.id)!.then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      if (failure === undefined) continue
+      const message = (failure as { shortMessage?: string }).shortMessage ?? (failure instanceof Error ? failure.message : String(failure))
+      throw new DeployContractsError(step.id, message, { cause: failure })
+    }
+    return wave
+  }
+
+  /** Sends a step; `told(broadcast)` is called once: when it is broadcast (true), or when it failed before (false). */
+  async function send(step: DeployStep, head: number, told: (broadcast: boolean) => void): Promise<SentTransaction> {
     const call =
       step.kind === 'create'
         ? { data: step.data(addressOf), description: `create ${step.id}` }
         : { to: step.to(addressOf), data: step.data(addressOf), description: step.id }
-    let told = false
-    const tell = () => {
-      if (!told) broadcast()
-      told = true
+    let telling = true
+    const tell = (broadcast: boolean) => {
+      if (telling) told(broadcast)
+      telling = false
     }
     const options = {
       // Under this key, the rewritten queue joins a transaction of the step still in its journal instead of sending another.
@@ -367,20 +402,20 @@ export async function runDeployment({
         progress.steps[step.id] = { nonce, hash, ...(address ? { address } : {}), sentAtBlock: head }
         if (!again) sent++
         sentNow.add(step.id)
-        tell()
+        tell(true)
         await store.save(progress)
         log(again ? `${step.id}: sent again as ${hash} (nonce ${nonce})` : `${step.id}: sent ${hash} (nonce ${nonce})${address ? `, creating ${address}` : ''}`)
       },
     }
     try {
       const result = await queue.send(call, options)
-      tell()
+      tell(true)
       progress.steps[step.id]!.blockNumber = Number(result.receipt.blockNumber)
       await store.save(progress)
       log(`${step.id}: mined in block ${result.receipt.blockNumber}`)
       return result
     } finally {
-      tell()
+      tell(false)
     }
   }
 

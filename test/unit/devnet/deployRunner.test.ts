@@ -155,8 +155,10 @@ describe('runDeployment, resumed', () => {
     })
     try {
       const result = await running
-      expect(lines).toContain('a reorg undid 1 steps: looking again once the transactions under way are mined')
-      // The init the reorg removed was mined again at its nonce: nothing was done twice, and no nonce was skipped.
+      // The block that held the init holds nothing now: the init was mined again, at its nonce (the queue broadcast
+      // it again, or the run sent it again once it saw it undone), and nothing was done twice.
+      const first = Number(/^UserDeposit\.init: mined in block (\d+)$/m.exec(lines.join('\n'))![1])
+      expect(((await rpc(anvil, 'eth_getBlockByNumber', [`0x${first.toString(16)}`, false])) as { transactions: unknown[] }).transactions).toEqual([])
       expect(await nonceOf(chain)).toBe(STEPS)
       const deployment = await deploymentOf(chain.publicClient, plan, result, { chainId: chain.chainId, rpcUrl: anvil.rpcUrl })
       expect(await checkDeployment(chain.publicClient, chain.chainId, plan, deployment)).toEqual([])
