@@ -270,6 +270,8 @@ async function run(argv: readonly string[]): Promise<number> {
   ])
   const eth = (wei: bigint) => `${formatEther(wei)} ETH`
   const gwei = (wei: bigint) => `${formatGwei(wei)} gwei`
+  const costLine = (c: DeployCost) =>
+    `About ${eth(c.likely)} at today's fees; the deployer ${c.deployer} must hold ${eth(c.needed)} (at most ${gwei(c.feePerGas)} a gas) and holds ${eth(c.balance)}${c.balance < c.needed ? `: ${eth(c.needed - c.balance)} short` : ''}.`
 
   const chain = await createChainClient({ rpcUrl: rpc, privateKey, pollingInterval: 500 }).catch((e: unknown) => {
     throw hasCode(e, 'CHAIN_RPC') ? new StartupError(`--rpc ${rpc}: ${(e as Error).message}`) : e
@@ -325,13 +327,13 @@ async function run(argv: readonly string[]): Promise<number> {
       log: say,
       beforeSending: async (left) => {
         cost = await deployCost(client, chain.address, left, { maxFeePerGas: flags.maxFeePerGas })
-        const what = `${left.length} transactions, ${cost.gas.toLocaleString('en-US')} gas: about ${eth(cost.likely)} at today's fees; the deployer ${chain.address} must hold ${eth(cost.needed)} (at most ${gwei(cost.feePerGas)} a gas), and holds ${eth(cost.balance)}`
         if (flags.dryRun) return 'stop'
         if (cost.balance < cost.needed)
           throw new NotEnoughEthError(
             `${chain.address} holds ${eth(cost.balance)} on chain ${chain.chainId}; the deployment needs ${eth(cost.needed)} at today's fees (${left.length} transactions, ${cost.gas.toLocaleString('en-US')} gas at up to ${gwei(cost.feePerGas)}): send it ${eth(cost.needed - cost.balance)} more. Nothing was sent.`,
           )
-        say(`Deploying on chain ${chain.chainId} from ${chain.address}: ${what}`)
+        say(`Deploying on chain ${chain.chainId} from ${chain.address}: ${left.length} transactions, ${cost.gas.toLocaleString('en-US')} gas.`)
+        say(costLine(cost))
         return 'send'
       },
     })
@@ -356,9 +358,7 @@ async function run(argv: readonly string[]): Promise<number> {
         console.log('')
         console.log(formatTable(['Step', 'Gas'], [...c.steps.map((s) => [s.id, s.gas.toLocaleString('en-US')]), ['total', c.gas.toLocaleString('en-US')]]))
         console.log('')
-        console.log(
-          `About ${eth(c.likely)} at today's fees; the deployer ${c.deployer} must hold ${eth(c.needed)} (at most ${gwei(c.feePerGas)} a gas) and holds ${eth(c.balance)}${c.balance < c.needed ? `: ${eth(c.needed - c.balance)} short` : ''}.`,
-        )
+        console.log(costLine(c))
       }
       return 0
     }

@@ -158,6 +158,7 @@ export async function runDeployment({
     })
   const sleep = () => new Promise((r) => setTimeout(r, client.pollingInterval))
 
+  let resumed = false
   const progress = await startOrResume()
   // The rewritten queue resumes its journal here (sends again what the chain lacks); the one on this branch has no start.
   await (queue as Partial<Lifecycle>).start?.()
@@ -178,6 +179,7 @@ export async function runDeployment({
     await lookAtChain()
     if (round === 0) {
       alreadyDone = [...done]
+      if (resumed) log(`${done.size} of ${plan.steps.length} steps are done on the chain`)
       const left = plan.steps.filter((s) => !done.has(s.id))
       if (left.length > 0 && (await beforeSending?.(left)) === 'stop') return { addresses: new Map(plan.given), blocks: new Map(), sent, alreadyDone, left }
     }
@@ -214,6 +216,7 @@ export async function runDeployment({
         throw new DeployResumeMismatchError(key, JSON.stringify(found.parameters[key]), JSON.stringify(parameters[key]))
       }
       log(`continuing the deployment begun at block ${found.startBlock} (nonce ${found.startNonce})`)
+      resumed = true
       return found
     }
     const [startNonce, startBlock] = await Promise.all([
@@ -428,12 +431,19 @@ export async function runDeployment({
     if (head >= target) return
     log(`waiting for ${confirmations} confirmations: block ${head} of ${target}`)
     let movedAt = Date.now()
+    let saidAt = Date.now()
     while (head < target) {
       await sleep()
       const now = await rpc('eth_blockNumber', () => client.getBlockNumber())
-      if (now !== head) movedAt = Date.now()
+      const moved = now !== head
+      if (moved) movedAt = Date.now()
       else if (Date.now() - movedAt > stallTimeoutMs) throw new ChainStalledError(head, Math.round(stallTimeoutMs / 1000))
       head = now
+      // A line every 10 s at most: on a chain of 12-second blocks, one a block.
+      if (moved && head < target && Date.now() - saidAt >= 10_000) {
+        log(`block ${head} of ${target}`)
+        saidAt = Date.now()
+      }
     }
   }
 }

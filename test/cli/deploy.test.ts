@@ -87,7 +87,7 @@ describe('sluice deploy', () => {
       expect(Object.keys(deployment.tokens)).toEqual(['TTT', 'TT2'])
       expect(deployment).toMatchObject({ chainId: 31337, contracts_version: '0.40.0', rpcUrl: anvil.rpcUrl })
       // The progress went to stderr, a line a transaction sent and mined; nothing is left beside the file.
-      expect(stderr).toMatch(/^Deploying on chain 31337 from 0x\w{40}: 12 transactions, 17,401,000 gas: about [\d.]+ ETH at today's fees/m)
+      expect(stderr).toMatch(/^Deploying on chain 31337 from 0x\w{40}: 12 transactions, 17,401,000 gas\.\nAbout [\d.]+ ETH at today's fees; /m)
       expect(stderr.match(/: sent 0x[0-9a-f]{64} \(nonce \d+\)/g)).toHaveLength(STEPS)
       expect(readdirSync(join(dir, 'deployments'))).toEqual(['testnet.json'])
       // Written once the last transaction had its two confirmations.
