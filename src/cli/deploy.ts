@@ -5,7 +5,7 @@ import type { Deployment } from '../chain/deployment.ts'
 import type { TransactionQueue } from '../chain/transactionQueue.ts'
 import type { DeployCost } from '../devnet/deployCost.ts'
 import type { DeployParameters } from '../devnet/deployPlan.ts'
-import { hasCode } from '../errors.ts'
+import { hasCode, SluiceError } from '../errors.ts'
 import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, switchFlag, type FlagSpec, type ParsedFlags } from './args.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
@@ -48,10 +48,10 @@ function addressFlag(description: string, extra: Partial<FlagSpec> = {}): FlagSp
 
 export const deployFlags = {
   rpc: {
-    description: 'JSON-RPC endpoint of the chain to deploy on (http, https, ws or wss)',
+    description: 'JSON-RPC endpoint of the chain to deploy on (http or https)',
     valueName: 'URL',
-    expected: 'an http(s) or ws(s) URL',
-    parse: (raw: string) => parseUrl(raw, ['http:', 'https:', 'ws:', 'wss:']),
+    expected: 'an http(s) URL',
+    parse: (raw: string) => parseUrl(raw, ['http:', 'https:']),
     default: undefined,
     aliases: ['--rpc-provider'],
   } as FlagSpec<string, false>,
@@ -279,32 +279,36 @@ async function run(argv: readonly string[]): Promise<number> {
   const client = chain.publicClient
   const plan = plans.deployPlan(parameters, { deployer: chain.address, chainId: chain.chainId })
 
-  // Once the file exists, the deployment is done: check it against the chain, send nothing.
-  if (existsSync(out)) {
-    const deployment = await deploymentFile.readDeployment(out).catch((e: unknown) => {
-      throw hasCode(e, 'DEPLOYMENT_SYNTAX', 'INVALID_DEPLOYMENT') ? new StartupError(`${(e as Error).message} (to deploy anew, choose another --out)`) : e
-    })
-    const problems = await check.checkDeployment(client, chain.chainId, plan, deployment)
-    if (problems.length > 0) throw new StartupError(`${out} does not match chain ${chain.chainId} at ${rpc}: ${problems.join('; ')}`)
-    // Left by a run stopped between writing the file and removing its progress.
-    await progressFiles.fileProgress(`${out}.progress.json`).remove()
-    if (flags.json) console.log(json({ file: out, verified: true, sent: 0, deployment }))
-    else
-      console.log(
-        `${out} is complete and matches chain ${chain.chainId}: ${plan.steps.filter((s) => s.kind === 'create').length} contracts with the expected code, wired as given, ${plan.parameters.tokens.length + plan.parameters.testTokens.length} tokens registered, UserDeposit initialised. Nothing was sent.`,
-      )
-    return 0
-  }
-
-  for (const [flag, token] of [
-    ...(parameters.serviceToken ? [['--service-token', parameters.serviceToken] as const] : []),
-    ...parameters.tokens.map((t) => ['--token', t] as const),
-  ]) {
-    const code = await client.getCode({ address: token })
-    if (!code || code === '0x') throw new StartupError(`${flag} ${token} has no code on chain ${chain.chainId}: is it a token of this chain?`)
-  }
-
   const progressPath = `${out}.progress.json`
+  try {
+    // Once the file exists, the deployment is done: check it against the chain, send nothing.
+    if (existsSync(out)) {
+      const deployment = await deploymentFile.readDeployment(out).catch((e: unknown) => {
+        throw hasCode(e, 'DEPLOYMENT_SYNTAX', 'INVALID_DEPLOYMENT') ? new StartupError(`${(e as Error).message} (to deploy anew, choose another --out)`) : e
+      })
+      const problems = await check.checkDeployment(client, chain.chainId, plan, deployment)
+      if (problems.length > 0) throw new StartupError(`${out} does not match chain ${chain.chainId} at ${rpc}: ${problems.join('; ')}`)
+      // Left by a run stopped between writing the file and removing its progress.
+      await progressFiles.fileProgress(`${out}.progress.json`).remove()
+      if (flags.json) console.log(json({ file: out, verified: true, sent: 0, deployment }))
+      else
+        console.log(
+          `${out} is complete and matches chain ${chain.chainId}: ${plan.steps.filter((s) => s.kind === 'create').length} contracts with the expected code, wired as given, ${plan.parameters.tokens.length + plan.parameters.testTokens.length} tokens registered, UserDeposit initialised. Nothing was sent.`,
+        )
+      return 0
+    }
+
+    for (const [flag, token] of [
+      ...(parameters.serviceToken ? [['--service-token', parameters.serviceToken] as const] : []),
+      ...parameters.tokens.map((t) => ['--token', t] as const),
+    ]) {
+      const code = await client.getCode({ address: token })
+      if (!code || code === '0x') throw new StartupError(`${flag} ${token} has no code on chain ${chain.chainId}: is it a token of this chain?`)
+    }
+  } catch (e) {
+    throw explain(e, { progressPath, rpc })
+  }
+
   const files = flags.dryRun ? undefined : await lock(`${out}.lock`)
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
   let queue: TransactionQueue | undefined
@@ -392,6 +396,9 @@ function explain(e: unknown, { progressPath, rpc }: { progressPath: string; rpc:
   if (hasCode(e, 'DEPLOY_PROGRESS_FILE', 'JOURNAL_FILE', 'DEPLOY_LOCKED')) return new StartupError(e.message)
   if (hasCode(e, 'DEPLOY_CONTRACTS', 'DEPLOY_PENDING', 'CHAIN_STALLED')) return new CliError(`${e.message}; ${again}`, 1)
   if (hasCode(e, 'CHAIN_RPC')) return new CliError(`--rpc ${rpc}: ${e.message}; ${again}`, 1)
+  // A read of the chain that failed (viem's error): the endpoint's answer, in one line.
+  const short = (e as { shortMessage?: string }).shortMessage
+  if (!(e instanceof SluiceError) && short) return new CliError(`--rpc ${rpc}: ${short}; ${again}`, 1)
   return e
 }
 

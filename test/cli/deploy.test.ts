@@ -15,6 +15,7 @@ import { sendPayment } from '../../src/node/actions/payments.ts'
 import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startNode, type Devnet } from '../integration/support/devnet.ts'
+import { startFaultyRpc } from '../support/faultyRpc.ts'
 import { runSluice, startSluice } from './sluiceProcess.ts'
 
 const dirs: string[] = []
@@ -235,6 +236,41 @@ describe('sluice deploy', () => {
     expect(await nonces(chain, deployer)).toEqual({ mined: 8, pending: 8 })
   })
 
+  test('the endpoint down half-way: the run says in one line to run it again (or waits it out), and the next run finishes it', async () => {
+    const chain = await privateChain('--no-mining')
+    const endpoint = await startFaultyRpc(chain.rpcUrl)
+    try {
+      const dir = tempDir()
+      const out = join(dir, 'chain.json')
+      const args = ['deploy', '--rpc', endpoint.url, '--key', anvilKeys[0], '--out', out, '--confirmations', '0']
+      const first = startSluice(args, dir)
+      await eventually(() => expect(Object.keys(recorded(out))).toHaveLength(2), 20_000)
+      await endpoint.setMode('refuse')
+      // The queue waits for the receipts through an endpoint that refuses: it gives up (this queue) or keeps trying.
+      const ended = await Promise.race([first.exited, new Promise((r) => setTimeout(r, 5_000))])
+      if (ended) {
+        expect(ended).toEqual({ code: 1, signal: null })
+        expect(first.stderr()).toMatch(
+          /^sluice deploy: deploying (SecretRegistry|service token) failed: .*; run the same command again to continue \(nothing will be deployed twice\)\n$/,
+        )
+      }
+      await endpoint.setMode('up')
+      const mining = setInterval(() => void rpc(chain, 'evm_mine').catch(() => {}), 100)
+      try {
+        if (!ended) expect((await first.exited).code).toBe(0)
+        const again = await runSluice(args, dir)
+        expect(again.code).toBe(0)
+      } finally {
+        clearInterval(mining)
+      }
+      // SecretRegistry, service token, the registry, ServiceRegistry, UserDeposit, OneToN, MonitoringService, init: once each.
+      expect(await nonces(chain, deployer)).toEqual({ mined: 8, pending: 8 })
+      expect(existsSync(out)).toBe(true)
+    } finally {
+      await endpoint.close()
+    }
+  })
+
   describe('transactions dropped from the pool after a crash', () => {
     let chain: Anvil
     let dir: string
@@ -365,7 +401,7 @@ describe('sluice deploy', () => {
     [[], /--rpc is required/],
     [['--rpc', 'http://127.0.0.1:1'], /--out is required/],
     [['--rpc', 'http://127.0.0.1:1', '--out', 'x.json'], /--key or --keystore is required/],
-    [['--rpc', '127.0.0.1:8545'], /--rpc must be an http\(s\) or ws\(s\) URL, got "127.0.0.1:8545"/],
+    [['--rpc', '127.0.0.1:8545'], /--rpc must be an http\(s\) URL, got "127.0.0.1:8545"/],
     [['--settle-timeout-min', '600000', '--rpc', 'http://a', '--out', 'x'], /--settle-timeout-max \(555428\) must be above --settle-timeout-min \(600000\)/],
     [
       ['--service-deposit-bump-numerator', '4', '--rpc', 'http://a', '--out', 'x'],
