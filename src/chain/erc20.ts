@@ -91,7 +91,7 @@ export async function mintTokens(
   const calls = mintCalls(token, to, amount)
   for (let i = 0; i < calls.length; i++) {
     const candidate = calls[i]!
-    const accepted = await accepts(chain, candidate.to, candidate.data).catch((e: unknown) => {
+    const accepted = await accepts(chain, token, candidate.data).catch((e: unknown) => {
       lastError = e
       return false
     })

@@ -4,6 +4,7 @@
  */
 export const commandSummaries = {
   chain: 'start a local anvil chain with the contracts deployed',
+  deploy: 'deploy the contracts on any chain (a testnet, mainnet), resumably, and write the deployment file',
   serve: 'run one node and serve its REST API over HTTP',
   devnet: 'anvil, contracts, tokens and N funded nodes with their REST APIs, in one process',
   monitor: "run a monitoring service that guards nodes' channels while they are offline",

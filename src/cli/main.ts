@@ -8,6 +8,7 @@ export { UnknownCommandError } from './runCommand.ts'
 /** Every subcommand, loaded only when run, so `sluice --help` and each command start fast. */
 const commands: Record<CommandName, () => Promise<Command>> = {
   chain: async () => (await import('./chain.ts')).chainCommand,
+  deploy: async () => (await import('./deploy.ts')).deployCommand,
   serve: async () => (await import('./serve.ts')).serveCommand,
   devnet: async () => (await import('./devnet.ts')).devnetCommand,
   monitor: async () => (await import('./monitor.ts')).monitorCommand,

@@ -1,42 +1,29 @@
-import { SluiceError } from '../errors.ts'
-import {
-  getContractAddress,
-  maxUint256,
-  type Abi,
-  type Account,
-  type Address,
-  type Chain,
-  type ContractConstructorArgs,
-  type Hex,
-  type TestClient,
-  type Transport,
-} from 'viem'
-import { deployContract, estimateFeesPerGas, getAutomine, getChainId, getTransactionCount, getTransactionReceipt, mine, writeContract } from 'viem/actions'
-import { waitForReceipt } from '../chain/receipt.ts'
-import { CustomToken, MonitoringService, OneToN, SecretRegistry, ServiceRegistry, TokenNetworkRegistry, UserDeposit } from '../contracts/index.ts'
-import { contractsVersion, type DeployedContract, type DeployedContractName, type Deployment } from '../chain/deployment.ts'
+import { createPublicClient, createWalletClient, custom, maxUint256, type Account, type Address, type Chain, type TestClient, type Transport } from 'viem'
+import { getAutomine, getChainId, mine } from 'viem/actions'
+import type { ChainClient } from '../chain/chainClient.ts'
+import type { Deployment } from '../chain/deployment.ts'
+import { createTransactionQueue } from '../chain/transactionQueue.ts'
+import { memoryProgress } from './deployProgress.ts'
+import { deployPlan, raidenDefaults } from './deployPlan.ts'
+import { runDeployment, stopQueue, type DeployContractsError } from './deployRunner.ts'
+import { deploymentOf } from './deploymentOfPlan.ts'
+
+export { DeployContractsError } from './deployRunner.ts'
+export { serviceTokenSymbol, tokenSupply } from './deployPlan.ts'
+
+/**
+ * The deployment of a test chain (`sluice chain`, `sluice devnet`, every test run): the same steps as `sluice deploy`
+ * (deployPlan.ts, deployRunner.ts) with a test chain's parameters, nothing kept on disk, and the test tokens left
+ * unregistered (the devnet registers them itself, tests as they need).
+ */
 
 /** Settle timeout bounds of raiden-contracts' test deployments (docs/protocol.md §1.3), in blocks. */
 export const settlementTimeoutMin = 5n
 export const settlementTimeoutMax = 100_000n
 
-/** ServiceRegistry parameters: raiden-contracts' test constants (`tests/utils/constants.py`). */
-export const serviceRegistryParameters = {
-  /** 2000 SVT for the first registration; the price then decays towards min_price. */
-  initialPrice: 2000n * 10n ** 18n,
-  /** Each registration raises the price by 6/5. */
-  priceBumpNumerator: 6n,
-  priceBumpDenominator: 5n,
-  /** Seconds for the price to fall to about 1/e when nobody registers: 200 days. */
-  decayConstant: 200n * 86_400n,
-  minPrice: 1000n,
-  /** A registration is valid for 180 days (seconds, even in 0.40). */
-  registrationDuration: 180n * 86_400n,
-} as const
+/** ServiceRegistry parameters: raiden-contracts' test constants (`tests/utils/constants.py`), also its 0.40 testnets'. */
+export const serviceRegistryParameters = raidenDefaults.serviceRegistry
 
-/** What each token contract is created with: 1,000,000 tokens of 18 decimals, owned by the deployer. */
-export const tokenSupply = 10n ** 24n
-export const serviceTokenSymbol = 'SVT'
 export const testTokens = [
   { symbol: 'TTT', name: 'Test Token' },
   { symbol: 'TT2', name: 'Test Token 2' },
@@ -57,116 +44,65 @@ export type DeployContractsParameters = {
 /** The deployment, with the test tokens known by symbol. */
 export type DeployContractsReturnType = Deployment & { tokens: Record<(typeof testTokens)[number]['symbol'], Address> }
 
-export class DeployContractsError extends SluiceError {
-  override name = 'DeployContractsError' as const
-  override readonly code = 'DEPLOY_CONTRACTS' as const
-  constructor(
-    readonly step: string,
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(`deploying ${step} failed: ${message}`, options)
-  }
-}
-
 export type DeployContractsErrorType = DeployContractsError
 
 /**
  * Deploys the Raiden 0.40 contracts, the service token and the test tokens from the client's account, and
  * returns the deployment (docs/architecture.md, the deployment file).
  *
- * Fast: contract addresses follow from the deployer's nonce, so every transaction is sent at once with an
- * explicit nonce and the receipts are awaited at the end. anvil estimates gas against its pending state, so a
- * constructor that checks an earlier contract's code already sees it. On an interval-mining anvil the pending
- * transactions are mined into one block at once instead of waiting for the next tick.
+ * Fast: on an anvil that mines each transaction as it comes, a step goes as soon as its dependencies are broadcast,
+ * and the receipts are awaited together; on one that mines on an interval, each wave of steps whose dependencies are
+ * mined is sent at once and mined at once (four blocks), instead of waiting for the next tick.
  */
 export async function deployContracts(
   client: DeployContractsClient,
   { rpcUrl, maxTokenNetworks = 1000n, userDepositLimit = maxUint256 }: DeployContractsParameters,
 ): Promise<DeployContractsReturnType> {
-  const deployer = client.account.address
-  const [chainId, firstNonce, fees] = await Promise.all([
-    getChainId(client),
-    getTransactionCount(client, { address: deployer, blockTag: 'pending' }),
-    estimateFeesPerGas(client),
-  ])
-  let nonce = firstNonce
-  const sent: { step: string; hash: Hex }[] = []
-
-  async function send(step: string, transaction: () => Promise<Hex>): Promise<void> {
-    try {
-      sent.push({ step, hash: await transaction() })
-    } catch (e) {
-      throw new DeployContractsError(step, (e as { shortMessage?: string }).shortMessage ?? String(e), { cause: e })
-    }
-  }
-
-  async function create<const abi extends Abi>(step: string, artifact: { abi: abi; bytecode: Hex }, args: ContractConstructorArgs<abi>): Promise<Address> {
-    const address = getContractAddress({ from: deployer, nonce: BigInt(nonce) })
-    const parameters = { abi: artifact.abi, bytecode: artifact.bytecode, args, nonce: nonce++, ...fees }
-    // viem cannot narrow the constructor arguments through a generic abi; `args` is checked by the signature.
-    await send(step, () => deployContract(client, parameters as never))
-    return address
-  }
-
-  const secretRegistry = await create('SecretRegistry', SecretRegistry, [])
-  const tokenNetworkRegistry = await create('TokenNetworkRegistry', TokenNetworkRegistry, [
-    secretRegistry,
-    settlementTimeoutMin,
-    settlementTimeoutMax,
-    maxTokenNetworks,
-  ])
-  const serviceToken = await create(`service token ${serviceTokenSymbol}`, CustomToken, [tokenSupply, 18, 'Service Token', serviceTokenSymbol])
-  const p = serviceRegistryParameters
-  const serviceRegistry = await create('ServiceRegistry', ServiceRegistry, [
-    serviceToken,
-    deployer,
-    p.initialPrice,
-    p.priceBumpNumerator,
-    p.priceBumpDenominator,
-    p.decayConstant,
-    p.minPrice,
-    p.registrationDuration,
-  ])
-  const userDeposit = await create('UserDeposit', UserDeposit, [serviceToken, userDepositLimit])
-  const oneToN = await create('OneToN', OneToN, [userDeposit, BigInt(chainId), serviceRegistry])
-  const monitoringService = await create('MonitoringService', MonitoringService, [serviceToken, serviceRegistry, userDeposit, tokenNetworkRegistry])
-  const initNonce = nonce++
-  await send('UserDeposit.init', () =>
-    writeContract(client, {
-      address: userDeposit,
-      abi: UserDeposit.abi,
-      functionName: 'init',
-      args: [monitoringService, oneToN],
-      nonce: initNonce,
-      ...fees,
-    }),
+  const [chainId, automine] = await Promise.all([getChainId(client), getAutomine(client)])
+  const chain = chainClientOf(client, chainId)
+  const plan = deployPlan(
+    {
+      settleTimeoutMin: settlementTimeoutMin,
+      settleTimeoutMax: settlementTimeoutMax,
+      maxTokenNetworks,
+      userDepositWholeLimit: userDepositLimit,
+      serviceRegistry: serviceRegistryParameters,
+      testTokens,
+      registerTestTokens: false,
+      tokens: [],
+    },
+    { deployer: chain.address, chainId },
   )
-  const tokens = {} as DeployContractsReturnType['tokens']
-  for (const { symbol, name } of testTokens) tokens[symbol] = await create(`token ${symbol}`, CustomToken, [tokenSupply, 18, name, symbol])
+  const queue = createTransactionQueue(chain)
+  try {
+    const run = await runDeployment({
+      chain,
+      queue,
+      plan,
+      progress: memoryProgress(),
+      ...(automine ? { minedOnBroadcast: true } : { afterBroadcast: async () => void (await mine(client, { blocks: 1 })) }),
+    })
+    return (await deploymentOf(chain.publicClient, plan, run, { chainId, rpcUrl })) as DeployContractsReturnType
+  } finally {
+    await stopQueue(queue)
+  }
+}
 
-  if (!(await getAutomine(client))) await mine(client, { blocks: 1 })
-  const reader = { getTransactionReceipt: (args: { hash: Hex }) => getTransactionReceipt(client, args), pollingInterval: 20 }
-  const receipts = await Promise.all(sent.map(({ hash }) => waitForReceipt(reader, hash, { timeout: 60_000 })))
-  receipts.forEach((receipt, i) => {
-    if (receipt.status !== 'success') throw new DeployContractsError(sent[i]!.step, `transaction ${receipt.transactionHash} reverted`)
-  })
-  const blockOf = (step: string) => Number(receipts[sent.findIndex((s) => s.step === step)]!.blockNumber)
-  const deployed = (name: DeployedContractName, address: Address): DeployedContract => ({ address, blockNumber: blockOf(name) })
-
+/** The transaction queue's view of a test client: its requests (and its account) through viem's clients. */
+function chainClientOf(client: DeployContractsClient, chainId: number): ChainClient {
+  const transport = custom({ request: (args) => client.request(args as never) }, { retryCount: 0 })
+  const options = { chain: client.chain, transport, cacheTime: 0, pollingInterval: 20 }
   return {
     chainId,
-    contracts_version: contractsVersion,
-    contracts: {
-      TokenNetworkRegistry: deployed('TokenNetworkRegistry', tokenNetworkRegistry),
-      SecretRegistry: deployed('SecretRegistry', secretRegistry),
-      UserDeposit: deployed('UserDeposit', userDeposit),
-      ServiceRegistry: deployed('ServiceRegistry', serviceRegistry),
-      OneToN: deployed('OneToN', oneToN),
-      MonitoringService: deployed('MonitoringService', monitoringService),
+    address: client.account.address,
+    publicClient: createPublicClient(options),
+    // A test's account is a local one (privateKeyToAccount), as the queue's type says.
+    walletClient: createWalletClient({ ...options, account: client.account }) as ChainClient['walletClient'],
+    signPacked: () => {
+      throw new Error('deployContracts signs no Raiden message')
     },
-    tokens,
-    serviceToken,
-    rpcUrl,
+    // The test client's own transport: no endpoints of ours to tell about or close.
+    rpcHealth: () => undefined,
+    close: async () => {},
   }
 }

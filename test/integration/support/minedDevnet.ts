@@ -90,9 +90,10 @@ export async function startMinedDevnet(keys: readonly Hex[], { blockMs = 100, mi
       drop: async (hash) => void (await devnet.request({ method: 'anvil_dropTransaction', params: [hash] } as never)),
       async reorg(depth) {
         const wasPaused = paused
-        await this.pause()
+        paused = true
+        await mining
         await devnet.request({ method: 'anvil_reorg', params: [depth, []] } as never)
-        if (!wasPaused) this.resume()
+        paused = wasPaused
       },
       head: () => devnet.getBlockNumber(),
       async stop() {
