@@ -25,6 +25,8 @@ export type MinedDevnet = Devnet & {
   /** Replaces the last `depth` blocks with empty ones: their transactions are gone (anvil keeps none of them). */
   reorg(depth: number): Promise<void>
   head(): Promise<bigint>
+  /** Gives `key`'s account 10 ETH and `mint` TTT. */
+  fund(key: Hex): Promise<void>
 }
 
 export async function startMinedDevnet(keys: readonly Hex[], { blockMs = 100, mint = 10n ** 21n } = {}): Promise<MinedDevnet> {
@@ -54,8 +56,11 @@ export async function startMinedDevnet(keys: readonly Hex[], { blockMs = 100, mi
     const queue = createTransactionQueue(deployer)
     const token = deployment.tokens.TTT
     const { tokenNetwork } = await registerToken(deployer, queue, { registry: deployment.contracts.TokenNetworkRegistry.address, token })
-    for (const key of keys) await mintTokens(deployer, queue, { token, amount: mint, to: privateKeyToAddress(key) })
-    await queue.stop()
+    const fund = async (key: Hex) => {
+      await devnet.setBalance({ address: privateKeyToAddress(key), value: 10n ** 19n })
+      await mintTokens(deployer, queue, { token, amount: mint, to: privateKeyToAddress(key) })
+    }
+    for (const key of keys) await fund(key)
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-mined-'))
     return {
       anvil,
@@ -96,7 +101,9 @@ export async function startMinedDevnet(keys: readonly Hex[], { blockMs = 100, mi
         paused = wasPaused
       },
       head: () => devnet.getBlockNumber(),
+      fund,
       async stop() {
+        await queue.stop()
         stopped = true
         await running
         await anvil.stop()

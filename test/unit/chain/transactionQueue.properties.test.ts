@@ -42,21 +42,28 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 )
 
 /** Keeps every entry the queue ever put, and which nonces it freed unsent (a broadcast refused for good), beside the journal itself. */
-function watchedJournal(): TransactionJournal & { everything: JournalEntry[]; freedUnsent: Set<string> } {
+function watchedJournal(): TransactionJournal & { everything: JournalEntry[]; freedUnsent: Set<string>; freed: Set<number> } {
   const entries = new Map<number, JournalEntry>()
   const everything: JournalEntry[] = []
   const freedUnsent = new Set<string>()
+  /** Nonces whose last entry was freed unsent and not taken again: never used on the chain. */
+  const freed = new Set<number>()
   return {
     everything,
     freedUnsent,
+    freed,
     load: async () => [...entries.values()].sort((a, b) => a.nonce - b.nonce).map((e) => structuredClone(e)),
     put: async (entry) => {
+      freed.delete(entry.nonce)
       everything.push(structuredClone(entry))
       entries.set(entry.nonce, structuredClone(entry))
     },
     delete: async (nonce) => {
       const entry = entries.get(nonce)
-      if (entry?.status === 'signed') freedUnsent.add(`${nonce}:${callOf(entry)}`)
+      if (entry?.status === 'signed') {
+        freedUnsent.add(`${nonce}:${callOf(entry)}`)
+        freed.add(nonce)
+      }
       entries.delete(nonce)
     },
   }
@@ -137,7 +144,7 @@ async function history(steps: Step[]): Promise<void> {
   expect(await chain.devnet.getBalance({ address: to })).toBe(expected)
 
   // Nonces: the chain's count is every nonce the queue used, none skipped (gap fills included).
-  const used = new Set(journal.everything.map((e) => e.nonce))
+  const used = new Set(journal.everything.map((e) => e.nonce).filter((n) => !journal.freed.has(n)))
   const count = await chain.devnet.getTransactionCount({ address: account.address })
   expect(count).toBe(used.size)
   expect([...used].every((n) => n < count)).toBe(true)
