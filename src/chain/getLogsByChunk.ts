@@ -1,5 +1,6 @@
 import { formatLog, numberToHex, type Address, type Hex, type Log, type PublicClient } from 'viem'
-import { ChainRpcError } from './errors.ts'
+import type { ChainRpcError } from './errors.ts'
+import { SyncReads } from './syncReads.ts'
 
 export type LogChunkSizeParameters = {
   /** Blocks asked for in the first eth_getLogs; 100,000 by default (as Raiden's getLogsByChunk$). */
@@ -58,35 +59,43 @@ export type GetLogsByChunkParameters = {
   fromBlock: bigint
   toBlock: bigint
   chunkSize: LogChunkSize
+  /** How the endpoint is read (each call bounded in time, retried in place); a default SyncReads when absent. */
+  reads?: SyncReads
   /** Called after each chunk with the last block it covered. */
   onChunk?: (toBlock: bigint, logs: Log[]) => void
 }
 
 /**
- * One eth_getLogs over as much of [fromBlock, toBlock] as the chunk size allows, shrinking and retrying on
- * failure. Returns the logs and the last block covered. No viem retry: a refused range is answered by a
- * smaller range, not by asking the same again after a backoff. Only what was asked for is kept (`isAnswer`);
- * the logs may still repeat and come in any order (docs/decisions/0028).
+ * One eth_getLogs over as much of [fromBlock, toBlock] as the chunk size allows. Returns the logs and the last
+ * block covered. A failed range is asked again smaller at once (the endpoint may refuse its size: too many results,
+ * too long); one already at the floor is asked again after a short pause while the retry budget lasts (`reads`), so
+ * a failing call costs a pause, not the sync. No viem retry: what is asked again is decided here. Only what was asked
+ * for is kept (`isAnswer`); the logs may still repeat and come in any order (docs/decisions/0028).
  */
 export async function getLogsChunk(
   client: PublicClient,
-  { address, eventSelectors, fromBlock, toBlock, chunkSize }: Omit<GetLogsByChunkParameters, 'onChunk'>,
+  { address, eventSelectors, fromBlock, toBlock, chunkSize, reads = new SyncReads() }: Omit<GetLogsByChunkParameters, 'onChunk'>,
 ): Promise<{ logs: Log[]; toBlock: bigint }> {
+  const started = reads.now()
+  let pauses = 0
   for (;;) {
     const end = min(toBlock, fromBlock + chunkSize.current - 1n)
     try {
-      const logs = await client.request(
-        {
-          method: 'eth_getLogs',
-          params: [{ address: [...address], topics: [[...eventSelectors]], fromBlock: numberToHex(fromBlock), toBlock: numberToHex(end) }],
-        },
-        { retryCount: 0 },
+      const logs = await reads.attempt('eth_getLogs', () =>
+        client.request(
+          {
+            method: 'eth_getLogs',
+            params: [{ address: [...address], topics: [[...eventSelectors]], fromBlock: numberToHex(fromBlock), toBlock: numberToHex(end) }],
+          },
+          { retryCount: 0 },
+        ),
       )
       chunkSize.succeeded()
       const wanted = { addresses: new Set(address.map((a) => a.toLowerCase())), selectors: new Set(eventSelectors.map((t) => t.toLowerCase())) }
       return { logs: logs.map((log) => formatLog(log)).filter((log) => isAnswer(log, { ...wanted, fromBlock, toBlock: end })), toBlock: end }
     } catch (e) {
-      if (!chunkSize.failed(end - fromBlock + 1n)) throw new ChainRpcError('eth_getLogs', e)
+      if (chunkSize.failed(end - fromBlock + 1n)) continue
+      if (!(await reads.pauseBeforeRetry(started, pauses++))) throw reads.gaveUp(e as ChainRpcError)
     }
   }
 }

@@ -155,6 +155,8 @@ describe('createBlockWatcher', () => {
     // Without the hashes nothing can be told apart; with them the reorg is reported.
     expect(await createBlockWatcher(client, { fromBlock: syncedBlock, confirmations: 0n }).poll()).toBeUndefined()
     const resumed = createBlockWatcher(client, { fromBlock: syncedBlock, confirmations: 0n, recentBlocks: persisted })
-    expect(await resumed.poll()).toMatchObject({ type: 'reorg', commonAncestor: start, resyncFrom: start + 1n, deep: false })
+    // The fork is after `start`; the newest remembered block that stands is the one the first range was linked to.
+    expect(persisted.map((b) => b.number)).toEqual([start - 1n, start + 2n, start + 3n])
+    expect(await resumed.poll()).toMatchObject({ type: 'reorg', commonAncestor: start - 1n, resyncFrom: start, deep: false })
   })
 })
