@@ -33,7 +33,9 @@ function setup(events: BlockWatcherEvent[], chainEvents: (r: { fromBlock: bigint
     poll: async () => events.shift(),
     synced: (r) => void acknowledged.push(r),
     progress: () => ({ syncedBlock: 0n, confirmedBlock: 0n, latestBlock: 0n, blocksToSync: BigInt(events.length) }),
+    head: () => ({ confirmedBlock: 0n, latestBlock: 0n }),
     recentBlocks: () => [],
+    recentBlocksAfter: (r) => r.tail,
   }
   const follower = new ChainFollower(
     {
@@ -76,7 +78,7 @@ describe('ChainFollower', () => {
     expect(asked).toEqual([{ fromBlock: 1n, toBlock: 5n, tokenNetworks: [tokenNetwork] }])
     expect(dispatched).toEqual([
       { change: opened, extra: { chainEvents: [event] } },
-      { change: { type: 'block', blockNumber: 5n }, extra: { meta: { syncedBlock: 5n }, chainEvents: [raw] } },
+      { change: { type: 'block', blockNumber: 5n }, extra: { meta: { syncedBlock: 5n, recentBlocks: [] }, chainEvents: [raw] } },
     ])
     expect(acknowledged).toEqual([range(1n, 5n)])
     expect(follower.syncedBlock).toBe(5n)
