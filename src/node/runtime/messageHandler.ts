@@ -1,6 +1,7 @@
 import type { Address, Hex } from 'viem'
 import { takesNonce } from '../../protocol/channel/usedNonce.ts'
 import type { Message, Signed } from '../../protocol/messages/types.ts'
+import type { ChainSeen } from '../../protocol/state/changes.ts'
 import { getChannel } from '../../protocol/state/access.ts'
 import type { Report } from '../notices.ts'
 import type { Applied, Engine } from './engine.ts'
@@ -15,6 +16,8 @@ export type MessageHandlerParameters = {
   /** Our key: it opens a secret the initiator encrypted to us in a LockedTransfer's metadata (docs/decisions/0003). */
   privateKey: Uint8Array
   report: Report
+  /** The chain now as the node knows it: a lock that comes is judged against it (docs/decisions/0051). */
+  chainNow?: () => { headBlock: bigint; reachable: boolean }
 }
 
 /**
@@ -45,7 +48,14 @@ export class MessageHandler {
     if (takesNonce(message) && !getChannel(engine.current, message.token_network_address, message.channel_identifier))
       this.keepEarly(message, sender, senderKey)
     const decryptedSecret = secretFromMetadata(message, this.p.address, this.p.privateKey)
-    const change = { type: 'receive' as const, message, sender, senderKey, ...(decryptedSecret ? { decryptedSecret } : {}) }
+    const change = {
+      type: 'receive' as const,
+      message,
+      sender,
+      senderKey,
+      ...(decryptedSecret ? { decryptedSecret } : {}),
+      ...this.chainSeen(message),
+    }
     let applied: Promise<Applied>
     if (this.inLane === 0 && !needsLookup(engine.current, change)) applied = engine.dispatch(change)
     else {
@@ -62,6 +72,13 @@ export class MessageHandler {
     }
     applied.catch((error) => this.p.report('receive', error))
     return applied
+  }
+
+  /** For a lock (a LockedTransfer or RefundTransfer): the chain as the node knows it now, which the core judges its time by. */
+  private chainSeen(message: Signed<Message>): ChainSeen {
+    if ((message.type !== 'LockedTransfer' && message.type !== 'RefundTransfer') || !this.p.chainNow) return {}
+    const { headBlock, reachable } = this.p.chainNow()
+    return { headBlock, ...(reachable ? {} : { chainUnreachable: true }) }
   }
 
   /** The chain showed the channel: its messages that came before are handed to the core again, in arrival order. */
