@@ -76,7 +76,10 @@ const channelOfA = () => a.client.channel(net.tokenNetwork, b.address)!
 const errorsOfA = (where: string) => noticesOfA.filter((n) => n.type === 'error' && n.where === where)
 
 /** Sends with a queue of its own (the account's nonce goes back with a reorg), mining a block whenever one waits. */
-async function mined<T extends { receipt: { blockNumber: bigint } }>(send: (queue: ReturnType<typeof createTransactionQueue>) => Promise<T>, chain: ChainClient) {
+async function mined<T extends { receipt: { blockNumber: bigint } }>(
+  send: (queue: ReturnType<typeof createTransactionQueue>) => Promise<T>,
+  chain: ChainClient,
+) {
   let done = false
   const sent = send(createTransactionQueue(chain)).finally(() => (done = true))
   while (!done) {
@@ -103,7 +106,9 @@ describe('reorgs on a private anvil, A following with 3 confirmations', () => {
     expect(channelOfA().partnerEnd.deposit).toBe(before)
 
     await reorg(2)
-    expect((await readParticipantInfo(chainOfB, { tokenNetwork: net.tokenNetwork, channelId, participant: b.address, partner: a.address })).deposit).toBe(before)
+    expect((await readParticipantInfo(chainOfB, { tokenNetwork: net.tokenNetwork, channelId, participant: b.address, partner: a.address })).deposit).toBe(
+      before,
+    )
     await mine(confirmations + 2)
     await synced(first.receipt.blockNumber + 1n)
     expect(channelOfA().partnerEnd.deposit).toBe(before)

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import type { LockedTransfer, SecretRequest } from '../../../../src/protocol/messages/types.ts'
+import type { Message, Signed } from '../../../../src/protocol/messages/types.ts'
 import { channelWith } from '../../../../src/protocol/state/access.ts'
 import type { NodeEvent } from '../../../../src/protocol/state/effects.ts'
 import { Network } from '../support/network.ts'
@@ -9,11 +9,11 @@ import { Network } from '../support/network.ts'
  * 0051): `headBlock` in initPayment and in a received lock's change. `net.stall` makes a node's sync lag; the Network
  * passes the head by default, and `{}` for a shell that passes nothing (what every node did before).
  */
-const sentOf = <T extends 'LockedTransfer' | 'SecretRequest' | 'RefundTransfer'>(net: Network, name: string, type: T) =>
+const sentOf = <T extends Message['type']>(net: Network, name: string, type: T) =>
   net
     .node(name)
     .sent.map((s) => s.message)
-    .filter((m) => m.type === type) as (T extends 'LockedTransfer' ? LockedTransfer : T extends 'SecretRequest' ? SecretRequest : LockedTransfer)[]
+    .filter((m): m is Extract<Signed<Message>, { type: T }> => m.type === type)
 const reason = (e: NodeEvent | undefined) => (e && 'reason' in e ? e.reason : undefined)
 
 async function pair() {
