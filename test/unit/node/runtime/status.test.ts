@@ -53,7 +53,8 @@ describe('StatusTracker', () => {
     look(107n)
     tracker.progressed()
     expect(tracker.current.chain).toEqual({ state: 'following' })
-    const fellBehind = (chain.now += 1_000)
+    chain.now += 1_000
+    const fellBehind = chain.now
     look(108n)
     tracker.progressed()
     expect(tracker.current).toMatchObject({ blocksToSync: 3n, chain: { state: 'behind', since: fellBehind } })
