@@ -181,7 +181,7 @@ function receive(
     case 'RevealSecret': {
       const secrethash = sha256(message.secret)
       let s = initiatorOnRevealSecret(state, message, secrethash, sender, out)
-      s = mediatorOnRevealSecret(s, message, secrethash, sender, out)
+      s = mediatorOnRevealSecret(s, message, secrethash, sender, out, seen.headBlock)
       return targetLearnsSecret(s, message, secrethash, out)
     }
     case 'WithdrawRequest':

@@ -16,7 +16,7 @@ export type MessageHandlerParameters = {
   /** Our key: it opens a secret the initiator encrypted to us in a LockedTransfer's metadata (docs/decisions/0003). */
   privateKey: Uint8Array
   report: Report
-  /** The chain now as the node knows it: a lock that comes is judged against it (docs/decisions/0051). */
+  /** The chain now as the node knows it: a lock that comes is judged against it (docs/decisions/0054). */
   chainNow?: () => { headBlock: bigint; reachable: boolean }
 }
 
@@ -74,9 +74,12 @@ export class MessageHandler {
     return applied
   }
 
-  /** For a lock (a LockedTransfer or RefundTransfer): the chain as the node knows it now, which the core judges its time by. */
+  /**
+   * For a lock (a LockedTransfer or RefundTransfer), or a secret revealed to a mediator (RevealSecret): the chain as the
+   * node knows it now, which the core judges the lock's time by.
+   */
   private chainSeen(message: Signed<Message>): ChainSeen {
-    if ((message.type !== 'LockedTransfer' && message.type !== 'RefundTransfer') || !this.p.chainNow) return {}
+    if (!LOCK_TIMED.has(message.type) || !this.p.chainNow) return {}
     const { headBlock, reachable } = this.p.chainNow()
     return { headBlock, ...(reachable ? {} : { chainUnreachable: true }) }
   }
@@ -101,6 +104,9 @@ export class MessageHandler {
     if (this.early.size > EARLY_CHANNELS) this.early.delete(this.early.keys().next().value!)
   }
 }
+
+/** The messages whose effect depends on how much time a lock has left (docs/decisions/0054). */
+const LOCK_TIMED: ReadonlySet<Message['type']> = new Set(['LockedTransfer', 'RefundTransfer', 'RevealSecret'])
 
 /** How many channels, and messages of each, are kept until the chain shows them. */
 const EARLY_CHANNELS = 64

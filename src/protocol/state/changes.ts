@@ -136,9 +136,9 @@ export type StateChange =
   | { type: 'transactionFailed'; transaction: TransactionKind; tokenNetwork?: Address; channelId?: bigint; secrethash?: Hex; reason: string }
 
 /**
- * What the shell knew of the chain when a payment started or a lock came (docs/decisions/0051), so that the core
- * judges a lock's time against the chain of that moment and a replay judges it the same. Absent in changes logged
- * before it was kept: the synced block alone then, as it was.
+ * What the shell knew of the chain when a payment started, a lock came or a secret was revealed to us
+ * (docs/decisions/0054), so that the core judges a lock's time against the chain of that moment and a replay judges it
+ * the same. Absent in changes logged before it was kept: the synced block alone then, as it was.
  */
 export type ChainSeen = {
   /**

@@ -64,7 +64,7 @@ function refundPayer(state: NodeState, task: MediatedTransfer, token: Address, c
  * The lock's time left counts from `seen`'s head when our synced block is older (blockNow). While the chain is out
  * of reach (`seen.chainUnreachable`) nothing is forwarded: once our lock to the payee is out, what protects our money
  * against a payer who does not unlock is registering the secret on-chain within the reveal timeout, which we could
- * not do; the refund needs no chain (docs/decisions/0051).
+ * not do; the refund needs no chain (docs/decisions/0054).
  */
 export function startMediator(
   state: NodeState,
@@ -139,12 +139,15 @@ export function mediatorOnRefund(
   return refundPayer(state, { ...task, payeeState: 'refunded' }, message.token, ctx, out, blockNow(state, headBlock))
 }
 
-/** Whether we could still claim the payer's lock off-chain, or have it claimable on-chain already. */
-function payerLockSafe(state: NodeState, task: MediatedTransfer): boolean {
+/**
+ * Whether we could still claim the payer's lock off-chain, or have it claimable on-chain already. `now` is the block
+ * its time left counts from: the chain's head as the shell saw it when a RevealSecret came, else the synced block.
+ */
+function payerLockSafe(state: NodeState, task: MediatedTransfer, now = state.blockNumber): boolean {
   const registered = state.registeredSecrets[task.secrethash]
   if (registered !== undefined && registered < task.payerLock.expiration) return true
   const payerChannel = state.channels[task.payerChannelKey]
-  return !!payerChannel && payerChannel.state === 'opened' && task.payerLock.expiration - state.blockNumber > payerChannel.revealTimeout
+  return !!payerChannel && payerChannel.state === 'opened' && task.payerLock.expiration - now > payerChannel.revealTimeout
 }
 
 function unlockPayee(state: NodeState, task: MediatedTransfer, out: Effect[]): NodeState {
@@ -169,7 +172,7 @@ function finishIfDone(state: NodeState, secrethash: Hex, out: Effect[]): NodeSta
 }
 
 /** Learnt the secret (from the payee, or on-chain): reveal it to the payer and pay the payee when it is safe. */
-function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out: Effect[]): NodeState {
+function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out: Effect[], now = state.blockNumber): NodeState {
   let s = state
   let t = task
   if (!t.secret) {
@@ -182,7 +185,7 @@ function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out:
       s = put(s, t)
     }
   }
-  if (payerLockSafe(s, t)) return unlockPayee(s, t, out)
+  if (payerLockSafe(s, t, now)) return unlockPayee(s, t, out)
   if (t.payerState !== 'waiting_registration' && t.payerState !== 'unlocked' && t.payerState !== 'expired' && s.blockNumber < t.payerLock.expiration) {
     out.push({ type: 'transaction', transaction: { type: 'registerSecret', secret, secrethash: t.secrethash } })
     s = put(s, { ...t, payerState: 'waiting_registration' })
@@ -190,10 +193,18 @@ function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out:
   return s
 }
 
-export function mediatorOnRevealSecret(state: NodeState, message: Signed<RevealSecret>, secrethash: Hex, sender: Address, out: Effect[]): NodeState {
+/** The payee revealed the secret: it was paid downstream. We pay it only while the payer's lock is safe, from the head. */
+export function mediatorOnRevealSecret(
+  state: NodeState,
+  message: Signed<RevealSecret>,
+  secrethash: Hex,
+  sender: Address,
+  out: Effect[],
+  headBlock?: bigint,
+): NodeState {
   const task = state.mediators[secrethash]
   if (!task?.payee || !sameAddress(sender, task.payee)) return state
-  return learnSecret(state, task, message.secret, out)
+  return learnSecret(state, task, message.secret, out, blockNow(state, headBlock))
 }
 
 export function mediatorOnSecretRegistered(state: NodeState, secrethash: Hex, secret: Hex, out: Effect[]): NodeState {

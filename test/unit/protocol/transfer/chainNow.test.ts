@@ -6,7 +6,7 @@ import { Network } from '../support/network.ts'
 
 /**
  * A lock's time counts from the chain's head as the shell saw it when the node's synced block lags (docs/decisions/
- * 0051): `headBlock` in initPayment and in a received lock's change. `net.stall` makes a node's sync lag; the Network
+ * 0054): `headBlock` in initPayment and in a received lock's change. `net.stall` makes a node's sync lag; the Network
  * passes the head by default, and `{}` for a shell that passes nothing (what every node did before).
  */
 const sentOf = <T extends Message['type']>(net: Network, name: string, type: T) =>
@@ -84,6 +84,41 @@ describe('the target', () => {
 })
 
 describe('the mediator', () => {
+  /** A pays C through B with a 30-block lock; C learns the secret and is about to reveal it to B, behind the chain by 12 blocks. */
+  async function revealToLaggingMediator(net: Network) {
+    await net.open('A', 'B', 100n, 100n, 100n, 10n)
+    await net.open('B', 'C', 100n, 0n, 100n, 10n)
+    // B wants 20 blocks to claim A's lock on-chain.
+    const ba = channelWith(net.node('B').state, net.chain.tokenNetwork, net.node('A').address)!
+    await net.dispatch('B', { type: 'setRevealTimeout', tokenNetwork: ba.tokenNetwork, channelId: ba.id, revealTimeout: 20n })
+    await net.pay('A', 'C', 10n, 1n, [['B', 'C']], 30n)
+    for (const [from, to, type] of [
+      ['A', 'B', 'LockedTransfer'],
+      ['B', 'C', 'LockedTransfer'],
+      ['C', 'A', 'SecretRequest'],
+      ['A', 'C', 'RevealSecret'],
+    ] as const)
+      expect(await net.deliverMessage(from, to, type), `${from}→${to} ${type}`).toBe(true)
+    await net.stall('B', true)
+    await net.mine(12)
+    expect(await net.deliverMessage('C', 'B', 'RevealSecret')).toBe(true)
+  }
+
+  test('behind the chain, pays its payee only while the payer’s lock is safe from the head: else it registers the secret', async () => {
+    const net = new Network(['A', 'B', 'C'])
+    await revealToLaggingMediator(net)
+    // 17 blocks left from the head, not more than its 20: the secret goes on-chain, no Unlock to C yet.
+    expect(sentOf(net, 'B', 'Unlock')).toEqual([])
+    expect(net.node('B').transactions).toMatchObject([{ type: 'registerSecret' }])
+
+    const old = new Network(['A', 'B', 'C'])
+    old.chainSeen = (name) => (name === 'B' ? {} : { headBlock: old.chain.block })
+    await revealToLaggingMediator(old)
+    // From its stale block, 29 left: it would have paid C and counted on A's Unlock with too little time to claim.
+    expect(sentOf(old, 'B', 'Unlock')).toHaveLength(1)
+    expect(old.node('B').transactions).toEqual([])
+  })
+
   async function line() {
     const net = new Network(['A', 'B', 'C'])
     await net.open('A', 'B', 100n, 100n, 100n, 10n)
