@@ -102,10 +102,12 @@ describe('a payer whose endpoint fails', () => {
     expect(refusedLocks()).toEqual([])
     checkSamples(samples)
     // Caught up within a few seconds of the faults ending.
+    const faultsEnded = Date.now()
     await eventually(async () => {
       expect((await chainHead()) - a.state.blockNumber).toBeLessThanOrEqual(1n)
       expect((await status()).status).toBe('ready')
     }, 10_000)
+    console.info(`ready and caught up ${Date.now() - faultsEnded} ms after the faults ended`)
   }, 90_000)
 
   test('its endpoint down (connections refused, then never answered): /status says since when; payments go on; it catches up', async () => {
@@ -121,6 +123,7 @@ describe('a payer whose endpoint fails', () => {
       expect(Date.parse(answer.chain_unreachable_since as string)).toBeGreaterThanOrEqual(downAt)
     }, 8_000)
     const unreachableAt = Date.now()
+    console.info(`unavailable ${unreachableAt - downAt} ms after the endpoint went down`)
     const since = (await status()).chain_unreachable_since
     await refused
     await rpc.setMode('blackhole')
@@ -130,6 +133,7 @@ describe('a payer whose endpoint fails', () => {
     expect(whileBlackholed.map((s) => [s.answer.status, s.answer.chain_unreachable_since])).toEqual(whileBlackholed.map(() => ['unavailable', since]))
     const samples = [...(await whileRefused).filter((s) => s.at > unreachableAt), ...whileBlackholed]
     await rpc.setMode('up')
+    const upAt = Date.now()
     const results = [await refused, await blackholed]
     console.info(`while the endpoint was down, ${results.map((r) => `${r.sent - r.failed.length} of ${r.sent}`).join(' and ')} payments succeeded`)
     expect(results.flatMap((r) => r.failed)).toEqual([])
@@ -142,6 +146,7 @@ describe('a payer whose endpoint fails', () => {
       expect((await chainHead()) - a.state.blockNumber).toBeLessThanOrEqual(1n)
       expect(await status()).toEqual({ status: 'ready' })
     }, 15_000)
+    console.info(`ready and caught up ${Date.now() - upAt} ms after the endpoint came back`)
   }, 60_000)
 })
 
