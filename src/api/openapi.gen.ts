@@ -3633,6 +3633,18 @@ export interface operations {
                             syncedBlock: {
                                 $bigint: string;
                             };
+                            /** @description hashes of the last synced blocks, checked at the next start for a reorg meanwhile (docs/decisions/0053) */
+                            recentBlocks?: {
+                                /** @description a bigint, as {"$bigint": "<decimal>"} */
+                                number: {
+                                    $bigint: string;
+                                };
+                                hash: string;
+                                /** @description a bigint, as {"$bigint": "<decimal>"} */
+                                timestamp?: {
+                                    $bigint: string;
+                                };
+                            }[];
                             /** @description unix ms */
                             createdAt: number;
                         };
