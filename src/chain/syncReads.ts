@@ -80,7 +80,8 @@ export class SyncReads {
         throw error
       }
       const failure = error instanceof ChainRpcError ? error : new ChainRpcError(method, error)
-      this.state = { ...this.state, failingSince: this.state.failingSince ?? this.now(), lastError: failure }
+      // Stopping is no failure of the endpoint's.
+      if (!this.signal?.aborted) this.state = { ...this.state, failingSince: this.state.failingSince ?? this.now(), lastError: failure }
       throw failure
     }
   }
@@ -98,7 +99,7 @@ export class SyncReads {
 
   /** A read gave up: unless it was answered meanwhile (another caller's read), the chain is out of reach. */
   gaveUp<E>(error: E): E {
-    if (this.state.failingSince !== undefined) this.state = { ...this.state, unreachable: true }
+    if (this.state.failingSince !== undefined && !this.signal?.aborted) this.state = { ...this.state, unreachable: true }
     return error
   }
 

@@ -73,5 +73,7 @@ describe('SyncReads', () => {
     const hung = reads.read('eth_blockNumber', flaky(Number.POSITIVE_INFINITY, 'hang').call)
     setTimeout(() => stop.abort(), 20)
     await expect(hung).rejects.toThrow(/the sync is stopping/)
+    // The endpoint did not fail: the node stopped asking.
+    expect(reads.health).toEqual({ unreachable: false })
   })
 })
