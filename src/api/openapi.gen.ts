@@ -3633,7 +3633,7 @@ export interface operations {
                             syncedBlock: {
                                 $bigint: string;
                             };
-                            /** @description hashes of the last synced blocks, checked at the next start for a reorg meanwhile (docs/decisions/0053) */
+                            /** @description hashes of the last synced blocks, checked at the next start for a reorg meanwhile (docs/decisions/0055) */
                             recentBlocks?: {
                                 /** @description a bigint, as {"$bigint": "<decimal>"} */
                                 number: {

@@ -27,7 +27,7 @@ export const stateDumpSchema = v.object({
     recentBlocks: v.optional(
       v.pipe(
         v.array(v.object({ number: bigintJson, hash: v.string(), timestamp: v.optional(bigintJson) })),
-        v.description('hashes of the last synced blocks, checked at the next start for a reorg meanwhile (docs/decisions/0053)'),
+        v.description('hashes of the last synced blocks, checked at the next start for a reorg meanwhile (docs/decisions/0055)'),
       ),
     ),
     createdAt: v.pipe(v.number(), v.description('unix ms')),

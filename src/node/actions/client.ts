@@ -18,7 +18,7 @@ import type { StatusTracker } from '../runtime/status.ts'
 import { PaymentsInFlight } from './paymentsInFlight.ts'
 
 /**
- * The node's best knowledge of the chain now (docs/decisions/0054): its confirmed head (latest − confirmations) as
+ * The node's best knowledge of the chain now (docs/decisions/0056): its confirmed head (latest − confirmations) as
  * last seen, extrapolated at the chain's block time while the endpoint is out of reach, and whether it is.
  */
 export type ChainNow = { headBlock: bigint; reachable: boolean }

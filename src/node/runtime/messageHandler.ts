@@ -16,7 +16,7 @@ export type MessageHandlerParameters = {
   /** Our key: it opens a secret the initiator encrypted to us in a LockedTransfer's metadata (docs/decisions/0003). */
   privateKey: Uint8Array
   report: Report
-  /** The chain now as the node knows it: a lock that comes is judged against it (docs/decisions/0054). */
+  /** The chain now as the node knows it: a lock that comes is judged against it (docs/decisions/0056). */
   chainNow?: () => { headBlock: bigint; reachable: boolean }
 }
 
@@ -105,7 +105,7 @@ export class MessageHandler {
   }
 }
 
-/** The messages whose effect depends on how much time a lock has left (docs/decisions/0054). */
+/** The messages whose effect depends on how much time a lock has left (docs/decisions/0056). */
 const LOCK_TIMED: ReadonlySet<Message['type']> = new Set(['LockedTransfer', 'RefundTransfer', 'RevealSecret'])
 
 /** How many channels, and messages of each, are kept until the chain shows them. */

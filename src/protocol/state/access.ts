@@ -15,7 +15,7 @@ export type TransitionContext = {
 export const defaultContext: TransitionContext = { confirmationBlocks: 5n, maxPendingLocks: 160, mediationFee: 0n }
 
 /**
- * The block a lock's time counts from (docs/decisions/0054): the synced block, or the chain's head as the shell saw it
+ * The block a lock's time counts from (docs/decisions/0056): the synced block, or the chain's head as the shell saw it
  * when that is newer. Only for the expiry of a new lock and the time an incoming one has left: what depends on the
  * chain's events having been seen (a LockExpired accepted, a secret registered in time) keeps to the synced block.
  */

@@ -137,7 +137,7 @@ export type StateChange =
 
 /**
  * What the shell knew of the chain when a payment started, a lock came or a secret was revealed to us
- * (docs/decisions/0054), so that the core judges a lock's time against the chain of that moment and a replay judges it
+ * (docs/decisions/0056), so that the core judges a lock's time against the chain of that moment and a replay judges it
  * the same. Absent in changes logged before it was kept: the synced block alone then, as it was.
  */
 export type ChainSeen = {

@@ -64,7 +64,7 @@ function refundPayer(state: NodeState, task: MediatedTransfer, token: Address, c
  * The lock's time left counts from `seen`'s head when our synced block is older (blockNow). While the chain is out
  * of reach (`seen.chainUnreachable`) nothing is forwarded: once our lock to the payee is out, what protects our money
  * against a payer who does not unlock is registering the secret on-chain within the reveal timeout, which we could
- * not do; the refund needs no chain (docs/decisions/0054).
+ * not do; the refund needs no chain (docs/decisions/0056).
  */
 export function startMediator(
   state: NodeState,

@@ -47,7 +47,7 @@ function receiveEnvelope<M extends EnvelopeMessage>(
 
 /**
  * A lock from a partner (a transfer to us or to forward, or a refund of ours). Its time is judged from `seen`'s head
- * when our synced block is older (blockNow, docs/decisions/0054): how far off its expiry may be, whether a target
+ * when our synced block is older (blockNow, docs/decisions/0056): how far off its expiry may be, whether a target
  * still asks for the secret, whether a mediator forwards it.
  */
 export function receiveLockedTransfer(

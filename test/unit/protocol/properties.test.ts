@@ -39,7 +39,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('withdraw' as const), node: fc.constantFrom(...names), amount: fc.bigInt({ min: 1n, max: 40n }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('restart' as const), node: fc.constantFrom(...names) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const), node: fc.constantFrom('A', 'C') }) },
-  // A node's sync falls behind the chain (or catches up): its shell still sees the chain's head (docs/decisions/0054).
+  // A node's sync falls behind the chain (or catches up): its shell still sees the chain's head (docs/decisions/0056).
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('lag' as const), node: fc.constantFrom(...names), behind: fc.boolean() }) },
 )
 
@@ -126,7 +126,7 @@ async function quiesce(net: Network) {
 }
 
 describe('three nodes A-B-C wired only through the pure transition (property)', () => {
-  // checkAlways also holds the rule of docs/decisions/0054 through the Network: whatever a node's sync lags, every
+  // checkAlways also holds the rule of docs/decisions/0056 through the Network: whatever a node's sync lags, every
   // lock is sent with more blocks left than its channel's reveal timeout and every secret asked for so, from the head
   // (without the head in the changes, runs with a lagging node fail it).
   test('balances are conserved, nonces strictly increase, payments all end, and views agree after quiet', async () => {

@@ -60,7 +60,7 @@ export class Network {
   secretInMetadata: (paymentId: bigint) => boolean = () => false
 
   /**
-   * What each node's shell knows of the chain when it starts a payment or a lock comes (docs/decisions/0054): by
+   * What each node's shell knows of the chain when it starts a payment or a lock comes (docs/decisions/0056): by
    * default the chain's head, as a runtime that looks at the chain does whatever its sync lags; `{}` is a shell that
    * passes nothing (a change logged before the head was kept). A node in `unreachable` says the chain is out of reach.
    */
@@ -163,7 +163,7 @@ export class Network {
   }
 
   /**
-   * The rule of docs/decisions/0054, seen from the chain: a lock is sent (by its initiator or a mediator) with more
+   * The rule of docs/decisions/0056, seen from the chain: a lock is sent (by its initiator or a mediator) with more
    * blocks left than its channel's reveal timeout, and a target asks for a secret only while its lock has more than
    * that left, counted from the chain's block, not from the sender's synced block.
    */

@@ -6,7 +6,7 @@ import { Network } from '../support/network.ts'
 
 /**
  * A lock's time counts from the chain's head as the shell saw it when the node's synced block lags (docs/decisions/
- * 0054): `headBlock` in initPayment and in a received lock's change. `net.stall` makes a node's sync lag; the Network
+ * 0056): `headBlock` in initPayment and in a received lock's change. `net.stall` makes a node's sync lag; the Network
  * passes the head by default, and `{}` for a shell that passes nothing (what every node did before).
  */
 const sentOf = <T extends Message['type']>(net: Network, name: string, type: T) =>
