@@ -408,8 +408,13 @@ class Leadership {
 
 async function untilSynced(client: NodeClient): Promise<void> {
   // The node says when it is ready in its event stream too, but a read every 20 ms (a message on the request
-  // channel) costs next to nothing and answers within a frame of it.
-  while ((await client.status()).status !== 'ready') await new Promise((resolve) => setTimeout(resolve, 20))
+  // channel) costs next to nothing and answers within a frame of it. A node past its first sync (`serving`) that
+  // is behind the chain, or cannot reach it, answers the page already: waiting for the chain would hold it for nothing.
+  for (;;) {
+    const status = await client.status()
+    if (status.status === 'ready' || status.serving) return
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
 }
 
 /** A node runs or is starting when some tab holds the leader's lock. */

@@ -41,7 +41,16 @@ export type Deployment = {
  */
 export type StorageDump = {
   format: 'sluice-dump'
-  meta: { chainId: bigint; registry: Address; address: Address; schemaVersion: number; syncedBlock: bigint; createdAt: number }
+  meta: {
+    chainId: bigint
+    registry: Address
+    address: Address
+    schemaVersion: number
+    syncedBlock: bigint
+    /** Hashes of the last synced blocks, checked at the next start for a reorg meanwhile. */
+    recentBlocks?: { number: bigint; hash: Hex; timestamp?: bigint }[]
+    createdAt: number
+  }
   [records: string]: unknown
 }
 

@@ -851,7 +851,22 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         status: "ready" | "syncing" | "unavailable";
+                        /** @description confirmed blocks not synced yet: the chain's confirmed head as the node knows it minus its synced block */
                         blocks_to_sync?: string;
+                        /** @description syncing after the first sync: when the node fell behind the chain */
+                        behind_since?: string;
+                        /** @description unavailable: since when the chain endpoint fails */
+                        chain_unreachable_since?: string;
+                        /** @description unavailable: the endpoint's last failure */
+                        last_error?: {
+                            code: string;
+                            message: string;
+                        };
+                        /**
+                         * @description the first sync is done: every route answers, though the node is behind the chain or cannot reach it (what needs the chain may fail)
+                         * @constant
+                         */
+                        serving?: true;
                     };
                 };
             };
@@ -3288,7 +3303,22 @@ export interface operations {
                         data: {
                             /** @enum {string} */
                             status: "ready" | "syncing" | "unavailable";
+                            /** @description confirmed blocks not synced yet: the chain's confirmed head as the node knows it minus its synced block */
                             blocks_to_sync?: string;
+                            /** @description syncing after the first sync: when the node fell behind the chain */
+                            behind_since?: string;
+                            /** @description unavailable: since when the chain endpoint fails */
+                            chain_unreachable_since?: string;
+                            /** @description unavailable: the endpoint's last failure */
+                            last_error?: {
+                                code: string;
+                                message: string;
+                            };
+                            /**
+                             * @description the first sync is done: every route answers, though the node is behind the chain or cannot reach it (what needs the chain may fail)
+                             * @constant
+                             */
+                            serving?: true;
                         };
                     } | {
                         /** @constant */
@@ -3626,6 +3656,18 @@ export interface operations {
                             syncedBlock: {
                                 $bigint: string;
                             };
+                            /** @description hashes of the last synced blocks, checked at the next start for a reorg meanwhile (docs/decisions/0055) */
+                            recentBlocks?: {
+                                /** @description a bigint, as {"$bigint": "<decimal>"} */
+                                number: {
+                                    $bigint: string;
+                                };
+                                hash: string;
+                                /** @description a bigint, as {"$bigint": "<decimal>"} */
+                                timestamp?: {
+                                    $bigint: string;
+                                };
+                            }[];
                             /** @description unix ms */
                             createdAt: number;
                         };

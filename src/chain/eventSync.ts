@@ -2,6 +2,7 @@ import { getAddress, type Address, type Log, type PublicClient } from 'viem'
 import { byChainPosition, decodeChainEvent, eventSelectors, type EventSource, type SyncedChainEvent } from './chainEvents.ts'
 import { ChainRpcError } from './errors.ts'
 import { getLogsByChunk, getLogsChunk, LogChunkSize } from './getLogsByChunk.ts'
+import type { SyncReads } from './syncReads.ts'
 
 /** The contracts whose events the node follows. */
 export type ChainContracts = {
@@ -23,6 +24,8 @@ export type SyncChainEventsParameters = {
   defaultRevealTimeout: bigint
   /** Adaptive eth_getLogs range; pass the same one to every sync of an endpoint. A fresh default one otherwise. */
   chunkSize?: LogChunkSize
+  /** How the endpoint is read (each call bounded in time, retried in place); pass the block watcher's. */
+  reads?: SyncReads
   /** Called after each chunk: the last block whose events are all fetched. */
   onProgress?: (syncedTo: bigint) => void
 }
@@ -54,7 +57,7 @@ const monitoringServiceSelectors = eventSelectors('monitoringService')
  * one position mean the endpoint mixes forks: ChainRpcError, and the caller asks again later.
  */
 export async function syncChainEvents(client: PublicClient, parameters: SyncChainEventsParameters): Promise<SyncChainEventsReturnType> {
-  const { contracts, fromBlock, toBlock, defaultRevealTimeout, onProgress } = parameters
+  const { contracts, fromBlock, toBlock, defaultRevealTimeout, onProgress, reads } = parameters
   const chunkSize = parameters.chunkSize ?? new LogChunkSize()
   const registry = getAddress(contracts.tokenNetworkRegistry)
   const secretRegistry = getAddress(contracts.secretRegistry)
@@ -96,7 +99,7 @@ export async function syncChainEvents(client: PublicClient, parameters: SyncChai
   let from = fromBlock
   while (from <= toBlock) {
     const address = [registry, secretRegistry, ...(userDeposit ? [userDeposit] : []), ...(monitoringService ? [monitoringService] : []), ...tokenNetworks]
-    const chunk = await getLogsChunk(client, { address, eventSelectors: selectors, fromBlock: from, toBlock, chunkSize })
+    const chunk = await getLogsChunk(client, { address, eventSelectors: selectors, fromBlock: from, toBlock, chunkSize, ...(reads ? { reads } : {}) })
     const before = events.length
     decodeAll(chunk.logs)
 
@@ -118,6 +121,7 @@ export async function syncChainEvents(client: PublicClient, parameters: SyncChai
           fromBlock: firstCreation,
           toBlock: chunk.toBlock,
           chunkSize,
+          ...(reads ? { reads } : {}),
         }),
       )
     onProgress?.(chunk.toBlock)

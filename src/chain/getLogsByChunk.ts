@@ -1,6 +1,7 @@
 import { formatLog, numberToHex, type Address, type Hex, type Log, type PublicClient } from 'viem'
-import { ChainRpcError } from './errors.ts'
+import type { ChainRpcError } from './errors.ts'
 import { isLogRangeRefusal } from './rpcFailure.ts'
+import { ReadTimeoutError, SyncReads } from './syncReads.ts'
 
 export type LogChunkSizeParameters = {
   /** Blocks asked for in the first eth_getLogs; 100,000 by default (as Raiden's getLogsByChunk$). */
@@ -59,38 +60,46 @@ export type GetLogsByChunkParameters = {
   fromBlock: bigint
   toBlock: bigint
   chunkSize: LogChunkSize
+  /** How the endpoint is read (each call bounded in time, retried in place); a default SyncReads when absent. */
+  reads?: SyncReads
   /** Called after each chunk with the last block it covered. */
   onChunk?: (toBlock: bigint, logs: Log[]) => void
 }
 
 /**
- * One eth_getLogs over as much of [fromBlock, toBlock] as the chunk size allows, shrinking and retrying when the
- * range is refused. Returns the logs and the last block covered. No viem retry: a refused range is answered by a
- * smaller range, not by asking the same again after a backoff. An endpoint that fails as an endpoint (a 429, a 5xx,
- * a reset, no answer) is no reason to shrink: the node's transport has retried it and moved on to its other
- * endpoints (rpcEndpoints.ts), so that failure ends the chunk as ChainRpcError, the range as learnt
- * (isLogRangeRefusal, docs/decisions/0052). Only what was asked for is kept (`isAnswer`); the logs may still repeat
- * and come in any order (docs/decisions/0028).
+ * One eth_getLogs over as much of [fromBlock, toBlock] as the chunk size allows. Returns the logs and the last
+ * block covered. A range refused for its size (too many results, too long: isLogRangeRefusal, docs/decisions/0052), or
+ * one that took longer than a read may (`reads`), is asked again smaller at once; any other failure (a 429, a 5xx, a
+ * reset, an endpoint down) is no reason to shrink, and is asked again after a short pause while the retry budget lasts,
+ * so a failing call costs a pause, not the sync (docs/decisions/0055). No viem retry: what is asked again is decided
+ * here. Only what was asked for is kept (`isAnswer`); the logs may still repeat and come in any order
+ * (docs/decisions/0028).
  */
 export async function getLogsChunk(
   client: PublicClient,
-  { address, eventSelectors, fromBlock, toBlock, chunkSize }: Omit<GetLogsByChunkParameters, 'onChunk'>,
+  { address, eventSelectors, fromBlock, toBlock, chunkSize, reads = new SyncReads() }: Omit<GetLogsByChunkParameters, 'onChunk'>,
 ): Promise<{ logs: Log[]; toBlock: bigint }> {
+  const started = reads.now()
+  let pauses = 0
   for (;;) {
     const end = min(toBlock, fromBlock + chunkSize.current - 1n)
     try {
-      const logs = await client.request(
-        {
-          method: 'eth_getLogs',
-          params: [{ address: [...address], topics: [[...eventSelectors]], fromBlock: numberToHex(fromBlock), toBlock: numberToHex(end) }],
-        },
-        { retryCount: 0 },
+      const logs = await reads.attempt('eth_getLogs', () =>
+        client.request(
+          {
+            method: 'eth_getLogs',
+            params: [{ address: [...address], topics: [[...eventSelectors]], fromBlock: numberToHex(fromBlock), toBlock: numberToHex(end) }],
+          },
+          { retryCount: 0 },
+        ),
       )
       chunkSize.succeeded()
       const wanted = { addresses: new Set(address.map((a) => a.toLowerCase())), selectors: new Set(eventSelectors.map((t) => t.toLowerCase())) }
       return { logs: logs.map((log) => formatLog(log)).filter((log) => isAnswer(log, { ...wanted, fromBlock, toBlock: end })), toBlock: end }
     } catch (e) {
-      if (!isLogRangeRefusal(e) || !chunkSize.failed(end - fromBlock + 1n)) throw new ChainRpcError('eth_getLogs', e)
+      const tooBig = isLogRangeRefusal(e) || (e instanceof Error && e.cause instanceof ReadTimeoutError)
+      if (tooBig && chunkSize.failed(end - fromBlock + 1n)) continue
+      if (!(await reads.pauseBeforeRetry(started, pauses++))) throw reads.gaveUp(e as ChainRpcError)
     }
   }
 }

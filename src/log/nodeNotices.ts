@@ -37,7 +37,15 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
         fields: { event, where: notice.where, detail: notice.detail, error: notice.error },
       }
     case 'status': {
-      const { status, syncedBlock, blocksToSync } = notice.status
+      const { status, syncedBlock, blocksToSync, chain } = notice.status
+      if (status !== 'stopped' && chain.state === 'unreachable') {
+        const since = new Date(chain.since).toISOString()
+        return { level: 'warn', msg: 'The chain is out of reach since {since}: {error}', fields: { event, since, error: chain.error.message, syncedBlock } }
+      }
+      if (status === 'ready' && chain.state === 'behind') {
+        const since = new Date(chain.since).toISOString()
+        return { level: 'warn', msg: 'Behind the chain since {since}: {blocksToSync} blocks to sync', fields: { event, since, syncedBlock, blocksToSync } }
+      }
       // `Ready: synced to block N` is what scripts have waited for in `sluice serve`'s output since its first version.
       if (status === 'syncing') return { level: 'info', msg: 'Syncing: {blocksToSync} blocks to go', fields: { event, syncedBlock, blocksToSync } }
       return { level: 'info', msg: `${status === 'ready' ? 'Ready' : 'Stopped'}: synced to block {syncedBlock}`, fields: { event, syncedBlock } }

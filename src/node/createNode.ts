@@ -6,6 +6,7 @@ import type { RpcEndpointChange } from '../chain/rpcEndpoints.ts'
 import { ChainRpcError } from '../chain/errors.ts'
 import { syncChainEvents } from '../chain/eventSync.ts'
 import { LogChunkSize } from '../chain/getLogsByChunk.ts'
+import { SyncReads } from '../chain/syncReads.ts'
 import { createTransactionQueue } from '../chain/transactionQueue.ts'
 import { hasCode } from '../errors.ts'
 import { nodeJournal } from './runtime/nodeJournal.ts'
@@ -146,7 +147,14 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       },
     })
     const transport = await config.transport({ address, key: config.key })
-    const messages = new MessageHandler({ engine, store: storage, address, privateKey: hexToBytes(config.key), report })
+    const messages = new MessageHandler({
+      engine,
+      store: storage,
+      address,
+      privateKey: hexToBytes(config.key),
+      report,
+      chainNow: () => client.chainNow(),
+    })
     // A partner's messages that came before the chain showed us their channel go to the core once it has.
     notices.subscribe((notice) => {
       if (notice.type === 'channelStateChanged' && notice.state === 'opened') messages.channelOpened(notice.tokenNetwork, notice.channelId)
@@ -176,10 +184,19 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     })
 
     const chunkSize = new LogChunkSize()
+    // The sync's reads: each bounded in time and retried in place; what they meet says whether the chain is in reach.
+    const reads = new SyncReads({ signal: stopping.signal })
     const follower = new ChainFollower(
       {
         engine,
-        watcher: createBlockWatcher(chain.publicClient, { fromBlock: syncedBlock, confirmations }),
+        // A long catch-up in pieces of one eth_getLogs each, every piece durable with its synced mark and block hashes.
+        watcher: createBlockWatcher(chain.publicClient, {
+          fromBlock: syncedBlock,
+          confirmations,
+          maxRange: () => chunkSize.current,
+          reads,
+          ...(loaded.meta.recentBlocks ? { recentBlocks: loaded.meta.recentBlocks } : {}),
+        }),
         pollingInterval: config.pollingInterval,
         events: async ({ fromBlock, toBlock, tokenNetworks }) => {
           const synced = await syncChainEvents(chain.publicClient, {
@@ -193,16 +210,19 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
             toBlock,
             defaultRevealTimeout: config.defaultRevealTimeout,
             chunkSize,
+            reads,
           })
           // A close or update that put a proof of ours on-chain is checked against the proofs we signed.
           for (const e of synced.events) if (e.change) e.change = await withOurProofKnown(engine.current, e.change, storage)
           return synced.events
         },
         onError: report,
+        endpoint: () => reads.health,
+        onStep: () => status.progressed(),
       },
       syncedBlock,
     )
-    const status = new StatusTracker(follower, notices)
+    const status = new StatusTracker(follower, notices, { pollingInterval: config.pollingInterval })
 
     const transactions = new TransactionRunner({
       engine,

@@ -2,7 +2,31 @@ import type { RpcEndpointChange } from '../chain/rpcEndpoints.ts'
 import type { TransactionRisk } from '../chain/transactionRisk.ts'
 import type { NodeEvent, Transaction } from '../protocol/state/effects.ts'
 
-export type NodeStatus = { status: 'syncing' | 'ready' | 'stopped'; blocksToSync: bigint; syncedBlock: bigint }
+/**
+ * How the node follows the chain. `following`: its synced block is within a few blocks of the chain's confirmed head;
+ * `behind`: further back than that, since `since` (unix ms); `unreachable`: the sync's reads failed for their whole
+ * retry budget and the endpoint has not answered since, failing since `since`, `error` its last failure.
+ */
+export type ChainFollowing =
+  | { state: 'following' }
+  | { state: 'behind'; since: number }
+  | { state: 'unreachable'; since: number; error: { code: string; message: string } }
+
+/**
+ * The node's status. `status` is its lifecycle: `syncing` during the first catch-up with the chain (the API answers
+ * only /status and a few more), `ready` once it is done (every route answers, whatever happens to the chain later),
+ * `stopped`. `chain` says how it follows the chain; what the API calls ready is both `ready` and `following`
+ * (src/api/routes/node.ts): a node behind the chain or out of its reach does not say it is ready.
+ */
+export type NodeStatus = {
+  status: 'syncing' | 'ready' | 'stopped'
+  /** Confirmed blocks not synced yet: `headBlock − syncedBlock`. */
+  blocksToSync: bigint
+  syncedBlock: bigint
+  /** The chain's confirmed head as the node knows it: as last seen, extrapolated while the endpoint is out of reach. */
+  headBlock: bigint
+  chain: ChainFollowing
+}
 
 /** Where a reported error came from: for logs and the event stream, never for deciding anything. */
 export type ErrorSource =

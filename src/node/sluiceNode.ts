@@ -107,7 +107,7 @@ export class SluiceNode {
     await Promise.all([delivering, this.follower.catchUp(() => this.stopping.signal.aborted)])
     if (this.stopping.signal.aborted) throw new NodeStoppedError()
     await this.syncRestoredChannels()
-    this.statusTracker.ready(this.engine.current.blockNumber)
+    this.statusTracker.ready()
     this.follower.start()
     const { servicesWhen } = this.client.config
     if (!servicesWhen) return this.startServices()

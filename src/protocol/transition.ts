@@ -35,7 +35,7 @@ import {
 } from './channel/sync.ts'
 import { nonceSigner, receiveOwnMessage, receiveUnderUsedNonce, takesNonce } from './channel/usedNonce.ts'
 import { graphOnAmounts, graphOnClosed, graphOnOpened, graphOnSettled } from './routing/graph.ts'
-import type { DecryptedSecret, StateChange } from './state/changes.ts'
+import type { ChainSeen, DecryptedSecret, StateChange } from './state/changes.ts'
 import type { Effect } from './state/effects.ts'
 import type { NodeState } from './state/types.ts'
 import {
@@ -153,7 +153,7 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
         if (signer === 'us') return receiveOwnMessage(known, channel!, m, change.ourProofKnown)
         if (signer === 'partner' && m.nonce > 0n && m.nonce <= channel!.partnerEnd.nonce) return receiveUnderUsedNonce(known, channel!, m, change.applied, out)
       }
-      return receive(known, m, change.sender, ctx, out, change.decryptedSecret)
+      return receive(known, m, change.sender, ctx, out, change.decryptedSecret, { headBlock: change.headBlock, chainUnreachable: change.chainUnreachable })
     }
   }
 }
@@ -164,13 +164,14 @@ function receive(
   sender: Address,
   ctx: TransitionContext,
   out: Effect[],
-  decryptedSecret?: DecryptedSecret,
+  decryptedSecret: DecryptedSecret | undefined,
+  seen: ChainSeen,
 ): NodeState {
   switch (message.type) {
     case 'LockedTransfer':
-      return receiveLockedTransfer(state, message, sender, ctx, out, decryptedSecret)
+      return receiveLockedTransfer(state, message, sender, ctx, out, decryptedSecret, seen)
     case 'RefundTransfer':
-      return receiveLockedTransfer(state, message, sender, ctx, out)
+      return receiveLockedTransfer(state, message, sender, ctx, out, undefined, seen)
     case 'Unlock':
       return receiveUnlock(state, message, sender, out)
     case 'LockExpired':
@@ -180,7 +181,7 @@ function receive(
     case 'RevealSecret': {
       const secrethash = sha256(message.secret)
       let s = initiatorOnRevealSecret(state, message, secrethash, sender, out)
-      s = mediatorOnRevealSecret(s, message, secrethash, sender, out)
+      s = mediatorOnRevealSecret(s, message, secrethash, sender, out, seen.headBlock)
       return targetLearnsSecret(s, message, secrethash, out)
     }
     case 'WithdrawRequest':

@@ -23,7 +23,13 @@ export function checkMetaPatch(patch: Partial<Meta>, identity: StorageIdentity):
   if (patch.syncedBlock !== undefined && (typeof patch.syncedBlock !== 'bigint' || patch.syncedBlock < 0n)) {
     throw new StorageError(`invalid syncedBlock: ${String(patch.syncedBlock)}`)
   }
+  if (patch.recentBlocks !== undefined && !(Array.isArray(patch.recentBlocks) && patch.recentBlocks.every(isBlockRef))) {
+    throw new StorageError('invalid recentBlocks: a list of { number, hash } is expected')
+  }
 }
+
+const isBlockRef = (b: unknown): boolean =>
+  typeof b === 'object' && b !== null && typeof (b as { number?: unknown }).number === 'bigint' && typeof (b as { hash?: unknown }).hash === 'string'
 
 /** The stored meta with a checked patch applied; the identity keeps the spelling it was created with. */
 export function mergeMeta(current: Meta, patch: Partial<Meta> | undefined): Meta {

@@ -62,6 +62,12 @@ export type Meta = StorageIdentity & {
   schemaVersion: number
   /** The last block whose events are part of the stored state. */
   syncedBlock: bigint
+  /**
+   * Hashes of synced blocks (the block watcher's, oldest first, ending at `syncedBlock`), written with each synced
+   * mark: a restart checks them, so a reorg of synced blocks while the node was down is noticed. Absent in stores
+   * written before they were kept.
+   */
+  recentBlocks?: { number: bigint; hash: Hex; timestamp?: bigint }[]
   createdAt: number
 }
 

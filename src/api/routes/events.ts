@@ -16,7 +16,7 @@ import { endpoint, type Resources } from '../resource.ts'
 import * as v from 'valibot'
 import { historyEntry, routeSchema } from '../paymentJson.ts'
 import { addressString as address, decimalString as decimal, hex32String as hex32 } from '../schema.ts'
-import { statusAnswer } from './node.ts'
+import { statusAnswer, statusAnswerOf } from './node.ts'
 
 /** Seconds between heartbeat comments unless the client asks otherwise (proxies drop idle connections). */
 export const DEFAULT_HEARTBEAT_SECONDS = 15
@@ -289,9 +289,7 @@ async function pushEvents(stream: SSEStreamingApi, ctx: ApiContext, heartbeatMs:
 
 /** The status as GET /status shows it. */
 function statusEvent(status: NodeStatus): PushEvent {
-  if (status.status === 'ready') return { event: 'status', data: { status: 'ready' } }
-  if (status.status === 'syncing') return { event: 'status', data: { status: 'syncing', blocks_to_sync: status.blocksToSync } }
-  return { event: 'status', data: { status: 'unavailable' } }
+  return { event: 'status', data: statusAnswerOf(status) }
 }
 
 const pushEventName = {

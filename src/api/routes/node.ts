@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import type { NodeStatus } from '../../node/notices.ts'
 import type { BackupStatus } from '../../node/services/backup/backupService.ts'
 import type { ApiContextRef } from '../context.ts'
 import type { Resources } from '../resource.ts'
@@ -21,7 +22,22 @@ function backupSettings(status: BackupStatus | undefined) {
 /** The answers of these routes as a client receives them (openapi.json). */
 export const addressAnswer = v.object({ our_address: addressString })
 export const versionAnswer = v.object({ version: v.string() })
-export const statusAnswer = v.object({ status: v.picklist(['ready', 'syncing', 'unavailable']), blocks_to_sync: v.optional(decimalString) })
+const since = v.pipe(v.string(), v.description('ISO 8601 UTC, with milliseconds'))
+export const statusAnswer = v.object({
+  status: v.picklist(['ready', 'syncing', 'unavailable']),
+  blocks_to_sync: v.optional(
+    v.pipe(decimalString, v.description("confirmed blocks not synced yet: the chain's confirmed head as the node knows it minus its synced block")),
+  ),
+  behind_since: v.optional(v.pipe(since, v.description('syncing after the first sync: when the node fell behind the chain'))),
+  chain_unreachable_since: v.optional(v.pipe(since, v.description('unavailable: since when the chain endpoint fails'))),
+  last_error: v.optional(v.pipe(v.object({ code: v.string(), message: v.string() }), v.description("unavailable: the endpoint's last failure"))),
+  serving: v.optional(
+    v.pipe(
+      v.literal(true),
+      v.description('the first sync is done: every route answers, though the node is behind the chain or cannot reach it (what needs the chain may fail)'),
+    ),
+  ),
+})
 export const contractsAnswer = v.object({
   contracts_version: v.string(),
   token_network_registry_address: v.string(),
@@ -60,6 +76,29 @@ export type ContractsAnswer = v.InferOutput<typeof contractsAnswer>
 export type ShutdownAnswer = v.InferOutput<typeof shutdownAnswer>
 export type SettingsAnswer = v.InferOutput<typeof settingsAnswer>
 
+/**
+ * The status as GET /status and the status push event show it (docs/rest-api.md). `ready` only when the first sync
+ * is done and the node follows the chain within a few blocks; `syncing` during the first sync, and after it while the
+ * node is behind (`behind_since`); `unavailable` while the chain cannot be reached (`chain_unreachable_since`,
+ * `last_error`) and once stopped. `serving` tells a node past its first sync, whose every route answers.
+ */
+export function statusAnswerOf(status: NodeStatus): Omit<StatusAnswer, 'blocks_to_sync'> & { blocks_to_sync?: bigint } {
+  const { chain } = status
+  if (status.status === 'stopped') return { status: 'unavailable' }
+  if (status.status === 'ready' && chain.state === 'following') return { status: 'ready' }
+  const serving = status.status === 'ready' ? { serving: true as const } : {}
+  if (chain.state === 'unreachable')
+    return {
+      status: 'unavailable',
+      blocks_to_sync: status.blocksToSync,
+      chain_unreachable_since: new Date(chain.since).toISOString(),
+      last_error: chain.error,
+      ...serving,
+    }
+  const behind = status.status === 'ready' && chain.state === 'behind' ? { behind_since: new Date(chain.since).toISOString() } : {}
+  return { status: 'syncing', blocks_to_sync: status.blocksToSync, ...behind, ...serving }
+}
+
 /** Who the node is and how it runs: address, version, status, settings, contracts, shutdown. */
 export function nodeRoutes(resources: Resources, ctx: ApiContextRef): void {
   resources.add('/address', {
@@ -86,12 +125,7 @@ export function nodeRoutes(resources: Resources, ctx: ApiContextRef): void {
         responses: { 200: 'Status object' },
         schema: statusAnswer,
       },
-      handler: (c) => {
-        const { status, blocksToSync } = ctx().client.status
-        if (status === 'ready') return json(c, { status: 'ready' })
-        if (status === 'syncing') return json(c, { status: 'syncing', blocks_to_sync: blocksToSync })
-        return json(c, { status: 'unavailable' })
-      },
+      handler: (c) => json(c, statusAnswerOf(ctx().client.status)),
     },
   })
   resources.add('/settings', {

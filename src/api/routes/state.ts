@@ -24,6 +24,12 @@ export const stateDumpSchema = v.object({
     address,
     schemaVersion: v.pipe(count, v.description("the store's format: a newer one than the importing node's is refused")),
     syncedBlock: bigintJson,
+    recentBlocks: v.optional(
+      v.pipe(
+        v.array(v.object({ number: bigintJson, hash: v.string(), timestamp: v.optional(bigintJson) })),
+        v.description('hashes of the last synced blocks, checked at the next start for a reorg meanwhile (docs/decisions/0055)'),
+      ),
+    ),
     createdAt: v.pipe(v.number(), v.description('unix ms')),
   }),
   snapshot: v.optional(v.object({ seq: count, state: record })),

@@ -17,6 +17,12 @@ import type { ServiceMessages } from '../runtime/serviceMessages.ts'
 import type { StatusTracker } from '../runtime/status.ts'
 import { PaymentsInFlight } from './paymentsInFlight.ts'
 
+/**
+ * The node's best knowledge of the chain now (docs/decisions/0056): its confirmed head (latest − confirmations) as
+ * last seen, extrapolated at the chain's block time while the endpoint is out of reach, and whether it is.
+ */
+export type ChainNow = { headBlock: bigint; reachable: boolean }
+
 /** The store's reads: payment history, events, chain events, and the whole store as a dump. Only the engine writes. */
 export type StoreReads = Pick<Storage, 'payments' | 'sentPayment' | 'events' | 'chainEvents' | 'exportDump'>
 
@@ -60,6 +66,11 @@ export type NodeClient = {
    * a failing endpoint is asked again until the deadline, anything else (a refused commit) fails at once.
    */
   waitForBlock(blockNumber: bigint, timeoutMs?: number): Promise<void>
+  /**
+   * The chain now, as well as the node knows it: what a change that sets or judges a lock's expiry carries
+   * (`headBlock`, `chainUnreachable`), so that a node behind the chain never counts from a stale block.
+   */
+  chainNow(): ChainNow
   /** Every notice from now on, until the returned function is called. */
   subscribe(listener: (notice: NodeNotice) => void): () => void
   /** The first notice `predicate` accepts; NodeStoppedError if the node stops first. */
@@ -87,7 +98,7 @@ export type NodeClientParts = {
   peerKeys: { get(address: string): Hex | undefined }
   commits: Pick<EventBus<number>, 'subscribe'>
   follower: Pick<ChainFollower, 'syncOnce'>
-  status: Pick<StatusTracker, 'current' | 'progressed'>
+  status: Pick<StatusTracker, 'current' | 'progressed' | 'headBlock' | 'reachable'>
   notices: Pick<EventBus<NodeNotice>, 'subscribe'>
   stopped: AbortSignal
   report: Report
@@ -170,6 +181,7 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     connect: (peer) => p.delivery.connect(peer),
     dispatch: (change) => (stopped.aborted ? Promise.reject(new NodeStoppedError()) : engine.dispatch(change)),
     waitForBlock,
+    chainNow: () => ({ headBlock: p.status.headBlock(), reachable: p.status.reachable }),
     subscribe: (listener) => p.notices.subscribe(listener),
     nextNotice,
     report: p.report,

@@ -233,8 +233,11 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
     paymentId: p.identifier,
   })
   const done = outcome(client, p.target, p.identifier)
+  // The lock's expiry counts from the chain's head as the node knows it, never from a synced block that lags.
+  const { headBlock } = client.chainNow()
   await client.dispatch({
     type: 'initPayment',
+    headBlock,
     tokenNetwork: p.tokenNetwork,
     target: p.target,
     amount: p.amount,

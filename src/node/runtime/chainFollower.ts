@@ -1,6 +1,8 @@
 import type { Address } from 'viem'
-import type { BlockRange, BlockWatcher, SyncProgress } from '../../chain/blockWatcher.ts'
+import type { BlockRange, BlockWatcher, HeadObservation, SyncProgress } from '../../chain/blockWatcher.ts'
+import { ChainRpcError } from '../../chain/errors.ts'
 import { SyncLoop } from '../../chain/syncLoop.ts'
+import type { EndpointHealth } from '../../chain/syncReads.ts'
 import { byChainPosition, type SyncedChainEvent } from '../../chain/chainEvents.ts'
 import type { Applied, Engine } from './engine.ts'
 
@@ -11,8 +13,15 @@ export type ChainFollowerParameters = {
   events(range: { fromBlock: bigint; toBlock: bigint; tokenNetworks: Address[] }): Promise<SyncedChainEvent[]>
   /** Milliseconds between looks at the chain once `start`ed. */
   pollingInterval: number
-  /** A reorg deeper than the confirmations, or a failed sync of the loop: reported, never fatal. */
+  /**
+   * A reorg deeper than the confirmations, or a failed sync of the loop: reported, never fatal. The endpoint failing
+   * (ChainRpcError) is reported once when it begins, not at every round while it lasts: the status says it meanwhile.
+   */
   onError(where: 'chain sync' | 'chain reorg', error: unknown): void
+  /** What the sync's reads say of the endpoint (SyncReads.health). */
+  endpoint?: () => EndpointHealth
+  /** After each sync step, whatever came of it: the status looks again. */
+  onStep?: () => void
 }
 
 /**
@@ -29,6 +38,8 @@ export type ChainFollowerParameters = {
 export class ChainFollower {
   private syncedBlockValue: bigint
   private readonly loop: SyncLoop
+  /** The endpoint's failure has been reported and it has not answered a step since. */
+  private failureReported = false
 
   constructor(
     private readonly p: ChainFollowerParameters,
@@ -36,9 +47,9 @@ export class ChainFollower {
   ) {
     this.syncedBlockValue = syncedBlock
     this.loop = new SyncLoop({
-      step: () => this.syncStep(),
+      step: () => this.observedStep(),
       pollingInterval: p.pollingInterval,
-      onError: (error) => p.onError('chain sync', error),
+      onError: (error) => this.failed(error),
     })
   }
 
@@ -51,14 +62,36 @@ export class ChainFollower {
     return this.p.watcher.progress()
   }
 
+  /** The chain's head as last seen, and its block time. */
+  head(): HeadObservation {
+    return this.p.watcher.head()
+  }
+
+  /** What the sync's reads say of the endpoint: answering, failing since when, out of reach. */
+  endpoint(): EndpointHealth {
+    return this.p.endpoint?.() ?? { unreachable: false }
+  }
+
   /** Looks at the chain once and applies what is new, or shares the step under way; false when nothing was new, or once stopped. */
   syncOnce(): Promise<boolean> {
     return this.loop.syncOnce()
   }
 
-  /** Syncs until nothing is new (or `stopping()` says so): the first catch-up before the node is ready. */
-  catchUp(stopping: () => boolean): Promise<void> {
-    return this.loop.catchUp(stopping)
+  /**
+   * Syncs until nothing is new (or `stopping()` says so): the first catch-up before the node is ready. An endpoint
+   * that fails (ChainRpcError) is reported and asked again every polling interval until it answers: what is synced
+   * stays synced, and the status says the chain is out of reach meanwhile. Any other failure ends the catch-up.
+   */
+  async catchUp(stopping: () => boolean): Promise<void> {
+    for (;;) {
+      try {
+        return await this.loop.catchUp(stopping)
+      } catch (error) {
+        if (!(error instanceof ChainRpcError) || stopping()) throw error
+        this.failed(error)
+        await new Promise((r) => setTimeout(r, this.p.pollingInterval))
+      }
+    }
   }
 
   /** Follows the chain from now on, every polling interval; a failed round is reported and tried again at the next. */
@@ -69,6 +102,24 @@ export class ChainFollower {
   /** Stops following; resolves once no step is under way (nothing is dispatched after). */
   stop(): Promise<void> {
     return this.loop.stop()
+  }
+
+  private async observedStep(): Promise<boolean> {
+    try {
+      const news = await this.syncStep()
+      this.failureReported = false
+      return news
+    } finally {
+      this.p.onStep?.()
+    }
+  }
+
+  private failed(error: unknown): void {
+    if (error instanceof ChainRpcError) {
+      if (this.failureReported) return
+      this.failureReported = true
+    }
+    this.p.onError('chain sync', error)
   }
 
   private async syncStep(): Promise<boolean> {
@@ -95,7 +146,9 @@ export class ChainFollower {
     const pending: Promise<Applied>[] = []
     for (const e of events) if (e.change) pending.push(this.p.engine.dispatch(e.change, { chainEvents: [e.event] }))
     const rawOnly = events.filter((e) => !e.change).map((e) => e.event)
-    pending.push(this.p.engine.dispatch({ type: 'block', blockNumber: range.toBlock }, { meta: { syncedBlock: range.toBlock }, chainEvents: rawOnly }))
+    // The remembered hashes go with the synced mark: a restart checks them, so a reorg while the node was down is noticed.
+    const meta = { syncedBlock: range.toBlock, recentBlocks: this.p.watcher.recentBlocksAfter(range) }
+    pending.push(this.p.engine.dispatch({ type: 'block', blockNumber: range.toBlock }, { meta, chainEvents: rawOnly }))
     await Promise.all(pending)
     this.syncedBlockValue = range.toBlock
   }

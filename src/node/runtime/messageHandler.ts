@@ -1,6 +1,7 @@
 import type { Address, Hex } from 'viem'
 import { takesNonce } from '../../protocol/channel/usedNonce.ts'
 import type { Message, Signed } from '../../protocol/messages/types.ts'
+import type { ChainSeen } from '../../protocol/state/changes.ts'
 import { getChannel } from '../../protocol/state/access.ts'
 import type { Report } from '../notices.ts'
 import type { Applied, Engine } from './engine.ts'
@@ -15,6 +16,8 @@ export type MessageHandlerParameters = {
   /** Our key: it opens a secret the initiator encrypted to us in a LockedTransfer's metadata (docs/decisions/0003). */
   privateKey: Uint8Array
   report: Report
+  /** The chain now as the node knows it: a lock that comes is judged against it (docs/decisions/0056). */
+  chainNow?: () => { headBlock: bigint; reachable: boolean }
 }
 
 /**
@@ -45,7 +48,14 @@ export class MessageHandler {
     if (takesNonce(message) && !getChannel(engine.current, message.token_network_address, message.channel_identifier))
       this.keepEarly(message, sender, senderKey)
     const decryptedSecret = secretFromMetadata(message, this.p.address, this.p.privateKey)
-    const change = { type: 'receive' as const, message, sender, senderKey, ...(decryptedSecret ? { decryptedSecret } : {}) }
+    const change = {
+      type: 'receive' as const,
+      message,
+      sender,
+      senderKey,
+      ...(decryptedSecret ? { decryptedSecret } : {}),
+      ...this.chainSeen(message),
+    }
     let applied: Promise<Applied>
     if (this.inLane === 0 && !needsLookup(engine.current, change)) applied = engine.dispatch(change)
     else {
@@ -62,6 +72,16 @@ export class MessageHandler {
     }
     applied.catch((error) => this.p.report('receive', error))
     return applied
+  }
+
+  /**
+   * For a lock (a LockedTransfer or RefundTransfer), or a secret revealed to a mediator (RevealSecret): the chain as the
+   * node knows it now, which the core judges the lock's time by.
+   */
+  private chainSeen(message: Signed<Message>): ChainSeen {
+    if (!LOCK_TIMED.has(message.type) || !this.p.chainNow) return {}
+    const { headBlock, reachable } = this.p.chainNow()
+    return { headBlock, ...(reachable ? {} : { chainUnreachable: true }) }
   }
 
   /** The chain showed the channel: its messages that came before are handed to the core again, in arrival order. */
@@ -84,6 +104,9 @@ export class MessageHandler {
     if (this.early.size > EARLY_CHANNELS) this.early.delete(this.early.keys().next().value!)
   }
 }
+
+/** The messages whose effect depends on how much time a lock has left (docs/decisions/0056). */
+const LOCK_TIMED: ReadonlySet<Message['type']> = new Set(['LockedTransfer', 'RefundTransfer', 'RevealSecret'])
 
 /** How many channels, and messages of each, are kept until the chain shows them. */
 const EARLY_CHANNELS = 64

@@ -14,6 +14,14 @@ export type TransitionContext = {
 
 export const defaultContext: TransitionContext = { confirmationBlocks: 5n, maxPendingLocks: 160, mediationFee: 0n }
 
+/**
+ * The block a lock's time counts from (docs/decisions/0056): the synced block, or the chain's head as the shell saw it
+ * when that is newer. Only for the expiry of a new lock and the time an incoming one has left: what depends on the
+ * chain's events having been seen (a LockExpired accepted, a secret registered in time) keeps to the synced block.
+ */
+export const blockNow = (state: Pick<NodeState, 'blockNumber'>, headBlock?: bigint): bigint =>
+  headBlock !== undefined && headBlock > state.blockNumber ? headBlock : state.blockNumber
+
 export function initialState(parameters: { address: Address; chainId: bigint; blockNumber: bigint; firstMessageId?: bigint }): NodeState {
   return {
     address: parameters.address,

@@ -66,7 +66,7 @@ export type StateChange =
       returnedTokens: bigint
     }
   | { type: 'secretRegistered'; secrethash: Hex; secret: Hex; blockNumber: bigint }
-  | {
+  | ({
       type: 'initPayment'
       tokenNetwork: Address
       target: Address
@@ -86,8 +86,8 @@ export type StateChange =
        * then skips the SecretRequest. The shell makes it (it holds the randomness and the target's public key).
        */
       encryptedSecret?: Hex
-    }
-  | {
+    } & ChainSeen)
+  | ({
       type: 'receive'
       message: Signed<Message>
       sender: Address
@@ -106,7 +106,7 @@ export type StateChange =
       applied?: SignedCopy | null
       /** For a balance proof signed with our own key: whether our store holds a proof we signed with its balance hash. */
       ourProofKnown?: boolean
-    }
+    } & ChainSeen)
   | { type: 'secretResolved'; secrethash: Hex; secret: Hex }
   /**
    * The state was restored from a copy of version `version` (docs/decisions/0034): every channel waits for its
@@ -134,6 +134,22 @@ export type StateChange =
   | { type: 'coopSettle'; tokenNetwork: Address; channelId: bigint }
   | { type: 'setRevealTimeout'; tokenNetwork: Address; channelId: bigint; revealTimeout: bigint }
   | { type: 'transactionFailed'; transaction: TransactionKind; tokenNetwork?: Address; channelId?: bigint; secrethash?: Hex; reason: string }
+
+/**
+ * What the shell knew of the chain when a payment started, a lock came or a secret was revealed to us
+ * (docs/decisions/0056), so that the core judges a lock's time against the chain of that moment and a replay judges it
+ * the same. Absent in changes logged before it was kept: the synced block alone then, as it was.
+ */
+export type ChainSeen = {
+  /**
+   * The chain's confirmed head as the shell knew it (as last seen, extrapolated while the endpoint is out of reach).
+   * A lock's expiry, and the time an incoming lock has left, count from max(synced block, headBlock): a node behind the
+   * chain never sets an expiry from a stale block.
+   */
+  headBlock?: bigint
+  /** The endpoint could not be reached: a mediator then forwards no new lock, as it could not register a secret in time. */
+  chainUnreachable?: boolean
+}
 
 /** A signed message as evidence: its type, the bytes its signature covers (packMessage) and the signature. */
 export type SignedCopy = { type: string; signed: Hex; signature: Hex }

@@ -3,7 +3,7 @@ import { channelKey } from '../channel/key.ts'
 import type { Lock } from '../locks.ts'
 import type { RefundTransfer, RevealSecret, SecretRequest, Signed } from '../messages/types.ts'
 import type { StateChange } from '../state/changes.ts'
-import { channelWith, sameAddress, takeMessageId, without, type TransitionContext } from '../state/access.ts'
+import { blockNow, channelWith, sameAddress, takeMessageId, without, type TransitionContext } from '../state/access.ts'
 import type { Effect } from '../state/effects.ts'
 import type { Channel, InitiatorPayment, NodeState } from '../state/types.ts'
 import { whyRouteCannotHoldLock } from '../routing/routeHoldsLock.ts'
@@ -38,7 +38,9 @@ const noRoute = (reasons: string[]) => (reasons.length ? `no route could carry t
 /**
  * Sends the payment's lock over the first of `routes` that can carry it: our channel with its first hop has the
  * balance, and every channel along it can hold the lock (whyRouteCannotHoldLock), so no hop is sent a lock it is
- * bound to refuse. Returns the state, or the reasons no route could.
+ * bound to refuse. The lock expires `lockTimeout` blocks from `now` (blockNow: the chain's head as the shell saw it
+ * when our synced block is older, so that a node behind the chain does not send a lock its payee finds about to
+ * expire). Returns the state, or the reasons no route could.
  */
 function tryRoutes(
   state: NodeState,
@@ -46,6 +48,7 @@ function tryRoutes(
   routes: Address[][],
   ctx: TransitionContext,
   out: Effect[],
+  now: bigint,
 ): { state: NodeState } | { reasons: string[] } {
   const reasons: string[] = []
   for (let i = 0; i < routes.length; i++) {
@@ -56,7 +59,7 @@ function tryRoutes(
     }
     const channel = channelWith(state, base.tokenNetwork, route[0]!)
     const timeout = channel ? lockTimeoutFor(channel, base.lockTimeout) : 0n
-    const lock: Lock = { amount: base.amount, expiration: state.blockNumber + timeout - 1n, secrethash: base.secrethash }
+    const lock: Lock = { amount: base.amount, expiration: now + timeout - 1n, secrethash: base.secrethash }
     const tooLong =
       channel?.state === 'opened'
         ? whyRouteCannotHoldLock(state, {
@@ -65,7 +68,7 @@ function tryRoutes(
             ...(base.lockTimeout !== undefined ? { lockTimeout: base.lockTimeout } : {}),
           })
         : undefined
-    const why = tooLong ?? whyNotUsable(channel, lock.amount, lock.expiration - state.blockNumber, ctx)
+    const why = tooLong ?? whyNotUsable(channel, lock.amount, lock.expiration - now, ctx)
     if (why) {
       reasons.push(`via ${route.join(', ')}: ${why}`)
       continue
@@ -91,7 +94,7 @@ function tryRoutes(
       route,
       lock,
       messageIdentifier: sent.messageIdentifier,
-      startedBlock: state.blockNumber,
+      startedBlock: now,
       status: 'pending',
       ...(base.failedRoutes?.length || reasons.length ? { failedRoutes: [...(base.failedRoutes ?? []), ...reasons] } : {}),
     }
@@ -120,7 +123,7 @@ export function initPayment(state: NodeState, change: InitPayment, ctx: Transiti
     out.push(failed(base, 'the secret hash is already in use by another transfer'))
     return state
   }
-  const result = tryRoutes(state, base, change.routes, ctx, out)
+  const result = tryRoutes(state, base, change.routes, ctx, out, blockNow(state, change.headBlock))
   if ('state' in result) return result.state
   out.push(failed(base, noRoute(result.reasons)))
   return state
@@ -216,7 +219,14 @@ export function initiatorOnSecretRegistered(state: NodeState, secrethash: Hex, s
  * before we revealed the secret. Then the route is given up at once: try the next route with a fresh secret (the old
  * lock and the refund stay until they expire, and the old secret is never revealed), or fail saying why.
  */
-export function initiatorOnRefund(state: NodeState, message: Signed<RefundTransfer>, sender: Address, ctx: TransitionContext, out: Effect[]): NodeState {
+export function initiatorOnRefund(
+  state: NodeState,
+  message: Signed<RefundTransfer>,
+  sender: Address,
+  ctx: TransitionContext,
+  out: Effect[],
+  headBlock?: bigint,
+): NodeState {
   const payment = state.initiators[message.lock.secrethash]
   if (payment?.status !== 'pending' || !sameAddress(sender, payment.route[0]) || sameAddress(sender, payment.target)) return state
   const matches =
@@ -265,7 +275,14 @@ export function initiatorOnRefund(state: NodeState, message: Signed<RefundTransf
     failedRoutes: _p,
     ...base
   } = payment
-  const result = tryRoutes(retired, { ...base, secret, secrethash, freshSecrets: payment.freshSecrets.slice(1), failedRoutes }, remainingRoutes, ctx, out)
+  const result = tryRoutes(
+    retired,
+    { ...base, secret, secrethash, freshSecrets: payment.freshSecrets.slice(1), failedRoutes },
+    remainingRoutes,
+    ctx,
+    out,
+    blockNow(state, headBlock),
+  )
   if ('state' in result) return result.state
   out.push(failed(payment, noRoute([...failedRoutes, ...result.reasons])))
   return retired

@@ -3,7 +3,8 @@ import { channelKey } from '../channel/key.ts'
 import { distributable } from '../channel/amounts.ts'
 import type { Lock } from '../locks.ts'
 import type { LockedTransfer, RefundTransfer, RevealSecret, Signed } from '../messages/types.ts'
-import { channelWith, sameAddress, takeMessageId, without, type TransitionContext } from '../state/access.ts'
+import { blockNow, channelWith, sameAddress, takeMessageId, without, type TransitionContext } from '../state/access.ts'
+import type { ChainSeen } from '../state/changes.ts'
 import type { Effect } from '../state/effects.ts'
 import type { Channel, MediatedTransfer, NodeState } from '../state/types.ts'
 import { sendLockExpired, sendLockedTransfer, sendUnlock, sendUnordered } from './send.ts'
@@ -28,9 +29,9 @@ export function nextHop(message: LockedTransfer, us: Address): Address | undefin
  * timeout: the payer's lock to us and our refund share the secret hash and the expiration, so whoever registers the
  * secret in time makes both claimable, and we never have to register it ourselves.
  */
-function whyNoRefund(state: NodeState, channel: Channel | undefined, lock: Lock, ctx: TransitionContext): string | undefined {
+function whyNoRefund(channel: Channel | undefined, lock: Lock, ctx: TransitionContext, now: bigint): string | undefined {
   if (channel?.state !== 'opened') return `the channel with the payer is ${channel?.state ?? 'gone'}`
-  const blocksLeft = lock.expiration - state.blockNumber
+  const blocksLeft = lock.expiration - now
   if (blocksLeft <= 0n) return 'the lock has expired'
   if (blocksLeft > channel.settleTimeout) return `the lock outlasts the settle timeout ${channel.settleTimeout}`
   if (channel.our.locks.length >= ctx.maxPendingLocks) return `too many pending locks (${ctx.maxPendingLocks})`
@@ -40,9 +41,9 @@ function whyNoRefund(state: NodeState, channel: Channel | undefined, lock: Lock,
 }
 
 /** Gives the payer's lock back at once with a RefundTransfer, when we can (whyNoRefund); else it waits for expiry. */
-function refundPayer(state: NodeState, task: MediatedTransfer, token: Address, ctx: TransitionContext, out: Effect[]): NodeState {
+function refundPayer(state: NodeState, task: MediatedTransfer, token: Address, ctx: TransitionContext, out: Effect[], now: bigint): NodeState {
   const payerChannel = state.channels[task.payerChannelKey]
-  if (whyNoRefund(state, payerChannel, task.payerLock, ctx)) return put(state, task)
+  if (whyNoRefund(payerChannel, task.payerLock, ctx, now)) return put(state, task)
   const sent = sendLockedTransfer(
     state,
     payerChannel!,
@@ -59,8 +60,20 @@ function refundPayer(state: NodeState, task: MediatedTransfer, token: Address, c
  * channel to it, too little balance, too many locks, or a lock that ends within the channel's reveal timeout or
  * outlasts its settle timeout), give the lock back to the payer at once so the initiator can try another route.
  * Only when even that is impossible (we lack the balance towards the payer) does the lock wait for its expiry.
+ *
+ * The lock's time left counts from `seen`'s head when our synced block is older (blockNow). While the chain is out
+ * of reach (`seen.chainUnreachable`) nothing is forwarded: once our lock to the payee is out, what protects our money
+ * against a payer who does not unlock is registering the secret on-chain within the reveal timeout, which we could
+ * not do; the refund needs no chain (docs/decisions/0056).
  */
-export function startMediator(state: NodeState, payerChannel: Channel, message: Signed<LockedTransfer>, ctx: TransitionContext, out: Effect[]): NodeState {
+export function startMediator(
+  state: NodeState,
+  payerChannel: Channel,
+  message: Signed<LockedTransfer>,
+  ctx: TransitionContext,
+  out: Effect[],
+  seen: ChainSeen = {},
+): NodeState {
   const lock = message.lock
   const task: MediatedTransfer = {
     secrethash: lock.secrethash,
@@ -77,8 +90,13 @@ export function startMediator(state: NodeState, payerChannel: Channel, message: 
   const hop = nextHop(message, state.address)
   const payeeChannel = hop && !sameAddress(hop, payerChannel.partner) ? channelWith(state, payerChannel.tokenNetwork, hop) : undefined
   const amountOut = lock.amount - ctx.mediationFee
-  const why = hop ? whyNotUsable(payeeChannel, amountOut, lock.expiration - state.blockNumber, ctx) : 'no next hop on the route'
-  if (why) return refundPayer(state, task, message.token, ctx, out)
+  const now = blockNow(state, seen.headBlock)
+  const why = seen.chainUnreachable
+    ? 'the chain is out of reach'
+    : hop
+      ? whyNotUsable(payeeChannel, amountOut, lock.expiration - now, ctx)
+      : 'no next hop on the route'
+  if (why) return refundPayer(state, task, message.token, ctx, out, now)
   const payeeLock = { amount: amountOut, expiration: lock.expiration, secrethash: lock.secrethash }
   const sent = sendLockedTransfer(
     state,
@@ -102,7 +120,14 @@ export function startMediator(state: NodeState, payerChannel: Channel, message: 
  * so the refund travels on back to our payer at once. Our lock to the payee is never paid now (we unlock only a
  * payee in 'pending' or 'secret_revealed') and is taken back at expiry, as the payee's refund to us is.
  */
-export function mediatorOnRefund(state: NodeState, message: Signed<RefundTransfer>, sender: Address, ctx: TransitionContext, out: Effect[]): NodeState {
+export function mediatorOnRefund(
+  state: NodeState,
+  message: Signed<RefundTransfer>,
+  sender: Address,
+  ctx: TransitionContext,
+  out: Effect[],
+  headBlock?: bigint,
+): NodeState {
   const task = state.mediators[message.lock.secrethash]
   if (!task?.payee || !task.payeeLock || task.payeeState !== 'pending' || task.refunded || !sameAddress(sender, task.payee)) return state
   const matches =
@@ -111,15 +136,18 @@ export function mediatorOnRefund(state: NodeState, message: Signed<RefundTransfe
     message.lock.expiration === task.payeeLock.expiration &&
     sameAddress(message.target, task.target)
   if (!matches) return state
-  return refundPayer(state, { ...task, payeeState: 'refunded' }, message.token, ctx, out)
+  return refundPayer(state, { ...task, payeeState: 'refunded' }, message.token, ctx, out, blockNow(state, headBlock))
 }
 
-/** Whether we could still claim the payer's lock off-chain, or have it claimable on-chain already. */
-function payerLockSafe(state: NodeState, task: MediatedTransfer): boolean {
+/**
+ * Whether we could still claim the payer's lock off-chain, or have it claimable on-chain already. `now` is the block
+ * its time left counts from: the chain's head as the shell saw it when a RevealSecret came, else the synced block.
+ */
+function payerLockSafe(state: NodeState, task: MediatedTransfer, now = state.blockNumber): boolean {
   const registered = state.registeredSecrets[task.secrethash]
   if (registered !== undefined && registered < task.payerLock.expiration) return true
   const payerChannel = state.channels[task.payerChannelKey]
-  return !!payerChannel && payerChannel.state === 'opened' && task.payerLock.expiration - state.blockNumber > payerChannel.revealTimeout
+  return !!payerChannel && payerChannel.state === 'opened' && task.payerLock.expiration - now > payerChannel.revealTimeout
 }
 
 function unlockPayee(state: NodeState, task: MediatedTransfer, out: Effect[]): NodeState {
@@ -144,7 +172,7 @@ function finishIfDone(state: NodeState, secrethash: Hex, out: Effect[]): NodeSta
 }
 
 /** Learnt the secret (from the payee, or on-chain): reveal it to the payer and pay the payee when it is safe. */
-function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out: Effect[]): NodeState {
+function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out: Effect[], now = state.blockNumber): NodeState {
   let s = state
   let t = task
   if (!t.secret) {
@@ -157,7 +185,7 @@ function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out:
       s = put(s, t)
     }
   }
-  if (payerLockSafe(s, t)) return unlockPayee(s, t, out)
+  if (payerLockSafe(s, t, now)) return unlockPayee(s, t, out)
   if (t.payerState !== 'waiting_registration' && t.payerState !== 'unlocked' && t.payerState !== 'expired' && s.blockNumber < t.payerLock.expiration) {
     // A lock is claimable on-chain when its secret was registered in a block before its expiration.
     out.push({ type: 'transaction', transaction: { type: 'registerSecret', secret, secrethash: t.secrethash, deadline: t.payerLock.expiration - 1n } })
@@ -166,10 +194,18 @@ function learnSecret(state: NodeState, task: MediatedTransfer, secret: Hex, out:
   return s
 }
 
-export function mediatorOnRevealSecret(state: NodeState, message: Signed<RevealSecret>, secrethash: Hex, sender: Address, out: Effect[]): NodeState {
+/** The payee revealed the secret: it was paid downstream. We pay it only while the payer's lock is safe, from the head. */
+export function mediatorOnRevealSecret(
+  state: NodeState,
+  message: Signed<RevealSecret>,
+  secrethash: Hex,
+  sender: Address,
+  out: Effect[],
+  headBlock?: bigint,
+): NodeState {
   const task = state.mediators[secrethash]
   if (!task?.payee || !sameAddress(sender, task.payee)) return state
-  return learnSecret(state, task, message.secret, out)
+  return learnSecret(state, task, message.secret, out, blockNow(state, headBlock))
 }
 
 export function mediatorOnSecretRegistered(state: NodeState, secrethash: Hex, secret: Hex, out: Effect[]): NodeState {

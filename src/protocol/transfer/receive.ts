@@ -3,8 +3,8 @@ import { distributable } from '../channel/amounts.ts'
 import { receivePartnerProof, type Verdict } from '../channel/incoming.ts'
 import { channelKey } from '../channel/key.ts'
 import type { EnvelopeMessage, LockExpired, LockedTransfer, RefundTransfer, Signed, Unlock } from '../messages/types.ts'
-import { getChannel, putChannel, sameAddress, type TransitionContext } from '../state/access.ts'
-import type { DecryptedSecret } from '../state/changes.ts'
+import { blockNow, getChannel, putChannel, sameAddress, type TransitionContext } from '../state/access.ts'
+import type { ChainSeen, DecryptedSecret } from '../state/changes.ts'
 import type { Effect } from '../state/effects.ts'
 import type { Channel, ChannelEnd, NodeState } from '../state/types.ts'
 import { initiatorOnRefund } from './initiator.ts'
@@ -45,6 +45,11 @@ function receiveEnvelope<M extends EnvelopeMessage>(
   return apply(s, updated)
 }
 
+/**
+ * A lock from a partner (a transfer to us or to forward, or a refund of ours). Its time is judged from `seen`'s head
+ * when our synced block is older (blockNow, docs/decisions/0056): how far off its expiry may be, whether a target
+ * still asks for the secret, whether a mediator forwards it.
+ */
 export function receiveLockedTransfer(
   state: NodeState,
   message: Signed<LockedTransfer> | Signed<RefundTransfer>,
@@ -52,8 +57,10 @@ export function receiveLockedTransfer(
   ctx: TransitionContext,
   out: Effect[],
   decryptedSecret?: DecryptedSecret,
+  seen: ChainSeen = {},
 ): NodeState {
   const lock = message.lock
+  const now = blockNow(state, seen.headBlock)
   return receiveEnvelope(
     state,
     message,
@@ -67,7 +74,7 @@ export function receiveLockedTransfer(
       if (end.locks.length >= ctx.maxPendingLocks) return { ok: false, reason: `too many pending locks (${ctx.maxPendingLocks})` }
       if (lock.amount === 0n) return { ok: false, reason: 'lock amount is zero' }
       // An already expired lock is still applied (nonces must stay in step); it is simply never paid.
-      if (lock.expiration > state.blockNumber + channel.settleTimeout) return { ok: false, reason: 'lock expiration beyond the settle timeout' }
+      if (lock.expiration > now + channel.settleTimeout) return { ok: false, reason: 'lock expiration beyond the settle timeout' }
       if (state.registeredSecrets[lock.secrethash] !== undefined) return { ok: false, reason: 'secret already registered on-chain' }
       if (message.type === 'LockedTransfer' && message.metadata.routes.length === 0) return { ok: false, reason: 'metadata has no route' }
       const free = distributable(end, channel.our)
@@ -77,10 +84,12 @@ export function receiveLockedTransfer(
     (s, channel) => {
       // A refund is for the payment we started, or for a transfer we forwarded (then it travels on back).
       if (message.type === 'RefundTransfer')
-        return s.initiators[lock.secrethash] ? initiatorOnRefund(s, message, sender, ctx, out) : mediatorOnRefund(s, message, sender, ctx, out)
-      if (sameAddress(message.target, s.address)) return startTarget(s, channel, message, out, decryptedSecret)
+        return s.initiators[lock.secrethash]
+          ? initiatorOnRefund(s, message, sender, ctx, out, seen.headBlock)
+          : mediatorOnRefund(s, message, sender, ctx, out, seen.headBlock)
+      if (sameAddress(message.target, s.address)) return startTarget(s, channel, message, out, decryptedSecret, now)
       if (s.initiators[lock.secrethash] || s.mediators[lock.secrethash]) return s // a transfer coming back to us (a loop): let it expire
-      return startMediator(s, channel, message, ctx, out)
+      return startMediator(s, channel, message, ctx, out, seen)
     },
   )
 }

@@ -20,9 +20,17 @@ function secretFits(message: LockedTransfer, decrypted: DecryptedSecret | undefi
 
 /**
  * A transfer to us arrived and was applied. While it is safe to wait, learn the secret: from the metadata if the
- * initiator put it there for us (then reveal to our payer at once), else by asking the initiator for it.
+ * initiator put it there for us (then reveal to our payer at once), else by asking the initiator for it. `now` is the
+ * block the lock's time left counts from (blockNow): never an older one than the chain's head as the shell saw it.
  */
-export function startTarget(state: NodeState, channel: Channel, message: Signed<LockedTransfer>, out: Effect[], decrypted?: DecryptedSecret): NodeState {
+export function startTarget(
+  state: NodeState,
+  channel: Channel,
+  message: Signed<LockedTransfer>,
+  out: Effect[],
+  decrypted: DecryptedSecret | undefined,
+  now: bigint,
+): NodeState {
   const task: TargetTransfer = {
     secrethash: message.lock.secrethash,
     tokenNetwork: channel.tokenNetwork,
@@ -35,7 +43,7 @@ export function startTarget(state: NodeState, channel: Channel, message: Signed<
   }
   let s: NodeState = { ...state, targets: { ...state.targets, [task.secrethash]: task } }
   // In the danger zone the secret could not be revealed off-chain in time: let the lock expire instead.
-  if (message.lock.expiration - s.blockNumber <= channel.revealTimeout) return s
+  if (message.lock.expiration - now <= channel.revealTimeout) return s
   if (secretFits(message, decrypted)) return learnSecret(s, task, decrypted.secret, out)
   const [id, s2] = takeMessageId(s)
   s = sendUnordered(

@@ -1,9 +1,11 @@
-import { createPublicClient, http, type PublicClient } from 'viem'
+import { createPublicClient, custom, http, type PublicClient } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { createBlockWatcher, type BlockRange, type ChainReorg } from '../../../src/chain/blockWatcher.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
 import { createDevnetClient, type DevnetClient } from '../../../src/devnet/devnetClient.ts'
+import { SyncReads } from '../../../src/chain/syncReads.ts'
+import { mulberry32 } from '../../support/random.ts'
 
 // The watcher needs blocks, not contracts: a bare anvil.
 let anvil: Anvil
@@ -155,6 +157,93 @@ describe('createBlockWatcher', () => {
     // Without the hashes nothing can be told apart; with them the reorg is reported.
     expect(await createBlockWatcher(client, { fromBlock: syncedBlock, confirmations: 0n }).poll()).toBeUndefined()
     const resumed = createBlockWatcher(client, { fromBlock: syncedBlock, confirmations: 0n, recentBlocks: persisted })
-    expect(await resumed.poll()).toMatchObject({ type: 'reorg', commonAncestor: start, resyncFrom: start + 1n, deep: false })
+    // The fork is after `start`; the newest remembered block that stands is the one the first range was linked to.
+    expect(persisted.map((b) => b.number)).toEqual([start - 1n, start + 2n, start + 3n])
+    expect(await resumed.poll()).toMatchObject({ type: 'reorg', commonAncestor: start - 1n, resyncFrom: start, deep: false })
+  })
+})
+
+/**
+ * A client of the anvil whose every call is counted by method, and fails (an injected 503) at `failRate`, with no
+ * retry of its own: what the watcher asks of an endpoint, and how it fares when the transport does not retry.
+ */
+function countedClient(failRate = 0, seed = 1) {
+  const random = mulberry32(seed)
+  const calls: Record<string, number> = {}
+  let failed = 0
+  const transport = custom(
+    {
+      async request({ method, params }: { method: string; params?: unknown }) {
+        calls[method] = (calls[method] ?? 0) + 1
+        if (random() < failRate) {
+          failed++
+          throw new Error('HTTP 503 (injected)')
+        }
+        const response = await fetch(anvil.rpcUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+        })
+        const body = (await response.json()) as { result?: unknown; error?: { message: string } }
+        if (body.error) throw new Error(body.error.message)
+        return body.result
+      },
+    },
+    { retryCount: 0 },
+  )
+  const taken = () => {
+    const taken = { ...calls }
+    for (const k of Object.keys(calls)) delete calls[k]
+    return taken
+  }
+  return { client: createPublicClient({ transport, cacheTime: 0 }) as PublicClient, taken, failed: () => failed }
+}
+
+describe('what the watcher asks of the endpoint', () => {
+  test('a poll reads the latest number and one or two headers, whatever the length of the range', async () => {
+    const { client: counted, taken } = countedClient()
+    const watcher = createBlockWatcher(counted, { fromBlock: start - 1n, confirmations: 0n })
+    // The first range of a watcher that remembers nothing: its last block and the last synced one, to link it to.
+    await devnet.mine({ blocks: 3 })
+    watcher.synced(await pollRange(watcher))
+    expect(taken()).toEqual({ eth_blockNumber: 1, eth_getBlockByNumber: 2 })
+    // Following, a block at a time: the new block's parent hash vouches for the last synced one.
+    await devnet.mine({ blocks: 1 })
+    watcher.synced(await pollRange(watcher))
+    expect(taken()).toEqual({ eth_blockNumber: 1, eth_getBlockByNumber: 1 })
+    // A longer range: its last block, and the last synced one checked on its own (the old watcher read all 32 of its tail).
+    await devnet.mine({ blocks: 40 })
+    const long = await pollRange(watcher)
+    expect(long.toBlock - long.fromBlock).toBe(39n)
+    watcher.synced(long)
+    expect(taken()).toEqual({ eth_blockNumber: 1, eth_getBlockByNumber: 2 })
+    // Nothing new: the last synced block still stands?
+    expect(await watcher.poll()).toBeUndefined()
+    expect(taken()).toEqual({ eth_blockNumber: 1, eth_getBlockByNumber: 1 })
+    // The chain's block time, measured from the remembered blocks' timestamps (at least a second).
+    expect(watcher.head()).toMatchObject({ confirmedBlock: long.toBlock, latestBlock: long.toBlock, blockTimeMs: expect.any(Number) })
+  })
+
+  test('through an endpoint failing a third of its calls, with no retry of its own, a catch-up in pieces gets through', async () => {
+    const { client: flaky, failed } = countedClient(1 / 3, 7)
+    await devnet.mine({ blocks: 200 })
+    const head = await latest()
+    const watcher = createBlockWatcher(flaky, {
+      fromBlock: start,
+      confirmations: 0n,
+      maxRange: 20n,
+      reads: new SyncReads({ callTimeoutMs: 1_000, retryForMs: 2_000, backoffMs: 5 }),
+    })
+    let polls = 0
+    let stepsFailed = 0
+    while (watcher.progress().syncedBlock < head && polls++ < 100) {
+      const event = await watcher.poll().catch(() => void stepsFailed++)
+      if (event?.type === 'blocks') watcher.synced(event)
+    }
+    expect(watcher.progress().syncedBlock).toBe(head)
+    // Every failed call was asked again in place: the steps themselves went through.
+    expect(failed()).toBeGreaterThan(5)
+    expect(stepsFailed).toBe(0)
+    expect(polls).toBe(Math.ceil(Number(head - start) / 20))
   })
 })

@@ -39,19 +39,43 @@ describe('noticeRecord', () => {
   })
 
   test('status: ready and stopped at info with the block synced', () => {
-    expect(noticeRecord({ type: 'status', status: { status: 'ready', blocksToSync: 0n, syncedBlock: 120n } })).toEqual({
+    expect(
+      noticeRecord({ type: 'status', status: { status: 'ready', blocksToSync: 0n, syncedBlock: 120n, headBlock: 120n, chain: { state: 'following' } } }),
+    ).toEqual({
       level: 'info',
       msg: 'Ready: synced to block {syncedBlock}',
       fields: { event: 'status', syncedBlock: 120n },
     })
-    expect(noticeRecord({ type: 'status', status: { status: 'stopped', blocksToSync: 0n, syncedBlock: 121n } }).msg).toBe(
-      'Stopped: synced to block {syncedBlock}',
-    )
-    expect(noticeRecord({ type: 'status', status: { status: 'syncing', blocksToSync: 9n, syncedBlock: 3n } }).fields).toEqual({
+    expect(
+      noticeRecord({ type: 'status', status: { status: 'stopped', blocksToSync: 0n, syncedBlock: 121n, headBlock: 121n, chain: { state: 'following' } } }).msg,
+    ).toBe('Stopped: synced to block {syncedBlock}')
+    expect(
+      noticeRecord({ type: 'status', status: { status: 'syncing', blocksToSync: 9n, syncedBlock: 3n, headBlock: 12n, chain: { state: 'behind', since: 0 } } })
+        .fields,
+    ).toEqual({
       event: 'status',
       syncedBlock: 3n,
       blocksToSync: 9n,
     })
+  })
+
+  test('status after ready: behind the chain, or the chain out of reach, are warnings that say since when', () => {
+    const since = Date.UTC(2026, 0, 2, 3, 4, 5)
+    expect(
+      noticeRecord({ type: 'status', status: { status: 'ready', blocksToSync: 14n, syncedBlock: 100n, headBlock: 114n, chain: { state: 'behind', since } } }),
+    ).toEqual({
+      level: 'warn',
+      msg: 'Behind the chain since {since}: {blocksToSync} blocks to sync',
+      fields: { event: 'status', since: '2026-01-02T03:04:05.000Z', syncedBlock: 100n, blocksToSync: 14n },
+    })
+    const error = { code: 'CHAIN_RPC', message: 'eth_blockNumber failed: fetch failed' }
+    const unreachable = { state: 'unreachable', since, error } as const
+    for (const status of ['syncing', 'ready'] as const)
+      expect(noticeRecord({ type: 'status', status: { status, blocksToSync: 3n, syncedBlock: 100n, headBlock: 103n, chain: unreachable } })).toEqual({
+        level: 'warn',
+        msg: 'The chain is out of reach since {since}: {error}',
+        fields: { event: 'status', since: '2026-01-02T03:04:05.000Z', error: error.message, syncedBlock: 100n },
+      })
   })
 
   test('payments at info (a failed one a warning), with amounts and identifiers, never the secret', () => {
@@ -149,7 +173,7 @@ describe('logNodeNotices', () => {
     const notices = new EventBus<NodeNotice>()
     const { logger, lines, records } = capture('warn')
     const off = logNodeNotices({ notices }, logger)
-    notices.publish({ type: 'status', status: { status: 'ready', blocksToSync: 0n, syncedBlock: 5n } })
+    notices.publish({ type: 'status', status: { status: 'ready', blocksToSync: 0n, syncedBlock: 5n, headBlock: 5n, chain: { state: 'following' } } })
     notices.publish({ type: 'error', where: 'chain sync', error: new ChainRpcError('the chain did not answer') })
     notices.publish({ type: 'error', where: 'node', error: new Error('halted') })
     off()

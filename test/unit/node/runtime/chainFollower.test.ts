@@ -1,7 +1,14 @@
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import type { Address, Hex, PublicClient } from 'viem'
 import { describe, expect, inject, test } from 'vitest'
-import { createBlockWatcher, type BlockRange, type BlockWatcher, type BlockWatcherEvent } from '../../../../src/chain/blockWatcher.ts'
+import {
+  createBlockWatcher,
+  type BlockRange,
+  type BlockWatcher,
+  type BlockWatcherEvent,
+  type CreateBlockWatcherParameters,
+} from '../../../../src/chain/blockWatcher.ts'
+import { ChainRpcError } from '../../../../src/chain/errors.ts'
 import type { SyncedChainEvent } from '../../../../src/chain/chainEvents.ts'
 import type { Deployment } from '../../../../src/chain/deployment.ts'
 import { syncChainEvents } from '../../../../src/chain/eventSync.ts'
@@ -33,7 +40,9 @@ function setup(events: BlockWatcherEvent[], chainEvents: (r: { fromBlock: bigint
     poll: async () => events.shift(),
     synced: (r) => void acknowledged.push(r),
     progress: () => ({ syncedBlock: 0n, confirmedBlock: 0n, latestBlock: 0n, blocksToSync: BigInt(events.length) }),
+    head: () => ({ confirmedBlock: 0n, latestBlock: 0n }),
     recentBlocks: () => [],
+    recentBlocksAfter: (r) => r.tail,
   }
   const follower = new ChainFollower(
     {
@@ -76,7 +85,7 @@ describe('ChainFollower', () => {
     expect(asked).toEqual([{ fromBlock: 1n, toBlock: 5n, tokenNetworks: [tokenNetwork] }])
     expect(dispatched).toEqual([
       { change: opened, extra: { chainEvents: [event] } },
-      { change: { type: 'block', blockNumber: 5n }, extra: { meta: { syncedBlock: 5n }, chainEvents: [raw] } },
+      { change: { type: 'block', blockNumber: 5n }, extra: { meta: { syncedBlock: 5n, recentBlocks: [] }, chainEvents: [raw] } },
     ])
     expect(acknowledged).toEqual([range(1n, 5n)])
     expect(follower.syncedBlock).toBe(5n)
@@ -139,6 +148,7 @@ async function realFollower(
   address: Address,
   fromBlock: bigint,
   wrap: (p: ChainFollowerParameters) => ChainFollowerParameters = (p) => p,
+  watcherOptions: Partial<CreateBlockWatcherParameters> = {},
 ) {
   const identity = { chainId: BigInt(deployment.chainId), registry: deployment.contracts.TokenNetworkRegistry.address, address }
   const storage = await openMemoryStorage(identity)
@@ -154,7 +164,7 @@ async function realFollower(
   const follower = new ChainFollower(
     wrap({
       engine,
-      watcher: createBlockWatcher(client, { fromBlock, confirmations: 0n }),
+      watcher: createBlockWatcher(client, { fromBlock, confirmations: 0n, ...watcherOptions }),
       events: async (range) =>
         (
           await syncChainEvents(client, {
@@ -256,6 +266,57 @@ describe("ChainFollower on the run's anvil", () => {
     expect(await follower.syncOnce()).toBe(false)
     await new Promise((r) => setTimeout(r, 50))
     expect(follower.syncedBlock).toBe(synced)
+    await storage.close()
+  })
+})
+
+describe('ChainFollower, a long catch-up through a failing endpoint', () => {
+  test('is applied piece by piece: a failure costs its piece, not those before; each piece stores its mark with the block hashes', async () => {
+    const deployment = inject('deployment')
+    const owner = await freshAccount(inject('rpcUrl'))
+    const start = await owner.chain.publicClient.getBlockNumber()
+    // Blocks of our own (other files' tests mine on this anvil too): at least four after `start`.
+    for (let i = 0; i < 2; i++) await ownTokenNetwork(owner, deployment)
+    const head = await owner.chain.publicClient.getBlockNumber()
+    expect(head - start).toBeGreaterThanOrEqual(4n)
+    const asked: [bigint, bigint][] = []
+    let syncedWhenItFailed: bigint | undefined
+    const { follower, storage, errors } = await realFollower(
+      owner.chain.publicClient,
+      deployment,
+      owner.address,
+      start,
+      (p) => ({
+        ...p,
+        events: async (range) => {
+          asked.push([range.fromBlock, range.toBlock])
+          // The third piece's logs fail, after their retries, twice in a row: one report.
+          if (asked.length === 3 || asked.length === 4) {
+            syncedWhenItFailed ??= follower.syncedBlock
+            throw new ChainRpcError('eth_getLogs', new Error('HTTP 503'))
+          }
+          return p.events(range)
+        },
+      }),
+      { maxRange: 1n },
+    )
+    await follower.catchUp(() => false)
+    expect(follower.syncedBlock).toBeGreaterThanOrEqual(head)
+    // The two pieces before the failure stayed synced; the failed one came again, and the rest after it.
+    expect(syncedWhenItFailed).toBe(start + 2n)
+    expect(asked.slice(0, 5)).toEqual([
+      [start + 1n, start + 1n],
+      [start + 2n, start + 2n],
+      [start + 3n, start + 3n],
+      [start + 3n, start + 3n],
+      [start + 3n, start + 3n],
+    ])
+    expect(errors.map((e) => [e.where, String(e.error)])).toEqual([['chain sync', 'ChainRpcError: eth_getLogs failed: HTTP 503']])
+    // The store holds the synced mark with the hashes of the last synced blocks, the newest the mark's own block.
+    const { meta } = await storage.load()
+    expect(meta.syncedBlock).toBe(follower.syncedBlock)
+    const block = await owner.chain.publicClient.getBlock({ blockNumber: meta.syncedBlock })
+    expect(meta.recentBlocks?.at(-1)).toEqual({ number: meta.syncedBlock, hash: block.hash, timestamp: block.timestamp })
     await storage.close()
   })
 })

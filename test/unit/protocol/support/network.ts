@@ -5,7 +5,7 @@ import { balanceHash } from '../../../../src/protocol/balanceProof.ts'
 import { decodeMessage, encodeMessage, signMessage } from '../../../../src/protocol/messages/index.ts'
 import type { EnvelopeMessage, Message, Signed } from '../../../../src/protocol/messages/types.ts'
 import { defaultContext, initialState, type TransitionContext } from '../../../../src/protocol/state/access.ts'
-import type { StateChange } from '../../../../src/protocol/state/changes.ts'
+import type { ChainSeen, StateChange } from '../../../../src/protocol/state/changes.ts'
 import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
 import { resolveFromHistory } from '../../../../src/node/runtime/history.ts'
 import { byAdded, lockAlive } from '../../../../src/storage/sentRecords.ts'
@@ -25,9 +25,14 @@ export type SimNode = {
   state: NodeState
   events: NodeEvent[]
   transactions: Transaction[]
-  /** Every message this node signed, in order, with its recipient. */
-  sent: { to: Address; message: Signed<Message> }[]
+  /** Every message this node signed, in order, with its recipient and the chain's block when it was sent. */
+  sent: { to: Address; message: Signed<Message>; block: bigint }[]
   online: boolean
+  /**
+   * Behind the chain: the blocks and chain events mined meanwhile wait (`held`) and reach the node when it catches
+   * up (`stall(name, false)`), in order, as a sync that lags would hand them over.
+   */
+  held?: StateChange[]
 }
 
 type InFlight = { from: string; to: string; text: string }
@@ -53,6 +58,14 @@ export class Network {
    * the target's key); the others go through SecretRequest / RevealSecret. By default none.
    */
   secretInMetadata: (paymentId: bigint) => boolean = () => false
+
+  /**
+   * What each node's shell knows of the chain when it starts a payment or a lock comes (docs/decisions/0056): by
+   * default the chain's head, as a runtime that looks at the chain does whatever its sync lags; `{}` is a shell that
+   * passes nothing (a change logged before the head was kept). A node in `unreachable` says the chain is out of reach.
+   */
+  chainSeen: (name: string) => ChainSeen = (name) => ({ headBlock: this.chain.block, ...(this.unreachable.has(name) ? { chainUnreachable: true } : {}) })
+  readonly unreachable = new Set<string>()
 
   constructor(
     names: string[],
@@ -95,7 +108,26 @@ export class Network {
 
   private async applyChainEvents(events: ChainEvent[]) {
     // The chain is public: every node sees every event (it needs other channels for routing).
-    for (const e of events) for (const n of Object.values(this.nodes)) await this.dispatch(n.name, e.change)
+    for (const e of events) for (const n of Object.values(this.nodes)) await this.fromChain(n.name, e.change)
+  }
+
+  /** A chain event or a block for a node: now, or once it catches up when it is behind. */
+  private async fromChain(name: string, change: StateChange): Promise<void> {
+    const node = this.node(name)
+    if (node.held) node.held.push(change)
+    else await this.dispatch(name, change)
+  }
+
+  /** Makes a node's sync lag behind the chain (`on`), or catch up with everything mined meanwhile. */
+  async stall(name: string, on: boolean): Promise<void> {
+    const node = this.node(name)
+    if (on) {
+      node.held ??= []
+      return
+    }
+    const held = node.held ?? []
+    delete node.held
+    for (const change of held) await this.dispatch(name, change)
   }
 
   /** Runs one state change through a node and carries out its effects. */
@@ -121,11 +153,32 @@ export class Network {
         if (proof) this.history.proofs.set(`${name}:${proof.channelKey}:${proof.balanceHash}`, proof)
         if (lock) this.history.locks.set(`${name}:${lock.channelKey}:${lock.secrethash}:${lock.addedNonce}`, lock)
         const signed = await signMessage(node.key, effect.message)
-        node.sent.push({ to: effect.recipient, message: signed })
+        node.sent.push({ to: effect.recipient, message: signed, block: this.chain.block })
+        this.checkTimeLeft(node, state, signed)
         if (isEnvelope(signed)) this.recordProof(node, signed)
         const to = this.byAddress(effect.recipient)
         if (to) this.inFlight.push({ from: name, to: to.name, text: encodeMessage(signed) })
       }
+    }
+  }
+
+  /**
+   * The rule of docs/decisions/0056, seen from the chain: a lock is sent (by its initiator or a mediator) with more
+   * blocks left than its channel's reveal timeout, and a target asks for a secret only while its lock has more than
+   * that left, counted from the chain's block, not from the sender's synced block.
+   */
+  private checkTimeLeft(node: SimNode, state: NodeState, m: Signed<Message>) {
+    const head = this.chain.block
+    if (m.type === 'LockedTransfer') {
+      const channel = Object.values(state.channels).find((c) => c.id === m.channel_identifier)
+      if (channel && m.lock.expiration - head <= channel.revealTimeout)
+        this.violations.push(`${node.name} sent a lock with ${m.lock.expiration - head} blocks left, within the reveal timeout ${channel.revealTimeout}`)
+    }
+    if (m.type === 'SecretRequest') {
+      const task = state.targets[m.secrethash]
+      const channel = task && state.channels[task.channelKey]
+      if (channel && m.expiration - head <= channel.revealTimeout)
+        this.violations.push(`${node.name} asked for a secret with ${m.expiration - head} blocks left, within the reveal timeout ${channel.revealTimeout}`)
     }
   }
 
@@ -188,7 +241,8 @@ export class Network {
       message.type === 'LockedTransfer' && typeof message.metadata.secret === 'string' && message.target.toLowerCase() === node.address.toLowerCase()
         ? decryptSecret(message.metadata.secret, hexToBytes(node.key))
         : undefined
-    return withStoredNonce(node.state, { type: 'receive', message, sender, ...(decryptedSecret ? { decryptedSecret } : {}) }, this.historyOf(to))
+    const seen = message.type === 'LockedTransfer' || message.type === 'RefundTransfer' || message.type === 'RevealSecret' ? this.chainSeen(to) : {}
+    return withStoredNonce(node.state, { type: 'receive', message, sender, ...(decryptedSecret ? { decryptedSecret } : {}), ...seen }, this.historyOf(to))
   }
 
   async deliverAll(limit = 10_000): Promise<void> {
@@ -199,7 +253,7 @@ export class Network {
   async mine(n = 1): Promise<void> {
     for (let i = 0; i < n; i++) {
       await this.applyChainEvents(this.chain.mine())
-      for (const node of Object.values(this.nodes)) await this.dispatch(node.name, { type: 'block', blockNumber: this.chain.block })
+      for (const node of Object.values(this.nodes)) await this.fromChain(node.name, { type: 'block', blockNumber: this.chain.block })
     }
   }
 
@@ -230,6 +284,7 @@ export class Network {
       freshSecrets: fresh,
       ...(lockTimeout ? { lockTimeout } : {}),
       ...(encryptedSecret ? { encryptedSecret } : {}),
+      ...this.chainSeen(from),
     })
     return sha256(secret)
   }
