@@ -6,6 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { parseGwei, type Address, type Hex } from 'viem'
 import { readParticipantInfo, readTokenBalance } from '../../src/chain/index.ts'
+import { TokenNetwork } from '../../src/contracts/index.ts'
 import { generatePrivateKey } from 'viem/accounts'
 import { closeChannel, depositToChannel, openChannel } from '../../src/node/actions/channels.ts'
 import { sendPayment } from '../../src/node/actions/payments.ts'
@@ -18,11 +19,15 @@ import { startMinedDevnet, type MinedDevnet } from './support/minedDevnet.ts'
 let net: MinedDevnet
 const running: SluiceNode[] = []
 
+/** The base fee between spikes: what a quiet chain asks. */
+const QUIET = parseGwei('1')
+
 beforeAll(async () => {
   net = await startMinedDevnet([])
+  net.setBaseFee(QUIET)
 }, 60_000)
 afterEach(async () => {
-  net.setBaseFee(undefined)
+  net.setBaseFee(QUIET)
   net.resume()
   await Promise.all(running.splice(0).map((n) => n.stop()))
 })
@@ -101,10 +106,17 @@ describe('a fee spike while the node must update its partner close', () => {
     }, 30_000)
     expect(await net.head()).toBeLessThanOrEqual(settleBlock + 1n)
     // Mined at the spike's price: re-priced, not waited out.
-    const update = (await a.client.store.chainEvents({})).find((e) => e.name === 'NonClosingBalanceProofUpdated')
-    const receipt = await a.client.chain.publicClient.getTransactionReceipt({ hash: update!.transactionHash as Hex })
+    const [update] = await a.client.chain.publicClient.getContractEvents({
+      address: net.tokenNetwork,
+      abi: TokenNetwork.abi,
+      eventName: 'NonClosingBalanceProofUpdated',
+      args: { channel_identifier: channel.id },
+      fromBlock: closed.closedBlock!,
+    })
+    const receipt = await a.client.chain.publicClient.getTransactionReceipt({ hash: update!.transactionHash })
     expect(receipt.effectiveGasPrice).toBeGreaterThanOrEqual(parseGwei('185'))
-    net.setBaseFee(undefined)
+    expect(receipt.from.toLowerCase()).toBe(a.address.toLowerCase())
+    net.setBaseFee(QUIET)
     // Settled by whoever settles first after the window: A ends with its 100 and what B paid, B with the rest.
     await eventually(() => expect(a.client.channel(net.tokenNetwork, b.address)?.state ?? 'settled').toBe('settled'), 60_000)
     await eventually(async () => expect(await tokens(a)).toBe(aBefore + 37n), 30_000)
@@ -146,7 +158,7 @@ describe('a fee spike while the node must update its partner close', () => {
       expect(onChain.nonce).toBeGreaterThan(0n)
     }, 30_000)
     await eventually(async () => expect((await a.services.notifications.list()).find((n) => n.id === 'transaction_at_risk')).toBeUndefined())
-    net.setBaseFee(undefined)
+    net.setBaseFee(QUIET)
     await eventually(async () => expect(await tokens(a)).toBe(aBefore + 11n), 60_000)
   }, 120_000)
 })
