@@ -116,6 +116,32 @@ export class TransactionQueueStoppedError extends ChainError {
   }
 }
 
+/**
+ * A transaction was not mined, or its block did not reach the confirmation depth, in time: the chain stopped making
+ * blocks (a local chain that mines only when a transaction comes), its fees rose past the offer, or the node cannot
+ * follow it. The transaction stands (the queue keeps raising its fee and sending it); its effect shows once it is
+ * mined and deep enough. REST answers 503.
+ */
+export class ConfirmationTimeoutError extends ChainError {
+  override name = 'ConfirmationTimeoutError' as const
+  override readonly code = 'CONFIRMATION_TIMEOUT' as const
+  constructor(
+    /** Its block, once mined; undefined when it was not mined in time. */
+    readonly blockNumber: bigint | undefined,
+    /** How far the node got: the block it synced to, or the chain's head. */
+    readonly reachedBlock: bigint,
+    timeoutMs: number,
+  ) {
+    super(
+      blockNumber === undefined
+        ? `the transaction was not mined within ${timeoutMs / 1000} s (the chain is at block ${reachedBlock}); it stays under way: the node raises its fee ` +
+            'within --max-fee-per-gas and sends it again until it is mined, and its effect shows then (GET /notifications says if it is at risk)'
+        : `the transaction was mined in block ${blockNumber}, which is not confirmed after ${timeoutMs / 1000} s (the node has reached block ${reachedBlock}); ` +
+            'it will count once the chain is deeper. A chain that mines only when a transaction comes needs blocks mined (sluice chain mines one a second) or a node with --confirmations 0',
+    )
+  }
+}
+
 /** The account holds fewer tokens than a deposit needs: REST answers 402. */
 export class InsufficientTokenBalanceError extends ChainError {
   override name = 'InsufficientTokenBalanceError' as const
@@ -163,6 +189,7 @@ export type ChainErrorType =
   | TokenNotMintableError
   | MissingEventError
   | FeesAboveCapError
+  | ConfirmationTimeoutError
   | NonceTakenError
   | TransactionQueueStoppedError
 

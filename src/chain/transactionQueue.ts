@@ -12,6 +12,7 @@ import { broadcast, signAttempt, type BroadcastOutcome } from './broadcast.ts'
 import type { ChainClient } from './chainClient.ts'
 import {
   ChainRpcError,
+  ConfirmationTimeoutError,
   FeesAboveCapError,
   InsufficientFundsForGasError,
   NonceTakenError,
@@ -63,6 +64,12 @@ export type SendOptions = {
    * the next one depends on (an approve before a deposit), since nonce order keeps them in order, a reorg included.
    */
   confirmations?: bigint
+  /**
+   * How long this send waits for its transaction to be mined and confirmed, instead of the queue's `timeoutMs`;
+   * `Infinity` waits for ever (the node's own duties). Past it the send rejects with ConfirmationTimeoutError and the
+   * transaction goes on: its caller is answered, nothing is given up.
+   */
+  timeoutMs?: number
 }
 
 export type SentTransaction = { hash: Hex; nonce: number; receipt: TransactionReceipt }
@@ -93,6 +100,8 @@ export type CreateTransactionQueueParameters = BumpPolicy & {
   keepBlocks?: bigint
   /** Milliseconds between looks at the chain while transactions are under way; the chain client's polling interval by default. */
   pollingInterval?: number
+  /** How long a send waits for its transaction to be mined and confirmed before ConfirmationTimeoutError (it goes on); for ever by default. */
+  timeoutMs?: number
   /** A transaction with a deadline became at risk of missing it (`risk`), or no longer is (undefined). */
   onRisk?: (nonce: number, risk: TransactionRisk | undefined) => void
   /** A look at the chain failed (it is tried again at the next), or a nonce was found taken: for the log. */
@@ -187,6 +196,7 @@ export function createTransactionQueue(
     maxFeePerGas: cap,
     confirmations = 0n,
     keepBlocks = 32n,
+    timeoutMs: defaultTimeoutMs = Number.POSITIVE_INFINITY,
     pollingInterval = chain.publicClient.pollingInterval,
     onRisk,
     onError,
@@ -378,7 +388,25 @@ export function createTransactionQueue(
     }
     const done = new Promise<SentTransaction>((resolve, reject) => t.waiters.push({ resolve, reject }))
     schedule(0)
-    return done
+    return bounded(t, done, options.timeoutMs ?? defaultTimeoutMs)
+  }
+
+  /** The send's answer, or ConfirmationTimeoutError after `ms`: the transaction goes on, only its caller stops waiting. */
+  function bounded(t: Tracked, done: Promise<SentTransaction>, ms: number): Promise<SentTransaction> {
+    if (!Number.isFinite(ms)) return done
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new ConfirmationTimeoutError(t.entry.mined?.blockNumber, lastHead ?? 0n, ms)), ms)
+      done.then(
+        (sent) => {
+          clearTimeout(timer)
+          resolve(sent)
+        },
+        (error: unknown) => {
+          clearTimeout(timer)
+          reject(error)
+        },
+      )
+    })
   }
 
   function schedule(delay: number): void {

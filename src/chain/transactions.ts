@@ -167,13 +167,14 @@ export type SendProtocolTransactionParameters = ProtocolTransactionCallParameter
 /** Builds the call of a protocol `Transaction` effect and sends it through the account's queue, with its deadline. */
 export function sendProtocolTransaction(
   tx: ChainTransaction,
-  { queue, onSubmitted, key, confirmations, ...parameters }: SendProtocolTransactionParameters,
+  { queue, onSubmitted, key, confirmations, timeoutMs, ...parameters }: SendProtocolTransactionParameters,
 ): Promise<SentTransaction> {
   const deadline = 'deadline' in tx ? tx.deadline : undefined
   return queue.send(protocolTransactionCall(tx, parameters), {
     ...(onSubmitted ? { onSubmitted } : {}),
     ...(key !== undefined ? { key } : {}),
     ...(confirmations !== undefined ? { confirmations } : {}),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(deadline !== undefined ? { deadline } : {}),
   })
 }

@@ -114,7 +114,8 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
   // Journaled in its store before a broadcast (docs/decisions/0051): a restart follows what it sent instead of sending again.
   const queue: TransactionQueue = createTransactionQueue(chain, {
     journal: monitorJournal(store),
-    confirmations: BigInt(config.confirmations ?? 5),
+    // A duty is done at its receipt (as before the journal); a reorg within 32 blocks sends it again all the same.
+    confirmations: 0n,
     ...(config.maxFeePerGas !== undefined ? { maxFeePerGas: config.maxFeePerGas } : {}),
     onRisk: (nonce, risk) => {
       if (risk) log(`transaction at risk: ${describeRisk(risk)}`, 'error')

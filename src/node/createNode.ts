@@ -139,6 +139,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const queue = createTransactionQueue(chain, {
       journal: nodeJournal(engine, loaded.chainTransactions),
       confirmations,
+      // A caller (a REST request) waits this long for its transaction, then is answered CONFIRMATION_TIMEOUT: it goes on.
+      timeoutMs: config.confirmationTimeoutMs ?? 60_000,
       ...(config.maxFeePerGas !== undefined ? { maxFeePerGas: config.maxFeePerGas } : {}),
       onRisk: (nonce, risk) => notices.publish({ type: 'transactionRisk', id: `nonce:${nonce}`, risk }),
       // An endpoint failing a look is the sync's to tell (it fails there too); the rest is the operator's to know.
@@ -238,6 +240,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
           onSubmitted,
           // A restart joins the transaction the journal holds for this intent instead of sending another.
           key: record.key,
+          // The node's own: followed until mined, however long (its risk is told meanwhile).
+          timeoutMs: Number.POSITIVE_INFINITY,
         })
       },
       onFailed: (transaction, error) => {

@@ -14,25 +14,8 @@ export class NodeStoppedError extends NodeError {
   }
 }
 
-/**
- * A transaction was mined, but its block did not reach the node's confirmation depth in time: the chain stopped
- * making blocks (a local chain that mines only when a transaction comes) or the node cannot follow it. The
- * transaction stands; its effect shows once the block is deep enough.
- */
-export class ConfirmationTimeoutError extends NodeError {
-  override name = 'ConfirmationTimeoutError' as const
-  override readonly code = 'CONFIRMATION_TIMEOUT' as const
-  constructor(
-    readonly blockNumber: bigint,
-    readonly syncedBlock: bigint,
-    timeoutMs: number,
-  ) {
-    super(
-      `the transaction was mined in block ${blockNumber}, which is not confirmed after ${timeoutMs / 1000} s (the node has synced to block ${syncedBlock}); ` +
-        'it will count once the chain is deeper. A chain that mines only when a transaction comes needs blocks mined (sluice chain mines one a second) or a node with --confirmations 0',
-    )
-  }
-}
+/** A transaction not mined, or not confirmed, in time: the chain layer's (where the transaction queue throws it too). */
+export { ConfirmationTimeoutError } from '../chain/errors.ts'
 
 /**
  * Our own nonce came back with content we never signed: the node's state is older than what it sent (a stale

@@ -110,7 +110,8 @@ export type Delivery = {
 
 /** When a received message was last handed up, and (if the handler said) when that hand-up became durable. */
 /** `signature`: of the copy handed up (lower case), which a message under the same id must carry to be a resend of it. */
-type Received = { handedAt: number; signature: string; applied?: Promise<unknown>; failed?: boolean }
+/** `durable`: the handler's promise for it resolved (the state machine has it); until then a resend is not handed up again. */
+type Received = { handedAt: number; signature: string; applied?: Promise<unknown>; failed?: boolean; durable?: boolean }
 
 /** Creates the delivery layer between the runtime and `transport`. */
 export function createDelivery(parameters: DeliveryParameters): Delivery {
@@ -319,7 +320,9 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         for (const answer of answered) sendOnce(signer, answer)
         return prior.applied
       }
-      if (!awaitsStateAnswer(message) || now() - prior.handedAt < redeliverAfterMs) return prior.applied
+      // Still being applied (a busy machine: its commit waits): the state machine has not had it yet, nothing to redo.
+      const applying = prior.applied !== undefined && !prior.durable
+      if (!awaitsStateAnswer(message) || applying || now() - prior.handedAt < redeliverAfterMs) return prior.applied
       prior.handedAt = now()
       stats.redelivered++
       return hand(prior, message, signer, signerKey)
@@ -334,10 +337,17 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
   const hand = (entry: Received, message: Signed<Message>, signer: Address, signerKey: Hex): Promise<unknown> | undefined => {
     entry.failed = false
     entry.applied = undefined
+    entry.durable = false
     try {
       const applied = onMessage(message, signer, signerKey)
       if (!applied) return undefined
       entry.applied = applied
+      applied.then(
+        () => {
+          if (entry.applied === applied) entry.durable = true
+        },
+        () => {},
+      )
       // A failed apply is the handler's to report; here it only means no Delivered, and the next resend is handed up.
       applied.catch(() => {
         if (entry.applied === applied) entry.failed = true

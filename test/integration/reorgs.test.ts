@@ -75,18 +75,24 @@ const pendingNonce = (address: Address) => devnet.getTransactionCount({ address,
 const channelOfA = () => a.client.channel(net.tokenNetwork, b.address)!
 const errorsOfA = (where: string) => noticesOfA.filter((n) => n.type === 'error' && n.where === where)
 
-/** Sends with a queue of its own (the account's nonce goes back with a reorg), mining a block whenever one waits. */
+/**
+ * Sends with a queue of its own (the account's nonce goes back with a reorg), mining a block whenever one waits, and
+ * stops that queue once the transaction is mined: the reorg then removes it for good, as it would another party's
+ * transaction that nobody sends again (a queue left running would send it again: chainFaults.test.ts).
+ */
 async function mined<T extends { receipt: { blockNumber: bigint } }>(
   send: (queue: ReturnType<typeof createTransactionQueue>) => Promise<T>,
   chain: ChainClient,
 ) {
   let done = false
-  const sent = send(createTransactionQueue(chain)).finally(() => (done = true))
+  const queue = createTransactionQueue(chain)
+  const sent = send(queue).finally(() => (done = true))
   while (!done) {
     const pool = (await devnet.request({ method: 'txpool_status' } as never)) as { pending: Hex }
     if (BigInt(pool.pending) > 0n) await mine(1)
     await new Promise((r) => setTimeout(r, 20))
   }
+  await queue.stop()
   return sent
 }
 

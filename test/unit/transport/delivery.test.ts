@@ -244,6 +244,37 @@ describe('delivery', () => {
     expect(b.delivery.stats().redelivered).toBe(1)
   })
 
+  test('a balance proof still being applied (its commit waits on a busy machine) is not handed up again, however long; once durable and unanswered, it is', async () => {
+    const channelName = freshChannel()
+    let clock = 1_000_000
+    const applies: (() => void)[] = []
+    const b = await start(2, {
+      channelName,
+      redeliverAfterMs: 50,
+      now: () => clock,
+      applied: () => new Promise<void>((resolve) => applies.push(resolve)),
+    })
+    const sender = privateKeyToAddress(anvilKeys[1]!)
+    const lines = [await line(1, unlock(1n, 1n))]
+    postRaw(channelName, b.address, sender, lines)
+    await eventually(() => expect(receivedTypes(b)).toEqual(['Unlock:1']))
+    // Its resend long after, while the first is still on its way to the store: the core would see the nonce used with
+    // nothing stored to compare it to, and refuse it (a warning for nothing). It waits for the first instead.
+    clock += 10_000
+    postRaw(channelName, b.address, sender, lines)
+    await eventually(() => expect(b.delivery.stats().received).toBe(2))
+    expect(receivedTypes(b)).toEqual(['Unlock:1'])
+    expect(b.delivery.stats().redelivered).toBe(0)
+    // Durable, and still unanswered after the window: handed up again.
+    applies[0]!()
+    await sleep(10)
+    clock += 60
+    postRaw(channelName, b.address, sender, lines)
+    await eventually(() => expect(b.delivery.stats().received).toBe(3))
+    expect(receivedTypes(b)).toEqual(['Unlock:1', 'Unlock:1'])
+    expect(b.delivery.stats().redelivered).toBe(1)
+  })
+
   test('resends at once when the peer is seen, without waiting for the backoff', async () => {
     const channelName = freshChannel()
     const a = await start(1, { channelName, backoff: { initialMs: 60_000 } })
