@@ -82,6 +82,7 @@ export default defineConfig({
             '@libp2p/utils',
             '@libp2p/websockets',
             '@libp2p/yamux',
+            '@libp2p/yamux/stream',
             '@libp2p/crypto/keys',
             '@multiformats/multiaddr',
             'libp2p',

@@ -9,5 +9,6 @@ test('Chromium reaches the anvil chain and reads the deployed token', async () =
     abi: parseAbi(['function totalSupply() view returns (uint256)']),
     functionName: 'totalSupply',
   })
-  expect(supply).toBe(10n ** 24n)
+  // Created with a million tokens of 18 decimals; other tests mint TTT (anyone may) on the run's shared chain.
+  expect(supply).toBeGreaterThanOrEqual(10n ** 24n)
 })

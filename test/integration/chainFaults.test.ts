@@ -56,6 +56,13 @@ const inPool = (address: Address) =>
     return pooled
   }, 20_000)
 
+/** Until the chain holds a proof of B's (A's update): what B paid A counts at settlement. */
+const updatedOnChain = (a: SluiceNode, b: SluiceNode, channelId: bigint) =>
+  eventually(async () => {
+    const onChain = await readParticipantInfo(a.client.chain, { tokenNetwork: net.tokenNetwork, channelId, participant: b.address, partner: a.address })
+    expect(onChain.nonce).toBeGreaterThan(0n)
+  }, 30_000)
+
 /**
  * A and B with a channel of 100 on each side; B pays A `paid`; B closes. The test decides what the fees do from the
  * moment A's update is in the pool: A must get it mined before B may settle, or lose what B paid.
@@ -95,15 +102,7 @@ describe('a fee spike while the node must update its partner close', () => {
     })
     const settleBlock = closed.closedBlock! + closed.settleTimeout
     // The proof of what B paid is on-chain before B may settle.
-    await eventually(async () => {
-      const onChain = await readParticipantInfo(a.client.chain, {
-        tokenNetwork: net.tokenNetwork,
-        channelId: channel.id,
-        participant: b.address,
-        partner: a.address,
-      })
-      expect(onChain.nonce).toBeGreaterThan(0n)
-    }, 30_000)
+    await updatedOnChain(a, b, channel.id)
     expect(await net.head()).toBeLessThanOrEqual(settleBlock + 1n)
     // Mined at the spike's price: re-priced, not waited out.
     const [update] = await a.client.chain.publicClient.getContractEvents({
@@ -148,15 +147,7 @@ describe('a fee spike while the node must update its partner close', () => {
     for (const t of pooled) expect(t.maxFeePerGas).toBeLessThanOrEqual(parseGwei('50'))
     // The spike passes with blocks to spare: the update lands, the notification goes.
     net.setBaseFee(parseGwei('2'))
-    await eventually(async () => {
-      const onChain = await readParticipantInfo(a.client.chain, {
-        tokenNetwork: net.tokenNetwork,
-        channelId: channel.id,
-        participant: b.address,
-        partner: a.address,
-      })
-      expect(onChain.nonce).toBeGreaterThan(0n)
-    }, 30_000)
+    await updatedOnChain(a, b, channel.id)
     await eventually(async () => expect((await a.services.notifications.list()).find((n) => n.id === 'transaction_at_risk')).toBeUndefined())
     net.setBaseFee(QUIET)
     await eventually(async () => expect(await tokens(a)).toBe(aBefore + 11n), 60_000)
