@@ -8,6 +8,7 @@ export { ServiceRegistry } from './ServiceRegistry.ts'
 export { TokenNetwork } from './TokenNetwork.ts'
 export { TokenNetworkRegistry } from './TokenNetworkRegistry.ts'
 export { UserDeposit } from './UserDeposit.ts'
+export { bytecode } from './bytecode.ts'
 export { codeHashes } from './codeHashes.ts'
 
 export const solcVersion = '0.8.37+commit.f401782d.Emscripten.clang'

@@ -1,5 +1,15 @@
 import { encodeDeployData, encodeFunctionData, getAddress, keccak256, maxUint256, zeroAddress, type Abi, type Address, type Hex, type PublicClient } from 'viem'
-import { codeHashes, CustomToken, MonitoringService, OneToN, SecretRegistry, ServiceRegistry, TokenNetworkRegistry, UserDeposit } from '../contracts/index.ts'
+import {
+  codeHashes,
+  CustomToken,
+  MonitoringService,
+  OneToN,
+  SecretRegistry,
+  ServiceRegistry,
+  TokenNetworkRegistry,
+  UserDeposit,
+  bytecode,
+} from '../contracts/index.ts'
 
 /**
  * What a deployment consists of, as steps: each creates one contract or makes one call, names the steps whose
@@ -121,8 +131,8 @@ export const stepIds = {
 } as const
 
 /** Creation code with its constructor arguments (viem checks them against the ABI). */
-function creation<const abi extends Abi>(artifact: { abi: abi; bytecode: Hex }, args: readonly unknown[]): Hex {
-  return encodeDeployData({ abi: artifact.abi, bytecode: artifact.bytecode, args } as never)
+function creation<const abi extends Abi>(artifact: { contractName: keyof typeof bytecode; abi: abi }, args: readonly unknown[]): Hex {
+  return encodeDeployData({ abi: artifact.abi, bytecode: bytecode[artifact.contractName], args } as never)
 }
 
 function read(client: PublicClient, address: Address, abi: Abi, functionName: string, args: readonly unknown[] = []): Promise<unknown> {

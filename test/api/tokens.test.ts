@@ -4,7 +4,7 @@ import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from '../../src/api/bigintJson.ts'
 import { createChainClient, createTransactionQueue, readRegistryLimits, readTokenNetworkOf, registerToken } from '../../src/chain/index.ts'
-import { CustomToken } from '../../src/contracts/index.ts'
+import { CustomToken, bytecode } from '../../src/contracts/index.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../src/devnet/anvil.ts'
 import { deployContracts, type DeployContractsReturnType } from '../../src/devnet/deploy.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
@@ -33,7 +33,7 @@ const C = privateKeyToAddress(anvilKeys[8] as Hex)
 const NO_CODE = getAddress('0x00000000000000000000000000000000000000aa')
 
 async function deployToken(symbol: string, supply: bigint): Promise<Address> {
-  const hash = await devnet.deployContract({ abi: CustomToken.abi, bytecode: CustomToken.bytecode, args: [supply, 18, symbol, symbol] })
+  const hash = await devnet.deployContract({ abi: CustomToken.abi, bytecode: bytecode.CustomToken, args: [supply, 18, symbol, symbol] })
   const receipt = await waitForReceipt(devnet, hash, { timeout: 20_000 })
   return getAddress(receipt.contractAddress!)
 }

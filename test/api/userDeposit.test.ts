@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { maxUint256, parseEther, zeroAddress, type Address } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { mintTokens, readTokenBalance, readUserDeposit } from '../../src/chain/index.ts'
-import { UserDeposit } from '../../src/contracts/index.ts'
+import { UserDeposit, bytecode } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { startNode } from '../integration/support/devnet.ts'
@@ -27,7 +27,7 @@ beforeAll(async () => {
   a = net.nodes[0]!
   devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] })
   serviceToken = net.deployment.serviceToken
-  const hash = await devnet.deployContract({ abi: UserDeposit.abi, bytecode: UserDeposit.bytecode, args: [serviceToken, 50n] })
+  const hash = await devnet.deployContract({ abi: UserDeposit.abi, bytecode: bytecode.UserDeposit, args: [serviceToken, 50n] })
   limitedUdc = (await waitForReceipt(devnet, hash, { timeout: 20_000 })).contractAddress!
   const withUdc = (address: Address) => ({ ...net.deployment, contracts: { ...net.deployment.contracts, UserDeposit: { address, blockNumber: 0 } } })
   none = await serveNode(await startNode(net, anvilKeys[2], { deployment: withUdc(zeroAddress) }))

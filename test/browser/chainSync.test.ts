@@ -11,7 +11,7 @@ import {
   registerToken,
   syncChainEvents,
 } from '../../src/chain/index.ts'
-import { CustomToken } from '../../src/contracts/index.ts'
+import { CustomToken, bytecode } from '../../src/contracts/index.ts'
 import { waitForReceipt } from '../../src/chain/receipt.ts'
 
 test('Chromium creates a chain client, sends through the queue and syncs the events it caused', async () => {
@@ -28,7 +28,7 @@ test('Chromium creates a chain client, sends through the queue and syncs the eve
   // A token of our own to register: the shared deployment's tokens stay unregistered for other tests.
   const deployHash = await chain.walletClient.deployContract({
     abi: CustomToken.abi,
-    bytecode: CustomToken.bytecode,
+    bytecode: bytecode.CustomToken,
     args: [10n ** 24n, 18, 'Browser Token', 'BRT'],
   })
   const token = getAddress((await waitForReceipt(chain.publicClient, deployHash, { timeout: 20_000 })).contractAddress!)

@@ -4,7 +4,7 @@ import { createTestClient, getAddress, http, parseEther, type Address } from 'vi
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, expect, inject, test } from 'vitest'
 import { createChainClient, createTransactionQueue, mintTokens, registerToken } from '../../src/chain/index.ts'
-import { CustomToken } from '../../src/contracts/index.ts'
+import { CustomToken, bytecode } from '../../src/contracts/index.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import type { NodeWorkerApi } from './fixtures/nodeWorker.ts'
 import { waitForReceipt } from '../../src/chain/receipt.ts'
@@ -26,7 +26,7 @@ test('two nodes in two workers open a channel, pay, and one resumes from Indexed
   // A token of this test's own, registered, and minted to A.
   const chainA = await createChainClient({ rpcUrl, privateKey: keyA, pollingInterval: 50 })
   const queue = createTransactionQueue(chainA)
-  const hash = await chainA.walletClient.deployContract({ abi: CustomToken.abi, bytecode: CustomToken.bytecode, args: [10n ** 24n, 18, 'Worker Token', 'WKT'] })
+  const hash = await chainA.walletClient.deployContract({ abi: CustomToken.abi, bytecode: bytecode.CustomToken, args: [10n ** 24n, 18, 'Worker Token', 'WKT'] })
   const token = getAddress((await waitForReceipt(chainA.publicClient, hash, { timeout: 20_000 })).contractAddress!)
   const { tokenNetwork } = await registerToken(chainA, queue, { registry: deployment.contracts.TokenNetworkRegistry.address, token })
   await mintTokens(chainA, queue, { token, amount: 1000n })

@@ -7,7 +7,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { getAddress, parseEther, type Address } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
-import { CustomToken } from '../../src/contracts/index.ts'
+import { CustomToken, bytecode } from '../../src/contracts/index.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { anvilClient } from '../support/clients.ts'
 import { relayListening, startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
@@ -117,7 +117,7 @@ async function deployToken(): Promise<Address> {
   const key = generatePrivateKey()
   await fund(privateKeyToAddress(key))
   const client = anvilClient(rpc, key)
-  const hash = await client.deployContract({ abi: CustomToken.abi, bytecode: CustomToken.bytecode, args: [10n ** 24n, 18, 'Test Token', 'TST'] })
+  const hash = await client.deployContract({ abi: CustomToken.abi, bytecode: bytecode.CustomToken, args: [10n ** 24n, 18, 'Test Token', 'TST'] })
   return getAddress((await client.waitForTransactionReceipt({ hash })).contractAddress!)
 }
 

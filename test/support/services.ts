@@ -13,7 +13,7 @@ import {
   type ContractConstructorArgs,
   type Hex,
 } from 'viem'
-import { CustomToken, MonitoringService, OneToN, ServiceRegistry, UserDeposit } from '../../src/contracts/index.ts'
+import { CustomToken, MonitoringService, OneToN, ServiceRegistry, UserDeposit, bytecode } from '../../src/contracts/index.ts'
 import type { AnvilClient } from './clients.ts'
 import { deploy } from './deploy.ts'
 
@@ -174,10 +174,10 @@ export async function udcBalance(client: AnvilClient, services: Services, owner:
  */
 export async function constructorRevertReason<const abi extends Abi>(
   client: AnvilClient,
-  artifact: { abi: abi; bytecode: Hex },
+  artifact: { contractName: keyof typeof bytecode; abi: abi },
   args: ContractConstructorArgs<abi>,
 ): Promise<string> {
-  const data = encodeDeployData({ abi: artifact.abi, bytecode: artifact.bytecode, args } as never)
+  const data = encodeDeployData({ abi: artifact.abi, bytecode: bytecode[artifact.contractName], args } as never)
   try {
     await client.call({ data })
   } catch (error) {

@@ -9,7 +9,7 @@ import { mintTokens } from '../../src/chain/erc20.ts'
 import { waitForReceipt } from '../../src/chain/receipt.ts'
 import { registerToken } from '../../src/chain/tokenNetworkActions.ts'
 import { createTransactionQueue, type SentTransaction, type TransactionQueue } from '../../src/chain/transactionQueue.ts'
-import { CustomToken } from '../../src/contracts/index.ts'
+import { CustomToken, bytecode } from '../../src/contracts/index.ts'
 
 export type FreshAccount = { key: Hex; address: Address; chain: ChainClient; queue: TransactionQueue; rpcUrl: string }
 
@@ -32,7 +32,7 @@ export async function ownTokenNetwork(
   const deployer = await freshAccount(owner.rpcUrl)
   const hash = await deployer.chain.walletClient.deployContract({
     abi: CustomToken.abi,
-    bytecode: CustomToken.bytecode,
+    bytecode: bytecode.CustomToken,
     args: [10n ** 27n, 18, 'Test Token', 'TST'],
   })
   const token = getAddress((await waitForReceipt(deployer.chain.publicClient, hash, { timeout: 20_000 })).contractAddress!)

@@ -23,7 +23,7 @@ import {
   type Hex,
   type TransactionReceipt,
 } from 'viem'
-import { CustomToken, SecretRegistry, TokenNetwork, TokenNetworkRegistry } from '../../src/contracts/index.ts'
+import { CustomToken, SecretRegistry, TokenNetwork, TokenNetworkRegistry, bytecode } from '../../src/contracts/index.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../src/devnet/anvil.ts'
 import { ZERO_HASH, balanceHash, packBalanceProof, packBalanceProofCounter } from '../../src/protocol/balanceProof.ts'
 import { encodeLocks, locksroot, secrethashOf, type Lock, LOCKSROOT_OF_NO_LOCKS } from '../../src/protocol/locks.ts'
@@ -622,11 +622,11 @@ export async function deployRaw(client: AnvilClient, bytecode: Hex): Promise<Add
  */
 export async function deployRevertReason<const abi extends Abi>(
   client: AnvilClient,
-  artifact: { abi: abi; bytecode: Hex },
+  artifact: { contractName: keyof typeof bytecode; abi: abi },
   args: ContractConstructorArgs<abi>,
 ): Promise<string | null> {
   try {
-    await client.call({ data: encodeDeployData({ abi: artifact.abi, bytecode: artifact.bytecode, args } as never) })
+    await client.call({ data: encodeDeployData({ abi: artifact.abi, bytecode: bytecode[artifact.contractName], args } as never) })
     return null
   } catch (e) {
     if (!(e instanceof BaseError)) throw e

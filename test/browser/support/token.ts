@@ -1,7 +1,7 @@
 import { getAddress, type Address, type Hex } from 'viem'
 import { createChainClient, createTransactionQueue, mintTokens, registerToken } from '../../../src/chain/index.ts'
 import type { Deployment } from '../../../src/chain/deployment.ts'
-import { CustomToken } from '../../../src/contracts/index.ts'
+import { CustomToken, bytecode } from '../../../src/contracts/index.ts'
 import { waitForReceipt } from '../../../src/chain/receipt.ts'
 
 /**
@@ -20,6 +20,6 @@ export async function deployTestToken(rpcUrl: string, deployment: Deployment, ke
 /** A CustomToken deployed by `key` (funded with ETH), not registered: for a test that registers it. */
 export async function deployToken(rpcUrl: string, key: Hex): Promise<Address> {
   const chain = await createChainClient({ rpcUrl, privateKey: key, pollingInterval: 50 })
-  const hash = await chain.walletClient.deployContract({ abi: CustomToken.abi, bytecode: CustomToken.bytecode, args: [10n ** 24n, 18, 'Test Token', 'TST'] })
+  const hash = await chain.walletClient.deployContract({ abi: CustomToken.abi, bytecode: bytecode.CustomToken, args: [10n ** 24n, 18, 'Test Token', 'TST'] })
   return getAddress((await waitForReceipt(chain.publicClient, hash, { timeout: 30_000, pollingInterval: 50 })).contractAddress!)
 }
