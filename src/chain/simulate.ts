@@ -1,6 +1,7 @@
 import type { ChainClient } from './chainClient.ts'
 import { ChainRpcError } from './errors.ts'
-import { revertReason, type ChainCall } from './transactionQueue.ts'
+import { revertReason } from './revertReason.ts'
+import type { ChainCall } from './transactionQueue.ts'
 
 /** What an eth_call of a transaction says it would do in the latest block. */
 export type Simulation = { ok: true } | { ok: false; reason: string }

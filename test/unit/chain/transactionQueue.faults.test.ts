@@ -7,7 +7,7 @@ import type { Address, Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FeesAboveCapError, NonceTakenError } from '../../../src/chain/errors.ts'
-import type { TransactionRisk } from '../../../src/chain/transactionQueue.ts'
+import type { TransactionRisk } from '../../../src/chain/transactionRisk.ts'
 import type { JournalEntry } from '../../../src/chain/transactionJournal.ts'
 import { gwei, startManualChain, type ManualChain } from './support/manualChain.ts'
 
