@@ -140,7 +140,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       journal: nodeJournal(engine, loaded.chainTransactions),
       confirmations,
       // A caller (a REST request) waits this long for its transaction, then is answered CONFIRMATION_TIMEOUT: it goes on.
-      timeoutMs: config.confirmationTimeoutMs ?? 60_000,
+      timeoutMs: config.confirmationTimeoutMs,
       ...(config.maxFeePerGas !== undefined ? { maxFeePerGas: config.maxFeePerGas } : {}),
       onRisk: (nonce, risk) => notices.publish({ type: 'transactionRisk', id: `nonce:${nonce}`, risk }),
       // An endpoint failing a look is the sync's to tell (it fails there too); the rest is the operator's to know.

@@ -116,7 +116,7 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     for (const fail of [...waiters]) fail(new NodeStoppedError())
   })
 
-  async function waitForBlock(blockNumber: bigint, timeoutMs = p.config.confirmationTimeoutMs ?? 60_000): Promise<void> {
+  async function waitForBlock(blockNumber: bigint, timeoutMs = p.config.confirmationTimeoutMs): Promise<void> {
     const deadline = Date.now() + timeoutMs
     let endpointError: ChainRpcError | undefined
     while (engine.current.blockNumber < blockNumber) {
