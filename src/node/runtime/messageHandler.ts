@@ -35,7 +35,7 @@ export class MessageHandler {
    * refuses them now and takes them once `channelOpened` says the channel is there, rather than at the partner's
    * next resend or delivery's redelivery seconds later (issue 19). Bounded: the latest channels, a few messages each.
    */
-  private readonly early = new Map<string, { message: Signed<Message>; sender: Address; senderKey: Hex }[]>()
+  private readonly early = new Map<string, { message: Signed<Message>; sender: Address; senderKey: Hex; first: Promise<Applied> }[]>()
 
   constructor(private readonly p: MessageHandlerParameters) {}
 
@@ -45,8 +45,7 @@ export class MessageHandler {
    */
   receive(message: Signed<Message>, sender: Address, senderKey: Hex): Promise<Applied> {
     const { engine } = this.p
-    if (takesNonce(message) && !getChannel(engine.current, message.token_network_address, message.channel_identifier))
-      this.keepEarly(message, sender, senderKey)
+    const early = takesNonce(message) && !getChannel(engine.current, message.token_network_address, message.channel_identifier)
     const decryptedSecret = secretFromMetadata(message, this.p.address, this.p.privateKey)
     const change = {
       type: 'receive' as const,
@@ -71,6 +70,7 @@ export class MessageHandler {
       applied = queued.then(({ dispatched }) => dispatched)
     }
     applied.catch((error) => this.p.report('receive', error))
+    if (early) this.keepEarly(message, sender, senderKey, applied)
     return applied
   }
 
@@ -90,14 +90,27 @@ export class MessageHandler {
     const kept = this.early.get(key)
     if (!kept) return
     this.early.delete(key)
-    for (const { message, sender, senderKey } of kept) this.receive(message, sender, senderKey).catch(() => {})
+    // Only those the core refused for want of the channel: one applied meanwhile (its change came after the opening's,
+    // in the same batch or the next) is not handed again, which would find its nonce used and its copy not yet stored.
+    for (const { message, sender, senderKey, first } of kept)
+      void first.then(
+        (applied) => {
+          if (refusedForUnknownChannel(applied)) this.receive(message, sender, senderKey).catch(() => {})
+        },
+        () => {},
+      )
   }
 
-  private keepEarly(message: Signed<Message> & { token_network_address: Address; channel_identifier: bigint }, sender: Address, senderKey: Hex) {
+  private keepEarly(
+    message: Signed<Message> & { token_network_address: Address; channel_identifier: bigint },
+    sender: Address,
+    senderKey: Hex,
+    first: Promise<Applied>,
+  ) {
     const key = earlyKey(message.token_network_address, message.channel_identifier)
     const kept = this.early.get(key) ?? []
     if (kept.some((k) => k.message.signature === message.signature)) return
-    kept.push({ message, sender, senderKey })
+    kept.push({ message, sender, senderKey, first })
     if (kept.length > EARLY_PER_CHANNEL) kept.shift()
     this.early.delete(key)
     this.early.set(key, kept)
@@ -113,3 +126,8 @@ const EARLY_CHANNELS = 64
 const EARLY_PER_CHANNEL = 16
 
 const earlyKey = (tokenNetwork: Address, channelId: bigint) => `${tokenNetwork.toLowerCase()}|${channelId}`
+
+/** Whether the core refused the message because it does not hold its channel (messageRejected with `unknownChannel`). */
+function refusedForUnknownChannel(applied: Applied): boolean {
+  return applied.effects.some((e) => e.type === 'event' && e.event.type === 'messageRejected' && e.event.unknownChannel === true)
+}
