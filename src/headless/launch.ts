@@ -120,11 +120,9 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     apiUrl,
     peerId: libp2p?.peerId,
     stop: () =>
-      (stopping ??= hosted.stop().finally(async () => {
+      (stopping ??= hosted.stop().finally(() => {
         stopProgress()
         offNotices()
-        // A ws endpoint's socket would keep the process alive.
-        await node.client.chain.close()
       })),
   }
 }

@@ -165,6 +165,8 @@ export class SluiceNode {
     this.engine.close()
     await this.engine.snapshot()
     await this.storage.close()
+    // Its endpoints' sockets (a ws endpoint's would keep a process alive, and a page's worker holding it).
+    await this.client.chain.close().catch(() => {})
     await this.running?.catch(() => {})
     this.statusTracker.stopped()
   }
