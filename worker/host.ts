@@ -9,6 +9,7 @@
  *      version.
  * Every step has a timeout: nothing a page awaits here can hang.
  */
+import { withTimeout } from '../src/waits.ts'
 import * as Comlink from 'comlink'
 import { parseDeployment, type Deployment as NodeDeployment } from '../src/chain/deployment.ts'
 import { parseRpcUrls } from '../src/chain/rpcUrls.ts'
@@ -129,7 +130,7 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
   carryErrorCodes()
   const startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS
   const deadline = Date.now() + startTimeoutMs
-  const within = <T>(work: Promise<T>, what: string) => withTimeout(work, deadline - Date.now(), `${what} took more than ${startTimeoutMs} ms`)
+  const within = <T>(work: Promise<T>, what: string) => timedOut(work, deadline - Date.now(), `${what} took more than ${startTimeoutMs} ms`)
   const {
     deployment: deploymentSource,
     provider,
@@ -294,11 +295,11 @@ class Leadership {
     clearInterval(this.#watchdog)
     // A replacement the watchdog is starting now must not outlive this: it sees the abort and stops itself. Waited
     // for within a bound: a start that hangs still stops itself if it ever ends, and stop() does not hang on it.
-    if (this.#checkRun) await withTimeout(this.#checkRun, 3 * WATCHDOG_TIMEOUT_MS, 'the watchdog').catch(() => {})
+    if (this.#checkRun) await timedOut(this.#checkRun, 3 * WATCHDOG_TIMEOUT_MS, 'the watchdog').catch(() => {})
     const running = this.#worker
     this.#worker = undefined
     if (running) {
-      await withTimeout(running.remote.stop(), WATCHDOG_TIMEOUT_MS, 'stopping the node').catch(() => {})
+      await timedOut(running.remote.stop(), WATCHDOG_TIMEOUT_MS, 'stopping the node').catch(() => {})
       running.worker.terminate()
     }
     this.leading = false
@@ -373,7 +374,7 @@ class Leadership {
     }
     if (this.#abort.signal.aborted) {
       // Resigned while it started (the watchdog's replacement during stop()): it must not run on, holding the store.
-      await withTimeout(remote.stop(), WATCHDOG_TIMEOUT_MS, 'stopping the node').catch(() => {})
+      await timedOut(remote.stop(), WATCHDOG_TIMEOUT_MS, 'stopping the node').catch(() => {})
       worker.terminate()
       return
     }
@@ -391,7 +392,7 @@ class Leadership {
   }
   async #checkOnce(running: { worker: Worker; remote: Comlink.Remote<NodeWorkerApi> }): Promise<void> {
     try {
-      await withTimeout(running.remote.status(), WATCHDOG_TIMEOUT_MS, 'the node worker did not answer')
+      await timedOut(running.remote.status(), WATCHDOG_TIMEOUT_MS, 'the node worker did not answer')
     } catch {
       // Not when it is being stopped: resign stops it (or finds it gone).
       if (this.#worker !== running || this.#abort.signal.aborted) return
@@ -451,8 +452,6 @@ async function checkFetchReachesNode(version: string): Promise<void> {
     throw new NotControlledError(`fetch('${API_PATH}/version') from this page does not reach the node (status ${response.status})`)
 }
 
-function withTimeout<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new StartTimeoutError(message)), Math.max(0, ms))))
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer))
+function timedOut<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  return withTimeout(work, ms, () => new StartTimeoutError(message))
 }

@@ -11,6 +11,7 @@ import {
   type PublicClient,
 } from 'viem'
 import { getNodeError } from 'viem/utils'
+import { saysAlreadyKnown } from './rpcFailure.ts'
 import type { Fees, JournalAttempt, JournalEntry } from './transactionJournal.ts'
 
 /** Signs the entry's call at `nonce` with `fees`, offline: what is journaled, then broadcast (and broadcast again). */
@@ -58,13 +59,12 @@ export async function broadcast(client: Pick<PublicClient, 'request'>, raw: Hex)
   }
 }
 
-/** Node messages viem has no class for. */
-const ALREADY_KNOWN = /already known|already imported|known transaction|already in (the )?(mem)?pool|alreadyknown/i
+/** A node's message viem has no class for. */
 const UNDERPRICED = /underpriced|replacement fee too low|fee too low to replace/i
 
 function outcomeOf(error: unknown): BroadcastOutcome {
   const text = describe(error)
-  if (ALREADY_KNOWN.test(text)) return { type: 'accepted' }
+  if (saysAlreadyKnown(text)) return { type: 'accepted' }
   if (!(error instanceof BaseError)) return { type: 'unknown', error }
   // An HTTP failure or a timeout carries no answer of the node's: it may hold the transaction.
   const node = getNodeError(error, {})

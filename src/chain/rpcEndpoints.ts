@@ -1,6 +1,7 @@
+import { sleep } from '../waits.ts'
 import { createTransport, custom, hexToNumber, http, isHex, keccak256, TimeoutError, type Hex, type Transport } from 'viem'
 import { ChainIdMismatchError, ChainRpcError } from './errors.ts'
-import { classifyRpcFailure, LogRangeTimeoutError, RpcUnavailableError } from './rpcFailure.ts'
+import { classifyRpcFailure, LogRangeTimeoutError, RpcUnavailableError, saysAlreadyKnown } from './rpcFailure.ts'
 import { endpointLabel, isRpcUrl } from './rpcUrls.ts'
 
 /**
@@ -109,7 +110,6 @@ const DEFAULTS = {
 
 /** How long the start waits for the other endpoints' chain ids once one has answered (ms). */
 const START_GRACE_MS = 1_000
-const ALREADY_KNOWN = /already known|already imported|known transaction|alreadyknown/i
 
 class EndpointWentDown extends Error {}
 
@@ -270,7 +270,7 @@ export class RpcEndpoints {
           if (failure.timeout && method === 'eth_getLogs' && (await this.answersAtOnce(endpoint))) throw new LogRangeTimeoutError(endpoint.label, timeoutMs)
           if (failure.kind === 'answer') {
             this.succeeded(endpoint)
-            if (method === 'eth_sendRawTransaction' && failedTransiently && ALREADY_KNOWN.test(failure.reason)) return rawTransactionHash(params)
+            if (method === 'eth_sendRawTransaction' && failedTransiently && saysAlreadyKnown(failure.reason)) return rawTransactionHash(params)
             throw e
           }
           if (failure.retryAfterMs !== undefined && failure.retryAfterMs > this.settings.maxRetryAfterMs)
@@ -285,6 +285,7 @@ export class RpcEndpoints {
       const wait = this.waitBeforeRound(round)
       if (Date.now() + wait >= deadline) break
       await sleep(wait, signal)
+      signal?.throwIfAborted()
     }
     throw new RpcUnavailableError(method, unique(reasons), lastError)
   }
@@ -471,20 +472,6 @@ function rawTransactionHash(params: unknown): Hex {
   const raw = Array.isArray(params) ? params[0] : undefined
   if (typeof raw !== 'string' || !isHex(raw)) throw new TypeError('eth_sendRawTransaction without a raw transaction')
   return keccak256(raw)
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const aborted = () => {
-      clearTimeout(timer)
-      reject(signal?.reason)
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', aborted)
-      resolve()
-    }, ms)
-    signal?.addEventListener('abort', aborted, { once: true })
-  })
 }
 
 function unique(reasons: string[]): string[] {

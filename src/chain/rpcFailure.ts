@@ -49,6 +49,14 @@ const OVERLOAD_TEXT = /overload|busy|try again|temporar|unavailable|timed? ?out|
 /** A revert, whatever code an endpoint wraps it in (some answer -32603 or -32000 with it in the message). */
 const REVERT_TEXT = /execution reverted|\brevert(ed)?\b|gas required exceeds allowance|out of gas/i
 
+/** What nodes say to a raw transaction they hold already: it was broadcast (geth, Nethermind, Erigon, anvil, others). */
+const ALREADY_KNOWN = /already known|already imported|known transaction|already in (the )?(mem)?pool|alreadyknown/i
+
+/** Whether a node's answer to eth_sendRawTransaction says it holds the transaction already. */
+export function saysAlreadyKnown(text: string): boolean {
+  return ALREADY_KNOWN.test(text)
+}
+
 /** Classifies `error`, which a call threw (viem's errors, a provider's, or ours, with their causes). */
 export function classifyRpcFailure(error: unknown): RpcFailure {
   const chain = causes(error)

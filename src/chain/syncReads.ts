@@ -1,3 +1,4 @@
+import { sleep, withTimeout } from '../waits.ts'
 import { ChainRpcError } from './errors.ts'
 
 export type SyncReadsParameters = {
@@ -71,7 +72,13 @@ export class SyncReads {
   async attempt<T>(method: string, call: () => Promise<T>, isAnswer?: (error: unknown) => boolean): Promise<T> {
     if (this.signal?.aborted) throw new ChainRpcError(method, new Error('the sync is stopping'))
     try {
-      const answer = await bounded(call(), this.callTimeoutMs, this.signal)
+      const answer = await withTimeout(
+        call(),
+        this.callTimeoutMs,
+        () => new ReadTimeoutError(this.callTimeoutMs),
+        this.signal,
+        () => new Error('the sync is stopping'),
+      )
       this.answered()
       return answer
     } catch (error) {
@@ -114,34 +121,4 @@ export class ReadTimeoutError extends Error {
   constructor(readonly ms: number) {
     super(`no answer within ${ms} ms`)
   }
-}
-
-/** `pending`, or a rejection once `ms` have passed (the call itself goes on, unheard) or `signal` aborts. */
-function bounded<T>(pending: Promise<T>, ms: number, signal: AbortSignal | undefined): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => done(() => reject(new ReadTimeoutError(ms))), ms)
-    const onAbort = () => done(() => reject(new Error('the sync is stopping')))
-    signal?.addEventListener('abort', onAbort)
-    const done = (settle: () => void) => {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
-      settle()
-    }
-    pending.then(
-      (value) => done(() => resolve(value)),
-      (error: unknown) => done(() => reject(error)),
-    )
-  })
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(finish, ms)
-    signal?.addEventListener('abort', finish)
-    function finish() {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', finish)
-      resolve()
-    }
-  })
 }

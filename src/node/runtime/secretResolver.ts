@@ -1,3 +1,4 @@
+import { sleep } from '../../waits.ts'
 import type { Hex } from 'viem'
 import type { SecretResolverRequest } from '../../protocol/state/effects.ts'
 import { retryDelay, type Backoff } from '../../transport/backoff.ts'
@@ -66,17 +67,4 @@ export function resolverRequestBody(request: SecretResolverRequest): string {
     },
     (_, v) => (typeof v === 'bigint' ? `#int:${v}` : v),
   ).replace(/"#int:(\d+)"/g, '$1')
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve()
-    const done = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done)
-  })
 }

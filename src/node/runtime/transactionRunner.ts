@@ -1,3 +1,4 @@
+import { sleep } from '../../waits.ts'
 import type { Hex } from 'viem'
 import { FeesAboveCapError, InsufficientFundsForGasError } from '../../chain/errors.ts'
 import { transactionFailedChange } from '../../chain/transactions.ts'
@@ -115,20 +116,9 @@ export class TransactionRunner {
     return waited && !this.p.isStopping()
   }
 
-  private wait(ms: number): Promise<boolean> {
-    const signal = this.p.stopped
-    if (signal?.aborted) return Promise.resolve(false)
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer)
-        resolve(false)
-      }
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', done)
-        resolve(true)
-      }, ms)
-      signal?.addEventListener('abort', done, { once: true })
-    })
+  private async wait(ms: number): Promise<boolean> {
+    await sleep(ms, this.p.stopped)
+    return !this.p.stopped?.aborted
   }
 
   /** Tells the waiters first, then the core: a waiter that sees the channel revert then knows why. */
