@@ -146,4 +146,5 @@ function bumped(value: bigint): bigint {
 
 const max = (a: bigint, b: bigint) => (a > b ? a : b)
 const min = (a: bigint, b: bigint) => (a < b ? a : b)
-const atMost = (a: bigint, cap: bigint | undefined) => (cap !== undefined && a > cap ? cap : a)
+/** `value`, or `cap` when there is one below it: the lower of two caps, one of which may be absent. */
+export const atMost = (value: bigint, cap: bigint | undefined): bigint => (cap !== undefined && value > cap ? cap : value)

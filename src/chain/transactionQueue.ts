@@ -1,3 +1,4 @@
+import { withTimeout } from '../waits.ts'
 import { BaseError, ExecutionRevertedError, InsufficientFundsError, type Address, type Hex } from 'viem'
 import { broadcast, signAttempt } from './broadcast.ts'
 import type { ChainClient } from './chainClient.ts'
@@ -11,7 +12,17 @@ import {
   TransactionRevertedError,
 } from './errors.ts'
 import { readFeeMarket } from './feeMarket.ts'
-import { affordablePricePerGas, initialFees, leastPricePerGas, maxPricePerGas, replacementFees, urgencyAt, type BumpPolicy, type FeeMarket } from './fees.ts'
+import {
+  affordablePricePerGas,
+  atMost,
+  initialFees,
+  leastPricePerGas,
+  maxPricePerGas,
+  replacementFees,
+  urgencyAt,
+  type BumpPolicy,
+  type FeeMarket,
+} from './fees.ts'
 import { memoryJournal, type JournalEntry, type TransactionJournal } from './transactionJournal.ts'
 import { createTransactionTracker, type OnSubmitted, type SentTransaction, type Tracked } from './transactionTracker.ts'
 import { revertReason } from './revertReason.ts'
@@ -245,7 +256,7 @@ export function createTransactionQueue(
     const affordable = affordablePricePerGas(balance, gas, value)
     if (affordable < least) throw new InsufficientFundsForGasError(address, balance, gas * least + value)
     const urgency = urgencyAt(head, options.deadline, policy)
-    let fees = initialFees(market, urgency, min(cap, affordable))
+    let fees = initialFees(market, urgency, atMost(affordable, cap))
 
     for (let tries = 1; ; tries++) {
       const nonce = nextNonce
@@ -290,7 +301,7 @@ export function createTransactionQueue(
       if (outcome.type === 'feeTooLow') {
         // The base fee rose between the read and the broadcast: priced again from a fresh read, while the cap has room.
         const fresh = tries < 3 ? await readFeeMarket(publicClient).catch(() => undefined) : undefined
-        const raised = fresh && replacementFees(fees, fresh, urgency, min(cap, affordable))
+        const raised = fresh && replacementFees(fees, fresh, urgency, atMost(affordable, cap))
         if (raised) {
           fees = raised
           continue
@@ -333,19 +344,7 @@ export function createTransactionQueue(
   /** The send's answer, or ConfirmationTimeoutError after `ms`: the transaction goes on, only its caller stops waiting. */
   function bounded(t: Tracked, done: Promise<SentTransaction>, ms: number): Promise<SentTransaction> {
     if (!Number.isFinite(ms)) return done
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new ConfirmationTimeoutError(t.entry.mined?.blockNumber, tracker.lastHead ?? 0n, ms)), ms)
-      done.then(
-        (sent) => {
-          clearTimeout(timer)
-          resolve(sent)
-        },
-        (error: unknown) => {
-          clearTimeout(timer)
-          reject(error)
-        },
-      )
-    })
+    return withTimeout(done, ms, () => new ConfirmationTimeoutError(t.entry.mined?.blockNumber, tracker.lastHead ?? 0n, ms))
   }
 
   const sections = new Map<string, Promise<unknown>>()
@@ -398,8 +397,6 @@ export function createTransactionQueue(
     },
   }
 }
-
-const min = (a: bigint | undefined, b: bigint): bigint => (a !== undefined && a < b ? a : b)
 
 /** Maps a viem estimate failure to our typed errors. */
 function sendError(call: ChainCall, address: Address, e: unknown): Error {

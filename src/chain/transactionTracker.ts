@@ -3,7 +3,7 @@ import { broadcast, signAttempt, type BroadcastOutcome } from './broadcast.ts'
 import type { ChainClient } from './chainClient.ts'
 import { ChainRpcError, NonceTakenError, TransactionQueueStoppedError, TransactionRevertedError } from './errors.ts'
 import { readFeeMarket } from './feeMarket.ts'
-import { affordablePricePerGas, bumpDue, deadlineRisk, initialFees, replacementFees, urgencyAt, type BumpPolicy, type FeeMarket } from './fees.ts'
+import { affordablePricePerGas, atMost, bumpDue, deadlineRisk, initialFees, replacementFees, urgencyAt, type BumpPolicy, type FeeMarket } from './fees.ts'
 import { revertReason } from './revertReason.ts'
 import type { JournalEntry, TransactionJournal } from './transactionJournal.ts'
 import type { TransactionRisk } from './transactionRisk.ts'
@@ -223,7 +223,7 @@ export function createTransactionTracker({
     }
     if (t.repriceNow || bumpDue(newest.signedAtBlock, head, urgency, policy)) {
       const [market, balance] = await Promise.all([reads.fees(), reads.funds()])
-      const fees = replacementFees(newest.fees, market, urgency, min(cap, affordablePricePerGas(balance, e.gas, e.call.value ?? 0n)))
+      const fees = replacementFees(newest.fees, market, urgency, atMost(affordablePricePerGas(balance, e.gas, e.call.value ?? 0n), cap))
       if (fees) {
         const attempt = await signAttempt(account, chain.chainId, e, fees, head)
         t.entry = e = { ...e, attempts: [...e.attempts, attempt] }
@@ -356,5 +356,3 @@ export function createTransactionTracker({
     },
   }
 }
-
-const min = (a: bigint | undefined, b: bigint): bigint => (a !== undefined && a < b ? a : b)
