@@ -2,7 +2,6 @@ import { hexToBytes, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { createBlockWatcher } from '../chain/blockWatcher.ts'
 import { createChainClient } from '../chain/chainClient.ts'
-import type { RpcEndpointChange } from '../chain/rpcEndpoints.ts'
 import { ChainRpcError } from '../chain/errors.ts'
 import { syncChainEvents } from '../chain/eventSync.ts'
 import { LogChunkSize } from '../chain/getLogsByChunk.ts'
@@ -66,12 +65,12 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   } else await useWasmSecp256k1()
   if (!config.rpc && !config.provider) throw new TypeError('createNode needs `rpc` or `provider`')
   const { deployment } = config
-  // An endpoint going down or coming back is a notice, once the node has its notices (below).
-  let endpointChanged: (change: RpcEndpointChange) => void = () => {}
+  // What the node tells its listeners; an endpoint going down or coming back is one of its notices.
+  const notices = new EventBus<NodeNotice>()
   const chain = await createChainClient({
     ...(config.rpc ? { rpcUrl: config.rpc } : {}),
     ...(config.provider ? { provider: config.provider } : {}),
-    endpoints: { onChange: (change) => endpointChanged(change) },
+    endpoints: { onChange: (change) => notices.publish({ type: 'rpcEndpoint', ...change }) },
     privateKey: config.key,
     chainId: deployment.chainId,
     pollingInterval: config.pollingInterval,
@@ -117,8 +116,6 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     // A state found stale signs nothing again: restore the newest backup instead (docs/decisions/0029).
     if (state.stale) throw new StaleStateError(`this node's stored state is older than what it signed: ${state.stale.reason}`)
 
-    const notices = new EventBus<NodeNotice>()
-    endpointChanged = (change) => notices.publish({ type: 'rpcEndpoint', ...change })
     const commits = new EventBus<number>()
     const stopping = new AbortController()
     const report: Report = (where, error, detail) => {
