@@ -1,7 +1,8 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { SluiceError } from '../errors.ts'
 import { type InvalidDeploymentError, parseDeployment, type Deployment } from '../chain/deployment.ts'
+import { writeJsonFile } from './jsonFile.ts'
 
 /** Where `sluice chain` keeps the deployment of a chain: `<dir>/<chainId>.json`. */
 export function deploymentPath(dir: string, chainId: number): string {
@@ -48,12 +49,9 @@ export async function readDeployment(path: string): Promise<Deployment> {
 }
 
 /**
- * Writes the deployment as indented JSON, creating the directory. It writes a temporary file and renames
- * it, so a reader polling for the file never sees half of it.
+ * Writes the deployment as indented JSON, creating the directory, to a temporary file renamed over it (jsonFile.ts):
+ * a reader polling for the file never sees half of it.
  */
 export async function writeDeployment(path: string, deployment: Deployment): Promise<void> {
-  await mkdir(dirname(path), { recursive: true })
-  const temporary = `${path}.${process.pid}.tmp`
-  await writeFile(temporary, `${JSON.stringify(deployment, null, 2)}\n`)
-  await rename(temporary, path)
+  await writeJsonFile(path, deployment)
 }
