@@ -196,7 +196,7 @@ export function positiveNumberFlag(options: FlagOptions<number>): FlagSpec<numbe
 
 /** An amount in gwei above zero, up to 9 decimals (`50`, `1.5`), as wei. */
 export function gweiFlag(options: FlagOptions<bigint>): FlagSpec<bigint, false> {
-  return flag(options, 'GWEI', 'an amount of gwei above zero (up to 9 decimals)', (raw) => {
+  return flag(options, 'GWEI', 'a positive number of gwei, e.g. 2 or 0.5', (raw) => {
     if (!/^(\d+(\.\d{1,9})?|\.\d{1,9})$/.test(raw)) return undefined
     // Not viem's parseGwei: init (this module's other user) is bundled with nothing but Node's modules (0042).
     const [whole = '', fraction = ''] = raw.split('.')

@@ -6,7 +6,7 @@ import type { TransactionQueue } from '../chain/transactionQueue.ts'
 import type { DeployCost } from '../devnet/deployCost.ts'
 import type { DeployParameters } from '../devnet/deployPlan.ts'
 import { hasCode, SluiceError } from '../errors.ts'
-import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, switchFlag, type FlagSpec, type ParsedFlags } from './args.ts'
+import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, switchFlag, type FlagSpec, type ParsedFlags, maxFeePerGasFlag } from './args.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
 import { parseAddress } from './keystoreDirectory.ts'
@@ -135,18 +135,7 @@ export const deployFlags = {
     max: 1000,
     default: 5,
   }),
-  maxFeePerGas: {
-    description: 'the most to pay per unit of gas, in gwei (default: what the chain asks)',
-    valueName: 'GWEI',
-    expected: 'a positive number of gwei, e.g. 2 or 0.5',
-    parse: (raw: string) => {
-      const m = /^(\d+)(?:\.(\d{1,9}))?$/.exec(raw)
-      if (!m) return undefined
-      const wei = BigInt(m[1]!) * 10n ** 9n + BigInt((m[2] ?? '').padEnd(9, '0'))
-      return wei > 0n ? wei : undefined
-    },
-    default: undefined,
-  } as FlagSpec<bigint, false>,
+  maxFeePerGas: { ...maxFeePerGasFlag, description: 'the most to pay per unit of gas, in gwei (default: what the chain asks)' },
   publicRpc: {
     description: 'the RPC URL the deployment file names for nodes and pages (default: --rpc; give a public one when --rpc holds an API key)',
     valueName: 'URL',
