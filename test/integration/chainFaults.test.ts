@@ -63,6 +63,10 @@ const updatedOnChain = (a: SluiceNode, b: SluiceNode, channelId: bigint) =>
     expect(onChain.nonce).toBeGreaterThan(0n)
   }, 30_000)
 
+/** A's deposit in its channel with B as the chain holds it. */
+const depositOnChain = async (a: SluiceNode, b: SluiceNode, channelId: bigint) =>
+  (await readParticipantInfo(a.client.chain, { tokenNetwork: net.tokenNetwork, channelId, participant: a.address, partner: b.address })).deposit
+
 /**
  * A and B with a channel of 100 on each side; B pays A `paid`; B closes. The test decides what the fees do from the
  * moment A's update is in the pool: A must get it mined before B may settle, or lose what B paid.
@@ -183,13 +187,7 @@ describe("the node's own transactions lost on the way", () => {
     expect(dropped.size).toBeGreaterThanOrEqual(2)
     expect(channel.our.deposit).toBe(60n)
     expect(await tokens(a)).toBe(before - 50n)
-    const onChain = await readParticipantInfo(a.client.chain, {
-      tokenNetwork: net.tokenNetwork,
-      channelId: channel.id,
-      participant: a.address,
-      partner: b.address,
-    })
-    expect(onChain.deposit).toBe(60n)
+    expect(await depositOnChain(a, b, channel.id)).toBe(60n)
   }, 60_000)
 })
 
@@ -206,13 +204,7 @@ describe('a reorg that removes what the node did before its confirmations', () =
     const after = await depositing
     expect(after.our.deposit).toBe(30n)
     expect(await tokens(a)).toBe(before - 20n)
-    const onChain = await readParticipantInfo(a.client.chain, {
-      tokenNetwork: net.tokenNetwork,
-      channelId: channel.id,
-      participant: a.address,
-      partner: b.address,
-    })
-    expect(onChain.deposit).toBe(30n)
+    expect(await depositOnChain(a, b, channel.id)).toBe(30n)
     await eventually(() => expect(b.client.channel(net.tokenNetwork, a.address)!.partnerEnd.deposit).toBe(30n))
   }, 60_000)
 

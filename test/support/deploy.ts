@@ -1,4 +1,4 @@
-import { getAddress, type Abi, type Address, type ContractConstructorArgs, type Hex } from 'viem'
+import { getAddress, type Abi, type Address, type ContractConstructorArgs } from 'viem'
 import { bytecode } from '../../src/contracts/index.ts'
 import type { AnvilClient } from './clients.ts'
 
