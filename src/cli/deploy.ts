@@ -359,7 +359,7 @@ async function run(argv: readonly string[]): Promise<number> {
     const deployment = await check.deploymentOf(client, plan, deployRun, { chainId: chain.chainId, rpcUrl: flags.publicRpc ?? rpc })
     await deploymentFile.writeDeployment(out, deployment)
     // Done and confirmed: what was kept to resume it is of no more use (a later run checks the file against the chain).
-    await runner.stopQueue(queue)
+    await queue.stop()
     await progress.remove()
     await removeFile(journalPath)
     const ms = performance.now() - started
@@ -370,7 +370,7 @@ async function run(argv: readonly string[]): Promise<number> {
     throw explain(e, { progressPath, rpc })
   } finally {
     signal.dispose()
-    if (queue) await runner.stopQueue(queue)
+    if (queue) await queue.stop()
     await files?.release()
   }
 }

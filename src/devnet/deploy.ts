@@ -5,7 +5,7 @@ import type { Deployment } from '../chain/deployment.ts'
 import { createTransactionQueue } from '../chain/transactionQueue.ts'
 import { memoryProgress } from './deployProgress.ts'
 import { deployPlan, raidenDefaults } from './deployPlan.ts'
-import { runDeployment, stopQueue, type DeployContractsError } from './deployRunner.ts'
+import { runDeployment, type DeployContractsError } from './deployRunner.ts'
 import { deploymentOf } from './deploymentOfPlan.ts'
 
 export { DeployContractsError } from './deployRunner.ts'
@@ -84,7 +84,7 @@ export async function deployContracts(
     })
     return (await deploymentOf(chain.publicClient, plan, run, { chainId, rpcUrl })) as DeployContractsReturnType
   } finally {
-    await stopQueue(queue)
+    await queue.stop()
   }
 }
 

@@ -160,8 +160,8 @@ export async function runDeployment({
 
   let resumed = false
   const progress = await startOrResume()
-  // The rewritten queue resumes its journal here (sends again what the chain lacks); the one on this branch has no start.
-  await (queue as Partial<Lifecycle>).start?.()
+  // The queue resumes its journal here: it sends again what the chain lacks.
+  await queue.start()
   const runStartBlock = Number(await rpc('eth_blockNumber', () => client.getBlockNumber()))
   const addressOf: AddressOf = (id) => {
     const address = plan.given.get(id) ?? progress.steps[id]?.address
@@ -397,7 +397,7 @@ export async function runDeployment({
       telling = false
     }
     const options = {
-      // Under this key, the rewritten queue joins a transaction of the step still in its journal instead of sending another.
+      // Under this key, the queue joins a transaction of the step still in its journal instead of sending another.
       key: `deploy ${step.id}`,
       onSubmitted: async ({ hash, nonce }: { hash: Hex; nonce: number }) => {
         const address = step.kind === 'create' ? getContractAddress({ from: deployer, nonce: BigInt(nonce) }) : undefined
@@ -446,12 +446,4 @@ export async function runDeployment({
       }
     }
   }
-}
-
-/** What the rewritten transaction queue adds: start resumes its journal, stop ends its looks at the chain. */
-type Lifecycle = { start(): Promise<void>; stop(): Promise<void> }
-
-/** Stops the queue's looks at the chain, when it has any (the rewritten queue follows its transactions for a while). */
-export async function stopQueue(queue: TransactionQueue): Promise<void> {
-  await (queue as Partial<Lifecycle>).stop?.()
 }
