@@ -38,6 +38,7 @@ export default defineConfig({
             'test/api/**/*.test.ts',
             'test/package/**/*.test.ts',
             'test/demo/**/*.test.ts',
+            'test/engines/**/*.test.ts',
           ],
           environment: 'node',
           testTimeout: 60_000,

@@ -1,0 +1,130 @@
+/**
+ * Chromium (CDP) and Firefox (WebDriver BiDi, Firefox's own remote agent: no geckodriver) through puppeteer-core,
+ * with Debian's binaries. One profile per launch, in a temporary folder that goes at close.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import puppeteer, { type Browser, type Page } from 'puppeteer-core'
+import { bounded, DEFAULT_TIMEOUT_MS, type EngineBrowser, type EngineName, pollUntil, type Tab, unwrapOutcome, wrapExpression } from './engine.ts'
+
+/** What the vitest Chromium project starts it with: no calls to Google's hosts on this machine's closed network. */
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+]
+
+/**
+ * Firefox's own calls out (updates, telemetry, safe browsing lists, captive portal checks) are off: this machine's
+ * network is closed and each would wait on its timeout. Puppeteer sets most; these are the rest we saw tried.
+ */
+const FIREFOX_PREFS = {
+  'network.captive-portal-service.enabled': false,
+  'network.connectivity-service.enabled': false,
+  'browser.safebrowsing.update.enabled': false,
+  'extensions.getAddons.cache.enabled': false,
+}
+
+export async function launchPuppeteer(
+  engine: Exclude<EngineName, 'webkit'>,
+  executablePath: string,
+  size: { width: number; height: number },
+): Promise<EngineBrowser> {
+  const profile = mkdtempSync(join(tmpdir(), `sluice-${engine}-`))
+  const browser: Browser = await bounded(
+    puppeteer.launch({
+      browser: engine === 'firefox' ? 'firefox' : 'chrome',
+      executablePath,
+      headless: true,
+      userDataDir: profile,
+      defaultViewport: size,
+      ...(engine === 'chromium' ? { args: CHROMIUM_ARGS } : { extraPrefsFirefox: FIREFOX_PREFS }),
+      // Above every bound of ours (evaluate's is the caller's): our timeouts say what was waited on, puppeteer's would not.
+      protocolTimeout: 30 * 60_000,
+    }),
+    DEFAULT_TIMEOUT_MS,
+    `launching ${engine}`,
+  )
+  const version = (await browser.version()).replace(/^[^/]*\//, '')
+  const pageErrors: string[] = []
+  return {
+    engine,
+    version,
+    pageErrors,
+    async newTab() {
+      const page = await bounded(browser.newPage(), DEFAULT_TIMEOUT_MS, `a new ${engine} tab`)
+      page.on('pageerror', (e) => pageErrors.push(`${page.url()}: ${(e as Error).message ?? String(e)}`))
+      return puppeteerTab(page, engine)
+    },
+    async close() {
+      await bounded(browser.close(), 20_000, `closing ${engine}`).catch(() => browser.process()?.kill('SIGKILL'))
+      rmSync(profile, { recursive: true, force: true })
+    },
+  }
+}
+
+/**
+ * Input goes to the tab in front: a tab behind another runs no animation frames in headless Chromium, and a click,
+ * which scrolls its element into view first, waited on one for ever.
+ */
+function puppeteerTab(page: Page, engine: EngineName): Tab {
+  const what = (verb: string) => `${engine}: ${verb}`
+  return {
+    get closed() {
+      return page.isClosed()
+    },
+    async goto(url) {
+      await bounded(page.goto(url, { waitUntil: 'load' }), DEFAULT_TIMEOUT_MS, what(`loading ${url}`))
+    },
+    async reload() {
+      await bounded(page.reload({ waitUntil: 'load' }), DEFAULT_TIMEOUT_MS, what('reloading'))
+    },
+    async evaluate<T>(expression: string, timeoutMs = DEFAULT_TIMEOUT_MS) {
+      const text = await bounded(page.evaluate(wrapExpression(expression)), timeoutMs, what(`evaluating ${expression.slice(0, 80)}`))
+      return unwrapOutcome<T>(text, expression)
+    },
+    async click(selector, timeoutMs = 20_000) {
+      await bounded(
+        (async () => {
+          await page.bringToFront()
+          const element = await page.waitForSelector(selector, { visible: true, timeout: timeoutMs })
+          await element!.click()
+        })(),
+        timeoutMs + 5_000,
+        what(`clicking ${selector}`),
+      )
+    },
+    async fill(selector, text, timeoutMs = 20_000) {
+      await bounded(
+        (async () => {
+          await page.bringToFront()
+          const element = await page.waitForSelector(selector, { visible: true, timeout: timeoutMs })
+          // Cleared as a person would (select all, then type over it): the page hears its input events.
+          await element!.click({ count: 3 })
+          await element!.evaluate((input) => (input as HTMLInputElement).select())
+          await element!.type(text)
+        })(),
+        timeoutMs + 5_000,
+        what(`filling ${selector}`),
+      )
+    },
+    async waitFor(expression, timeoutMs = 20_000) {
+      await pollUntil(() => this.evaluate(expression, timeoutMs), timeoutMs, what(`waiting for ${expression.slice(0, 80)}`))
+    },
+    async setSize(width, height) {
+      await page.setViewport({ width, height })
+    },
+    async screenshot(path) {
+      await bounded(page.screenshot({ path: path as `${string}.png`, fullPage: true }), DEFAULT_TIMEOUT_MS, what('a screenshot'))
+    },
+    async close() {
+      if (!page.isClosed()) await bounded(page.close(), DEFAULT_TIMEOUT_MS, what('closing a tab'))
+    },
+  }
+}
