@@ -452,7 +452,8 @@ class Leadership {
         Comlink.proxy(onLog),
       ),
     )
-    const givenUp = () => new SluiceError("the node's start was given up (stop(), or startNode failed)")
+    // Never seen: resign() ends the wait of a start that has failed or been stopped already.
+    const givenUp = () => new SluiceError('given up')
     try {
       // Ended at once by a script that does not load and by resign(); bounded for the watchdog's replacement,
       // which no start's deadline covers.

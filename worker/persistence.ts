@@ -43,7 +43,8 @@ export function storagePersistence({ ask }: { ask: boolean }): StoragePersistenc
     return withTimeout(
       storage.persisted(),
       READ_MS,
-      () => new PersistTimeoutError(`the browser did not answer navigator.storage.persisted() within ${READ_MS} ms`),
+      // Never seen: persist() below says what did not answer.
+      () => new PersistTimeoutError('persisted()'),
     )
   }
   const request = (): Promise<boolean> => storage!.persist!().then(heard)
