@@ -64,21 +64,22 @@ export function missingInWorker({ relays, subtleCrypto }: { relays: boolean; sub
 
 /**
  * Whether `new Worker(url, { type: 'module' })` starts a module worker. A browser that does not know `type` never
- * reads it and starts a classic worker, which fails on the first `import`; one that knows it reads the option before
- * it parses the URL, and this URL throws, so no worker starts.
+ * reads it and starts a classic worker, which fails on the first `import`; one that knows it reads the option (the
+ * arguments are converted first) before it parses the URL, and this URL does not parse (a SyntaxError), so no
+ * worker starts and nothing is fetched.
  */
 function moduleWorkers(): boolean {
   if (typeof globalThis.Worker !== 'function') return false
   let read = false
   try {
-    new Worker('blob://', {
+    new Worker('http://[', {
       get type() {
         read = true
         return 'module' as const
       },
     }).terminate()
   } catch {
-    // Thrown by the URL, as meant.
+    // Thrown by the URL, as meant (a browser that made a worker anyway has ended it).
   }
   return read
 }
