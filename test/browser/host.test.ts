@@ -360,6 +360,48 @@ describe('what the browser does not give or answer', () => {
     expect(await node.address()).toEqual({ our_address: privateKeyToAddress(key) })
   }, 60_000)
 
+  test('a service worker that never activates: START_TIMEOUT at the deadline, saying the step and what it waited for; no worker started, the lock free', async () => {
+    // A container whose registration never becomes active: a real one cannot be made to hang without taking this
+    // origin's scope from the other tests.
+    const registered: string[] = []
+    const hanging = {
+      controller: null,
+      ready: new Promise<never>(() => {}),
+      getRegistration: async () => undefined,
+      register: async (url: string | URL) => {
+        registered.push(String(url))
+        return { active: null }
+      },
+      addEventListener() {},
+    }
+    const restore = takeAway(navigator, 'serviceWorker')
+    Object.defineProperty(navigator, 'serviceWorker', { value: hanging, configurable: true })
+    const Original = globalThis.Worker
+    const made: Worker[] = []
+    globalThis.Worker = class extends Original {
+      constructor(url: string | URL, options?: WorkerOptions) {
+        super(url, options)
+        made.push(this)
+      }
+    }
+    try {
+      const begun = performance.now()
+      const error = await start({ key: generatePrivateKey(), startTimeoutMs: 1_500 }).catch((e: unknown) => e)
+      expect(error).toMatchObject({
+        code: 'START_TIMEOUT',
+        step: 'service-worker',
+        message: 'the service worker (waiting for it to activate) took more than 1500 ms',
+      })
+      expect(performance.now() - begun).toBeLessThan(3_000)
+      expect(registered).toHaveLength(1)
+      expect(made).toEqual([])
+      expect(await leaderLockHeld()).toBe(false)
+    } finally {
+      globalThis.Worker = Original
+      restore()
+    }
+  })
+
   test('no service worker: SERVICE_WORKER at once by default; with serviceWorker: false the node starts and its methods answer over the request channel', async () => {
     const key = generatePrivateKey()
     const restore = takeAway(navigator, 'serviceWorker')
