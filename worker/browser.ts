@@ -2,8 +2,10 @@
  * `sluice/browser`: what a dApp's page imports. `startNode()` starts (or joins) the origin's node; then
  * `fetch('/api/v1/...')` reaches it from every tab, and the returned object has the REST operations as methods.
  */
-export { importState, startNode, InvalidOptionsError, NotControlledError, StartTimeoutError, VersionSkewError } from './host.ts'
-export type { NodeStopped, SluiceBrowserNode, StartNodeOptions } from './host.ts'
+export { importState, startNode, InvalidOptionsError, NodeWorkerError, NotControlledError, StartTimeoutError, VersionSkewError } from './host.ts'
+export type { NodeStopped, SluiceBrowserNode, StartNodeOptions, StartStep } from './host.ts'
+export { BrowserUnsupportedError, type BrowserFeature } from './browserSupport.ts'
+export { PersistTimeoutError } from './persistence.ts'
 export { NodeApiError } from './nodeClient.ts'
 export type { Amount, AsJson, Channel, NodeClient, NodeStatusJson, PaymentEvent, PaymentResult } from './nodeClient.ts'
 export type { PushEvent, PushEventOf, PushListener } from './subscription.ts'

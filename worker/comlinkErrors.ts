@@ -1,19 +1,25 @@
 import * as Comlink from 'comlink'
 import { errorFromData, toErrorData, type ErrorData } from '../src/errors.ts'
+import { BrowserUnsupportedError, type BrowserFeature } from './browserSupport.ts'
 
 const comlinkThrow = Comlink.transferHandlers.get('throw')!
 
 /**
  * Errors thrown across Comlink keep their code, message and details (docs/decisions/0011-error-codes.md): Comlink's own
- * handler sends only name, message and stack, and a code the page branches on would be lost. Call it in both
- * contexts (the page and the node's worker) before the first call.
+ * handler sends only name, message and stack, and a code the page branches on would be lost. A BROWSER_UNSUPPORTED
+ * of the node's worker keeps its list of what is missing too. Call it in both contexts (the page and the node's
+ * worker) before the first call.
  */
 export function carryErrorCodes(): void {
   Comlink.transferHandlers.set('throw', {
     canHandle: comlinkThrow.canHandle,
-    serialize: (thrown) => [{ error: toErrorData((thrown as { value: unknown }).value) }, []],
+    serialize: (thrown) => {
+      const value = (thrown as { value: unknown }).value
+      return [{ error: toErrorData(value), ...(value instanceof BrowserUnsupportedError ? { missing: [...value.missing] } : {}) }, []]
+    },
     deserialize: (data) => {
-      throw errorFromData((data as { error: ErrorData }).error)
+      const { error, missing } = data as { error: ErrorData; missing?: BrowserFeature[] }
+      throw missing ? new BrowserUnsupportedError(missing, error.message) : errorFromData(error)
     },
   })
 }

@@ -7,7 +7,9 @@
  *      and take over from IndexedDB when the leader's tab closes (the browser releases its lock);
  *   3. startNode resolves once the node answers this page's fetch, through the service worker, with this build's
  *      version.
- * Every step has a timeout: nothing a page awaits here can hang.
+ * Before any of it, what the browser lacks is said at once (browserSupport.ts); every step has a timeout, and no
+ * step waits on a person's answer to a prompt (persistence is asked in the background): nothing a page awaits here
+ * can hang (docs/decisions/0057).
  */
 import { withTimeout } from '../src/waits.ts'
 import * as Comlink from 'comlink'
@@ -21,12 +23,14 @@ import { jsonParse } from '../src/storage/json.ts'
 import type { StorageDump as NodeStorageDump } from '../src/storage/storage.ts'
 import { version as pageVersion } from '../src/version.ts'
 import { forwardOverApiChannel } from './apiChannel.ts'
+import { BrowserUnsupportedError, missingInPage } from './browserSupport.ts'
 import { carryErrorCodes } from './comlinkErrors.ts'
-import { ensureControlled } from './controlled.ts'
-import { API_PATH, LEADER_LOCK } from './names.ts'
+import { ensureControlled, noServiceWorker } from './controlled.ts'
+import { API_PATH, LEADER_LOCK, WORKER_LOADED } from './names.ts'
 import { nodeClient, type NodeClient, type SendRequest } from './nodeClient.ts'
 import type { NodeLogListener, NodeStoppedListener, NodeWorkerApi, NodeWorkerOptions, RemoteProvider } from './node.worker.ts'
 import { consoleLine, DEFAULT_LOG_LEVEL } from './pageLog.ts'
+import { storagePersistence } from './persistence.ts'
 import type { Deployment, Eip1193Provider, NodeOptions, StorageDump } from './publicTypes.ts'
 import { subscribeToEvents, type PushListener } from './subscription.ts'
 
@@ -49,6 +53,19 @@ export type StartNodeOptions = NodeOptions & {
   waitForSync?: boolean
   /** How long start-up may take before it fails with START_TIMEOUT (default 60 s, the first sync included). */
   startTimeoutMs?: number
+  /**
+   * Use the service worker, through which `fetch('/api/v1/...')` reaches the node (default true). With false the node
+   * starts without one, for a browser that has none (Firefox's private windows, some embedded webviews): the node
+   * and the returned methods work alike (they go over the request channel), only `fetch('/api/v1/...')` does not
+   * reach it.
+   */
+  serviceWorker?: boolean
+  /**
+   * Ask the browser to keep the node's data (`navigator.storage.persist()`) as the node starts, in the background
+   * (default true): the start never waits for the answer. With false the page asks when it chooses, on a user's
+   * gesture: `node.persistStorage()`.
+   */
+  persistStorage?: boolean
 }
 
 export type NodeStopped = { reason: string; error?: ErrorData }
@@ -56,8 +73,19 @@ export type NodeStopped = { reason: string; error?: ErrorData }
 export type SluiceBrowserNode = NodeClient & {
   /** True while the node runs in this tab's worker; false in a tab that uses another tab's node. */
   readonly leader: boolean
-  /** The browser's answer to `navigator.storage.persist()`: false means it may evict the node's data under pressure. */
-  readonly storagePersisted: boolean
+  /**
+   * Whether the browser keeps the node's data (its key, its channels) under storage pressure: true (persistent), false
+   * (best effort: the browser may clear it), or undefined while the browser has not answered (Firefox answers when the
+   * person answers its prompt) and in a browser without `navigator.storage`. The answer may come after the start.
+   */
+  readonly storagePersisted: boolean | undefined
+  /**
+   * Asks the browser to keep the node's data (`navigator.storage.persist()`): call it on a user's gesture (a click),
+   * which Firefox's prompt expects. Resolves with the answer, or, with none within `timeoutMs` (30 s by default), with
+   * what `navigator.storage.persisted()` says then (a later answer still updates `storagePersisted`). Rejects with
+   * BROWSER_UNSUPPORTED in a browser without `navigator.storage`, PERSIST_TIMEOUT if neither call answers.
+   */
+  persistStorage(options?: { timeoutMs?: number }): Promise<boolean>
   /** Push events of GET /api/v1/events, read over the request channel (no service worker involved); returns unsubscribe. */
   subscribe(listener: PushListener): () => void
   /**
@@ -72,9 +100,24 @@ export type SluiceBrowserNode = NodeClient & {
   stop(): Promise<void>
 }
 
+/** The steps of a start, in order, as its `performance.measure('sluice:start:<step>')` entries name them. */
+export type StartStep = 'deployment' | 'service-worker' | 'node' | 'request-channel' | 'fetch' | 'sync'
+
 export class StartTimeoutError extends SluiceError {
   override name = 'StartTimeoutError' as const
   override readonly code = 'START_TIMEOUT' as const
+  /** The step that did not end in time. */
+  readonly step: StartStep
+  constructor(step: StartStep, message: string) {
+    super(message)
+    this.step = step
+  }
+}
+
+/** The node's worker script did not load, or threw as it loaded (a wrong `workerUrl`, a file of another kind). */
+export class NodeWorkerError extends SluiceError {
+  override name = 'NodeWorkerError' as const
+  override readonly code = 'NODE_WORKER' as const
 }
 
 /** The running node (or its database) belongs to another build than this page: never mix them silently. */
@@ -100,6 +143,8 @@ const DEFAULT_START_TIMEOUT_MS = 60_000
 /** How often the leader asks its worker whether it still answers, and how long an answer may take. */
 const WATCHDOG_EVERY_MS = 2_000
 const WATCHDOG_TIMEOUT_MS = 5_000
+/** resign()'s word for a worker still starting that is ended at once rather than given a moment to stop. */
+const GIVE_UP_NOW = 'now'
 
 let current: Promise<SluiceBrowserNode> | undefined
 let pendingImport: StorageDump | undefined
@@ -130,7 +175,8 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
   carryErrorCodes()
   const startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS
   const deadline = Date.now() + startTimeoutMs
-  const within = <T>(work: Promise<T>, what: string) => timedOut(work, deadline - Date.now(), `${what} took more than ${startTimeoutMs} ms`)
+  const within = <T>(step: StartStep, work: Promise<T>, what: () => string) =>
+    withTimeout(work, deadline - Date.now(), () => new StartTimeoutError(step, `${what()} took more than ${startTimeoutMs} ms`))
   const {
     deployment: deploymentSource,
     provider,
@@ -139,6 +185,8 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     workerUrl = DEFAULT_WORKER_URL,
     waitForSync = true,
     startTimeoutMs: _,
+    serviceWorker = true,
+    persistStorage = true,
     ...nodeOptions
   } = options
   if (nodeOptions.rpc !== undefined && !parseRpcUrls(nodeOptions.rpc))
@@ -156,6 +204,12 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     throw new InvalidOptionsError(`monitoringReward must be a bigint of at least 0n, not ${String(nodeOptions.monitoringReward)}`)
   if (nodeOptions.logLevel !== undefined && !isLogThreshold(nodeOptions.logLevel))
     throw new InvalidOptionsError(`logLevel must be one of ${LOG_THRESHOLDS.join(', ')}, not ${JSON.stringify(nodeOptions.logLevel)}`)
+  // What the browser lacks, before anything is registered, locked or started; without a service worker, as the
+  // service worker's own error, which says how to run without one.
+  const missing = missingInPage({ serviceWorker })
+  if (missing.length === 1 && missing[0] === 'serviceWorker') throw noServiceWorker()
+  if (missing.length > 0) throw new BrowserUnsupportedError(missing)
+  const persistence = storagePersistence({ ask: persistStorage })
 
   // Each step of a start is a performance.measure ('sluice:start:<step>'), for the bench and the browser's tools.
   let stepStart = performance.now()
@@ -163,11 +217,17 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     performance.measure(`sluice:start:${name}`, { start: stepStart })
     stepStart = performance.now()
   }
-  const deployment = await within(loadDeployment(deploymentSource), 'loading the deployment')
-  const storagePersisted = await requestPersistence()
+  const deployment = await within('deployment', loadDeployment(deploymentSource), () => 'loading the deployment')
   step('deployment')
-  await within(ensureControlled(serviceWorkerUrl, serviceWorkerType), 'registering the service worker')
-  step('service-worker')
+  if (serviceWorker) {
+    let stage = 'registering it'
+    await within(
+      'service-worker',
+      ensureControlled(serviceWorkerUrl, serviceWorkerType, (now) => (stage = now)),
+      () => `the service worker (${stage})`,
+    )
+    step('service-worker')
+  }
 
   const channelName = nodeOptions.apiChannel
   const send: SendRequest = (request) => forwardOverApiChannel(request, { nodeStarting, startTimeoutMs, ...(channelName ? { channelName } : {}) })
@@ -184,22 +244,25 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     new URL(workerUrl, location.href),
     provider,
     tellStopped,
+    startTimeoutMs,
   )
   const subscriptions = new Set<() => void>()
   let stopped = false
 
   try {
-    await within(leadership.elect(), 'starting the node')
+    await within('node', leadership.elect(), () => 'starting the node')
     step('node')
     // Through the request channel (what the proxy uses), then through the service worker (what fetch uses).
-    const { version } = await within(client.version(), 'reaching the node')
+    const { version } = await within('request-channel', client.version(), () => 'reaching the node')
     if (version !== pageVersion)
       throw new VersionSkewError(`the running Sluice node is version ${version} and this page is ${pageVersion}: reload every tab of this site`)
     step('request-channel')
-    await within(checkFetchReachesNode(version), 'reaching the node through the service worker')
-    step('fetch')
+    if (serviceWorker) {
+      await within('fetch', checkFetchReachesNode(version), () => 'reaching the node through the service worker')
+      step('fetch')
+    }
     if (waitForSync) {
-      await within(untilSynced(client), 'the first sync with the chain')
+      await within('sync', untilSynced(client), () => 'the first sync with the chain')
       step('sync')
     }
     return {
@@ -207,7 +270,10 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
       get leader() {
         return leadership.leading
       },
-      storagePersisted,
+      get storagePersisted() {
+        return persistence.persisted
+      },
+      persistStorage: ({ timeoutMs } = {}) => persistence.persist(timeoutMs),
       subscribe(listener) {
         const unsubscribe = subscribeToEvents(send, listener)
         subscriptions.add(unsubscribe)
@@ -231,7 +297,7 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
       },
     }
   } catch (e) {
-    await leadership.resign()
+    await leadership.resign(true)
     throw e
   }
 }
@@ -253,6 +319,8 @@ class Leadership {
     private readonly workerUrl: URL,
     private readonly provider: RemoteProvider | undefined,
     private readonly tellStopped: (stopped: NodeStopped) => void,
+    /** The most a worker's start may take: the start's own bound, and the watchdog's replacement's. */
+    private readonly startTimeoutMs: number,
   ) {}
 
   /**
@@ -289,17 +357,21 @@ class Leadership {
     })
   }
 
-  /** Stops the node if this tab runs it, and gives up the lock or the place in its queue. */
-  async resign(): Promise<void> {
-    this.#abort.abort()
+  /**
+   * Stops the node if this tab runs it, and gives up the lock or the place in its queue. A worker still starting is
+   * given a moment to end its start and stop as a node does (its store closed), or, with `now` (a start that failed
+   * or ran out of time), ended at once.
+   */
+  async resign(now = false): Promise<void> {
+    this.#abort.abort(now ? GIVE_UP_NOW : 'resigned')
     clearInterval(this.#watchdog)
     // A replacement the watchdog is starting now must not outlive this: it sees the abort and stops itself. Waited
-    // for within a bound: a start that hangs still stops itself if it ever ends, and stop() does not hang on it.
-    if (this.#checkRun) await timedOut(this.#checkRun, 3 * WATCHDOG_TIMEOUT_MS, 'the watchdog').catch(() => {})
+    // for within a bound: stop() does not hang on it.
+    if (this.#checkRun) await withTimeout(this.#checkRun, 3 * WATCHDOG_TIMEOUT_MS, unanswered('the watchdog')).catch(() => {})
     const running = this.#worker
     this.#worker = undefined
     if (running) {
-      await timedOut(running.remote.stop(), WATCHDOG_TIMEOUT_MS, 'stopping the node').catch(() => {})
+      await withTimeout(running.remote.stop(), WATCHDOG_TIMEOUT_MS, unanswered('stopping the node')).catch(() => {})
       running.worker.terminate()
     }
     this.leading = false
@@ -321,9 +393,9 @@ class Leadership {
         this.#exporting--
       }
     }
-    const worker = new Worker(this.workerUrl, { type: 'module', name: 'sluice-key-export' })
+    const worker = this.#newWorker('sluice-key-export')
     try {
-      return await Comlink.wrap<NodeWorkerApi>(worker).exportKeystore(password, this.options.passphrase)
+      return await unlessFailsToLoad(worker, this.workerUrl, Comlink.wrap<NodeWorkerApi>(worker).exportKeystore(password, this.options.passphrase))
     } finally {
       worker.terminate()
     }
@@ -335,6 +407,8 @@ class Leadership {
         try {
           await this.#lead()
         } catch (e) {
+          // Given up by stop(): nothing to tell.
+          if (this.#abort.signal.aborted) return
           // This tab cannot run the node: say why, and let another tab try.
           this.#note('error', 'this tab could not take the node over', e)
           this.tellStopped({ reason: 'this tab could not take the node over', error: toErrorData(e) })
@@ -353,30 +427,57 @@ class Leadership {
     this.#watchdog = setInterval(() => this.#check(), WATCHDOG_EVERY_MS)
   }
 
+  /** A module worker of the node's script; a browser that refuses to make one says why with NODE_WORKER. */
+  #newWorker(name: string): Worker {
+    try {
+      return new Worker(this.workerUrl, { type: 'module', name })
+    } catch (e) {
+      throw new NodeWorkerError(`the node's worker ${this.workerUrl} could not be made: ${(e as Error).message}`, { cause: e })
+    }
+  }
+
   async #startWorker(): Promise<void> {
-    const worker = new Worker(this.workerUrl, { type: 'module', name: 'sluice-node' })
+    const worker = this.#newWorker('sluice-node')
     const remote = Comlink.wrap<NodeWorkerApi>(worker)
     const onStopped: NodeStoppedListener = (stopped) => this.tellStopped(stopped)
     // Filtered and formatted in the worker: what comes is written as it is.
     const onLog: NodeLogListener = (line, level) => consoleLine(line, level)
-    try {
-      const started = await remote.start(
+    const starting = unlessFailsToLoad(
+      worker,
+      this.workerUrl,
+      remote.start(
         this.options,
         Comlink.proxy(onStopped),
         this.provider ? Comlink.proxy({ request: (args: { method: string; params?: unknown }) => this.provider!.request(args) }) : undefined,
         Comlink.proxy(onLog),
+      ),
+    )
+    // Never seen: resign() ends the wait of a start that has failed or been stopped already.
+    const givenUp = () => new SluiceError('given up')
+    try {
+      // Ended at once by a script that does not load and by resign(); bounded for the watchdog's replacement,
+      // which no start's deadline covers.
+      const started = await withTimeout(
+        starting,
+        this.startTimeoutMs,
+        () => new StartTimeoutError('node', `the node's worker did not start within ${this.startTimeoutMs} ms`),
+        this.#abort.signal,
+        givenUp,
       )
       if (started.version !== pageVersion)
         throw new VersionSkewError(`the node's worker script is version ${started.version} and this page is ${pageVersion}: run \`sluice init\` again`)
+      // Resigned as it answered (the watchdog's replacement during stop()): it must not run on, holding the store.
+      if (this.#abort.signal.aborted) throw givenUp()
     } catch (e) {
+      // Given up by stop() while it starts: a start that ends soon stops as a node does (its store closed).
+      if (this.#abort.signal.aborted && this.#abort.signal.reason !== GIVE_UP_NOW)
+        await withTimeout(
+          starting.then(() => remote.stop()),
+          WATCHDOG_TIMEOUT_MS,
+          unanswered('stopping the node'),
+        ).catch(() => {})
       worker.terminate()
       throw e
-    }
-    if (this.#abort.signal.aborted) {
-      // Resigned while it started (the watchdog's replacement during stop()): it must not run on, holding the store.
-      await timedOut(remote.stop(), WATCHDOG_TIMEOUT_MS, 'stopping the node').catch(() => {})
-      worker.terminate()
-      return
     }
     this.#worker = { worker, remote }
   }
@@ -392,7 +493,7 @@ class Leadership {
   }
   async #checkOnce(running: { worker: Worker; remote: Comlink.Remote<NodeWorkerApi> }): Promise<void> {
     try {
-      await timedOut(running.remote.status(), WATCHDOG_TIMEOUT_MS, 'the node worker did not answer')
+      await withTimeout(running.remote.status(), WATCHDOG_TIMEOUT_MS, unanswered("the node's worker"))
     } catch {
       // Not when it is being stopped: resign stops it (or finds it gone).
       if (this.#worker !== running || this.#abort.signal.aborted) return
@@ -400,6 +501,7 @@ class Leadership {
       running.worker.terminate()
       this.#worker = undefined
       await this.#startWorker().catch((e: unknown) => {
+        if (this.#abort.signal.aborted) return
         this.#note('error', 'the node worker stopped answering and could not be started again', e)
         this.tellStopped({ reason: 'the node worker stopped answering and could not be started again', error: toErrorData(e) })
       })
@@ -418,6 +520,43 @@ async function untilSynced(client: NodeClient): Promise<void> {
   }
 }
 
+/**
+ * `call` to the node's worker, or NODE_WORKER as soon as its script fails to load or throws as it loads (a 404, a
+ * page served in its place, a syntax error): the worker tells the page once its module has run (WORKER_LOADED), and
+ * an error before that is the script's, where the call would otherwise go unanswered for ever. A worker of an older
+ * build, which does not tell, is heard until the call answers.
+ */
+function unlessFailsToLoad<T>(worker: Worker, url: URL, call: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onError = (event: Event) => {
+      // Said by the rejection, not again as an error nobody handled.
+      event.preventDefault()
+      done()
+      const message = event instanceof ErrorEvent && event.message ? `: ${event.message}` : ''
+      reject(new NodeWorkerError(`the node's worker ${url.href} did not load${message}: is workerUrl where \`sluice init\` put it?`))
+    }
+    const onMessage = (event: MessageEvent) => {
+      if (event.data === WORKER_LOADED) done()
+    }
+    const done = () => {
+      worker.removeEventListener('error', onError)
+      worker.removeEventListener('message', onMessage)
+    }
+    worker.addEventListener('error', onError)
+    worker.addEventListener('message', onMessage)
+    call.then(
+      (value) => {
+        done()
+        resolve(value)
+      },
+      (error: unknown) => {
+        done()
+        reject(error)
+      },
+    )
+  })
+}
+
 /** A node runs or is starting when some tab holds the leader's lock. */
 async function nodeStarting(): Promise<boolean> {
   const { held = [] } = await navigator.locks.query()
@@ -432,15 +571,6 @@ async function loadDeployment(source: Deployment | string | URL): Promise<NodeDe
   return parseDeployment(await response.json(), url.href)
 }
 
-/** Asks the browser to keep this origin's data under storage pressure (only a page may ask, not a worker). */
-async function requestPersistence(): Promise<boolean> {
-  try {
-    return (await navigator.storage?.persist?.()) ?? false
-  } catch {
-    return false
-  }
-}
-
 /**
  * A fetch from this page reaches the node: the service worker answers /api/v1 (a page it does not control would
  * get the static host's answer instead, typically an HTML page or a 404).
@@ -452,6 +582,7 @@ async function checkFetchReachesNode(version: string): Promise<void> {
     throw new NotControlledError(`fetch('${API_PATH}/version') from this page does not reach the node (status ${response.status})`)
 }
 
-function timedOut<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
-  return withTimeout(work, ms, () => new StartTimeoutError(message))
+/** The error of a wait the page bounds outside a start (the watchdog's, a stop's): logged at most, never thrown to a caller. */
+function unanswered(what: string): () => Error {
+  return () => new SluiceError(`${what} did not answer in time`)
 }

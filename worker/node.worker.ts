@@ -24,8 +24,9 @@ import { createBroadcastChannelTransport } from '../src/transport/broadcastChann
 import { lazyTransport, type LazyTransportOptions } from '../src/transport/lazyTransport.ts'
 import { version } from '../src/version.ts'
 import { errorResponse, serveApiChannel } from './apiChannel.ts'
+import { BrowserUnsupportedError, missingInWorker } from './browserSupport.ts'
 import { carryErrorCodes } from './comlinkErrors.ts'
-import { API_PATH } from './names.ts'
+import { API_PATH, WORKER_LOADED } from './names.ts'
 import { loadOrCreateKey, readStoredKey } from './keyStore.ts'
 import { consoleLine, DEFAULT_LOG_LEVEL } from './pageLog.ts'
 import type { Eip1193Provider, NodeOptions } from './publicTypes.ts'
@@ -101,6 +102,12 @@ const api = {
         write: onLog ? (line, level) => void Promise.resolve(onLog(line, level)).catch(() => {}) : consoleLine,
       })
       if (!rpc && !provider) throw new NoChainError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
+      // What this worker lacks, before anything opens (docs/decisions/0057). WebCrypto keeps a generated key and seals
+      // the backup's copies.
+      const missing = missingInWorker({ relays: relay.length > 0, subtleCrypto: !givenKey || rest.backupUrl !== undefined })
+      if (missing.length > 0) throw new BrowserUnsupportedError(missing)
+      // Only a matter of speed: the curve and Keccak fall back to JavaScript (Safari's Lockdown Mode has no WebAssembly).
+      if (typeof WebAssembly !== 'object') log.warn('this browser gives the node no WebAssembly: it signs and hashes in JavaScript, several times slower')
       const unlocking = performance.now()
       const { key, created } = givenKey ? { key: givenKey, created: false } : await loadOrCreateKey(passphrase)
       // What unlocking (or generating) the key cost, for the bench and the browser's performance tools.
@@ -294,3 +301,5 @@ function transportFor(relays: string[], deployment: Deployment, { loadWhen, onEr
 
 export type NodeWorkerApi = typeof api
 Comlink.expose(api)
+// The module has run: from now on an error of this worker is not its script's failing to load (host.ts).
+;(self as unknown as DedicatedWorkerGlobalScope).postMessage(WORKER_LOADED)

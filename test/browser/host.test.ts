@@ -17,6 +17,7 @@ import type { PushEvent } from '../../worker/subscription.ts'
 import { nodeOptions } from './support/nodeOptions.ts'
 import { deployTestToken } from './support/token.ts'
 import { deleteDatabase } from './support/indexedDb.ts'
+import { takeAway } from './support/takeAway.ts'
 
 const rpc = inject('rpcUrl')
 const deployment = inject('deployment')
@@ -321,6 +322,102 @@ describe('startNode', () => {
     } finally {
       worker.terminate()
       releaseLock()
+    }
+  }, 60_000)
+})
+
+// Every wait on the browser ends: a worker script that does not load, a worker that never answers, a browser with no
+// service worker (docs/decisions/0057).
+describe('what the browser does not give or answer', () => {
+  const leaderLockHeld = async () => ((await navigator.locks.query()).held ?? []).some((lock) => lock.name === LEADER_LOCK)
+
+  test('a worker URL that answers no worker script, or a script that throws as it loads: NODE_WORKER at once, the lock free', async () => {
+    const cases = [
+      { workerUrl: new URL('/no-such-folder/node.worker.js', location.href), says: /did not load/ },
+      { workerUrl: new URL('./fixtures/throwingWorker.ts', import.meta.url), says: /did not load: .*this build of the worker is broken/ },
+    ]
+    for (const { workerUrl, says } of cases) {
+      const begun = performance.now()
+      const error = await start({ key: generatePrivateKey(), workerUrl, startTimeoutMs: 30_000 }).catch((e: unknown) => e)
+      expect(error).toMatchObject({ code: 'NODE_WORKER', message: expect.stringContaining(workerUrl.pathname) })
+      expect((error as Error).message).toMatch(says)
+      expect(performance.now() - begun).toBeLessThan(5_000)
+      expect(await leaderLockHeld()).toBe(false)
+    }
+  }, 60_000)
+
+  test('a worker that never answers its start: START_TIMEOUT at the deadline, saying the step; the worker ended and the lock free, so the next start runs', async () => {
+    const begun = performance.now()
+    const error = await start({ workerUrl: new URL('./fixtures/silentWorker.ts', import.meta.url), startTimeoutMs: 3_000 }).catch((e: unknown) => e)
+    const took = performance.now() - begun
+    expect(error).toMatchObject({ code: 'START_TIMEOUT', step: 'node', message: expect.stringMatching(/^starting the node took more than 3000 ms/) })
+    expect(took).toBeGreaterThanOrEqual(2_900)
+    expect(took).toBeLessThan(4_500)
+    expect(await leaderLockHeld()).toBe(false)
+    const key = generatePrivateKey()
+    const node = await start({ key })
+    expect(node.leader).toBe(true)
+    expect(await node.address()).toEqual({ our_address: privateKeyToAddress(key) })
+  }, 60_000)
+
+  test('a service worker that never activates: START_TIMEOUT at the deadline, saying the step and what it waited for; no worker started, the lock free', async () => {
+    // A container whose registration never becomes active: a real one cannot be made to hang without taking this
+    // origin's scope from the other tests.
+    const registered: string[] = []
+    const hanging = {
+      controller: null,
+      ready: new Promise<never>(() => {}),
+      getRegistration: async () => undefined,
+      register: async (url: string | URL) => {
+        registered.push(String(url))
+        return { active: null }
+      },
+      addEventListener() {},
+    }
+    const restore = takeAway(navigator, 'serviceWorker')
+    Object.defineProperty(navigator, 'serviceWorker', { value: hanging, configurable: true })
+    const Original = globalThis.Worker
+    const made: Worker[] = []
+    globalThis.Worker = class extends Original {
+      constructor(url: string | URL, options?: WorkerOptions) {
+        super(url, options)
+        made.push(this)
+      }
+    }
+    try {
+      const begun = performance.now()
+      const error = await start({ key: generatePrivateKey(), startTimeoutMs: 1_500 }).catch((e: unknown) => e)
+      expect(error).toMatchObject({
+        code: 'START_TIMEOUT',
+        step: 'service-worker',
+        message: 'the service worker (waiting for it to activate) took more than 1500 ms',
+      })
+      expect(performance.now() - begun).toBeLessThan(3_000)
+      expect(registered).toHaveLength(1)
+      expect(made).toEqual([])
+      expect(await leaderLockHeld()).toBe(false)
+    } finally {
+      globalThis.Worker = Original
+      restore()
+    }
+  })
+
+  test('no service worker: SERVICE_WORKER at once by default; with serviceWorker: false the node starts and its methods answer over the request channel', async () => {
+    const key = generatePrivateKey()
+    const restore = takeAway(navigator, 'serviceWorker')
+    try {
+      await expect(start({ key })).rejects.toMatchObject({ code: 'SERVICE_WORKER', message: expect.stringContaining('serviceWorker: false') })
+      const node = await start({ key, serviceWorker: false })
+      expect(node.leader).toBe(true)
+      expect(await node.address()).toEqual({ our_address: privateKeyToAddress(key) })
+      expect((await node.status()).status).toBe('ready')
+      expect(await node.channels()).toEqual([])
+      const events: PushEvent[] = []
+      const unsubscribe = node.subscribe((e) => events.push(e))
+      await expect.poll(() => events.map((e) => e.event), { timeout: 10_000 }).toContain('status')
+      unsubscribe()
+    } finally {
+      restore()
     }
   }, 60_000)
 })

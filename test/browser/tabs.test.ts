@@ -59,6 +59,25 @@ test('a hard reload (which bypasses the service worker) is detected and recovere
   expect(await inTab<Fetched>(tab, 'fetch', '/api/v1/address')).toEqual({ status: 200, body: { our_address: address } })
 }, 60_000)
 
+test('without a service worker (serviceWorker: false) in a page none controls: the node starts, its methods answer, fetch does not reach it', async () => {
+  const { address, options } = await nodeOptions()
+  const tab = await commands.openTab()
+  // A page no service worker controls, as in a browser that has none: fetch goes to the site's own server.
+  await commands.reloadTab(tab, true)
+  expect(await inTab(tab, 'controlled')).toBe(false)
+  expect(await inTab(tab, 'start', { ...options, serviceWorker: false })).toEqual({ leader: true })
+  // Nothing claimed it.
+  expect(await inTab(tab, 'controlled')).toBe(false)
+  expect(await inTab(tab, 'call', 'address')).toEqual({ our_address: address })
+  expect(await inTab(tab, 'call', 'status')).toMatchObject({ status: 'ready' })
+  expect(await inTab(tab, 'call', 'channels')).toEqual([])
+  // The site's server answers /api/v1 (here Vite's: it has no such file), not the node.
+  const fetched = await inTab<{ status: number; text: string }>(tab, 'fetchText', '/api/v1/address')
+  expect(fetched.status).toBe(404)
+  expect(fetched.text).not.toContain(address)
+  expect(fetched.text).not.toContain(address.toLowerCase())
+}, 60_000)
+
 test('a tab that does not lead exports the kept key with a password: unlocked with its passphrase in a worker of its own', async () => {
   await deleteKeys()
   try {
