@@ -85,22 +85,26 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   try {
     if (nodeConfig.import) await storage.importDump(nodeConfig.import)
     let loaded = await storage.load()
-    // An empty store with a backup server: its storage was wiped (or it never ran); the newest copy comes back first.
-    // A store with transactions in its journal has run: never wiped (the copy holds no journal).
-    const wiped = !loaded.snapshot && loaded.changes.length === 0 && loaded.chainTransactions.length === 0 && config.backupUrl !== undefined
+    // An empty store: its storage was wiped (Safari's 7 days, site data cleared, a lost disk) or it never ran; with a
+    // backup server the newest copy comes back first. A store with transactions in its journal has run: never wiped
+    // (the copy holds no journal).
+    const wiped = !loaded.snapshot && loaded.changes.length === 0 && loaded.chainTransactions.length === 0
     let restored: Restored | undefined
     if (wiped) {
-      // Channels of ours opened up to the head that the copy does not hold (opened after it, or no copy at all) are of
-      // a life the store forgot: the first sync finds them on chain, and they wait for their sync too.
+      // Channels of ours opened up to the head that no copy holds (opened after it, or no copy, or no backup server)
+      // are of a life the store forgot, in which it signed nonces it no longer knows: the first sync finds them on
+      // chain, and they wait for their partner's sync before signing again (decision 0034). A key that never ran
+      // has none, and nothing waits.
       const openedUpTo = await chain.publicClient.getBlockNumber().catch((e: unknown) => {
         throw new ChainRpcError('eth_blockNumber', e)
       })
-      restored = await restoreFromBackup(storage, {
-        url: config.backupUrl!,
-        key: config.key,
-        openedUpTo,
-        ...(config.backup?.timeoutMs ? { timeoutMs: config.backup.timeoutMs } : {}),
-      })
+      if (config.backupUrl !== undefined)
+        restored = await restoreFromBackup(storage, {
+          url: config.backupUrl,
+          key: config.key,
+          openedUpTo,
+          ...(config.backup?.timeoutMs ? { timeoutMs: config.backup.timeoutMs } : {}),
+        })
       if (!restored) await storage.commit({ changes: [{ seq: 1, time: Date.now(), change: { type: 'restored', version: 0n, openedUpTo } }] })
       loaded = await storage.load()
     }

@@ -24,13 +24,15 @@ import { devnetNodeConfig, startDevnet, startNode, type Devnet } from './support
 import { eventually } from './support/eventually.ts'
 
 const [keyA, keyB, keyC, keyD, keyE] = [anvilKeys[1], anvilKeys[2], anvilKeys[3], anvilKeys[4], anvilKeys[5]] as [Hex, Hex, Hex, Hex, Hex]
+/** The pair of the test without a backup server (the others' channels stay on this chain). */
+const [keyF, keyG] = [anvilKeys[6], anvilKeys[7]] as [Hex, Hex]
 let net: Devnet
 let backups: ServedBackups
 const running: SluiceNode[] = []
 const dirs: string[] = []
 
 beforeAll(async () => {
-  net = await startDevnet([keyA, keyB, keyC, keyD], 1000n)
+  net = await startDevnet([keyA, keyB, keyC, keyD, keyF], 1000n)
   const dir = await mkdtemp(join(tmpdir(), 'sluice-backups-'))
   dirs.push(dir)
   backups = await serveBackups({ dataDir: dir, host: '127.0.0.1', port: 0, limits: { pushesPerMinute: 100_000, requestsPerMinute: 100_000 } })
@@ -256,5 +258,58 @@ describe('a node with a backup server', () => {
     await eventually(() => expect(a.client.channel(net.tokenNetwork, partner)!.waitingSync).toBeUndefined(), 30_000)
     expect(await a.services.notifications.list()).not.toContainEqual(expect.objectContaining({ id: 'channels_waiting_sync' }))
     await sendPayment(a.client, { token: net.token, target: partner, amount: 1n, identifier: 501n })
+  }, 120_000)
+})
+
+describe('a node without a backup server', () => {
+  // Safari's 7-day cap, a person clearing site data: the store is gone, the dApp still gives the same key. Nothing
+  // says which nonces the node signed, so its channels wait for their partners' sync as after a restore of no copy.
+  test('wiped, with the same key: its channels wait for the partner’s sync, then it pays on from the partner’s nonce, never signing one twice', async () => {
+    const wire = wireNonces()
+    try {
+      const dirF = await mkdtemp(join(tmpdir(), 'sluice-wiped-f-'))
+      dirs.push(dirF)
+      const startF = async () => {
+        const node = await createNode({ ...devnetNodeConfig(net, keyF), storage: (identity) => openLevelStorage(identity, { dataDir: dirF }) })
+        running.push(node)
+        return node
+      }
+      let c = await startF()
+      await c.run()
+      const d = await startNode(net, keyG, { durable: true })
+      running.push(d)
+      await openChannelOnChain(c.client, { tokenNetwork: net.tokenNetwork, partner: d.address, totalDeposit: 500n })
+      await eventually(() => expect(d.client.channel(net.tokenNetwork, c.address)?.state).toBe('opened'))
+      for (let i = 1n; i <= 5n; i++) await sendPayment(c.client, { token: net.token, target: d.address, amount: 3n, identifier: i })
+      await eventually(() => expect(d.client.channel(net.tokenNetwork, c.address)!.partnerEnd.balanceProof!.transferredAmount).toBe(15n))
+      await c.stop()
+      await rm(dirF, { recursive: true, force: true })
+
+      c = await startF()
+      const wiped = c.client.channel(net.tokenNetwork, d.address)
+      await c.run()
+      // Found on chain, of a life the store forgot: it waits, and signs nothing under its nonce until D answers.
+      expect(wiped?.waitingSync ?? c.client.channel(net.tokenNetwork, d.address)!.waitingSync).toBe(true)
+      await eventually(() => expect(c.client.channel(net.tokenNetwork, d.address)!.waitingSync).toBeUndefined(), 30_000)
+      const synced = c.client.channel(net.tokenNetwork, d.address)!
+      expect(synced.our.balanceProof!.transferredAmount).toBe(15n)
+      expect(synced.our.nonce).toBe(d.client.channel(net.tokenNetwork, c.address)!.partnerEnd.nonce)
+      await sendPayment(c.client, { token: net.token, target: d.address, amount: 4n, identifier: 6n })
+      await eventually(() => expect(d.client.channel(net.tokenNetwork, c.address)!.partnerEnd.balanceProof!.transferredAmount).toBe(19n))
+      expect(wire.twice()).toEqual([])
+
+      // Wiped again while G closes with F's latest proof: the chain shows a proof of F's beyond what the empty store
+      // knows, which is no sign of a stale state here (the store forgot, and says so): F starts, and sees it closed.
+      await c.stop()
+      await rm(dirF, { recursive: true, force: true })
+      await closeChannel(d.client, { token: net.token, partner: c.address })
+      c = await startF()
+      await c.run()
+      await eventually(() => expect(c.client.channel(net.tokenNetwork, d.address)?.state).toBe('closed'))
+      await eventually(() => expect(c.client.channel(net.tokenNetwork, d.address)!.waitingSync).toBeUndefined(), 30_000)
+      expect(c.client.channel(net.tokenNetwork, d.address)!.our.balanceProof!.transferredAmount).toBe(19n)
+    } finally {
+      wire.close()
+    }
   }, 120_000)
 })

@@ -39,7 +39,7 @@ export function markRestored(state: NodeState, ourHistoryFrom: Record<string, bi
 export function forgottenChannel(state: NodeState, key: string, openedAt: bigint): NodeState {
   const channel = state.channels[key]
   if (!channel || state.forgottenUpTo === undefined || openedAt > state.forgottenUpTo) return state
-  return putChannel(state, { ...channel, waitingSync: true })
+  return putChannel(state, { ...channel, waitingSync: true, forgotten: true })
 }
 
 /** Asks each waiting channel's partner for the latest state (at every start while any waits). */
@@ -186,7 +186,9 @@ export function receiveChannelSync(state: NodeState, channel: Channel | undefine
     nonce: max(channel.partnerEnd.nonce, message.sender_nonce, theirNewer?.proof.nonce ?? 0n),
     ...(theirNewer ? { balanceProof: theirNewer.proof, locks: adoptLocks(state, channel.partnerEnd.locks, theirNewer.locks, undefined) } : {}),
   }
-  const { waitingSync: _, ...rest } = channel
+  // A forgotten channel knows our history from the sync on: older proofs of ours are of the life it forgot.
+  const { waitingSync: _, forgotten, ...rest } = channel
+  if (forgotten) rest.ourHistoryFrom = our.balanceProof?.nonce ?? our.nonce
   // The partner closed while we were wiped, and we answered with the copy's older proof of its: its newer one goes
   // on-chain too (the contract takes a higher nonce until settlement), so what it paid since the copy is not lost.
   const onchain = channel.partnerEnd.onchainNonce ?? 0n

@@ -86,6 +86,7 @@ export function receiveUnderUsedNonce(
  * older than what we sent: stale. Otherwise it is an echo of what we sent, ignored.
  */
 export function receiveOwnMessage(state: NodeState, channel: Channel, message: Signed<NonceMessage>, ourProofKnown: boolean | undefined): NodeState {
+  if (channel.forgotten) return skipPast(state, channel, message.nonce)
   const ourNonce = channel.our.nonce
   if (message.nonce > ourNonce)
     return markStale(state, {
@@ -119,6 +120,7 @@ export function checkOurProofOnChain(
   channel: Channel,
   { nonce, balanceHash: hash, ourProofKnown, event }: { nonce: bigint; balanceHash: string; ourProofKnown?: boolean | undefined; event: string },
 ): NodeState {
+  if (channel.forgotten) return skipPast(state, channel, nonce)
   const ourNonce = channel.our.nonce
   const base = { tokenNetwork: channel.tokenNetwork, channelId: channel.id, nonce, ourNonce, source: 'chain' as const }
   if (nonce > ourNonce)
@@ -129,6 +131,14 @@ export function checkOurProofOnChain(
   if (nonce > 0n && ourProofKnown === false && !beforeHistory(channel, nonce))
     return markStale(state, { ...base, reason: `${event} carries a proof of ours under nonce ${nonce} with a balance hash ${hash} this node never signed` })
   return state
+}
+
+/**
+ * A nonce of ours seen on a forgotten channel (`Channel.forgotten`): used in the life the store forgot, so ours goes
+ * past it (skipping nonces costs nothing) and it proves nothing stale.
+ */
+function skipPast(state: NodeState, channel: Channel, nonce: bigint): NodeState {
+  return nonce > channel.our.nonce ? putChannel(state, { ...channel, our: { ...channel.our, nonce } }) : state
 }
 
 /** A nonce of ours older than the history a restored copy kept (docs/decisions/0034): the store cannot tell. */

@@ -104,6 +104,12 @@ export type Channel = {
   waitingSync?: boolean
   /** After a restore whose copy kept only our later proofs: the nonce from which the stored history is complete. */
   ourHistoryFrom?: bigint
+  /**
+   * Opened in a life the store forgot (a wiped store, no copy holding it: `forgottenUpTo`), until its ChannelSync:
+   * nothing of what we signed on it is known, so a proof of ours seen on chain or coming back is no sign of a
+   * stale state, only of nonces used (ours is raised past them).
+   */
+  forgotten?: boolean
 }
 
 /**
