@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util'
 import { benchApi } from './api.ts'
 import { benchBrowser } from './browser.ts'
+import { benchEngines } from './engines.ts'
 import { curves } from './curves.ts'
 import { benchMonitor } from './monitor.ts'
 import { benchNode } from './node.ts'
@@ -24,11 +25,19 @@ const parts = {
   api: ['REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', benchApi],
   monitor: ['Monitoring service (sluice monitor: one service on anvil, LevelDB storage with sync writes; per-peer rate limits lifted)', benchMonitor],
   browser: [
-    'The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer; every node reads the chain each second, the default)',
-    () => benchBrowser(undefined, values.trace ? { trace: values.trace } : {}),
+    [
+      'The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer; every node reads the chain each second, the default)',
+      () => benchBrowser(undefined, values.trace ? { trace: values.trace } : {}),
+    ],
+    [
+      'The node in a page in each engine, side by side (Chromium and Firefox ESR headless through puppeteer-core, WebKitGTK MiniBrowser under Xvfb through WebDriver; the same site, relay and peer; SLUICE_ENGINES chooses)',
+      benchEngines,
+    ],
   ],
   profile: ['CPU profile of one direct payment (both nodes in one process, LevelDB sync writes; self time per payment)', profilePayment],
-} as const satisfies Record<string, readonly [string, () => Promise<Record<string, string>>]>
+} as const satisfies Record<string, Table | readonly Table[]>
+/** A table: its title and what measures its rows. */
+type Table = readonly [string, () => Promise<Record<string, string>>]
 type Part = keyof typeof parts
 
 const unknown = positionals.filter((p) => !(p in parts))
@@ -55,5 +64,9 @@ async function runPart(name: string, [title, run]: readonly [string, () => Promi
 }
 
 console.log(`Sluice benchmarks, ${new Date().toISOString()}, Node ${process.version}`)
-for (const name of Object.keys(parts) as Part[]) if (chosen.includes(name)) await runPart(name, parts[name])
+for (const name of Object.keys(parts) as Part[]) {
+  if (!chosen.includes(name)) continue
+  const part: Table | readonly Table[] = parts[name]
+  for (const table of typeof part[0] === 'string' ? [part as Table] : (part as readonly Table[])) await runPart(name, table)
+}
 if (values.curves) for (const [name, part] of Object.entries(curves)) await runPart(name, part)

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: typecheck, format and lint, the compiled contracts are up to date, then every vitest test (Node and
-// Chromium). The last line is `N passed, N failed`, counting the three checks and every test. Each step says when it
+// `npm test`: typecheck, format and lint, the compiled contracts are up to date, then every vitest test (Node,
+// Chromium, and the engine suites in Chromium, Firefox and WebKit). The last line is `N passed, N failed`, counting the three checks and every test. Each step says when it
 // starts (`▶ ...`), so a long run can be followed; vitest's reporter then prints each test file as it ends.
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
@@ -13,21 +13,40 @@ function run(cmd, args, env = process.env) {
   return spawnSync(cmd, args, { stdio: 'inherit', env }).status === 0
 }
 
-function findChromium() {
-  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium'].filter(Boolean)
-  const found = candidates.find((p) => existsSync(p))
-  if (found) return found
+/**
+ * The browsers the tests run in (docs/decisions/0058): Chromium always (the vitest browser project); Firefox ESR and
+ * WebKitGTK's WebDriver with Xvfb for the engine suites, unless SLUICE_ENGINES leaves them out. Missing ones are
+ * installed from Debian's packages when we are root with apt, as on CI; otherwise the command to run is said.
+ */
+function findBrowsers() {
+  const engines = process.env.SLUICE_ENGINES?.split(',').map((e) => e.trim()) ?? ['chromium', 'firefox', 'webkit']
+  const needed = [
+    ['chromium', process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'],
+    ...(engines.includes('firefox') ? [['firefox-esr', process.env.FIREFOX_PATH ?? '/usr/bin/firefox-esr']] : []),
+    ...(engines.includes('webkit')
+      ? [
+          ['webkit2gtk-driver', process.env.WEBKIT_DRIVER_PATH ?? '/usr/bin/WebKitWebDriver'],
+          ['xvfb', '/usr/bin/Xvfb'],
+        ]
+      : []),
+  ]
+  const missing = () => needed.filter(([, path]) => !existsSync(path)).map(([pkg]) => pkg)
+  const packages = missing()
+  if (packages.length === 0) return process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
   const isRoot = process.getuid?.() === 0
   const hasApt = existsSync('/usr/bin/apt-get')
   if (isRoot && hasApt) {
-    console.log("Chromium is missing: installing Debian's chromium with apt-get")
-    if (run('apt-get', ['update', '-qq']) && run('apt-get', ['install', '-y', '-qq', 'chromium']) && existsSync('/usr/bin/chromium')) return '/usr/bin/chromium'
+    console.log(`Installing Debian's ${packages.join(', ')} with apt-get (the tests' browsers)`)
+    if (run('apt-get', ['update', '-qq']) && run('apt-get', ['install', '-y', '-qq', ...packages]) && missing().length === 0)
+      return process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
   }
-  console.error('Chromium not found. Install it with `sudo apt-get update && sudo apt-get install -y chromium`, or set CHROMIUM_PATH.')
+  console.error(
+    `The tests' browsers are missing: install them with \`sudo apt-get update && sudo apt-get install -y ${missing().join(' ')}\` (or set CHROMIUM_PATH, FIREFOX_PATH; SLUICE_ENGINES=chromium runs the engine suites in Chromium only).`,
+  )
   process.exit(1)
 }
 
-const chromium = findChromium()
+const chromium = findBrowsers()
 
 for (const [label, cmd, args] of [
   ['typecheck', 'npx', ['tsc', '-p', '.']],

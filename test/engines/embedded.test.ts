@@ -85,6 +85,15 @@ describe.each(engines)('%s', (engine) => {
     const about = await inTab<{ leader: boolean; controlled: boolean }>(first, 'about')
     expect(about).toMatchObject({ leader: true, controlled: true })
     expect(await call(first, 'GET', '/api/v1/version')).toMatchObject({ status: 200 })
+    // The browser's answer on persistent storage, which the start never waited for: Chromium answers at once;
+    // Firefox asks the person (a prompt nobody answers here); WebKit has no navigator.storage.
+    const persisted = (await inTab<{ storagePersisted: unknown }>(first, 'about')).storagePersisted
+    if (engine === 'chromium') expect(typeof persisted).toBe('boolean')
+    else expect(persisted).toBe('unanswered')
+    // Asked again as on a click, with a bound: Firefox's prompt still unanswered, what persisted() says then.
+    const asked = first.evaluate('window.node.persistStorage({ timeoutMs: 500 })')
+    if (engine === 'webkit') await expect(asked).rejects.toMatchObject({ code: 'BROWSER_UNSUPPORTED', message: expect.stringContaining('storageManager') })
+    else expect(typeof (await asked)).toBe('boolean')
     // Bad input is answered by the node with its 4xx JSON, through the service worker as from any host.
     expect(await call(first, 'PUT', '/api/v1/channels', { partner_address: 'nope' })).toMatchObject({ status: 400, body: { errors: expect.any(String) } })
   }, 90_000)
@@ -149,5 +158,47 @@ describe.each(engines)('%s', (engine) => {
     expect(after).toMatchObject({ status: 503, body: { errors: expect.stringContaining('no Sluice node runs') } })
     await second.close()
     await first.close()
+  }, 90_000)
+
+  test('no service workers (Firefox: as in its private windows): startNode fails at once with its code; with serviceWorker: false the proxy works', async () => {
+    // Firefox turns them off for real with its own preference; the other engines have no such switch, so the page
+    // hides navigator.serviceWorker before startNode looks.
+    const without = engine === 'firefox' ? await launchEngine('firefox', { firefoxPrefs: { 'dom.serviceWorkers.enabled': false } }) : browser
+    try {
+      const tab = await without.newTab()
+      await tab.goto(`${site.url}?no-service-worker`)
+      await tab.waitFor('window.site !== undefined')
+      if (engine !== 'firefox') await tab.evaluate(`Object.defineProperty(Navigator.prototype, 'serviceWorker', { get: () => undefined }) && null`)
+      expect(await tab.evaluate('navigator.serviceWorker ?? null')).toBe(null)
+      const start = (extra: string) =>
+        `import('sluice/browser').then(async ({ startNode }) => {
+          const t0 = performance.now()
+          try {
+            window.node = await startNode({ ...${JSON.stringify(options())}, ${extra} })
+            return { ms: performance.now() - t0, started: true }
+          } catch (e) {
+            return { ms: performance.now() - t0, code: e.code, message: e.message }
+          }
+        })`
+      const refused = await tab.evaluate<{ ms: number; code: string; message: string }>(start(''))
+      expect(refused).toMatchObject({ code: 'SERVICE_WORKER', message: expect.stringContaining('serviceWorker: false') })
+      expect(refused.ms).toBeLessThan(1_000)
+      const started = await tab.evaluate<{ started: boolean }>(start('serviceWorker: false'))
+      expect(started).toMatchObject({ started: true })
+      // The proxy's methods answer: the node, its channel to the peer and what was paid, over the request channel.
+      // In Firefox that is a new profile, an empty store with the same key (as after Safari's 7 days): the channel,
+      // found on chain, waits for the peer's sync and then knows the 30 payments, rather than paying on from nonce 1.
+      expect(await tab.evaluate('window.node.address()')).toEqual({ our_address: address })
+      await expect
+        .poll(async () => tab.evaluate<{ partner_address: string; balance: string }[]>('window.node.channels()'), { timeout: 30_000 })
+        .toMatchObject([{ partner_address: peerAddress, balance: String(1_000_000 - 30) }])
+      const paid = await tab.evaluate<{ identifier: string }>(`window.node.pay('${site.net.token}', '${peerAddress}', { amount: '1' })`)
+      expect(paid).toMatchObject({ identifier: expect.any(String) })
+      await expect.poll(async () => (await peerSees(`/channels/${site.net.token}/${address}`)).body.balance, { timeout: 30_000 }).toBe('31')
+      await tab.evaluate('window.node.stop()')
+      await tab.close()
+    } finally {
+      if (without !== browser) await without.close()
+    }
   }, 90_000)
 })

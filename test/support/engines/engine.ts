@@ -80,7 +80,14 @@ export function chosenEngines(): EngineName[] {
   return named as EngineName[]
 }
 
-export async function launchEngine(engine: EngineName, options: { width?: number; height?: number } = {}): Promise<EngineBrowser> {
+/**
+ * A browser of the engine with a new profile. `firefoxPrefs`: preferences of that profile (Firefox only), e.g.
+ * `dom.serviceWorkers.enabled: false` as Firefox has it in a private window.
+ */
+export async function launchEngine(
+  engine: EngineName,
+  options: { width?: number; height?: number; firefoxPrefs?: Record<string, unknown> } = {},
+): Promise<EngineBrowser> {
   const { path, installed } = engineBinary(engine)
   if (!installed)
     throw new Error(
@@ -89,8 +96,9 @@ export async function launchEngine(engine: EngineName, options: { width?: number
       }`,
     )
   const size = { width: options.width ?? 1280, height: options.height ?? 800 }
+  if (options.firefoxPrefs && engine !== 'firefox') throw new Error(`firefoxPrefs are for Firefox, not ${engine}`)
   if (engine === 'webkit') return (await import('./webkit.ts')).launchWebKit(path, size)
-  return (await import('./puppeteer.ts')).launchPuppeteer(engine, path, size)
+  return (await import('./puppeteer.ts')).launchPuppeteer(engine, path, size, options.firefoxPrefs)
 }
 
 /**

@@ -35,6 +35,7 @@ export async function launchPuppeteer(
   engine: Exclude<EngineName, 'webkit'>,
   executablePath: string,
   size: { width: number; height: number },
+  firefoxPrefs: Record<string, unknown> = {},
 ): Promise<EngineBrowser> {
   const profile = mkdtempSync(join(tmpdir(), `sluice-${engine}-`))
   const browser: Browser = await bounded(
@@ -44,7 +45,7 @@ export async function launchPuppeteer(
       headless: true,
       userDataDir: profile,
       defaultViewport: size,
-      ...(engine === 'chromium' ? { args: CHROMIUM_ARGS } : { extraPrefsFirefox: FIREFOX_PREFS }),
+      ...(engine === 'chromium' ? { args: CHROMIUM_ARGS } : { extraPrefsFirefox: { ...FIREFOX_PREFS, ...firefoxPrefs } }),
       // Above every bound of ours (evaluate's is the caller's): our timeouts say what was waited on, puppeteer's would not.
       protocolTimeout: 30 * 60_000,
     }),
