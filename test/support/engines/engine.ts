@@ -24,8 +24,14 @@ export interface Tab {
   click(selector: string, timeoutMs?: number): Promise<void>
   /** Types `text` into the input that matches `selector`, after clearing it. */
   fill(selector: string, text: string, timeoutMs?: number): Promise<void>
+  /**
+   * Picks the option whose text is `label` in the `<select>` that matches `selector`, once it is visible: the page
+   * hears the input and change events a person's choice makes.
+   */
+  select(selector: string, label: string, timeoutMs?: number): Promise<void>
   /** Waits until `expression` is truthy in the page. */
   waitFor(expression: string, timeoutMs?: number): Promise<void>
+  /** The viewport's size in CSS pixels (innerWidth, innerHeight), as a phone's or a desktop's. */
   setSize(width: number, height: number): Promise<void>
   /** A PNG of the page (the whole page where the engine can, else the viewport). */
   screenshot(path: string): Promise<void>
@@ -80,14 +86,21 @@ export function chosenEngines(): EngineName[] {
   return named as EngineName[]
 }
 
-/**
- * A browser of the engine with a new profile. `firefoxPrefs`: preferences of that profile (Firefox only), e.g.
- * `dom.serviceWorkers.enabled: false` as Firefox has it in a private window.
- */
-export async function launchEngine(
-  engine: EngineName,
-  options: { width?: number; height?: number; firefoxPrefs?: Record<string, unknown> } = {},
-): Promise<EngineBrowser> {
+export type LaunchOptions = {
+  /** The viewport's size at the start (1280×800). */
+  width?: number
+  height?: number
+  /**
+   * Pages may read the clipboard (`navigator.clipboard.readText()`) without a prompt, so a test reads what a person
+   * copied: granted in Chromium, a setting in WebKit; Firefox reads text its own origin wrote without one.
+   */
+  clipboard?: boolean
+  /** Preferences of the profile (Firefox only), e.g. `dom.serviceWorkers.enabled: false` as Firefox has it in a private window. */
+  firefoxPrefs?: Record<string, unknown>
+}
+
+/** A browser of the engine with a new profile. */
+export async function launchEngine(engine: EngineName, options: LaunchOptions = {}): Promise<EngineBrowser> {
   const { path, installed } = engineBinary(engine)
   if (!installed)
     throw new Error(
@@ -97,8 +110,9 @@ export async function launchEngine(
     )
   const size = { width: options.width ?? 1280, height: options.height ?? 800 }
   if (options.firefoxPrefs && engine !== 'firefox') throw new Error(`firefoxPrefs are for Firefox, not ${engine}`)
-  if (engine === 'webkit') return (await import('./webkit.ts')).launchWebKit(path, size)
-  return (await import('./puppeteer.ts')).launchPuppeteer(engine, path, size, options.firefoxPrefs)
+  const clipboard = options.clipboard ?? false
+  if (engine === 'webkit') return (await import('./webkit.ts')).launchWebKit(path, size, { clipboard })
+  return (await import('./puppeteer.ts')).launchPuppeteer(engine, path, size, { clipboard, firefoxPrefs: options.firefoxPrefs ?? {} })
 }
 
 /**

@@ -35,7 +35,7 @@ export async function launchPuppeteer(
   engine: Exclude<EngineName, 'webkit'>,
   executablePath: string,
   size: { width: number; height: number },
-  firefoxPrefs: Record<string, unknown> = {},
+  { clipboard, firefoxPrefs }: { clipboard: boolean; firefoxPrefs: Record<string, unknown> },
 ): Promise<EngineBrowser> {
   const profile = mkdtempSync(join(tmpdir(), `sluice-${engine}-`))
   const browser: Browser = await bounded(
@@ -53,6 +53,18 @@ export async function launchPuppeteer(
     `launching ${engine}`,
   )
   const version = (await browser.version()).replace(/^[^/]*\//, '')
+  // Chromium asks before a page reads the clipboard: granted for every origin (CDP's grant without one), for as
+  // long as the session that granted it stays attached (a detached one takes its grants back). Firefox lets a page
+  // read, without its paste prompt, text its own origin wrote.
+  if (clipboard && engine === 'chromium')
+    await bounded(
+      (async () => {
+        const session = await browser.target().createCDPSession()
+        await session.send('Browser.grantPermissions', { permissions: ['clipboardReadWrite', 'clipboardSanitizedWrite'] })
+      })(),
+      DEFAULT_TIMEOUT_MS,
+      'chromium: the clipboard granted',
+    )
   const pageErrors: string[] = []
   return {
     engine,
@@ -113,6 +125,22 @@ function puppeteerTab(page: Page, engine: EngineName): Tab {
         })(),
         timeoutMs + 5_000,
         what(`filling ${selector}`),
+      )
+    },
+    async select(selector, label, timeoutMs = 20_000) {
+      await bounded(
+        (async () => {
+          await page.bringToFront()
+          const element = await page.waitForSelector(selector, { visible: true, timeout: timeoutMs })
+          const value = await page.evaluate(
+            `(() => { const o = [...document.querySelector(${JSON.stringify(selector)}).options].find((o) => o.text.trim() === ${JSON.stringify(label)}); return o ? o.value : null })()`,
+          )
+          if (typeof value !== 'string') throw new Error(`${selector} has no option ${label}`)
+          // Puppeteer's select sets it and sends the input and change events, as a person's choice does.
+          await element!.select(value)
+        })(),
+        timeoutMs + 5_000,
+        what(`choosing ${label} in ${selector}`),
       )
     },
     async waitFor(expression, timeoutMs = 20_000) {
