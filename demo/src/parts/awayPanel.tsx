@@ -55,7 +55,7 @@ function AwayChannel({ shared, peer, channel, head }: { shared: Shared; peer: Pe
   const token = shared.tokenOf(channel.token_address)
   const settle = channel.settle_block === undefined ? undefined : BigInt(channel.settle_block)
   return (
-    <li data-testid="away-channel" data-state={channel.state}>
+    <li data-testid="away-channel" data-peer={peer.address} data-state={channel.state}>
       <b>
         {peer.name} · {token.symbol} channel #{channel.channel_identifier}
       </b>

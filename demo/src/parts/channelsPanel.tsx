@@ -71,7 +71,7 @@ function OpenChannel({ shared, token }: { shared: Shared; token: Token }) {
       <Field label="Deposit">
         <AmountInput name="open-deposit" value={deposit} onInput={setDeposit} unit={token.symbol} />
       </Field>
-      <button type="submit" disabled={open.busy || !partner}>
+      <button type="submit" disabled={open.busy || !partner} data-testid="open-channel">
         {open.busy ? 'Opening…' : 'Open channel'}
       </button>
       <Failure error={open.error} shared={shared} />
@@ -165,7 +165,7 @@ function ChannelRow({
             act={(v) => patch({ reveal_timeout: v.trim() })}
           />
           <div class="close">
-            <button type="button" class="danger" disabled={close.busy} onClick={() => close.run(() => patch({ state: 'closed' }))}>
+            <button type="button" class="danger" disabled={close.busy} onClick={() => close.run(() => patch({ state: 'closed' }))} data-testid="close-channel">
               {close.busy ? 'Closing…' : 'Close channel'}
             </button>
             <Failure error={close.error} shared={shared} />
@@ -218,7 +218,7 @@ function ChannelAction({
         {label}
       </label>
       <AmountInput id={id} name={name} value={value} onInput={setValue} unit={unit} numeric={numeric} />
-      <button type="submit" disabled={action.busy || !value.trim() || value.trim() === initial}>
+      <button type="submit" disabled={action.busy || !value.trim() || value.trim() === initial} data-testid={`${name}-submit`}>
         {action.busy ? 'Waiting…' : button}
       </button>
       <Failure error={action.error} shared={shared} />

@@ -39,7 +39,7 @@ export function NodePanel({ shared, node, onStop }: { shared: Shared; node: Slui
         <dd>{node.leader ? 'runs the node' : 'uses the node of another tab'}</dd>
       </dl>
       <Failure error={error} shared={shared} />
-      <button type="button" class="secondary" onClick={onStop}>
+      <button type="button" class="secondary" onClick={onStop} data-testid="stop-node">
         Stop the node
       </button>
     </Panel>

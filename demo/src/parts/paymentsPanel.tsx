@@ -56,7 +56,7 @@ function Pay({ shared }: { shared: Shared }) {
           onInput={(e) => setIdentifier(e.currentTarget.value)}
         />
       </Field>
-      <button type="submit" disabled={pay.busy || !target}>
+      <button type="submit" disabled={pay.busy || !target} data-testid="pay">
         {pay.busy ? 'Paying…' : 'Pay'}
       </button>
       <Failure error={pay.error} shared={shared} />

@@ -48,7 +48,7 @@ export function PeerSide({ shared, token, channel, peer }: { shared: Shared; tok
               {peer.name} pays you
             </label>
             <AmountInput id={`peer-pays-${channel.channel_identifier}`} name="peer-pays" value={amount} onInput={setAmount} unit={token.symbol} />
-            <button type="submit" disabled={pay.busy || !amount.trim()}>
+            <button type="submit" disabled={pay.busy || !amount.trim()} data-testid="peer-pays-submit">
               {pay.busy ? 'Asking…' : `Ask ${peer.name}`}
             </button>
             <Failure error={pay.error} shared={shared} />
@@ -77,6 +77,7 @@ export function AskPeerToClose({ shared, peer, tokenAddress }: { shared: Shared;
         type="button"
         class="secondary"
         disabled={close.busy}
+        data-testid="ask-peer-to-close"
         onClick={() =>
           close.run(async () => {
             await call('PATCH', `/channels/${tokenAddress}/${shared.address}`, { state: 'closed' }, peer.via)
