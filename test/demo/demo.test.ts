@@ -8,12 +8,14 @@ import type { DemoConfig } from '../../demo/src/config.ts'
 import { call } from '../cli/devnetProcess.ts'
 import { childProcesses, isAlive, startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
 import { eventually } from '../integration/support/eventually.ts'
+import { chosenEngines } from '../support/engines/engine.ts'
 import { drivePage } from './drivePage.ts'
 
 /**
  * `npm run demo` as a person runs it (`node --import tsx scripts/demo.ts`: one process, see startDemo): it builds the package and the page, starts the
- * network, serves the page with /demo.json; a person (Playwright, drivePage.ts) uses the page end to end; Ctrl-C
- * leaves no process behind. It builds into the checkout's packages/sluice/dist/ and packages/node/dist/,
+ * network, serves the page with /demo.json; a person uses the page end to end in each engine a dApp's users have
+ * (drivePage.ts; Chromium, Firefox and WebKit, or those SLUICE_ENGINES names), all at once against the one demo,
+ * each browser with a node of its own; Ctrl-C leaves no process behind. It builds into the checkout's packages/sluice/dist/ and packages/node/dist/,
  * demo/public/ and demo/dist/, as `npm run demo` does: run the port-in-use case first, which must fail before building.
  */
 
@@ -211,14 +213,18 @@ describe('npm run demo', () => {
     expect(await door(`${config.monitor.via}/monitor_calls?limit=1`, { headers: fromPage })).toEqual({ status: 200, body: [] })
   })
 
-  test('a person drives the page: start, fund, open, deposit, pay direct and mediated, reload, withdraw, be paid; close the tab while a peer closes, watch the monitoring service act, reopen and find the money', async ({
-    skip,
-  }) => {
-    if (!config) skip('the demo did not start')
-    await drivePage(url, config, (line) => console.log(line))
-    // The terminal of `npm run demo` shows the service's transaction too, for a person whose tab is closed.
-    expect(demo.stderr()).toMatch(/^devnet: \d\d:\d\d:\d\d\.\d{3} INFO +monitor: sent MonitoringService\.monitor\(/m)
-  }, 300_000)
+  // The engines' journeys at once: each browser is a profile with a node of its own, and the demo's peers, faucet
+  // and monitoring service serve them all.
+  test.concurrent.for(chosenEngines())(
+    '%s: a person drives the page: start, fund, open, deposit, pay direct and mediated, reload, withdraw, be paid; close the tab while a peer closes, watch the monitoring service act, reopen and find the money',
+    { timeout: 300_000 },
+    async (engine, { skip, expect }) => {
+      if (!config) skip('the demo did not start')
+      await drivePage(engine, url, config, (line) => console.log(line))
+      // The terminal of `npm run demo` shows the service's transaction too, for a person whose tab is closed.
+      expect(demo.stderr()).toMatch(/^devnet: \d\d:\d\d:\d\d\.\d{3} INFO +monitor: sent MonitoringService\.monitor\(/m)
+    },
+  )
 
   test('Ctrl-C stops everything it started and exits 0', async ({ skip }) => {
     if (!demo) skip('the demo did not start')

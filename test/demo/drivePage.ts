@@ -1,19 +1,24 @@
 /**
- * The demo page driven as a person drives it (Playwright, Debian's Chromium, headless): start, fund, open a channel
- * to a headless peer (chosen by name, its address copied), deposit (first more than it holds: the error in TTT),
- * pay directly, pay the second peer through the first, see both in the history, the numbered event log and the
- * route in the picture, reload and find all of it again, set the reveal timeout, withdraw, ask the first peer to pay
- * and see the monitoring service hold its proof and the backup server a copy; open a channel to the second peer and
- * close it; stop the node, ask the first peer to close, close the tab, and while it is closed watch the monitoring
- * service put the page's proof on-chain late in the settle window; reopen the tab, start the node and find both
- * channels settled and the money on-chain. At a phone's width nothing sticks out of its panel. Each step leaves a
- * screenshot in test/e2e/screenshots/ (not committed); a failing step says which it was.
+ * The demo page driven as a person drives it, in each engine a dApp's users have (Chromium, Firefox, WebKit:
+ * test/support/engines/, the driver's own clicks, typing and choices): start, fund, open a channel to a headless
+ * peer (chosen by name, its address copied), deposit (first more than it holds: the error in TTT), pay directly, pay
+ * the second peer through the first, see both in the history, the numbered event log and the route in the picture,
+ * reload and find all of it again, set the reveal timeout, withdraw, ask the first peer to pay and see the
+ * monitoring service hold its proof and the backup server a copy; open a channel to the second peer and close it;
+ * stop the node, ask the first peer to close, close the tab, and while it is closed watch the monitoring service put
+ * the page's proof on-chain late in the settle window; reopen the tab, start the node and find both channels settled
+ * and the money on-chain. At a phone's width nothing sticks out of its panel. Each step leaves a screenshot in
+ * test/e2e/screenshots/ named after the engine (not committed); a failing step says which it was.
+ *
+ * What is read of the page is read in it (`tab.evaluate` of an expression); what a person does goes through the
+ * driver. Each engine's browser is a profile of its own, so its node is its own: the journeys of several engines
+ * may run at once against one demo, each looking at its own node's things only.
  */
-import { mkdirSync, rmSync } from 'node:fs'
+import { mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
 import type { DemoConfig } from '../../demo/src/config.ts'
+import { type EngineName, launchEngine, type Tab } from '../support/engines/engine.ts'
 
 export const screenshots = fileURLToPath(new URL('../e2e/screenshots/', import.meta.url))
 
@@ -21,62 +26,109 @@ export class StepError extends Error {
   override name = 'StepError'
 }
 
-/** Runs the steps on `url` at a desktop's width (1440×900); the last ones at a phone's (390×844) too. */
-export async function drivePage(url: string, config: DemoConfig, log: (line: string) => void = () => {}): Promise<void> {
-  // Last run's pictures go: a stale -FAILED.png would mislead.
-  rmSync(screenshots, { recursive: true, force: true })
+/** What an element shows, its whitespace folded: containing a string, or matching a pattern. */
+type Shown = string | RegExp
+
+const js = JSON.stringify
+const passes = (shown: Shown | undefined) =>
+  shown === undefined
+    ? '() => true'
+    : typeof shown === 'string'
+      ? `(t) => t.includes(${js(shown)})`
+      : `(t) => new RegExp(${js(shown.source)}, ${js(shown.flags)}).test(t)`
+/** In the page: the elements that match `selector`, are rendered (not hidden, not in a closed box) and show `shown`. */
+const visible = (selector: string, shown?: Shown) =>
+  `[...document.querySelectorAll(${js(selector)})].filter((e) => e.checkVisibility() && (${passes(shown)})(e.textContent.replace(/\\s+/g, ' ').trim()))`
+/** In the page: the text of every element that matches `selector`, as `textContent` or as rendered (`innerText`). */
+const textsOf = (selector: string, as: 'textContent' | 'innerText' = 'textContent') => `[...document.querySelectorAll(${js(selector)})].map((e) => e.${as})`
+/**
+ * What Firefox logs when a stopping node cuts the page's event stream (at a reload, at a stop): the
+ * service worker's answer ends in an error, and WebDriver BiDi passes Firefox's console report of it on as an error
+ * of the page. Nothing was thrown in the page and a person sees nothing; its EventSource connects again.
+ */
+const FIREFOX_STREAM_CUT = [
+  /^Failed to load ‘’\. A ServiceWorker intercepted the request and encountered an unexpected error\.$/,
+  /^The connection to \S+\/api\/v1\/events was interrupted while the page was loading\.$/,
+]
+const exactly = (text: string) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`)
+
+/** Runs the steps on `url` in `engine` at a desktop's width (1440×900); some at a phone's (390×844) too. */
+export async function drivePage(engine: EngineName, url: string, config: DemoConfig, log: (line: string) => void = () => {}): Promise<void> {
+  // This engine's pictures of the last run go: a stale -FAILED.png would mislead.
   mkdirSync(screenshots, { recursive: true })
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu'] })
+  for (const file of readdirSync(screenshots)) if (file.startsWith(`${engine}-`)) rmSync(join(screenshots, file))
+  // The copied address is read back from the clipboard, as a person pastes it.
+  const browser = await launchEngine(engine, { width: 1440, height: 900, clipboard: true })
+  log(`${engine} ${browser.version}`)
   let n = 0
   const problems: string[] = []
   try {
-    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] })
-    const openTab = async () => {
-      const tab = await context.newPage()
-      tab.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
-      return tab
-    }
     // The tab a person looks at; closed and opened again near the end.
-    let page = await openTab()
-    const step = async (name: string, work: () => Promise<void>) => {
-      const file = join(screenshots, `${String(++n).padStart(2, '0')}-${name.replaceAll(/[^a-z0-9]+/gi, '-').toLowerCase()}.png`)
+    let tab: Tab = await browser.newTab()
+    const picture = (name: string) => join(screenshots, `${engine}-${String(n).padStart(2, '0')}-${name}.png`)
+
+    /** Waits until an element that matches `selector` is shown with `shown`; else says what the page shows there. */
+    const shows = async (selector: string, shown?: Shown, timeoutMs = 30_000) => {
+      try {
+        await tab.waitFor(`${visible(selector, shown)}.length > 0`, timeoutMs)
+      } catch (e) {
+        const there = await tab.evaluate<string[]>(textsOf(selector), 5_000).catch(() => [])
+        throw new Error(
+          `${selector}${shown === undefined ? '' : ` showing ${String(shown)}`}: not within ${timeoutMs} ms (${there.length ? `it shows ${js(there.map((t) => t.replace(/\s+/g, ' ').trim()))}` : 'none there'}; ${(e as Error).message.slice(0, 200)})`,
+        )
+      }
+    }
+    const gone = (selector: string, timeoutMs = 30_000) => tab.waitFor(`document.querySelector(${js(selector)}) === null`, timeoutMs)
+    const textsIn = (selector: string) => tab.evaluate<string[]>(textsOf(selector))
+    /** A person's click on the button that matches `selector`, once it shows `label` and can be pressed. */
+    const press = async (selector: string, label: string) => {
+      await tab.waitFor(`${visible(selector, exactly(label))}.some((e) => !e.disabled)`, 30_000)
+      await tab.click(selector)
+    }
+
+    /** `stopsNode`: the page's node stops in this step (Firefox reports the event stream it cut). */
+    const step = async (name: string, work: () => Promise<void>, { stopsNode = false } = {}) => {
+      n++
+      const file = picture(name.replaceAll(/[^a-z0-9]+/gi, '-').toLowerCase())
       const started = Date.now()
       try {
         await work()
       } catch (e) {
-        if (!page.isClosed()) await page.screenshot({ path: file.replace(/\.png$/, '-FAILED.png'), fullPage: true }).catch(() => {})
-        const failures = await page
-          .locator('.failure')
-          .allTextContents()
-          .catch(() => [])
+        if (!tab.closed) await tab.screenshot(file.replace(/\.png$/, '-FAILED.png')).catch(() => {})
+        const failures = tab.closed ? [] : await textsIn('.failure').catch(() => [])
         throw new StepError(
-          `step ${n} "${name}" failed: ${(e as Error).message.split('\n')[0]}${failures.length ? `; the page says: ${failures.join(' | ')}` : ''}`,
+          `${engine}: step ${n} "${name}" failed: ${(e as Error).message.split('\n')[0]}${failures.length ? `; the page says: ${failures.join(' | ')}` : ''}`,
         )
       }
-      if (!page.isClosed()) await page.screenshot({ path: file, fullPage: true })
-      log(`step ${n} ${name}: ${Date.now() - started} ms`)
+      if (!tab.closed) await tab.screenshot(file)
+      log(`${engine}: step ${n} ${name}: ${Date.now() - started} ms`)
+      // What the engine reported thrown in the page, by the step it came in.
+      for (const error of browser.pageErrors.splice(0)) {
+        const message = error.replace(/^\S+: /, '')
+        if (engine === 'firefox' && stopsNode && FIREFOX_STREAM_CUT.some((cut) => cut.test(message))) continue
+        problems.push(`${engine}: step ${n}: page error: ${error}`)
+      }
     }
     /** A picture more within the current step (named after it by its number). */
-    const shot = (name: string) => page.screenshot({ path: join(screenshots, `${String(n).padStart(2, '0')}-${name}.png`), fullPage: true })
+    const shot = (name: string) => tab.screenshot(picture(name))
     const [peer1, peer2] = config.peers as [DemoConfig['peers'][number], DemoConfig['peers'][number]]
-    const channel = (partner: string) => page.locator(`[data-testid="channel-${partner}"]`)
+    const channel = (partner: string) => `[data-testid="channel-${partner}"]`
+    const option = (peer: DemoConfig['peers'][number]) => `${peer.name} · ${peer.address.slice(0, 6)}…${peer.address.slice(-4)}`
     const noFailure = async () => {
-      const failures = await page.locator('.failure').allTextContents()
+      const failures = await textsIn('.failure')
       if (failures.length) throw new Error(`the page shows: ${failures.join(' | ')}`)
     }
     const same = (what: string, got: unknown, want: unknown) => {
-      if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`${what}: ${JSON.stringify(got)}, not ${JSON.stringify(want)}`)
+      if (js(got) !== js(want)) throw new Error(`${what}: ${js(got)}, not ${js(want)}`)
     }
     // The event log: each entry's number (its place in the node's record, newest first), and what it says.
-    const eventLog = () => page.getByTestId('event-log')
-    const eventNumbers = async () => (await eventLog().getByTestId('event-number').allTextContents()).map(Number)
-    const loggedEvents = async () => (await eventLog().getByTestId('event').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim())
+    const eventLog = '[data-testid=event-log]'
+    const eventNumbers = async () => (await textsIn(`${eventLog} [data-testid=event-number]`)).map(Number)
+    const loggedEvents = async () =>
+      (await tab.evaluate<string[]>(textsOf(`${eventLog} [data-testid=event]`, 'innerText'))).map((t) => t.replace(/\s+/g, ' ').trim())
     /** Waits for the log to hold `count` events, numbered count down to 1 (nothing else in the list counted). */
     const eventsNumbered = async (count: number) => {
-      await eventLog()
-        .getByTestId('event')
-        .nth(count - 1)
-        .waitFor({ timeout: 20_000 })
+      await tab.waitFor(`document.querySelectorAll(${js(`${eventLog} [data-testid=event]`)}).length >= ${count}`, 20_000)
       same(
         'the event log numbers',
         await eventNumbers(),
@@ -85,109 +137,102 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
     }
     /** Nothing wider than its panel (a clipped column, a row off the screen), nor the page wider than the screen. */
     const nothingSticksOut = async (width: number) => {
-      const out = await page.evaluate(() => {
-        const found: string[] = []
-        if (document.documentElement.scrollWidth > window.innerWidth) found.push(`the page is ${document.documentElement.scrollWidth} px wide`)
+      same('the width of the page', await tab.evaluate('innerWidth'), width)
+      const out = await tab.evaluate<string[]>(`(() => {
+        const found = []
+        if (document.documentElement.scrollWidth > window.innerWidth) found.push('the page is ' + document.documentElement.scrollWidth + ' px wide')
         for (const panel of document.querySelectorAll('.panel')) {
           const style = getComputedStyle(panel)
           // Its content box: what sticks into its padding is clipped by a scrolling box inside it, or looks so.
           const edge = panel.getBoundingClientRect().right - Number.parseFloat(style.paddingRight) - Number.parseFloat(style.borderRightWidth)
           for (const el of panel.querySelectorAll('*')) {
             const box = el.getBoundingClientRect()
-            if (box.width > 0 && box.right > edge + 0.5) found.push(`${el.tagName.toLowerCase()}.${el.className} in #${panel.id}`)
+            if (box.width > 0 && box.right > edge + 0.5) found.push(el.tagName.toLowerCase() + '.' + el.getAttribute('class') + ' in #' + panel.id + ' (' + Math.round(box.right - edge) + ' px)')
           }
         }
         return found
-      })
+      })()`)
       if (out.length) throw new Error(`at ${width} px: ${out.slice(0, 5).join('; ')}`)
     }
+    const scrollTo = (selector: string) => tab.evaluate(`document.querySelector(${js(selector)}).scrollIntoView({ block: 'nearest' })`)
 
     await step('start the node', async () => {
-      await page.goto(url)
-      await page.getByTestId('start').click()
-      await page.getByTestId('our-address').waitFor({ timeout: 60_000 })
-      await page.getByTestId('node-status').filter({ hasText: 'ready' }).waitFor({ timeout: 60_000 })
+      await tab.goto(url)
+      await press('[data-testid=start]', 'Start my node')
+      await shows('[data-testid=our-address]', undefined, 60_000)
+      await shows('[data-testid=node-status]', 'ready', 60_000)
     })
-    const address = (await page.getByTestId('our-address').textContent())!.trim()
+    const address = (await textsIn('[data-testid=our-address]'))[0]!.trim()
 
     await step('fund it', async () => {
-      await page.getByTestId('fund').click()
-      await page.getByTestId('fund').filter({ hasText: 'Fund my node' }).waitFor({ timeout: 60_000 })
+      await press('[data-testid=fund]', 'Fund my node')
+      await shows('[data-testid=fund]', 'Fund my node', 60_000)
       await noFailure()
-      await page
-        .getByTestId('balance-TTT')
-        .filter({ hasText: /^1000$/ })
-        .waitFor({ timeout: 20_000 })
+      await shows('[data-testid=balance-TTT]', /^1000$/, 20_000)
     })
 
     await step('open a channel to peer 1, chosen by name', async () => {
-      const partner = page.locator('select[name=open-partner]')
-      await partner.selectOption({ label: `Peer 1 · ${peer1.address.slice(0, 6)}…${peer1.address.slice(-4)}` })
-      same('the chosen partner', await partner.inputValue(), peer1.address)
-      // Its full address, copied.
-      await page
-        .locator('#channels .peer')
-        .getByRole('button', { name: `copy ${peer1.address}` })
-        .click()
-      same('the copied address', await page.evaluate(() => navigator.clipboard.readText()), peer1.address)
-      await page.locator('input[name=open-deposit]').fill('20')
-      await page.getByRole('button', { name: 'Open channel' }).click()
-      await channel(peer1.address).getByTestId('channel-state').filter({ hasText: 'opened' }).waitFor({ timeout: 60_000 })
-      await channel(peer1.address).getByText('Peer 1', { exact: true }).waitFor()
+      const partner = 'select[name=open-partner]'
+      await tab.select(partner, option(peer1))
+      same('the chosen partner', await tab.evaluate(`document.querySelector(${js(partner)}).value`), peer1.address)
+      // Its full address, copied: what the clipboard then holds.
+      await press(`#channels .peer button[aria-label="copy ${peer1.address}"]`, 'copy')
+      await shows(`#channels .peer button[aria-label="copy ${peer1.address}"]`, 'copied', 5_000)
+      same('the copied address', await tab.evaluate('navigator.clipboard.readText()'), peer1.address)
+      await tab.fill('input[name=open-deposit]', '20')
+      await press('[data-testid=open-channel]', 'Open channel')
+      await shows(`${channel(peer1.address)} [data-testid=channel-state]`, 'opened', 60_000)
+      await shows(`${channel(peer1.address)} .who b`, exactly('Peer 1'))
       await noFailure()
       // channel_opened and our deposit, numbered 2 and 1.
       await eventsNumbered(2)
     })
 
     await step('deposit more: beyond what it holds, the error in TTT; then 5', async () => {
-      const deposit = channel(peer1.address).getByLabel('Deposit more', { exact: true })
-      await deposit.fill('5000')
-      await channel(peer1.address).getByRole('button', { name: 'Deposit', exact: true }).click()
-      const failure = channel(peer1.address).locator('.failure')
-      await failure.waitFor({ timeout: 20_000 })
+      const deposit = `${channel(peer1.address)} input[name=deposit-amount]`
+      const button = `${channel(peer1.address)} [data-testid=deposit-amount-submit]`
+      await tab.fill(deposit, '5000')
+      await press(button, 'Deposit')
+      const failure = `${channel(peer1.address)} .failure`
+      await shows(failure, undefined, 20_000)
       // In TTT; the API's own message (in base units) under it.
-      same('the error', await failure.locator('.failure-text').textContent(), 'Not enough balance to deposit. Available=980 TTT Needed=5000 TTT')
+      same('the error', (await textsIn(`${failure} .failure-text`))[0], 'Not enough balance to deposit. Available=980 TTT Needed=5000 TTT')
       same(
         "the API's own message",
-        await failure.locator('.api-message').textContent(),
+        (await textsIn(`${failure} .api-message`))[0],
         'the API said 402 INSUFFICIENT_BALANCE: Not enough balance to deposit. Available=980000000000000000000 Needed=5000000000000000000000',
       )
-      await deposit.fill('5')
-      await channel(peer1.address).getByRole('button', { name: 'Deposit', exact: true }).click()
-      await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^25$/ }).waitFor({ timeout: 60_000 })
+      await tab.fill(deposit, '5')
+      await press(button, 'Deposit')
+      await shows(`${channel(peer1.address)} [data-testid=our-balance]`, /^25$/, 60_000)
       await noFailure()
     })
 
+    const pay = async (to: DemoConfig['peers'][number], amount: string, identifier: string) => {
+      await tab.select('select[name=pay-target]', option(to))
+      await tab.fill('input[name=pay-amount]', amount)
+      await tab.fill('input[name=pay-identifier]', identifier)
+      await press('[data-testid=pay]', 'Pay')
+    }
     await step('pay peer 1 directly', async () => {
-      await page.locator('select[name=pay-target]').selectOption(peer1.address)
-      await page.locator('input[name=pay-amount]').fill('2')
-      await page.locator('input[name=pay-identifier]').fill('101')
-      await page.getByRole('button', { name: 'Pay', exact: true }).click()
-      await page.getByTestId('payment-result').filter({ hasText: 'Paid 2 TTT to Peer 1' }).waitFor({ timeout: 60_000 })
-      await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^23$/ }).waitFor({ timeout: 20_000 })
+      await pay(peer1, '2', '101')
+      await shows('[data-testid=payment-result]', 'Paid 2 TTT to Peer 1', 60_000)
+      await shows(`${channel(peer1.address)} [data-testid=our-balance]`, /^23$/, 20_000)
     })
 
     await step('pay peer 2 through peer 1', async () => {
-      await page.locator('select[name=pay-target]').selectOption(peer2.address)
-      await page.locator('input[name=pay-amount]').fill('3')
-      await page.locator('input[name=pay-identifier]').fill('102')
-      await page.getByRole('button', { name: 'Pay', exact: true }).click()
-      await page
-        .getByTestId('payment-result')
-        .filter({ hasText: 'Paid 3 TTT to Peer 2' })
-        .filter({ hasText: 'You → Peer 1 → Peer 2' })
-        .waitFor({ timeout: 60_000 })
+      await pay(peer2, '3', '102')
+      await shows('[data-testid=payment-result]', /Paid 3 TTT to Peer 2.*You → Peer 1 → Peer 2/, 60_000)
     })
 
     const checkHistoryAndRoute = async () => {
-      const rows = page.getByTestId('history-row')
-      await rows.filter({ hasText: '101' }).filter({ hasText: 'Peer 1' }).waitFor({ timeout: 20_000 })
-      await rows.filter({ hasText: '102' }).filter({ hasText: 'Peer 2' }).waitFor({ timeout: 20_000 })
+      await shows('[data-testid=history-row]', /101.*Peer 1|Peer 1.*101/, 20_000)
+      await shows('[data-testid=history-row]', /102.*Peer 2|Peer 2.*102/, 20_000)
     }
     const routeDrawn = async () => {
       // The two channels of the route are drawn as the route: ours to peer 1, and peer 1's to peer 2.
-      await page.locator('[data-testid=network-graph] g[data-route=yes]').nth(1).waitFor({ timeout: 20_000 })
-      await page.getByTestId('last-route').filter({ hasText: 'Last payment in TTT: You → Peer 1 → Peer 2' }).waitFor({ timeout: 20_000 })
+      await tab.waitFor(`${visible('[data-testid=network-graph] g[data-route=yes]')}.length >= 2`, 20_000)
+      await shows('[data-testid=last-route]', 'Last payment in TTT: You → Peer 1 → Peer 2', 20_000)
     }
     let before: string[] = []
     await step('both in the history, the route in the picture, the event log numbered', async () => {
@@ -199,133 +244,129 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
       if (!/^5 .*payment_sent_success 3 TTT to Peer 2 via Peer 1/.test(before[0]!)) throw new Error(`the newest event: ${before[0]}`)
     })
 
-    await step('reload: nothing lost', async () => {
-      await page.reload()
-      await page.getByTestId('our-address').filter({ hasText: address }).waitFor({ timeout: 60_000 })
-      await checkHistoryAndRoute()
-      await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^20$/ }).waitFor({ timeout: 20_000 })
-      // The same events under the same numbers, and the last route, read back from the node.
-      await eventsNumbered(5)
-      same('the event log after the reload', await loggedEvents(), before)
-      await routeDrawn()
-    })
+    await step(
+      'reload: nothing lost',
+      async () => {
+        await tab.reload()
+        await shows('[data-testid=our-address]', address, 60_000)
+        await checkHistoryAndRoute()
+        await shows(`${channel(peer1.address)} [data-testid=our-balance]`, /^20$/, 20_000)
+        // The same events under the same numbers, and the last route, read back from the node.
+        await eventsNumbered(5)
+        same('the event log after the reload', await loggedEvents(), before)
+        await routeDrawn()
+      },
+      { stopsNode: true },
+    )
 
     await step('set the reveal timeout', async () => {
-      await channel(peer1.address).getByLabel('Reveal timeout', { exact: true }).fill('12')
-      await channel(peer1.address).getByRole('button', { name: 'Set', exact: true }).click()
-      await channel(peer1.address).getByText('reveal timeout 12').waitFor({ timeout: 20_000 })
+      await tab.fill(`${channel(peer1.address)} input[name=reveal-timeout]`, '12')
+      await press(`${channel(peer1.address)} [data-testid=reveal-timeout-submit]`, 'Set')
+      await shows(`${channel(peer1.address)} .hint`, 'reveal timeout 12', 20_000)
       await noFailure()
     })
 
     await step('withdraw', async () => {
-      await channel(peer1.address).getByLabel('Withdraw', { exact: true }).fill('4')
-      await channel(peer1.address).getByRole('button', { name: 'Withdraw', exact: true }).click()
-      await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^16$/ }).waitFor({ timeout: 60_000 })
-      await channel(peer1.address).getByText('withdrawn 4 TTT').waitFor({ timeout: 20_000 })
+      await tab.fill(`${channel(peer1.address)} input[name=withdraw-amount]`, '4')
+      await press(`${channel(peer1.address)} [data-testid=withdraw-amount-submit]`, 'Withdraw')
+      await shows(`${channel(peer1.address)} [data-testid=our-balance]`, /^16$/, 60_000)
+      await shows(`${channel(peer1.address)} .hint`, 'withdrawn 4 TTT', 20_000)
       await noFailure()
     })
 
     await step('peer 1 pays you, asked from the page: the monitoring service holds its proof, the backup server a copy', async () => {
-      const side = channel(peer1.address).getByTestId('peer-side')
-      await side.getByTestId('peer-view').filter({ hasText: 'Peer 1 sees it opened: it could pay you 5 TTT.' }).waitFor({ timeout: 20_000 })
-      await side.getByLabel('Peer 1 pays you').fill('1')
-      await side.getByRole('button', { name: 'Ask Peer 1', exact: true }).click()
-      await channel(peer1.address).getByTestId('our-balance').filter({ hasText: /^17$/ }).waitFor({ timeout: 20_000 })
-      await side.getByTestId('peer-view').filter({ hasText: 'it could pay you 4 TTT.' }).waitFor({ timeout: 20_000 })
+      const side = `${channel(peer1.address)} [data-testid=peer-side]`
+      await shows(`${side} [data-testid=peer-view]`, 'Peer 1 sees it opened: it could pay you 5 TTT.', 20_000)
+      await tab.fill(`${side} input[name=peer-pays]`, '1')
+      await press(`${side} [data-testid=peer-pays-submit]`, 'Ask Peer 1')
+      await shows(`${channel(peer1.address)} [data-testid=our-balance]`, /^17$/, 20_000)
+      await shows(`${side} [data-testid=peer-view]`, 'it could pay you 4 TTT.', 20_000)
       // Its newest proof is held by the devnet's service, which said so: nonce 3 (its confirmation of our withdraw took
       // nonce 1, the payment's LockedTransfer and Unlock 2 and 3); the service's own record says the same.
-      const protection = page.locator('#protection')
-      await protection.getByTestId('monitoring-state').filter({ hasText: 'on 1 SVT offered per request' }).waitFor()
-      await protection.getByTestId('monitoring-service').filter({ hasText: "the devnet's monitoring service" }).waitFor()
-      await protection
-        .getByTestId('guarded-channel')
-        .filter({ hasText: "Peer 1 (TTT): newest proof (nonce 3) held by the devnet's monitoring service since" })
-        .waitFor({ timeout: 30_000 })
-      await protection
-        .getByTestId('service-channel')
-        .filter({ hasText: /^TTT channel #\d+ with Peer 1: holds your newest proof of Peer 1’s payments \(nonce 3\) since/ })
-        .waitFor({ timeout: 20_000 })
+      await shows('#protection [data-testid=monitoring-state]', 'on 1 SVT offered per request')
+      await shows('#protection [data-testid=monitoring-service]', "the devnet's monitoring service")
+      await shows('#protection [data-testid=guarded-channel]', "Peer 1 (TTT): newest proof (nonce 3) held by the devnet's monitoring service since", 30_000)
+      await shows(
+        '#protection [data-testid=service-channel]',
+        /^TTT channel #\d+ with Peer 1: holds your newest proof of Peer 1’s payments \(nonce 3\) since/,
+        20_000,
+      )
       // The backup server holds a copy, up to date, and the panel says what it can and cannot do here.
-      await protection
-        .getByTestId('backup-state')
-        .filter({ hasText: /copy held change \d+, [\d.]+ kB, acknowledged at .* · up to date/ })
-        .waitFor({ timeout: 20_000 })
-      await protection.getByTestId('backup-words').filter({ hasText: 'nobody can open the copy' }).waitFor()
+      await shows('#protection [data-testid=backup-state]', /copy held change \d+, [\d.]+ kB, acknowledged at .* · up to date/, 20_000)
+      await shows('#protection [data-testid=backup-words]', 'nobody can open the copy')
       await noFailure()
     })
 
     /** The panel of what guards the node sits right under "Your node", on a wide screen and on a phone. */
     const protectionUnderNode = async () => {
-      const [node, protection] = await Promise.all([page.locator('#node').boundingBox(), page.locator('#protection').boundingBox()])
+      type Box = { x: number; y: number; width: number; height: number }
+      const [node, protection] = await tab.evaluate<[Box | null, Box | null]>(
+        `['#node', '#protection'].map((s) => { const e = document.querySelector(s); if (!e) return null; const b = e.getBoundingClientRect(); return { x: b.x, y: b.y, width: b.width, height: b.height } })`,
+      )
       if (!node || !protection || Math.abs(protection.x - node.x) > 1 || protection.y < node.y + node.height || protection.y > node.y + node.height + 40)
-        throw new Error(`"While you are away" is not right under "Your node": ${JSON.stringify({ node, protection })}`)
+        throw new Error(`"While you are away" is not right under "Your node": ${js({ node, protection })}`)
     }
 
     await step('what guards the node, at a phone’s width', async () => {
       await protectionUnderNode()
-      await page.setViewportSize({ width: 390, height: 844 })
+      await tab.setSize(390, 844)
       await protectionUnderNode()
       await nothingSticksOut(390)
-      await page.locator('#protection').scrollIntoViewIfNeeded()
+      await scrollTo('#protection')
     })
 
     // Its settle window runs beside peer 1's below: both end within seconds of each other.
     await step('open a channel to peer 2 and close it yourself', async () => {
-      await page.setViewportSize({ width: 1440, height: 900 })
+      await tab.setSize(1440, 900)
       await nothingSticksOut(1440)
-      await page.locator('select[name=open-partner]').selectOption(peer2.address)
-      await page.locator('input[name=open-deposit]').fill('5')
-      await page.getByRole('button', { name: 'Open channel' }).click()
-      await channel(peer2.address).getByTestId('channel-state').filter({ hasText: 'opened' }).waitFor({ timeout: 60_000 })
-      await channel(peer2.address).getByRole('button', { name: 'Close channel' }).click()
-      await channel(peer2.address).getByTestId('channel-state').filter({ hasText: 'closed' }).waitFor({ timeout: 60_000 })
-      await channel(peer2.address)
-        .getByTestId('settle-countdown')
-        .filter({ hasText: /settles in \d+ blocks/ })
-        .waitFor({ timeout: 20_000 })
+      await tab.select('select[name=open-partner]', option(peer2))
+      await tab.fill('input[name=open-deposit]', '5')
+      await press('[data-testid=open-channel]', 'Open channel')
+      await shows(`${channel(peer2.address)} [data-testid=channel-state]`, 'opened', 60_000)
+      await press(`${channel(peer2.address)} [data-testid=close-channel]`, 'Close channel')
+      await shows(`${channel(peer2.address)} [data-testid=channel-state]`, 'closed', 60_000)
+      await shows(`${channel(peer2.address)} [data-testid=settle-countdown]`, /settles in \d+ blocks/, 20_000)
       await noFailure()
     })
 
-    const away = () => page.locator('#away')
-    const awayChannel = (name: string) =>
-      away()
-        .getByTestId('away-channel')
-        .filter({ hasText: `${name} · TTT channel` })
-    const serviceOnPeer1 = () => page.getByTestId('service-channel').filter({ hasText: /^TTT channel #\d+ with Peer 1/ })
+    // The others' view of each channel while the node is stopped, by its head: "Peer 1 · TTT channel #12".
+    const awayChannel = (peer: DemoConfig['peers'][number]) => `#away [data-testid=away-channel][data-peer="${peer.address}"]`
+    const serviceOnPeer1 = '[data-testid=service-channel]'
 
-    await step('stop your node: what the others see while it is away', async () => {
-      await page.getByRole('button', { name: 'Stop the node' }).click()
-      await page.getByTestId('start').waitFor({ timeout: 20_000 })
-      await awayChannel('Peer 1').filter({ hasText: 'Peer 1 sees it opened, and could pay you 4 TTT' }).waitFor({ timeout: 20_000 })
-      await awayChannel('Peer 2')
-        .filter({ hasText: /Peer 2 sees it closed; closed in block \d+; its settle window ends at block \d+/ })
-        .waitFor()
-      await serviceOnPeer1().filter({ hasText: 'holds your newest proof of Peer 1’s payments (nonce 3)' }).waitFor()
-      await noFailure()
-    })
+    await step(
+      'stop your node: what the others see while it is away',
+      async () => {
+        await press('[data-testid=stop-node]', 'Stop the node')
+        await shows('[data-testid=start]', undefined, 20_000)
+        await shows(awayChannel(peer1), /^Peer 1 · TTT channel #\d+: Peer 1 sees it opened, and could pay you 4 TTT/, 20_000)
+        await shows(awayChannel(peer2), /^Peer 2 · TTT channel #\d+: Peer 2 sees it closed; closed in block \d+; its settle window ends at block \d+/)
+        await shows(serviceOnPeer1, /^TTT channel #\d+ with Peer 1: holds your newest proof of Peer 1’s payments \(nonce 3\)/)
+        await noFailure()
+      },
+      { stopsNode: true },
+    )
 
     await step('peer 1 closes the channel while your node is stopped', async () => {
       // Its close carries our payments to it (our proof it holds), nothing of its payment to us.
-      await awayChannel('Peer 1').getByRole('button', { name: 'Ask Peer 1 to close this channel' }).click()
-      await awayChannel('Peer 1')
-        .filter({ hasText: /Peer 1 sees it closed; closed in block \d+; its settle window ends at block \d+/ })
-        .waitFor({ timeout: 60_000 })
+      await press(`${awayChannel(peer1)} [data-testid=ask-peer-to-close]`, 'Ask Peer 1 to close this channel')
+      await shows(awayChannel(peer1), /Peer 1 sees it closed; closed in block \d+; its settle window ends at block \d+/, 60_000)
       // The service has its duty, and waits for the block the contract allows it.
-      await page
-        .locator('#away [data-monitor=due]')
-        .filter({ hasText: /Peer 1 closed it in block \d+; it puts your proof on-chain once the contract lets it: waiting for block \d+/ })
-        .waitFor({ timeout: 20_000 })
+      await shows(
+        '#away [data-monitor=due]',
+        /Peer 1 closed it in block \d+; it puts your proof on-chain once the contract lets it: waiting for block \d+/,
+        20_000,
+      )
       await noFailure()
       // The same at a phone's width.
-      await page.setViewportSize({ width: 390, height: 844 })
+      await tab.setSize(390, 844)
       await nothingSticksOut(390)
       await shot('what-the-others-see-at-a-phone-s-width')
-      await page.setViewportSize({ width: 1440, height: 900 })
+      await tab.setSize(1440, 900)
     })
 
     await step('close the tab: the monitoring service puts your proof on-chain late in the window', async () => {
       const closedAt = Date.now()
-      await page.close()
+      await tab.close()
       // Watched as the page watches it: the service's own API, through the demo's server.
       const called = async () => {
         const answer = await fetch(new URL(`${config.monitor.via}/monitor_calls`, url))
@@ -336,52 +377,43 @@ export async function drivePage(url: string, config: DemoConfig, log: (line: str
         const call = await called()
         if (call?.status === 'done') {
           same('the proof the service put on-chain', call.nonce, '3')
-          log(`  the service's monitor call was mined in block ${call.block_number}, ${Date.now() - closedAt} ms after the tab closed`)
+          log(`${engine}:   the service's monitor call was mined in block ${call.block_number}, ${Date.now() - closedAt} ms after the tab closed`)
           break
         }
-        if (Date.now() - closedAt > 90_000) throw new Error(`the service has not acted: ${JSON.stringify(call)}`)
+        if (Date.now() - closedAt > 90_000) throw new Error(`the service has not acted: ${js(call)}`)
         await new Promise((r) => setTimeout(r, 500))
       }
     })
 
     await step('reopen the tab: what the service did, then your node settles and the money is on-chain', async () => {
-      page = await openTab()
-      await page.goto(url)
-      await page
-        .locator('#away [data-monitor=done]')
-        .filter({ hasText: /it put your proof \(nonce 3\) on-chain in block \d+/ })
-        .waitFor({ timeout: 20_000 })
+      tab = await browser.newTab()
+      await tab.goto(url)
+      await shows('#away [data-monitor=done]', /it put your proof \(nonce 3\) on-chain in block \d+/, 20_000)
       await shot('what-the-service-did-before-the-node-starts')
-      await page.getByTestId('start').click()
-      await page.getByTestId('node-status').filter({ hasText: 'ready' }).waitFor({ timeout: 60_000 })
+      await press('[data-testid=start]', 'Start my node')
+      await shows('[data-testid=node-status]', 'ready', 60_000)
       // Both windows end: peer 2 settles the channel we closed, our node the one peer 1 closed; both leave the list.
-      await eventLog()
-        .getByTestId('event')
-        .filter({ hasText: /channel_settled TTT channel #\d+ with Peer 1/ })
-        .waitFor({ timeout: 60_000 })
-      await eventLog()
-        .getByTestId('event')
-        .filter({ hasText: /channel_settled TTT channel #\d+ with Peer 2/ })
-        .waitFor({ timeout: 60_000 })
-      await channel(peer1.address).waitFor({ state: 'detached', timeout: 30_000 })
-      await channel(peer2.address).waitFor({ state: 'detached', timeout: 30_000 })
+      await shows(`${eventLog} [data-testid=event]`, /channel_settled TTT channel #\d+ with Peer 1/, 60_000)
+      await shows(`${eventLog} [data-testid=event]`, /channel_settled TTT channel #\d+ with Peer 2/, 60_000)
+      await gone(channel(peer1.address))
+      await gone(channel(peer2.address))
       // 1000 minted, 25 and 5 deposited, 4 withdrawn; back: 5 from peer 2's channel and 17 from peer 1's, the 1 TTT
       // peer 1 paid us included (without the service: 16).
-      await page.getByTestId('balance-TTT').filter({ hasText: /^996$/ }).waitFor({ timeout: 20_000 })
-      await serviceOnPeer1()
-        .filter({ hasText: /Peer 1 closed it in block \d+; it put your proof \(nonce 3\) on-chain in block \d+/ })
-        .waitFor({ timeout: 20_000 })
+      await shows('[data-testid=balance-TTT]', /^996$/, 20_000)
+      await shows(serviceOnPeer1, /^TTT channel #\d+ with Peer 1: .*Peer 1 closed it in block \d+; it put your proof \(nonce 3\) on-chain in block \d+/, 20_000)
       await noFailure()
       // Nothing went wrong in the background as the node caught up (the events panel lists what did).
-      const background = await page.locator('#events .problems li').allTextContents()
+      const background = await textsIn('#events .problems li')
       if (background.length) throw new Error(`errors in the background: ${background.join(' | ')}`)
     })
 
     await step('at a phone’s width', async () => {
-      await page.setViewportSize({ width: 390, height: 844 })
-      await page.getByTestId('history-row').first().scrollIntoViewIfNeeded()
+      await tab.setSize(390, 844)
+      await scrollTo('[data-testid=history-row]')
       await nothingSticksOut(390)
     })
+    await tab.close()
+    for (const error of browser.pageErrors.splice(0)) problems.push(`${engine}: at the end: page error: ${error}`)
     if (problems.length) throw new StepError(problems.join('\n'))
   } finally {
     await browser.close()
