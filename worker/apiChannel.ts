@@ -194,6 +194,14 @@ export async function forwardOverApiChannel(request: Request, p: ForwardParamete
         send()
         return
       }
+      if (stream) {
+        // Only an event stream comes in pieces (`whole`): it ends, and its reader connects again with Last-Event-ID
+        // to the next node, missing nothing. An error would be a failed fetch in the service worker (Firefox logs
+        // one for each) for what is the stream's normal end.
+        stream.close()
+        finish()
+        return
+      }
       fail(503, 'NODE_LOST', `the node stopped while answering this request (${why}); it may or may not have been carried out`)
     }
     request.signal.addEventListener('abort', () => {

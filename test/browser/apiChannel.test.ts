@@ -138,4 +138,17 @@ describe('the API channel', () => {
     expect(gone.status).toBe(503)
     expect(await gone.json()).toMatchObject({ code: 'NODE_LOST' })
   })
+
+  test('an event stream whose node stops ends, not fails: its reader connects again to the next node', async () => {
+    const name = channelName()
+    const first = serve(name)
+    const response = await forwardOverApiChannel(new Request(`${location.origin}/api/v1/events`), { channelName: name })
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+    let text = ''
+    while (!text.includes('event 3')) text += (await reader.read()).value
+    first.close()
+    // A stream that errors is a failed fetch in the service worker (an error in Firefox's console at every stop).
+    for (let read = await reader.read(); !read.done; read = await reader.read()) text += read.value
+    expect(text).toMatch(/id: 3\n\n$/)
+  })
 })

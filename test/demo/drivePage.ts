@@ -42,9 +42,11 @@ const visible = (selector: string, shown?: Shown) =>
 /** In the page: the text of every element that matches `selector`, as `textContent` or as rendered (`innerText`). */
 const textsOf = (selector: string, as: 'textContent' | 'innerText' = 'textContent') => `[...document.querySelectorAll(${js(selector)})].map((e) => e.${as})`
 /**
- * What Firefox logs when a stopping node cuts the page's event stream (at a reload, at a stop): the
- * service worker's answer ends in an error, and WebDriver BiDi passes Firefox's console report of it on as an error
- * of the page. Nothing was thrown in the page and a person sees nothing; its EventSource connects again.
+ * What Firefox logs when the page's event stream is cut at a reload or a stop: WebDriver BiDi passes Firefox's
+ * console reports of it on as errors of the page. Nothing was thrown in the page and a person sees nothing; its
+ * EventSource connects again. (A node that stops mid-stream now ends the stream rather than failing it,
+ * worker/apiChannel.ts; Firefox still reports the service worker's answer as failed when the reload ends the page
+ * that read it: decision 0059.)
  */
 const FIREFOX_STREAM_CUT = [
   /^Failed to load ‘’\. A ServiceWorker intercepted the request and encountered an unexpected error\.$/,
