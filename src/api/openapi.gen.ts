@@ -3581,7 +3581,7 @@ export interface operations {
                             reason: "fee_cap" | "balance" | "not_mined" | "missed";
                             deadline: string;
                             block_number: string;
-                            nonce: number | null;
+                            nonce: string | null;
                             transaction_hash: `0x${string}` | null;
                             needed: string | null;
                             message: string;

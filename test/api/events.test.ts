@@ -261,7 +261,7 @@ describe('GET /events', () => {
         reason: 'fee_cap',
         deadline: 600n,
         block_number: 500n,
-        nonce: 4,
+        nonce: 4n,
         transaction_hash: null,
         needed: 371n * 10n ** 9n,
         message:

@@ -131,7 +131,7 @@ export const pushEventSchema = v.pipe(
         reason: v.picklist(['fee_cap', 'balance', 'not_mined', 'missed']),
         deadline: decimal,
         block_number: decimal,
-        nonce: v.nullable(v.number()),
+        nonce: v.nullable(decimal),
         transaction_hash: v.nullable(hex32),
         /** fee_cap: the cap per gas (wei) that would do; balance: the balance (wei) that would. */
         needed: v.nullable(decimal),
@@ -386,7 +386,8 @@ export function toPushEvent(notice: NodeNotice, client: NodeClient): PushEvent |
           reason: risk.reason,
           deadline: risk.deadline,
           block_number: risk.head,
-          nonce: risk.nonce ?? null,
+          // A decimal string on the wire, as every number of the API's events is.
+          nonce: risk.nonce === undefined ? null : BigInt(risk.nonce),
           transaction_hash: risk.hash ?? null,
           needed: 'needed' in risk ? risk.needed : null,
           message: describeRisk(risk),
