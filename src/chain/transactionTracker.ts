@@ -219,7 +219,11 @@ export function createTransactionTracker({
         balance,
         policy,
       })
-      report(t, risk && { ...risk, nonce: e.nonce, description: e.call.description, deadline: e.deadline, head, hash: newest.hash })
+      // Not mined is a risk once the transaction has had a block: one sent near its deadline on purpose (a
+      // monitoring service's update, allowed only in the window's last blocks) and mined in the next is not.
+      const waited = head > e.attempts[0]!.signedAtBlock
+      const said = risk?.reason === 'not_mined' && !waited ? undefined : risk
+      report(t, said && { ...said, nonce: e.nonce, description: e.call.description, deadline: e.deadline, head, hash: newest.hash })
     }
     if (t.repriceNow || bumpDue(newest.signedAtBlock, head, urgency, policy)) {
       const [market, balance] = await Promise.all([reads.fees(), reads.funds()])

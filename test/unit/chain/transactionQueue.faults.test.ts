@@ -96,6 +96,32 @@ describe('the transaction queue on a chain that misbehaves', () => {
     expect(risks.at(-1)).toBeUndefined()
   })
 
+  it('sent close to its deadline on purpose and mined in the next block: no risk is said; one the next block lacks is at risk', async () => {
+    const risks: (TransactionRisk | undefined)[] = []
+    const { queue } = await chain.account({ onRisk: (_, risk) => risks.push(risk) })
+    await chain.mine()
+    // As a monitoring service sends its update, allowed only in the settle window's last blocks: 3 blocks left.
+    const to = recipient()
+    let head = await chain.head()
+    const mined = await chain.mineUntil(queue.send(pay(to, 1n), { deadline: head + 3n }))
+    expect(mined.receipt.blockNumber).toBe(head + 1n)
+    expect(risks.filter(Boolean)).toEqual([])
+
+    // The same, but the endpoint swallows it: once a block has passed without it, it is at risk.
+    chain.endpoint.swallowRawTransactions(true)
+    head = await chain.head()
+    const sending = queue.send(pay(to, 2n), { deadline: head + 3n })
+    await expect.poll(() => chain.endpoint.stats.swallowed.length > 0).toBe(true)
+    await chain.mine()
+    await expect.poll(() => risks.at(-1), { timeout: 5_000 }).toMatchObject({ reason: 'not_mined', deadline: head + 3n })
+    chain.endpoint.swallowRawTransactions(false)
+    await chain.mineUntil(sending)
+    expect(await balanceOf(to)).toBe(3n)
+    await expect.poll(() => risks.at(-1)).toBeUndefined()
+    // The endpoint's record of what it swallowed is the next tests' to read.
+    chain.endpoint.stats.swallowed.splice(0)
+  })
+
   it('sends again what a pool dropped, and what an endpoint swallowed: each call takes effect once', async () => {
     const { queue } = await chain.account()
     const to = recipient()
@@ -140,11 +166,13 @@ describe('the transaction queue on a chain that misbehaves', () => {
     const to = recipient()
     await chain.mine()
     // Three calls signed and journaled; the endpoint swallows them all, then the process "dies".
+    const earlier = new Set(chain.endpoint.stats.swallowed)
     chain.endpoint.swallowRawTransactions(true)
     const lost = [1n, 2n, 3n].map((amount) => first.queue.send(pay(to, amount)).catch(() => 'stopped'))
-    // Three distinct transactions: the queue's look broadcasts a missing one again meanwhile (the same bytes, so the
-    // same hash), and under load a second copy of the first came before the third was signed.
-    await expect.poll(() => new Set(chain.endpoint.stats.swallowed).size >= 3).toBe(true)
+    // Three distinct transactions of this test: the queue's look broadcasts a missing one again meanwhile (the same
+    // bytes, so the same hash), and under load a second copy of the first came before the third was signed; an
+    // earlier test's swallowed one is not one of them.
+    await expect.poll(() => new Set(chain.endpoint.stats.swallowed.filter((h) => !earlier.has(h))).size >= 3).toBe(true)
     await first.queue.stop()
     expect(await Promise.all(lost)).toEqual(['stopped', 'stopped', 'stopped'])
     chain.endpoint.swallowRawTransactions(false)
