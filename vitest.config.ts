@@ -7,18 +7,9 @@ import { otherSiteCommands } from './test/browser/commands/otherSites.ts'
 import { backupCommands } from './test/browser/commands/backup.ts'
 import { monitoringCommands } from './test/browser/commands/monitoring.ts'
 import { rpcEndpointCommands } from './test/browser/commands/rpcEndpoints.ts'
+import { CHROMIUM_ARGS } from './test/support/engines/engine.ts'
 
 // Debian's Chromium (apt `chromium`); scripts/test.mjs finds or installs it and sets CHROMIUM_PATH.
-const chromiumArgs = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-dev-shm-usage',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-]
 
 export default defineConfig({
   test: {
@@ -100,7 +91,7 @@ export default defineConfig({
             enabled: true,
             headless: true,
             provider: playwright({
-              launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs },
+              launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS },
             }),
             instances: [{ browser: 'chromium' }],
             // Real tabs of the test origin (a second tab, a closed tab, a reload), a relay with headless peers, pages

@@ -6,10 +6,9 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import type { Hex } from 'viem'
+import { CHROMIUM_ARGS } from '../test/support/engines/engine.ts'
 import { SITE_PAGE } from '../test/support/engines/sitePage.ts'
 import { openSite, type Site } from '../test/support/engines/site.ts'
-
-const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--no-first-run', '--disable-quic']
 
 /** One Chromium process: what it is (its --type, or "browser"), its CPU seconds (user + system) and resident bytes. */
 export type ChromiumProcess = { pid: number; type: string; cpuSeconds: number; rssBytes: number }
@@ -143,7 +142,7 @@ export async function openBrowserStage(options: { funded: Hex[]; libs?: Record<s
     await site.close()
   }
   try {
-    const launch = { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs }
+    const launch = { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS }
     if (options.persistent) {
       profile = await chromium.launchPersistentContext(join(site.dir, 'profile'), launch)
       browser = profile.browser()!

@@ -17,7 +17,7 @@ import type { PushEvent } from '../../worker/subscription.ts'
 import { nodeOptions } from './support/nodeOptions.ts'
 import { deployTestToken } from './support/token.ts'
 import { deleteDatabase } from './support/indexedDb.ts'
-import { takeAway } from './support/takeAway.ts'
+import { countWorkers, takeAway } from './support/takeAway.ts'
 
 const rpc = inject('rpcUrl')
 const deployment = inject('deployment')
@@ -112,14 +112,7 @@ describe('startNode', () => {
     const key = generatePrivateKey()
     const address = privateKeyToAddress(key)
     const store = storageName({ chainId: BigInt(deployment.chainId), registry: deployment.contracts.TokenNetworkRegistry.address, address })
-    const Original = globalThis.Worker
-    const made: Worker[] = []
-    globalThis.Worker = class extends Original {
-      constructor(url: string | URL, options?: WorkerOptions) {
-        super(url, options)
-        made.push(this)
-      }
-    }
+    const { made, restore: restoreWorker } = countWorkers()
     try {
       const node = await start({ key })
       made[0]!.terminate()
@@ -133,7 +126,7 @@ describe('startNode', () => {
       await new Promise((r) => setTimeout(r, 2_000))
       expect(await held()).toBe(false)
     } finally {
-      globalThis.Worker = Original
+      restoreWorker()
     }
     // The same node starts again at once.
     expect(await (await start({ key })).address()).toEqual({ our_address: address })
@@ -376,14 +369,7 @@ describe('what the browser does not give or answer', () => {
     }
     const restore = takeAway(navigator, 'serviceWorker')
     Object.defineProperty(navigator, 'serviceWorker', { value: hanging, configurable: true })
-    const Original = globalThis.Worker
-    const made: Worker[] = []
-    globalThis.Worker = class extends Original {
-      constructor(url: string | URL, options?: WorkerOptions) {
-        super(url, options)
-        made.push(this)
-      }
-    }
+    const { made, restore: restoreWorker } = countWorkers()
     try {
       const begun = performance.now()
       const error = await start({ key: generatePrivateKey(), startTimeoutMs: 1_500 }).catch((e: unknown) => e)
@@ -397,7 +383,7 @@ describe('what the browser does not give or answer', () => {
       expect(made).toEqual([])
       expect(await leaderLockHeld()).toBe(false)
     } finally {
-      globalThis.Worker = Original
+      restoreWorker()
       restore()
     }
   })

@@ -66,6 +66,21 @@ export class EngineTimeoutError extends Error {
   override name = 'EngineTimeoutError'
 }
 
+/**
+ * Debian's Chromium as the tests and benches start it: no calls to Google's hosts on this machine's closed network
+ * (vitest's browser project, the harness, the in-page bench).
+ */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+]
+
 const binaries: Record<EngineName, string> = {
   chromium: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
   firefox: process.env.FIREFOX_PATH ?? '/usr/bin/firefox-esr',

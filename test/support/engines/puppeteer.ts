@@ -6,19 +6,17 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import puppeteer, { type Browser, type Page } from 'puppeteer-core'
-import { bounded, DEFAULT_TIMEOUT_MS, type EngineBrowser, type EngineName, pollUntil, type Tab, unwrapOutcome, wrapExpression } from './engine.ts'
-
-/** What the vitest Chromium project starts it with: no calls to Google's hosts on this machine's closed network. */
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-dev-shm-usage',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-]
+import {
+  bounded,
+  CHROMIUM_ARGS,
+  DEFAULT_TIMEOUT_MS,
+  type EngineBrowser,
+  type EngineName,
+  pollUntil,
+  type Tab,
+  unwrapOutcome,
+  wrapExpression,
+} from './engine.ts'
 
 /**
  * Firefox's own calls out (updates, telemetry, safe browsing lists, captive portal checks) are off: this machine's
