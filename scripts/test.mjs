@@ -3,7 +3,7 @@
 // Chromium, and the engine suites in Chromium, Firefox and WebKit). The last line is `N passed, N failed`, counting the three checks and every test. Each step says when it
 // starts (`▶ ...`), so a long run can be followed; vitest's reporter then prints each test file as it ends.
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 
 const extraArgs = process.argv.slice(2)
 let passed = 0
@@ -15,8 +15,10 @@ function run(cmd, args, env = process.env) {
 
 /**
  * The browsers the tests run in (docs/decisions/0058): Chromium always (the vitest browser project); Firefox ESR and
- * WebKitGTK's WebDriver with Xvfb for the engine suites, unless SLUICE_ENGINES leaves them out. Missing ones are
- * installed from Debian's packages when we are root with apt, as on CI; otherwise the command to run is said.
+ * WebKitGTK's WebDriver with Xvfb for the engine suites, unless SLUICE_ENGINES leaves them out. And the relay's TLS
+ * tests' tools (docs/decisions/0060): openssl, certutil (libnss3-tools), nginx and Caddy. Missing ones are
+ * installed from Debian's packages when we are root with apt, as on CI (the services of nginx and Caddy not
+ * started: the tests run them); otherwise the command to run is said.
  */
 function findBrowsers() {
   const engines = process.env.SLUICE_ENGINES?.split(',').map((e) => e.trim()) ?? ['chromium', 'firefox', 'webkit']
@@ -29,6 +31,10 @@ function findBrowsers() {
           ['xvfb', '/usr/bin/Xvfb'],
         ]
       : []),
+    ['openssl', '/usr/bin/openssl'],
+    ['libnss3-tools', '/usr/bin/certutil'],
+    ['nginx', '/usr/sbin/nginx'],
+    ['caddy', '/usr/bin/caddy'],
   ]
   const missing = () => needed.filter(([, path]) => !existsSync(path)).map(([pkg]) => pkg)
   const packages = missing()
@@ -36,12 +42,20 @@ function findBrowsers() {
   const isRoot = process.getuid?.() === 0
   const hasApt = existsSync('/usr/bin/apt-get')
   if (isRoot && hasApt) {
-    console.log(`Installing Debian's ${packages.join(', ')} with apt-get (the tests' browsers)`)
-    if (run('apt-get', ['update', '-qq']) && run('apt-get', ['install', '-y', '-qq', ...packages]) && missing().length === 0)
-      return process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+    console.log(`Installing Debian's ${packages.join(', ')} with apt-get (the tests' browsers and tools)`)
+    // Services a package would start (nginx's, Caddy's) stay stopped: policy-rc.d says no while apt runs.
+    const policy = '/usr/sbin/policy-rc.d'
+    const ownPolicy = !existsSync(policy)
+    if (ownPolicy) writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 })
+    try {
+      if (run('apt-get', ['update', '-qq']) && run('apt-get', ['install', '-y', '-qq', ...packages]) && missing().length === 0)
+        return process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+    } finally {
+      if (ownPolicy) rmSync(policy, { force: true })
+    }
   }
   console.error(
-    `The tests' browsers are missing: install them with \`sudo apt-get update && sudo apt-get install -y ${missing().join(' ')}\` (or set CHROMIUM_PATH, FIREFOX_PATH; SLUICE_ENGINES=chromium runs the engine suites in Chromium only).`,
+    `The tests' browsers or tools are missing: install them with \`sudo apt-get update && sudo apt-get install -y ${missing().join(' ')}\` (or set CHROMIUM_PATH, FIREFOX_PATH; SLUICE_ENGINES=chromium runs the engine suites in Chromium only).`,
   )
   process.exit(1)
 }

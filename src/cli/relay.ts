@@ -1,16 +1,38 @@
 import type { Hex } from 'viem'
-import { answerAsked, formatFlags, InvalidFlagValueError, integerFlag, parseFlags, stringFlag } from './args.ts'
+import { answerAsked, type FlagSpec, formatFlags, InvalidFlagValueError, integerFlag, parseFlags, stringFlag } from './args.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
-import { CliError } from './cliError.ts'
+import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
+import { certificateNames, readTlsFiles, type TlsFiles } from './tlsFiles.ts'
+
+const PLAIN_LISTEN = '/ip4/127.0.0.1/tcp/9090/ws'
+const TLS_LISTEN = '/ip4/0.0.0.0/tcp/443/wss'
+const announceExpected = 'a WebSockets multiaddr such as /dns4/relay.example.com/tcp/443/wss (without /p2p/: the relay adds its own peer id)'
 
 export const relayFlags = {
   listen: stringFlag({
-    description: 'multiaddr to listen on (WebSockets); tcp/0 picks a free port',
+    description: `multiaddr to listen on (WebSockets: /ws, or /wss with --tls-cert); tcp/0 picks a free port (default: ${PLAIN_LISTEN}, with --tls-cert ${TLS_LISTEN})`,
     valueName: 'MULTIADDR',
-    default: '/ip4/127.0.0.1/tcp/9090/ws',
   }),
+  tlsCert: stringFlag({
+    description: "the certificate for a /wss listen address, in PEM, the chain after it (certbot's fullchain.pem); with --tls-key",
+    valueName: 'FILE',
+  }),
+  tlsKey: stringFlag({ description: "the certificate's private key, in PEM, unencrypted (certbot's privkey.pem)", valueName: 'FILE' }),
+  announce: {
+    ...stringFlag({
+      description:
+        'the address nodes reach the relay at, printed and given out in place of the listen address: behind a TLS proxy or under a DNS name, /dns4/relay.example.com/tcp/443/wss; repeat the flag for several',
+      valueName: 'MULTIADDR',
+    }),
+    expected: announceExpected,
+    parse: (raw: string) => {
+      const values = raw.split(',').map((v) => v.trim())
+      return values.every((v) => v.startsWith('/')) ? values : undefined
+    },
+    repeatable: true,
+  } as FlagSpec<string[], false>,
   key: stringFlag({
     description: "32-byte secp256k1 private key in hex, so the relay's peer id stays the same across restarts (default: a new key each run)",
     valueName: 'HEX',
@@ -34,8 +56,12 @@ const usage = `Usage: sluice relay [flags]
 
 Runs a libp2p relay: a circuit relay v2 server through which nodes (browsers included) reach each other by
 peer id, and the hub of the presence topic. Logs the multiaddrs that nodes configure as their relay (one line,
-\`Relay <peer id> listening on <multiaddr>, ...\`; with --log-json, the fields peerId and multiaddrs), and runs until
-Ctrl-C.
+\`Relay <peer id> listening on <multiaddr>, ...\`; with --log-json, the fields peerId and multiaddrs): the --announce
+addresses when given, else those it listens on. Runs until Ctrl-C.
+
+A page served over HTTPS may open WebSockets Secure only: serve TLS in the relay (--tls-cert, --tls-key, a /wss
+listen address), or run it on /ws behind a proxy that does (Caddy, nginx), with --announce
+/dns4/<name>/tcp/443/wss. The README's "Run a relay on a server" has both.
 
 Flags:
 ${formatFlags(relayFlags)}`
@@ -49,6 +75,15 @@ export class ListenFailedError extends CliError {
   ) {
     super(`cannot listen on ${listen}: ${reason}`, 2)
   }
+}
+
+/**
+ * An address other nodes dial: IP or DNS name, TCP port, then ws, wss or tls/ws, and no peer id (libp2p appends
+ * the relay's; a second /p2p/ would make the address unusable).
+ */
+function isDialableWebSockets(components: readonly { name: string }[]): boolean {
+  const names = components.map((c) => c.name)
+  return ['ip4', 'ip6', 'dns', 'dns4', 'dns6'].includes(names[0] ?? '') && names[1] === 'tcp' && ['ws', 'wss', 'tls/ws'].includes(names.slice(2).join('/'))
 }
 
 function parseKey(raw: string): Hex | undefined {
@@ -75,32 +110,81 @@ function listenFailure(error: unknown, listen: string): string | undefined {
   return detail.replace(/^\w*Error: /, '') || 'libp2p refused it'
 }
 
+/**
+ * With TLS in the relay, each secure address announced by name must be one its certificate holds: a node checks
+ * the certificate against the name it dials, and would be refused every time.
+ */
+function checkAnnouncedNames(announce: readonly string[], tls: TlsFiles, multiaddr: typeof import('@multiformats/multiaddr').multiaddr): void {
+  for (const address of announce) {
+    const [host, , ...rest] = multiaddr(address).getComponents()
+    if (rest.at(-1)?.name === 'ws' && rest.length === 1) continue
+    const name = host!.value!
+    const held = host!.name.startsWith('ip') ? tls.certificate.checkIP(name) : tls.certificate.checkHost(name)
+    if (held === undefined)
+      throw new UsageError(`--announce ${address}: the certificate --tls-cert is for ${certificateNames(tls.certificate).join(', ')}, not ${name}`)
+  }
+}
+
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, relayFlags)
   if (parsed.asked) return answerAsked(parsed.asked, usage)
-  const { listen, key, maxReservations, maxConnectionRate } = parsed.values
+  const { key, tlsCert, tlsKey, maxReservations, maxConnectionRate } = parsed.values
+  const announce = parsed.values.announce ?? []
   const log = loggerFromFlags(parsed.values)
   const privateKey = key === undefined ? undefined : parseKey(key)
   if (key !== undefined && privateKey === undefined) throw new InvalidFlagValueError('--key', key, '32 bytes of hex (64 digits, 0x optional)')
+  if ((tlsCert === undefined) !== (tlsKey === undefined))
+    throw new UsageError(tlsCert === undefined ? '--tls-key goes with --tls-cert FILE' : '--tls-cert goes with --tls-key FILE')
+  const listen = parsed.values.listen ?? (tlsCert === undefined ? PLAIN_LISTEN : TLS_LISTEN)
   // Loaded only now, so that --help and a bad flag answer without loading libp2p.
   const { multiaddr } = await import('@multiformats/multiaddr')
+  let secure: boolean
   try {
-    multiaddr(listen)
+    const names = multiaddr(listen)
+      .getComponents()
+      .map((c) => c.name)
+    secure = names.at(-1) === 'wss' || names.slice(-2).join('/') === 'tls/ws'
   } catch {
     throw new InvalidFlagValueError('--listen', listen, 'a multiaddr such as /ip4/127.0.0.1/tcp/9090/ws')
   }
+  if (secure && tlsCert === undefined)
+    throw new UsageError(`--listen ${listen} needs --tls-cert FILE and --tls-key FILE (or listen on /ws behind a TLS proxy, with --announce)`)
+  if (!secure && tlsCert !== undefined) throw new UsageError(`--tls-cert is served on a /wss listen address, not on --listen ${listen}`)
+  for (const address of announce) {
+    let dialable: boolean
+    try {
+      dialable = isDialableWebSockets(multiaddr(address).getComponents())
+    } catch {
+      dialable = false
+    }
+    if (!dialable) throw new InvalidFlagValueError('--announce', address, announceExpected)
+  }
+  const tls: TlsFiles | undefined = tlsCert === undefined ? undefined : await readTlsFiles(tlsCert, tlsKey!)
+  if (tls) checkAnnouncedNames(announce, tls, multiaddr)
   const { startRelay } = await import('../transport/libp2p/relay.ts')
   const stop = nextSignal(['SIGINT', 'SIGTERM'])
   try {
     let relay: Awaited<ReturnType<typeof startRelay>>
     try {
-      relay = await startRelay({ listen: [listen], maxReservations, maxConnectionRate, ...(privateKey ? { privateKey } : {}) })
+      relay = await startRelay({
+        listen: [listen],
+        announce,
+        maxReservations,
+        maxConnectionRate,
+        ...(privateKey ? { privateKey } : {}),
+        ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}),
+      })
     } catch (e) {
       const reason = listenFailure(e, listen)
       if (reason) throw new ListenFailedError(listen, reason)
       throw e
     }
     log.info('Relay {peerId} listening on {multiaddrs}', { peerId: relay.peerId, multiaddrs: relay.multiaddrs })
+    if (announce.length > 0) log.info('Sockets: {sockets} (nodes are given the --announce addresses above)', { sockets: relay.listening })
+    else if (tls)
+      log.warn('Nodes check the certificate against the name they dial: give --announce /dns4/<name>/tcp/<port>/wss, a name of {names}', {
+        names: certificateNames(tls.certificate),
+      })
     log.info('Press Ctrl-C to stop.')
     const signal = await stop.received
     log.info('{signal}: stopping the relay', { signal })

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, test, vi } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
+import { makeTestCa, type TestCa } from '../support/testCa.ts'
 import { logMessages, relayListening, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
 const dirs: string[] = []
@@ -16,6 +17,9 @@ function tempDir(): string {
   return dir
 }
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+
+// A certificate for relay.sluice.test from an authority made now (test/support/testCa.ts).
+const ca: TestCa = makeTestCa(tempDir(), ['relay.sluice.test'])
 
 /** Starts `sluice relay` and waits until it is ready; returns the process and the multiaddrs it printed. */
 async function startRelayCommand(args: string[]) {
@@ -74,6 +78,25 @@ describe('sluice relay', () => {
     }
   })
 
+  test('--announce (repeated) is what it prints, each with its peer id, in the order given; it says where its sockets are', async () => {
+    const { sluice, peerId, multiaddrs } = await startRelayCommand(
+      ['--listen', '/ip4/127.0.0.1/tcp/0/ws', '--announce', '/dns4/relay.sluice.test/tcp/443/wss'].concat(['--announce', '/ip4/203.0.113.7/tcp/9090/ws']),
+    )
+    expect(multiaddrs).toEqual([`/dns4/relay.sluice.test/tcp/443/wss/p2p/${peerId}`, `/ip4/203.0.113.7/tcp/9090/ws/p2p/${peerId}`])
+    expect(logMessages(sluice.stdout())[1]).toMatch(/^Sockets: \/ip4\/127\.0\.0\.1\/tcp\/\d+\/ws \(nodes are given the --announce addresses above\)$/)
+    expect(await stop(sluice, 'SIGTERM')).toEqual({ code: 0, signal: null })
+    expect(sluice.stderr()).toBe('')
+  })
+
+  test('TLS without --announce: it listens on /tls/ws and warns that nodes need a name its certificate holds', async () => {
+    const { sluice, peerId, multiaddrs } = await startRelayCommand(['--listen', '/ip4/127.0.0.1/tcp/0/wss', '--tls-cert', ca.certFile, '--tls-key', ca.keyFile])
+    expect(multiaddrs).toEqual([expect.stringMatching(new RegExp(`^/ip4/127\\.0\\.0\\.1/tcp/\\d+/tls/ws/p2p/${peerId}$`))])
+    expect(sluice.stderr()).toMatch(
+      /WARN +Nodes check the certificate against the name they dial: give --announce \/dns4\/<name>\/tcp\/<port>\/wss, a name of relay\.sluice\.test\n$/,
+    )
+    expect(await stop(sluice, 'SIGTERM')).toEqual({ code: 0, signal: null })
+  })
+
   test('is listed in the usage of sluice', async () => {
     const { stdout } = await runSluice(['--help'], tmpdir())
     expect(stdout).toMatch(/^ {2}relay +run a libp2p relay/m)
@@ -82,7 +105,10 @@ describe('sluice relay', () => {
   test('--help lists every flag with its default and exits 0', async () => {
     const { code, stdout } = await runSluice(['relay', '--help'], tmpdir())
     expect(code).toBe(0)
-    expect(stdout).toMatch(/--listen <MULTIADDR> .*\(default: \/ip4\/127\.0\.0\.1\/tcp\/9090\/ws\)/)
+    expect(stdout).toMatch(/--listen <MULTIADDR> .*\(default: \/ip4\/127\.0\.0\.1\/tcp\/9090\/ws, with --tls-cert \/ip4\/0\.0\.0\.0\/tcp\/443\/wss\)/)
+    expect(stdout).toMatch(/--tls-cert <FILE> /)
+    expect(stdout).toMatch(/--tls-key <FILE> /)
+    expect(stdout).toMatch(/--announce <MULTIADDR> /)
     expect(stdout).toMatch(/--key <HEX> /)
     expect(stdout).toMatch(/--max-reservations <N> .*\(default: 1000\)/)
   })
@@ -96,6 +122,76 @@ describe('sluice relay', () => {
     expect(code).toBe(2)
     expect(stdout).toBe('')
     expect(stderr).toBe(`sluice relay: ${message}\n`)
+  })
+
+  // What TLS and --announce are given: refused before the relay starts, each with what is wrong in one line.
+  const tlsCases: [string, string[], string | RegExp][] = [
+    ['a certificate without its key', ['--tls-cert', ca.certFile], '--tls-cert goes with --tls-key FILE (see sluice relay --help)'],
+    ['a key without its certificate', ['--tls-key', ca.keyFile], '--tls-key goes with --tls-cert FILE (see sluice relay --help)'],
+    [
+      'a certificate file that is not there',
+      ['--tls-cert', `${ca.certFile}.gone`, '--tls-key', ca.keyFile],
+      `cannot read the certificate --tls-cert ${ca.certFile}.gone: ENOENT`,
+    ],
+    ['a key that is a folder', ['--tls-cert', ca.certFile, '--tls-key', dirs[0]!], `cannot read the private key --tls-key ${dirs[0]}: EISDIR`],
+    [
+      'a key given as the certificate',
+      ['--tls-cert', ca.keyFile, '--tls-key', ca.keyFile],
+      `--tls-cert ${ca.keyFile} is not a certificate in PEM (-----BEGIN CERTIFICATE-----)`,
+    ],
+    [
+      'a certificate given as the key',
+      ['--tls-cert', ca.certFile, '--tls-key', ca.certFile],
+      `--tls-key ${ca.certFile} is not an unencrypted private key in PEM (-----BEGIN PRIVATE KEY-----, as certbot writes it)`,
+    ],
+    [
+      "a key that is not the certificate's",
+      ['--tls-cert', ca.certFile, '--tls-key', ca.otherKeyFile],
+      `--tls-key ${ca.otherKeyFile} is not the key of the certificate --tls-cert ${ca.certFile} (they are not a pair)`,
+    ],
+    [
+      'TLS on a plain /ws address',
+      ['--listen', '/ip4/127.0.0.1/tcp/0/ws', '--tls-cert', ca.certFile, '--tls-key', ca.keyFile],
+      '--tls-cert is served on a /wss listen address, not on --listen /ip4/127.0.0.1/tcp/0/ws (see sluice relay --help)',
+    ],
+    [
+      'a /wss address without a certificate',
+      ['--listen', '/ip4/127.0.0.1/tcp/0/wss'],
+      '--listen /ip4/127.0.0.1/tcp/0/wss needs --tls-cert FILE and --tls-key FILE (or listen on /ws behind a TLS proxy, with --announce) (see sluice relay --help)',
+    ],
+    [
+      'an announced name the certificate does not hold',
+      ['--listen', '/ip4/127.0.0.1/tcp/0/wss', '--tls-cert', ca.certFile, '--tls-key', ca.keyFile, '--announce', '/dns4/relay.example.com/tcp/443/wss'],
+      '--announce /dns4/relay.example.com/tcp/443/wss: the certificate --tls-cert is for relay.sluice.test, not relay.example.com (see sluice relay --help)',
+    ],
+    [
+      'an announce that is not a multiaddr',
+      ['--announce', 'relay.example.com:443'],
+      /--announce must be a WebSockets multiaddr such as \/dns4\/relay\.example\.com\/tcp\/443\/wss/,
+    ],
+    [
+      'an announce that does not parse',
+      ['--announce', '/dns4/relay.example.com/tcp/x/wss'],
+      /--announce must be a WebSockets multiaddr .*got "\/dns4\/relay\.example\.com\/tcp\/x\/wss"/,
+    ],
+    [
+      'an announce not over WebSockets',
+      ['--announce', '/dns4/relay.example.com/tcp/443'],
+      /--announce must be a WebSockets multiaddr .*got "\/dns4\/relay\.example\.com\/tcp\/443"/,
+    ],
+    [
+      'an announce with a peer id',
+      ['--announce', `/dns4/relay.example.com/tcp/443/wss/p2p/${peerIdOfKey(anvilKeys[3])}`],
+      /--announce must be .*\(without \/p2p\/: the relay adds its own peer id\)/,
+    ],
+  ]
+  test.concurrent.each(tlsCases)('%s: exits 2 with a one-line error', async (_what, args, message) => {
+    const { code, stdout, stderr } = await runSluice(['relay', ...args], tempDir())
+    expect(code).toBe(2)
+    expect(stdout).toBe('')
+    expect(stderr.endsWith('\n') && stderr.split('\n').length).toBe(2)
+    if (typeof message === 'string') expect(stderr).toBe(`sluice relay: ${message}\n`)
+    else expect(stderr).toMatch(message)
   })
 
   // These are refused before anything is loaded.

@@ -17,12 +17,26 @@ export type SluiceProcess = {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
+export type StartSluiceOptions = {
+  /** The process's environment (default: this one's). */
+  env?: NodeJS.ProcessEnv
+  /** The command line run in place of `node ...` (test/support/testCa.ts `withHosts`); the pid is still node's once it execs. */
+  wrap?: (command: string[]) => string[]
+}
+
 /**
  * Runs `node bin/sluice.mjs <args>` in `cwd` (or another Node script: an installed package's bin; or Node's own
  * arguments before `args`, such as `--import tsx`), collecting its output.
  */
-export function startSluice(args: readonly string[], cwd: string, script: string | readonly string[] = sluiceBin): SluiceProcess {
-  const child = spawn(process.execPath, [...(typeof script === 'string' ? [script] : script), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+export function startSluice(
+  args: readonly string[],
+  cwd: string,
+  script: string | readonly string[] = sluiceBin,
+  options: StartSluiceOptions = {},
+): SluiceProcess {
+  const node = [process.execPath, ...(typeof script === 'string' ? [script] : script), ...args]
+  const [command, ...commandArgs] = options.wrap ? options.wrap(node) : node
+  const child = spawn(command!, commandArgs, { cwd, stdio: ['ignore', 'pipe', 'pipe'], ...(options.env ? { env: options.env } : {}) })
   let out = ''
   let err = ''
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()))

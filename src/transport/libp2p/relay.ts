@@ -14,8 +14,22 @@ import { readAnnouncement } from './presence.ts'
 import { presenceTopic as defaultPresenceTopic } from './protocol.ts'
 
 export type StartRelayParameters = {
-  /** Multiaddrs to listen on, e.g. `/ip4/0.0.0.0/tcp/9090/ws` (port 0 picks a free one). */
+  /**
+   * Multiaddrs to listen on, e.g. `/ip4/127.0.0.1/tcp/9090/ws`, or `/ip4/0.0.0.0/tcp/443/wss` with `tls` (port 0 picks
+   * a free one).
+   */
   listen: readonly string[]
+  /**
+   * The certificate (PEM, the chain after it as certbot's fullchain.pem has it) and its private key (PEM) that a
+   * `/wss` listen address serves: a page served over HTTPS may open WebSockets Secure only.
+   */
+  tls?: { cert: string; key: string }
+  /**
+   * The addresses the relay gives out in place of those it listens on (without /p2p/): for a relay behind a
+   * reverse proxy or known by a DNS name, `/dns4/relay.example.com/tcp/443/wss`. Nodes build their circuit
+   * addresses from them, so they must be what other nodes can dial.
+   */
+  announce?: readonly string[]
   /** A 32-byte secp256k1 key, so that the relay keeps its PeerId across restarts; a new Ed25519 key if absent. */
   privateKey?: Hex
   /** How many peers may hold a reservation at once (default 1000; libp2p's default of 15 is far too few). */
@@ -31,8 +45,10 @@ export type StartRelayParameters = {
 
 export type Relay = {
   readonly peerId: string
-  /** The addresses clients configure: each listen address with /p2p/<relay peer id>. */
+  /** The addresses clients configure: each announce address, else each listen address, with /p2p/<relay peer id>. */
   readonly multiaddrs: string[]
+  /** Where its sockets listen, without /p2p/ (the port chosen for a port 0): what `multiaddrs` holds without `announce`. */
+  readonly listening: string[]
   /** How many peers hold a reservation now. */
   reservations(): number
   stop(): Promise<void>
@@ -46,10 +62,12 @@ export type Relay = {
 export async function startRelay(parameters: StartRelayParameters): Promise<Relay> {
   const topic = parameters.presenceTopic ?? defaultPresenceTopic
   const privateKey: PrivateKey = parameters.privateKey ? libp2pPrivateKey(parameters.privateKey) : await generateKeyPair('Ed25519')
-  const node = await createLibp2p<{ identify: unknown; relay: CircuitRelayService; pubsub: GossipSub }>({
+  const node = await createLibp2p<{ identify: unknown; relay: CircuitRelayService; pubsub: GossipSub; sockets: { addresses(): string[] } }>({
     privateKey,
-    addresses: { listen: [...parameters.listen] },
-    transports: [webSockets()],
+    addresses: { listen: [...parameters.listen], announce: [...(parameters.announce ?? [])] },
+    // With `tls`, @libp2p/websockets answers a /wss (or /tls/ws) listen address with a node:https server made with
+    // these options; a /ws one stays plain.
+    transports: [webSockets(parameters.tls ? { https: { cert: parameters.tls.cert, key: parameters.tls.key } } : {})],
     connectionEncrypters: [noise()],
     streamMuxers: [yamuxMuxer()],
     // Every client holds one connection to its relay; the default cap would turn clients away.
@@ -72,6 +90,11 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
         Dhi: 10_000,
         scoreParams: { IPColocationFactorWeight: 0 },
       }),
+      // The socket addresses, which getMultiaddrs() replaces with the announced ones: the components are libp2p's
+      // way for a service to see them.
+      sockets: (components: { transportManager: { getAddrs(): { toString(): string }[] } }) => ({
+        addresses: () => components.transportManager.getAddrs().map(String),
+      }),
     },
   })
   const pubsub = node.services.pubsub
@@ -82,6 +105,7 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
   return {
     peerId: node.peerId.toString(),
     multiaddrs: node.getMultiaddrs().map(String),
+    listening: node.services.sockets.addresses(),
     reservations: () => node.services.relay.reservations.size,
     stop: async () => {
       await node.stop()

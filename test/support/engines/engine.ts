@@ -112,6 +112,16 @@ export type LaunchOptions = {
   clipboard?: boolean
   /** Preferences of the profile (Firefox only), e.g. `dom.serviceWorkers.enabled: false` as Firefox has it in a private window. */
   firefoxPrefs?: Record<string, unknown>
+  /**
+   * A certificate authority (PEM file) the browser trusts besides its own roots, for real: in an NSS database of
+   * the launch's own (Chromium and Firefox: test/support/testCa.ts `trustInNss`), no check switched off.
+   */
+  trustCa?: string
+  /**
+   * Names the browser resolves to these addresses: Chromium maps each (--host-resolver-rules); Firefox maps them to
+   * its loopback (network.dns.localDomains), so every address must be 127.0.0.1 there.
+   */
+  hosts?: Record<string, string>
 }
 
 /** A browser of the engine with a new profile. */
@@ -125,9 +135,15 @@ export async function launchEngine(engine: EngineName, options: LaunchOptions = 
     )
   const size = { width: options.width ?? 1280, height: options.height ?? 800 }
   if (options.firefoxPrefs && engine !== 'firefox') throw new Error(`firefoxPrefs are for Firefox, not ${engine}`)
+  if ((options.trustCa || options.hosts) && engine === 'webkit') throw new Error('trustCa and hosts are for Chromium and Firefox, not webkit')
   const clipboard = options.clipboard ?? false
   if (engine === 'webkit') return (await import('./webkit.ts')).launchWebKit(path, size, { clipboard })
-  return (await import('./puppeteer.ts')).launchPuppeteer(engine, path, size, { clipboard, firefoxPrefs: options.firefoxPrefs ?? {} })
+  return (await import('./puppeteer.ts')).launchPuppeteer(engine, path, size, {
+    clipboard,
+    firefoxPrefs: options.firefoxPrefs ?? {},
+    ...(options.trustCa ? { trustCa: options.trustCa } : {}),
+    hosts: options.hosts ?? {},
+  })
 }
 
 /**

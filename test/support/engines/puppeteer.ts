@@ -17,6 +17,7 @@ import {
   unwrapOutcome,
   wrapExpression,
 } from './engine.ts'
+import { trustInNss } from '../testCa.ts'
 
 /**
  * Firefox's own calls out (updates, telemetry, safe browsing lists, captive portal checks) are off: this machine's
@@ -33,9 +34,17 @@ export async function launchPuppeteer(
   engine: Exclude<EngineName, 'webkit'>,
   executablePath: string,
   size: { width: number; height: number },
-  { clipboard, firefoxPrefs }: { clipboard: boolean; firefoxPrefs: Record<string, unknown> },
+  { clipboard, firefoxPrefs, trustCa, hosts }: { clipboard: boolean; firefoxPrefs: Record<string, unknown>; trustCa?: string; hosts: Record<string, string> },
 ): Promise<EngineBrowser> {
   const profile = mkdtempSync(join(tmpdir(), `sluice-${engine}-`))
+  // Chromium reads the roots a user added from $HOME/.pki/nssdb: a HOME of its own inside the profile. Firefox
+  // keeps its NSS database in the profile itself.
+  const home = join(profile, 'home')
+  if (trustCa) trustInNss(trustCa, engine === 'chromium' ? join(home, '.pki/nssdb') : profile)
+  const names = Object.entries(hosts)
+  if (engine === 'firefox' && names.some(([, address]) => address !== '127.0.0.1')) throw new Error('Firefox maps names to its loopback only (127.0.0.1)')
+  const chromiumArgs = names.length > 0 ? [`--host-resolver-rules=${names.map(([name, address]) => `MAP ${name} ${address}`).join(', ')}`] : []
+  const firefoxNames = names.length > 0 ? { 'network.dns.localDomains': names.map(([name]) => name).join(',') } : {}
   const browser: Browser = await bounded(
     puppeteer.launch({
       browser: engine === 'firefox' ? 'firefox' : 'chrome',
@@ -43,7 +52,9 @@ export async function launchPuppeteer(
       headless: true,
       userDataDir: profile,
       defaultViewport: size,
-      ...(engine === 'chromium' ? { args: CHROMIUM_ARGS } : { extraPrefsFirefox: { ...FIREFOX_PREFS, ...firefoxPrefs } }),
+      ...(engine === 'chromium'
+        ? { args: [...CHROMIUM_ARGS, ...chromiumArgs], ...(trustCa ? { env: { ...process.env, HOME: home } } : {}) }
+        : { extraPrefsFirefox: { ...FIREFOX_PREFS, ...firefoxNames, ...firefoxPrefs } }),
       // Above every bound of ours (evaluate's is the caller's): our timeouts say what was waited on, puppeteer's would not.
       protocolTimeout: 30 * 60_000,
     }),

@@ -4,8 +4,9 @@
  * contracts and TTT registered, a `sluice relay` of the build, and `sluice serve` peers of it started on demand.
  * The in-page benches (bench/browserStage.ts) and the engine tests (test/engines/) share it; no browser here.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { Server } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -15,7 +16,7 @@ import { build } from 'vite'
 import { buildPackages } from '../../../scripts/build.ts'
 import { staticServer } from '../../../scripts/staticServer.ts'
 import { writeDeployment } from '../../../src/devnet/deploymentFile.ts'
-import { relayListening, startSluice, stopSluice, type SluiceProcess } from '../../cli/sluiceProcess.ts'
+import { relayListening, type StartSluiceOptions, startSluice, stopSluice, type SluiceProcess } from '../../cli/sluiceProcess.ts'
 import { startDevnet, type Devnet } from '../../integration/support/devnet.ts'
 import { linkInstall } from '../../package/support/stage.ts'
 
@@ -27,30 +28,50 @@ export type Site = {
   net: Devnet
   /** The deployment as the site serves it (a page's `deployment` option). */
   deploymentPath: string
+  /** What the relay printed first: its --announce address when `relayArgs` gives one. */
   relayAddress: string
-  /** The site's root URL (http://127.0.0.1:<port>/: a secure context in every engine). */
+  /** The site's root URL (http://127.0.0.1:<port>/: a secure context in every engine; https://<name>:<port>/ with `https`). */
   url: string
   /** Starts the build's `sluice <args>` (stopped at close). */
-  start(args: string[]): SluiceProcess
+  start(args: string[], options?: StartSluiceOptions): SluiceProcess
   /** `sluice serve` arguments for a peer with `key` and data in `dataDir`, on the relay, reading the chain each second. */
   serveArgs(key: Hex, dataDir: string): string[]
   close(): Promise<void>
 }
 
-/** The site, served as `npm run demo` serves its page; resolves to its URL once it listens. */
-function serveStatic(root: string): Promise<{ server: Server; url: string }> {
-  const server = staticServer(root)
+/** Serving the site over HTTPS under a name (on 127.0.0.1), with this certificate and key (PEM files). */
+export type SiteHttps = { name: string; certFile: string; keyFile: string }
+
+/**
+ * The site, served as `npm run demo` serves its page (over HTTPS with `https`: the same answers through a TLS
+ * server); resolves to its URL once it listens.
+ */
+function serveStatic(root: string, https?: SiteHttps): Promise<{ server: Server; url: string }> {
+  const plain = staticServer(root)
+  const server = https
+    ? createHttpsServer({ cert: readFileSync(https.certFile), key: readFileSync(https.keyFile) }, (req, res) => plain.emit('request', req, res))
+    : plain
   return new Promise((resolve, reject) => {
     server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` }))
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as AddressInfo).port
+      resolve({ server, url: https ? `https://${https.name}:${port}/` : `http://127.0.0.1:${port}/` })
+    })
   })
 }
 
 /**
  * Builds the packages and the site: `index.html` is `page`; `libs` are modules of the repository built for the
- * browser into it (file name to entry). Starts anvil with `funded` keys holding TTT, the relay and the server.
+ * browser into it (file name to entry). Starts anvil with `funded` keys holding TTT, the relay (`sluice relay
+ * <relayArgs>`, a plain one on a free port by default) and the server (over HTTPS with `https`).
  */
-export async function openSite(options: { page: string; funded: Hex[]; libs?: Record<string, string> }): Promise<Site> {
+export async function openSite(options: {
+  page: string
+  funded: Hex[]
+  libs?: Record<string, string>
+  https?: SiteHttps
+  relayArgs?: string[]
+}): Promise<Site> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-site-'))
   const processes: SluiceProcess[] = []
   let net: Devnet | undefined
@@ -69,8 +90,8 @@ export async function openSite(options: { page: string; funded: Hex[]; libs?: Re
     await buildPackages({ packagesDir: join(dir, 'packages'), declarations: false })
     linkInstall(dir)
     const bin = join(dir, 'packages/node/bin/sluice.mjs')
-    const start = (args: string[]) => {
-      const p = startSluice(args, dir, bin)
+    const start = (args: string[], spawnOptions: StartSluiceOptions = {}) => {
+      const p = startSluice(args, dir, bin, spawnOptions)
       processes.push(p)
       return p
     }
@@ -102,10 +123,10 @@ export async function openSite(options: { page: string; funded: Hex[]; libs?: Re
     const deploymentPath = `/deployments/${net.deployment.chainId}.json`
     const deploymentFile = join(dir, 'site', deploymentPath)
     await writeDeployment(deploymentFile, net.deployment)
-    const relay = start(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'])
+    const relay = start(['relay', ...(options.relayArgs ?? ['--listen', '/ip4/127.0.0.1/tcp/0/ws'])])
     await relay.waitForOutput(/Press Ctrl-C to stop/)
     const relayAddress = relayListening(relay.stdout())!.multiaddrs[0]!
-    const served = await serveStatic(join(dir, 'site'))
+    const served = await serveStatic(join(dir, 'site'), options.https)
     site = served.server
     const rpc = net.anvil.rpcUrl
     return {
