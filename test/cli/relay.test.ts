@@ -91,8 +91,11 @@ describe('sluice relay', () => {
   test('TLS without --announce: it listens on /tls/ws and warns that nodes need a name its certificate holds', async () => {
     const { sluice, peerId, multiaddrs } = await startRelayCommand(['--listen', '/ip4/127.0.0.1/tcp/0/wss', '--tls-cert', ca.certFile, '--tls-key', ca.keyFile])
     expect(multiaddrs).toEqual([expect.stringMatching(new RegExp(`^/ip4/127\\.0\\.0\\.1/tcp/\\d+/tls/ws/p2p/${peerId}$`))])
-    expect(sluice.stderr()).toMatch(
-      /WARN +Nodes check the certificate against the name they dial: give --announce \/dns4\/<name>\/tcp\/<port>\/wss, a name of relay\.sluice\.test\n$/,
+    // stderr is its own pipe: the warning may come after the ready line on stdout.
+    await vi.waitFor(() =>
+      expect(sluice.stderr()).toMatch(
+        /WARN +Nodes check the certificate against the name they dial: give --announce \/dns4\/<name>\/tcp\/<port>\/wss, a name of relay\.sluice\.test\n$/,
+      ),
     )
     expect(await stop(sluice, 'SIGTERM')).toEqual({ code: 0, signal: null })
   })
