@@ -12,6 +12,7 @@ import { benchPackage } from './package.ts'
 import { profilePayment } from './profile.ts'
 import { benchProtocol } from './protocol.ts'
 import { benchStorage } from './storage.ts'
+import { benchRelayCapacity } from './relayCapacity.ts'
 import { benchTransport } from './transport.ts'
 
 const { positionals, values } = parseArgs({ allowPositionals: true, options: { trace: { type: 'string' }, curves: { type: 'boolean' } } })
@@ -20,7 +21,13 @@ const parts = {
   package: ['Package: what a dApp installs, and what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', benchPackage],
   protocol: ['Protocol core (one process: signing, encoding, decoding, verifying and every transition; payments include all their messages)', benchProtocol],
   storage: ['Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', benchStorage],
-  transport: ['libp2p transport (two nodes and a sluice relay in one process, WebSockets on loopback, Noise, yamux)', benchTransport],
+  transport: [
+    ['libp2p transport (two nodes and a sluice relay in one process, WebSockets on loopback, Noise, yamux)', benchTransport],
+    [
+      'One sluice relay in its own process, measured from /proc (its nodes are real transports in two other processes on loopback; SLUICE_BENCH_RELAY_STEPS sets the node counts)',
+      benchRelayCapacity,
+    ],
+  ],
   node: ['Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', benchNode],
   api: ['REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', benchApi],
   monitor: ['Monitoring service (sluice monitor: one service on anvil, LevelDB storage with sync writes; per-peer rate limits lifted)', benchMonitor],
