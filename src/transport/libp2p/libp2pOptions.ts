@@ -12,6 +12,9 @@ import { yamuxMuxer } from './yamuxMuxer.ts'
 
 export type Services = { identify: unknown; pubsub: GossipSub }
 
+/** How often libp2p redials a relay that dropped, until it is back: a dial refused costs one WebSocket attempt. */
+export const relayRedialMs = 1_000
+
 /**
  * Whether a dial to `ma` is refused. Browsers refuse loopback and private addresses by default, which would rule
  * out a local relay (dev, tests). Our configured relays and circuits are always allowed; other private addresses
@@ -30,8 +33,13 @@ export function libp2pOptions(privateKey: PrivateKey, relays: readonly RelayAddr
   return {
     start: false,
     privateKey,
-    // Listen on any relay we reserve on: the reservation store re-reserves whenever we reconnect to one.
-    addresses: { listen: relays.length > 0 ? ['/p2p-circuit'] : [] },
+    // One `/p2p-circuit` per relay: each asks circuit relay v2's reservation store for one reservation on a relay it
+    // finds (a connected peer that speaks the hop protocol), so the node holds one on each of its relays. Unlike a
+    // listen address naming a relay (`<relay>/p2p-circuit`), such a reservation is asked for again on any relay
+    // once it is lost: when that relay comes back, it is reserved on again.
+    addresses: { listen: relays.map(() => '/p2p-circuit') },
+    // The relays are tagged keep-alive (relayKeeper.ts): libp2p redials one that drops, each second until it is back.
+    connectionManager: { reconnectRetries: Number.POSITIVE_INFINITY, reconnectRetryInterval: relayRedialMs, reconnectBackoffFactor: 1 },
     transports: [webSockets(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamuxMuxer()],

@@ -38,6 +38,7 @@ export type Libp2pTransportParameters = {
 export type Libp2pTransportLogEvent =
   | { type: 'relayConnected'; relay: string }
   | { type: 'relayLost'; relay: string; error?: unknown }
+  | { type: 'relayBack'; relay: string }
   | { type: 'reserved'; addresses: string[] }
   | { type: 'noReservation'; afterMs: number }
   | { type: 'announced'; addresses: string[] }
@@ -104,7 +105,17 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   let framesReceived = 0
 
   const directory = new PeerDirectory({ me: addressOfPeer(ownPeerId)!, relays, ...(log ? { log } : {}) })
-  const keeper = new RelayKeeper({ relays, dialTimeoutMs, ...(log ? { log } : {}) })
+  const keeper = new RelayKeeper({
+    relays,
+    dialTimeoutMs,
+    // Back on a relay after losing it (a relay restart, a link cut): every peer may be reachable again from here, so
+    // what waits for them goes now, not at its backoff timer (up to a minute away after a long cut).
+    onRelayBack: (relay) => {
+      log?.({ type: 'relayBack', relay: relay.addr.toString() })
+      if (running) directory.reportAll()
+    },
+    ...(log ? { log } : {}),
+  })
   const announcer = new Announcer({
     publish: (data) => node!.services.pubsub.publish(topic, data),
     addresses: () => keeper.circuitAddresses(),
@@ -188,7 +199,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     })
     await created.start()
     pubsub.subscribe(topic)
-    keeper.start(created)
+    await keeper.start(created)
     if (relays.length > 0) {
       const reserved = await keeper.waitForReservation(startTimeoutMs)
       if (reserved) log?.({ type: 'reserved', addresses: keeper.circuitAddresses() })
@@ -238,7 +249,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       if (!node) return
       running = false
       announcer.stop()
-      keeper.stop()
+      await keeper.stop()
       for (const stream of inbound) stream.abort(new TransportError('transport stopped'))
       streams.closeAll()
       const stopping = node

@@ -114,14 +114,27 @@ export class PeerDirectory {
   report(heard: Heard): boolean {
     this.#parameters.log?.({ type: 'peerSeen', peer: heard.address, how: heard.how })
     const wanted = this.#wanted.delete(heard.address.toLowerCase())
+    this.#tell(heard.address, heard.publicKey)
+    return wanted
+  }
+
+  #tell(peer: Address, publicKey: Hex): void {
     for (const listener of this.#listeners) {
       try {
-        listener(heard.address, heard.publicKey)
+        listener(peer, publicKey)
       } catch {
         // A listener's failure is its own; the others still hear of the peer.
       }
     }
-    return wanted
+  }
+
+  /** Tells the listeners every known peer is seen (our way to them came back); not logged one by one. */
+  reportAll(): void {
+    for (const known of this.#peers.values()) {
+      const identity = identityOfPeer(known.peerId)
+      if (!identity) continue
+      this.#tell(identity.address, identity.publicKey)
+    }
   }
 
   /** `connect(peer)`: true if it is known (open the way now); otherwise it is wanted until it is seen. Never ourselves. */

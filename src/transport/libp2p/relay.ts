@@ -35,6 +35,8 @@ export type Relay = {
   readonly multiaddrs: string[]
   /** How many peers hold a reservation now. */
   reservations(): number
+  /** How many relayed connections go through it now (one per circuit, both directions alike). */
+  circuits(): number
   stop(): Promise<void>
 }
 
@@ -74,6 +76,8 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
     peerId: node.peerId.toString(),
     multiaddrs: node.getMultiaddrs().map(String),
     reservations: () => node.services.relay.reservations.size,
+    // Each circuit is one stop stream from the relay to the peer dialled.
+    circuits: () => node.getConnections().reduce((n, c) => n + c.streams.filter((s) => s.protocol === '/libp2p/circuit/relay/0.2.0/stop').length, 0),
     stop: async () => {
       await node.stop()
     },
