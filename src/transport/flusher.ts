@@ -122,7 +122,7 @@ export class Flusher {
         if (lines.length === 0 || !this.#running) return
         this.stats.sendCalls++
         this.stats.linesSent += lines.length
-        sends.push(this.#sendToPeer(peer, to, lines))
+        sends.push(this.#sendToPeer(peer, to, lines, pendings))
       }),
     )
     // What is sent once is done once it is handed to the transport.
@@ -146,12 +146,22 @@ export class Flusher {
     return p.line
   }
 
-  /** Hands `lines` to the transport after the send to `peer` under way, if any; a failed send is logged (the retry is the queues'). */
-  #sendToPeer(peer: string, to: Address, lines: string[]): Promise<void> {
+  /**
+   * Hands `lines` to the transport after the send to `peer` under way, if any. A failed send is logged and its
+   * messages marked lost (their retry is the queues'); one that goes through makes what was lost to that peer due now.
+   */
+  #sendToPeer(peer: string, to: Address, lines: string[], pendings: readonly PendingMessage[]): Promise<void> {
+    const { queues, now, log } = this.#parameters
     return this.#sending.run(peer, () =>
-      this.#parameters.send(to, lines).catch((error: unknown) => {
-        this.#parameters.log?.({ type: 'sendFailed', to, error })
-      }),
+      this.#parameters.send(to, lines).then(
+        () => {
+          if (queues.reached(peer, now()) > 0) this.schedule()
+        },
+        (error: unknown) => {
+          queues.lost(pendings)
+          log?.({ type: 'sendFailed', to, error })
+        },
+      ),
     )
   }
 

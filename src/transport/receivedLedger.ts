@@ -32,7 +32,11 @@ export type Taken = {
  * `signature`: of the copy handed up (lower case), which a message under the same id must carry to be a resend of it.
  * `durable`: the handler's promise for it resolved (the state machine has it); until then a resend is not handed up again.
  */
-type Received = { handedAt: number; signature: string; applied?: Promise<unknown>; failed?: boolean; durable?: boolean }
+type Received = { handedAt: number; signature: string; applied?: Promise<unknown>; failed?: boolean; durable?: boolean; progress?: number }
+
+/** The channel a message that takes a nonce belongs to, as its signer's: `signer|token network|channel id`. */
+const channelOf = (message: Message, signer: Address): string | undefined =>
+  takesNonce(message) ? `${signer.toLowerCase()}|${message.token_network_address.toLowerCase()}|${message.channel_identifier}` : undefined
 
 /**
  * Delivery's ledger of what was received (docs/transport.md, Receiving): which messages were handed up already (by
@@ -44,6 +48,11 @@ export class ReceivedLedger {
   readonly #received: RecentMap<string, Received>
   /** Our answers (Processed, WithdrawConfirmation) by `peer|id`, to repeat at once when the peer resends. */
   readonly #answers: RecentMap<string, Message[]>
+  /**
+   * Per signer and channel, how many of its messages that take a nonce were handed up so far; each hand-up notes the
+   * count it made (`Received.progress`).
+   */
+  readonly #progress: RecentMap<string, number>
   readonly #parameters: ReceivedLedgerParameters
   /** Resends not handed up again. */
   duplicates = 0
@@ -54,6 +63,7 @@ export class ReceivedLedger {
     this.#parameters = parameters
     this.#received = new RecentMap(parameters.memory * 2)
     this.#answers = new RecentMap(parameters.memory)
+    this.#progress = new RecentMap(parameters.memory)
   }
 
   /** An outbox record we send: if it is an answer (Processed, WithdrawConfirmation), it is the one a resend gets. */
@@ -88,7 +98,13 @@ export class ReceivedLedger {
       if (answered) return { applied: prior.applied, repeat: [...answered] }
       // Still being applied (a busy machine: its commit waits): the state machine has not had it yet, nothing to redo.
       const applying = prior.applied !== undefined && !prior.durable
-      if (!awaitsStateAnswer(message) || applying || now - prior.handedAt < this.#parameters.redeliverAfterMs) return { applied: prior.applied, repeat: [] }
+      // Another message of its channel was handed up since: one this one waited for, maybe (it was refused for a nonce
+      // gap, its predecessors lost in a partition and now resent before it). Handed up again at once: waiting out
+      // `redeliverAfterMs` would hold it, and every later message of the channel behind it, for seconds each.
+      const channel = channelOf(message, signer)
+      const moved = channel !== undefined && (this.#progress.get(channel) ?? 0) > (prior.progress ?? 0)
+      if (!awaitsStateAnswer(message) || applying || (!moved && now - prior.handedAt < this.#parameters.redeliverAfterMs))
+        return { applied: prior.applied, repeat: [] }
       prior.handedAt = now
       this.redelivered++
       return { applied: this.#hand(prior, message, signer, signerKey), repeat: [] }
@@ -101,6 +117,11 @@ export class ReceivedLedger {
   }
 
   #hand(entry: Received, message: Signed<Message>, signer: Address, signerKey: Hex): Promise<unknown> | undefined {
+    const channel = channelOf(message, signer)
+    if (channel !== undefined) {
+      entry.progress = (this.#progress.get(channel) ?? 0) + 1
+      this.#progress.set(channel, entry.progress)
+    }
     entry.failed = false
     entry.applied = undefined
     entry.durable = false

@@ -136,6 +136,18 @@ describe('the flusher', () => {
     await eventually(() => expect(logs).toContainEqual(expect.objectContaining({ type: 'sendFailed', to: B })))
   })
 
+  test('what a failed send carried is resent as soon as a send to that peer goes through, not at its backoff timer', async () => {
+    const { f, sends, failing, put } = flusher({ initialMs: 60_000 })
+    f.start()
+    failing.add(B)
+    put(record(B, secretRequest(1n)))
+    await eventually(() => expect(sends).toHaveLength(1))
+    await sleep(10)
+    failing.delete(B)
+    put(record(B, secretRequest(2n)))
+    await eventually(() => expect(sends.map((s) => s.lines)).toEqual([['SecretRequest:1'], ['SecretRequest:2'], ['SecretRequest:1']]))
+  })
+
   test('stop waits for the sends under way, then nothing more goes and nothing is reported done', async () => {
     const { f, sends, finished, stalls, put } = flusher({ initialMs: 10 })
     f.start()

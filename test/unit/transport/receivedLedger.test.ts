@@ -108,6 +108,28 @@ describe('the ledger of what was received', () => {
     expect(handed).toHaveLength(3)
   })
 
+  test('an unanswered proof is handed up again at once once another message of its channel came since: it waited for that one, maybe', async () => {
+    const { take, handed, ledger: l } = ledger({ redeliverAfterMs: 60_000 })
+    // A partition lost nonces 1 and 2; nonce 3 came first and was refused (no answer).
+    const [one, two, three] = await Promise.all([1n, 2n, 3n].map((n) => signed(unlock(10n + n, n))))
+    take(three!)
+    await settled()
+    take(three!)
+    expect(handed).toEqual(['Unlock:13'])
+    // The retry brings 1 and 2 before it: 3 follows them up, in the same batch, without waiting out the minute.
+    take(one!)
+    take(two!)
+    take(three!)
+    expect(handed).toEqual(['Unlock:13', 'Unlock:11', 'Unlock:12', 'Unlock:13'])
+    expect(l.redelivered).toBe(1)
+    // Nothing came since: its next resend waits again; nor does another channel's message count.
+    await settled()
+    take(three!)
+    take(await signed(unlock(20n, 1n, 8n)))
+    take(three!)
+    expect(handed).toEqual(['Unlock:13', 'Unlock:11', 'Unlock:12', 'Unlock:13', 'Unlock:20'])
+  })
+
   test('a proof still being applied is not handed up again however long it takes; its resends wait on the same commit', async () => {
     let applies: Applies = 'pending'
     const { take, handed, clock, pending } = ledger({ redeliverAfterMs: 50, applies: () => applies })
