@@ -1,7 +1,7 @@
 import { circuitRelayTransport } from '@libp2p/circuit-relay-v2'
 import { gossipsub, type GossipSub } from '@libp2p/gossipsub'
 import { identify } from '@libp2p/identify'
-import type { PrivateKey } from '@libp2p/interface'
+import { ConnectionFailedError, type PrivateKey } from '@libp2p/interface'
 import { noise } from '@libp2p/noise'
 import { isPrivate } from '@libp2p/utils'
 import { webSockets } from '@libp2p/websockets'
@@ -26,6 +26,27 @@ export function deniesDial(relays: readonly RelayAddress[]): (ma: Multiaddr) => 
 }
 
 /**
+ * WebSockets whose failed dials reject with an Error. @libp2p/websockets rejects a refused connection with the
+ * socket's `error` event itself, and p-retry, under libp2p's reconnection of keep-alive peers, gives up at once on
+ * anything that is not an Error ("Non-error was thrown"): a relay down for a moment was never redialled.
+ */
+function webSocketsThatFailWithErrors(): ReturnType<typeof webSockets> {
+  const make = webSockets()
+  return (components) => {
+    const transport = make(components)
+    const dial = transport.dial.bind(transport)
+    transport.dial = async (ma, options) => {
+      try {
+        return await dial(ma, options)
+      } catch (error) {
+        throw error instanceof Error ? error : new ConnectionFailedError(`could not connect to ${ma.toString()}`)
+      }
+    }
+    return transport
+  }
+}
+
+/**
  * The libp2p node of a transport (docs/transport.md): WebSockets to the relays, circuit relay v2 to reach peers
  * by PeerId, Noise, yamux, identify, and gossipsub for presence. Created stopped.
  */
@@ -40,7 +61,7 @@ export function libp2pOptions(privateKey: PrivateKey, relays: readonly RelayAddr
     addresses: { listen: relays.map(() => '/p2p-circuit') },
     // The relays are tagged keep-alive (relayKeeper.ts): libp2p redials one that drops, each second until it is back.
     connectionManager: { reconnectRetries: Number.POSITIVE_INFINITY, reconnectRetryInterval: relayRedialMs, reconnectBackoffFactor: 1 },
-    transports: [webSockets(), circuitRelayTransport()],
+    transports: [webSocketsThatFailWithErrors(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamuxMuxer()],
     connectionGater: { denyDialMultiaddr: deniesDial(relays) },
