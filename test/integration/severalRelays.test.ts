@@ -131,9 +131,13 @@ describe('payments over two relays', () => {
     await eventually(() => expect(received()).toBe(paid))
   }, 120_000)
 
-  test('both relays gone for 20 s: the payments made meanwhile complete once they are back, but those whose lock ran out', async () => {
+  test('both relays gone for 20 s: the payments made meanwhile complete once they are back, but those whose lock ran out; those made after, all', async () => {
     await eventually(() => expect(relays.map((r) => r.reservations())).toEqual([2, 2]))
     const before = received()
+    const refusals: string[] = []
+    const off = b.client.subscribe((notice) => {
+      if (notice.type === 'messageRejected') refusals.push(notice.reason)
+    })
     await Promise.all(relays.map((r) => r.stop()))
     const cutAt = performance.now()
     // A payment each second during the cut, none awaited before the next.
@@ -145,13 +149,23 @@ describe('payments over two relays', () => {
     const backBlock = a.state.blockNumber
     for (let i = 0; i < relays.length; i++) relays[i] = await startRelayOn(i, ports[i]!)
     const backAt = performance.now()
-    await eventually(() => expect(relays.map((r) => r.reservations())).toEqual([2, 2]))
-    const reservedIn = performance.now() - backAt
+    // Payments go on, one a second, from the moment the relays are back: each must complete, none wait on the cut's.
+    const after: Promise<Awaited<ReturnType<typeof pay>>>[] = []
+    let reservedIn = 0
+    for (let i = 0; i < 5; i++) {
+      after.push(pay(1n))
+      if (i === 0) {
+        await eventually(() => expect(relays.map((r) => r.reservations())).toEqual([2, 2]))
+        reservedIn = performance.now() - backAt
+      } else await new Promise((r) => setTimeout(r, 1_000))
+    }
     const results = await Promise.all(outcomes)
     const completed = results.filter((r) => r.ok)
     const lastDone = Math.max(...completed.map((r) => r.at))
+    const afterResults = await Promise.all(after)
+    off()
     console.log(
-      `cut of ${((backAt - cutAt) / 1000).toFixed(1)} s: both nodes back on both relays ${reservedIn.toFixed(0)} ms after they returned; ${completed.length} of 20 payments made during the cut completed, the last ${(lastDone - backAt).toFixed(0)} ms after the relays returned; failed: ${results
+      `cut of ${((backAt - cutAt) / 1000).toFixed(1)} s: both nodes back on both relays ${reservedIn.toFixed(0)} ms after they returned; ${afterResults.filter((r) => r.ok).length} of 5 payments made after it completed; messages the payee refused: ${refusals.length} (${refusals.slice(0, 3).join('; ')}); ${completed.length} of 20 payments made during the cut completed, the last ${(lastDone - backAt).toFixed(0)} ms after the relays returned; failed: ${results
         .filter((r) => !r.ok)
         .map((r) => `made at block ${r.block} (${r.error.message})`)
         .join('; ')}`,
@@ -161,6 +175,7 @@ describe('payments over two relays', () => {
     const lockBlocks = 2n * BigInt(REVEAL_TIMEOUT)
     for (const r of results)
       if (r.block + lockBlocks - backBlock > BigInt(REVEAL_TIMEOUT) + 3n) expect(r.ok, `payment ${r.id} made at block ${r.block}`).toBe(true)
-    await eventually(() => expect(received() - before).toBe(BigInt(completed.length)))
+    expect(afterResults.map((r) => r.ok)).toEqual([true, true, true, true, true])
+    await eventually(() => expect(received() - before).toBe(BigInt(completed.length + afterResults.length)))
   }, 180_000)
 })
