@@ -19,10 +19,17 @@ export type SluiceProcess = {
 
 /**
  * Runs `node bin/sluice.mjs <args>` in `cwd` (or another Node script: an installed package's bin; or Node's own
- * arguments before `args`, such as `--import tsx`), collecting its output.
+ * arguments before `args`, such as `--import tsx`), collecting its output. `launcher` goes before node: a command
+ * that execs it, such as a host's `ip netns exec NAME` (test/support/netns/), so that the pid is still node's.
  */
-export function startSluice(args: readonly string[], cwd: string, script: string | readonly string[] = sluiceBin): SluiceProcess {
-  const child = spawn(process.execPath, [...(typeof script === 'string' ? [script] : script), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+export function startSluice(
+  args: readonly string[],
+  cwd: string,
+  script: string | readonly string[] = sluiceBin,
+  launcher: readonly string[] = [],
+): SluiceProcess {
+  const command = [...launcher, process.execPath, ...(typeof script === 'string' ? [script] : script), ...args]
+  const child = spawn(command[0]!, command.slice(1), { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()))
