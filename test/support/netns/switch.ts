@@ -46,8 +46,10 @@ const pairOf = (from: string, to: string): Pair => {
 
 const socket = dgram.createSocket('udp4')
 let port = 0
+let closed = false
 
 function send(p: Pair, frame: Buffer) {
+  if (closed) return
   if (cutOff.has(p.from) || cutOff.has(p.to)) {
     p.cut++
     return
@@ -110,6 +112,8 @@ process.on('message', (command: SwitchCommand) => {
 // tears the network down.
 process.on('SIGINT', () => {})
 process.on('disconnect', () => {
+  closed = true
+  for (const p of pairs.values()) clearTimeout(p.timer)
   socket.close()
   if (exiting) process.exit(0)
   teardownSlot(config.slot).then(
