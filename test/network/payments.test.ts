@@ -41,7 +41,7 @@ describe.skipIf(unavailable !== undefined)('payments across hosts', () => {
   let chain: Devnet
   let dir: string
   let deploymentFile: string
-  let relays: HostedRelay[] = []
+  const relays: HostedRelay[] = []
   let alice: HostedNode
   let bob: HostedNode
   let carol: HostedNode
@@ -52,15 +52,13 @@ describe.skipIf(unavailable !== undefined)('payments across hosts', () => {
     dir = mkdtempSync(join(tmpdir(), 'sluice-network-'))
     network = await createNetwork({ hosts: ['relay1', 'relay2', 'alice', 'bob', 'carol'] })
     const { hosts } = network
-    let relay1: HostedRelay
-    let relay2: HostedRelay
-    ;[chain, relay1, relay2] = await Promise.all([
-      startDevnet([keyAlice!, keyBob!, keyCarol!], 10n ** 21n, { host: network.rootAddress }),
-      startRelayIn(hosts.relay1!, join(dir, 'relay1')),
-      startRelayIn(hosts.relay2!, join(dir, 'relay2')),
-    ])
-    relays = [relay1, relay2]
-    network.own(chain.anvil.process.pid!)
+    // What starts is kept at once, so that afterAll stops it even when something else fails to start (and the
+    // network's teardown kills what runs in its hosts, and its anvil, whatever happens to this process).
+    const chainStarted = startDevnet([keyAlice!, keyBob!, keyCarol!], 10n ** 21n, { host: network.rootAddress }).then((c) => {
+      chain = c
+      network.own(c.anvil.process.pid!)
+    })
+    await Promise.all([chainStarted, ...['relay1', 'relay2'].map(async (name) => relays.push(await startRelayIn(hosts[name]!, join(dir, name))))])
     // A chain that moves on its own, as a real one: locks expire by the clock even when nobody transacts.
     await rpc(chain.anvil.rpcUrl, 'evm_setIntervalMining', [1])
     deploymentFile = join(dir, 'deployment.json')

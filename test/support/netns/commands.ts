@@ -13,10 +13,28 @@ export class NetworkCommandError extends Error {
   }
 }
 
+/** Where root finds the tools the harness runs: PATH, and the sbin folders a non-login shell may leave out of it. */
+const SEARCH = [...(process.env.PATH ?? '').split(':').filter(Boolean), '/usr/sbin', '/sbin', '/usr/bin', '/bin']
+
+/** The tools the harness runs, each with the Debian package that brings it. */
+const TOOLS = { ip: 'iproute2', bridge: 'iproute2', tc: 'iproute2', ethtool: 'ethtool', flock: 'util-linux' } as const
+export type Tool = keyof typeof TOOLS
+
+const found = new Map<string, string | undefined>()
+/** The full path of `tool`, or undefined when it is not installed. */
+export function toolPath(tool: Tool): string | undefined {
+  if (!found.has(tool))
+    found.set(
+      tool,
+      SEARCH.map((dir) => `${dir}/${tool}`).find((p) => existsSync(p)),
+    )
+  return found.get(tool)
+}
+
 /** Runs `cmd args` (10 s at most) and resolves with its stdout; rejects with its stderr. */
-export function run(cmd: string, args: readonly string[], timeoutMs = 10_000): Promise<string> {
+export function run(cmd: Tool, args: readonly string[], timeoutMs = 10_000): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
+    execFile(toolPath(cmd) ?? cmd, args, { timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
       if (error) reject(new NetworkCommandError(`${cmd} ${args.join(' ')}`, stderr || error.message))
       else resolve(stdout)
     })
@@ -29,14 +47,6 @@ export async function ipJson<T>(args: readonly string[]): Promise<T> {
   return (out.trim() === '' ? [] : JSON.parse(out)) as T
 }
 
-/** The tools the harness needs, each with the Debian package that brings it, and those missing on this machine. */
-const TOOLS = [
-  ['/usr/sbin/ip', '/usr/bin/ip', 'iproute2'],
-  ['/usr/sbin/bridge', '/sbin/bridge', 'iproute2'],
-  ['/usr/sbin/ethtool', '/sbin/ethtool', 'ethtool'],
-  ['/usr/bin/flock', '/bin/flock', 'util-linux'],
-] as const
-
 /**
  * Why network namespaces cannot be built here (not root, a tool missing: `.ci/run` installs them with apt), or
  * undefined when they can.
@@ -44,7 +54,7 @@ const TOOLS = [
 export function networkUnavailable(): string | undefined {
   if (process.platform !== 'linux') return `network namespaces are Linux's (this is ${process.platform})`
   if (process.getuid?.() !== 0) return 'building hosts in network namespaces needs root'
-  const missing = [...new Set(TOOLS.filter((paths) => !paths.slice(0, 2).some((p) => existsSync(p))).map(([, , pkg]) => pkg))]
+  const missing = [...new Set(Object.entries(TOOLS).flatMap(([tool, pkg]) => (toolPath(tool as Tool) ? [] : [pkg])))]
   if (missing.length > 0) return `missing ${missing.join(', ')}: apt-get install -y ${missing.join(' ')}`
   return undefined
 }

@@ -17,7 +17,7 @@
 import { fork, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { NetworkCommandError, run } from './commands.ts'
+import { NetworkCommandError, run, toolPath } from './commands.ts'
 import { claimSlot, processId, readRecord, slotAddresses, slotNames, teardownSlot, writeRecord } from './runs.ts'
 import type { PairStats, SwitchCommand, SwitchConfig, SwitchReply } from './switch.ts'
 
@@ -112,7 +112,7 @@ export async function createNetwork(options: CreateNetworkOptions): Promise<Netw
       await run('ip', ['-n', netns, 'addr', 'add', `${addresses.underlay(i)}/${addresses.prefix}`, 'dev', 'eth0'])
       await run('ip', ['-n', netns, 'link', 'set', 'eth0', 'up'])
       await run('ip', ['-n', netns, 'link', 'set', 'lo', 'up'])
-      const exec = ['ip', 'netns', 'exec', netns] as const
+      const exec = [toolPath('ip') ?? 'ip', 'netns', 'exec', netns] as const
       hosts[spec.name] = {
         name: spec.name,
         netns,
@@ -136,7 +136,7 @@ export async function createNetwork(options: CreateNetworkOptions): Promise<Netw
       await run('ip', ['-n', h.netns, 'addr', 'add', `${h.overlay}/${addresses.prefix}`, 'dev', 'ov0'])
       await run('ip', ['-n', h.netns, 'link', 'set', 'ov0', 'up'])
       // The switch reads frames in user space: the kernel must fill in the checksums a NIC would (a veth never does).
-      await run('ip', ['netns', 'exec', h.netns, 'ethtool', '-K', 'ov0', 'tx', 'off'])
+      await run('ip', ['netns', 'exec', h.netns, toolPath('ethtool')!, '-K', 'ov0', 'tx', 'off'])
       // A rate keeps netem from reordering frames whose delays were drawn apart, as the switch does.
       if (emulation === 'netem')
         await run('tc', [

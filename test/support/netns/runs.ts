@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { ipJson, run } from './commands.ts'
+import { ipJson, run, toolPath } from './commands.ts'
 
 export const RUN_DIR = '/run/sluice-netns'
 const LOCK_FILE = `${RUN_DIR}/lock`
@@ -74,7 +74,9 @@ export function writeRecord(record: RunRecord): void {
 async function withLock<T>(fn: () => Promise<T>): Promise<T> {
   mkdirSync(RUN_DIR, { recursive: true })
   // flock holds the lock while `cat` waits on its stdin; closing stdin (or this process dying) releases it.
-  const holder = spawn('flock', ['-w', '60', LOCK_FILE, 'sh', '-c', 'echo locked; exec cat >/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] })
+  const holder = spawn(toolPath('flock') ?? 'flock', ['-w', '60', LOCK_FILE, 'sh', '-c', 'echo locked; exec cat >/dev/null'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
   const exited = new Promise<number | null>((resolve) => holder.once('close', resolve))
   await new Promise<void>((resolve, reject) => {
     let out = ''
