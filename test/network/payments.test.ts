@@ -5,6 +5,7 @@ import type { Address, Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
+import { channelJson } from '../../src/api/channelJson.ts'
 import { channelWith } from '../../src/protocol/state/access.ts'
 import { stopSluice } from '../cli/sluiceProcess.ts'
 import { eventually } from '../integration/support/eventually.ts'
@@ -32,7 +33,8 @@ const DEPOSIT = 1000n
  * One confirmation, not none: a payer sends LockExpired `2 × confirmations` blocks after the expiry and its payee
  * takes it after `confirmations`, so with none a payee whose sync is a block behind refuses it.
  */
-const NODE_FLAGS = ['--confirmations', '1', '--polling-interval', '250', '--default-reveal-timeout', '10', '--default-settle-timeout', '40']
+const CONFIRMATIONS = 1n
+const NODE_FLAGS = ['--confirmations', String(CONFIRMATIONS), '--polling-interval', '250', '--default-reveal-timeout', '10', '--default-settle-timeout', '40']
 
 type Outcome = { identifier: number; status: number; error?: string; ms: number; phase: string }
 
@@ -138,9 +140,12 @@ describe.skipIf(unavailable !== undefined)('payments across hosts', () => {
       for (const n of [a, b]) expect((await n.call('GET', '/pending_transfers')).body, `${n.host.name}'s pending transfers`).toEqual([])
       expect((await balance(a, b)) + (await balance(b, a))).toBe(deposits)
     }, ms)
-    const [stateA, stateB] = await Promise.all([stateOf(a, chain.deployment), stateOf(b, chain.deployment)])
+    const [stateA, stateB] = await Promise.all([stateOf(a, chain.deployment, CONFIRMATIONS), stateOf(b, chain.deployment, CONFIRMATIONS)])
     const ab = channelWith(stateA, chain.tokenNetwork, b.address)!
     const ba = channelWith(stateB, chain.tokenNetwork, a.address)!
+    // The replayed states are the nodes' own: each gives the balance the node's API answers.
+    expect(channelJson(ab).balance).toBe(await balance(a, b))
+    expect(channelJson(ba).balance).toBe(await balance(b, a))
     const proof = (p: typeof ab.our.balanceProof) =>
       p && { nonce: p.nonce, transferredAmount: p.transferredAmount, lockedAmount: p.lockedAmount, locksroot: p.locksroot }
     expect({ nonce: ab.our.nonce, proof: proof(ab.our.balanceProof), locks: ab.our.locks.length }, `${a.host.name}'s end`).toEqual({
@@ -258,6 +263,7 @@ describe.skipIf(unavailable !== undefined)('payments across hosts', () => {
       const stats = await network.stats()
       return new Map(relays.map((r) => [r, stats.filter((s) => s.fromHost === 'alice' && s.toHost === r.host.name).reduce((n, s) => n + s.bytes, 0)]))
     }
+    const rejectedBefore = [bob, carol].map((n) => n.sluice.stderr().length)
     const t0 = await bytesTo()
     for (let i = 1; i <= 3; i++) expect((await pay(alice, bob, 4000 + i, 1n, 'warm-up')).status).toBe(200)
     const t1 = await bytesTo()
@@ -284,11 +290,11 @@ describe.skipIf(unavailable !== undefined)('payments across hosts', () => {
     console.log(
       `relay ${busy.host.name} killed after 10 of 30 payments: ${summary(results)}; answered in ${results.map((o) => o.ms).join(', ')} ms; ` +
         `alice's bytes to ${busy.host.name} / ${other.host.name}: ${warmUp(busy)} / ${warmUp(other)} over the 3 payments before, ` +
-        `${afterKill} to ${other.host.name} from the kill on`,
+        `${afterKill} to ${other.host.name} from the kill on; refused meanwhile by bob: ${rejections(bob, rejectedBefore[0]!)}, by carol: ${rejections(carol, rejectedBefore[1]!)}`,
     )
     expect(results.filter((o) => o.status !== 200)).toEqual([])
-    // The 20 payments after the kill went through the other relay: far more than the 3 before brought it.
-    expect(afterKill).toBeGreaterThan(5 * warmUp(busy))
+    // The 20 payments after the kill went through the other relay: more than thrice what the 3 before brought the busy one.
+    expect(afterKill).toBeGreaterThan(3 * warmUp(busy))
     await expectAgreement(alice, bob, DEPOSIT, 30_000)
     await expectAgreement(bob, carol, DEPOSIT, 30_000)
     await expectExactlyOnce(

@@ -7,8 +7,7 @@ import { randomBytes } from 'node:crypto'
 import type { Address, Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import type { Deployment } from '../../../src/chain/deployment.ts'
-import { initialState } from '../../../src/protocol/state/access.ts'
-import { defaultContext } from '../../../src/protocol/state/access.ts'
+import { defaultContext, initialState } from '../../../src/protocol/state/access.ts'
 import type { NodeState } from '../../../src/protocol/state/types.ts'
 import { replay } from '../../../src/node/runtime/engine.ts'
 import { jsonParse } from '../../../src/storage/json.ts'
@@ -88,10 +87,10 @@ export async function startServeIn(host: Host, options: ServeInOptions): Promise
 
 /**
  * The state a node holds, read through its REST API: GET /_state/export, replayed as the node replays its store at
- * a start (src/node/createNode.ts). The channel ends' nonces and balance proofs are in it, which no other answer of
- * the API shows.
+ * a start (src/node/createNode.ts), with the node's `confirmations` (its --confirmations: the transitions depend on
+ * them). The channel ends' nonces and balance proofs are in it, which no other answer of the API shows.
  */
-export async function stateOf(node: HostedNode, deployment: Deployment): Promise<NodeState> {
+export async function stateOf(node: HostedNode, deployment: Deployment, confirmations: bigint): Promise<NodeState> {
   const answer = await node.call('GET', '/_state/export')
   if (answer.status !== 200) throw new Error(`GET /_state/export answered ${answer.status}`)
   // call() parsed it as plain JSON: the dump's bigints are {"$bigint": ...} objects that jsonParse revives.
@@ -104,5 +103,5 @@ export async function stateOf(node: HostedNode, deployment: Deployment): Promise
       blockNumber: BigInt(deployment.contracts.TokenNetworkRegistry.blockNumber) - 1n,
       firstMessageId: BigInt(dump.meta.createdAt),
     })
-  return replay(base, dump.snapshot?.seq ?? 0, dump.changes, { ...defaultContext, confirmationBlocks: 0n }).state
+  return replay(base, dump.snapshot?.seq ?? 0, dump.changes, { ...defaultContext, confirmationBlocks: confirmations }).state
 }
