@@ -47,7 +47,7 @@ function findBrowsers() {
 }
 
 /**
- * What the tests across hosts need (test/network/, docs/decisions/0060): as root, iproute2 (ip, bridge, tc), ethtool
+ * What the tests across hosts need (test/network/, docs/decisions/0061): as root, iproute2 (ip, bridge, tc), ethtool
  * and flock, installed from Debian's packages when missing, as on CI. Without root those tests are skipped.
  */
 function findNetworkTools() {

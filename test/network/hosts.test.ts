@@ -122,14 +122,17 @@ describe.skipIf(unavailable !== undefined)('hosts in network namespaces', () => 
     const after = await network.stats()
     const switchLost = after.reduce((s, p) => s + p.lost, 0) - before.reduce((s, p) => s + p.lost, 0)
     console.log(
-      `links (${network.emulation}): round trip min ${at(0).toFixed(1)} ms, median ${at(0.5).toFixed(1)}, mean ${mean.toFixed(1)}, ` +
+      `links (${network.emulation}): round trip min ${at(0).toFixed(1)} ms, p10 ${at(0.1).toFixed(1)}, median ${at(0.5).toFixed(1)}, mean ${mean.toFixed(1)}, ` +
         `p95 ${at(0.95).toFixed(1)}, max ${at(1).toFixed(1)} over ${rtts.length} echoes; lost ${directions.map((d) => `${d.name} ${d.lost}/1000`).join(', ')}` +
         (network.emulation === 'switch' ? ` (the switch dropped ${switchLost} frames meanwhile)` : ''),
     )
-    // Two crossings of 15 to 25 ms each: never under 30 ms (half a millisecond for the timers), centred on 40.
+    // Two crossings of 15 to 25 ms each: never under 30 ms (half a millisecond for the timers), centred on 40, a
+    // tenth under 34.5. A busy machine adds its scheduling delays on top, to a few samples much, to most little: the
+    // lowest tenth still says whether the links add more than they should (with both cores loaded, load average 7:
+    // medians of 42 to 44 ms, the lowest tenth at 36 to 37).
     expect(at(0)).toBeGreaterThanOrEqual(29.5)
+    expect(at(0.1)).toBeLessThan(42)
     expect(at(0.5)).toBeGreaterThan(36)
-    expect(at(0.5)).toBeLessThan(48)
     // 0.5 % of 4,000 frames is 20: fewer than 4 or more than 45 happens about once in 300,000 runs.
     expect(lost).toBeGreaterThanOrEqual(4)
     expect(lost).toBeLessThanOrEqual(45)

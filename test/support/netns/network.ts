@@ -1,5 +1,5 @@
 /**
- * Hosts of their own on this machine, for tests across hosts (docs/decisions/0060-hosts-in-network-namespaces.md):
+ * Hosts of their own on this machine, for tests across hosts (docs/decisions/0061-hosts-in-network-namespaces.md):
  * each host is a network namespace with two interfaces.
  *
  * - `eth0`, the underlay: a veth to a bridge in the root namespace, whose ports are isolated from each other. The
@@ -11,7 +11,7 @@
  *   and cuts. Hosts reach each other only here: at their `overlay` addresses, or by name (each host's /etc/hosts,
  *   `ip netns exec` mounts /etc/netns/<netns>/hosts over it).
  *
- * Needs root, iproute2 and ethtool (`.ci/run` installs them). A run's names and addresses are its own (runs.ts),
+ * Needs root, iproute2, ethtool and flock (`.ci/run` installs them). A run's names and addresses are its own (runs.ts),
  * `destroy()` removes everything, and if the test process dies first the switch does.
  */
 import { fork, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'

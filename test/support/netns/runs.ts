@@ -147,9 +147,10 @@ export async function claimSlot(): Promise<number> {
       if (record && (isRunning(record.owner) || isRunning(record.switch))) continue
       await teardownSlot(slot, record)
     }
-    const routes = (await ipJson<{ dst: string }[]>(['-4', 'route', 'show', 'table', 'all']))
+    // The machine's own networks: every route but the default and those of the harness's bridges.
+    const routes = (await ipJson<{ dst: string; dev?: string }[]>(['-4', 'route', 'show', 'table', 'all']))
+      .filter((r) => /^\d/.test(r.dst) && !r.dst.endsWith('/0') && !TAG.test(r.dev ?? ''))
       .map((r) => r.dst)
-      .filter((d) => d !== 'default' && /^\d/.test(d) && !d.startsWith('10.213.') && !d.startsWith('10.214.'))
     const after = await slotsInUse()
     const start = Math.floor(Math.random() * 256)
     for (let k = 0; k < 256; k++) {
