@@ -476,9 +476,10 @@ describe('several relays', () => {
       const failover = performance.now() - stoppedAt
       console.log(`relay stopped mid-stream: the next line arrived ${failover.toFixed(0)} ms later (${before} lines before)`)
       expect(failover).toBeLessThan(5_000)
-      // In order, none twice: the transport neither reorders nor repeats what it sent.
-      const lines = b.lines()
-      expect(lines).toEqual(lines.map((_, i) => `line ${i}`).slice(0, lines.length))
+      // In order, none twice: the transport neither reorders nor repeats what it sent. (A line written to the stream
+      // the relay then dropped may be missing: the transport is best effort, delivery sends it again.)
+      const numbers = b.lines().map((l) => Number(l.slice('line '.length)))
+      expect(numbers.every((n, i) => i === 0 || n > numbers[i - 1]!)).toBe(true)
       // The relay comes back: both nodes reserve on it again and say so.
       expect(two.relays[1 - carrying]!.circuits()).toBeGreaterThan(0)
       const back = await two.restart(carrying)
