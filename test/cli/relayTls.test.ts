@@ -19,7 +19,7 @@ import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { freePort, makeTestCa, nodeTrust, type TestCa, withHosts } from '../support/testCa.ts'
 import { call } from './devnetProcess.ts'
-import { relayListening, type SluiceProcess, sluiceBin, startSluice, stopSluice } from './sluiceProcess.ts'
+import { relayListening, type SluiceProcess, sluiceBin, startSluice, stopSluice, quickServeFlags } from './sluiceProcess.ts'
 
 const NAME = 'relay.sluice.test'
 const repo = new URL('../../', import.meta.url)
@@ -93,14 +93,7 @@ async function startRelay(args: string[]): Promise<{ relay: SluiceProcess; addre
 
 const serveArgs = (key: Hex, relay: string) =>
   ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key, '--data-dir', mkdtempSync(join(dir, 'node-'))].concat([
-    '--api',
-    '127.0.0.1:0',
-    '--confirmations',
-    '0',
-    '--polling-interval',
-    '50',
-    '--environment',
-    'development',
+    ...quickServeFlags,
     '--relay',
     relay,
   ])

@@ -17,7 +17,7 @@ import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { jsonParse } from '../../src/storage/json.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
-import { logged, logMessages, runSluice, startSluice, stopSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { logged, logMessages, runSluice, startSluice, stopSluice, type SluiceProcess, quickServeFlags } from './sluiceProcess.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -58,14 +58,7 @@ const baseArgs = (dataDir: string, ...more: string[]) => [
   deploymentFile,
   '--data-dir',
   dataDir,
-  '--api',
-  '127.0.0.1:0',
-  '--confirmations',
-  '0',
-  '--polling-interval',
-  '50',
-  '--environment',
-  'development',
+  ...quickServeFlags,
   ...more,
 ]
 

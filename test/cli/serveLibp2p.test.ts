@@ -10,7 +10,7 @@ import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { call } from './devnetProcess.ts'
-import { logMessages, relayListening, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { logMessages, relayListening, startSluice, type SluiceProcess, quickServeFlags } from './sluiceProcess.ts'
 
 /**
  * `sluice serve` nodes in separate processes pay each other over libp2p: a real `sluice relay` process, two
@@ -62,14 +62,7 @@ const serveArgs = (key: Hex, ...more: string[]) => [
   key,
   '--data-dir',
   tempDir(),
-  '--api',
-  '127.0.0.1:0',
-  '--confirmations',
-  '0',
-  '--polling-interval',
-  '50',
-  '--environment',
-  'development',
+  ...quickServeFlags,
   ...more,
 ]
 

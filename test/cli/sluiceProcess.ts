@@ -81,6 +81,12 @@ export function startSluice(
   }
 }
 
+/**
+ * The flags of a `sluice serve` under test beside its chain, key and data: an API on a free port, no confirmations,
+ * a quick poll of the chain, and the development environment (the testing endpoints).
+ */
+export const quickServeFlags = ['--api', '127.0.0.1:0', '--confirmations', '0', '--polling-interval', '50', '--environment', 'development'] as const
+
 /** Asks it to stop (SIGTERM), and kills it if it has not exited within `graceMs`; resolves once it is gone. */
 export async function stopSluice(p: SluiceProcess, graceMs = 20_000): Promise<void> {
   if (p.child.exitCode !== null || p.child.signalCode !== null) return
