@@ -338,7 +338,10 @@ describe('ChainFollower through a reorg (a private anvil)', () => {
       await follower.catchUp(() => false)
       expect(follower.syncedBlock).toBe(doomed.receipt.blockNumber)
 
-      // The same height again, with another channel opened in it.
+      // The same height again, with another channel opened in it. A's queue stops first: it watches what it sent for
+      // 32 blocks and would send the doomed opening again once the revert drops it, racing the replacing one for the
+      // nonce (under load it won, and the replacing channel landed a block later).
+      await A.queue.stop()
       await bed.devnet.revert({ id: snapshot })
       // A queue of its own: the account's nonce went back with the chain.
       const replacing = await openChannel(A.chain, createTransactionQueue(A.chain), {
