@@ -15,7 +15,7 @@ export default defineConfig({
   test: {
     // Root level only: one anvil with every contract deployed, provided to both projects (docs/decisions/0017-toolchain.md).
     globalSetup: ['test/globalSetup.ts'],
-    reporters: ['default', './test/support/summaryReporter.ts'],
+    reporters: ['default', './test/support/summaryReporter.ts', './test/support/stallReporter.ts'],
     projects: [
       {
         test: {
