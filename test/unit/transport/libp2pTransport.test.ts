@@ -385,7 +385,7 @@ describe('relay: new connections from one address', () => {
 
   test("by default a burst well above libp2p's 5 a second is let in; --max-connection-rate caps it", async () => {
     const open = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
-    const strict = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'], maxConnectionRate: 1 })
+    const strict = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'], limits: { maxConnectionRate: 1 } })
     try {
       expect(await dialAll(open)).toBe(keys.length)
       // One a second: the burst takes well under the twelve seconds that would let all in.

@@ -1,5 +1,6 @@
 import '../../../../src/transport/libp2p/nodePolyfills.ts'
 import { circuitRelayTransport } from '@libp2p/circuit-relay-v2'
+import { gossipsub, type GossipSub } from '@libp2p/gossipsub'
 import { identify } from '@libp2p/identify'
 import type { Stream } from '@libp2p/interface'
 import { noise } from '@libp2p/noise'
@@ -10,7 +11,7 @@ import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import type { Hex } from 'viem'
 import { libp2pPrivateKey } from '../../../../src/transport/libp2p/peerIdentity.ts'
-import { messageProtocol } from '../../../../src/transport/libp2p/protocol.ts'
+import { messageProtocol, presenceTopic } from '../../../../src/transport/libp2p/protocol.ts'
 import { lineSigner } from '../../../../src/transport/lineSigner.ts'
 import { secretRequest } from '../messages.ts'
 
@@ -77,4 +78,31 @@ export function frameWriter(stream: Stream): (frame: Uint8Array) => Promise<void
 export async function signedLines(key: Hex, count: number, firstId = 1n): Promise<string[]> {
   const sign = lineSigner(key)
   return Promise.all(Array.from({ length: count }, (_, i) => sign(secretRequest(firstId + BigInt(i)))))
+}
+
+/**
+ * A bare node on the presence topic through `relay`, with gossipsub as a node has it and none of its checks: it
+ * publishes whatever bytes it is given, as often as it is told.
+ */
+export async function gossipPeer(key: Hex, relay: string): Promise<{ node: Libp2p<{ pubsub: GossipSub }>; publish(data: Uint8Array): Promise<void> }> {
+  const node = await createLibp2p({
+    privateKey: libp2pPrivateKey(key),
+    transports: [webSockets(), circuitRelayTransport()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    services: { identify: identify(), pubsub: gossipsub({ allowPublishToZeroTopicPeers: true, runOnLimitedConnection: true, doPX: false }) },
+  })
+  node.services.pubsub.subscribe(presenceTopic)
+  await node.dial(multiaddr(relay))
+  // The relay known to be on the topic: what it publishes then goes to the relay (gossipsub's flood publish).
+  for (let waited = 0; node.services.pubsub.getSubscribers(presenceTopic).length === 0; waited += 20) {
+    if (waited > 20_000) throw new Error('the relay never came on the topic')
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return {
+    node,
+    publish: async (data) => {
+      await node.services.pubsub.publish(presenceTopic, data)
+    },
+  }
 }
