@@ -7,7 +7,7 @@ import { anvilKeys } from '../../../../src/devnet/anvil.ts'
 import { startRelay, type Relay } from '../../../../src/transport/libp2p/relay.ts'
 import { secretRequest } from '../messages.ts'
 import { honestPeer, meet, quantile, roundTrips, startFlooder, startRelayProcess, type HonestPeer } from './honestPeers.ts'
-import { bareNode, frameOf, frameWriter, messageStream, signedLines } from './roguePeer.ts'
+import { bareNode, frameOf, frameWriter, messageStream, signedLines, varint } from './roguePeer.ts'
 import { lineSigner } from '../../../../src/transport/lineSigner.ts'
 
 /**
@@ -46,13 +46,6 @@ async function rogueStream(): Promise<Stream> {
 async function stillWorks() {
   const times = [...(await roundTrips(a, b, 5)), ...(await roundTrips(b, a, 5))]
   expect(times).toHaveLength(10)
-}
-
-/** An unsigned varint, as lpStream writes a frame's length. */
-function varint(n: number): Uint8Array {
-  const bytes: number[] = []
-  for (; n >= 0x80; n = Math.floor(n / 0x80)) bytes.push((n & 0x7f) | 0x80)
-  return new Uint8Array([...bytes, n])
 }
 
 /** A stream's end, as its writer sees it: the other side reset or closed it. */

@@ -65,6 +65,13 @@ export async function messageStream(node: Libp2p, relay: string, peerId: string)
 
 const encoder = new TextEncoder()
 
+/** An unsigned varint, as lpStream writes a frame's length before it. */
+export function varint(n: number): Uint8Array {
+  const bytes: number[] = []
+  for (; n >= 0x80; n = Math.floor(n / 0x80)) bytes.push((n & 0x7f) | 0x80)
+  return new Uint8Array([...bytes, n])
+}
+
 /** One frame of the message protocol: a JSON array of lines. */
 export const frameOf = (lines: readonly string[]): Uint8Array => encoder.encode(JSON.stringify(lines))
 
