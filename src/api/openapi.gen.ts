@@ -520,7 +520,7 @@ export type paths = {
         };
         /**
          * What the messaging counted since the node started: sent, received, and what was dropped or held back and why
-         * @description delivery: the messages; transport: the adapter's frames and streams (libp2p), with what its limits refused or held back (docs/decisions/0061). Every count is since start.
+         * @description delivery: the messages; transport: the adapter's frames and streams (libp2p), with what its limits refused or held back (docs/decisions/0064). Every count is since start.
          */
         get: operations["getDebugTransport"];
         put?: never;

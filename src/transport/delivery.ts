@@ -67,7 +67,7 @@ export type DeliveryStats = {
   received: number
   /** Lines that did not decode, whose signature did not verify, or signed by this node. */
   invalid: number
-  /** Lines signed by another than the peer whose stream carried them: dropped (docs/decisions/0061). */
+  /** Lines signed by another than the peer whose stream carried them: dropped (docs/decisions/0064). */
   wrongSigner: number
   /** Messages received again (resends, replays): answered, not handed up twice. */
   duplicates: number
@@ -205,7 +205,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         continue
       }
       // A peer speaks for itself only: no message of the protocol is forwarded, and what one peer may send is
-      // counted and limited by the peer that sends it (docs/decisions/0061).
+      // counted and limited by the peer that sends it (docs/decisions/0064).
       if (signer.toLowerCase() !== from.toLowerCase()) {
         counts.wrongSigner++
         log?.({ type: 'wrongSigner', from, signer })

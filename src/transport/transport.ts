@@ -10,7 +10,7 @@ export interface Transport {
    * Starts receiving; `onMessages` gets each incoming batch of wire lines and the peer it came from. An adapter that
    * can (libp2p) reads that peer's next batch only once the promise it returns, if any, has settled: a peer sending
    * faster than its batches are taken then waits on its own stream, not in front of the others'. The promise may
-   * resolve to the milliseconds the batch took, which the adapter counts against the peer (docs/decisions/0061).
+   * resolve to the milliseconds the batch took, which the adapter counts against the peer (docs/decisions/0064).
    */
   start(onMessages: (lines: string[], from: Address) => unknown): Promise<void>
   /** Sends wire lines (one JSON message each) to `to`; resolves when handed to the medium, not when delivered. */

@@ -13,7 +13,7 @@ export type DropLogParameters<Reason extends string> = {
 /**
  * What a relay refused, dropped or held back, counted since start by reason, and told by source (a peer or an IP
  * address) in one line per source per interval at most: a flood is a few lines a minute in the operator's log, not
- * one per dropped frame (docs/decisions/0061).
+ * one per dropped frame (docs/decisions/0064).
  */
 export class DropLog<Reason extends string> {
   readonly #totals: Record<string, number>

@@ -6,7 +6,7 @@ import { decodeFrame, maxFrameBytes } from './frames.ts'
 import { addressOfPeer } from './peerIdentity.ts'
 import { RateLimit } from './rateLimit.ts'
 
-/** What one peer may send a node over its message streams (docs/decisions/0061). */
+/** What one peer may send a node over its message streams (docs/decisions/0064). */
 export type InboundLimits = {
   /** Bytes a second of one peer's frames (default 1 MiB). */
   bytesPerSecond?: number

@@ -2,7 +2,7 @@ import { RateLimiter } from '@libp2p/utils'
 
 /**
  * So much per key (a peer, an IP address) in each window of time: what a relay and a node allow one peer or one
- * address before they hold it back or drop what it sends (docs/decisions/0061). libp2p's own fixed-window counter
+ * address before they hold it back or drop what it sends (docs/decisions/0064). libp2p's own fixed-window counter
  * (@libp2p/utils' RateLimiter, what its connection manager counts new connections per address with), asked how
  * long a key must wait rather than made to throw. Browser-safe.
  */

@@ -36,7 +36,7 @@ export type StartRelayParameters = {
   /** How many peers may hold a reservation at once (default 1000; libp2p's default of 15 is far too few). */
   maxReservations?: number
   /**
-   * What one peer and one IP address may cost the relay (docs/decisions/0061): `maxConnectionRate`, new connections
+   * What one peer and one IP address may cost the relay (docs/decisions/0064): `maxConnectionRate`, new connections
    * one address may open a second (default 100: libp2p's default of 5 turns away browsers behind one carrier-grade
    * NAT or office router, which share an address, when they come at once), and the others, each with its default.
    */

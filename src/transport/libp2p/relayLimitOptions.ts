@@ -1,9 +1,9 @@
 import { BlockList, isIPv4 } from 'node:net'
 
-// What a relay's limits are and what they count (docs/decisions/0061), apart from the limits themselves: the command
+// What a relay's limits are and what they count (docs/decisions/0064), apart from the limits themselves: the command
 // reads its flags with them before it loads libp2p.
 
-/** What a relay allows one peer and one IP address (docs/decisions/0061); every field has a default. */
+/** What a relay allows one peer and one IP address (docs/decisions/0064); every field has a default. */
 export type RelayLimitsParameters = {
   /** Peers of one IP address that may hold a reservation at once (default 100). */
   maxReservationsPerIp?: number

@@ -54,7 +54,7 @@ function ipv6Prefix(address: string): string {
 
 /**
  * The relay's limits per peer and per IP address, as libp2p's connection gater and the presence topic's validator
- * (docs/decisions/0061): new connections, open connections and reservations per address, bytes a second per peer
+ * (docs/decisions/0064): new connections, open connections and reservations per address, bytes a second per peer
  * and per address (a connection over either is paused, so the sender waits and the relay does no work for it), the
  * size and the rate of announcements. What each refuses is counted and told by source (`DropLog`).
  */

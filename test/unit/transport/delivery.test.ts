@@ -426,7 +426,7 @@ describe('delivery', () => {
     ])
   })
 
-  test('a message signed by another than the peer that sent it is dropped and counted, neither handed up nor answered (decision 0061)', async () => {
+  test('a message signed by another than the peer that sent it is dropped and counted, neither handed up nor answered (decision 0064)', async () => {
     const channelName = freshChannel()
     const b = await start(2, { channelName })
     const claimed = privateKeyToAddress(anvilKeys[3]!)
