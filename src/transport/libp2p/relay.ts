@@ -96,7 +96,8 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
     streamMuxers: [yamuxMuxer()],
     // Every client holds one connection to its relay; the default cap would turn clients away. New connections an
     // address may open a second are counted by the limits (libp2p's own count tells nobody what it refused).
-    connectionManager: { maxConnections: 10_000, inboundConnectionThreshold: Number.MAX_SAFE_INTEGER },
+    // 128 handshakes at once in all (libp2p's 10 are one address's worth), at most 8 of one address (the limits).
+    connectionManager: { maxConnections: 10_000, inboundConnectionThreshold: Number.MAX_SAFE_INTEGER, maxIncomingPendingConnections: 128 },
     connectionGater: limits.gater,
     services: {
       identify: identify(),

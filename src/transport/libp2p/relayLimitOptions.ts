@@ -41,6 +41,8 @@ export const relayDropReasons = [
   'connectionRate',
   /** A new connection past the IP address's open connections: refused. */
   'connectionsPerIp',
+  /** A new connection while 8 of the IP address's are still in their handshake: refused. */
+  'handshakesPerIp',
   /** A reservation past the IP address's reservations: refused. */
   'reservationsPerIp',
   /** A peer went over its bytes a second: its connection was paused until it was under. */

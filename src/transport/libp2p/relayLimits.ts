@@ -68,6 +68,9 @@ export class RelayLimits {
   readonly #announcements: RateLimit
   /** Open connections by IP key. */
   readonly #connections = new Map<string, number>()
+  /** Connections still in their handshake by IP key, and how each one's ends. */
+  readonly #handshakes = new Map<string, number>()
+  readonly #handshakeDone = new WeakMap<MultiaddrConnection, () => void>()
   #view: RelayView | undefined
   #connectionCount = 0
 
@@ -106,6 +109,9 @@ export class RelayLimits {
       if (ip) {
         if (!this.#connectionRate.allows(ip.key)) return this.#refuse(ip.key, 'connectionRate')
         if ((this.#connections.get(ip.key) ?? 0) >= this.#limits.maxConnectionsPerIp) return this.#refuse(ip.key, 'connectionsPerIp')
+        // libp2p lets 10 connections in all be in their handshake at once (128 here), each for up to 10 s: one address
+        // holding them all would keep every other out.
+        if ((this.#handshakes.get(ip.key) ?? 0) >= maxHandshakesPerIp) return this.#refuse(ip.key, 'handshakesPerIp')
       }
       this.#track(maConn, ip)
       return false
@@ -114,6 +120,10 @@ export class RelayLimits {
     // handshake's first bytes from it), and the peer is known.
     denyInboundEncryptedConnection: (peer, maConn) => {
       this.#meter(maConn, peer.toString(), this.#limited(maConn.remoteAddr))
+      return false
+    },
+    denyInboundUpgradedConnection: (_peer, maConn) => {
+      this.#handshakeDone.get(maConn)?.()
       return false
     },
     denyInboundRelayReservation: (peer) => {
@@ -139,15 +149,21 @@ export class RelayLimits {
 
   #track(maConn: MultiaddrConnection, ip: Ip | undefined): void {
     this.#connectionCount++
-    if (ip) this.#connections.set(ip.key, (this.#connections.get(ip.key) ?? 0) + 1)
+    if (ip) {
+      add(this.#connections, ip.key, 1)
+      add(this.#handshakes, ip.key, 1)
+      let done = false
+      this.#handshakeDone.set(maConn, () => {
+        if (!done) add(this.#handshakes, ip.key, -1)
+        done = true
+      })
+    }
     maConn.addEventListener(
       'close',
       () => {
         this.#connectionCount--
-        if (!ip) return
-        const left = (this.#connections.get(ip.key) ?? 1) - 1
-        if (left > 0) this.#connections.set(ip.key, left)
-        else this.#connections.delete(ip.key)
+        this.#handshakeDone.get(maConn)?.()
+        if (ip) add(this.#connections, ip.key, -1)
       },
       { once: true },
     )
@@ -205,6 +221,16 @@ export class RelayLimits {
   stop(): void {
     this.drops.stop()
   }
+}
+
+/** Connections one address may have in their handshake at once (libp2p's own limit in all is raised to 128). */
+export const maxHandshakesPerIp = 8
+
+/** Adds `n` to a count by key, forgetting the key at 0. */
+function add(counts: Map<string, number>, key: string, n: number): void {
+  const count = (counts.get(key) ?? 0) + n
+  if (count > 0) counts.set(key, count)
+  else counts.delete(key)
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

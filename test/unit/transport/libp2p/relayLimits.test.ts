@@ -71,6 +71,26 @@ describe('relay: what one IP address may hold', () => {
     expect(relay.stats().connections).toBe(3)
   })
 
+  test('an address holding 8 connections in their handshake gets no more until one ends', async () => {
+    const relay = await relayWith({})
+    const url = relay.multiaddrs[0]!.replace(/^\/ip4\/([^/]+)\/tcp\/(\d+)\/ws\/.*$/, 'ws://$1:$2')
+    // WebSockets that never start Noise: each holds a handshake until libp2p's upgrade timeout (10 s).
+    const silent = Array.from({ length: 10 }, () => new WebSocket(url))
+    stops.push(() => silent.forEach((ws) => ws.close()))
+    const closedByRelay = silent.map((ws) => new Promise<boolean>((resolve) => ws.addEventListener('close', () => resolve(true))))
+    await eventually(() => expect(relay.stats().drops.handshakesPerIp).toBe(2))
+    expect(relay.stats().connections).toBe(8)
+    // The refused two are closed by the relay; the eight wait.
+    expect(await Promise.race([Promise.all(closedByRelay.slice(8)), new Promise((r) => setTimeout(() => r('open'), 2_000))])).toEqual([true, true])
+    const node = await bareNode(generatePrivateKey())
+    stops.push(() => node.stop())
+    await expect(node.dial(multiaddr(relay.multiaddrs[0]!))).rejects.toThrow()
+    for (const ws of silent) ws.close()
+    await eventually(() => expect(relay.stats().connections).toBe(0))
+    await node.dial(multiaddr(relay.multiaddrs[0]!))
+    expect(relay.stats().drops.handshakesPerIp).toBe(3)
+  })
+
   test('new connections past --max-connection-rate are refused and counted', async () => {
     const relay = await relayWith({ maxConnectionRate: 2 })
     const nodes = await Promise.all(Array.from({ length: 6 }, () => bareNode(generatePrivateKey())))
