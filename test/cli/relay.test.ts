@@ -137,8 +137,10 @@ describe('sluice relay', () => {
       await vi.waitFor(() => expect(sluice.stderr()).toMatch(/WARN +Refused or held back from 127\.0\.0\.1: connectionsPerIp 2\n/), { timeout: 5_000 })
     } finally {
       await Promise.all(nodes.map((n) => n.stop()))
+      // Stopped whatever happened above (a relay left running would outlive the test run).
+      if (sluice.child.exitCode === null) sluice.child.kill('SIGTERM')
     }
-    expect(await stop(sluice, 'SIGTERM')).toEqual({ code: 0, signal: null })
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
     expect(logMessages(sluice.stderr())).toEqual(['Refused or held back from 127.0.0.1: connectionsPerIp 2'])
   })
 

@@ -98,11 +98,22 @@ const repository = new URL('../../../../', import.meta.url).pathname
 
 export type Flooder = { process: SluiceProcess; sent(): { bytes: number; frames: number; resets: number }; stop(): Promise<void> }
 
+const killed = async (process: SluiceProcess) => {
+  process.child.kill('SIGKILL')
+  await process.exited
+}
+
 /** flooder.ts in a process of its own, started with `task`, once it says it is ready. */
 function startRogue(task: object): Promise<SluiceProcess> {
   // From the repository, where `--import tsx` is found.
   const process = startSluice([JSON.stringify(task)], repository, ['--import', 'tsx', flooderScript])
-  return process.waitForOutput(/\{"ready":true[^\n]*\}/, 60_000).then(() => process)
+  return process.waitForOutput(/\{"ready":true[^\n]*\}/, 60_000).then(
+    () => process,
+    async (error: unknown) => {
+      await killed(process)
+      throw error
+    },
+  )
 }
 
 /** The last line of `process` that starts with `{"<field>"`, parsed. */
@@ -113,11 +124,6 @@ function lastReport<T>(process: SluiceProcess, field: string, none: T): T {
     .filter((l) => l.startsWith(`{"${field}"`))
     .at(-1)
   return last ? (JSON.parse(last) as T) : none
-}
-
-const killed = async (process: SluiceProcess) => {
-  process.child.kill('SIGKILL')
-  await process.exited
 }
 
 /** A flooder (flooder.ts) in a process of its own, once its stream to `target` is open. */
@@ -139,7 +145,10 @@ export async function startRelayProcess(
 ): Promise<{ process: SluiceProcess; multiaddrs: string[]; logs(): string[]; stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-relay-limits-'))
   const process = startSluice(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws', ...args], dir)
-  await process.waitForOutput(/Press Ctrl-C to stop/)
+  await process.waitForOutput(/Press Ctrl-C to stop/).catch(async (error: unknown) => {
+    await killed(process)
+    throw error
+  })
   return {
     process,
     multiaddrs: relayListening(process.stdout())!.multiaddrs,
