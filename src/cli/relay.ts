@@ -45,10 +45,16 @@ export const relayFlags = {
     default: 1000,
   }),
   maxConnectionRate: integerFlag({
-    description: 'how many new connections one IP address may open a second (browsers behind one NAT share an address)',
+    description: 'how many new connections one IP address may open a second (browsers behind one NAT share an address), and new circuits its peers may',
     min: 1,
     max: 1_000_000,
     default: defaultRelayLimits.maxConnectionRate,
+  }),
+  maxCircuitRate: integerFlag({
+    description: 'how many new circuits (relayed connections to other peers) one peer may open a second',
+    min: 1,
+    max: 1_000_000,
+    default: defaultRelayLimits.maxCircuitRate,
   }),
   maxConnectionsPerIp: integerFlag({
     description: 'how many connections one IP address may hold open at once',
@@ -196,7 +202,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, relayFlags)
   if (parsed.asked) return answerAsked(parsed.asked, usage)
   const { key, tlsCert, tlsKey, maxReservations, dropLogInterval } = parsed.values
-  const { maxConnectionRate, maxConnectionsPerIp, maxReservationsPerIp, peerBytesPerSecond, ipBytesPerSecond } = parsed.values
+  const { maxConnectionRate, maxCircuitRate, maxConnectionsPerIp, maxReservationsPerIp, peerBytesPerSecond, ipBytesPerSecond } = parsed.values
   const { maxAnnouncementBytes, maxAnnouncementsPerMinute } = parsed.values
   const proxies = parsed.values.proxy ?? []
   const announce = parsed.values.announce ?? []
@@ -242,6 +248,7 @@ async function run(argv: readonly string[]): Promise<number> {
         maxReservations,
         limits: {
           maxConnectionRate,
+          maxCircuitRate,
           maxConnectionsPerIp,
           maxReservationsPerIp,
           peerBytesPerSecond,

@@ -118,6 +118,7 @@ describe('sluice relay', () => {
     expect(stdout).toMatch(/--max-reservations <N> .*\(default: 1000\)/)
     // The limits per peer and per address (docs/decisions/0064), each with its default.
     expect(stdout).toMatch(/--max-connection-rate <N> .*\(default: 100\)/)
+    expect(stdout).toMatch(/--max-circuit-rate <N> .*\(default: 50\)/)
     expect(stdout).toMatch(/--max-connections-per-ip <N> .*\(default: 200\)/)
     expect(stdout).toMatch(/--max-reservations-per-ip <N> .*\(default: 100\)/)
     expect(stdout).toMatch(/--peer-bytes-per-second <N> .*\(default: 1048576\)/)

@@ -102,7 +102,7 @@ export class InboundStreams {
         const wait = Math.max(this.#bytes.take(peer, frame.byteLength), this.#lines.take(peer, lines.length))
         if (wait > 0) {
           this.counters.rateLimited++
-          await paused(stream, new Promise((resolve) => setTimeout(resolve, wait)))
+          await paused(stream, wait)
         }
         // A few lines at a time, each handed up once the last is taken: another peer's lines wait behind a few of
         // these, not behind a whole frame of them. Meanwhile the stream is paused, so that what the peer sends on
@@ -118,7 +118,7 @@ export class InboundStreams {
           const busy = typeof spent === 'number' ? this.#busy.take(peer, Math.ceil(spent)) : 0
           if (busy > 0) {
             this.counters.rateLimited++
-            await paused(stream, new Promise((resolve) => setTimeout(resolve, busy)))
+            await paused(stream, busy)
           }
         }
       }
@@ -141,21 +141,24 @@ export class InboundStreams {
 }
 
 /**
- * Pauses reading `stream` until `done` settles (or the stream closes): yamux stops granting the sender window, so
- * what it sends meanwhile waits on its side (at most one window lands here).
+ * Pauses reading `stream` until `done` settles, or for `done` milliseconds (or until the stream closes): yamux stops
+ * granting the sender window, so what it sends meanwhile waits on its side (at most one window lands here).
  */
-async function paused<T>(stream: Stream, done: Promise<T>): Promise<T | undefined> {
+async function paused<T>(stream: Stream, done: Promise<T> | number): Promise<T | undefined> {
   try {
     stream.pause()
   } catch {
     // Its readable end is closed already: nothing more comes to hold back.
   }
+  let timer: ReturnType<typeof setTimeout> | undefined
   let closed = () => {}
-  const close = new Promise<undefined>((resolve) => {
+  const ended = new Promise<undefined>((resolve) => {
     closed = () => resolve(undefined)
     stream.addEventListener('close', closed)
+    if (typeof done === 'number') timer = setTimeout(closed, done)
   })
-  const result = await Promise.race([done, close])
+  const result = await (typeof done === 'number' ? ended : Promise.race([done, ended]))
+  clearTimeout(timer)
   stream.removeEventListener('close', closed)
   try {
     stream.resume()

@@ -9,8 +9,10 @@ export type RelayLimitsParameters = {
   maxReservationsPerIp?: number
   /** Connections one IP address may hold open at once, handshakes included (default 200). */
   maxConnectionsPerIp?: number
-  /** New connections one IP address may open a second (default 100). */
+  /** New connections one IP address may open a second, and new circuits its peers may open a second (default 100). */
   maxConnectionRate?: number
+  /** New circuits (relayed connections to other peers) one peer may open a second (default 50). */
+  maxCircuitRate?: number
   /** Bytes a second one peer may send the relay, whatever they carry (default 1 MiB); over it, its connection waits. */
   peerBytesPerSecond?: number
   /** Bytes a second all the peers of one IP address may send it together (default 4 MiB). */
@@ -30,6 +32,7 @@ export const defaultRelayLimits = {
   maxReservationsPerIp: 100,
   maxConnectionsPerIp: 200,
   maxConnectionRate: 100,
+  maxCircuitRate: 50,
   peerBytesPerSecond: 1024 * 1024,
   ipBytesPerSecond: 4 * 1024 * 1024,
   maxAnnouncementBytes: 4096,
@@ -45,6 +48,8 @@ export const relayDropReasons = [
   'handshakesPerIp',
   /** A reservation past the IP address's reservations: refused. */
   'reservationsPerIp',
+  /** A new circuit past the peer's, or its IP address's, circuits a second: refused. */
+  'circuitRate',
   /** A peer went over its bytes a second: its connection was paused until it was under. */
   'peerThrottled',
   /** An IP address went over its bytes a second: the connection was paused until it was under. */

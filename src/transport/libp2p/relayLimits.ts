@@ -63,6 +63,8 @@ export class RelayLimits {
   readonly #limits: Required<Omit<RelayLimitsParameters, 'proxies'>>
   readonly #proxies: BlockList
   readonly #connectionRate: RateLimit
+  readonly #circuitRate: RateLimit
+  readonly #ipCircuitRate: RateLimit
   readonly #peerBytes: RateLimit
   readonly #ipBytes: RateLimit
   readonly #announcements: RateLimit
@@ -81,6 +83,8 @@ export class RelayLimits {
     this.#limits = { ...defaultRelayLimits, ...definedOnly(limits) }
     this.#proxies = proxyList(limits.proxies ?? [])
     this.#connectionRate = new RateLimit(this.#limits.maxConnectionRate)
+    this.#circuitRate = new RateLimit(this.#limits.maxCircuitRate)
+    this.#ipCircuitRate = new RateLimit(this.#limits.maxConnectionRate)
     this.#peerBytes = new RateLimit(this.#limits.peerBytesPerSecond)
     this.#ipBytes = new RateLimit(this.#limits.ipBytesPerSecond)
     this.#announcements = new RateLimit(this.#limits.maxAnnouncementsPerMinute, 60)
@@ -126,20 +130,32 @@ export class RelayLimits {
       this.#handshakeDone.get(maConn)?.()
       return false
     },
+    // Each circuit costs the peer dialled a handshake: one peer, or one address, opening them fast is refused at once
+    // (a node would otherwise take them all, or libp2p there hang the ones past its own rate until they time out).
+    denyOutboundRelayedConnection: (source) => {
+      if (!this.#circuitRate.allows(source.toString())) return this.#refuse(source.toString(), 'circuitRate')
+      const ip = this.#ipOfPeer(source)
+      return ip && !this.#ipCircuitRate.allows(ip.key) ? this.#refuse(ip.key, 'circuitRate') : false
+    },
     denyInboundRelayReservation: (peer) => {
       const view = this.#view
       if (!view) return false
       const reservations = [...view.reservations()]
       // A peer renewing its reservation keeps it.
       if (reservations.some(([holder]) => holder.equals(peer))) return false
-      const ip = view
-        .connectionsOf(peer)
-        .map((c) => this.#limited(c.remoteAddr))
-        .find((i) => i !== undefined)
+      const ip = this.#ipOfPeer(peer)
       if (!ip) return false
       const held = reservations.filter(([, r]) => ipOf(r.addr)?.key === ip.key).length
       return held >= this.#limits.maxReservationsPerIp ? this.#refuse(ip.key, 'reservationsPerIp') : false
     },
+  }
+
+  /** The address a peer is connected from, where the per-IP limits apply (not a proxy's). */
+  #ipOfPeer(peer: PeerId): Ip | undefined {
+    return this.#view
+      ?.connectionsOf(peer)
+      .map((c) => this.#limited(c.remoteAddr))
+      .find((i) => i !== undefined)
   }
 
   #refuse(source: string, reason: RelayDropReason): true {

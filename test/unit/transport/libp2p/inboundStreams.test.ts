@@ -1,7 +1,8 @@
 import '../../../../src/transport/libp2p/nodePolyfills.ts'
 import type { Stream } from '@libp2p/interface'
 import type { Libp2p } from 'libp2p'
-import { privateKeyToAddress } from 'viem/accounts'
+import { multiaddr } from '@multiformats/multiaddr'
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest'
 import { anvilKeys } from '../../../../src/devnet/anvil.ts'
 import { startRelay, type Relay } from '../../../../src/transport/libp2p/relay.ts'
@@ -132,6 +133,53 @@ describe('a node under attack by a peer speaking the protocol: it keeps working 
       await slow.stop()
     }
   }, 30_000)
+})
+
+describe('new connections through the relay', () => {
+  test("ten peers reaching a node at once through its relay all get through (libp2p counted them as one host, the relay's address: 5 a second, the others hung until their timeout)", async () => {
+    const nodes = await Promise.all(Array.from({ length: 10 }, () => bareNode(generatePrivateKey())))
+    rogues.push(...nodes)
+    const t0 = performance.now()
+    const results = await Promise.allSettled(nodes.map((n) => messageStream(n, relay.multiaddrs[0]!, b.transport.peerId)))
+    const took = performance.now() - t0
+    console.log(
+      `ten peers dialling one node through its relay at once: ${results.filter((r) => r.status === 'fulfilled').length} through in ${took.toFixed(0)} ms`,
+    )
+    expect(results.map((r) => r.status)).toEqual(Array(10).fill('fulfilled'))
+    // A dial past libp2p's rate hung for its whole timeout (5 s).
+    expect(took).toBeLessThan(4_000)
+  })
+
+  test('a peer opening circuits to a node as fast as it can is refused past its rate at the relay, at once; others still reach the node', async () => {
+    const limited = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'], limits: { maxCircuitRate: 5 } })
+    const target = await honestPeer(keyC, limited.multiaddrs)
+    try {
+      const rogue = await bareNode(keyF)
+      rogues.push(rogue)
+      const circuit = multiaddr(`${limited.multiaddrs[0]}/p2p-circuit/p2p/${target.transport.peerId}`)
+      // New connections each time (force), twenty as fast as they go.
+      const t0 = performance.now()
+      const tries = []
+      for (let i = 0; i < 20; i++)
+        tries.push(
+          await rogue.dial(circuit, { force: true }).then(
+            () => 'through',
+            () => 'refused',
+          ),
+        )
+      const took = performance.now() - t0
+      expect(tries.filter((t) => t === 'refused').length).toBeGreaterThanOrEqual(10)
+      expect(limited.stats().drops.circuitRate).toBe(tries.filter((t) => t === 'refused').length)
+      // Refused at once by the relay, not left to time out.
+      expect(took).toBeLessThan(10_000)
+      const honest = await bareNode(generatePrivateKey())
+      rogues.push(honest)
+      await messageStream(honest, limited.multiaddrs[0]!, target.transport.peerId)
+    } finally {
+      await target.stop()
+      await limited.stop()
+    }
+  })
 })
 
 describe('a peer flooding a node at full speed, in a process of its own, through a sluice relay', () => {
