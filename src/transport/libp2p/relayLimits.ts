@@ -193,7 +193,11 @@ export class RelayLimits {
     let timer: ReturnType<typeof setTimeout> | undefined
     const resume = () => {
       timer = undefined
-      if (maConn.status === 'open') maConn.resume()
+      try {
+        maConn.resume()
+      } catch {
+        // Closed meanwhile: nothing to read.
+      }
     }
     maConn.addEventListener('message', (event) => {
       const bytes = event.data.byteLength
