@@ -82,7 +82,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 export async function benchRelayCapacity(): Promise<Record<string, string>> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-relay-'))
-  const relay = startSluice(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws', '--max-reservations', '100000', '--max-connection-rate', '100000'], dir)
+  // Every node here comes from 127.0.0.1: the relay's limits per address and per peer (docs/decisions/0064) lifted,
+  // so that it measures the relay, not its limits.
+  const unlimited = ['--max-connection-rate', '--max-circuit-rate', '--max-connections-per-ip', '--max-reservations-per-ip'].flatMap((flag) => [flag, '100000'])
+  const unmetered = ['--peer-bytes-per-second', '--ip-bytes-per-second'].flatMap((flag) => [flag, String(2 ** 40)])
+  const relay = startSluice(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws', '--max-reservations', '100000', ...unlimited, ...unmetered], dir)
   const clients: Client[] = []
   const rows: Record<string, string> = {}
   try {

@@ -28,6 +28,8 @@ async function startOne(key: Hex, receive: (lines: string[]) => void = () => {})
     privateKey: key,
     relays: task.relay,
     startTimeoutMs: 60_000,
+    // A receiver takes all its sender sends: the relay is measured, not a node's limits per peer (docs/decisions/0064).
+    inboundLimits: { bytesPerSecond: Number.POSITIVE_INFINITY, linesPerSecond: Number.POSITIVE_INFINITY, busyMsPerSecond: Number.POSITIVE_INFINITY },
     log: (e) => events.push(e.type + ('error' in e ? ` ${String((e.error as Error)?.message ?? e.error)}` : '')),
   })
   transports.push(t)

@@ -15,11 +15,16 @@ const RUNS = 3
 const LINE = JSON.stringify({ type: 'LockedTransfer', pad: 'x'.repeat(900) })
 
 export async function benchTransport(): Promise<Record<string, string>> {
-  const relay = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
+  // The transport's own speed: the relay's and the receiver's limits per peer (docs/decisions/0064) lifted.
+  const relay = await startRelay({
+    listen: ['/ip4/127.0.0.1/tcp/0/ws'],
+    limits: { peerBytesPerSecond: Number.POSITIVE_INFINITY, ipBytesPerSecond: Number.POSITIVE_INFINITY },
+  })
   const [keyA, keyB] = [anvilKeys[4], anvilKeys[5]]
   const B = privateKeyToAddress(keyB)
-  const a = createLibp2pTransport({ privateKey: keyA, relays: relay.multiaddrs })
-  const b = createLibp2pTransport({ privateKey: keyB, relays: relay.multiaddrs })
+  const inboundLimits = { bytesPerSecond: Number.POSITIVE_INFINITY, linesPerSecond: Number.POSITIVE_INFINITY, busyMsPerSecond: Number.POSITIVE_INFINITY }
+  const a = createLibp2pTransport({ privateKey: keyA, relays: relay.multiaddrs, inboundLimits })
+  const b = createLibp2pTransport({ privateKey: keyB, relays: relay.multiaddrs, inboundLimits })
   try {
     let arrived: () => void = () => {}
     const seen = new Promise<void>((resolve) => a.onPeerSeen!((peer: Address) => peer === B && resolve()))

@@ -511,6 +511,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/_debug/transport": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the messaging counted since the node started: sent, received, and what was dropped or held back and why
+         * @description delivery: the messages; transport: the adapter's frames and streams (libp2p), with what its limits refused or held back (docs/decisions/0064). Every count is since start.
+         */
+        get: operations["getDebugTransport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_debug/node_events": {
         parameters: {
             query?: never;
@@ -2659,6 +2679,71 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal error: the API stops answering (503) until the node is restarted */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the API is unavailable: initial sync, or shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDebugTransport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the counts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        delivery: {
+                            /** @description messages waiting for their acknowledgement now */
+                            pending: number;
+                            /** @description batches handed to the transport */
+                            send_calls: number;
+                            /** @description messages handed to the transport */
+                            lines_sent: number;
+                            /** @description sends of a message after its first */
+                            retries: number;
+                            /** @description valid messages received, duplicates included */
+                            received: number;
+                            /** @description lines that did not decode, whose signature did not verify, or signed by this node: dropped */
+                            invalid: number;
+                            /** @description lines signed by another than the peer that sent them: dropped (a peer speaks for itself only) */
+                            wrong_signer: number;
+                            /** @description messages received again (resends, replays): answered again, not handed up twice */
+                            duplicates: number;
+                            /** @description duplicates handed up again because the node had not answered them yet */
+                            redelivered: number;
+                            /** @description messages of ours acknowledged */
+                            acknowledged: number;
+                        };
+                        /** @description the transport's own counts; libp2p: known_peers, streams_opened, inbound_streams, frames_sent, frames_received, invalid_frames (not a JSON array of lines: the stream closed), oversized_frames (longer than 4 MiB: refused unread, the stream closed), rate_limited (frames held back because their peer was over its rate: nothing lost) */
+                        transport: {
+                            [key: string]: number;
+                        };
+                    };
                 };
             };
             /** @description internal error: the API stops answering (503) until the node is restarted */

@@ -5,6 +5,7 @@ import { nextSignal } from './processSignals.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
 import { certificateNames, readTlsFiles, type TlsFiles } from './tlsFiles.ts'
+import { defaultRelayLimits, isProxyEntry } from '../transport/libp2p/relayLimitOptions.ts'
 
 const PLAIN_LISTEN = '/ip4/127.0.0.1/tcp/9090/ws'
 const TLS_LISTEN = '/ip4/0.0.0.0/tcp/443/wss'
@@ -44,10 +45,71 @@ export const relayFlags = {
     default: 1000,
   }),
   maxConnectionRate: integerFlag({
-    description: 'how many new connections one IP address may open a second (browsers behind one NAT share an address)',
+    description: 'how many new connections one IP address may open a second (browsers behind one NAT share an address), and new circuits its peers may',
     min: 1,
     max: 1_000_000,
-    default: 100,
+    default: defaultRelayLimits.maxConnectionRate,
+  }),
+  maxCircuitRate: integerFlag({
+    description: 'how many new circuits (relayed connections to other peers) one peer may open a second',
+    min: 1,
+    max: 1_000_000,
+    default: defaultRelayLimits.maxCircuitRate,
+  }),
+  maxConnectionsPerIp: integerFlag({
+    description: 'how many connections one IP address may hold open at once',
+    min: 1,
+    max: 1_000_000,
+    default: defaultRelayLimits.maxConnectionsPerIp,
+  }),
+  maxReservationsPerIp: integerFlag({
+    description: 'how many peers of one IP address may hold a reservation at once',
+    min: 1,
+    max: 1_000_000,
+    default: defaultRelayLimits.maxReservationsPerIp,
+  }),
+  peerBytesPerSecond: integerFlag({
+    description: 'bytes a second one peer may send through the relay; over it, its connection waits',
+    min: 1024,
+    max: Number.MAX_SAFE_INTEGER,
+    default: defaultRelayLimits.peerBytesPerSecond,
+  }),
+  ipBytesPerSecond: integerFlag({
+    description: 'bytes a second the peers of one IP address may send together',
+    min: 1024,
+    max: Number.MAX_SAFE_INTEGER,
+    default: defaultRelayLimits.ipBytesPerSecond,
+  }),
+  maxAnnouncementBytes: integerFlag({
+    description: 'the largest presence announcement passed on (one is a few hundred bytes)',
+    min: 256,
+    max: 1024 * 1024,
+    default: defaultRelayLimits.maxAnnouncementBytes,
+  }),
+  maxAnnouncementsPerMinute: integerFlag({
+    description: 'presence announcements one peer may publish a minute (a node makes two, and one per newcomer)',
+    min: 1,
+    max: 1_000_000,
+    default: defaultRelayLimits.maxAnnouncementsPerMinute,
+  }),
+  proxy: {
+    ...stringFlag({
+      description:
+        'the address (or CIDR block) of a reverse proxy in front of the relay: every peer behind it comes from that address, so the per-IP limits do not apply to it (the per-peer ones do); repeat the flag for several',
+      valueName: 'IP',
+    }),
+    expected: 'an IP address or a CIDR block, such as 127.0.0.1 or 10.0.0.0/8',
+    parse: (raw: string) => {
+      const values = raw.split(',').map((v) => v.trim())
+      return values.every(isProxyEntry) ? values : undefined
+    },
+    repeatable: true,
+  } as FlagSpec<string[], false>,
+  dropLogInterval: integerFlag({
+    description: 'seconds between the log lines that tell, for each peer or address, what the relay refused or held back',
+    min: 1,
+    max: 86_400,
+    default: 60,
   }),
   ...logFlags,
 }
@@ -58,6 +120,10 @@ Runs a libp2p relay: a circuit relay v2 server through which nodes (browsers inc
 peer id, and the hub of the presence topic. Logs the multiaddrs that nodes configure as their relay (one line,
 \`Relay <peer id> listening on <multiaddr>, ...\`; with --log-json, the fields peerId and multiaddrs): the --announce
 addresses when given, else those it listens on. Runs until Ctrl-C.
+
+Every peer and every IP address has limits (connections, reservations, bytes a second, announcements); what the
+relay refuses or holds back is logged once a --drop-log-interval per peer or address. Behind a reverse proxy on
+this machine, every peer comes from its address: give it with --proxy 127.0.0.1.
 
 A page served over HTTPS may open WebSockets Secure only: serve TLS in the relay (--tls-cert, --tls-key, a /wss
 listen address), or run it on /ws behind a proxy that does (Caddy, nginx), with --announce
@@ -125,10 +191,20 @@ function checkAnnouncedNames(announce: readonly string[], tls: TlsFiles, multiad
   }
 }
 
+/** `peerThrottled 12, announcementTooOften 40`: the reasons of one report, in a word each. */
+function dropSummary(counts: Partial<Record<string, number>>): string {
+  return Object.entries(counts)
+    .map(([reason, n]) => `${reason} ${n}`)
+    .join(', ')
+}
+
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, relayFlags)
   if (parsed.asked) return answerAsked(parsed.asked, usage)
-  const { key, tlsCert, tlsKey, maxReservations, maxConnectionRate } = parsed.values
+  const { key, tlsCert, tlsKey, maxReservations, dropLogInterval } = parsed.values
+  const { maxConnectionRate, maxCircuitRate, maxConnectionsPerIp, maxReservationsPerIp, peerBytesPerSecond, ipBytesPerSecond } = parsed.values
+  const { maxAnnouncementBytes, maxAnnouncementsPerMinute } = parsed.values
+  const proxies = parsed.values.proxy ?? []
   const announce = parsed.values.announce ?? []
   const log = loggerFromFlags(parsed.values)
   const privateKey = key === undefined ? undefined : parseKey(key)
@@ -170,7 +246,20 @@ async function run(argv: readonly string[]): Promise<number> {
         listen: [listen],
         announce,
         maxReservations,
-        maxConnectionRate,
+        limits: {
+          maxConnectionRate,
+          maxCircuitRate,
+          maxConnectionsPerIp,
+          maxReservationsPerIp,
+          peerBytesPerSecond,
+          ipBytesPerSecond,
+          maxAnnouncementBytes,
+          maxAnnouncementsPerMinute,
+          proxies,
+        },
+        // One line per peer or address that had drops in the interval, with the count of each reason.
+        onDrops: (source, counts) => log.warn('Refused or held back from {source}: {drops}', { source, drops: dropSummary(counts) }),
+        dropReportIntervalMs: dropLogInterval * 1000,
         ...(privateKey ? { privateKey } : {}),
         ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}),
       })

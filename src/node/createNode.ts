@@ -262,6 +262,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       storage,
       engine,
       delivery,
+      transport,
       peerKeys,
       commits,
       follower,

@@ -51,6 +51,7 @@ export type DeliveryParameters = {
 export type DeliveryLogEvent =
   | { type: 'invalidLine'; from: Address; line: string; error: InvalidMessageError | InvalidSignatureError | Error }
   | { type: 'ownMessage'; from: Address; line: string }
+  | { type: 'wrongSigner'; from: Address; signer: Address }
   | { type: 'sendFailed'; to: Address; error: unknown }
   | { type: 'signFailed'; key: string; error: unknown }
   | { type: 'handlerFailed'; error: unknown }
@@ -64,7 +65,11 @@ export type DeliveryStats = {
   retries: number
   /** Valid messages received (duplicates included). */
   received: number
+  /** Lines that did not decode, whose signature did not verify, or signed by this node. */
   invalid: number
+  /** Lines signed by another than the peer whose stream carried them: dropped (docs/decisions/0064). */
+  wrongSigner: number
+  /** Messages received again (resends, replays): answered, not handed up twice. */
   duplicates: number
   /** Duplicates handed up again because the state machine had not answered them (`redeliverAfterMs`). */
   redelivered: number
@@ -121,7 +126,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
   const queues = new OutboxQueues(backoff)
   /** Lines already decoded and verified, by their exact text. */
   const verified = new RecentMap<string, DecodedMessage>(memory)
-  const counts = { received: 0, invalid: 0, acknowledged: 0 }
+  const counts = { received: 0, invalid: 0, wrongSigner: 0, acknowledged: 0 }
 
   let started = false
   let stopped = false
@@ -199,6 +204,13 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         log?.({ type: 'ownMessage', from, line })
         continue
       }
+      // A peer speaks for itself only: no message of the protocol is forwarded, and what one peer may send is
+      // counted and limited by the peer that sends it (docs/decisions/0064).
+      if (signer.toLowerCase() !== from.toLowerCase()) {
+        counts.wrongSigner++
+        log?.({ type: 'wrongSigner', from, signer })
+        continue
+      }
       counts.received++
       // A node keeps nobody's monitoring requests (a monitoring service does, with its own intake): none is handed
       // up, and none acknowledged, which would tell the requester it is guarded when it is not.
@@ -236,8 +248,15 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
       })
       await transport.start((lines, from) => {
         if (stopped) return
-        // One batch at a time, in arrival order: the state machine must see a channel's messages in order.
-        receiving = receiving.then(() => receive(lines, from))
+        // One batch at a time, in arrival order: the state machine must see a channel's messages in order. The
+        // transport reads the peer's next batch once this one is taken, and counts the time it took against the peer.
+        const taken = receiving.then(async () => {
+          const started = performance.now()
+          await receive(lines, from)
+          return performance.now() - started
+        })
+        receiving = taken.then(() => {})
+        return taken
       })
       if (resumeWhen) releaseWhen(resumeWhen)
       flusher.schedule()

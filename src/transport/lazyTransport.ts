@@ -34,7 +34,7 @@ export function lazyTransport(load: () => Promise<Transport>, { background = fal
   // Settles the wait for loadWhen: on the first send, or on stop (which must not wait for it).
   let needed!: () => void
   const neededNow = new Promise<void>((resolve) => (needed = resolve))
-  const startAdapter = async (onMessages: (lines: string[], from: Address) => void) => {
+  const startAdapter = async (onMessages: Parameters<Transport['start']>[0]) => {
     if (background && loadWhen) await Promise.race([loadWhen().catch(() => {}), neededNow])
     if (stopped) throw new TransportClosedError('start')
     const transport = await load()
@@ -74,6 +74,7 @@ export function lazyTransport(load: () => Promise<Transport>, { background = fal
     onPeerSeen(listener) {
       peerSeen.push(listener)
     },
+    stats: () => adapter?.stats?.() ?? {},
     connect(peer) {
       if (stopped) return
       if (adapter) adapter.connect?.(peer)

@@ -6,8 +6,13 @@ import type { Address, Hex } from 'viem'
  * carries a message.
  */
 export interface Transport {
-  /** Starts receiving; `onMessages` gets each incoming batch of wire lines and the peer it came from. */
-  start(onMessages: (lines: string[], from: Address) => void): Promise<void>
+  /**
+   * Starts receiving; `onMessages` gets each incoming batch of wire lines and the peer it came from. An adapter that
+   * can (libp2p) reads that peer's next batch only once the promise it returns, if any, has settled: a peer sending
+   * faster than its batches are taken then waits on its own stream, not in front of the others'. The promise may
+   * resolve to the milliseconds the batch took, which the adapter counts against the peer (docs/decisions/0064).
+   */
+  start(onMessages: (lines: string[], from: Address) => unknown): Promise<void>
   /** Sends wire lines (one JSON message each) to `to`; resolves when handed to the medium, not when delivered. */
   send(to: Address, lines: string[]): Promise<void>
   /**
@@ -17,6 +22,8 @@ export interface Transport {
    * of peers as soon as it starts.
    */
   onPeerSeen?(listener: (peer: Address, publicKey?: Hex) => void): void
+  /** What the adapter counts, received and refused (libp2p: `Libp2pTransportStats`), for the debug endpoint. */
+  stats?(): Readonly<Record<string, number>>
   /**
    * Opens the way to `peer` ahead of a send (a channel partner), so that the first message does not wait for it;
    * once the peer is seen if it is not yet. A hint: nothing fails if it cannot.

@@ -2,12 +2,14 @@ import '../../src/transport/libp2p/nodePolyfills.ts'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { privateKeyToAddress } from 'viem/accounts'
+import { multiaddr } from '@multiformats/multiaddr'
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, describe, expect, test, vi } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
 import { makeTestCa, type TestCa } from '../support/testCa.ts'
+import { bareNode } from '../unit/transport/libp2p/roguePeer.ts'
 import { logMessages, relayListening, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
 const dirs: string[] = []
@@ -114,6 +116,33 @@ describe('sluice relay', () => {
     expect(stdout).toMatch(/--announce <MULTIADDR> /)
     expect(stdout).toMatch(/--key <HEX> /)
     expect(stdout).toMatch(/--max-reservations <N> .*\(default: 1000\)/)
+    // The limits per peer and per address (docs/decisions/0064), each with its default.
+    expect(stdout).toMatch(/--max-connection-rate <N> .*\(default: 100\)/)
+    expect(stdout).toMatch(/--max-circuit-rate <N> .*\(default: 50\)/)
+    expect(stdout).toMatch(/--max-connections-per-ip <N> .*\(default: 200\)/)
+    expect(stdout).toMatch(/--max-reservations-per-ip <N> .*\(default: 100\)/)
+    expect(stdout).toMatch(/--peer-bytes-per-second <N> .*\(default: 1048576\)/)
+    expect(stdout).toMatch(/--ip-bytes-per-second <N> .*\(default: 4194304\)/)
+    expect(stdout).toMatch(/--max-announcement-bytes <N> .*\(default: 4096\)/)
+    expect(stdout).toMatch(/--max-announcements-per-minute <N> .*\(default: 60\)/)
+    expect(stdout).toMatch(/--proxy <IP> .*reverse proxy/)
+    expect(stdout).toMatch(/--drop-log-interval <N> .*\(default: 60\)/)
+  })
+
+  test('what it refuses is logged (warnings, on stderr) once an interval per address, with the count of each reason', async () => {
+    const { sluice, multiaddrs } = await startRelayCommand(['--listen', '/ip4/127.0.0.1/tcp/0/ws', '--max-connections-per-ip', '1', '--drop-log-interval', '1'])
+    const nodes = await Promise.all([1, 2, 3].map(() => bareNode(generatePrivateKey())))
+    try {
+      const results = await Promise.allSettled(nodes.map((n) => n.dial(multiaddr(multiaddrs[0]!))))
+      expect(results.filter((r) => r.status === 'rejected')).toHaveLength(2)
+      await vi.waitFor(() => expect(sluice.stderr()).toMatch(/WARN +Refused or held back from 127\.0\.0\.1: connectionsPerIp 2\n/), { timeout: 5_000 })
+    } finally {
+      await Promise.all(nodes.map((n) => n.stop()))
+      // Stopped whatever happened above (a relay left running would outlive the test run).
+      if (sluice.child.exitCode === null) sluice.child.kill('SIGTERM')
+    }
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    expect(logMessages(sluice.stderr())).toEqual(['Refused or held back from 127.0.0.1: connectionsPerIp 2'])
   })
 
   // These load libp2p and try to listen: one at a time, so as not to swamp the machine.
@@ -205,6 +234,9 @@ describe('sluice relay', () => {
     [['--key', '12'], /--key must be 32 bytes of hex/],
     [['--key', '0'.repeat(64)], /--key must be 32 bytes of hex/],
     [['--max-reservations', '0'], /--max-reservations must be an integer from 1 to 1000000, got "0"/],
+    [['--peer-bytes-per-second', '10'], /--peer-bytes-per-second must be an integer >= 1024, got "10"/],
+    [['--proxy', 'nginx'], /--proxy must be an IP address or a CIDR block, such as 127\.0\.0\.1 or 10\.0\.0\.0\/8, got "nginx"/],
+    [['--proxy', '10.0.0.0/40'], /--proxy must be an IP address or a CIDR block/],
     [['now'], /unexpected argument "now"/],
   ])('%j exits 2 with a one-line error', async (args, message) => {
     const { code, stdout, stderr } = await runSluice(['relay', ...args], tempDir())

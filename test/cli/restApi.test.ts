@@ -73,6 +73,7 @@ const cases: Case[] = [
   { endpoint: 'GET /_debug/blockchain_events/payment_networks/{token_address}/channels', params: (c) => ({ token_address: c.TTT }) },
   { endpoint: 'GET /_debug/blockchain_events/payment_networks/{token_address}/channels/{partner_address}', params: tokenAndPartner },
   { endpoint: 'GET /_debug/node_events', query: 'limit=10&offset=0' },
+  { endpoint: 'GET /_debug/transport' },
   { endpoint: 'GET /connections' },
   {
     endpoint: 'PUT /connections/{token_address}',

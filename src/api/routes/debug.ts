@@ -72,6 +72,7 @@ const fieldNames: Record<string, string> = {
   channelId: 'channel_identifier',
 }
 const snake = (name: string) => fieldNames[name] ?? name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+const snakeKeys = (counts: Readonly<Record<string, number>>) => Object.fromEntries(Object.entries(counts).map(([k, n]) => [snake(k), n]))
 
 /** A node event: `event` (EventPaymentSentSuccess...), `log_time`, and the event's own fields in snake case. */
 export function nodeEventEntry(e: StoredEvent, registry: Address): Record<string, unknown> {
@@ -82,7 +83,32 @@ export function nodeEventEntry(e: StoredEvent, registry: Address): Record<string
   return out
 }
 
-/** The debug endpoints of earlier revisions: raw chain events and the node's own events. */
+const count = (description: string) => v.pipe(index, v.description(description))
+
+/** What GET /_debug/transport answers (openapi.json): delivery's counts, field by field, and the transport's. */
+export const messageStatsSchema = v.object({
+  delivery: v.object({
+    pending: count('messages waiting for their acknowledgement now'),
+    send_calls: count('batches handed to the transport'),
+    lines_sent: count('messages handed to the transport'),
+    retries: count('sends of a message after its first'),
+    received: count('valid messages received, duplicates included'),
+    invalid: count('lines that did not decode, whose signature did not verify, or signed by this node: dropped'),
+    wrong_signer: count('lines signed by another than the peer that sent them: dropped (a peer speaks for itself only)'),
+    duplicates: count('messages received again (resends, replays): answered again, not handed up twice'),
+    redelivered: count('duplicates handed up again because the node had not answered them yet'),
+    acknowledged: count('messages of ours acknowledged'),
+  }),
+  transport: v.pipe(
+    v.record(v.string(), index),
+    v.description(
+      "the transport's own counts; libp2p: known_peers, streams_opened, inbound_streams, frames_sent, frames_received, invalid_frames (not a JSON array of lines: the stream closed), oversized_frames (longer than 4 MiB: refused unread, the stream closed), rate_limited (frames held back because their peer was over its rate: nothing lost)",
+    ),
+  ),
+})
+export type MessageStatsAnswer = v.InferOutput<typeof messageStatsSchema>
+
+/** The debug endpoints of earlier revisions: raw chain events and the node's own events; and what the messaging counted. */
 export function debugRoutes(resources: Resources, ctx: ApiContextRef): void {
   const chainDoc = (summary: string, responses: RouteDoc['responses']): RouteDoc & { query: typeof blockQuery } => ({
     summary,
@@ -128,6 +154,21 @@ export function debugRoutes(resources: Resources, ctx: ApiContextRef): void {
     GET: endpoint({
       doc: chainDoc('Events of our channel with a partner', { 404: `${notFound}; or partner_address is not EIP-55, or we have no channel with the partner` }),
       handler: (c) => chainEvents(c, c.req.valid('query'), { of: 'channels', token: token(c), partner: c.req.param('partner_address') as Address }),
+    }),
+  })
+  resources.add('/_debug/transport', {
+    GET: endpoint({
+      doc: {
+        summary: 'What the messaging counted since the node started: sent, received, and what was dropped or held back and why',
+        description:
+          "delivery: the messages; transport: the adapter's frames and streams (libp2p), with what its limits refused or held back (docs/decisions/0064). Every count is since start.",
+        responses: { 200: 'the counts' },
+        schema: messageStatsSchema,
+      },
+      handler: (c) => {
+        const { delivery, transport } = ctx().client.messageStats()
+        return json(c, { delivery: snakeKeys(delivery), transport: snakeKeys(transport) })
+      },
     }),
   })
   resources.add('/_debug/node_events', {

@@ -6,7 +6,8 @@ import { channelWith, publicKeyOf } from '../../protocol/state/access.ts'
 import type { StateChange } from '../../protocol/state/changes.ts'
 import type { Channel, NodeState } from '../../protocol/state/types.ts'
 import type { OutboxRecord, Storage } from '../../storage/storage.ts'
-import type { Delivery } from '../../transport/delivery.ts'
+import type { Delivery, DeliveryStats } from '../../transport/delivery.ts'
+import type { Transport } from '../../transport/transport.ts'
 import { ConfirmationTimeoutError, NodeStoppedError } from '../errors.ts'
 import type { ResolvedNodeConfig } from '../nodeConfig.ts'
 import type { NodeNotice, NodeStatus, Report } from '../notices.ts'
@@ -83,6 +84,11 @@ export type NodeClient = {
    * come between the two): what a backup copy holds (docs/decisions/0034).
    */
   recoveryPoint(): { seq: number; state: NodeState; outbox: OutboxRecord[] }
+  /**
+   * What the messaging counted since start (GET /_debug/transport): delivery's messages sent, received and dropped by
+   * why, and the transport's own counts (libp2p: frames and streams, and what its limits refused or held back).
+   */
+  messageStats(): { delivery: DeliveryStats; transport: Readonly<Record<string, number>> }
 }
 
 /** The node's parts a client is made over (createNode wires them). */
@@ -93,7 +99,9 @@ export type NodeClientParts = {
   storage: StoreReads
   engine: Pick<Engine, 'current' | 'lastSeq' | 'dispatch' | 'settled'>
   /** What delivery still sends (unacknowledged): part of a recovery point; and the way to a partner, opened ahead. */
-  delivery: Pick<Delivery, 'pending' | 'connect'>
+  delivery: Pick<Delivery, 'pending' | 'connect' | 'stats'>
+  /** What the transport counts (messageStats). */
+  transport: Pick<Transport, 'stats'>
   /** Public keys the transport authenticated, by lowercase address. */
   peerKeys: { get(address: string): Hex | undefined }
   commits: Pick<EventBus<number>, 'subscribe'>
@@ -189,5 +197,6 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     // Synchronous: the engine hands each commit to the effect handler (and so to delivery) in the same tick as it
     // takes its state, so between two ticks the state and delivery's queue are of the same commit.
     recoveryPoint: () => ({ seq: engine.lastSeq, state: engine.current, outbox: p.delivery.pending() }),
+    messageStats: () => ({ delivery: p.delivery.stats(), transport: p.transport.stats?.() ?? {} }),
   }
 }

@@ -60,7 +60,17 @@ export function libp2pOptions(privateKey: PrivateKey, relays: readonly RelayAddr
     // once it is lost: when that relay comes back, it is reserved on again.
     addresses: { listen: relays.map(() => '/p2p-circuit') },
     // The relays are tagged keep-alive (relayKeeper.ts): libp2p redials one that drops, each second until it is back.
-    connectionManager: { reconnectRetries: Number.POSITIVE_INFINITY, reconnectRetryInterval: relayRedialMs, reconnectBackoffFactor: 1 },
+    // A relayed connection's address starts with its relay's, so libp2p counted every peer reaching us through one
+    // relay as one host, 5 new connections a second: a sixth peer's dial hung until its timeout (libp2p takes no
+    // more and closes nothing), and one peer dialling 5 times a second kept everyone else out. The relay limits new
+    // circuits per peer and per address (decision 0064).
+    connectionManager: {
+      reconnectRetries: Number.POSITIVE_INFINITY,
+      reconnectRetryInterval: relayRedialMs,
+      reconnectBackoffFactor: 1,
+      inboundConnectionThreshold: Number.MAX_SAFE_INTEGER,
+      maxIncomingPendingConnections: 64,
+    },
     transports: [webSocketsThatFailWithErrors(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamuxMuxer()],

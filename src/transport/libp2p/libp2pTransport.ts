@@ -1,12 +1,12 @@
 import { TopicValidatorResult, type Message as PubsubMessage } from '@libp2p/gossipsub'
-import type { Connection, Stream } from '@libp2p/interface'
-import { lpStream } from '@libp2p/utils'
+import type { Connection } from '@libp2p/interface'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import type { Address, Hex } from 'viem'
 import { MissingRuntimeFeatureError, PeerUnknownError, TransportClosedError, TransportError } from '../errors.ts'
 import type { Transport } from '../transport.ts'
 import { Announcer } from './announcer.ts'
-import { decodeFrame, encodeFrames, maxFrameBytes } from './frames.ts'
+import { encodeFrames } from './frames.ts'
+import { InboundStreams, type InboundCounters, type InboundLimits } from './inboundStreams.ts'
 import { libp2pOptions, type Services } from './libp2pOptions.ts'
 import { OutboundStreams } from './outboundStreams.ts'
 import { PeerDirectory, type Heard } from './peerDirectory.ts'
@@ -31,6 +31,8 @@ export type Libp2pTransportParameters = {
   sendTimeoutMs?: number
   /** `start` waits this long for a relay reservation, then resolves anyway and keeps trying (default 10 s). */
   startTimeoutMs?: number
+  /** What one peer may send us over its message streams before it is held back (docs/decisions/0064). */
+  inboundLimits?: InboundLimits
   /** Told about relay and presence changes and dropped input: for logs and metrics. */
   log?: (event: Libp2pTransportLogEvent) => void
 }
@@ -44,9 +46,10 @@ export type Libp2pTransportLogEvent =
   | { type: 'announced'; addresses: string[] }
   | { type: 'peerSeen'; peer: Address; how: 'presence' | 'connection' }
   | { type: 'invalidFrame'; from: Address }
+  | { type: 'oversizedFrame'; from: Address }
   | { type: 'streamFailed'; peer?: Address; error: unknown }
 
-export type Libp2pTransport = Transport & {
+export type Libp2pTransport = Omit<Transport, 'stats'> & {
   /** This node's PeerId (`16Uiu2H…`), a function of its key. */
   readonly peerId: string
   /** Where other nodes can dial this one now: its circuit addresses on the relays. */
@@ -54,7 +57,7 @@ export type Libp2pTransport = Transport & {
   stats(): Libp2pTransportStats
 }
 
-export type Libp2pTransportStats = {
+export type Libp2pTransportStats = InboundCounters & {
   /** Peers we can address (announced, or connected to us). */
   knownPeers: number
   /** Outbound message streams opened since start: one per peer unless one broke. */
@@ -62,7 +65,6 @@ export type Libp2pTransportStats = {
   /** Message streams from peers open now. */
   inboundStreams: number
   framesSent: number
-  framesReceived: number
 }
 
 function checkRuntime() {
@@ -100,9 +102,13 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   /** The start in progress or done; cleared by stop, so that the transport can start again. */
   let starting: Promise<void> | undefined
   let running = false
-  let onMessages: (lines: string[], from: Address) => void = () => {}
-  const inbound = new Set<Stream>()
-  let framesReceived = 0
+  let onMessages: (lines: string[], from: Address) => unknown = () => undefined
+  const inbound = new InboundStreams({
+    deliver: (lines, from) => onMessages(lines, from),
+    running: () => running,
+    ...(parameters.inboundLimits ? { limits: parameters.inboundLimits } : {}),
+    ...(log ? { log } : {}),
+  })
 
   const directory = new PeerDirectory({ me: addressOfPeer(ownPeerId)!, relays, ...(log ? { log } : {}) })
   const keeper = new RelayKeeper({
@@ -147,34 +153,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
 
   const onConnection = (connection: Connection) => void learn(directory.connected(connection.remotePeer, connection.direction))
 
-  const handleInbound = async (stream: Stream, connection: Connection) => {
-    const from = addressOfPeer(connection.remotePeer)
-    if (!from || !running) {
-      stream.abort(new TransportError('not a sluice peer'))
-      return
-    }
-    inbound.add(stream)
-    const lp = lpStream(stream, { maxDataLength: maxFrameBytes })
-    try {
-      for (;;) {
-        const frame = await lp.read()
-        const lines = decodeFrame(frame.subarray())
-        framesReceived++
-        if (!lines) {
-          log?.({ type: 'invalidFrame', from })
-          stream.abort(new TransportError('invalid frame'))
-          return
-        }
-        if (lines.length > 0 && running) onMessages(lines, from)
-      }
-    } catch {
-      // The stream ended: the peer closed it, went away, or we are stopping. It opens a new one to send again.
-    } finally {
-      inbound.delete(stream)
-    }
-  }
-
-  const startNode = async (receive: (lines: string[], from: Address) => void) => {
+  const startNode = async (receive: typeof onMessages) => {
     checkRuntime()
     onMessages = receive
     const started = Date.now()
@@ -182,7 +161,8 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     node = created
     running = true
     announcer.start()
-    await created.handle(messageProtocol, handleInbound, { runOnLimitedConnection: true })
+    // A peer needs one stream; a few more cover one it opens again before libp2p noticed the last one gone.
+    await created.handle(messageProtocol, inbound.handle, { runOnLimitedConnection: true, maxInboundStreams: 8 })
     created.addEventListener('connection:open', (e) => onConnection(e.detail))
     // A new reservation (after a relay restart, say) changes where we can be reached: say so.
     created.addEventListener('self:peer:update', () => {
@@ -213,7 +193,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
 
     addresses: () => keeper.circuitAddresses(),
 
-    stats: () => ({ knownPeers: directory.size, inboundStreams: inbound.size, framesReceived, ...streams.counters }),
+    stats: () => ({ knownPeers: directory.size, inboundStreams: inbound.size, ...streams.counters, ...inbound.counters }),
 
     start(receive) {
       if (starting) return Promise.reject(new TransportError('transport already started'))
@@ -250,7 +230,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       running = false
       announcer.stop()
       await keeper.stop()
-      for (const stream of inbound) stream.abort(new TransportError('transport stopped'))
+      inbound.closeAll()
       streams.closeAll()
       const stopping = node
       node = undefined

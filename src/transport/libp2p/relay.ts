@@ -1,7 +1,7 @@
 import './nodePolyfills.ts'
 import { circuitRelayServer, type CircuitRelayService } from '@libp2p/circuit-relay-v2'
 import { generateKeyPair } from '@libp2p/crypto/keys'
-import { gossipsub, TopicValidatorResult, type GossipSub } from '@libp2p/gossipsub'
+import { gossipsub, type GossipSub } from '@libp2p/gossipsub'
 import { identify } from '@libp2p/identify'
 import type { PrivateKey } from '@libp2p/interface'
 import { noise } from '@libp2p/noise'
@@ -9,9 +9,10 @@ import { webSockets } from '@libp2p/websockets'
 import { yamuxMuxer } from './yamuxMuxer.ts'
 import { createLibp2p } from 'libp2p'
 import type { Hex } from 'viem'
-import { addressOfPeer, libp2pPrivateKey } from './peerIdentity.ts'
-import { readAnnouncement } from './presence.ts'
+import type { DropCounts } from './dropLog.ts'
+import { libp2pPrivateKey } from './peerIdentity.ts'
 import { presenceTopic as defaultPresenceTopic } from './protocol.ts'
+import { RelayLimits, type RelayDropReason, type RelayLimitsParameters } from './relayLimits.ts'
 
 export type StartRelayParameters = {
   /**
@@ -35,12 +36,28 @@ export type StartRelayParameters = {
   /** How many peers may hold a reservation at once (default 1000; libp2p's default of 15 is far too few). */
   maxReservations?: number
   /**
-   * How many new connections one IP address may open a second (default 100). libp2p's default of 5 turns away
-   * browsers behind one carrier-grade NAT or office router, which share an address, when they come at once.
+   * What one peer and one IP address may cost the relay (docs/decisions/0064): `maxConnectionRate`, new connections
+   * one address may open a second (default 100: libp2p's default of 5 turns away browsers behind one carrier-grade
+   * NAT or office router, which share an address, when they come at once), and the others, each with its default.
    */
-  maxConnectionRate?: number
+  limits?: RelayLimitsParameters
+  /**
+   * Told what the relay refused, dropped or held back: for each peer or address that had any, one call per
+   * `dropReportIntervalMs` (default 60 s) at most, with the count of each reason; and once more at stop.
+   */
+  onDrops?: (source: string, counts: DropCounts<RelayDropReason>) => void
+  dropReportIntervalMs?: number
   /** The presence topic the relay joins as a hub (default `sluice/presence/1`). */
   presenceTopic?: string
+}
+
+export type RelayStats = {
+  /** Peers holding a reservation now. */
+  reservations: number
+  /** Connections open now (handshakes included). */
+  connections: number
+  /** What was refused, dropped or held back since start, by why (`relayDropReasons`). */
+  drops: Record<RelayDropReason, number>
 }
 
 export type Relay = {
@@ -53,6 +70,7 @@ export type Relay = {
   reservations(): number
   /** How many relayed connections go through it now (one per circuit, both directions alike). */
   circuits(): number
+  stats(): RelayStats
   stop(): Promise<void>
 }
 
@@ -64,6 +82,10 @@ export type Relay = {
 export async function startRelay(parameters: StartRelayParameters): Promise<Relay> {
   const topic = parameters.presenceTopic ?? defaultPresenceTopic
   const privateKey: PrivateKey = parameters.privateKey ? libp2pPrivateKey(parameters.privateKey) : await generateKeyPair('Ed25519')
+  const limits = new RelayLimits(parameters.limits, {
+    ...(parameters.onDrops ? { report: parameters.onDrops } : {}),
+    ...(parameters.dropReportIntervalMs !== undefined ? { intervalMs: parameters.dropReportIntervalMs } : {}),
+  })
   const node = await createLibp2p<{ identify: unknown; relay: CircuitRelayService; pubsub: GossipSub; sockets: { addresses(): string[] } }>({
     privateKey,
     addresses: { listen: [...parameters.listen], announce: [...(parameters.announce ?? [])] },
@@ -72,8 +94,11 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
     transports: [webSockets(parameters.tls ? { https: { cert: parameters.tls.cert, key: parameters.tls.key } } : {})],
     connectionEncrypters: [noise()],
     streamMuxers: [yamuxMuxer()],
-    // Every client holds one connection to its relay; the default cap would turn clients away.
-    connectionManager: { maxConnections: 10_000, inboundConnectionThreshold: parameters.maxConnectionRate ?? 100 },
+    // Every client holds one connection to its relay; the default cap would turn clients away. New connections an
+    // address may open a second are counted by the limits (libp2p's own count tells nobody what it refused).
+    // 128 handshakes at once in all (libp2p's 10 are one address's worth), at most 8 of one address (the limits).
+    connectionManager: { maxConnections: 10_000, inboundConnectionThreshold: Number.MAX_SAFE_INTEGER, maxIncomingPendingConnections: 128 },
+    connectionGater: limits.gater,
     services: {
       identify: identify(),
       relay: circuitRelayServer({
@@ -85,12 +110,16 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
       // colocation penalty: it scored every peer past the tenth on one address below zero (browsers behind one NAT,
       // every node of a test), and the hub then dropped their announcements, for an hour after they left. Each
       // announcement is signed and validated; what one address may cost the relay is the relay's own limit.
+      // Only the presence topic; an RPC (a few announcements and control messages) is far below 1 MiB, and one past it
+      // is not even decoded.
       pubsub: gossipsub({
         allowPublishToZeroTopicPeers: true,
         runOnLimitedConnection: true,
         doPX: false,
         Dhi: 10_000,
         scoreParams: { IPColocationFactorWeight: 0 },
+        allowedTopics: [topic],
+        maxInboundDataLength: 1024 * 1024,
       }),
       // The socket addresses, which getMultiaddrs() replaces with the announced ones: the components are libp2p's
       // way for a service to see them.
@@ -99,10 +128,9 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
       }),
     },
   })
+  limits.watch({ reservations: () => node.services.relay.reservations.entries(), connectionsOf: (peer) => node.getConnections(peer) })
   const pubsub = node.services.pubsub
-  pubsub.topicValidators.set(topic, (_peer, msg) =>
-    msg.type === 'signed' && addressOfPeer(msg.from) && readAnnouncement(msg.data) ? TopicValidatorResult.Accept : TopicValidatorResult.Reject,
-  )
+  pubsub.topicValidators.set(topic, limits.validateAnnouncement)
   pubsub.subscribe(topic)
   return {
     peerId: node.peerId.toString(),
@@ -111,8 +139,10 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
     reservations: () => node.services.relay.reservations.size,
     // Each circuit is one stop stream from the relay to the peer dialled.
     circuits: () => node.getConnections().reduce((n, c) => n + c.streams.filter((s) => s.protocol === '/libp2p/circuit/relay/0.2.0/stop').length, 0),
+    stats: () => ({ reservations: node.services.relay.reservations.size, connections: limits.connections, drops: limits.drops.totals() }),
     stop: async () => {
       await node.stop()
+      limits.stop()
     },
   }
 }

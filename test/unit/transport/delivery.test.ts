@@ -426,15 +426,21 @@ describe('delivery', () => {
     ])
   })
 
-  test('hands a message up with its true signer, not the sender the channel claims, and acknowledges to the signer', async () => {
+  test('a message signed by another than the peer that sent it is dropped and counted, neither handed up nor answered (decision 0064)', async () => {
     const channelName = freshChannel()
     const b = await start(2, { channelName })
     const claimed = privateKeyToAddress(anvilKeys[3]!)
     const signer = privateKeyToAddress(anvilKeys[4]!)
-    postRaw(channelName, b.address, claimed, [await line(4, secretRequest(1n))])
+    const forwarded = await line(4, secretRequest(1n))
+    postRaw(channelName, b.address, claimed, [forwarded])
+    await eventually(() => expect(b.delivery.stats().wrongSigner).toBe(1))
+    expect(b.logs).toEqual([{ type: 'wrongSigner', from: claimed, signer }])
+    // The same line from its signer is taken, handed up with that signer and answered to it.
+    postRaw(channelName, b.address, signer, [forwarded])
     await eventually(() => expect(b.received).toHaveLength(1))
     expect(b.received[0]!.sender).toBe(signer)
     await eventually(() => expect(b.sends.map((s) => s.to)).toEqual([signer]))
+    expect(b.delivery.stats()).toMatchObject({ wrongSigner: 1, received: 1, invalid: 0 })
   })
 
   test('drops messages signed by this node itself', async () => {

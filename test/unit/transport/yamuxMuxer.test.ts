@@ -32,9 +32,12 @@ beforeAll(async () => {
     updates.asked++
     if (fields.recvWindowCapacity !== before) updates.sent++
   }
-  relay = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
-  a = createLibp2pTransport({ privateKey: keyA, relays: relay.multiaddrs })
-  b = createLibp2pTransport({ privateKey: keyB, relays: relay.multiaddrs })
+  // Megabytes as fast as yamux takes them: the limits per peer (docs/decisions/0064) lifted.
+  const unmetered = Number.POSITIVE_INFINITY
+  relay = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'], limits: { peerBytesPerSecond: unmetered, ipBytesPerSecond: unmetered } })
+  const inboundLimits = { bytesPerSecond: unmetered, linesPerSecond: unmetered, busyMsPerSecond: unmetered }
+  a = createLibp2pTransport({ privateKey: keyA, relays: relay.multiaddrs, inboundLimits })
+  b = createLibp2pTransport({ privateKey: keyB, relays: relay.multiaddrs, inboundLimits })
   const seen: Address[] = []
   a.onPeerSeen!((peer) => seen.push(peer))
   await a.start(() => {})
