@@ -40,7 +40,15 @@ export type NodeWorkerOptions = NodeOptions & {
   deployment: Deployment
   /** A state dump (GET /_state/export) restored before the node starts; refused if older than the stored state. */
   import?: StorageDump
+  /**
+   * The page's WebRTC bridge (webrtcBridge.ts): the port its RTCPeerConnections answer on, and the ICE servers they
+   * use. With relays, the node's libp2p makes direct connections through it (docs/decisions/0061).
+   */
+  webrtc?: WebRtcOptions
 }
+
+/** What the worker gets of the page's WebRTC bridge. */
+export type WebRtcOptions = { port: MessagePort; iceServers: RTCIceServer[] }
 
 export type StartedNode = { address: string; version: string; keyGenerated: boolean }
 
@@ -92,6 +100,7 @@ const api = {
         apiChannel,
         import: dump,
         logLevel = DEFAULT_LOG_LEVEL,
+        webrtc,
         ...rest
       } = options
       // Formatted here, so that only the lines at the level asked for cross to the page (one message each); a page
@@ -179,9 +188,10 @@ const api = {
         resendWhen: afterFirstAnswers,
         // And the background services, whose first checks read the chain (about 50 ms of the thread at a start).
         servicesWhen: afterFirstAnswers,
-        transport: transportFor(relay, deployment, {
+        transport: transportFor(relay, deployment, webrtc, {
           loadWhen: afterFirstAnswers,
           onError: (error) => void stopOnItsOwn('error', `its transport did not start: ${toErrorData(error).message}`, error),
+          warn: (message, error) => log.warn(message, { error }),
         }),
       })
       // A start ended meanwhile: the node createNode still makes is stopped (its store closed); its failure is the loss's.
@@ -201,7 +211,7 @@ const api = {
         chainId: deployment.chainId,
         environment,
         version,
-        transport: relay.length > 0 ? 'libp2p' : 'this origin only (BroadcastChannel)',
+        transport: relay.length > 0 ? (webrtc ? 'libp2p, WebRTC through the page' : 'libp2p') : 'this origin only (BroadcastChannel)',
         ...(relay.length > 0 ? { relays: relay.join(',') } : {}),
         keyGenerated: created,
       })
@@ -283,20 +293,50 @@ function untilReady(node: SluiceNode, ms: number): Promise<void> {
  * libp2p through the relays when there are any, else this origin. libp2p is most of the worker's size: it loads only
  * then, and in the background: the node is ready once synced, and libp2p loads when `loadWhen` says (or at the first
  * send) and reserves its place on the relays; what the node sends meanwhile waits for that (docs/decisions/0024).
+ * With the page's WebRTC bridge, libp2p's WebRTC transport loads with it (docs/decisions/0061).
  */
-function transportFor(relays: string[], deployment: Deployment, { loadWhen, onError }: Pick<LazyTransportOptions, 'loadWhen' | 'onError'>): TransportFactory {
-  if (relays.length === 0)
+function transportFor(
+  relays: string[],
+  deployment: Deployment,
+  webrtc: WebRtcOptions | undefined,
+  { loadWhen, onError, warn }: Pick<LazyTransportOptions, 'loadWhen' | 'onError'> & { warn: (message: string, error: unknown) => void },
+): TransportFactory {
+  if (relays.length === 0) {
+    webrtc?.port.close()
     return ({ address }) =>
       createBroadcastChannelTransport({
         address,
         channelName: `sluice-${deployment.chainId}-${deployment.contracts.TokenNetworkRegistry.address.toLowerCase()}`,
       })
+  }
   return ({ key }) =>
-    lazyTransport(async () => (await import('../src/transport/libp2p/libp2pTransport.ts')).createLibp2pTransport({ privateKey: key, relays }), {
-      background: true,
-      loadWhen,
-      onError,
-    })
+    lazyTransport(
+      async () => {
+        // Before libp2p: without WebRTC the node still reaches every peer through the relays.
+        const webRTC = webrtc
+          ? await loadWebRtc(webrtc).catch((error: unknown) => {
+              warn('WebRTC did not load: every message goes through the relays', error)
+              return undefined
+            })
+          : undefined
+        const { createLibp2pTransport } = await import('../src/transport/libp2p/libp2pTransport.ts')
+        return createLibp2pTransport({ privateKey: key, relays, ...(webRTC ? { webRTC } : {}) })
+      },
+      { background: true, loadWhen, onError },
+    )
+}
+
+/**
+ * libp2p's WebRTC transport, its RTCPeerConnections the page's (remoteRtc.ts): the stand-in is in place before
+ * @libp2p/webrtc is imported, since it reads RTCPeerConnection from globalThis as it loads. Both load here only,
+ * with libp2p, in chunks of their own.
+ */
+async function loadWebRtc({ port, iceServers }: WebRtcOptions) {
+  if (typeof globalThis.RTCPeerConnection === 'function') port.close()
+  else (await import('./remoteRtc.ts')).installRemoteRtc(port)
+  const { webRTC } = await import('@libp2p/webrtc')
+  // Always given, even empty: without it @libp2p/webrtc asks four public STUN servers of its choosing.
+  return webRTC({ rtcConfiguration: { iceServers } })
 }
 
 export type NodeWorkerApi = typeof api

@@ -8,7 +8,7 @@ import { isPrivate, lpStream, type LengthPrefixedStream } from '@libp2p/utils'
 import { webSockets } from '@libp2p/websockets'
 import { yamuxMuxer } from './yamuxMuxer.ts'
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
-import { createLibp2p, type Libp2p } from 'libp2p'
+import { createLibp2p, type Libp2p, type Libp2pOptions } from 'libp2p'
 import type { Address, Hex } from 'viem'
 import {
   InvalidRelayAddressError,
@@ -19,6 +19,7 @@ import {
   TransportError,
 } from '../errors.ts'
 import type { Transport } from '../transport.ts'
+import { createDirectConnections, isWebRtc, type DirectConnectionsLogEvent } from './directConnections.ts'
 import { decodeFrame, encodeFrames, maxFrameBytes } from './frames.ts'
 import { addressOfPeer, identityOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
 import { encodeAnnouncement, maxClockSkewMs, readAnnouncement } from './presence.ts'
@@ -41,6 +42,13 @@ export type Libp2pTransportParameters = {
   startTimeoutMs?: number
   /** Told about relay and presence changes and dropped input: for logs and metrics. */
   log?: (event: Libp2pTransportLogEvent) => void
+  /**
+   * libp2p's WebRTC transport (`webRTC()` of @libp2p/webrtc), where the host has WebRTC (a page, through its bridge:
+   * worker/remoteRtc.ts): the node listens on `/webrtc` too and announces those addresses, and its messages to a peer
+   * that announces one move to a direct connection once it is up; the relay stays the way meanwhile and after
+   * (directConnections.ts, docs/decisions/0061).
+   */
+  webRTC?: NonNullable<Libp2pOptions['transports']>[number]
 }
 
 export type Libp2pTransportLogEvent =
@@ -52,6 +60,7 @@ export type Libp2pTransportLogEvent =
   | { type: 'peerSeen'; peer: Address; how: 'presence' | 'connection' }
   | { type: 'invalidFrame'; from: Address }
   | { type: 'streamFailed'; peer?: Address; error: unknown }
+  | DirectConnectionsLogEvent
 
 export type Libp2pTransport = Transport & {
   /** This node's PeerId (`16Uiu2H…`), a function of its key. */
@@ -70,6 +79,8 @@ export type Libp2pTransportStats = {
   inboundStreams: number
   framesSent: number
   framesReceived: number
+  /** Direct (WebRTC) connections open now; 0 without WebRTC. */
+  directConnections: number
 }
 
 type Services = { identify: unknown; pubsub: GossipSub }
@@ -151,6 +162,20 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   let answerTimer: ReturnType<typeof setTimeout> | undefined
   let onMessages: (lines: string[], from: Address) => void = () => {}
   const counters = { streamsOpened: 0, framesSent: 0, framesReceived: 0 }
+  // WebRTC, when the host has it: a direct connection up moves a peer's next batch to it (a new stream, which libp2p
+  // opens on the direct connection); its last one closed makes what waits for the peer due at once, through the relay.
+  const direct = parameters.webRTC
+    ? createDirectConnections({
+        self: ownPeerId,
+        ...(log ? { log } : {}),
+        onChange: (peer, up) => {
+          const identity = identityOfPeer(peer)
+          if (!identity || !running) return
+          if (up) retireOutbound(identity.address.toLowerCase())
+          else seen(identity.address, 'connection', identity.publicKey)
+        },
+      })
+    : undefined
 
   const seen = (peer: Address, how: 'presence' | 'connection', publicKey: Hex | undefined) => {
     log?.({ type: 'peerSeen', peer, how })
@@ -209,6 +234,18 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
         return []
       }
     })
+    // And its WebRTC addresses, signalled through a relay to the announcer, for the direct connections alone.
+    direct?.noteAddresses(
+      msg.from,
+      announcement.addrs.flatMap((a) => {
+        try {
+          const ma = multiaddr(a)
+          return isWebRtc(ma) && ma.toString().endsWith(`/p2p-circuit/webrtc/p2p/${msg.from}`) ? [ma] : []
+        } catch {
+          return []
+        }
+      }),
+    )
     // Stored before the peer is reported: the delivery layer dials it at once.
     if (addrs.length > 0) await node?.peerStore.merge(msg.from, { multiaddrs: addrs }).catch(() => {})
     if (!running) return
@@ -258,6 +295,18 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     } finally {
       inbound.delete(stream)
     }
+  }
+
+  /** The next batch to the peer opens a new stream; this one closes once the batch being written is out. */
+  const retireOutbound = (key: string) => {
+    const opening = outbound.get(key)
+    if (!opening) return
+    outbound.delete(key)
+    void (sending.get(key) ?? Promise.resolve())
+      .catch(() => {})
+      .then(() => opening)
+      .then(({ stream }) => stream.close())
+      .catch(() => {})
   }
 
   const dropOutbound = (key: string, opening: Promise<Outbound> | undefined) => {
@@ -365,14 +414,17 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       start: false,
       privateKey,
       // Listen on any relay we reserve on: the reservation store re-reserves whenever we reconnect to one.
-      addresses: { listen: relays.length > 0 ? ['/p2p-circuit'] : [] },
-      transports: [webSockets(), circuitRelayTransport()],
+      addresses: { listen: relays.length > 0 ? ['/p2p-circuit', ...(direct?.listen ?? [])] : [] },
+      transports: [webSockets(), circuitRelayTransport(), ...(parameters.webRTC ? [parameters.webRTC] : [])],
       connectionEncrypters: [noise()],
       streamMuxers: [yamuxMuxer()],
       // Browsers refuse loopback and private addresses by default, which would rule out a local relay (dev,
       // tests). Our configured relays and circuits are always allowed; other private addresses (which a peer
       // could list in identify) are refused everywhere.
-      connectionGater: { denyDialMultiaddr: (ma) => !relayAddrs.has(withoutPeerId(ma)) && !isCircuit(ma) && isPrivate(ma) === true },
+      // WebRTC addresses only when directConnections.ts dials them, never as libp2p's pick for a dial by PeerId.
+      connectionGater: {
+        denyDialMultiaddr: (ma) => direct?.deniesDial(ma) === true || (!relayAddrs.has(withoutPeerId(ma)) && !isCircuit(ma) && isPrivate(ma) === true),
+      },
       services: {
         identify: identify(),
         pubsub: gossipsub({ allowPublishToZeroTopicPeers: true, runOnLimitedConnection: true, doPX: false }),
@@ -380,6 +432,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     })
     node = created
     running = true
+    direct?.attach(created)
     await created.handle(messageProtocol, handleInbound, { runOnLimitedConnection: true })
     created.addEventListener('connection:open', (e) => onConnection(e.detail))
     created.addEventListener('peer:disconnect', (e) => {
@@ -419,7 +472,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
 
     addresses: circuitAddresses,
 
-    stats: () => ({ knownPeers: peers.size, inboundStreams: inbound.size, ...counters }),
+    stats: () => ({ knownPeers: peers.size, inboundStreams: inbound.size, ...counters, directConnections: direct?.count() ?? 0 }),
 
     start(receive) {
       if (starting) return Promise.reject(new TransportError('transport already started'))
@@ -435,7 +488,9 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       if (!running || !node) throw new TransportClosedError('send')
       if (lines.length === 0) return
       const key = to.toLowerCase()
-      if (!peers.has(key)) throw new PeerUnknownError(to)
+      const known = peers.get(key)
+      if (!known) throw new PeerUnknownError(to)
+      direct?.talkingTo(known.peerId)
       const frames = encodeFrames(lines)
       const previous = sending.get(key) ?? Promise.resolve()
       const current = previous.catch(() => {}).then(() => deliver(to, key, frames))
@@ -467,6 +522,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       starting = undefined
       if (!node) return
       running = false
+      direct?.stop()
       clearInterval(announceTimer)
       clearTimeout(answerTimer)
       for (const state of relayRetry.values()) clearTimeout(state.timer)
