@@ -116,7 +116,10 @@ export function startWebRtcBridge({ maxPeerConnections = MAX_PEER_CONNECTIONS } 
       const { errorText, errorCode, url } = event as RTCPeerConnectionIceErrorEvent
       post({ ev: 'icecandidateerror', pc: handle, errorText, errorCode, url })
     }
-    pc.onconnectionstatechange = () => tellState(handle, pc)
+    pc.onconnectionstatechange = () => {
+      tellState(handle, pc)
+      if (pc.connectionState === 'connected') watchTransports(handle, pc)
+    }
     pc.oniceconnectionstatechange = () => tellState(handle, pc)
     pc.onsignalingstatechange = () => tellState(handle, pc)
     pc.ondatachannel = ({ channel }) => {
@@ -126,6 +129,21 @@ export function startWebRtcBridge({ maxPeerConnections = MAX_PEER_CONNECTIONS } 
       // Open already as it arrives, or soon: the worker hears `open` either way.
       if (channel.readyState === 'open') post({ ev: 'open', ch, id: channel.id })
     }
+  }
+
+  /**
+   * The remote peer closed its end (its page turned WebRTC off or went): its DTLS close or SCTP abort arrives at
+   * once, where the connection's own state would say so only once ICE's consent runs out, many seconds later, and
+   * every stream opened on it meanwhile would wait in vain. So the connection closes as soon as its transports do.
+   */
+  const watchTransports = (handle: string, pc: RTCPeerConnection) => {
+    const sctp = pc.sctp
+    if (!sctp) return
+    const check = () => {
+      if (sctp.state === 'closed' || sctp.transport.state === 'closed' || sctp.transport.state === 'failed') closeConnection(handle, true)
+    }
+    sctp.addEventListener('statechange', check)
+    sctp.transport.addEventListener('statechange', check)
   }
 
   const closeConnection = (handle: string, tell: boolean) => {
