@@ -29,6 +29,7 @@ import { carryErrorCodes } from './comlinkErrors.ts'
 import { API_PATH, WORKER_LOADED } from './names.ts'
 import { loadOrCreateKey, readStoredKey } from './keyStore.ts'
 import { consoleLine, DEFAULT_LOG_LEVEL } from './pageLog.ts'
+import type { WebRtcOptions } from './nodeLibp2p.ts'
 import type { Eip1193Provider, NodeOptions } from './publicTypes.ts'
 import { createRequestActivity } from './requestActivity.ts'
 
@@ -47,8 +48,6 @@ export type NodeWorkerOptions = NodeOptions & {
   webrtc?: WebRtcOptions
 }
 
-/** What the worker gets of the page's WebRTC bridge. */
-export type WebRtcOptions = { port: MessagePort; iceServers: RTCIceServer[] }
 
 export type StartedNode = { address: string; version: string; keyGenerated: boolean }
 
@@ -310,33 +309,7 @@ function transportFor(
       })
   }
   return ({ key }) =>
-    lazyTransport(
-      async () => {
-        // Before libp2p: without WebRTC the node still reaches every peer through the relays.
-        const webRTC = webrtc
-          ? await loadWebRtc(webrtc).catch((error: unknown) => {
-              warn('WebRTC did not load: every message goes through the relays', error)
-              return undefined
-            })
-          : undefined
-        const { createLibp2pTransport } = await import('../src/transport/libp2p/libp2pTransport.ts')
-        return createLibp2pTransport({ privateKey: key, relays, ...(webRTC ? { webRTC } : {}) })
-      },
-      { background: true, loadWhen, onError },
-    )
-}
-
-/**
- * libp2p's WebRTC transport, its RTCPeerConnections the page's (remoteRtc.ts): the stand-in is in place before
- * @libp2p/webrtc is imported, since it reads RTCPeerConnection from globalThis as it loads. Both load here only,
- * with libp2p, in chunks of their own.
- */
-async function loadWebRtc({ port, iceServers }: WebRtcOptions) {
-  if (typeof globalThis.RTCPeerConnection === 'function') port.close()
-  else (await import('./remoteRtc.ts')).installRemoteRtc(port)
-  const { webRTC } = await import('@libp2p/webrtc')
-  // Always given, even empty: without it @libp2p/webrtc asks four public STUN servers of its choosing.
-  return webRTC({ rtcConfiguration: { iceServers } })
+    lazyTransport(async () => (await import('./nodeLibp2p.ts')).createNodeLibp2p({ key, relays, webrtc, warn }), { background: true, loadWhen, onError })
 }
 
 export type NodeWorkerApi = typeof api

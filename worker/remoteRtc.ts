@@ -186,7 +186,7 @@ export class RemotePeerConnection extends EventTarget {
   readonly #configuration: RTCConfiguration
   readonly #channels = new Set<RemoteDataChannel>()
 
-  constructor(configuration: RTCConfiguration = {}, bridge: Bridge = currentBridge()) {
+  constructor(configuration: RTCConfiguration, bridge: Bridge) {
     super()
     this.#bridge = bridge
     this.#handle = bridge.handle()
@@ -437,11 +437,14 @@ export class RemoteDataChannel extends EventTarget {
 }
 defineHandlers(RemoteDataChannel, ['open', 'message', 'closing', 'close', 'error', 'bufferedamountlow'])
 
-let installed: Bridge | undefined
-
-function currentBridge(): Bridge {
-  if (!installed) throw new RtcBridgeError('no WebRTC bridge to a page: this worker has no RTCPeerConnection')
-  return installed
+/** RTCPeerConnection whose connections are made at the other end of `port` (webrtcBridge.ts). */
+export function remotePeerConnection(port: MessagePort): new (configuration?: RTCConfiguration) => RemotePeerConnection {
+  const bridge = new Bridge(port)
+  return class extends RemotePeerConnection {
+    constructor(configuration: RTCConfiguration = {}) {
+      super(configuration, bridge)
+    }
+  }
 }
 
 /**
@@ -449,6 +452,9 @@ function currentBridge(): Bridge {
  * (the worker's end of webrtcBridge.ts): before @libp2p/webrtc is imported, which reads them as it loads.
  */
 export function installRemoteRtc(port: MessagePort): void {
-  installed = new Bridge(port)
-  Object.assign(globalThis, { RTCPeerConnection: RemotePeerConnection, RTCSessionDescription: RemoteSessionDescription, RTCIceCandidate: RemoteIceCandidate })
+  Object.assign(globalThis, {
+    RTCPeerConnection: remotePeerConnection(port),
+    RTCSessionDescription: RemoteSessionDescription,
+    RTCIceCandidate: RemoteIceCandidate,
+  })
 }
