@@ -1,4 +1,5 @@
 import { withTimeout } from '../waits.ts'
+import { SerialByKey } from '../serialByKey.ts'
 import { BaseError, ExecutionRevertedError, InsufficientFundsError, type Address, type Hex } from 'viem'
 import { broadcast, signAttempt } from './broadcast.ts'
 import type { ChainClient } from './chainClient.ts'
@@ -347,21 +348,9 @@ export function createTransactionQueue(
     return withTimeout(done, ms, () => new ConfirmationTimeoutError(t.entry.mined?.blockNumber, tracker.lastHead ?? 0n, ms))
   }
 
-  const sections = new Map<string, Promise<unknown>>()
-  function exclusive<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = sections.get(key) ?? Promise.resolve()
-    const run = previous.then(task, task)
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    )
-    sections.set(key, settled)
-    // Forget the key once the last task queued on it is done.
-    void settled.then(() => {
-      if (sections.get(key) === settled) sections.delete(key)
-    })
-    return run
-  }
+  /** One section at a time per key (`exclusive`). */
+  const sections = new SerialByKey()
+  const exclusive = <T>(key: string, task: () => Promise<T>): Promise<T> => sections.run(key, task)
 
   return {
     send,

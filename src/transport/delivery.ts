@@ -1,12 +1,13 @@
 import type { Address, Hex } from 'viem'
 import type { InvalidMessageError, InvalidSignatureError } from '../protocol/errors.ts'
-import { takesNonce } from '../protocol/channel/usedNonce.ts'
 import { decodeMessage, type DecodedMessage } from '../protocol/messages/sign.ts'
 import type { Message, Signed } from '../protocol/messages/types.ts'
 import type { OutboxRecord } from '../storage/storage.ts'
 import { awaitsStateAnswer, retrievableId } from './acknowledgement.ts'
 import { defaultBackoff, type Backoff } from './backoff.ts'
-import { OutboxQueues, type PendingMessage } from './outboxQueues.ts'
+import { Flusher } from './flusher.ts'
+import { OutboxQueues } from './outboxQueues.ts'
+import { ReceivedLedger } from './receivedLedger.ts'
 import { RecentMap } from './recentMap.ts'
 import type { Transport } from './transport.ts'
 
@@ -108,45 +109,47 @@ export type Delivery = {
   stop(): Promise<void>
 }
 
-/** When a received message was last handed up, and (if the handler said) when that hand-up became durable. */
-/** `signature`: of the copy handed up (lower case), which a message under the same id must carry to be a resend of it. */
-/** `durable`: the handler's promise for it resolved (the state machine has it); until then a resend is not handed up again. */
-type Received = { handedAt: number; signature: string; applied?: Promise<unknown>; failed?: boolean; durable?: boolean }
-
-/** Creates the delivery layer between the runtime and `transport`. */
+/** Creates the delivery layer between the runtime and `transport`: its flusher sends, its ledger of what was received dedupes. */
 export function createDelivery(parameters: DeliveryParameters): Delivery {
   const { transport, sign, onMessage, log } = parameters
   let onAcknowledged = parameters.onAcknowledged
   const now = parameters.now ?? Date.now
   const backoff: Backoff = { ...defaultBackoff, ...parameters.backoff }
   const memory = parameters.memory ?? 4096
-  const redeliverAfterMs = parameters.redeliverAfterMs ?? 5_000
   const me = parameters.address.toLowerCase()
 
   const queues = new OutboxQueues(backoff)
-  /** Received messages by `signer|type|id` and by signature (two keys each). */
-  const received = new RecentMap<string, Received>(memory * 2)
-  /** Our answers (Processed, WithdrawConfirmation) by `peer|id`, to repeat at once when the peer resends. */
-  const answers = new RecentMap<string, Message[]>(memory)
   /** Lines already decoded and verified, by their exact text. */
   const verified = new RecentMap<string, DecodedMessage>(memory)
-  /** One-shot messages (Delivered, repeated answers) for the next flush: never queued, never retried. */
-  const oneShot = new Map<string, { to: Address; messages: Message[] }>()
-  const stats: DeliveryStats = { pending: 0, sendCalls: 0, linesSent: 0, retries: 0, received: 0, invalid: 0, duplicates: 0, redelivered: 0, acknowledged: 0 }
+  const counts = { received: 0, invalid: 0, acknowledged: 0 }
 
   let started = false
   let stopped = false
-  let flushScheduled = false
-  let flushing: Promise<void> | undefined
-  /** The last send to each peer (lowercase address) still under way. */
-  const sending = new Map<string, Promise<void>>()
-  let flushAgain = false
-  let timer: ReturnType<typeof setTimeout> | undefined
   let receiving: Promise<void> = Promise.resolve()
   let resumeWhen: (() => Promise<unknown>) | undefined
+
+  const acknowledge = (keys: string[]) => {
+    if (keys.length === 0) return
+    counts.acknowledged += keys.length
+    try {
+      onAcknowledged!(keys)
+    } catch (error) {
+      log?.({ type: 'handlerFailed', error })
+    }
+  }
+
+  const flusher = new Flusher({ queues, sign, send: (to, lines) => transport.send(to, lines), finished: acknowledge, now, ...(log ? { log } : {}) })
+  const ledger = new ReceivedLedger({
+    handUp: onMessage,
+    onHandlerFailed: (error) => log?.({ type: 'handlerFailed', error }),
+    memory,
+    redeliverAfterMs: parameters.redeliverAfterMs ?? 5_000,
+    now,
+  })
+
   const releaseWhen = (when: () => Promise<unknown>) => {
     const release = () => {
-      if (queues.release() > 0) scheduleFlush()
+      if (queues.release() > 0) flusher.schedule()
     }
     Promise.resolve().then(when).then(release, release)
   }
@@ -155,218 +158,20 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     if (stopped) return
     const t = now()
     for (const record of records) {
-      rememberAnswer(record)
+      ledger.answering(record)
       queues.add(record, t, held)
     }
-    scheduleFlush()
-  }
-
-  const acknowledge = (keys: string[]) => {
-    if (keys.length === 0) return
-    stats.acknowledged += keys.length
-    try {
-      onAcknowledged!(keys)
-    } catch (error) {
-      log?.({ type: 'handlerFailed', error })
-    }
-  }
-
-  const sendOnce = (to: Address, message: Message) => {
-    const slot = oneShot.get(to.toLowerCase())
-    if (slot) slot.messages.push(message)
-    else oneShot.set(to.toLowerCase(), { to, messages: [message] })
-  }
-
-  const rememberAnswer = (record: OutboxRecord) => {
-    const type = record.message.type
-    if (type !== 'Processed' && type !== 'WithdrawConfirmation') return
-    const key = `${record.recipient.toLowerCase()}|${record.message.message_identifier}`
-    answers.set(key, [...(answers.get(key) ?? []).filter((m) => m.type !== type), record.message])
-  }
-
-  // Batching: everything enqueued or answered in the same tick goes out in one flush, one send per peer.
-  const scheduleFlush = () => {
-    if (!started || stopped || flushScheduled) return
-    flushScheduled = true
-    queueMicrotask(() => {
-      flushScheduled = false
-      void flush()
-    })
-  }
-
-  const flush = (): Promise<void> => {
-    if (flushing) {
-      flushAgain = true
-      return flushing
-    }
-    flushing = (async () => {
-      do {
-        flushAgain = false
-        await flushOnce()
-      } while (flushAgain && !stopped)
-    })().finally(() => {
-      flushing = undefined
-      armTimer()
-    })
-    return flushing
-  }
-
-  const lineOf = async (p: PendingMessage): Promise<string | undefined> => {
-    if (p.line === undefined) {
-      try {
-        p.line = await sign(p.record.message)
-      } catch (error) {
-        log?.({ type: 'signFailed', key: p.record.key, error })
-        return undefined
-      }
-    }
-    return p.line
-  }
-
-  /**
-   * Hands `lines` to the transport after the send to `peer` under way, if any: batches to one peer keep their order,
-   * and a peer whose send takes long (a stalled stream waits up to the transport's timeout) holds up no other peer's
-   * messages, nor the next flush.
-   */
-  const sendToPeer = (peer: string, to: Address, lines: string[]): Promise<void> => {
-    const previous = sending.get(peer) ?? Promise.resolve()
-    const send = previous.then(() =>
-      transport.send(to, lines).catch((error: unknown) => {
-        log?.({ type: 'sendFailed', to, error })
-      }),
-    )
-    sending.set(peer, send)
-    void send.then(() => {
-      if (sending.get(peer) === send) sending.delete(peer)
-    })
-    return send
-  }
-
-  const flushOnce = async () => {
-    if (stopped) return
-    const { due, finished } = queues.takeDue(now())
-    const extra = new Map(oneShot)
-    oneShot.clear()
-    const peers = new Set([...extra.keys(), ...due.keys()])
-    const sends: Promise<void>[] = []
-    await Promise.all(
-      [...peers].map(async (peer) => {
-        const pendings = due.get(peer) ?? []
-        const to = extra.get(peer)?.to ?? pendings[0]!.record.recipient
-        const lines: string[] = []
-        for (const message of extra.get(peer)?.messages ?? []) {
-          try {
-            lines.push(await sign(message))
-          } catch (error) {
-            log?.({ type: 'signFailed', key: `one-shot ${message.type}`, error })
-          }
-        }
-        for (const p of pendings) {
-          const line = await lineOf(p)
-          if (line === undefined) continue
-          lines.push(line)
-          if (p.sends > 1) stats.retries++
-        }
-        if (lines.length === 0 || stopped) return
-        stats.sendCalls++
-        stats.linesSent += lines.length
-        sends.push(sendToPeer(peer, to, lines))
-      }),
-    )
-    // What is sent once is done once it is handed to the transport.
-    if (finished.length)
-      void Promise.all(sends).then(() => {
-        // Once stopped, the store may be closing: they stay in the outbox, and the next start sends them again.
-        if (!stopped) acknowledge(finished)
-      })
-  }
-
-  const armTimer = () => {
-    if (timer !== undefined) clearTimeout(timer)
-    timer = undefined
-    if (!started || stopped) return
-    const next = queues.nextDueAt()
-    if (next === undefined) return
-    timer = setTimeout(
-      () => {
-        timer = undefined
-        void flush()
-      },
-      Math.max(0, next - now()),
-    )
-  }
-
-  /**
-   * Hands a message up unless it is a resend already handed up; answers what we already answered. Returns when
-   * the message (or its first copy) is durably applied, if the handler tells. For a message that takes a nonce, a
-   * resend is the same signed message: another one under an id already seen (a partner's second message under a
-   * nonce) is handed up for the core to compare, and never answered with what the first got (docs/decisions/0029).
-   */
-  const handUp = (message: Signed<Message>, signer: Address, id: bigint | undefined, signerKey: Hex): Promise<unknown> | undefined => {
-    const byId = id === undefined ? undefined : `${signer.toLowerCase()}|${message.type}|${id}`
-    const bySignature = message.signature.toLowerCase()
-    const sameId = byId === undefined ? undefined : received.get(byId)
-    const prior = (sameId && (sameId.signature === bySignature || !takesNonce(message)) ? sameId : undefined) ?? received.get(bySignature)
-    if (prior?.failed) {
-      // Applying it failed (the handler reported why): this resend is the next chance.
-      prior.handedAt = now()
-      return hand(prior, message, signer, signerKey)
-    }
-    if (prior) {
-      stats.duplicates++
-      const answered = id === undefined ? undefined : answers.get(`${signer.toLowerCase()}|${id}`)
-      if (answered) {
-        // Our Processed (or confirmation) was lost or is still retrying: repeat it now rather than at its next retry.
-        for (const answer of answered) sendOnce(signer, answer)
-        return prior.applied
-      }
-      // Still being applied (a busy machine: its commit waits): the state machine has not had it yet, nothing to redo.
-      const applying = prior.applied !== undefined && !prior.durable
-      if (!awaitsStateAnswer(message) || applying || now() - prior.handedAt < redeliverAfterMs) return prior.applied
-      prior.handedAt = now()
-      stats.redelivered++
-      return hand(prior, message, signer, signerKey)
-    }
-    const entry: Received = { handedAt: now(), signature: bySignature }
-    // The first message under an id keeps it: a resend of that one is still recognised (and answered) by it.
-    if (byId !== undefined && !sameId) received.set(byId, entry)
-    received.set(bySignature, entry)
-    return hand(entry, message, signer, signerKey)
-  }
-
-  const hand = (entry: Received, message: Signed<Message>, signer: Address, signerKey: Hex): Promise<unknown> | undefined => {
-    entry.failed = false
-    entry.applied = undefined
-    entry.durable = false
-    try {
-      const applied = onMessage(message, signer, signerKey)
-      if (!applied) return undefined
-      entry.applied = applied
-      applied.then(
-        () => {
-          if (entry.applied === applied) entry.durable = true
-        },
-        () => {},
-      )
-      // A failed apply is the handler's to report; here it only means no Delivered, and the next resend is handed up.
-      applied.catch(() => {
-        if (entry.applied === applied) entry.failed = true
-      })
-      return applied
-    } catch (error) {
-      log?.({ type: 'handlerFailed', error })
-      return undefined
-    }
+    flusher.schedule()
   }
 
   /** Delivered(id) to `to`, once `applied` (if any) has made the message durable. */
   const deliveredAfter = (to: Address, id: bigint, applied: Promise<unknown> | undefined) => {
     const delivered: Message = { type: 'Delivered', delivered_message_identifier: id }
-    if (!applied) return sendOnce(to, delivered)
+    if (!applied) return flusher.sendOnce(to, delivered)
     applied.then(
       () => {
-        sendOnce(to, delivered)
-        scheduleFlush()
+        flusher.sendOnce(to, delivered)
+        flusher.schedule()
       },
       () => {},
     )
@@ -382,7 +187,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         try {
           decoded = await decodeMessage(line)
         } catch (error) {
-          stats.invalid++
+          counts.invalid++
           log?.({ type: 'invalidLine', from, line, error: error as Error })
           continue
         }
@@ -390,11 +195,11 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
       }
       const { message, signer } = decoded
       if (signer.toLowerCase() === me) {
-        stats.invalid++
+        counts.invalid++
         log?.({ type: 'ownMessage', from, line })
         continue
       }
-      stats.received++
+      counts.received++
       // A node keeps nobody's monitoring requests (a monitoring service does, with its own intake): none is handed
       // up, and none acknowledged, which would tell the requester it is guarded when it is not.
       if (message.type === 'RequestMonitoring') continue
@@ -408,14 +213,15 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         continue
       }
       if (message.type === 'WithdrawConfirmation') done.push(...queues.withdrawConfirmed(signer, message.message_identifier))
-      const applied = handUp(message, signer, id, decoded.signerKey)
+      const { applied, repeat } = ledger.take(message, signer, id, decoded.signerKey)
+      for (const answer of repeat) flusher.sendOnce(signer, answer)
       // Delivered answers, for duplicates too (docs/protocol.md §3.5), what nothing else acknowledges: not balance proofs and
       // withdraw messages (their Processed or confirmation does), and not Processed (never retried). It goes
       // once the message is durable, at once if the handler does not say when.
       if (id !== undefined && !awaitsStateAnswer(message)) deliveredAfter(signer, id, applied)
     }
     acknowledge(done)
-    scheduleFlush()
+    flusher.schedule()
   }
 
   return {
@@ -423,9 +229,10 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
       if (started) return
       if (!onAcknowledged) throw new Error('delivery starts once its acknowledgements are heard (onAcknowledged)')
       started = true
+      flusher.start()
       transport.onPeerSeen?.((peer, publicKey) => {
         if (publicKey) parameters.onPeerKey?.(peer, publicKey)
-        if (queues.peerSeen(peer, now()) > 0) scheduleFlush()
+        if (queues.peerSeen(peer, now()) > 0) flusher.schedule()
       })
       await transport.start((lines, from) => {
         if (stopped) return
@@ -433,7 +240,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         receiving = receiving.then(() => receive(lines, from))
       })
       if (resumeWhen) releaseWhen(resumeWhen)
-      scheduleFlush()
+      flusher.schedule()
     },
 
     onAcknowledged(listener) {
@@ -464,16 +271,13 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     },
 
     stats() {
-      return { ...stats, pending: queues.size }
+      return { ...counts, ...flusher.stats, duplicates: ledger.duplicates, redelivered: ledger.redelivered, pending: queues.size }
     },
 
     async stop() {
       if (stopped) return
       stopped = true
-      if (timer !== undefined) clearTimeout(timer)
-      timer = undefined
-      await flushing
-      await Promise.all(sending.values())
+      await flusher.stop()
       await receiving
       await transport.stop()
     },

@@ -18,6 +18,8 @@ export type PendingMessage = {
   sends: number
   /** The signed wire line, made on the first send: signing is deterministic, so it never changes. */
   line?: string
+  /** Its last send failed: the transport did not take it (the peer was out of reach), so it is not in flight. */
+  lost: boolean
   /**
    * Left by the last run and not to be sent on its own until `release`, even to a peer seen again: it still goes
    * with a later message of its channel queue, which the receiver accepts only after it.
@@ -67,6 +69,7 @@ export class OutboxQueues {
       nextAttemptAt: now,
       sends: 0,
       held,
+      lost: false,
     })
     return true
   }
@@ -111,11 +114,31 @@ export class OutboxQueues {
     return count
   }
 
+  /** The transport failed to take these (`takeDue`'s): they are not in flight, and go along with their successors. */
+  lost(messages: readonly PendingMessage[]): void {
+    for (const p of messages) if (this.#pending.get(p.record.key) === p) p.lost = true
+  }
+
+  /**
+   * The transport took a send to `peer`: it is in reach again, so what was lost on the way to it is due now, not at
+   * its backoff timer (a minute away after a long cut). Returns how many.
+   */
+  reached(peer: string, now: number): number {
+    let count = 0
+    for (const p of this.#pending.values())
+      if (p.lost && p.peer === peer.toLowerCase() && !p.held && p.nextAttemptAt > now) {
+        p.nextAttemptAt = now
+        count++
+      }
+    return count
+  }
+
   /**
    * Takes what is due at `now` and schedules its next attempt. In a channel queue a due retry brings along the
    * messages before it, in nonce order: the receiver accepts a balance proof only after its predecessors, so
    * resending one alone is useless if an earlier one was lost. First sends go alone (the earlier ones are in
-   * flight), but for the held ones before them. Messages nothing acknowledges (no id: `retrievableId`) are sent
+   * flight), but for the held ones before them and those whose last send was `lost` (after a cut, a new payment's
+   * proof would otherwise go first and be refused for a nonce gap). Messages nothing acknowledges (no id: `retrievableId`) are sent
    * once and listed in `finished`, and so is Processed: a lost Processed shows as a resend of what it
    * acknowledged, which is answered with it again (as the light client does), so it needs no Delivered and no
    * retry of its own.
@@ -141,10 +164,11 @@ export class OutboxQueues {
       while (last >= 0 && (list[last]!.held || list[last]!.nextAttemptAt > now)) last--
       if (last < 0) continue
       const retrying = list.slice(0, last + 1).some((p) => p.nextAttemptAt <= now && p.attempts > 0)
-      chosen.push(...list.slice(0, last + 1).filter((p) => retrying || p.held || p.nextAttemptAt <= now))
+      chosen.push(...list.slice(0, last + 1).filter((p) => retrying || p.held || p.lost || p.nextAttemptAt <= now))
     }
     for (const p of chosen) {
       p.held = false
+      p.lost = false
       p.attempts++
       p.sends++
       p.nextAttemptAt = now + retryDelay(this.backoff, p.attempts)

@@ -1,29 +1,21 @@
-import { circuitRelayTransport } from '@libp2p/circuit-relay-v2'
-import { gossipsub, TopicValidatorResult, type GossipSub, type Message as PubsubMessage } from '@libp2p/gossipsub'
-import { identify } from '@libp2p/identify'
-import type { Connection, PeerId, Stream } from '@libp2p/interface'
-import { noise } from '@libp2p/noise'
-import { peerIdFromString } from '@libp2p/peer-id'
-import { isPrivate, lpStream, type LengthPrefixedStream } from '@libp2p/utils'
-import { webSockets } from '@libp2p/websockets'
-import { yamuxMuxer } from './yamuxMuxer.ts'
-import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
+import { TopicValidatorResult, type Message as PubsubMessage } from '@libp2p/gossipsub'
+import type { Connection, Stream } from '@libp2p/interface'
+import { lpStream } from '@libp2p/utils'
 import { createLibp2p, type Libp2p, type Libp2pOptions } from 'libp2p'
 import type { Address, Hex } from 'viem'
-import {
-  InvalidRelayAddressError,
-  MissingRuntimeFeatureError,
-  PeerUnknownError,
-  PeerUnreachableError,
-  TransportClosedError,
-  TransportError,
-} from '../errors.ts'
+import { MissingRuntimeFeatureError, PeerUnknownError, TransportClosedError, TransportError } from '../errors.ts'
 import type { Transport } from '../transport.ts'
-import { createDirectConnections, isWebRtc, type DirectConnectionsLogEvent } from './directConnections.ts'
+import { Announcer } from './announcer.ts'
+import { createDirectConnections, type DirectConnectionsLogEvent } from './directConnections.ts'
 import { decodeFrame, encodeFrames, maxFrameBytes } from './frames.ts'
+import { libp2pOptions, type Services } from './libp2pOptions.ts'
+import { OutboundStreams } from './outboundStreams.ts'
+import { PeerDirectory, type Heard } from './peerDirectory.ts'
 import { addressOfPeer, identityOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
-import { encodeAnnouncement, maxClockSkewMs, readAnnouncement } from './presence.ts'
+import { readAnnouncement } from './presence.ts'
 import { messageProtocol, presenceTopic as defaultPresenceTopic } from './protocol.ts'
+import { parseRelay } from './relayAddress.ts'
+import { RelayKeeper } from './relayKeeper.ts'
 
 export type Libp2pTransportParameters = {
   /** The node's Ethereum private key: it is also its libp2p identity (secp256k1). */
@@ -46,7 +38,7 @@ export type Libp2pTransportParameters = {
    * libp2p's WebRTC transport (`webRTC()` of @libp2p/webrtc), where the host has WebRTC (a page, through its bridge:
    * worker/remoteRtc.ts): the node listens on `/webrtc` too and announces those addresses, and its messages to a peer
    * that announces one move to a direct connection once it is up; the relay stays the way meanwhile and after
-   * (directConnections.ts, docs/decisions/0061).
+   * (directConnections.ts, docs/decisions/0063).
    */
   webRTC?: NonNullable<Libp2pOptions['transports']>[number]
 }
@@ -54,6 +46,7 @@ export type Libp2pTransportParameters = {
 export type Libp2pTransportLogEvent =
   | { type: 'relayConnected'; relay: string }
   | { type: 'relayLost'; relay: string; error?: unknown }
+  | { type: 'relayBack'; relay: string }
   | { type: 'reserved'; addresses: string[] }
   | { type: 'noReservation'; afterMs: number }
   | { type: 'announced'; addresses: string[] }
@@ -83,32 +76,6 @@ export type Libp2pTransportStats = {
   directConnections: number
 }
 
-type Services = { identify: unknown; pubsub: GossipSub }
-
-/** A peer we know how to reach: from its presence announcement, or from a connection it opened to us. */
-type KnownPeer = { peerId: PeerId; session?: string; ts: number }
-
-type Outbound = { stream: Stream; lp: LengthPrefixedStream<Stream> }
-
-const isCircuit = (ma: Multiaddr) => ma.toString().includes('/p2p-circuit')
-const withoutPeerId = (ma: Multiaddr) => ma.toString().replace(/\/p2p\/[^/]+$/, '')
-const randomId = () => Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, '0')).join('')
-
-function parseRelay(address: string): { addr: Multiaddr; peerId: PeerId } {
-  let addr: Multiaddr
-  try {
-    addr = multiaddr(address)
-  } catch (error) {
-    throw new InvalidRelayAddressError(address, `is not a multiaddr (${(error as Error).message})`)
-  }
-  const id = addr
-    .getComponents()
-    .filter((c) => c.name === 'p2p')
-    .pop()?.value
-  if (!id) throw new InvalidRelayAddressError(address, 'has no /p2p/<relay peer id>')
-  return { addr, peerId: peerIdFromString(id) }
-}
-
 function checkRuntime() {
   if (typeof (Promise as { withResolvers?: unknown }).withResolvers !== 'function') throw new MissingRuntimeFeatureError('Promise.withResolvers')
   if (typeof globalThis.WebSocket !== 'function') throw new MissingRuntimeFeatureError('globalThis.WebSocket')
@@ -125,150 +92,88 @@ function checkRuntime() {
  * offline one within milliseconds (the relay has no reservation for it): the delivery layer retries, and resends
  * when `onPeerSeen` reports the peer (an announcement, or an inbound connection).
  *
+ * The parts, each in its module: the libp2p configuration (`libp2pOptions.ts`), the relay keeper
+ * (`relayKeeper.ts`), the peer directory (`peerDirectory.ts`), the announcer (`announcer.ts`) and the outbound
+ * streams (`outboundStreams.ts`), and with WebRTC the direct connections (`directConnections.ts`); here they are
+ * wired to one libp2p node, with the inbound streams.
+ *
  * Runs in browsers (page and worker) and in Node; Node 20 needs nodePolyfills.ts imported first.
  */
 export function createLibp2pTransport(parameters: Libp2pTransportParameters): Libp2pTransport {
   const { log } = parameters
   const topic = parameters.presenceTopic ?? defaultPresenceTopic
-  const announceIntervalMs = parameters.announceIntervalMs ?? 30_000
   const dialTimeoutMs = parameters.dialTimeoutMs ?? 5_000
-  const sendTimeoutMs = parameters.sendTimeoutMs ?? 10_000
   const startTimeoutMs = parameters.startTimeoutMs ?? 10_000
   const privateKey = libp2pPrivateKey(parameters.privateKey)
   const ownPeerId = peerIdOfKey(parameters.privateKey)
-  const me = addressOfPeer(ownPeerId)!.toLowerCase()
   const relays = parameters.relays.map(parseRelay)
-  const relayIds = new Set(relays.map((r) => r.peerId.toString()))
-  const relayAddrs = new Set(relays.map((r) => withoutPeerId(r.addr)))
-  let session = randomId()
-
-  const peerListeners: ((peer: Address, publicKey?: Hex) => void)[] = []
-  /** Known peers by lowercase address. */
-  const peers = new Map<string, KnownPeer>()
-  /** Peers to open a stream to as soon as they are known (`connect` before they were seen); lowercase addresses. */
-  const wanted = new Set<string>()
-  /** The outbound stream to each peer (lowercase address), open or being opened. */
-  const outbound = new Map<string, Promise<Outbound>>()
-  /** Per peer, the send in progress: batches to one peer go out in order. */
-  const sending = new Map<string, Promise<void>>()
-  const inbound = new Set<Stream>()
-  const relayRetry = new Map<string, { timer?: ReturnType<typeof setTimeout>; dialing?: boolean; delay: number }>()
 
   let node: Libp2p<Services> | undefined
   /** The start in progress or done; cleared by stop, so that the transport can start again. */
   let starting: Promise<void> | undefined
   let running = false
-  let announceTimer: ReturnType<typeof setInterval> | undefined
-  let answerTimer: ReturnType<typeof setTimeout> | undefined
   let onMessages: (lines: string[], from: Address) => void = () => {}
-  const counters = { streamsOpened: 0, framesSent: 0, framesReceived: 0 }
+  const inbound = new Set<Stream>()
+  let framesReceived = 0
+
+  const directory = new PeerDirectory({ me: addressOfPeer(ownPeerId)!, relays, ...(log ? { log } : {}) })
+  const keeper = new RelayKeeper({
+    relays,
+    dialTimeoutMs,
+    // Back on a relay after losing it (a relay restart, a link cut): every peer may be reachable again from here, so
+    // what waits for them goes now, not at its backoff timer (up to a minute away after a long cut).
+    onRelayBack: (relay) => {
+      log?.({ type: 'relayBack', relay: relay.addr.toString() })
+      if (running) directory.reportAll()
+    },
+    ...(log ? { log } : {}),
+  })
+  const announcer = new Announcer({
+    publish: (data) => node!.services.pubsub.publish(topic, data),
+    addresses: () => keeper.circuitAddresses(),
+    intervalMs: parameters.announceIntervalMs ?? 30_000,
+    ...(log ? { log } : {}),
+  })
+  const streams = new OutboundStreams({
+    dial: (peerId, signal) => node!.dialProtocol(peerId, messageProtocol, { signal, runOnLimitedConnection: true }),
+    lookup: (peer) => (running && node ? directory.peerId(peer) : undefined),
+    dialTimeoutMs,
+    sendTimeoutMs: parameters.sendTimeoutMs ?? 10_000,
+    ...(log ? { log } : {}),
+  })
+
   // WebRTC, when the host has it: a direct connection up moves a peer's next batch to it (a new stream, which libp2p
   // opens on the direct connection); its last one closed makes what waits for the peer due at once, through the relay.
   const direct = parameters.webRTC
     ? createDirectConnections({
         self: ownPeerId,
-        ...(log ? { log } : {}),
-        onChange: (peer, up) => {
-          const identity = identityOfPeer(peer)
+        onChange: (peerId, up) => {
+          const identity = identityOfPeer(peerId)
           if (!identity || !running) return
-          if (up) retireOutbound(identity.address.toLowerCase())
-          else seen(identity.address, 'connection', identity.publicKey)
+          if (up) streams.retire(identity.address)
+          else void learn({ ...identity, peerId, how: 'connection', addrs: [], newSession: false })
         },
+        ...(log ? { log } : {}),
       })
     : undefined
 
-  const seen = (peer: Address, how: 'presence' | 'connection', publicKey: Hex | undefined) => {
-    log?.({ type: 'peerSeen', peer, how })
-    const key = peer.toLowerCase()
-    if (wanted.delete(key)) warm(key)
-    for (const listener of peerListeners) {
-      try {
-        listener(peer, publicKey)
-      } catch {
-        // A listener's failure is its own; the others still hear of the peer.
-      }
-    }
-  }
-
-  const circuitAddresses = () => (node ? node.getMultiaddrs().filter(isCircuit).map(String) : [])
-
-  const announce = () => {
-    if (!running || !node) return
-    const addrs = circuitAddresses()
-    if (addrs.length === 0) return // not reachable yet: announcing would only make peers dial in vain
-    node.services.pubsub.publish(topic, encodeAnnouncement({ v: 1, session, addrs, ts: Date.now() })).then(
-      () => log?.({ type: 'announced', addresses: addrs }),
-      (error) => log?.({ type: 'streamFailed', error }),
-    )
-  }
-
-  /** Announce soon, once for a burst of reasons (several newcomers, a new reservation and a new subscriber). */
-  const announceSoon = () => {
-    if (answerTimer !== undefined || !running) return
-    answerTimer = setTimeout(
-      () => {
-        answerTimer = undefined
-        announce()
-      },
-      20 + Math.random() * 80,
-    )
-  }
-
-  const onPresence = async (msg: PubsubMessage) => {
-    if (msg.topic !== topic || msg.type !== 'signed') return
-    const identity = identityOfPeer(msg.from)
-    const address = identity?.address
-    if (!address || address.toLowerCase() === me) return
-    const announcement = readAnnouncement(msg.data)
-    if (!announcement || Math.abs(announcement.ts - Date.now()) > maxClockSkewMs) return
-    const key = address.toLowerCase()
-    const known = peers.get(key)
-    if (known && announcement.ts <= known.ts) return // a late copy or a replay of an older announcement
-    peers.set(key, { peerId: msg.from, session: announcement.session, ts: announcement.ts })
-    // Only circuit addresses that end at the announcer itself: an announcement must not make us dial anything else.
-    const addrs = announcement.addrs.flatMap((a) => {
-      try {
-        const ma = multiaddr(a)
-        return isCircuit(ma) && ma.toString().endsWith(`/p2p-circuit/p2p/${msg.from}`) ? [ma] : []
-      } catch {
-        return []
-      }
-    })
-    // And its WebRTC addresses, signalled through a relay to the announcer, for the direct connections alone.
-    direct?.noteAddresses(
-      msg.from,
-      announcement.addrs.flatMap((a) => {
-        try {
-          const ma = multiaddr(a)
-          return isWebRtc(ma) && ma.toString().endsWith(`/p2p-circuit/webrtc/p2p/${msg.from}`) ? [ma] : []
-        } catch {
-          return []
-        }
-      }),
-    )
-    // Stored before the peer is reported: the delivery layer dials it at once.
-    if (addrs.length > 0) await node?.peerStore.merge(msg.from, { multiaddrs: addrs }).catch(() => {})
+  /** A peer heard of: where to dial it goes into the peer store first (delivery dials it at once), then it is reported. */
+  const learn = async (heard: Heard | undefined) => {
+    if (!heard) return
+    if (heard.webrtcAddrs) direct?.noteAddresses(heard.peerId, heard.webrtcAddrs)
+    if (heard.addrs.length > 0) await node?.peerStore.merge(heard.peerId, { multiaddrs: heard.addrs }).catch(() => {})
     if (!running) return
     // A newcomer (or a peer back from a restart) does not know us yet: tell it, so it can send what it holds for us.
-    if (known?.session !== announcement.session) announceSoon()
-    seen(address, 'presence', identity.publicKey)
+    if (heard.newSession) announcer.soon()
+    if (directory.report(heard)) streams.warm(heard.address)
   }
 
-  /** A peer that connects to us is online now, and reachable over that connection. */
-  const onConnection = (connection: Connection) => {
-    if (connection.direction !== 'inbound' || relayIds.has(connection.remotePeer.toString())) return
-    const identity = identityOfPeer(connection.remotePeer)
-    if (!identity) return
-    const { address } = identity
-    const key = address.toLowerCase()
-    if (!peers.has(key)) {
-      peers.set(key, { peerId: connection.remotePeer, ts: 0 })
-      // Where to dial it once this connection is gone: through our relays, where it must hold a reservation.
-      const circuits = relays.map((r) => multiaddr(`${r.addr}/p2p-circuit/p2p/${connection.remotePeer}`))
-      void node?.peerStore.merge(connection.remotePeer, { multiaddrs: circuits }).catch(() => {})
-    }
-    seen(address, 'connection', identity.publicKey)
+  const onPresence = (msg: PubsubMessage) => {
+    if (msg.topic !== topic || msg.type !== 'signed') return
+    void learn(directory.announced(msg.from, msg.data))
   }
+
+  const onConnection = (connection: Connection) => void learn(directory.connected(connection.remotePeer, connection.direction))
 
   const handleInbound = async (stream: Stream, connection: Connection) => {
     const from = addressOfPeer(connection.remotePeer)
@@ -282,7 +187,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       for (;;) {
         const frame = await lp.read()
         const lines = decodeFrame(frame.subarray())
-        counters.framesReceived++
+        framesReceived++
         if (!lines) {
           log?.({ type: 'invalidFrame', from })
           stream.abort(new TransportError('invalid frame'))
@@ -297,182 +202,49 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     }
   }
 
-  /** The next batch to the peer opens a new stream; this one closes once the batch being written is out. */
-  const retireOutbound = (key: string) => {
-    const opening = outbound.get(key)
-    if (!opening) return
-    outbound.delete(key)
-    void (sending.get(key) ?? Promise.resolve())
-      .catch(() => {})
-      .then(() => opening)
-      .then(({ stream }) => stream.close())
-      .catch(() => {})
-  }
-
-  const dropOutbound = (key: string, opening: Promise<Outbound> | undefined) => {
-    if (opening && outbound.get(key) === opening) outbound.delete(key)
-    void opening?.then(({ stream }) => stream.abort(new TransportError('stream replaced'))).catch(() => {})
-  }
-
-  const openOutbound = (key: string, peer: KnownPeer): Promise<Outbound> => {
-    const existing = outbound.get(key)
-    if (existing) return existing
-    const opening = (async () => {
-      const stream = await node!.dialProtocol(peer.peerId, messageProtocol, { signal: AbortSignal.timeout(dialTimeoutMs), runOnLimitedConnection: true })
-      counters.streamsOpened++
-      stream.addEventListener('close', () => {
-        if (outbound.get(key) === opening) outbound.delete(key)
-      })
-      return { stream, lp: lpStream(stream, { maxDataLength: maxFrameBytes }) }
-    })()
-    outbound.set(key, opening)
-    opening.catch(() => {
-      if (outbound.get(key) === opening) outbound.delete(key)
-    })
-    return opening
-  }
-
-  /** Opens the stream to a known peer ahead of a send; a failure is the next send's to find (it dials again). */
-  const warm = (key: string) => {
-    const peer = peers.get(key)
-    if (!running || !peer || outbound.has(key)) return
-    openOutbound(key, peer).catch((error: unknown) => log?.({ type: 'streamFailed', peer: key as Address, error }))
-  }
-
-  const deliver = async (to: Address, key: string, frames: Uint8Array[]) => {
-    for (let attempt = 0; ; attempt++) {
-      const peer = peers.get(key)
-      if (!running || !peer) throw new TransportClosedError('send')
-      const reused = outbound.has(key)
-      const opening = openOutbound(key, peer)
-      try {
-        const { lp } = await opening
-        const signal = AbortSignal.timeout(sendTimeoutMs)
-        for (const frame of frames) {
-          await lp.write(frame, { signal })
-          counters.framesSent++
-        }
-        return
-      } catch (error) {
-        dropOutbound(key, opening)
-        // A stream that was open before this send may sit on a connection that died unnoticed (the peer
-        // restarted): one fresh dial is worth it. A failed fresh dial is the answer (the peer is offline).
-        if (!reused || attempt > 0 || !running) {
-          log?.({ type: 'streamFailed', peer: to, error })
-          throw new PeerUnreachableError(to, error)
-        }
-      }
-    }
-  }
-
-  const dialRelay = (relay: (typeof relays)[number]) => {
-    const id = relay.peerId.toString()
-    const state = relayRetry.get(id) ?? { delay: 250 }
-    relayRetry.set(id, state)
-    if (state.timer !== undefined || state.dialing || !running || !node) return
-    const attempt = () => {
-      state.timer = undefined
-      if (!running || !node) return
-      if (node.getConnections(relay.peerId).length > 0) return
-      state.dialing = true
-      node
-        .dial(relay.addr, { signal: AbortSignal.timeout(dialTimeoutMs) })
-        .finally(() => (state.dialing = false))
-        .then(
-          () => {
-            state.delay = 250
-            log?.({ type: 'relayConnected', relay: relay.addr.toString() })
-          },
-          (error) => {
-            log?.({ type: 'relayLost', relay: relay.addr.toString(), error })
-            // Keep trying, backing off to 10 s: the relay may be restarting.
-            if (!running) return
-            state.timer = setTimeout(attempt, state.delay)
-            state.delay = Math.min(state.delay * 2, 10_000)
-          },
-        )
-    }
-    attempt()
-  }
-
-  /** Whether a reservation came within `startTimeoutMs` (polled: libp2p reports address changes up to a second late). */
-  const waitForReservation = async (): Promise<boolean> => {
-    const deadline = Date.now() + startTimeoutMs
-    while (running && circuitAddresses().length === 0) {
-      if (Date.now() > deadline) return false
-      await new Promise((r) => setTimeout(r, 20))
-    }
-    return running
-  }
-
   const startNode = async (receive: (lines: string[], from: Address) => void) => {
     checkRuntime()
     onMessages = receive
-    session = randomId()
     const started = Date.now()
-    const created = await createLibp2p<Services>({
-      start: false,
-      privateKey,
-      // Listen on any relay we reserve on: the reservation store re-reserves whenever we reconnect to one.
-      addresses: { listen: relays.length > 0 ? ['/p2p-circuit', ...(direct?.listen ?? [])] : [] },
-      transports: [webSockets(), circuitRelayTransport(), ...(parameters.webRTC ? [parameters.webRTC] : [])],
-      connectionEncrypters: [noise()],
-      streamMuxers: [yamuxMuxer()],
-      // Browsers refuse loopback and private addresses by default, which would rule out a local relay (dev,
-      // tests). Our configured relays and circuits are always allowed; other private addresses (which a peer
-      // could list in identify) are refused everywhere.
-      // WebRTC addresses only when directConnections.ts dials them, never as libp2p's pick for a dial by PeerId.
-      connectionGater: {
-        denyDialMultiaddr: (ma) => direct?.deniesDial(ma) === true || (!relayAddrs.has(withoutPeerId(ma)) && !isCircuit(ma) && isPrivate(ma) === true),
-      },
-      services: {
-        identify: identify(),
-        pubsub: gossipsub({ allowPublishToZeroTopicPeers: true, runOnLimitedConnection: true, doPX: false }),
-      },
-    })
+    const created = await createLibp2p<Services>(
+      libp2pOptions(privateKey, relays, direct && parameters.webRTC ? { transport: parameters.webRTC, listen: direct.listen, deniesDial: direct.deniesDial } : undefined),
+    )
     node = created
     running = true
     direct?.attach(created)
+    announcer.start()
     await created.handle(messageProtocol, handleInbound, { runOnLimitedConnection: true })
     created.addEventListener('connection:open', (e) => onConnection(e.detail))
-    created.addEventListener('peer:disconnect', (e) => {
-      const relay = relays.find((r) => r.peerId.equals(e.detail))
-      if (relay && running) {
-        log?.({ type: 'relayLost', relay: relay.addr.toString() })
-        dialRelay(relay)
-      }
-    })
     // A new reservation (after a relay restart, say) changes where we can be reached: say so.
     created.addEventListener('self:peer:update', () => {
-      if (circuitAddresses().length > 0) announceSoon()
+      if (keeper.circuitAddresses().length > 0) announcer.soon()
     })
     const pubsub = created.services.pubsub
     pubsub.topicValidators.set(topic, (_peer, msg) =>
       msg.type === 'signed' && addressOfPeer(msg.from) && readAnnouncement(msg.data) ? TopicValidatorResult.Accept : TopicValidatorResult.Reject,
     )
-    pubsub.addEventListener('message', (e) => void onPresence(e.detail))
+    pubsub.addEventListener('message', (e) => onPresence(e.detail))
     // A relay (the hub) joining the topic is when an announcement can first reach anyone.
     pubsub.addEventListener('subscription-change', (e) => {
-      if (relayIds.has(e.detail.peerId.toString()) && e.detail.subscriptions.some((s) => s.topic === topic && s.subscribe)) announceSoon()
+      if (directory.isRelay(e.detail.peerId) && e.detail.subscriptions.some((s) => s.topic === topic && s.subscribe)) announcer.soon()
     })
     await created.start()
     pubsub.subscribe(topic)
-    for (const relay of relays) dialRelay(relay)
+    await keeper.start(created)
     if (relays.length > 0) {
-      const reserved = await waitForReservation()
-      if (reserved) log?.({ type: 'reserved', addresses: circuitAddresses() })
+      const reserved = await keeper.waitForReservation(startTimeoutMs)
+      if (reserved) log?.({ type: 'reserved', addresses: keeper.circuitAddresses() })
       else log?.({ type: 'noReservation', afterMs: Date.now() - started })
     }
-    announceSoon()
-    announceTimer = setInterval(announce, announceIntervalMs)
+    announcer.soon()
   }
 
   return {
     peerId: ownPeerId.toString(),
 
-    addresses: circuitAddresses,
+    addresses: () => keeper.circuitAddresses(),
 
-    stats: () => ({ knownPeers: peers.size, inboundStreams: inbound.size, ...counters, directConnections: direct?.count() ?? 0 }),
+    stats: () => ({ knownPeers: directory.size, inboundStreams: inbound.size, framesReceived, ...streams.counters, directConnections: direct?.count() ?? 0 }),
 
     start(receive) {
       if (starting) return Promise.reject(new TransportError('transport already started'))
@@ -487,31 +259,18 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     async send(to, lines) {
       if (!running || !node) throw new TransportClosedError('send')
       if (lines.length === 0) return
-      const key = to.toLowerCase()
-      const known = peers.get(key)
-      if (!known) throw new PeerUnknownError(to)
-      direct?.talkingTo(known.peerId)
-      const frames = encodeFrames(lines)
-      const previous = sending.get(key) ?? Promise.resolve()
-      const current = previous.catch(() => {}).then(() => deliver(to, key, frames))
-      sending.set(key, current)
-      current
-        .finally(() => {
-          if (sending.get(key) === current) sending.delete(key)
-        })
-        .catch(() => {})
-      return current
+      const peerId = directory.peerId(to)
+      if (!peerId) throw new PeerUnknownError(to)
+      direct?.talkingTo(peerId)
+      return streams.send(to, encodeFrames(lines))
     },
 
     onPeerSeen(listener) {
-      peerListeners.push(listener)
+      directory.onSeen(listener)
     },
 
     connect(peer) {
-      const key = peer.toLowerCase()
-      if (key === me) return
-      if (peers.has(key)) warm(key)
-      else wanted.add(key)
+      if (directory.want(peer)) streams.warm(peer)
     },
 
     async stop() {
@@ -523,18 +282,14 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       if (!node) return
       running = false
       direct?.stop()
-      clearInterval(announceTimer)
-      clearTimeout(answerTimer)
-      for (const state of relayRetry.values()) clearTimeout(state.timer)
-      relayRetry.clear()
+      announcer.stop()
+      await keeper.stop()
       for (const stream of inbound) stream.abort(new TransportError('transport stopped'))
-      for (const key of [...outbound.keys()]) dropOutbound(key, outbound.get(key))
+      streams.closeAll()
       const stopping = node
       node = undefined
       await stopping.stop()
-      peers.clear()
-      sending.clear()
-      wanted.clear()
+      directory.clear()
     },
   }
 }

@@ -51,6 +51,8 @@ export type Relay = {
   readonly listening: string[]
   /** How many peers hold a reservation now. */
   reservations(): number
+  /** How many relayed connections go through it now (one per circuit, both directions alike). */
+  circuits(): number
   stop(): Promise<void>
 }
 
@@ -107,6 +109,8 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
     multiaddrs: node.getMultiaddrs().map(String),
     listening: node.services.sockets.addresses(),
     reservations: () => node.services.relay.reservations.size,
+    // Each circuit is one stop stream from the relay to the peer dialled.
+    circuits: () => node.getConnections().reduce((n, c) => n + c.streams.filter((s) => s.protocol === '/libp2p/circuit/relay/0.2.0/stop').length, 0),
     stop: async () => {
       await node.stop()
     },

@@ -25,9 +25,12 @@ export type Devnet = {
   stop(): Promise<void>
 }
 
-/** anvil with every contract deployed and the test token TTT registered; nodes' keys get minted tokens. */
-export async function startDevnet(keys: readonly Hex[], mint = 10n ** 21n): Promise<Devnet> {
-  const anvil = await startAnvil()
+/**
+ * anvil with every contract deployed and the test token TTT registered; nodes' keys get minted tokens. `blockTime`:
+ * a block each that many seconds besides those of transactions, for a test where locks must expire as time goes.
+ */
+export async function startDevnet(keys: readonly Hex[], mint = 10n ** 21n, options: { blockTime?: number } = {}): Promise<Devnet> {
+  const anvil = await startAnvil(options.blockTime === undefined ? {} : { blockTime: options.blockTime })
   const client = createDevnetClient({ rpcUrl: anvil.rpcUrl, privateKey: anvilKeys[0] })
   const deployment = await deployContracts(client, { rpcUrl: anvil.rpcUrl })
   const deployer = await createChainClient({ rpcUrl: anvil.rpcUrl, privateKey: anvilKeys[0], pollingInterval: 50 })

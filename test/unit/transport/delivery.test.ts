@@ -275,6 +275,47 @@ describe('delivery', () => {
     expect(b.delivery.stats().redelivered).toBe(1)
   })
 
+  test('after a cut, a balance proof refused for a nonce gap is taken at once when its predecessors come, not redeliverAfterMs later', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 50, maxMs: 60_000 } })
+    const b = await start(2, { channelName, answers: true, inOrder: true, redeliverAfterMs: 60_000 })
+    await settle(a, b)
+    // The link is cut: two payments' proofs are lost, each send of them, and their retries back off.
+    let cut = true
+    a.drop = () => cut
+    a.put([record(b.address, unlock(11n, 1n), ch), record(b.address, unlock(12n, 2n), ch)])
+    await eventually(() => expect(sentLines(a, 'Unlock').length).toBeGreaterThanOrEqual(8))
+    cut = false
+    // Back: the next payment's proof goes first, alone (the others wait for their timers), and is refused ("nonce 3 is
+    // not 1"). Its retry brings the two before it; B takes them, and then it, at once.
+    const t0 = performance.now()
+    a.put([record(b.address, unlock(13n, 3n), ch)])
+    await eventually(() => expect(b.refused).toEqual([3n]))
+    await eventually(() => expect(a.outbox.size).toBe(0))
+    expect(performance.now() - t0).toBeLessThan(3_000)
+    expect(receivedTypes(b)).toEqual(['Unlock:13', 'Unlock:11', 'Unlock:12', 'Unlock:13'])
+    expect(b.refused).toEqual([3n])
+  })
+
+  test('after a cut its sends failed through, the first send to the peer brings what was lost before it, in order: nothing is refused, nothing waits for its timer', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 50, maxMs: 60_000 } })
+    const b = await start(2, { channelName, answers: true, inOrder: true, redeliverAfterMs: 60_000 })
+    await settle(a, b)
+    let cut = true
+    a.unreachable = () => cut
+    a.put([record(b.address, unlock(11n, 1n), ch), record(b.address, secretRequest(30n)), record(b.address, unlock(12n, 2n), ch)])
+    // Long enough for the backoff to reach seconds: what was lost waits for no timer once the peer is in reach.
+    await eventually(() => expect(sentLines(a, 'Unlock').length).toBeGreaterThanOrEqual(14))
+    cut = false
+    const t0 = performance.now()
+    a.put([record(b.address, unlock(13n, 3n), ch)])
+    await eventually(() => expect(a.outbox.size).toBe(0))
+    expect(performance.now() - t0).toBeLessThan(1_000)
+    expect(b.refused).toEqual([])
+    expect(receivedTypes(b)).toEqual(['Unlock:11', 'Unlock:12', 'Unlock:13', 'SecretRequest:30'])
+  })
+
   test('resends at once when the peer is seen, without waiting for the backoff', async () => {
     const channelName = freshChannel()
     const a = await start(1, { channelName, backoff: { initialMs: 60_000 } })

@@ -397,3 +397,98 @@ describe('relay: new connections from one address', () => {
     }
   })
 })
+
+describe('several relays', () => {
+  /** Two relays with keys of their own, so that each can come back on its port with its PeerId. */
+  async function twoRelays() {
+    const relays = await Promise.all([anvilKeys[8], anvilKeys[9]].map((key) => startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'], privateKey: key })))
+    const ports = relays.map(
+      (r) =>
+        multiaddr(r.multiaddrs[0]!)
+          .getComponents()
+          .find((c) => c.name === 'tcp')!.value,
+    )
+    const restart = async (i: number) => {
+      relays[i] = await startRelay({ listen: [`/ip4/127.0.0.1/tcp/${ports[i]}/ws`], privateKey: [anvilKeys[8], anvilKeys[9]][i] })
+      return relays[i]!
+    }
+    return { relays, addresses: relays.flatMap((r) => r.multiaddrs), restart, stop: () => Promise.all(relays.map((r) => r.stop())) }
+  }
+
+  const circuitOn = (relay: Relay, node: Node) => `${relay.multiaddrs[0]}/p2p-circuit/p2p/${node.transport.peerId}`
+
+  test('a node holds a reservation on each relay and announces both; a peer reaches it through either', async () => {
+    const two = await twoRelays()
+    try {
+      const [a, b] = await Promise.all([started(keyA, two.addresses), started(keyB, two.addresses)])
+      await eventually(() => {
+        expect(two.relays.map((r) => r.reservations())).toEqual([2, 2])
+        expect(b.transport.addresses().sort()).toEqual(two.relays.map((r) => circuitOn(r, b)).sort())
+      })
+      await eventually(() => expect(a.peers).toContain(B))
+      // Through the second relay alone: the first is gone, and A's stream (whichever relay it went through) with it.
+      await two.relays[0]!.stop()
+      await eventually(async () => {
+        await a.transport.send(B, ['through the second'])
+        expect(b.lines()).toContain('through the second')
+      })
+      // And through the first alone.
+      await two.restart(0)
+      await eventually(() => expect(two.relays[0]!.reservations()).toBe(2))
+      await two.relays[1]!.stop()
+      await eventually(async () => {
+        await a.transport.send(B, ['through the first'])
+        expect(b.lines()).toContain('through the first')
+      })
+    } finally {
+      await two.stop()
+    }
+  }, 40_000)
+
+  test('a relay stopped mid-stream: the next line goes through the other within a second; the relay back is reserved on and announced again', async () => {
+    const two = await twoRelays()
+    try {
+      const [a, b] = await Promise.all([started(keyA, two.addresses), started(keyB, two.addresses)])
+      await eventually(() => expect(two.relays.map((r) => r.reservations())).toEqual([2, 2]))
+      await eventually(() => expect(a.peers).toContain(B))
+      // A stream of lines, each sent again until it went (as delivery does), every 20 ms.
+      let sent = 0
+      let streaming = true
+      const stream = (async () => {
+        while (streaming) {
+          await a.transport.send(B, [`line ${sent}`]).then(
+            () => sent++,
+            () => {},
+          )
+          await sleep(20)
+        }
+      })()
+      await eventually(() => expect(b.lines().length).toBeGreaterThan(10))
+      // The relay that carries the stream: the one with the circuit between A and B.
+      expect(two.relays.map((r) => r.circuits()).sort()).toEqual([0, 1])
+      const carrying = two.relays.findIndex((r) => r.circuits() === 1)
+      const before = b.lines().length
+      const stoppedAt = performance.now()
+      await two.relays[carrying]!.stop()
+      const arrivedBefore = b.lines().length
+      await eventually(() => expect(b.lines().length).toBeGreaterThan(arrivedBefore + 1), 10_000)
+      const failover = performance.now() - stoppedAt
+      console.log(`relay stopped mid-stream: the next line arrived ${failover.toFixed(0)} ms later (${before} lines before)`)
+      expect(failover).toBeLessThan(5_000)
+      // In order, none twice: the transport neither reorders nor repeats what it sent.
+      const lines = b.lines()
+      expect(lines).toEqual(lines.map((_, i) => `line ${i}`).slice(0, lines.length))
+      // The relay comes back: both nodes reserve on it again and say so.
+      expect(two.relays[1 - carrying]!.circuits()).toBe(1)
+      const back = await two.restart(carrying)
+      const t0 = performance.now()
+      await eventually(() => expect(back.reservations()).toBe(2), 10_000)
+      await eventually(() => expect(b.transport.addresses()).toContain(circuitOn(back, b)))
+      console.log(`relay back: both nodes reserved on it again ${(performance.now() - t0).toFixed(0)} ms after it came back`)
+      streaming = false
+      await stream
+    } finally {
+      await two.stop()
+    }
+  }, 40_000)
+})

@@ -58,6 +58,26 @@ describe('what is due', () => {
     expect(keysDue(q, 230)).toEqual([third.key])
   })
 
+  test('what the transport failed to take goes with the next first send of its channel queue, and is due at once when a send to that peer goes through', () => {
+    const first = record(X, unlock(1n, 1n), ch)
+    const request = record(X, secretRequest(9n))
+    const q = queuesWith(first, request)
+    const sent = q.takeDue(0).due.get(X.toLowerCase())!
+    q.lost(sent)
+    // A new proof: its predecessor is not in flight, it goes first.
+    const second = record(X, unlock(2n, 2n), ch)
+    q.add(second, 10)
+    expect(keysDue(q, 10)).toEqual([first.key, second.key])
+    // Lost again, with the request; a send to Y going through changes nothing for X; one to X makes them due.
+    q.lost([...q.takeDue(300).due.values()].flat())
+    expect(q.reached(Y, 310)).toBe(0)
+    expect(keysDue(q, 310)).toEqual([])
+    expect(q.reached(X, 310)).toBe(3)
+    expect(keysDue(q, 310).sort()).toEqual([first.key, second.key, request.key].sort())
+    // Taken again, they are in flight: a send that goes through makes nothing more due.
+    expect(q.reached(X, 320)).toBe(0)
+  })
+
   test('a peer seen again makes everything to it due now with a fresh backoff, and nothing to others', () => {
     const q = queuesWith(record(X, secretRequest(1n)), record(Y, secretRequest(2n)))
     for (let t = 0; t < 1000; t += 100) keysDue(q, t)

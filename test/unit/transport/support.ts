@@ -26,6 +26,8 @@ export type TestNode = {
   sends: { to: Address; lines: string[] }[]
   /** What the runtime got: messages handed up, keys reported done. */
   received: { message: Signed<Message>; sender: Address }[]
+  /** With `inOrder`: the nonces the fake state machine refused, in order. */
+  refused: bigint[]
   acknowledged: string[]
   logs: DeliveryLogEvent[]
   /** The "durable outbox": records put by the runtime, deleted when acknowledged. */
@@ -34,6 +36,8 @@ export type TestNode = {
   drop: (line: string, to: Address) => boolean
   /** A send to `to` waits for what it returns before it reaches the medium (a stalled stream). */
   stall: (to: Address) => Promise<void> | undefined
+  /** A send to `to` fails, as libp2p's to a peer out of reach does, while this returns true. */
+  unreachable: (to: Address) => boolean
   /** Commits and enqueues records, as the runtime does. */
   put(records: OutboxRecord[]): void
 }
@@ -42,6 +46,8 @@ export type TestNodeOptions = {
   channelName: string
   /** Answers balance proofs and withdraw messages like the state machine (Processed, WithdrawConfirmation). */
   answers?: boolean
+  /** Refuses, as the state machine does, a message whose nonce is not the next of its channel: no answer. */
+  inOrder?: boolean
   backoff?: Partial<Backoff>
   redeliverAfterMs?: number
   /** The delivery's clock (Date.now if absent): a test that times a window holds it still. */
@@ -55,12 +61,13 @@ export type TestNodeOptions = {
 }
 
 /** Wraps a transport to record sends and to lose lines on purpose. */
-function observed(inner: Transport, node: Pick<TestNode, 'sends' | 'drop' | 'peers' | 'stall'>): Transport {
+function observed(inner: Transport, node: Pick<TestNode, 'sends' | 'drop' | 'peers' | 'stall' | 'unreachable'>): Transport {
   return {
     start: (onMessages) => inner.start(onMessages),
     async send(to, lines) {
       await node.stall(to)
       node.sends.push({ to, lines })
+      if (node.unreachable(to)) throw new Error(`${to} is out of reach`)
       const kept = lines.filter((line) => !node.drop(line, to))
       if (kept.length > 0) await inner.send(to, kept)
     },
@@ -84,13 +91,25 @@ export function testNode(index: number, options: TestNodeOptions): TestNode {
     peers: [],
     sends: [],
     received: [],
+    refused: [],
     acknowledged: [],
     logs: [],
     outbox: new Map((options.outbox ?? []).map((r) => [r.key, r])),
     drop: () => false,
     stall: () => undefined,
+    unreachable: () => false,
   } as unknown as TestNode
   let nonce = 100n
+  /** The last nonce taken per sender and channel (`inOrder`). */
+  const taken = new Map<string, bigint>()
+  /** Whether the fake state machine refuses this message (`inOrder`: not the next nonce of its channel). */
+  const refuses = (message: Signed<Message>, sender: Address) => {
+    if (!options.inOrder || !('nonce' in message) || !('channel_identifier' in message)) return false
+    const channel = `${sender}|${message.channel_identifier}`
+    if (message.nonce !== (taken.get(channel) ?? 0n) + 1n) return true
+    taken.set(channel, message.nonce)
+    return false
+  }
   node.delivery = createDelivery({
     transport: observed(createBroadcastChannelTransport({ address, channelName: options.channelName }), node),
     address,
@@ -100,6 +119,10 @@ export function testNode(index: number, options: TestNodeOptions): TestNode {
     ...(options.now ? { now: options.now } : {}),
     onMessage(message, sender) {
       node.received.push({ message, sender })
+      if (refuses(message, sender)) {
+        node.refused.push((message as { nonce: bigint }).nonce)
+        return options.applied?.(message)
+      }
       const answer = options.answers ? answerOf(message, sender, ++nonce) : undefined
       if (answer) node.put([answer])
       return options.applied?.(message)
