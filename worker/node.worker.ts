@@ -48,7 +48,6 @@ export type NodeWorkerOptions = NodeOptions & {
   webrtc?: WebRtcOptions
 }
 
-
 export type StartedNode = { address: string; version: string; keyGenerated: boolean }
 
 /** Told to the page when the node stops on its own: POST /shutdown, a failure, the database taken away. */

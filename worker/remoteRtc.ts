@@ -320,7 +320,14 @@ export class RemotePeerConnection extends EventTarget {
   restartIce = unsupported('RTCPeerConnection.restartIce')
   setConfiguration = unsupported('RTCPeerConnection.setConfiguration')
 }
-defineHandlers(RemotePeerConnection, ['connectionstatechange', 'iceconnectionstatechange', 'signalingstatechange', 'icecandidate', 'icecandidateerror', 'datachannel'])
+defineHandlers(RemotePeerConnection, [
+  'connectionstatechange',
+  'iceconnectionstatechange',
+  'signalingstatechange',
+  'icecandidate',
+  'icecandidateerror',
+  'datachannel',
+])
 
 export class RemoteDataChannel extends EventTarget {
   declare onopen: Handler
@@ -389,7 +396,7 @@ export class RemoteDataChannel extends EventTarget {
     } else if (ArrayBuffer.isView(data)) {
       payload = new Uint8Array(data.buffer, data.byteOffset, data.byteLength).slice().buffer
       bytes = data.byteLength
-    } else return unsupported('RTCDataChannel.send of a Blob')()
+    } else throw new RtcUnsupportedError("RTCDataChannel.send of a Blob is not carried to the page by Sluice's WebRTC bridge")
     const seq = ++this.#seq
     this.#unreported.push({ seq, bytes })
     this.#bridge.post({ op: 'send', ch: this.#handle, data: payload, seq }, typeof payload === 'string' ? [] : [payload])
@@ -417,7 +424,8 @@ export class RemoteDataChannel extends EventTarget {
         const before = this.bufferedAmount
         while (this.#unreported.length > 0 && this.#unreported[0]!.seq <= event.seq) this.#unreported.shift()
         this.#reported = event.amount
-        if (before > this.bufferedAmountLowThreshold && this.bufferedAmount <= this.bufferedAmountLowThreshold) this.dispatchEvent(new Event('bufferedamountlow'))
+        if (before > this.bufferedAmountLowThreshold && this.bufferedAmount <= this.bufferedAmountLowThreshold)
+          this.dispatchEvent(new Event('bufferedamountlow'))
         return
       }
       case 'closing':

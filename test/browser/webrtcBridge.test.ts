@@ -3,7 +3,13 @@
 // connected to each other with the page's real RTCPeerConnections. What @libp2p/webrtc uses of the surface, as it
 // uses it; what it does not, refused with RTC_UNSUPPORTED. Two pages with two nodes: test/engines/webrtc.test.ts.
 import { afterEach, describe, expect, test } from 'vitest'
-import { remotePeerConnection, type RemoteDataChannel, type RemotePeerConnection, RemoteIceCandidate, RemoteSessionDescription } from '../../worker/remoteRtc.ts'
+import {
+  remotePeerConnection,
+  type RemoteDataChannel,
+  type RemotePeerConnection,
+  RemoteIceCandidate,
+  RemoteSessionDescription,
+} from '../../worker/remoteRtc.ts'
 import { startWebRtcBridge, type WebRtcBridge } from '../../worker/webrtcBridge.ts'
 
 const bridges: WebRtcBridge[] = []

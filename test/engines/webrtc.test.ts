@@ -7,10 +7,8 @@
  * off, the other's tab closes and a second tab takes the node over) payments go on through the relay, none lost.
  * ICE on this machine's own addresses, no STUN (the closed network has none; `webrtcHostCandidates`).
  */
-import { join } from 'node:path'
-import { generatePrivateKey } from 'viem/accounts'
 import type { Hex } from 'viem'
-import { privateKeyToAddress } from 'viem/accounts'
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { relayListening, stopSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
@@ -75,8 +73,7 @@ describe.each(engines)('%s', (engine) => {
     expect([paid.failures, paid.firstFailures]).toEqual([0, []])
     return paid.latencies
   }
-  const balance = async (tab: Tab, partner: string) =>
-    (await tab.evaluate<{ balance: string }>(`window.node.channel('${token()}', '${partner}')`)).balance
+  const balance = async (tab: Tab, partner: string) => (await tab.evaluate<{ balance: string }>(`window.node.channel('${token()}', '${partner}')`)).balance
 
   beforeAll(async () => {
     ;[browserA, browserB] = await Promise.all([launchEngine(engine, { webrtcHostCandidates: true }), launchEngine(engine, { webrtcHostCandidates: true })])
@@ -97,11 +94,17 @@ describe.each(engines)('%s', (engine) => {
   test('a channel between the pages; once their WebRTC connection is up, payments both ways go over it, also with the relay stopped', async () => {
     const opened = await inTab<{ status: number }>(a, 'call', 'PUT', '/api/v1/channels', { partner_address: B, token_address: token(), total_deposit: '1000' })
     expect(opened.status).toBe(201)
-    await expect.poll(async () => (await inTab<{ status: number; body: { state?: string } }>(b, 'call', 'GET', `/api/v1/channels/${token()}/${A}`)).body.state, { timeout: 30_000 }).toBe('opened')
+    await expect
+      .poll(async () => (await inTab<{ status: number; body: { state?: string } }>(b, 'call', 'GET', `/api/v1/channels/${token()}/${A}`)).body.state, {
+        timeout: 30_000,
+      })
+      .toBe('opened')
 
     // The first payment goes at once, through the relay; the connection comes up beside it.
     await pay(a, B, 1)
-    await expect.poll(async () => (await Promise.all([webrtc(a), webrtc(b)])).map((c) => c.map((x) => x.state)), { timeout: 30_000 }).toEqual([['connected'], ['connected']])
+    await expect
+      .poll(async () => (await Promise.all([webrtc(a), webrtc(b)])).map((c) => c.map((x) => x.state)), { timeout: 30_000 })
+      .toEqual([['connected'], ['connected']])
     const before = carried(await webrtc(a))
     await pay(a, B, 3)
     await pay(b, A, 2)
@@ -131,7 +134,9 @@ describe.each(engines)('%s', (engine) => {
     // The closed tab's end went with it: A's connection closes, and A's payments find the node in the new tab.
     await pay(a, B, 2)
     await expect.poll(async () => balance(b, A), { timeout: 30_000 }).toBe(String(9 - 5 + 2))
-    await expect.poll(async () => (await Promise.all([webrtc(a), webrtc(b)])).map((c) => c.map((x) => x.state)), { timeout: 30_000 }).toEqual([['connected'], ['connected']])
+    await expect
+      .poll(async () => (await Promise.all([webrtc(a), webrtc(b)])).map((c) => c.map((x) => x.state)), { timeout: 30_000 })
+      .toEqual([['connected'], ['connected']])
     await pay(a, B, 1)
     await pay(b, A, 1)
     await expect.poll(async () => balance(a, B), { timeout: 10_000 }).toBe(String(1000 - 12 + 6))

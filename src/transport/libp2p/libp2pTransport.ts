@@ -207,7 +207,11 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     onMessages = receive
     const started = Date.now()
     const created = await createLibp2p<Services>(
-      libp2pOptions(privateKey, relays, direct && parameters.webRTC ? { transport: parameters.webRTC, listen: direct.listen, deniesDial: direct.deniesDial } : undefined),
+      libp2pOptions(
+        privateKey,
+        relays,
+        direct && parameters.webRTC ? { transport: parameters.webRTC, listen: direct.listen, deniesDial: direct.deniesDial } : undefined,
+      ),
     )
     node = created
     running = true

@@ -65,7 +65,12 @@ describe('direct connections over WebRTC', () => {
     await deliver(a, b, B, 'first')
     await eventually(() => expect([a.transport.stats().directConnections, b.transport.stats().directConnections]).toEqual([1, 1]))
     // One connection, whichever side dialled: the other one yielded.
-    expect([...a.logs, ...b.logs].filter((e) => e.type === 'directOpen').map((e) => (e as { direction: string }).direction).sort()).toEqual(['inbound', 'outbound'])
+    expect(
+      [...a.logs, ...b.logs]
+        .filter((e) => e.type === 'directOpen')
+        .map((e) => (e as { direction: string }).direction)
+        .sort(),
+    ).toEqual(['inbound', 'outbound'])
     await a.transport.send(B, ['over webrtc'])
     await eventually(() => expect(b.lines).toContain('over webrtc'))
 
