@@ -73,7 +73,7 @@ type PeerState = {
   retryNow: boolean
 }
 
-/** A dial that libp2p joined to one under way is tried again this soon. */
+/** A dial that would join one under way waits this long, as one that libp2p joined to one under way. */
 const JOINED_RETRY_MS = 200
 
 export function createDirectConnections(options: DirectConnectionsOptions): DirectConnections {
@@ -94,6 +94,12 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
     state.timer = undefined
     const id = peer.toString()
     if (stopped || !node || state.dialing || directTo(peer).length > 0) return
+    // A dial to the peer under way (a message's stream, by PeerId) would take ours in and give its relayed connection,
+    // and the WebRTC addresses added to it would be tried beside a second handshake of ours: after it, then.
+    if (node.getDialQueue().some((pending) => pending.peerId?.equals(peer))) {
+      state.timer = setTimeout(() => dial(peer, state), JOINED_RETRY_MS)
+      return
+    }
     state.dialing = true
     state.tried = true
     dialing.add(id)
