@@ -1,4 +1,4 @@
-// Two pages, two nodes, each in its page's worker (docs/decisions/0063): one payment at a time from one to the other,
+// Two pages, two nodes, each in its page's worker (docs/decisions/0064): one payment at a time from one to the other,
 // over their WebRTC connection (which each page holds for its worker), then through the relay once one page turned
 // WebRTC off. Two Chromium browsers (two profiles: two nodes of one site), the package as built, `sluice relay`,
 // anvil: the site of test/support/engines/site.ts. ICE on this machine's own addresses, no STUN.

@@ -22,7 +22,7 @@ const { positionals, values } = parseArgs({ allowPositionals: true, options: { t
 const parts = {
   package: ['Package: what a dApp installs, and what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', benchPackage],
   protocol: ['Protocol core (one process: signing, encoding, decoding, verifying and every transition; payments include all their messages)', benchProtocol],
-  serial: ['Tasks one at a time per key: our helper against p-queue, p-limit and async-mutex, one per key (docs/decisions/0063)', benchSerial],
+  serial: ['Tasks one at a time per key: our helper against p-queue, p-limit and async-mutex, one per key (docs/decisions/0061)', benchSerial],
   storage: ['Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', benchStorage],
   transport: [
     ['libp2p transport (two nodes and a sluice relay in one process, WebSockets on loopback, Noise, yamux)', benchTransport],

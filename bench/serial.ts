@@ -1,4 +1,4 @@
-// Tasks one at a time per key (src/serialByKey.ts, docs/decisions/0063): our helper against p-queue, p-limit and
+// Tasks one at a time per key (src/serialByKey.ts, docs/decisions/0061): our helper against p-queue, p-limit and
 // async-mutex, one per key. Throughput of tasks that do nothing (the helper's own cost), in the three shapes the code
 // has: a key whose queue is idle (most sends), a burst on one key, a burst spread over many keys; and the gzipped
 // bytes each adds to a bundle built as the node worker is (vite, minified).

@@ -1,4 +1,4 @@
-// The candidates for "tasks one at a time per key" (src/serialByKey.ts, docs/decisions/0063), each behind the same
+// The candidates for "tasks one at a time per key" (src/serialByKey.ts, docs/decisions/0061), each behind the same
 // `run(key, task)` and each forgetting a key once it is idle, as ours does: bench/serial.ts measures them.
 import { Mutex } from 'async-mutex'
 import pLimit, { type LimitFunction } from 'p-limit'

@@ -5,7 +5,7 @@ const settle = () => undefined
  * in the order given; tasks under different keys do not wait for each other. What a peer is sent goes out in order
  * while another peer's send stalls; one channel's transactions are made one at a time. A key is forgotten once its
  * last task has settled, so the keys of a long run cost nothing. Chosen over p-queue, p-limit and async-mutex, one
- * per key, by measurement: docs/decisions/0063-one-serial-helper-per-key.md.
+ * per key, by measurement: docs/decisions/0061-one-serial-helper-per-key.md.
  */
 export class SerialByKey {
   /** Per busy key, the promise that settles when its last task queued so far does; it never rejects. */

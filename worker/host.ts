@@ -70,7 +70,7 @@ export type StartNodeOptions = NodeOptions & {
   /**
    * Direct connections to the peers the node pays and is paid by, over WebRTC (default true): this tab holds them
    * for the node's worker, which has no WebRTC of its own, and the node uses them once they are up, the relays
-   * meanwhile and after (docs/transport.md, docs/decisions/0063). Only with `relay`, in a browser with
+   * meanwhile and after (docs/transport.md, docs/decisions/0064). Only with `relay`, in a browser with
    * RTCPeerConnection. With false, every message goes through the relays.
    */
   webrtc?: boolean
@@ -273,7 +273,7 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     provider,
     tellStopped,
     startTimeoutMs,
-    // This tab holds the node's WebRTC connections: with relays, where the browser can (docs/decisions/0063).
+    // This tab holds the node's WebRTC connections: with relays, where the browser can (docs/decisions/0064).
     webrtc && (nodeOptions.relay?.length ?? 0) > 0 && pageHasWebRtc() ? { iceServers } : undefined,
   )
   const subscriptions = new Set<() => void>()

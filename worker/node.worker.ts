@@ -43,7 +43,7 @@ export type NodeWorkerOptions = NodeOptions & {
   import?: StorageDump
   /**
    * The page's WebRTC bridge (webrtcBridge.ts): the port its RTCPeerConnections answer on, and the ICE servers they
-   * use. With relays, the node's libp2p makes direct connections through it (docs/decisions/0063).
+   * use. With relays, the node's libp2p makes direct connections through it (docs/decisions/0064).
    */
   webrtc?: WebRtcOptions
 }
@@ -291,7 +291,7 @@ function untilReady(node: SluiceNode, ms: number): Promise<void> {
  * libp2p through the relays when there are any, else this origin. libp2p is most of the worker's size: it loads only
  * then, and in the background: the node is ready once synced, and libp2p loads when `loadWhen` says (or at the first
  * send) and reserves its place on the relays; what the node sends meanwhile waits for that (docs/decisions/0024).
- * With the page's WebRTC bridge, libp2p's WebRTC transport loads with it (docs/decisions/0063).
+ * With the page's WebRTC bridge, libp2p's WebRTC transport loads with it (docs/decisions/0064).
  */
 function transportFor(
   relays: string[],

@@ -1,6 +1,6 @@
 /**
  * The node worker's libp2p (docs/decisions/0024): loaded only with relays, in chunks of its own, and with the page's
- * WebRTC bridge its WebRTC transport too (docs/decisions/0063). libp2p's WebRTC transport reads RTCPeerConnection
+ * WebRTC bridge its WebRTC transport too (docs/decisions/0064). libp2p's WebRTC transport reads RTCPeerConnection
  * from globalThis as it is imported: the page's stand-in (remoteRtc.ts) is put in place first, and
  * @libp2p/webrtc is imported only then.
  */

@@ -1,6 +1,6 @@
 /// <reference lib="webworker" />
 /**
- * RTCPeerConnection in the node's worker, which has none of its own (docs/decisions/0063): a stand-in whose every
+ * RTCPeerConnection in the node's worker, which has none of its own (docs/decisions/0064): a stand-in whose every
  * call is carried out by a real RTCPeerConnection in the page that started the worker (webrtcBridge.ts), over a
  * MessagePort. So the worker keeps its one libp2p node and one identity, and libp2p's WebRTC transport
  * (@libp2p/webrtc, browser build) runs in it unchanged: it takes RTCPeerConnection, RTCSessionDescription and

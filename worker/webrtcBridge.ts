@@ -1,5 +1,5 @@
 /**
- * The page's end of the WebRTC bridge (docs/decisions/0063): real RTCPeerConnections, made and driven for the node's
+ * The page's end of the WebRTC bridge (docs/decisions/0064): real RTCPeerConnections, made and driven for the node's
  * worker, which has none (remoteRtc.ts is its end). The page that leads starts one per node worker and hands the
  * worker the other end of a MessageChannel; the worker's libp2p then makes its WebRTC connections here. When this
  * page goes, so does the worker (it is the page's own): nothing is left behind, and the tab that takes over starts a

@@ -1,5 +1,5 @@
 /**
- * What the node's worker and its page say to each other over the WebRTC bridge's MessagePort (docs/decisions/0063):
+ * What the node's worker and its page say to each other over the WebRTC bridge's MessagePort (docs/decisions/0064):
  * the worker asks (`ToPage`), the page's real RTCPeerConnections answer and tell what happens to them (`ToWorker`).
  * Peer connections and data channels are named by handles: `w<n>` for those the worker made, `p<n>` for the data
  * channels a remote peer opened (the page names them as they come). Types only: both sides import this.

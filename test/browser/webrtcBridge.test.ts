@@ -1,4 +1,4 @@
-// The WebRTC bridge alone (worker/remoteRtc.ts, worker/webrtcBridge.ts; docs/decisions/0063), in a real Chromium
+// The WebRTC bridge alone (worker/remoteRtc.ts, worker/webrtcBridge.ts; docs/decisions/0064), in a real Chromium
 // page: two page bridges, each with the stand-in RTCPeerConnection on its other port (as a node's worker has it),
 // connected to each other with the page's real RTCPeerConnections. What @libp2p/webrtc uses of the surface, as it
 // uses it; what it does not, refused with RTC_UNSUPPORTED. Two pages with two nodes: test/engines/webrtc.test.ts.

@@ -1,5 +1,5 @@
 /**
- * Two pages, two nodes, one WebRTC connection (issue 29, docs/decisions/0063): each node runs in its page's worker,
+ * Two pages, two nodes, one WebRTC connection (issue 29, docs/decisions/0064): each node runs in its page's worker,
  * which has no RTCPeerConnection, so each page holds the connection for its worker through the bridge. Two
  * browsers of the engine (two profiles: two nodes of the same site), the package as built, a relay of the test's
  * own. A channel between them; payments both ways, one at a time; proofs that they went over WebRTC (the pages'

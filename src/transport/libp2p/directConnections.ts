@@ -3,7 +3,7 @@ import type { Multiaddr } from '@multiformats/multiaddr'
 import type { Libp2p } from 'libp2p'
 
 /**
- * WebRTC connections to the peers a node talks to (docs/transport.md, docs/decisions/0063). A node whose host has
+ * WebRTC connections to the peers a node talks to (docs/transport.md, docs/decisions/0064). A node whose host has
  * WebRTC (a page, through its bridge) listens on `/webrtc` and announces `<relay>/p2p-circuit/webrtc/p2p/<id>`;
  * libp2p dials such an address through the relay to exchange the offer, the answer and the ICE candidates, and the
  * connection that comes of it is direct. This part decides when to dial one:

@@ -47,7 +47,7 @@ function webSocketsThatFailWithErrors(): ReturnType<typeof webSockets> {
 }
 
 /**
- * WebRTC where the host has it (directConnections.ts, docs/decisions/0063): libp2p's transport, what it listens on
+ * WebRTC where the host has it (directConnections.ts, docs/decisions/0064): libp2p's transport, what it listens on
  * (`/webrtc`), and the gater's rule that only directConnections.ts dials a WebRTC address, never libp2p on its own.
  */
 export type DirectOptions = {

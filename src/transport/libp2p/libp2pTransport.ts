@@ -38,7 +38,7 @@ export type Libp2pTransportParameters = {
    * libp2p's WebRTC transport (`webRTC()` of @libp2p/webrtc), where the host has WebRTC (a page, through its bridge:
    * worker/remoteRtc.ts): the node listens on `/webrtc` too and announces those addresses, and its messages to a peer
    * that announces one move to a direct connection once it is up; the relay stays the way meanwhile and after
-   * (directConnections.ts, docs/decisions/0063).
+   * (directConnections.ts, docs/decisions/0064).
    */
   webRTC?: NonNullable<Libp2pOptions['transports']>[number]
 }

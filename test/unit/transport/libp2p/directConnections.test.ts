@@ -1,4 +1,4 @@
-// WebRTC between two transports (directConnections.ts, docs/decisions/0063), with real parts: a sluice relay, and
+// WebRTC between two transports (directConnections.ts, docs/decisions/0064), with real parts: a sluice relay, and
 // @libp2p/webrtc's Node build, whose RTCPeerConnection is node-datachannel's (a page's comes through its bridge:
 // test/engines/webrtc.test.ts). Loopback host candidates only: no STUN server is reachable here, none is needed.
 import '../../../../src/transport/libp2p/nodePolyfills.ts'
