@@ -11,7 +11,7 @@ import type { Libp2p } from 'libp2p'
  * - in the background: messages never wait for ICE, which can take seconds to fail; they go through the relay until
  *   the direct connection is up, then over it (libp2p opens a stream on a direct connection first);
  * - once per pair: of two peers that both send, the one whose id sorts first dials at once, the other only if no
- *   connection came within `yieldMs`;
+ *   connection came within `yieldMs` (longer than a dial takes: two at once would make two connections);
  * - after a failed dial, again only after a pause that doubles (`retryMs` up to `maxRetryMs`): a peer behind a NAT
  *   no candidate crosses costs one try now and then, not one per message.
  * libp2p itself never dials a WebRTC address on its own (the connection gater refuses those this part is not
@@ -20,7 +20,7 @@ import type { Libp2p } from 'libp2p'
 export type DirectConnectionsOptions = {
   /** This node's PeerId. */
   self: PeerId
-  /** The first dial to a peer whose id sorts before ours waits this long for the peer's own (default 2 s). */
+  /** A dial to a peer whose id sorts before ours waits this long for the peer's own (default 10 s). */
   yieldMs?: number
   /** The pause after a failed dial, or after a direct connection closed (default 5 s), doubling to `maxRetryMs`. */
   retryMs?: number
@@ -67,7 +67,6 @@ type PeerState = {
   timer?: ReturnType<typeof setTimeout>
   failures: number
   notBefore: number
-  tried: boolean
   /** Dials that libp2p joined to another one to the peer, which gave a relayed connection. */
   joined: number
   retryNow: boolean
@@ -78,7 +77,7 @@ const JOINED_RETRY_MS = 200
 
 export function createDirectConnections(options: DirectConnectionsOptions): DirectConnections {
   const { self, onChange, log } = options
-  const yieldMs = options.yieldMs ?? 2_000
+  const yieldMs = options.yieldMs ?? 10_000
   const retryMs = options.retryMs ?? 5_000
   const maxRetryMs = options.maxRetryMs ?? 300_000
   const dialTimeoutMs = options.dialTimeoutMs ?? 20_000
@@ -101,7 +100,6 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
       return
     }
     state.dialing = true
-    state.tried = true
     dialing.add(id)
     log?.({ type: 'directDialing', peer: id })
     node
@@ -164,7 +162,7 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
 
     noteAddresses(peer, addrs) {
       const id = peer.toString()
-      const state = peers.get(id) ?? { addrs: [], dialing: false, failures: 0, notBefore: 0, tried: false, joined: 0, retryNow: false }
+      const state = peers.get(id) ?? { addrs: [], dialing: false, failures: 0, notBefore: 0, joined: 0, retryNow: false }
       state.addrs = addrs
       peers.set(id, state)
     },
@@ -174,7 +172,7 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
       if (stopped || !node || !state || state.addrs.length === 0 || state.dialing || state.timer !== undefined) return
       if (directTo(peer).length > 0) return
       let wait = Math.max(0, state.notBefore - Date.now())
-      if (!state.tried && peer.toString() < self.toString()) wait = Math.max(wait, yieldMs)
+      if (peer.toString() < self.toString()) wait = Math.max(wait, yieldMs)
       state.timer = setTimeout(() => dial(peer, state), wait)
     },
 
