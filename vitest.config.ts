@@ -75,6 +75,8 @@ export default defineConfig({
             '@libp2p/peer-id',
             '@libp2p/utils',
             '@libp2p/websockets',
+            // With the page's WebRTC bridge (worker/nodeLibp2p.ts).
+            '@libp2p/webrtc',
             '@libp2p/yamux',
             '@libp2p/yamux/stream',
             '@libp2p/crypto/keys',

@@ -8,7 +8,8 @@ import { gzipSync } from 'node:zlib'
 import { buildPackages, type WorkerFile } from '../scripts/build.ts'
 import { diskBytes, installedPackages } from '../test/package/support/installed.ts'
 
-const LIBP2P = /src\/transport\/libp2p\/libp2pTransport\.ts$/
+/** libp2p, and with the page's WebRTC bridge its WebRTC transport: the worker loads them only when given relays. */
+const LIBP2P = /(src\/transport\/libp2p\/libp2pTransport|worker\/nodeLibp2p)\.ts$/
 /** viem's WebSocket transport: loaded when the node is given a ws/wss endpoint, as libp2p is when given relays. */
 const WEBSOCKET_RPC = /src\/chain\/webSocketTransport\.ts$/
 /** The OpenAPI document's builder: loaded when a client asks for GET /openapi.json, never before the node answers. */

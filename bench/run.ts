@@ -9,6 +9,7 @@ import { curves } from './curves.ts'
 import { benchMonitor } from './monitor.ts'
 import { benchNode } from './node.ts'
 import { benchPackage } from './package.ts'
+import { benchPagePair } from './pagePair.ts'
 import { profilePayment } from './profile.ts'
 import { benchProtocol } from './protocol.ts'
 import { benchSerial } from './serial.ts'
@@ -41,6 +42,10 @@ const parts = {
     [
       'The node in a page in each engine, side by side (Chromium and Firefox ESR headless through puppeteer-core, WebKitGTK MiniBrowser under Xvfb through WebDriver; the same site, relay and peer; SLUICE_ENGINES chooses)',
       benchEngines,
+    ],
+    [
+      "Two pages, two nodes (two Chromium headless browsers, each node in its page's worker; the package as built; a sluice relay; WebRTC on this machine's own addresses): one payment at a time, over WebRTC and through the relay",
+      benchPagePair,
     ],
   ],
   profile: ['CPU profile of one direct payment (both nodes in one process, LevelDB sync writes; self time per payment)', profilePayment],

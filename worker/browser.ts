@@ -3,7 +3,8 @@
  * `fetch('/api/v1/...')` reaches it from every tab, and the returned object has the REST operations as methods.
  */
 export { importState, startNode, InvalidOptionsError, NodeWorkerError, NotControlledError, StartTimeoutError, VersionSkewError } from './host.ts'
-export type { NodeStopped, SluiceBrowserNode, StartNodeOptions, StartStep } from './host.ts'
+export type { NodeStopped, SluiceBrowserNode, StartNodeOptions, StartStep, WebRtcConnections } from './host.ts'
+export type { WebRtcConnectionInfo } from './webrtcBridge.ts'
 export { BrowserUnsupportedError, type BrowserFeature } from './browserSupport.ts'
 export { PersistTimeoutError } from './persistence.ts'
 export { NodeApiError } from './nodeClient.ts'

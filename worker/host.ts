@@ -33,6 +33,7 @@ import { consoleLine, DEFAULT_LOG_LEVEL } from './pageLog.ts'
 import { storagePersistence } from './persistence.ts'
 import type { Deployment, Eip1193Provider, NodeOptions, StorageDump } from './publicTypes.ts'
 import { subscribeToEvents, type PushListener } from './subscription.ts'
+import { pageHasWebRtc, startWebRtcBridge, type WebRtcBridge, type WebRtcConnectionInfo } from './webrtcBridge.ts'
 
 /** The node's options (the worker's, spelled without viem: publicTypes.ts) and the page's own. */
 export type StartNodeOptions = NodeOptions & {
@@ -66,6 +67,28 @@ export type StartNodeOptions = NodeOptions & {
    * gesture: `node.persistStorage()`.
    */
   persistStorage?: boolean
+  /**
+   * Direct connections to the peers the node pays and is paid by, over WebRTC (default true): this tab holds them
+   * for the node's worker, which has no WebRTC of its own, and the node uses them once they are up, the relays
+   * meanwhile and after (docs/transport.md, docs/decisions/0065). Only with `relay`, in a browser with
+   * RTCPeerConnection. With false, every message goes through the relays.
+   */
+  webrtc?: boolean
+  /**
+   * The STUN and TURN servers WebRTC finds its way with (RTCPeerConnection's `iceServers`). None by default: then two
+   * browsers connect directly when they can reach each other's own addresses (the same network), and otherwise keep
+   * to the relay; a STUN server lets most pairs behind home routers connect, a TURN server nearly all. No address is
+   * given to a third party unless named here.
+   */
+  iceServers?: RTCIceServer[]
+}
+
+/** This tab's WebRTC connections for the node (`node.webrtc`). */
+export type WebRtcConnections = {
+  /** The connections this tab holds for the node, if it runs it: their state and what they carried. */
+  connections(): WebRtcConnectionInfo[]
+  /** Closes them and makes no new one while this tab runs the node: its messages go through the relays from then on. */
+  close(): void
 }
 
 export type NodeStopped = { reason: string; error?: ErrorData }
@@ -98,6 +121,8 @@ export type SluiceBrowserNode = NodeClient & {
   onStopped(listener: (stopped: NodeStopped) => void): () => void
   /** This tab stops using the node; if it runs it, the node stops (and another tab waiting on it takes over). */
   stop(): Promise<void>
+  /** The WebRTC connections this tab holds for the node (none in a tab that does not run it). */
+  readonly webrtc: WebRtcConnections
 }
 
 /** The steps of a start, in order, as its `performance.measure('sluice:start:<step>')` entries name them. */
@@ -187,6 +212,8 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     startTimeoutMs: _,
     serviceWorker = true,
     persistStorage = true,
+    webrtc = true,
+    iceServers = [],
     ...nodeOptions
   } = options
   if (nodeOptions.rpc !== undefined && !parseRpcUrls(nodeOptions.rpc))
@@ -202,6 +229,7 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     throw new InvalidOptionsError(`maxFeePerGas must be a bigint of wei above 0n (parseGwei('50') for 50 gwei), not ${String(nodeOptions.maxFeePerGas)}`)
   if (nodeOptions.monitoringReward !== undefined && (typeof nodeOptions.monitoringReward !== 'bigint' || nodeOptions.monitoringReward < 0n))
     throw new InvalidOptionsError(`monitoringReward must be a bigint of at least 0n, not ${String(nodeOptions.monitoringReward)}`)
+  checkIceServers(iceServers)
   if (nodeOptions.logLevel !== undefined && !isLogThreshold(nodeOptions.logLevel))
     throw new InvalidOptionsError(`logLevel must be one of ${LOG_THRESHOLDS.join(', ')}, not ${JSON.stringify(nodeOptions.logLevel)}`)
   // What the browser lacks, before anything is registered, locked or started; without a service worker, as the
@@ -245,6 +273,8 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     provider,
     tellStopped,
     startTimeoutMs,
+    // This tab holds the node's WebRTC connections: with relays, where the browser can (docs/decisions/0065).
+    webrtc && (nodeOptions.relay?.length ?? 0) > 0 && pageHasWebRtc() ? { iceServers } : undefined,
   )
   const subscriptions = new Set<() => void>()
   let stopped = false
@@ -283,6 +313,7 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
         }
       },
       exportKeystore: (password = '') => leadership.exportKeystore(password),
+      webrtc: { connections: () => leadership.webrtcConnections(), close: () => leadership.closeWebRtc() },
       onStopped(listener) {
         stoppedListeners.add(listener)
         return () => stoppedListeners.delete(listener)
@@ -308,7 +339,7 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
  */
 class Leadership {
   leading = false
-  #worker: { worker: Worker; remote: Comlink.Remote<NodeWorkerApi> } | undefined
+  #worker: RunningWorker | undefined
   #release: () => void = () => {}
   readonly #released = new Promise<void>((resolve) => (this.#release = resolve))
   readonly #abort = new AbortController()
@@ -321,7 +352,19 @@ class Leadership {
     private readonly tellStopped: (stopped: NodeStopped) => void,
     /** The most a worker's start may take: the start's own bound, and the watchdog's replacement's. */
     private readonly startTimeoutMs: number,
+    /** Each node worker gets a WebRTC bridge of this tab's (webrtcBridge.ts), with these ICE servers. */
+    private webrtc: { iceServers: RTCIceServer[] } | undefined,
   ) {}
+
+  webrtcConnections(): WebRtcConnectionInfo[] {
+    return this.#worker?.bridge?.connections() ?? []
+  }
+
+  /** No WebRTC from now on in this tab: the bridge closes its connections, and a worker started later gets none. */
+  closeWebRtc(): void {
+    this.webrtc = undefined
+    this.#worker?.bridge?.close()
+  }
 
   /**
    * The page's own few notes (a worker replaced, a tab taking over), at the level asked for, as the worker's lines
@@ -373,6 +416,7 @@ class Leadership {
     if (running) {
       await withTimeout(running.remote.stop(), WATCHDOG_TIMEOUT_MS, unanswered('stopping the node')).catch(() => {})
       running.worker.terminate()
+      running.bridge?.dispose()
     }
     this.leading = false
     this.#release()
@@ -439,6 +483,9 @@ class Leadership {
   async #startWorker(): Promise<void> {
     const worker = this.#newWorker('sluice-node')
     const remote = Comlink.wrap<NodeWorkerApi>(worker)
+    // A bridge per worker: its port goes to that worker alone (transferred), and ends with it.
+    const bridge = this.webrtc ? startWebRtcBridge() : undefined
+    const options: NodeWorkerOptions = bridge ? { ...this.options, webrtc: { port: bridge.port, iceServers: this.webrtc!.iceServers } } : this.options
     const onStopped: NodeStoppedListener = (stopped) => this.tellStopped(stopped)
     // Filtered and formatted in the worker: what comes is written as it is.
     const onLog: NodeLogListener = (line, level) => consoleLine(line, level)
@@ -446,7 +493,7 @@ class Leadership {
       worker,
       this.workerUrl,
       remote.start(
-        this.options,
+        bridge ? Comlink.transfer(options, [bridge.port]) : options,
         Comlink.proxy(onStopped),
         this.provider ? Comlink.proxy({ request: (args: { method: string; params?: unknown }) => this.provider!.request(args) }) : undefined,
         Comlink.proxy(onLog),
@@ -477,9 +524,10 @@ class Leadership {
           unanswered('stopping the node'),
         ).catch(() => {})
       worker.terminate()
+      bridge?.dispose()
       throw e
     }
-    this.#worker = { worker, remote }
+    this.#worker = { worker, remote, ...(bridge ? { bridge } : {}) }
   }
 
   /** The check under way, if any (resign waits for it). */
@@ -491,7 +539,7 @@ class Leadership {
     if (!running || this.#checkRun || this.#exporting > 0) return
     this.#checkRun = this.#checkOnce(running).finally(() => (this.#checkRun = undefined))
   }
-  async #checkOnce(running: { worker: Worker; remote: Comlink.Remote<NodeWorkerApi> }): Promise<void> {
+  async #checkOnce(running: RunningWorker): Promise<void> {
     try {
       await withTimeout(running.remote.status(), WATCHDOG_TIMEOUT_MS, unanswered("the node's worker"))
     } catch {
@@ -499,6 +547,7 @@ class Leadership {
       if (this.#worker !== running || this.#abort.signal.aborted) return
       this.#note('warn', `the node's worker did not answer within ${WATCHDOG_TIMEOUT_MS} ms: starting a new one`)
       running.worker.terminate()
+      running.bridge?.dispose()
       this.#worker = undefined
       await this.#startWorker().catch((e: unknown) => {
         if (this.#abort.signal.aborted) return
@@ -506,6 +555,20 @@ class Leadership {
         this.tellStopped({ reason: 'the node worker stopped answering and could not be started again', error: toErrorData(e) })
       })
     }
+  }
+}
+
+/** The node's worker this tab runs, and the WebRTC bridge it was given. */
+type RunningWorker = { worker: Worker; remote: Comlink.Remote<NodeWorkerApi>; bridge?: WebRtcBridge }
+
+/** ICE servers as RTCPeerConnection takes them, each URL a STUN or TURN one: a mistake is said now, not at the first dial. */
+function checkIceServers(iceServers: unknown): void {
+  if (!Array.isArray(iceServers)) throw new InvalidOptionsError(`iceServers must be a list of { urls } (RTCIceServer), not ${JSON.stringify(iceServers)}`)
+  for (const server of iceServers as unknown[]) {
+    const urls = (server as RTCIceServer | null)?.urls
+    const list = typeof urls === 'string' ? [urls] : Array.isArray(urls) ? (urls as unknown[]) : []
+    if (list.length === 0 || !list.every((url) => typeof url === 'string' && /^(stuns?|turns?):./.test(url)))
+      throw new InvalidOptionsError(`each of iceServers needs urls of stun:, stuns:, turn: or turns:, not ${JSON.stringify(server)}`)
   }
 }
 

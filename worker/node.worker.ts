@@ -29,6 +29,7 @@ import { carryErrorCodes } from './comlinkErrors.ts'
 import { API_PATH, WORKER_LOADED } from './names.ts'
 import { loadOrCreateKey, readStoredKey } from './keyStore.ts'
 import { consoleLine, DEFAULT_LOG_LEVEL } from './pageLog.ts'
+import type { WebRtcOptions } from './nodeLibp2p.ts'
 import type { Eip1193Provider, NodeOptions } from './publicTypes.ts'
 import { createRequestActivity } from './requestActivity.ts'
 
@@ -40,6 +41,11 @@ export type NodeWorkerOptions = NodeOptions & {
   deployment: Deployment
   /** A state dump (GET /_state/export) restored before the node starts; refused if older than the stored state. */
   import?: StorageDump
+  /**
+   * The page's WebRTC bridge (webrtcBridge.ts): the port its RTCPeerConnections answer on, and the ICE servers they
+   * use. With relays, the node's libp2p makes direct connections through it (docs/decisions/0065).
+   */
+  webrtc?: WebRtcOptions
 }
 
 export type StartedNode = { address: string; version: string; keyGenerated: boolean }
@@ -92,6 +98,7 @@ const api = {
         apiChannel,
         import: dump,
         logLevel = DEFAULT_LOG_LEVEL,
+        webrtc,
         ...rest
       } = options
       // Formatted here, so that only the lines at the level asked for cross to the page (one message each); a page
@@ -179,9 +186,10 @@ const api = {
         resendWhen: afterFirstAnswers,
         // And the background services, whose first checks read the chain (about 50 ms of the thread at a start).
         servicesWhen: afterFirstAnswers,
-        transport: transportFor(relay, deployment, {
+        transport: transportFor(relay, deployment, webrtc, {
           loadWhen: afterFirstAnswers,
           onError: (error) => void stopOnItsOwn('error', `its transport did not start: ${toErrorData(error).message}`, error),
+          warn: (message, error) => log.warn(message, { error }),
         }),
       })
       // A start ended meanwhile: the node createNode still makes is stopped (its store closed); its failure is the loss's.
@@ -201,7 +209,7 @@ const api = {
         chainId: deployment.chainId,
         environment,
         version,
-        transport: relay.length > 0 ? 'libp2p' : 'this origin only (BroadcastChannel)',
+        transport: relay.length > 0 ? (webrtc ? 'libp2p, WebRTC through the page' : 'libp2p') : 'this origin only (BroadcastChannel)',
         ...(relay.length > 0 ? { relays: relay.join(',') } : {}),
         keyGenerated: created,
       })
@@ -283,20 +291,24 @@ function untilReady(node: SluiceNode, ms: number): Promise<void> {
  * libp2p through the relays when there are any, else this origin. libp2p is most of the worker's size: it loads only
  * then, and in the background: the node is ready once synced, and libp2p loads when `loadWhen` says (or at the first
  * send) and reserves its place on the relays; what the node sends meanwhile waits for that (docs/decisions/0024).
+ * With the page's WebRTC bridge, libp2p's WebRTC transport loads with it (docs/decisions/0065).
  */
-function transportFor(relays: string[], deployment: Deployment, { loadWhen, onError }: Pick<LazyTransportOptions, 'loadWhen' | 'onError'>): TransportFactory {
-  if (relays.length === 0)
+function transportFor(
+  relays: string[],
+  deployment: Deployment,
+  webrtc: WebRtcOptions | undefined,
+  { loadWhen, onError, warn }: Pick<LazyTransportOptions, 'loadWhen' | 'onError'> & { warn: (message: string, error: unknown) => void },
+): TransportFactory {
+  if (relays.length === 0) {
+    webrtc?.port.close()
     return ({ address }) =>
       createBroadcastChannelTransport({
         address,
         channelName: `sluice-${deployment.chainId}-${deployment.contracts.TokenNetworkRegistry.address.toLowerCase()}`,
       })
+  }
   return ({ key }) =>
-    lazyTransport(async () => (await import('../src/transport/libp2p/libp2pTransport.ts')).createLibp2pTransport({ privateKey: key, relays }), {
-      background: true,
-      loadWhen,
-      onError,
-    })
+    lazyTransport(async () => (await import('./nodeLibp2p.ts')).createNodeLibp2p({ key, relays, webrtc, warn }), { background: true, loadWhen, onError })
 }
 
 export type NodeWorkerApi = typeof api

@@ -287,7 +287,7 @@ describe('the sluice package', () => {
     expect(seen.get('/sluice/node.worker.js')).toBe(200)
     // Fetched in the background once the node answers (secp256k1Wasm: 'background'): it may come after the first answer.
     await expect.poll(() => seen.get('/sluice/secp256k1.wasm'), { timeout: 20_000 }).toBe(200)
-    expect([...seen.keys()].some((path) => /^\/sluice\/libp2pTransport-[\w-]+\.js$/.test(path))).toBe(true)
+    expect([...seen.keys()].some((path) => /^\/sluice\/nodeLibp2p-[\w-]+\.js$/.test(path))).toBe(true)
     await page.evaluate(() => (window as unknown as { node: { stop(): Promise<void> } }).node.stop())
     await context.close()
   }, 120_000)

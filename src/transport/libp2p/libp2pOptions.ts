@@ -47,10 +47,21 @@ function webSocketsThatFailWithErrors(): ReturnType<typeof webSockets> {
 }
 
 /**
+ * WebRTC where the host has it (directConnections.ts, docs/decisions/0065): libp2p's transport, what it listens on
+ * (`/webrtc`), and the gater's rule that only directConnections.ts dials a WebRTC address, never libp2p on its own.
+ */
+export type DirectOptions = {
+  transport: NonNullable<Libp2pOptions['transports']>[number]
+  listen: readonly string[]
+  deniesDial: (ma: Multiaddr) => boolean
+}
+
+/**
  * The libp2p node of a transport (docs/transport.md): WebSockets to the relays, circuit relay v2 to reach peers
  * by PeerId, Noise, yamux, identify, and gossipsub for presence. Created stopped.
  */
-export function libp2pOptions(privateKey: PrivateKey, relays: readonly RelayAddress[]): Libp2pOptions<Services> {
+export function libp2pOptions(privateKey: PrivateKey, relays: readonly RelayAddress[], direct?: DirectOptions): Libp2pOptions<Services> {
+  const denied = deniesDial(relays)
   return {
     start: false,
     privateKey,
@@ -58,7 +69,7 @@ export function libp2pOptions(privateKey: PrivateKey, relays: readonly RelayAddr
     // finds (a connected peer that speaks the hop protocol), so the node holds one on each of its relays. Unlike a
     // listen address naming a relay (`<relay>/p2p-circuit`), such a reservation is asked for again on any relay
     // once it is lost: when that relay comes back, it is reserved on again.
-    addresses: { listen: relays.map(() => '/p2p-circuit') },
+    addresses: { listen: [...relays.map(() => '/p2p-circuit'), ...(direct?.listen ?? [])] },
     // The relays are tagged keep-alive (relayKeeper.ts): libp2p redials one that drops, each second until it is back.
     // A relayed connection's address starts with its relay's, so libp2p counted every peer reaching us through one
     // relay as one host, 5 new connections a second: a sixth peer's dial hung until its timeout (libp2p takes no
@@ -71,10 +82,10 @@ export function libp2pOptions(privateKey: PrivateKey, relays: readonly RelayAddr
       inboundConnectionThreshold: Number.MAX_SAFE_INTEGER,
       maxIncomingPendingConnections: 64,
     },
-    transports: [webSocketsThatFailWithErrors(), circuitRelayTransport()],
+    transports: [webSocketsThatFailWithErrors(), circuitRelayTransport(), ...(direct ? [direct.transport] : [])],
     connectionEncrypters: [noise()],
     streamMuxers: [yamuxMuxer()],
-    connectionGater: { denyDialMultiaddr: deniesDial(relays) },
+    connectionGater: { denyDialMultiaddr: (ma) => direct?.deniesDial(ma) === true || denied(ma) },
     services: {
       identify: identify(),
       pubsub: gossipsub({ allowPublishToZeroTopicPeers: true, runOnLimitedConnection: true, doPX: false }),

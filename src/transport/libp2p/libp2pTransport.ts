@@ -1,16 +1,17 @@
 import { TopicValidatorResult, type Message as PubsubMessage } from '@libp2p/gossipsub'
 import type { Connection } from '@libp2p/interface'
-import { createLibp2p, type Libp2p } from 'libp2p'
+import { createLibp2p, type Libp2p, type Libp2pOptions } from 'libp2p'
 import type { Address, Hex } from 'viem'
 import { MissingRuntimeFeatureError, PeerUnknownError, TransportClosedError, TransportError } from '../errors.ts'
 import type { Transport } from '../transport.ts'
 import { Announcer } from './announcer.ts'
+import { createDirectConnections, type DirectConnectionsLogEvent } from './directConnections.ts'
 import { encodeFrames } from './frames.ts'
 import { InboundStreams, type InboundCounters, type InboundLimits } from './inboundStreams.ts'
 import { libp2pOptions, type Services } from './libp2pOptions.ts'
 import { OutboundStreams } from './outboundStreams.ts'
 import { PeerDirectory, type Heard } from './peerDirectory.ts'
-import { addressOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
+import { addressOfPeer, identityOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
 import { readAnnouncement } from './presence.ts'
 import { messageProtocol, presenceTopic as defaultPresenceTopic } from './protocol.ts'
 import { parseRelay } from './relayAddress.ts'
@@ -35,6 +36,13 @@ export type Libp2pTransportParameters = {
   inboundLimits?: InboundLimits
   /** Told about relay and presence changes and dropped input: for logs and metrics. */
   log?: (event: Libp2pTransportLogEvent) => void
+  /**
+   * libp2p's WebRTC transport (`webRTC()` of @libp2p/webrtc), where the host has WebRTC (a page, through its bridge:
+   * worker/remoteRtc.ts): the node listens on `/webrtc` too and announces those addresses, and its messages to a peer
+   * that announces one move to a direct connection once it is up; the relay stays the way meanwhile and after
+   * (directConnections.ts, docs/decisions/0065).
+   */
+  webRTC?: NonNullable<Libp2pOptions['transports']>[number]
 }
 
 export type Libp2pTransportLogEvent =
@@ -48,6 +56,7 @@ export type Libp2pTransportLogEvent =
   | { type: 'invalidFrame'; from: Address }
   | { type: 'oversizedFrame'; from: Address }
   | { type: 'streamFailed'; peer?: Address; error: unknown }
+  | DirectConnectionsLogEvent
 
 export type Libp2pTransport = Omit<Transport, 'stats'> & {
   /** This node's PeerId (`16Uiu2H…`), a function of its key. */
@@ -65,6 +74,8 @@ export type Libp2pTransportStats = InboundCounters & {
   /** Message streams from peers open now. */
   inboundStreams: number
   framesSent: number
+  /** Direct (WebRTC) connections open now; 0 without WebRTC. */
+  directConnections: number
 }
 
 function checkRuntime() {
@@ -85,7 +96,8 @@ function checkRuntime() {
  *
  * The parts, each in its module: the libp2p configuration (`libp2pOptions.ts`), the relay keeper
  * (`relayKeeper.ts`), the peer directory (`peerDirectory.ts`), the announcer (`announcer.ts`) and the outbound
- * streams (`outboundStreams.ts`); here they are wired to one libp2p node, with the inbound streams.
+ * streams (`outboundStreams.ts`), and with WebRTC the direct connections (`directConnections.ts`); here they are
+ * wired to one libp2p node, with the inbound streams.
  *
  * Runs in browsers (page and worker) and in Node; Node 20 needs nodePolyfills.ts imported first.
  */
@@ -136,9 +148,25 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     ...(log ? { log } : {}),
   })
 
+  // WebRTC, when the host has it: a direct connection up moves a peer's next batch to it (a new stream, which libp2p
+  // opens on the direct connection); its last one closed makes what waits for the peer due at once, through the relay.
+  const direct = parameters.webRTC
+    ? createDirectConnections({
+        self: ownPeerId,
+        onChange: (peerId, up) => {
+          const identity = identityOfPeer(peerId)
+          if (!identity || !running) return
+          if (up) streams.retire(identity.address)
+          else void learn({ ...identity, peerId, how: 'connection', addrs: [], newSession: false })
+        },
+        ...(log ? { log } : {}),
+      })
+    : undefined
+
   /** A peer heard of: where to dial it goes into the peer store first (delivery dials it at once), then it is reported. */
   const learn = async (heard: Heard | undefined) => {
     if (!heard) return
+    if (heard.webrtcAddrs) direct?.noteAddresses(heard.peerId, heard.webrtcAddrs)
     if (heard.addrs.length > 0) await node?.peerStore.merge(heard.peerId, { multiaddrs: heard.addrs }).catch(() => {})
     if (!running) return
     // A newcomer (or a peer back from a restart) does not know us yet: tell it, so it can send what it holds for us.
@@ -157,9 +185,16 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     checkRuntime()
     onMessages = receive
     const started = Date.now()
-    const created = await createLibp2p<Services>(libp2pOptions(privateKey, relays))
+    const created = await createLibp2p<Services>(
+      libp2pOptions(
+        privateKey,
+        relays,
+        direct && parameters.webRTC ? { transport: parameters.webRTC, listen: direct.listen, deniesDial: direct.deniesDial } : undefined,
+      ),
+    )
     node = created
     running = true
+    direct?.attach(created)
     announcer.start()
     // A peer needs one stream; a few more cover one it opens again before libp2p noticed the last one gone.
     await created.handle(messageProtocol, inbound.handle, { runOnLimitedConnection: true, maxInboundStreams: 8 })
@@ -193,7 +228,13 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
 
     addresses: () => keeper.circuitAddresses(),
 
-    stats: () => ({ knownPeers: directory.size, inboundStreams: inbound.size, ...streams.counters, ...inbound.counters }),
+    stats: () => ({
+      knownPeers: directory.size,
+      inboundStreams: inbound.size,
+      ...streams.counters,
+      ...inbound.counters,
+      directConnections: direct?.count() ?? 0,
+    }),
 
     start(receive) {
       if (starting) return Promise.reject(new TransportError('transport already started'))
@@ -208,7 +249,9 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     async send(to, lines) {
       if (!running || !node) throw new TransportClosedError('send')
       if (lines.length === 0) return
-      if (!directory.peerId(to)) throw new PeerUnknownError(to)
+      const peerId = directory.peerId(to)
+      if (!peerId) throw new PeerUnknownError(to)
+      direct?.talkingTo(peerId)
       return streams.send(to, encodeFrames(lines))
     },
 
@@ -228,6 +271,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       starting = undefined
       if (!node) return
       running = false
+      direct?.stop()
       announcer.stop()
       await keeper.stop()
       inbound.closeAll()

@@ -50,6 +50,20 @@ export class OutboundStreams {
     this.#open(key, peerId).catch((error: unknown) => this.#parameters.log?.({ type: 'streamFailed', peer: key as Address, error }))
   }
 
+  /**
+   * The next batch to the peer opens a new stream (on a direct connection that just came up: libp2p opens a stream on
+   * a direct connection first); this one closes once the batches before it are out.
+   */
+  retire(peer: string): void {
+    const key = peer.toLowerCase()
+    const opening = this.#streams.get(key)
+    if (!opening) return
+    this.#streams.delete(key)
+    void this.#sending.run(key, () => {
+      void opening.then(({ stream }) => stream.close()).catch(() => {})
+    })
+  }
+
   /** Aborts every stream (the transport stops). */
   closeAll(): void {
     for (const [key, opening] of [...this.#streams]) this.#drop(key, opening)

@@ -1,6 +1,7 @@
 import type { PeerId } from '@libp2p/interface'
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { Address, Hex } from 'viem'
+import { isWebRtc } from './directConnections.ts'
 import { identityOfPeer } from './peerIdentity.ts'
 import { maxClockSkewMs, readAnnouncement } from './presence.ts'
 import { circuitThrough, isCircuit, type RelayAddress } from './relayAddress.ts'
@@ -19,6 +20,8 @@ export type Heard = {
   addrs: Multiaddr[]
   /** It restarted, or we never heard of it: it does not know us yet, so we announce ourselves soon. */
   newSession: boolean
+  /** Its WebRTC addresses, signalled through a relay to it (`<relay>/p2p-circuit/webrtc/p2p/<it>`), if it announced any. */
+  webrtcAddrs?: Multiaddr[]
 }
 
 export type PeerDirectoryParameters = {
@@ -84,15 +87,26 @@ export class PeerDirectory {
     const known = this.#peers.get(key)
     if (known && announcement.ts <= known.ts) return undefined
     this.#peers.set(key, { peerId: from, session: announcement.session, ts: announcement.ts })
-    const addrs = announcement.addrs.flatMap((a) => {
-      try {
-        const ma = multiaddr(a)
-        return isCircuit(ma) && ma.toString().endsWith(`/p2p-circuit/p2p/${from}`) ? [ma] : []
-      } catch {
-        return []
-      }
-    })
-    return { ...identity, peerId: from, how: 'presence', addrs, newSession: known?.session !== announcement.session }
+    const ending = (suffix: string, kind: (ma: Multiaddr) => boolean) =>
+      announcement.addrs.flatMap((a) => {
+        try {
+          const ma = multiaddr(a)
+          return kind(ma) && ma.toString().endsWith(`${suffix}/p2p/${from}`) ? [ma] : []
+        } catch {
+          return []
+        }
+      })
+    const addrs = ending('/p2p-circuit', isCircuit)
+    // For the direct connections alone (directConnections.ts): never in libp2p's peer store.
+    const webrtcAddrs = ending('/p2p-circuit/webrtc', isWebRtc)
+    return {
+      ...identity,
+      peerId: from,
+      how: 'presence',
+      addrs,
+      newSession: known?.session !== announcement.session,
+      ...(webrtcAddrs.length > 0 ? { webrtcAddrs } : {}),
+    }
   }
 
   /**

@@ -122,6 +122,12 @@ export type LaunchOptions = {
    * its loopback (network.dns.localDomains), so every address must be 127.0.0.1 there.
    */
   hosts?: Record<string, string>
+  /**
+   * WebRTC may offer the machine's own addresses as ICE candidates (Chromium: WebRtcHideLocalIpsWithMdns off; Firefox:
+   * media.peerconnection.ice.obfuscate_host_addresses off), as a page with camera access may: two browsers on this
+   * machine then connect without a STUN server or mDNS, which the closed network has neither of.
+   */
+  webrtcHostCandidates?: boolean
 }
 
 /** A browser of the engine with a new profile. */
@@ -135,7 +141,8 @@ export async function launchEngine(engine: EngineName, options: LaunchOptions = 
     )
   const size = { width: options.width ?? 1280, height: options.height ?? 800 }
   if (options.firefoxPrefs && engine !== 'firefox') throw new Error(`firefoxPrefs are for Firefox, not ${engine}`)
-  if ((options.trustCa || options.hosts) && engine === 'webkit') throw new Error('trustCa and hosts are for Chromium and Firefox, not webkit')
+  if ((options.trustCa || options.hosts || options.webrtcHostCandidates) && engine === 'webkit')
+    throw new Error('trustCa, hosts and webrtcHostCandidates are for Chromium and Firefox, not webkit')
   const clipboard = options.clipboard ?? false
   if (engine === 'webkit') return (await import('./webkit.ts')).launchWebKit(path, size, { clipboard })
   return (await import('./puppeteer.ts')).launchPuppeteer(engine, path, size, {
@@ -143,6 +150,7 @@ export async function launchEngine(engine: EngineName, options: LaunchOptions = 
     firefoxPrefs: options.firefoxPrefs ?? {},
     ...(options.trustCa ? { trustCa: options.trustCa } : {}),
     hosts: options.hosts ?? {},
+    webrtcHostCandidates: options.webrtcHostCandidates ?? false,
   })
 }
 

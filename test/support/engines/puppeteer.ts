@@ -34,7 +34,13 @@ export async function launchPuppeteer(
   engine: Exclude<EngineName, 'webkit'>,
   executablePath: string,
   size: { width: number; height: number },
-  { clipboard, firefoxPrefs, trustCa, hosts }: { clipboard: boolean; firefoxPrefs: Record<string, unknown>; trustCa?: string; hosts: Record<string, string> },
+  {
+    clipboard,
+    firefoxPrefs,
+    trustCa,
+    hosts,
+    webrtcHostCandidates,
+  }: { clipboard: boolean; firefoxPrefs: Record<string, unknown>; trustCa?: string; hosts: Record<string, string>; webrtcHostCandidates: boolean },
 ): Promise<EngineBrowser> {
   const profile = mkdtempSync(join(tmpdir(), `sluice-${engine}-`))
   // Chromium reads the roots a user added from $HOME/.pki/nssdb: a HOME of its own inside the profile. Firefox
@@ -45,6 +51,8 @@ export async function launchPuppeteer(
   if (engine === 'firefox' && names.some(([, address]) => address !== '127.0.0.1')) throw new Error('Firefox maps names to its loopback only (127.0.0.1)')
   const chromiumArgs = names.length > 0 ? [`--host-resolver-rules=${names.map(([name, address]) => `MAP ${name} ${address}`).join(', ')}`] : []
   const firefoxNames = names.length > 0 ? { 'network.dns.localDomains': names.map(([name]) => name).join(',') } : {}
+  if (webrtcHostCandidates) chromiumArgs.push('--disable-features=WebRtcHideLocalIpsWithMdns')
+  const firefoxWebRtc = webrtcHostCandidates ? { 'media.peerconnection.ice.obfuscate_host_addresses': false } : {}
   const browser: Browser = await bounded(
     puppeteer.launch({
       browser: engine === 'firefox' ? 'firefox' : 'chrome',
@@ -54,7 +62,7 @@ export async function launchPuppeteer(
       defaultViewport: size,
       ...(engine === 'chromium'
         ? { args: [...CHROMIUM_ARGS, ...chromiumArgs], ...(trustCa ? { env: { ...process.env, HOME: home } } : {}) }
-        : { extraPrefsFirefox: { ...FIREFOX_PREFS, ...firefoxNames, ...firefoxPrefs } }),
+        : { extraPrefsFirefox: { ...FIREFOX_PREFS, ...firefoxNames, ...firefoxWebRtc, ...firefoxPrefs } }),
       // Above every bound of ours (evaluate's is the caller's): our timeouts say what was waited on, puppeteer's would not.
       protocolTimeout: 30 * 60_000,
     }),
