@@ -35,7 +35,8 @@ export async function startTransport(kind: 'broadcast' | 'libp2p', log: Logger):
   return {
     relay,
     create: (key) => {
-      const transport = createLibp2pTransport({ privateKey: key, relays: relay.multiaddrs, announceIntervalMs: 5_000 })
+      // A devnet is on loopback: its nodes may dial the direct addresses of nodes beside them (`sluice serve --p2p-listen`).
+      const transport = createLibp2pTransport({ privateKey: key, relays: relay.multiaddrs, announceIntervalMs: 5_000, allowPrivateDirect: true })
       made.push(transport)
       return transport
     },

@@ -6,6 +6,9 @@ import type { Logger } from '../log/logger.ts'
 import type { Libp2pTransportParameters } from '../transport/libp2p/libp2pTransport.ts'
 
 export const transports = ['libp2p', 'broadcast'] as const
+
+/** A headless node's direct paths (`--p2p-listen`, `--p2p-announce`, `--p2p-allow-private`; docs/transport.md). */
+export type DirectSettings = { listen: readonly string[]; announce: readonly string[]; allowPrivate: boolean }
 export type TransportName = (typeof transports)[number]
 
 /**

@@ -1,5 +1,5 @@
 import { TopicValidatorResult, type Message as PubsubMessage } from '@libp2p/gossipsub'
-import type { Connection, Stream } from '@libp2p/interface'
+import type { Connection, PeerId, Stream } from '@libp2p/interface'
 import { lpStream } from '@libp2p/utils'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import type { Address, Hex } from 'viem'
@@ -7,13 +7,14 @@ import { MissingRuntimeFeatureError, PeerUnknownError, TransportClosedError, Tra
 import type { Transport } from '../transport.ts'
 import { Announcer } from './announcer.ts'
 import { decodeFrame, encodeFrames, maxFrameBytes } from './frames.ts'
+import { DirectPaths, type DirectPathsLogEvent } from './directPaths.ts'
 import { libp2pOptions, type Services } from './libp2pOptions.ts'
 import { OutboundStreams } from './outboundStreams.ts'
 import { PeerDirectory, type Heard } from './peerDirectory.ts'
 import { addressOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
-import { readAnnouncement } from './presence.ts'
+import { maxAddresses, readAnnouncement } from './presence.ts'
 import { messageProtocol, presenceTopic as defaultPresenceTopic } from './protocol.ts'
-import { parseRelay } from './relayAddress.ts'
+import { isCircuit, parseRelay } from './relayAddress.ts'
 import { RelayKeeper } from './relayKeeper.ts'
 
 export type Libp2pTransportParameters = {
@@ -31,6 +32,33 @@ export type Libp2pTransportParameters = {
   sendTimeoutMs?: number
   /** `start` waits this long for a relay reservation, then resolves anyway and keeps trying (default 10 s). */
   startTimeoutMs?: number
+  /**
+   * Multiaddrs to listen on for direct connections from other nodes (`--p2p-listen`), WebSockets:
+   * `/ip4/0.0.0.0/tcp/4001/ws`. Announced beside the circuit addresses (or `announce` in their place); peers dial them
+   * first and the relay is the fallback (directPaths.ts). A page cannot listen.
+   */
+  listen?: readonly string[]
+  /**
+   * The direct addresses announced in place of the listen ones (`--p2p-announce`), without /p2p/: a node behind a
+   * NAT with a forwarded port or a TLS proxy, `/dns4/node.example.com/tcp/443/wss`.
+   */
+  announce?: readonly string[]
+  /**
+   * Dial peers' direct addresses on private networks and loopback too (`--p2p-allow-private`): devnets, tests, a
+   * LAN of one's own. Refused by default: an announcement must not aim us at hosts of our own network.
+   */
+  allowPrivateDirect?: boolean
+  /** A direct dial gives up after this long and the circuit is dialled (default 2 s). */
+  directDialTimeoutMs?: number
+  /** The first pause after a failed direct dial or a lost direct connection, doubling to 5 min (default 10 s). */
+  directRetryMs?: number
+  /** How often a direct connection is checked; it is given up when an answer takes half of it (default 5 s). */
+  directCheckMs?: number
+  /**
+   * Whether a DNS name resolves to a private address (Node hosts pass the system resolver's answer): a direct
+   * address by such a name is not dialled unless `allowPrivateDirect`.
+   */
+  resolvesPrivate?: (host: string) => Promise<boolean>
   /** Told about relay and presence changes and dropped input: for logs and metrics. */
   log?: (event: Libp2pTransportLogEvent) => void
 }
@@ -45,11 +73,12 @@ export type Libp2pTransportLogEvent =
   | { type: 'peerSeen'; peer: Address; how: 'presence' | 'connection' }
   | { type: 'invalidFrame'; from: Address }
   | { type: 'streamFailed'; peer?: Address; error: unknown }
+  | DirectPathsLogEvent
 
 export type Libp2pTransport = Transport & {
   /** This node's PeerId (`16Uiu2H…`), a function of its key. */
   readonly peerId: string
-  /** Where other nodes can dial this one now: its circuit addresses on the relays. */
+  /** Where other nodes can dial this one now: its circuit addresses on the relays, then its direct addresses. */
   addresses(): string[]
   stats(): Libp2pTransportStats
 }
@@ -63,6 +92,8 @@ export type Libp2pTransportStats = {
   inboundStreams: number
   framesSent: number
   framesReceived: number
+  /** Peers with a direct connection (not through a relay) open now. */
+  directPeers: number
 }
 
 function checkRuntime() {
@@ -104,7 +135,11 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   const inbound = new Set<Stream>()
   let framesReceived = 0
 
-  const directory = new PeerDirectory({ me: addressOfPeer(ownPeerId)!, relays, ...(log ? { log } : {}) })
+  const listen = parameters.listen ?? []
+  const announce = parameters.announce ?? []
+  const allowPrivateDirect = parameters.allowPrivateDirect ?? false
+
+  const directory = new PeerDirectory({ me: addressOfPeer(ownPeerId)!, relays, allowPrivateDirect, ...(log ? { log } : {}) })
   const keeper = new RelayKeeper({
     relays,
     dialTimeoutMs,
@@ -116,14 +151,65 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     },
     ...(log ? { log } : {}),
   })
+  /** This node's direct addresses: the announced ones, else what its sockets listen on; each with /p2p/<our id>. */
+  const directAddresses = (): string[] => {
+    if (!node || listen.length === 0) return []
+    const own = `/p2p/${ownPeerId}`
+    if (announce.length > 0) return announce.map((a) => `${a}${own}`)
+    return node.services.sockets
+      .addresses()
+      .filter((a) => !a.includes('/p2p-circuit'))
+      .map((a) => `${a}${own}`)
+  }
+  const addresses = () => [...keeper.circuitAddresses(), ...directAddresses()].slice(0, maxAddresses)
+
   const announcer = new Announcer({
     publish: (data) => node!.services.pubsub.publish(topic, data),
-    addresses: () => keeper.circuitAddresses(),
+    addresses,
     intervalMs: parameters.announceIntervalMs ?? 30_000,
     ...(log ? { log } : {}),
   })
+  const direct = new DirectPaths({
+    isRelay: (peer) => directory.isRelay(peer),
+    allowPrivate: allowPrivateDirect,
+    dialTimeoutMs: parameters.directDialTimeoutMs ?? 2_000,
+    retryMs: parameters.directRetryMs ?? 10_000,
+    maxRetryMs: 300_000,
+    pingMs: parameters.directCheckMs ?? 5_000,
+    pingTimeoutMs: (parameters.directCheckMs ?? 5_000) / 2,
+    ...(parameters.resolvesPrivate ? { resolvesPrivate: parameters.resolvesPrivate } : {}),
+    onChange: (peer, up) => {
+      if (!running) return
+      const address = addressOfPeer(peer)
+      if (!address) return
+      // Up: the next batch goes over the direct connection, and the circuit closes once our stream on it did (the
+      // peer does the same on its side): the relay carries nothing more for this pair. Down: what waits for the
+      // peer goes now, through a relay.
+      if (up) void streams.retire(address).then(() => closeRelayed(peer))
+      else directory.again(peer)
+    },
+    ...(log ? { log } : {}),
+  })
+  /** Closes our connections to `peer` through a relay, once a direct one carries its messages. */
+  const closeRelayed = (peer: PeerId) => {
+    if (!node || !direct.connection(peer)) return
+    for (const connection of node.getConnections(peer))
+      if (isCircuit(connection.remoteAddr))
+        void connection
+          .close({ signal: AbortSignal.timeout(dialTimeoutMs) })
+          .catch(() => connection.abort(new TransportError('replaced by a direct connection')))
+  }
+  /**
+   * A message stream to a peer: over its direct connection, or a new one to its direct addresses (bounded), else
+   * through a relay (libp2p's dial by PeerId, which the gater keeps to the circuits in the peer store).
+   */
+  const openStream = async (peerId: PeerId, signal: AbortSignal): Promise<Stream> => {
+    const connection = await direct.dial(peerId, signal)
+    if (connection) return connection.newStream(messageProtocol, { signal, runOnLimitedConnection: true })
+    return node!.dialProtocol(peerId, messageProtocol, { signal, runOnLimitedConnection: true })
+  }
   const streams = new OutboundStreams({
-    dial: (peerId, signal) => node!.dialProtocol(peerId, messageProtocol, { signal, runOnLimitedConnection: true }),
+    dial: openStream,
     lookup: (peer) => (running && node ? directory.peerId(peer) : undefined),
     dialTimeoutMs,
     sendTimeoutMs: parameters.sendTimeoutMs ?? 10_000,
@@ -134,6 +220,11 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   const learn = async (heard: Heard | undefined) => {
     if (!heard) return
     if (heard.addrs.length > 0) await node?.peerStore.merge(heard.peerId, { multiaddrs: heard.addrs }).catch(() => {})
+    if (heard.how === 'presence') {
+      direct.note(heard.peerId, heard.direct, heard.newSession)
+      // Already talking to it through a relay (it was known from its connection first): try its direct path now.
+      if (streams.has(heard.address)) direct.talking(heard.peerId)
+    }
     if (!running) return
     // A newcomer (or a peer back from a restart) does not know us yet: tell it, so it can send what it holds for us.
     if (heard.newSession) announcer.soon()
@@ -178,15 +269,16 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     checkRuntime()
     onMessages = receive
     const started = Date.now()
-    const created = await createLibp2p<Services>(libp2pOptions(privateKey, relays))
+    const created = await createLibp2p<Services>(libp2pOptions(privateKey, relays, { listen, paths: direct }))
     node = created
     running = true
+    direct.attach(created)
     announcer.start()
     await created.handle(messageProtocol, handleInbound, { runOnLimitedConnection: true })
     created.addEventListener('connection:open', (e) => onConnection(e.detail))
     // A new reservation (after a relay restart, say) changes where we can be reached: say so.
     created.addEventListener('self:peer:update', () => {
-      if (keeper.circuitAddresses().length > 0) announcer.soon()
+      if (addresses().length > 0) announcer.soon()
     })
     const pubsub = created.services.pubsub
     pubsub.topicValidators.set(topic, (_peer, msg) =>
@@ -211,9 +303,9 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   return {
     peerId: ownPeerId.toString(),
 
-    addresses: () => keeper.circuitAddresses(),
+    addresses,
 
-    stats: () => ({ knownPeers: directory.size, inboundStreams: inbound.size, framesReceived, ...streams.counters }),
+    stats: () => ({ knownPeers: directory.size, inboundStreams: inbound.size, framesReceived, ...streams.counters, directPeers: direct.count() }),
 
     start(receive) {
       if (starting) return Promise.reject(new TransportError('transport already started'))
@@ -228,7 +320,9 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     async send(to, lines) {
       if (!running || !node) throw new TransportClosedError('send')
       if (lines.length === 0) return
-      if (!directory.peerId(to)) throw new PeerUnknownError(to)
+      const peerId = directory.peerId(to)
+      if (!peerId) throw new PeerUnknownError(to)
+      direct.talking(peerId)
       return streams.send(to, encodeFrames(lines))
     },
 
@@ -249,6 +343,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       if (!node) return
       running = false
       announcer.stop()
+      direct.stop()
       await keeper.stop()
       for (const stream of inbound) stream.abort(new TransportError('transport stopped'))
       streams.closeAll()

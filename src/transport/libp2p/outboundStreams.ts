@@ -42,12 +42,36 @@ export class OutboundStreams {
     return this.#sending.run(key, () => this.#deliver(to, key, frames))
   }
 
+  /** Whether a stream to `peer` is open or being opened. */
+  has(peer: string): boolean {
+    return this.#streams.has(peer.toLowerCase())
+  }
+
   /** Opens the stream to a known peer ahead of a send; a failure is the next send's to find (it dials again). */
   warm(peer: string): void {
     const key = peer.toLowerCase()
     const peerId = this.#parameters.lookup(key)
     if (!peerId || this.#streams.has(key)) return
     this.#open(key, peerId).catch((error: unknown) => this.#parameters.log?.({ type: 'streamFailed', peer: key as Address, error }))
+  }
+
+  /**
+   * The next batch to `peer` opens a new stream (a better way to it came up: a direct connection); this one is
+   * closed once the batches already given to it are written. Resolves then.
+   */
+  retire(peer: string): Promise<void> {
+    const key = peer.toLowerCase()
+    const opening = this.#streams.get(key)
+    if (!opening) return Promise.resolve()
+    this.#streams.delete(key)
+    return this.#sending
+      .run(key, async () => {
+        const { stream } = await opening
+        await stream
+          .close({ signal: AbortSignal.timeout(this.#parameters.sendTimeoutMs) })
+          .catch((error: unknown) => stream.abort(error instanceof Error ? error : new TransportError(String(error))))
+      })
+      .catch(() => {})
   }
 
   /** Aborts every stream (the transport stops). */
