@@ -60,7 +60,24 @@ function findBrowsers() {
   process.exit(1)
 }
 
+/**
+ * What the tests across hosts need (test/network/, docs/decisions/0063): as root, iproute2 (ip, bridge, tc), ethtool
+ * and flock, installed from Debian's packages when missing, as on CI. Without root those tests are skipped.
+ */
+function findNetworkTools() {
+  if (process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return
+  const dirs = [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/sbin']
+  const tools = { ip: 'iproute2', bridge: 'iproute2', tc: 'iproute2', ethtool: 'ethtool', flock: 'util-linux' }
+  const packages = [...new Set(Object.entries(tools).flatMap(([tool, pkg]) => (dirs.some((d) => existsSync(`${d}/${tool}`)) ? [] : [pkg])))]
+  if (packages.length === 0) return
+  console.log(`Installing Debian's ${packages.join(', ')} with apt-get (the tests across hosts)`)
+  if (!run('apt-get', ['update', '-qq']) || !run('apt-get', ['install', '-y', '-qq', ...packages])) {
+    console.error(`Could not install ${packages.join(' ')}: the tests in test/network/ will fail.`)
+  }
+}
+
 const chromium = findBrowsers()
+findNetworkTools()
 
 for (const [label, cmd, args] of [
   ['typecheck', 'npx', ['tsc', '-p', '.']],

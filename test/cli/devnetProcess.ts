@@ -15,8 +15,12 @@ export async function startDevnetCommand(args: string[], cwd: string = tmpdir())
   return { sluice, info, anvilPid: anvil.pid }
 }
 
-export async function call(method: string, url: string, body?: unknown) {
-  const r = await fetch(url, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+export async function call(method: string, url: string, body?: unknown, headers: Record<string, string> = {}) {
+  const r = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
   const text = await r.text()
   return { status: r.status, body: text ? JSON.parse(text) : undefined }
 }

@@ -26,7 +26,8 @@ export type StartSluiceOptions = {
 
 /**
  * Runs `node bin/sluice.mjs <args>` in `cwd` (or another Node script: an installed package's bin; or Node's own
- * arguments before `args`, such as `--import tsx`), collecting its output.
+ * arguments before `args`, such as `--import tsx`), collecting its output. `options.wrap` puts a command that
+ * execs node before it, such as a host's `ip netns exec NAME` (test/support/netns/), so that the pid is still node's.
  */
 export function startSluice(
   args: readonly string[],

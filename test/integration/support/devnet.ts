@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { Address, Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { createChainClient, createTransactionQueue, mintTokens, registerToken } from '../../../src/chain/index.ts'
-import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
+import { anvilKeys, startAnvil, type Anvil, type StartAnvilParameters } from '../../../src/devnet/anvil.ts'
 import { deployContracts, type DeployContractsReturnType } from '../../../src/devnet/deploy.ts'
 import { createDevnetClient } from '../../../src/devnet/devnetClient.ts'
 import { createNode } from '../../../src/node/createNode.ts'
@@ -26,11 +26,11 @@ export type Devnet = {
 }
 
 /**
- * anvil with every contract deployed and the test token TTT registered; nodes' keys get minted tokens. `blockTime`:
- * a block each that many seconds besides those of transactions, for a test where locks must expire as time goes.
+ * anvil with every contract deployed and the test token TTT registered; nodes' keys get minted tokens. `anvil` says
+ * where it listens (another address than 127.0.0.1, for hosts in network namespaces) and how it mines.
  */
-export async function startDevnet(keys: readonly Hex[], mint = 10n ** 21n, options: { blockTime?: number } = {}): Promise<Devnet> {
-  const anvil = await startAnvil(options.blockTime === undefined ? {} : { blockTime: options.blockTime })
+export async function startDevnet(keys: readonly Hex[], mint = 10n ** 21n, anvilParameters: StartAnvilParameters = {}): Promise<Devnet> {
+  const anvil = await startAnvil(anvilParameters)
   const client = createDevnetClient({ rpcUrl: anvil.rpcUrl, privateKey: anvilKeys[0] })
   const deployment = await deployContracts(client, { rpcUrl: anvil.rpcUrl })
   const deployer = await createChainClient({ rpcUrl: anvil.rpcUrl, privateKey: anvilKeys[0], pollingInterval: 50 })

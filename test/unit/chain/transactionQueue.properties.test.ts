@@ -100,7 +100,11 @@ async function history(steps: Step[]): Promise<void> {
           .send({ to, data: '0x', value: amount, description: `pay ${amount}` }, s.deadline ? { deadline: head + 30n } : {})
           .then(
             () => 'mined',
-            (e: unknown) => (e as { code?: string }).code ?? String(e),
+            // Stopped before it was signed (a restart while it waited its turn): nothing of it was sent, rightly.
+            (e: unknown) => {
+              const { code, journaled } = e as { code?: string; journaled?: boolean }
+              return code === 'TRANSACTION_QUEUE_STOPPED' && journaled === false ? 'NOT_SENT' : (code ?? String(e))
+            },
           )
           .then((outcome) => ({ amount, outcome }))
         settled.push(sending)

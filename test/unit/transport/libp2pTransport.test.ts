@@ -464,9 +464,10 @@ describe('several relays', () => {
         }
       })()
       await eventually(() => expect(b.lines().length).toBeGreaterThan(10))
-      // The relay that carries the stream: the one with the circuit between A and B.
-      expect(two.relays.map((r) => r.circuits()).sort()).toEqual([0, 1])
-      const carrying = two.relays.findIndex((r) => r.circuits() === 1)
+      // The relay that carries the stream: the one with circuits between A and B (a dial abandoned on a busy machine
+      // may leave a second circuit on it for a while).
+      await eventually(() => expect(two.relays.filter((r) => r.circuits() > 0)).toHaveLength(1))
+      const carrying = two.relays.findIndex((r) => r.circuits() > 0)
       const before = b.lines().length
       const stoppedAt = performance.now()
       await two.relays[carrying]!.stop()
@@ -479,7 +480,7 @@ describe('several relays', () => {
       const lines = b.lines()
       expect(lines).toEqual(lines.map((_, i) => `line ${i}`).slice(0, lines.length))
       // The relay comes back: both nodes reserve on it again and say so.
-      expect(two.relays[1 - carrying]!.circuits()).toBe(1)
+      expect(two.relays[1 - carrying]!.circuits()).toBeGreaterThan(0)
       const back = await two.restart(carrying)
       const t0 = performance.now()
       await eventually(() => expect(back.reservations()).toBe(2), 10_000)
