@@ -12,8 +12,9 @@ import { libp2pOptions, type Services } from './libp2pOptions.ts'
 import { OutboundStreams } from './outboundStreams.ts'
 import { PeerDirectory, type Heard } from './peerDirectory.ts'
 import { addressOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
-import { maxAddresses, readAnnouncement } from './presence.ts'
-import { messageProtocol, presenceTopic as defaultPresenceTopic } from './protocol.ts'
+import { encodeAnnouncement, maxAddresses, readAnnouncement, signRecord } from './presence.ts'
+import { PresenceLinks } from './presenceLinks.ts'
+import { messageProtocol, presenceProtocol, presenceTopic as defaultPresenceTopic } from './protocol.ts'
 import { isCircuit, parseRelay } from './relayAddress.ts'
 import { RelayKeeper } from './relayKeeper.ts'
 
@@ -24,7 +25,11 @@ export type Libp2pTransportParameters = {
   relays: readonly string[]
   /** The gossipsub topic of presence announcements (default `sluice/presence/1`). */
   presenceTopic?: string
-  /** Milliseconds between presence announcements (default 30 s); also sent on start and when answering a newcomer. */
+  /**
+   * Milliseconds between presence announcements (default 4 min: a relay's registry keeps the record and hands on each
+   * change, so the interval only keeps it within receivers' 10-minute clock window); also sent on start and whenever
+   * the node's addresses change.
+   */
   announceIntervalMs?: number
   /** Give up opening a stream to a peer after this long (default 5 s). */
   dialTimeoutMs?: number
@@ -92,6 +97,8 @@ export type Libp2pTransportStats = {
   inboundStreams: number
   framesSent: number
   framesReceived: number
+  /** Presence announcements received (a relay's records, or the gossipsub topic's), ours and stale ones included. */
+  announcementsReceived: number
   /** Peers with a direct connection (not through a relay) open now. */
   directPeers: number
 }
@@ -106,15 +113,17 @@ function checkRuntime() {
  * reach peers by PeerId, Noise and yamux. Each peer gets one outbound stream of `/sluice/msg/1.0.0`, reused
  * for every batch and reopened when it breaks; a batch is one or more length-prefixed JSON frames.
  *
- * Peers are found by presence: every node announces its circuit addresses on a gossipsub topic that the relays
- * join; the announcement is signed with the PeerId key, so its sender's address is authenticated. A node that
- * connects to us is also known from then on. Sends to a peer we know nothing about reject at once, sends to an
- * offline one within milliseconds (the relay has no reservation for it): the delivery layer retries, and resends
- * when `onPeerSeen` reports the peer (an announcement, or an inbound connection).
+ * Peers are found by presence: every node puts its signed record (its circuit addresses, and its direct ones if it
+ * listens) in each relay's registry, and watches the addresses it wants to hear of (those it connects to, sends to,
+ * or that connected to it); the relay hands it their records, now and on each change. The signature is the PeerId
+ * key's, so the announcer's address is authenticated. Sends to a peer we know nothing about reject at once (and ask
+ * the relays for it), sends to an offline one within milliseconds (the relay has no reservation for it): the
+ * delivery layer retries, and resends when `onPeerSeen` reports the peer (a record, or an inbound connection).
  *
  * The parts, each in its module: the libp2p configuration (`libp2pOptions.ts`), the relay keeper
- * (`relayKeeper.ts`), the peer directory (`peerDirectory.ts`), the announcer (`announcer.ts`) and the outbound
- * streams (`outboundStreams.ts`); here they are wired to one libp2p node, with the inbound streams.
+ * (`relayKeeper.ts`), the peer directory (`peerDirectory.ts`), the announcer (`announcer.ts`), the presence links to
+ * the relays (`presenceLinks.ts`), the direct paths (`directPaths.ts`) and the outbound streams
+ * (`outboundStreams.ts`); here they are wired to one libp2p node, with the inbound streams.
  *
  * Runs in browsers (page and worker) and in Node; Node 20 needs nodePolyfills.ts imported first.
  */
@@ -134,6 +143,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   let onMessages: (lines: string[], from: Address) => void = () => {}
   const inbound = new Set<Stream>()
   let framesReceived = 0
+  let announcementsReceived = 0
 
   const listen = parameters.listen ?? []
   const announce = parameters.announce ?? []
@@ -163,10 +173,35 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   }
   const addresses = () => [...keeper.circuitAddresses(), ...directAddresses()].slice(0, maxAddresses)
 
+  /**
+   * Presence through the relays' registries: our record to each, the addresses we want to hear of, their records
+   * back. A relay without one (older) makes us listen to the gossipsub topic too (`legacy`).
+   */
+  let legacy = false
+  const links = new PresenceLinks({
+    relays,
+    open: (relay, signal) => node!.dialProtocol(relay, presenceProtocol, { signal }),
+    onRecord: (peerId, data) => {
+      announcementsReceived++
+      void learn(directory.announced(peerId, data))
+    },
+    onLegacyRelay: () => {
+      if (legacy || !node) return
+      legacy = true
+      node.services.pubsub.subscribe(topic)
+    },
+    timeoutMs: dialTimeoutMs,
+    ...(log ? { log } : {}),
+  })
   const announcer = new Announcer({
-    publish: (data) => node!.services.pubsub.publish(topic, data),
+    // Our signed record to the relays' registries, and the same announcement on the gossipsub topic, where nodes
+    // from before the registries look for us (we publish there without listening, unless a relay has no registry).
+    publish: async (announcement) => {
+      links.put(await signRecord(privateKey, ownPeerId.toString(), announcement))
+      await node!.services.pubsub.publish(topic, encodeAnnouncement(announcement))
+    },
     addresses,
-    intervalMs: parameters.announceIntervalMs ?? 30_000,
+    intervalMs: parameters.announceIntervalMs ?? 240_000,
     ...(log ? { log } : {}),
   })
   const direct = new DirectPaths({
@@ -219,6 +254,8 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   /** A peer heard of: where to dial it goes into the peer store first (delivery dials it at once), then it is reported. */
   const learn = async (heard: Heard | undefined) => {
     if (!heard) return
+    // Whoever we know of, we want to hear of again: its restart, its new addresses.
+    links.watch(heard.address)
     if (heard.addrs.length > 0) await node?.peerStore.merge(heard.peerId, { multiaddrs: heard.addrs }).catch(() => {})
     if (heard.how === 'presence') {
       direct.note(heard.peerId, heard.direct, heard.newSession)
@@ -226,13 +263,15 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       if (streams.has(heard.address)) direct.talking(heard.peerId)
     }
     if (!running) return
-    // A newcomer (or a peer back from a restart) does not know us yet: tell it, so it can send what it holds for us.
-    if (heard.newSession) announcer.soon()
+    // On the gossipsub topic, a newcomer (or a peer back from a restart) does not know us yet: tell it, so it can send
+    // what it holds for us. A registry hands our record to whoever watches us, newcomers too.
+    if (heard.newSession && legacy) announcer.soon()
     if (directory.report(heard)) streams.warm(heard.address)
   }
 
   const onPresence = (msg: PubsubMessage) => {
     if (msg.topic !== topic || msg.type !== 'signed') return
+    announcementsReceived++
     void learn(directory.announced(msg.from, msg.data))
   }
 
@@ -262,6 +301,8 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       // The stream ended: the peer closed it, went away, or we are stopping. It opens a new one to send again.
     } finally {
       inbound.delete(stream)
+      // Our end too (a peer that moved to another connection closed its own): nothing of ours goes on it.
+      if (stream.status === 'open') void stream.close().catch(() => {})
     }
   }
 
@@ -290,11 +331,11 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       if (directory.isRelay(e.detail.peerId) && e.detail.subscriptions.some((s) => s.topic === topic && s.subscribe)) announcer.soon()
     })
     await created.start()
-    pubsub.subscribe(topic)
+    links.start(created)
     await keeper.start(created)
     if (relays.length > 0) {
       const reserved = await keeper.waitForReservation(startTimeoutMs)
-      if (reserved) log?.({ type: 'reserved', addresses: keeper.circuitAddresses() })
+      if (reserved) log?.({ type: 'reserved', addresses: addresses() })
       else log?.({ type: 'noReservation', afterMs: Date.now() - started })
     }
     announcer.soon()
@@ -305,7 +346,14 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
 
     addresses,
 
-    stats: () => ({ knownPeers: directory.size, inboundStreams: inbound.size, framesReceived, ...streams.counters, directPeers: direct.count() }),
+    stats: () => ({
+      knownPeers: directory.size,
+      inboundStreams: inbound.size,
+      framesReceived,
+      announcementsReceived,
+      ...streams.counters,
+      directPeers: direct.count(),
+    }),
 
     start(receive) {
       if (starting) return Promise.reject(new TransportError('transport already started'))
@@ -321,7 +369,11 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       if (!running || !node) throw new TransportClosedError('send')
       if (lines.length === 0) return
       const peerId = directory.peerId(to)
-      if (!peerId) throw new PeerUnknownError(to)
+      if (!peerId) {
+        // Asked of the relays now: delivery sends again when the peer is seen.
+        links.watch(to)
+        throw new PeerUnknownError(to)
+      }
       direct.talking(peerId)
       return streams.send(to, encodeFrames(lines))
     },
@@ -331,6 +383,8 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     },
 
     connect(peer) {
+      // Asked of the relays whether known or not (said on each presence stream, also one opened later).
+      if (peer.toLowerCase() !== addressOfPeer(ownPeerId)!.toLowerCase()) links.watch(peer)
       if (directory.want(peer)) streams.warm(peer)
     },
 
@@ -343,6 +397,8 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       if (!node) return
       running = false
       announcer.stop()
+      links.stop()
+      legacy = false
       direct.stop()
       await keeper.stop()
       for (const stream of inbound) stream.abort(new TransportError('transport stopped'))
