@@ -2,6 +2,12 @@
 // count says whether it carries the pair's messages. A TCP forwarder in front of one node's socket is its announced
 // direct address, which the test closes, cuts and brings back without touching the node.
 import '../../../src/transport/libp2p/nodePolyfills.ts'
+import { identify } from '@libp2p/identify'
+import { noise } from '@libp2p/noise'
+import { lpStream } from '@libp2p/utils'
+import { webSockets } from '@libp2p/websockets'
+import { multiaddr } from '@multiformats/multiaddr'
+import { createLibp2p } from 'libp2p'
 import type { Address, Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest'
@@ -12,11 +18,16 @@ import {
   type Libp2pTransportLogEvent,
   type Libp2pTransportParameters,
 } from '../../../src/transport/libp2p/libp2pTransport.ts'
+import { libp2pPrivateKey, peerIdOfKey } from '../../../src/transport/libp2p/peerIdentity.ts'
+import { encodePresence, signRecord } from '../../../src/transport/libp2p/presence.ts'
+import { presenceProtocol } from '../../../src/transport/libp2p/protocol.ts'
 import { startRelay, type Relay } from '../../../src/transport/libp2p/relay.ts'
-import { startTcpForwarder } from '../../support/tcpForwarder.ts'
+import { parseRelay } from '../../../src/transport/libp2p/relayAddress.ts'
+import { yamuxMuxer } from '../../../src/transport/libp2p/yamuxMuxer.ts'
+import { startTcpForwarder, startTrap } from '../../support/tcpForwarder.ts'
 import { sleep } from './support.ts'
 
-const [keyA, keyB] = [anvilKeys[4]!, anvilKeys[5]!]
+const [keyA, keyB, keyC] = [anvilKeys[4]!, anvilKeys[5]!, anvilKeys[6]!]
 const [A, B] = [privateKeyToAddress(keyA), privateKeyToAddress(keyB)]
 const loopback = '/ip4/127.0.0.1/tcp/0/ws'
 const eventually = <T>(check: () => T | Promise<T>, timeout = 5_000) => vi.waitFor(check, { timeout, interval: 10 })
@@ -190,4 +201,67 @@ describe('direct paths between headless nodes', () => {
       expect(relay.circuits()).toBe(0)
     }, 10_000)
   }, 30_000)
+})
+
+describe('what an announcement may make a node dial', () => {
+  const C = privateKeyToAddress(keyC)
+  const cId = peerIdOfKey(keyC).toString()
+  const relayPeer = () => parseRelay(relay.multiaddrs[0]!).peerId
+
+  /**
+   * A hostile node C: connected to the relay without a reservation, it puts records it signed itself with whatever
+   * direct addresses it likes, as any node can.
+   */
+  async function hostile() {
+    const c = await createLibp2p({
+      privateKey: libp2pPrivateKey(keyC),
+      transports: [webSockets()],
+      connectionEncrypters: [noise()],
+      streamMuxers: [yamuxMuxer()],
+      services: { identify: identify() },
+    })
+    await c.dial(multiaddr(relay.multiaddrs[0]!))
+    const lp = lpStream(await c.dialProtocol(relayPeer(), presenceProtocol))
+    let ts = Date.now()
+    return {
+      stop: () => c.stop(),
+      announce: async (addrs: string[]) =>
+        lp.write(encodePresence({ put: await signRecord(libp2pPrivateKey(keyC), cId, { v: 1, session: 'hostile', addrs, ts: ++ts }) })),
+    }
+  }
+
+  /**
+   * C announces `addrs`; once each node has its record, it sends C a line: C's way is dialled (its direct addresses
+   * first, where taken) and fails (C has no reservation).
+   */
+  async function announceAndSend(c: Awaited<ReturnType<typeof hostile>>, addrs: string[], nodes: Node[]) {
+    const before = nodes.map((node) => node.peers.filter((p) => p === C).length)
+    await c.announce(addrs)
+    for (const [i, node] of nodes.entries()) {
+      await eventually(() => expect(node.peers.filter((p) => p === C).length).toBeGreaterThan(before[i]!))
+      await node.transport.send(C, ['x']).catch(() => {})
+    }
+    await sleep(300)
+  }
+
+  test('a direct address of another peer id is never dialled; a private one only by a node that allows them (the trap sees that dial)', async () => {
+    const [otherId, privateOwn] = await Promise.all([startTrap(), startTrap()])
+    const c = await hostile()
+    try {
+      // A refuses private direct addresses (the default); B allows them (a devnet).
+      const [a, b] = await Promise.all([started(keyA), started(keyB, { allowPrivateDirect: true })])
+      a.transport.connect!(C)
+      b.transport.connect!(C)
+      // Another node's peer id on a port of C's choosing: whoever dialled it would open a connection there.
+      await announceAndSend(c, [`/ip4/127.0.0.1/tcp/${otherId.port}/ws/p2p/${peerIdOfKey(anvilKeys[7]!)}`], [a, b])
+      expect(otherId.connections()).toBe(0)
+      // C's own peer id, on loopback.
+      await announceAndSend(c, [`/ip4/127.0.0.1/tcp/${privateOwn.port}/ws/p2p/${cId}`], [a, b])
+      expect(privateOwn.connections()).toBe(1)
+      expect(a.logs.filter((e) => e.type === 'directFailed')).toEqual([])
+    } finally {
+      await c.stop()
+      await Promise.all([otherId.stop(), privateOwn.stop()])
+    }
+  })
 })
