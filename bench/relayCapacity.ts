@@ -16,6 +16,8 @@ const CLIENT = new URL('./relayClients.ts', import.meta.url).pathname
 /** How many nodes hold reservations at each step (SLUICE_BENCH_RELAY_STEPS=100,200 for a short run). */
 const STEPS = (process.env.SLUICE_BENCH_RELAY_STEPS ?? '200,500,1000').split(',').map(Number)
 const TICKS_PER_SECOND = 100 // USER_HZ on Linux
+/** How many of the others each held node wants to hear of (its channel partners, say). */
+const PARTNERS = 2
 
 /** The relay process's CPU (ms, user + system) and resident memory (MiB), from /proc. */
 function usage(pid: number) {
@@ -136,7 +138,7 @@ export async function benchRelayCapacity(): Promise<Record<string, string>> {
     for (const target of STEPS) {
       const add = (target - held) / 2
       const t0 = performance.now()
-      const step = [startClient({ mode: 'hold', relay: multiaddrs, peers: add }), startClient({ mode: 'hold', relay: multiaddrs, peers: add })]
+      const step = [0, 1].map(() => startClient({ mode: 'hold', relay: multiaddrs, peers: add, partners: PARTNERS }))
       clients.push(...step)
       const answers = await Promise.all(step.map((c) => c.next((m) => typeof m.held === 'number', 15 * 60_000)))
       const failed = answers.reduce((sum, m) => sum + (m.failed as number), 0)
@@ -145,12 +147,21 @@ export async function benchRelayCapacity(): Promise<Record<string, string>> {
       progress(`${held} nodes hold reservations`)
       const joinMs = performance.now() - t0
       await sleep(5000) // let the announcements of the newcomers settle
+      const heard = async () => {
+        const got = await Promise.all(clients.map((c) => c.next((m) => typeof m.heard === 'number', 5_000)))
+        return got.reduce((sum, m) => sum + (m.heard as number), 0)
+      }
+      const heardBefore = await heard()
       const a = usage(pid)
-      await sleep(30_000) // one announcement interval: every node announces once, the relay forwards each to all
+      await sleep(30_000) // a 30 s window at rest: what presence costs while nothing else happens
       const b = usage(pid)
+      const heardInWindow = (await heard()) - heardBefore
       rows[`${fmt(held)} nodes with reservations: relay memory (MiB) / per node (KiB)`] = `${fmt(b.rssMiB)} / ${fmt(((b.rssMiB - base.rssMiB) * 1024) / held)}`
-      rows[`${fmt(held)} nodes with reservations: relay CPU at rest (share of one core, announcements every 30 s) / time to join (s)`] =
+      rows[`${fmt(held)} nodes with reservations: relay CPU at rest (share of one core) / time to join (s)`] =
         `${((b.cpuMs - a.cpuMs) / 30_000).toFixed(2)} / ${fmt(joinMs / 1000)}`
+      rows[`${fmt(held)} nodes with reservations: presence announcements each node received a minute at rest (each watching ${PARTNERS} others)`] = fmt(
+        (heardInWindow / held) * 2,
+      )
     }
     return rows
   } finally {

@@ -1,8 +1,9 @@
 // A child process of bench/relayCapacity.ts: hosts many Sluice transports on one relay, as many pages would, so
 // that the relay's process can be measured from outside. Told what to do by one JSON argument; says what it did as
 // JSON lines on stdout.
-//   {"mode":"hold","relay":[...],"peers":N}  starts N transports (each with a reservation and on the presence topic),
-//                                            prints {"held":N,"ms":...} and holds them until stdin closes.
+//   {"mode":"hold","relay":[...],"peers":N,"partners":K}  starts N transports (each with a reservation, its presence
+//                                            record put), each watching K of the others (a first send to each), prints {"held":N,"ms":...}, then {"heard":n} every second (the
+//                                            announcements they received in all) until stdin closes.
 //   {"mode":"pairs","relay":[...],"pairs":P,"window":W}  starts P sender/receiver pairs; each sender keeps W lines in
 //                                            flight to its receiver; prints {"received":n} every second until stdin closes.
 import '../src/transport/libp2p/nodePolyfills.ts'
@@ -10,7 +11,7 @@ import type { Address, Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { createLibp2pTransport, type Libp2pTransport } from '../src/transport/libp2p/libp2pTransport.ts'
 
-type Task = { mode: 'hold'; relay: string[]; peers: number } | { mode: 'pairs'; relay: string[]; pairs: number; window: number; line: string }
+type Task = { mode: 'hold'; relay: string[]; peers: number; partners: number } | { mode: 'pairs'; relay: string[]; pairs: number; window: number; line: string }
 
 const task = JSON.parse(process.argv[2]!) as Task
 const say = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`)
@@ -22,7 +23,7 @@ const ended = new Promise<void>((resolve) => {
 })
 
 async function startOne(key: Hex, receive: (lines: string[]) => void = () => {}) {
-  // Announcing every 30 s is what nodes do; the relay forwards each announcement to every subscriber.
+  // Each node's own schedule of announcements (a record put on start, again every few minutes and on each change).
   const events: string[] = []
   const t = createLibp2pTransport({
     privateKey: key,
@@ -38,15 +39,29 @@ async function startOne(key: Hex, receive: (lines: string[]) => void = () => {})
   return t
 }
 
-async function hold(peers: number) {
+async function hold(peers: number, partners: number) {
   const t0 = performance.now()
   let failed = 0
+  const started: { t: Libp2pTransport; address: Address }[] = []
   // A few at a time: a page's node opens its reservation on its own schedule, not all in one tick. (Starting a
   // transport costs this process about half a second of CPU: Noise, identify, gossipsub; the start timeout is
   // lifted so that a busy machine measures the relay rather than failing the clients.)
   for (let i = 0; i < peers; i += 5)
-    await Promise.all(Array.from({ length: Math.min(5, peers - i) }, () => startOne(generatePrivateKey()).catch(() => void failed++)))
+    await Promise.all(
+      Array.from({ length: Math.min(5, peers - i) }, async () => {
+        const key = generatePrivateKey()
+        const t = await startOne(key).catch(() => void failed++)
+        if (t) started.push({ t, address: privateKeyToAddress(key) })
+      }),
+    )
+  // Each wants to hear of the next K (peers it pays, say): a first send to a peer it does not know yet fails and asks
+  // the relay for its record, which the relay hands over then and on each change. (A `connect` would also open a
+  // stream to each through the relay: circuits, which are not presence.)
+  for (const [i, { t }] of started.entries())
+    for (let k = 1; k <= partners && k < started.length; k++) void t.send(started[(i + k) % started.length]!.address, ['hello']).catch(() => {})
   say({ held: peers - failed, failed, ms: Math.round(performance.now() - t0) })
+  const timer = setInterval(() => say({ heard: started.reduce((n, { t }) => n + t.stats().announcementsReceived, 0) }), 1000)
+  void ended.then(() => clearInterval(timer))
 }
 
 async function pairs(count: number, window: number, line: string) {
@@ -57,6 +72,7 @@ async function pairs(count: number, window: number, line: string) {
       const B = privateKeyToAddress(keyB)
       const a = await startOne(keyA)
       const seen = new Promise<void>((resolve) => a.onPeerSeen!((peer: Address) => peer === B && resolve()))
+      a.connect!(B)
       const ack = { wake: () => {} }
       await startOne(keyB, (lines) => {
         received += lines.length
@@ -86,7 +102,7 @@ async function pairs(count: number, window: number, line: string) {
 }
 
 try {
-  if (task.mode === 'hold') await hold(task.peers)
+  if (task.mode === 'hold') await hold(task.peers, task.partners)
   else await pairs(task.pairs, task.window, task.line)
   await ended
 } catch (error) {

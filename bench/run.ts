@@ -16,6 +16,7 @@ import { benchSerial } from './serial.ts'
 import { benchStorage } from './storage.ts'
 import { benchRelayCapacity } from './relayCapacity.ts'
 import { benchTransport } from './transport.ts'
+import { benchTransportHosts } from './transportHosts.ts'
 
 const { positionals, values } = parseArgs({ allowPositionals: true, options: { trace: { type: 'string' }, curves: { type: 'boolean' } } })
 
@@ -25,7 +26,11 @@ const parts = {
   serial: ['Tasks one at a time per key: our helper against p-queue, p-limit and async-mutex, one per key (docs/decisions/0061)', benchSerial],
   storage: ['Storage (payment-sized commits: 1 change, 1 outbox put, 1 outbox delete)', benchStorage],
   transport: [
-    ['libp2p transport (two nodes and a sluice relay in one process, WebSockets on loopback, Noise, yamux)', benchTransport],
+    ['libp2p transport (two nodes and a sluice relay in one process, WebSockets on loopback, Noise, yamux): through the relay and direct', benchTransport],
+    [
+      'libp2p transport across hosts (network namespaces, test/support/netns/: each transport in a process on a host of its own, a sluice relay on a third; needs root)',
+      benchTransportHosts,
+    ],
     [
       'One sluice relay in its own process, measured from /proc (its nodes are real transports in two other processes on loopback; SLUICE_BENCH_RELAY_STEPS sets the node counts)',
       benchRelayCapacity,

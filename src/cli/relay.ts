@@ -6,6 +6,7 @@ import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
 import { certificateNames, readTlsFiles, type TlsFiles } from './tlsFiles.ts'
 import { defaultRelayLimits, isProxyEntry } from '../transport/libp2p/relayLimitOptions.ts'
+import { isDialableWebSockets } from './directFlags.ts'
 
 const PLAIN_LISTEN = '/ip4/127.0.0.1/tcp/9090/ws'
 const TLS_LISTEN = '/ip4/0.0.0.0/tcp/443/wss'
@@ -141,15 +142,6 @@ export class ListenFailedError extends CliError {
   ) {
     super(`cannot listen on ${listen}: ${reason}`, 2)
   }
-}
-
-/**
- * An address other nodes dial: IP or DNS name, TCP port, then ws, wss or tls/ws, and no peer id (libp2p appends
- * the relay's; a second /p2p/ would make the address unusable).
- */
-function isDialableWebSockets(components: readonly { name: string }[]): boolean {
-  const names = components.map((c) => c.name)
-  return ['ip4', 'ip6', 'dns', 'dns4', 'dns6'].includes(names[0] ?? '') && names[1] === 'tcp' && ['ws', 'wss', 'tls/ws'].includes(names.slice(2).join('/'))
 }
 
 function parseKey(raw: string): Hex | undefined {

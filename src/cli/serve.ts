@@ -12,8 +12,9 @@ import type { ServeAccess } from './servedNode.ts'
 import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
-import { chooseTransport, transports } from '../headless/transport.ts'
+import { chooseTransport, transports, type DirectSettings } from '../headless/transport.ts'
 import { isRpcUrl } from '../chain/rpcUrls.ts'
+import { checkDirectAddresses, p2pAnnounceExpected, p2pListenExpected } from './directFlags.ts'
 
 /** `HOST:PORT`, `[::1]:PORT`; port 0 picks a free one. */
 export type HostPort = { host: string; port: number }
@@ -55,10 +56,10 @@ export { libp2pLog, transports, type TransportName } from '../headless/transport
 
 const relayExpected = 'a WebSockets multiaddr ending in /p2p/<relay peer id>, as `sluice relay` prints it'
 
-/** `--relay` values: one or more multiaddrs, the flag repeated or comma-separated (checked fully by `checkRelays`). */
-function parseRelays(raw: string): string[] | undefined {
-  const relays = raw.split(',').map((r) => r.trim())
-  return relays.every((r) => r.startsWith('/')) ? relays : undefined
+/** Multiaddrs, the flag repeated or comma-separated (checked fully later: `checkRelays`, `checkDirectAddresses`). */
+function parseMultiaddrs(raw: string): string[] | undefined {
+  const values = raw.split(',').map((r) => r.trim())
+  return values.every((r) => r.startsWith('/')) ? values : undefined
 }
 
 /**
@@ -189,10 +190,32 @@ export const serveFlags = {
       'a libp2p relay (`sluice relay` prints its multiaddrs); repeat the flag or separate with commas for several',
       'MULTIADDR',
       relayExpected,
-      parseRelays,
+      parseMultiaddrs,
     ),
     repeatable: true,
   } as FlagSpec<string[], false>,
+  p2pListen: {
+    ...flagOf(
+      'where the node listens for direct connections from other nodes (WebSockets: /ip4/0.0.0.0/tcp/4001/ws); announced beside its relay addresses, and other nodes dial it first, the relay being the fallback; repeat or separate with commas',
+      'MULTIADDR',
+      p2pListenExpected,
+      parseMultiaddrs,
+    ),
+    repeatable: true,
+  } as FlagSpec<string[], false>,
+  p2pAnnounce: {
+    ...flagOf(
+      'the address other nodes reach --p2p-listen at, announced in its place: a forwarded port of a NAT, or a TLS proxy (/dns4/node.example.com/tcp/443/wss, which pages can dial); repeat or separate with commas',
+      'MULTIADDR',
+      p2pAnnounceExpected,
+      parseMultiaddrs,
+    ),
+    repeatable: true,
+  } as FlagSpec<string[], false>,
+  p2pAllowPrivate: switchFlag({
+    description:
+      "dial other nodes' direct addresses on private networks and loopback too (a devnet, a LAN of one's own); refused by default, since any node may announce any address",
+  }),
   import: stringFlag({ description: 'restore a state dump (GET /_state/export) into the store before starting', valueName: 'FILE' }),
   enableMonitoring: switchFlag({
     description:
@@ -223,8 +246,10 @@ every request needs the token, and listening beyond loopback needs one.
 
 Transport: libp2p reaches nodes in other processes and on other machines, through one or more relays
 (\`sluice relay\`, given with --relay): the node's Ethereum key is its libp2p identity, and nodes find each other
-by presence announcements on the relays. broadcast (a BroadcastChannel) reaches nodes in the same process only,
-so a node started with it has no peers (\`sluice devnet\` runs several in one process).
+by presence announcements on the relays. With --p2p-listen the node also listens for direct connections, which
+other nodes dial first (the relay stays the fallback); behind a NAT or a TLS proxy, --p2p-announce gives the address
+they reach it at. broadcast (a BroadcastChannel) reaches nodes in the same process only, so a node started with it
+has no peers (\`sluice devnet\` runs several in one process).
 
 Endpoints: several --rpc (or --eth-rpc-endpoint) are used in the order given. A call goes to the first that answers;
 one that fails (refused, no answer in time, 429, 5xx) is passed over at once and tried again in the background until
@@ -355,6 +380,7 @@ async function run(argv: readonly string[]): Promise<number> {
   if (transport === 'libp2p without relay') throw new UsageError('--transport libp2p needs --relay MULTIADDR (what `sluice relay` prints)')
   if (transport === 'relay without libp2p') throw new UsageError('--relay goes with --transport libp2p')
   if (relays.length > 0) await checkRelays(relays)
+  const direct = await checkDirectFlags(flags, transport)
   const api = parseHostPort(flags.api)!
   const access: ServeAccess = {
     hosts: flags.apiHost ?? [],
@@ -395,6 +421,7 @@ async function run(argv: readonly string[]): Promise<number> {
           storage: { dataDir },
           transport,
           relays,
+          direct,
           settings: {
             confirmations: flags.confirmations,
             ...(flags.maxFeePerGas !== undefined ? { maxFeePerGas: flags.maxFeePerGas } : {}),
@@ -444,6 +471,25 @@ async function run(argv: readonly string[]): Promise<number> {
   } finally {
     signal.dispose()
   }
+}
+
+/**
+ * `--p2p-listen`, `--p2p-announce` and `--p2p-allow-private`: each goes with the libp2p transport, an announced
+ * address stands for a listen one, and each address is one WebSockets can use.
+ */
+export async function checkDirectFlags(
+  flags: { p2pListen?: string[] | undefined; p2pAnnounce?: string[] | undefined; p2pAllowPrivate: boolean },
+  transport: string,
+): Promise<DirectSettings> {
+  const listen = flags.p2pListen ?? []
+  const announce = flags.p2pAnnounce ?? []
+  if (transport !== 'libp2p') {
+    const given = listen.length > 0 ? '--p2p-listen' : announce.length > 0 ? '--p2p-announce' : flags.p2pAllowPrivate ? '--p2p-allow-private' : undefined
+    if (given) throw new UsageError(`${given} goes with --transport libp2p (and --relay)`)
+  }
+  if (announce.length > 0 && listen.length === 0) throw new UsageError('--p2p-announce goes with --p2p-listen (the sockets it is the address of)')
+  await checkDirectAddresses(listen, announce)
+  return { listen, announce, allowPrivate: flags.p2pAllowPrivate }
 }
 
 /** Runs a start-up step; an error `explain` puts in words becomes a StartupError (one line, exit code 2). */

@@ -35,7 +35,8 @@ export async function startTransport(kind: 'broadcast' | 'libp2p', log: Logger):
   return {
     relay,
     create: (key) => {
-      const transport = createLibp2pTransport({ privateKey: key, relays: relay.multiaddrs, announceIntervalMs: 5_000 })
+      // A devnet is on loopback: its nodes may dial the direct addresses of nodes beside them (`sluice serve --p2p-listen`).
+      const transport = createLibp2pTransport({ privateKey: key, relays: relay.multiaddrs, announceIntervalMs: 5_000, allowPrivateDirect: true })
       made.push(transport)
       return transport
     },
@@ -44,12 +45,16 @@ export async function startTransport(kind: 'broadcast' | 'libp2p', log: Logger):
 }
 
 /**
- * Presence takes a gossipsub heartbeat or two: waits until every node knows every other, so that the first payment
- * goes out at once (if one is slow, its messages still go out when it is seen: delivery retries).
+ * Each devnet node asks for every other (a node hears of the peers it wants: docs/transport.md, Presence), then
+ * this waits until every node knows every other, so that the first payment goes out at once (if one is slow, its
+ * messages still go out when it is seen: delivery retries).
  */
 export async function waitForPresence(transports: readonly Libp2pTransport[], log: Logger): Promise<void> {
   const others = transports.length - 1
   if (others <= 0) return
+  const [{ peerIdFromString }, { addressOfPeer }] = await Promise.all([import('@libp2p/peer-id'), import('../transport/libp2p/peerIdentity.ts')])
+  const addresses = transports.map((t) => addressOfPeer(peerIdFromString(t.peerId))!)
+  for (const t of transports) for (const address of addresses) t.connect!(address)
   log.info('waiting for the nodes to see each other through the relay')
   const deadline = Date.now() + PRESENCE_WAIT_MS
   while (transports.some((t) => t.stats().knownPeers < others) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))

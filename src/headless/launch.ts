@@ -24,7 +24,8 @@ import { createBroadcastChannelTransport } from '../transport/broadcastChannelTr
 import { useNativeSecp256k1 } from '../cli/nativeSecp256k1.ts'
 import { serveNode, type ServeAccess, type ServedNode } from '../cli/servedNode.ts'
 import { version } from '../version.ts'
-import { libp2pLog, type TransportName } from './transport.ts'
+import { libp2pLog, type DirectSettings, type TransportName } from './transport.ts'
+import { resolvesPrivate } from '../transport/libp2p/privateNames.ts'
 
 /** The node's settings that pass through to createNode as they are. */
 export type LaunchNodeSettings = FlagSettings & Pick<NodeConfig, 'minServiceTokenBalance'>
@@ -38,6 +39,8 @@ export type LaunchParameters = {
   storage: { dataDir: string } | 'memory'
   transport: TransportName
   relays: readonly string[]
+  /** Direct paths with libp2p: where it listens, the addresses it announces, and private addresses dialled. */
+  direct?: DirectSettings | undefined
   settings: LaunchNodeSettings
   /** A state dump restored into the store before the node starts; `from` names it in the log. */
   import?: { dump: StorageDump; from: string } | undefined
@@ -64,7 +67,14 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
   const { createLibp2pTransport } = transport === 'libp2p' ? await import('../transport/libp2p/libp2pTransport.ts') : { createLibp2pTransport: undefined }
   await useNativeSecp256k1()
   // The node starts its transport when it runs and stops it when it stops (node.stop -> delivery -> transport).
-  const libp2p = createLibp2pTransport?.({ privateKey, relays: [...relays], log: libp2pLog(log) })
+  const direct = parameters.direct
+  const libp2p = createLibp2pTransport?.({
+    privateKey,
+    relays: [...relays],
+    ...(direct ? { listen: direct.listen, announce: direct.announce, allowPrivateDirect: direct.allowPrivate } : {}),
+    resolvesPrivate,
+    log: libp2pLog(log),
+  })
   const node = await createNode({
     rpc,
     deployment: { ...deployment, rpcUrl: rpc[0]! },
@@ -107,6 +117,9 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
       ),
     })
   if (libp2p) log.info('Transport: {transport}, peer id {peerId}, relay {relays}', { transport, peerId: libp2p.peerId, relays })
+  if (libp2p && direct && direct.announce.length > 0)
+    log.info('Direct connections: listening on {listen}, announced as {announce}', { listen: direct.listen, announce: direct.announce })
+  else if (libp2p && direct && direct.listen.length > 0) log.info('Direct connections: listening on {listen}', { listen: direct.listen })
   else log.info('Transport: {transport} (reaches nodes in this process only)', { transport })
   if (settings.enableMonitoring)
     log.info('Monitoring: on, {monitoringReward} service token units offered per request (GET /api/v1/monitoring shows the services)', {

@@ -11,8 +11,9 @@ import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } 
 import { parseDeployment, type Deployment } from '../chain/deployment.ts'
 import type { Keystore } from '../chain/keystore.ts'
 import { InvalidFlagValueError, type FlagSpec } from '../cli/args.ts'
+import { UsageError } from '../cli/cliError.ts'
 import { checkApiExposure } from '../cli/apiExposure.ts'
-import { apiTokenProblem, checkRelays, parseHostPort, parseRpcUrl, serveFlags } from '../cli/serve.ts'
+import { apiTokenProblem, checkDirectFlags, checkRelays, parseHostPort, parseRpcUrl, serveFlags } from '../cli/serve.ts'
 import { readDeployment } from '../devnet/deploymentFile.ts'
 import { SluiceError } from '../errors.ts'
 import { createLogger, isLogThreshold, LOG_THRESHOLDS, type Logger, type LogThreshold } from '../log/logger.ts'
@@ -47,6 +48,12 @@ export type StartNodeOptions = {
   relay?: readonly string[]
   /** libp2p (needs `relay`) or broadcast (nodes of this process only); default libp2p with relays, else broadcast. */
   transport?: TransportName
+  /** Where the node listens for direct connections from other nodes, dialled first (`--p2p-listen`): `/ip4/0.0.0.0/tcp/4001/ws`. */
+  p2pListen?: readonly string[]
+  /** The addresses other nodes reach `p2pListen` at, announced in its place (`--p2p-announce`): a NAT's forwarded port, a TLS proxy. */
+  p2pAnnounce?: readonly string[]
+  /** Dial other nodes' direct addresses on private networks and loopback too (`--p2p-allow-private`; default false). */
+  p2pAllowPrivate?: boolean
   confirmations?: number
   /** The cap per gas, in wei as viem's `maxFeePerGas` (`parseGwei('50')`); `--max-fee-per-gas` takes gwei. No cap by default. */
   maxFeePerGas?: bigint
@@ -92,6 +99,9 @@ const OPTION_NAMES: readonly (keyof StartNodeOptions)[] = [
   'storage',
   'relay',
   'transport',
+  'p2pListen',
+  'p2pAnnounce',
+  'p2pAllowPrivate',
   'confirmations',
   'maxFeePerGas',
   'pollingInterval',
@@ -145,6 +155,12 @@ function optional<T>(name: string, value: unknown, type: 'string' | 'boolean'): 
   if (value !== undefined && typeof value !== type) throw new InvalidOptionsError(`${name} must be a ${type}, not ${value === null ? 'null' : typeof value}`)
   return value as T | undefined
 }
+
+/** A flag as the option of the same name: `--p2p-listen` is `p2pListen`. */
+const optionOf = (flag: string) => flag.replace(/^--/, '').replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+
+/** A serve check's message in the options' words: flags become options. */
+const optionWords = (message: string) => message.replace('--transport libp2p', "transport 'libp2p'").replace(/--[a-z0-9-]+/g, optionOf)
 
 function list<T>(name: string, value: unknown, parse: (raw: string) => T | undefined, expected: string): T[] {
   if (value === undefined) return []
@@ -237,6 +253,15 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
       throw e instanceof InvalidFlagValueError ? new InvalidOptionsError(`each relay must be ${e.expected}, not ${show(e.value)}`) : e
     })
 
+  const p2pListen = list('p2pListen', options.p2pListen, (raw) => (raw.startsWith('/') ? raw : undefined), 'a multiaddr')
+  const p2pAnnounce = list('p2pAnnounce', options.p2pAnnounce, (raw) => (raw.startsWith('/') ? raw : undefined), 'a multiaddr')
+  const p2pAllowPrivate = optional<boolean>('p2pAllowPrivate', options.p2pAllowPrivate, 'boolean') ?? false
+  const direct = await checkDirectFlags({ p2pListen, p2pAnnounce, p2pAllowPrivate }, transport).catch((e: unknown) => {
+    if (e instanceof InvalidFlagValueError) throw new InvalidOptionsError(`each ${optionOf(e.flag)} must be ${e.expected}, not ${show(e.value)}`)
+    if (e instanceof UsageError) throw new InvalidOptionsError(optionWords(e.message))
+    throw e
+  })
+
   const api = optional<string>('api', options.api, 'string')
   const apiToken = optional<string>('apiToken', options.apiToken, 'string')
   const hosts: HostRule[] = list('apiHosts', options.apiHosts, parseHostRule, serveFlags.apiHost.expected)
@@ -284,6 +309,7 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
       storage: storageKind === 'memory' ? 'memory' : { dataDir: resolve(dataDir!) },
       transport,
       relays,
+      direct,
       settings,
       import: imported,
       api: served,

@@ -6,6 +6,9 @@ import type { Logger } from '../log/logger.ts'
 import type { Libp2pTransportParameters } from '../transport/libp2p/libp2pTransport.ts'
 
 export const transports = ['libp2p', 'broadcast'] as const
+
+/** A headless node's direct paths (`--p2p-listen`, `--p2p-announce`, `--p2p-allow-private`; docs/transport.md). */
+export type DirectSettings = { listen: readonly string[]; announce: readonly string[]; allowPrivate: boolean }
 export type TransportName = (typeof transports)[number]
 
 /**
@@ -23,7 +26,8 @@ type Libp2pLogEvent = Parameters<NonNullable<Libp2pTransportParameters['log']>>[
 
 /**
  * What the operator should hear of the libp2p transport: when the node becomes reachable, when it cannot get a
- * reservation, and when it loses a relay it had and gets it back (not every failed redial while it is away).
+ * reservation, when it loses a relay it had and gets it back (not every failed redial while it is away), and when a
+ * direct connection with a peer opens, fails or closes.
  */
 export function libp2pLog(log: Pick<Logger, 'info' | 'warn'>): (event: Libp2pLogEvent) => void {
   const connected = new Set<string>()
@@ -42,6 +46,19 @@ export function libp2pLog(log: Pick<Logger, 'info' | 'warn'>): (event: Libp2pLog
         break
       case 'reserved':
         log.info('libp2p: reachable at {addresses}', { addresses: event.addresses })
+        break
+      case 'directOpen':
+        log.info('libp2p: direct connection with {peer} ({direction}); its messages go over it', { peer: event.peer, direction: event.direction })
+        break
+      case 'directClosed':
+        log.info('libp2p: direct connection with {peer} closed; its messages go through a relay', { peer: event.peer })
+        break
+      case 'directFailed':
+        log.info('libp2p: no direct connection with {peer} ({error}); through a relay, direct again in {seconds} s', {
+          peer: event.peer,
+          error: event.error instanceof Error ? event.error.message : String(event.error),
+          seconds: Math.round(event.retryInMs / 1000),
+        })
         break
       case 'noReservation':
         log.warn('libp2p: no reservation on any relay after {seconds} s (is the relay up?); still trying', { seconds: Math.round(event.afterMs / 1000) })

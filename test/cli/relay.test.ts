@@ -50,6 +50,8 @@ describe('sluice relay', () => {
       const seen: string[] = []
       a.onPeerSeen!((p) => seen.push(p))
       await Promise.all([a.start(() => {}), b.start((lines, from) => inbox.push({ lines, from }))])
+      // A asks the relay for B (a node hears of the peers it wants).
+      a.connect!(privateKeyToAddress(keyB))
       await vi.waitFor(() => expect(seen).toContain(privateKeyToAddress(keyB)), { timeout: 5_000 })
       await a.send(privateKeyToAddress(keyB), ['through the relay'])
       await vi.waitFor(() => expect(inbox).toEqual([{ lines: ['through the relay'], from: privateKeyToAddress(keyA) }]), { timeout: 5_000 })

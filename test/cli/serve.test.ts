@@ -485,6 +485,42 @@ describe('sluice serve', () => {
         /--relay must be a WebSockets multiaddr .*, got "\/ip4\/127\.0\.0\.1\/tcp\/9090\/ws\/p2p\/notapeerid"/,
       ],
       [
+        '--p2p-listen without libp2p',
+        () => baseArgs(tempDir(), '--key', key, '--p2p-listen', '/ip4/127.0.0.1/tcp/0/ws'),
+        /--p2p-listen goes with --transport libp2p \(and --relay\)/,
+      ],
+      [
+        'a --p2p-listen that is not WebSockets',
+        () => baseArgs(tempDir(), '--key', key, '--relay', relayExample, '--p2p-listen', '/ip4/0.0.0.0/tcp/4001'),
+        /--p2p-listen must be a WebSockets listen multiaddr such as \/ip4\/0\.0\.0\.0\/tcp\/4001\/ws .*, got "\/ip4\/0\.0\.0\.0\/tcp\/4001"/,
+      ],
+      [
+        'a --p2p-listen on /wss (the node serves no TLS)',
+        () => baseArgs(tempDir(), '--key', key, '--relay', relayExample, '--p2p-listen', '/ip4/0.0.0.0/tcp/443/wss'),
+        /--p2p-listen must be a WebSockets listen multiaddr/,
+      ],
+      [
+        '--p2p-announce without --p2p-listen',
+        () => baseArgs(tempDir(), '--key', key, '--relay', relayExample, '--p2p-announce', '/dns4/node.example.com/tcp/443/wss'),
+        /--p2p-announce goes with --p2p-listen/,
+      ],
+      [
+        'a --p2p-announce with a peer id',
+        () =>
+          baseArgs(
+            tempDir(),
+            '--key',
+            key,
+            '--relay',
+            relayExample,
+            '--p2p-listen',
+            '/ip4/0.0.0.0/tcp/4001/ws',
+            '--p2p-announce',
+            `/dns4/node.example.com/tcp/443/wss/p2p/${relayPeer}`,
+          ),
+        /--p2p-announce must be a WebSockets multiaddr such as \/dns4\/node\.example\.com\/tcp\/443\/wss \(without \/p2p\/: the node adds its own peer id\)/,
+      ],
+      [
         'a missing deployment file',
         () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', '/nonexistent/d.json', '--key', key, '--data-dir', tempDir()],
         /no deployment file at \/nonexistent\/d\.json/,

@@ -24,8 +24,8 @@ function tempDir(): string {
   return dir
 }
 
-const [keyA, keyB] = [anvilKeys[1] as Hex, anvilKeys[2] as Hex]
-const [addressA, addressB] = [privateKeyToAddress(keyA), privateKeyToAddress(keyB)]
+const [keyA, keyB, keyC, keyD] = [anvilKeys[1] as Hex, anvilKeys[2] as Hex, anvilKeys[3] as Hex, anvilKeys[4] as Hex]
+const [addressA, addressB, addressC, addressD] = [keyA, keyB, keyC, keyD].map((k) => privateKeyToAddress(k))
 let net: Devnet
 let deploymentFile: string
 let relay: SluiceProcess | undefined
@@ -35,7 +35,7 @@ const started: SluiceProcess[] = []
 beforeAll(async () => {
   const relayDir = tempDir()
   relay = startSluice(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'], relayDir)
-  ;[net] = await Promise.all([startDevnet([keyA, keyB]), relay.waitForOutput(/Press Ctrl-C to stop/)])
+  ;[net] = await Promise.all([startDevnet([keyA, keyB, keyC, keyD]), relay.waitForOutput(/Press Ctrl-C to stop/)])
   relayAddress = relayListening(relay.stdout())!.multiaddrs[0]!
   deploymentFile = join(tempDir(), 'deployment.json')
   await writeDeployment(deploymentFile, net.deployment)
@@ -149,5 +149,37 @@ describe('sluice serve over libp2p', () => {
       `serve over libp2p: both ready ${Math.round(tReady - t0)} ms, channel opened ${Math.round(tOpened - tReady)} ms, ` +
         `first payment ${Math.round(tPaid - tOpened)} ms, one back ${Math.round(tBack - tPaid)} ms, both stopped in ${Math.round(tStopped - tBack)} ms`,
     )
+  })
+
+  test('with --p2p-listen on loopback (and --p2p-allow-private), two nodes pay each other over a direct connection', async () => {
+    const direct = ['--p2p-listen', '/ip4/127.0.0.1/tcp/0/ws', '--p2p-allow-private']
+    const [c, d] = await Promise.all([
+      startServe(serveArgs(keyC, '--relay', relayAddress, ...direct)),
+      startServe(serveArgs(keyD, '--relay', relayAddress, ...direct)),
+    ])
+    await Promise.all([waitReady(c.api), waitReady(d.api)])
+    for (const [node, key] of [
+      [c, keyC],
+      [d, keyD],
+    ] as const) {
+      const peerId = peerIdOfKey(key).toString()
+      expect(node.sluice.stdout()).toContain('Direct connections: listening on /ip4/127.0.0.1/tcp/0/ws')
+      // Its direct address, with the port chosen, beside its circuit.
+      await node.sluice.waitForOutput(new RegExp(`libp2p: reachable at .*/p2p-circuit/p2p/${peerId}, /ip4/127\\.0\\.0\\.1/tcp/\\d+/ws/p2p/${peerId}`), 15_000)
+    }
+    const opened = await call('PUT', `${c.api}/channels`, { partner_address: addressD, token_address: net.token, total_deposit: '100' })
+    expect(opened.status).toBe(201)
+    expect((await call('POST', `${c.api}/payments/${net.token}/${addressD}`, { amount: '4', identifier: '70' })).status).toBe(200)
+    await eventually(async () => expect((await call('GET', `${d.api}/channels/${net.token}/${addressC}`)).body.balance).toBe('4'))
+    expect((await call('POST', `${d.api}/payments/${net.token}/${addressC}`, { amount: '1', identifier: '71' })).status).toBe(200)
+    await eventually(async () => expect((await call('GET', `${c.api}/channels/${net.token}/${addressD}`)).body.balance).toBe('97'))
+    // C opened its way to D when it asked for the channel: directly; D answered over that connection or one of its own.
+    await c.sluice.waitForOutput(new RegExp(`libp2p: direct connection with ${peerIdOfKey(keyD)} \\(outbound\\)`), 5_000)
+    await d.sluice.waitForOutput(new RegExp(`libp2p: direct connection with ${peerIdOfKey(keyC)} \\(`), 5_000)
+    for (const node of [c, d]) {
+      node.sluice.child.kill('SIGTERM')
+      expect(await node.sluice.exited).toEqual({ code: 0, signal: null })
+      expect(node.sluice.stdout()).not.toContain('no direct connection')
+    }
   })
 })

@@ -216,6 +216,18 @@ describe('startNode (the Node API of @sluice/node)', () => {
       ],
       [{ relay: ['/ip4/127.0.0.1/tcp/9090/ws'] }, 'INVALID_OPTIONS', /^each relay must be/],
       [{ transport: 'libp2p' }, 'INVALID_OPTIONS', /needs relay/],
+      [{ p2pListen: ['/ip4/127.0.0.1/tcp/0/ws'] }, 'INVALID_OPTIONS', /^p2pListen goes with transport 'libp2p' \(and relay\)$/],
+      [
+        { relay: ['/ip4/127.0.0.1/tcp/9090/ws/p2p/12D3KooWKU7okcWxSUvkMzho4KjaAfaXTxvr4pjova2NLypqc72H'], p2pListen: ['/ip4/127.0.0.1/tcp/0'] },
+        'INVALID_OPTIONS',
+        /^each p2pListen must be a WebSockets listen multiaddr such as \/ip4\/0\.0\.0\.0\/tcp\/4001\/ws .*, not "\/ip4\/127\.0\.0\.1\/tcp\/0"$/,
+      ],
+      [
+        { relay: ['/ip4/127.0.0.1/tcp/9090/ws/p2p/12D3KooWKU7okcWxSUvkMzho4KjaAfaXTxvr4pjova2NLypqc72H'], p2pAnnounce: ['/dns4/node.example.com/tcp/443/wss'] },
+        'INVALID_OPTIONS',
+        /^p2pAnnounce goes with p2pListen/,
+      ],
+      [{ p2pAllowPrivate: 'yes' as never }, 'INVALID_OPTIONS', /^p2pAllowPrivate must be a boolean/],
       [{ api: 'nowhere' }, 'INVALID_OPTIONS', /^api must be HOST:PORT/],
       [{ apiToken: 'short' }, 'INVALID_OPTIONS', /^apiToken has 5 characters/],
       [{ api: undefined, corsOrigins: ['http://localhost:*'] }, 'INVALID_OPTIONS', /go with api/],

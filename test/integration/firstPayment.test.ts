@@ -18,8 +18,8 @@ import { eventually } from './support/eventually.ts'
  * LockedTransfer waited for a circuit through the relay to be dialled, and it went without the payment's secret (the
  * target's key was unknown until a message of it came), so the target asked for it, one more round trip over the
  * relay. Two nodes over libp2p and a real relay: the partner's way is opened while the channel's transaction is
- * mined, its key comes from its authenticated presence, and the first payment needs neither a dial nor a
- * SecretRequest.
+ * mined, its key comes from its authenticated presence (asked of the relay then), and the first payment needs
+ * neither a dial nor a SecretRequest.
  */
 
 const [keyA, keyB, keyC, keyD] = [anvilKeys[7], anvilKeys[8], anvilKeys[9], anvilKeys[6]] as [Hex, Hex, Hex, Hex]
@@ -61,15 +61,15 @@ describe('the first payment to a new partner, over libp2p and a relay', () => {
     const b = await startNode(net, keyB, { transport: libp2p(wireB) })
     nodes.push(a, b)
 
-    // B is known to A from its presence only: no message of B has reached A, yet A has B's key, the one a
-    // signature of B recovers.
-    await eventually(() => expect(a.client.publicKeyOf(b.address)).toBe(`0x${privateKeyToAccount(keyB).publicKey.slice(4)}`))
-    expect(a.state.publicKeys?.[b.address.toLowerCase()]).toBeUndefined()
-
-    // Opening the channel opens the way to B: a stream, and not a line sent.
+    // Opening the channel opens the way to B (A asks the relay for B's presence as it asks for the channel): a
+    // stream, and not a line sent.
     await openChannelOnChain(a.client, { tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 100n })
     await eventually(() => expect(wireA.transport!.stats().streamsOpened).toBe(1))
     expect(wireA.sent).toEqual([])
+    // B is known to A from its presence only: no message of B has reached A, yet A has B's key, the one a
+    // signature of B recovers.
+    expect(a.client.publicKeyOf(b.address)).toBe(`0x${privateKeyToAccount(keyB).publicKey.slice(4)}`)
+    expect(a.state.publicKeys?.[b.address.toLowerCase()]).toBeUndefined()
     await eventually(() => expect(b.client.channel(net.tokenNetwork, a.address)?.state).toBe('opened'))
 
     const paid = await sendPayment(a.client, { token: net.token, target: b.address, amount: 7n })

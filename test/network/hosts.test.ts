@@ -154,6 +154,24 @@ describe.skipIf(unavailable !== undefined)('hosts in network namespaces', () => 
     expect(stats.filter((s) => s.fromHost === 'alpha' && s.toHost === 'beta')[0]!.cut).toBeGreaterThanOrEqual(20)
   })
 
+  test('two hosts cut apart hear nothing of each other until healed, and each still reaches a third', async () => {
+    const { alpha, beta, gamma } = network.hosts as Record<string, Host>
+    const [toBeta, toGamma] = [probe(beta!, 'udp-echo', '7003'), probe(gamma!, 'udp-echo', '7003')]
+    await Promise.all([toBeta.waitForOutput(/listening/), toGamma.waitForOutput(/listening/)])
+    await network.cutBetween('alpha', 'beta')
+    const [apart, third, fromBeta] = await Promise.all([
+      probeResult<{ rtts: number[] }>(alpha!, 'udp-ping', beta!.overlay, '7003', '20', '20'),
+      probeResult<{ rtts: number[] }>(alpha!, 'udp-ping', gamma!.overlay, '7003', '20', '20'),
+      probeResult<{ rtts: number[] }>(beta!, 'udp-ping', gamma!.overlay, '7003', '20', '20'),
+    ])
+    expect(apart.rtts).toEqual([])
+    expect(third.rtts.length).toBeGreaterThanOrEqual(17)
+    expect(fromBeta.rtts.length).toBeGreaterThanOrEqual(17)
+    await network.healBetween('alpha', 'beta')
+    const healed = await probeResult<{ rtts: number[] }>(alpha!, 'udp-ping', beta!.overlay, '7003', '20', '20')
+    expect(healed.rtts.length).toBeGreaterThanOrEqual(17)
+  })
+
   test('the network of a test process that is killed is torn down by its switch, processes in its hosts included', async () => {
     const owner = startSluice([], projectRoot, ['--import', 'tsx', ownerScript])
     started.push(owner)

@@ -225,9 +225,13 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
   const secrethash = (p.secrethash?.toLowerCase() as Hex | undefined) ?? sha256(secret!)
   const routes = findRoutes(client.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount, lockTimeout: p.lockTimeout ?? 'default' })
   if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
+  const targetPublicKey = client.publicKeyOf(p.target)
+  // A target we know no key of (a mediated payment's, the first time): the transport asks for its presence now, and
+  // opens the way to it (its SecretRequest and our RevealSecret go directly): the next payment carries its secret.
+  if (!targetPublicKey) client.connect(p.target)
   const encryptedSecret = secretForTarget({
     enabled: client.config.encryptSecret,
-    targetPublicKey: client.publicKeyOf(p.target),
+    targetPublicKey,
     secret,
     amount: p.amount,
     paymentId: p.identifier,

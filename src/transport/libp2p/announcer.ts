@@ -1,9 +1,9 @@
-import { encodeAnnouncement } from './presence.ts'
+import type { Announcement } from './presence.ts'
 
 export type AnnouncerParameters = {
-  /** Publishes an announcement on the presence topic. */
-  publish: (data: Uint8Array) => Promise<unknown>
-  /** Where this node can be dialled now: its circuit addresses. */
+  /** Publishes an announcement: signed to the relays' registries, and on the gossipsub topic. */
+  publish: (announcement: Announcement) => Promise<unknown>
+  /** Where this node can be dialled now: its circuit addresses, then its direct ones. */
   addresses: () => string[]
   /** Milliseconds between announcements. */
   intervalMs: number
@@ -15,7 +15,8 @@ const randomId = () => Array.from(crypto.getRandomValues(new Uint8Array(8)), (b)
 /**
  * This node's presence announcements (docs/transport.md, Presence): on start, every `intervalMs`, and soon after
  * something changes (a new reservation, a newcomer, a relay joining the topic), once for a burst of such reasons.
- * Nothing is announced while the node has no circuit address: peers would only dial in vain.
+ * Nothing is announced while the node has no address (no reservation yet, no direct address): peers would only dial
+ * in vain.
  */
 export class Announcer {
   readonly #parameters: AnnouncerParameters
@@ -49,7 +50,7 @@ export class Announcer {
     if (!this.#running) return
     const addrs = addresses()
     if (addrs.length === 0) return
-    publish(encodeAnnouncement({ v: 1, session: this.#session, addrs, ts: Date.now() })).then(
+    publish({ v: 1, session: this.#session, addrs, ts: Date.now() }).then(
       () => log?.({ type: 'announced', addresses: addrs }),
       (error: unknown) => log?.({ type: 'streamFailed', error }),
     )

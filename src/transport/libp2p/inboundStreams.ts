@@ -131,6 +131,8 @@ export class InboundStreams {
       // Otherwise the stream ended: the peer closed it, went away, or we are stopping. It opens a new one to send again.
     } finally {
       this.#open.delete(stream)
+      // Our end too (a peer that moved to another connection closed its own): nothing of ours goes on it.
+      if (stream.status === 'open') void stream.close().catch(() => {})
     }
   }
 

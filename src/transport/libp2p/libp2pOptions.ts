@@ -7,22 +7,30 @@ import { isPrivate } from '@libp2p/utils'
 import { webSockets } from '@libp2p/websockets'
 import type { Multiaddr } from '@multiformats/multiaddr'
 import type { Libp2pOptions } from 'libp2p'
+import type { DirectPaths } from './directPaths.ts'
 import { isCircuit, withoutPeerId, type RelayAddress } from './relayAddress.ts'
 import { yamuxMuxer } from './yamuxMuxer.ts'
 
-export type Services = { identify: unknown; pubsub: GossipSub }
+export type Services = { identify: unknown; pubsub: GossipSub; sockets: Sockets }
+
+/** Where the node's own sockets listen (its direct listen addresses, the port chosen for a port 0), without /p2p/. */
+export type Sockets = { addresses(): string[] }
 
 /** How often libp2p redials a relay that dropped, until it is back: a dial refused costs one WebSocket attempt. */
 export const relayRedialMs = 1_000
 
 /**
- * Whether a dial to `ma` is refused. Browsers refuse loopback and private addresses by default, which would rule
- * out a local relay (dev, tests). Our configured relays and circuits are always allowed; other private addresses
- * (which a peer could list in identify) are refused everywhere.
+ * Whether a dial to `ma` is refused. Our configured relays and circuits are always allowed (browsers refuse loopback
+ * and private addresses by default, which would rule out a local relay in dev and tests). Any other address is a
+ * peer's direct one: only those the direct paths dial now (directPaths.ts, which checks them), never one libp2p
+ * picks on its own from what a peer listed in identify. Without direct paths, other private addresses are refused.
  */
-export function deniesDial(relays: readonly RelayAddress[]): (ma: Multiaddr) => boolean {
+export function deniesDial(relays: readonly RelayAddress[], direct?: Pick<DirectPaths, 'deniesDial'>): (ma: Multiaddr) => boolean {
   const relayAddrs = new Set(relays.map((r) => withoutPeerId(r.addr)))
-  return (ma) => !relayAddrs.has(withoutPeerId(ma)) && !isCircuit(ma) && isPrivate(ma) === true
+  return (ma) => {
+    if (relayAddrs.has(withoutPeerId(ma)) || isCircuit(ma)) return false
+    return direct ? direct.deniesDial(ma) : isPrivate(ma) === true
+  }
 }
 
 /**
@@ -50,18 +58,26 @@ function webSocketsThatFailWithErrors(): ReturnType<typeof webSockets> {
  * WebRTC where the host has it (directConnections.ts, docs/decisions/0065): libp2p's transport, what it listens on
  * (`/webrtc`), and the gater's rule that only directConnections.ts dials a WebRTC address, never libp2p on its own.
  */
-export type DirectOptions = {
+export type WebRtcOptions = {
   transport: NonNullable<Libp2pOptions['transports']>[number]
   listen: readonly string[]
   deniesDial: (ma: Multiaddr) => boolean
 }
 
+/** Direct paths between headless nodes (directPaths.ts, docs/decisions/0066): the listen addresses peers dial first, and which of their direct addresses we may dial now. */
+export type DirectPathOptions = { listen: readonly string[]; paths: Pick<DirectPaths, 'deniesDial'> }
+
 /**
- * The libp2p node of a transport (docs/transport.md): WebSockets to the relays, circuit relay v2 to reach peers
- * by PeerId, Noise, yamux, identify, and gossipsub for presence. Created stopped.
+ * The libp2p node of a transport (docs/transport.md): WebSockets to the relays and to peers' direct addresses,
+ * circuit relay v2 to reach peers by PeerId, Noise, yamux, identify, and gossipsub for presence; WebRTC where the
+ * host has it. Created stopped.
  */
-export function libp2pOptions(privateKey: PrivateKey, relays: readonly RelayAddress[], direct?: DirectOptions): Libp2pOptions<Services> {
-  const denied = deniesDial(relays)
+export function libp2pOptions(
+  privateKey: PrivateKey,
+  relays: readonly RelayAddress[],
+  { webrtc, direct }: { webrtc?: WebRtcOptions | undefined; direct?: DirectPathOptions | undefined } = {},
+): Libp2pOptions<Services> {
+  const denied = deniesDial(relays, direct?.paths)
   return {
     start: false,
     privateKey,
@@ -69,7 +85,8 @@ export function libp2pOptions(privateKey: PrivateKey, relays: readonly RelayAddr
     // finds (a connected peer that speaks the hop protocol), so the node holds one on each of its relays. Unlike a
     // listen address naming a relay (`<relay>/p2p-circuit`), such a reservation is asked for again on any relay
     // once it is lost: when that relay comes back, it is reserved on again.
-    addresses: { listen: [...relays.map(() => '/p2p-circuit'), ...(direct?.listen ?? [])] },
+    // And the direct listen addresses (`--p2p-listen`), which peers dial first (directPaths.ts), and WebRTC's.
+    addresses: { listen: [...relays.map(() => '/p2p-circuit'), ...(direct?.listen ?? []), ...(webrtc?.listen ?? [])] },
     // The relays are tagged keep-alive (relayKeeper.ts): libp2p redials one that drops, each second until it is back.
     // A relayed connection's address starts with its relay's, so libp2p counted every peer reaching us through one
     // relay as one host, 5 new connections a second: a sixth peer's dial hung until its timeout (libp2p takes no
@@ -82,13 +99,18 @@ export function libp2pOptions(privateKey: PrivateKey, relays: readonly RelayAddr
       inboundConnectionThreshold: Number.MAX_SAFE_INTEGER,
       maxIncomingPendingConnections: 64,
     },
-    transports: [webSocketsThatFailWithErrors(), circuitRelayTransport(), ...(direct ? [direct.transport] : [])],
+    transports: [webSocketsThatFailWithErrors(), circuitRelayTransport(), ...(webrtc ? [webrtc.transport] : [])],
     connectionEncrypters: [noise()],
     streamMuxers: [yamuxMuxer()],
-    connectionGater: { denyDialMultiaddr: (ma) => direct?.deniesDial(ma) === true || denied(ma) },
+    // A WebRTC address is a circuit too: WebRTC's rule comes first.
+    connectionGater: { denyDialMultiaddr: (ma) => webrtc?.deniesDial(ma) === true || denied(ma) },
     services: {
       identify: identify(),
       pubsub: gossipsub({ allowPublishToZeroTopicPeers: true, runOnLimitedConnection: true, doPX: false }),
+      // libp2p lists a public listen address only once AutoNAT confirmed it; the sockets are what we listen on.
+      sockets: (components: { transportManager: { getAddrs(): { toString(): string }[] } }): Sockets => ({
+        addresses: () => components.transportManager.getAddrs().map(String),
+      }),
     },
   }
 }

@@ -42,6 +42,11 @@ export class OutboundStreams {
     return this.#sending.run(key, () => this.#deliver(to, key, frames))
   }
 
+  /** Whether a stream to `peer` is open or being opened. */
+  has(peer: string): boolean {
+    return this.#streams.has(peer.toLowerCase())
+  }
+
   /** Opens the stream to a known peer ahead of a send; a failure is the next send's to find (it dials again). */
   warm(peer: string): void {
     const key = peer.toLowerCase()
@@ -51,17 +56,22 @@ export class OutboundStreams {
   }
 
   /**
-   * The next batch to the peer opens a new stream (on a direct connection that just came up: libp2p opens a stream on
-   * a direct connection first); this one closes once the batches before it are out.
+   * The next batch to `peer` opens a new stream (a better way to it came up: a direct connection, over WebSockets or WebRTC); this one is
+   * closed once the batches already given to it are written. Resolves then.
    */
-  retire(peer: string): void {
+  retire(peer: string): Promise<void> {
     const key = peer.toLowerCase()
     const opening = this.#streams.get(key)
-    if (!opening) return
+    if (!opening) return Promise.resolve()
     this.#streams.delete(key)
-    void this.#sending.run(key, () => {
-      void opening.then(({ stream }) => stream.close()).catch(() => {})
-    })
+    return this.#sending
+      .run(key, async () => {
+        const { stream } = await opening
+        await stream
+          .close({ signal: AbortSignal.timeout(this.#parameters.sendTimeoutMs) })
+          .catch((error: unknown) => stream.abort(error instanceof Error ? error : new TransportError(String(error))))
+      })
+      .catch(() => {})
   }
 
   /** Aborts every stream (the transport stops). */

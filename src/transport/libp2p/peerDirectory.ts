@@ -2,6 +2,7 @@ import type { PeerId } from '@libp2p/interface'
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { Address, Hex } from 'viem'
 import { isWebRtc } from './directConnections.ts'
+import { directAddress } from './directPaths.ts'
 import { identityOfPeer } from './peerIdentity.ts'
 import { maxClockSkewMs, readAnnouncement } from './presence.ts'
 import { circuitThrough, isCircuit, type RelayAddress } from './relayAddress.ts'
@@ -18,6 +19,8 @@ export type Heard = {
   how: 'presence' | 'connection'
   /** Where to dial it, to store in libp2p's peer store before it is reported: circuits that end at it. */
   addrs: Multiaddr[]
+  /** Its own direct addresses, dialled first (directPaths.ts): never in the peer store, so libp2p never picks one itself. */
+  direct: Multiaddr[]
   /** It restarted, or we never heard of it: it does not know us yet, so we announce ourselves soon. */
   newSession: boolean
   /** Its WebRTC addresses, signalled through a relay to it (`<relay>/p2p-circuit/webrtc/p2p/<it>`), if it announced any. */
@@ -29,6 +32,8 @@ export type PeerDirectoryParameters = {
   me: Address
   /** Our relays: their connections are not peers, and a peer that connects to us is dialled back through them. */
   relays: readonly RelayAddress[]
+  /** Keep announced direct addresses on private networks and loopback (devnets, tests); refused otherwise. */
+  allowPrivateDirect?: boolean
   now?: () => number
   log?: (event: { type: 'peerSeen'; peer: Address; how: 'presence' | 'connection' }) => void
 }
@@ -75,7 +80,8 @@ export class PeerDirectory {
   /**
    * A presence announcement signed by `from`: the peer it makes known, or undefined if it is ours, not a Sluice
    * peer's, malformed, off our clock, or not newer than the last one of that peer (a late copy or a replay). Only
-   * circuit addresses that end at the announcer are kept: an announcement must not make us dial anything else.
+   * circuit addresses that end at the announcer are kept, and direct addresses of the announcer that `directAddress`
+   * accepts: an announcement must not make us dial anything else.
    */
   announced(from: PeerId, data: Uint8Array): Heard | undefined {
     const identity = identityOfPeer(from)
@@ -97,13 +103,15 @@ export class PeerDirectory {
         }
       })
     const addrs = ending('/p2p-circuit', isCircuit)
-    // For the direct connections alone (directConnections.ts): never in libp2p's peer store.
+    // For the direct connections alone (directPaths.ts, directConnections.ts): never in libp2p's peer store.
+    const direct = announcement.addrs.flatMap((a) => directAddress(a, from, this.#parameters.allowPrivateDirect === true) ?? [])
     const webrtcAddrs = ending('/p2p-circuit/webrtc', isWebRtc)
     return {
       ...identity,
       peerId: from,
       how: 'presence',
       addrs,
+      direct,
       newSession: known?.session !== announcement.session,
       ...(webrtcAddrs.length > 0 ? { webrtcAddrs } : {}),
     }
@@ -118,10 +126,10 @@ export class PeerDirectory {
     const identity = identityOfPeer(remotePeer)
     if (!identity) return undefined
     const key = identity.address.toLowerCase()
-    if (this.#peers.has(key)) return { ...identity, peerId: remotePeer, how: 'connection', addrs: [], newSession: false }
+    if (this.#peers.has(key)) return { ...identity, peerId: remotePeer, how: 'connection', addrs: [], direct: [], newSession: false }
     this.#peers.set(key, { peerId: remotePeer, ts: 0 })
     const addrs = this.#parameters.relays.map((r) => circuitThrough(r, remotePeer))
-    return { ...identity, peerId: remotePeer, how: 'connection', addrs, newSession: false }
+    return { ...identity, peerId: remotePeer, how: 'connection', addrs, direct: [], newSession: false }
   }
 
   /** Tells the listeners the peer is seen; true if a `want` waited for it (open the way to it now). */
@@ -149,6 +157,12 @@ export class PeerDirectory {
       if (!identity) continue
       this.#tell(identity.address, identity.publicKey)
     }
+  }
+
+  /** Tells the listeners a known peer is seen again (its direct path closed: what waits for it goes through a relay now). */
+  again(peerId: PeerId): void {
+    const identity = identityOfPeer(peerId)
+    if (identity && this.#peers.has(identity.address.toLowerCase())) this.#tell(identity.address, identity.publicKey)
   }
 
   /** `connect(peer)`: true if it is known (open the way now); otherwise it is wanted until it is seen. Never ourselves. */

@@ -11,7 +11,8 @@ import { createLibp2p } from 'libp2p'
 import type { Hex } from 'viem'
 import type { DropCounts } from './dropLog.ts'
 import { libp2pPrivateKey } from './peerIdentity.ts'
-import { presenceTopic as defaultPresenceTopic } from './protocol.ts'
+import { presenceProtocol, presenceTopic as defaultPresenceTopic } from './protocol.ts'
+import { PresenceRegistry } from './presenceRegistry.ts'
 import { RelayLimits, type RelayDropReason, type RelayLimitsParameters } from './relayLimits.ts'
 
 export type StartRelayParameters = {
@@ -49,6 +50,8 @@ export type StartRelayParameters = {
   dropReportIntervalMs?: number
   /** The presence topic the relay joins as a hub (default `sluice/presence/1`). */
   presenceTopic?: string
+  /** Keep a presence registry (default true); false makes a relay as they were before it, for the tests of those. */
+  presenceRegistry?: boolean
 }
 
 export type RelayStats = {
@@ -71,12 +74,15 @@ export type Relay = {
   /** How many relayed connections go through it now (one per circuit, both directions alike). */
   circuits(): number
   stats(): RelayStats
+  /** Its presence registry: the records it keeps, the addresses watched, and the watches in all. */
+  presence(): { records: number; watched: number; watches: number }
   stop(): Promise<void>
 }
 
 /**
  * A relay/bootstrap node (Node only): a circuit relay v2 server through which browser and Node nodes reach each
- * other by PeerId, and the gossipsub hub of the presence topic. Relayed connections have no data or time limit
+ * other by PeerId, the presence registry that hands each node's record to the nodes that watch it, and the gossipsub
+ * hub of the first presence topic (for nodes from before the registry). Relayed connections have no data or time limit
  * (libp2p's defaults, 128 KiB and 2 min per connection, cut payment traffic short: docs/transport.md, Relays).
  */
 export async function startRelay(parameters: StartRelayParameters): Promise<Relay> {
@@ -132,6 +138,13 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
   const pubsub = node.services.pubsub
   pubsub.topicValidators.set(topic, limits.validateAnnouncement)
   pubsub.subscribe(topic)
+  // Presence v2: each node's signed record, handed to those who watch its address. Two streams per connection at
+  // most (one, and its replacement while the first is being torn down).
+  const registry = new PresenceRegistry()
+  if (parameters.presenceRegistry !== false) {
+    await node.handle(presenceProtocol, (stream, connection) => void registry.serve(stream, connection.remotePeer), { maxInboundStreams: 2 })
+    node.addEventListener('peer:disconnect', (e) => registry.left(e.detail))
+  }
   return {
     peerId: node.peerId.toString(),
     multiaddrs: node.getMultiaddrs().map(String),
@@ -140,7 +153,9 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
     // Each circuit is one stop stream from the relay to the peer dialled.
     circuits: () => node.getConnections().reduce((n, c) => n + c.streams.filter((s) => s.protocol === '/libp2p/circuit/relay/0.2.0/stop').length, 0),
     stats: () => ({ reservations: node.services.relay.reservations.size, connections: limits.connections, drops: limits.drops.totals() }),
+    presence: () => registry.stats(),
     stop: async () => {
+      registry.stop()
       await node.stop()
       limits.stop()
     },

@@ -61,6 +61,9 @@ export type Network = {
   heal(host: string): Promise<void>
   /** Cuts `host` off for `ms`, then heals it. */
   cutFor(host: string, ms: number): Promise<void>
+  /** Drops every frame between `a` and `b` (and those on their way) until `healBetween`; each still reaches the others. */
+  cutBetween(a: string, b: string): Promise<void>
+  healBetween(a: string, b: string): Promise<void>
   /** Frames forwarded, lost and cut so far, per direction between two hosts. */
   stats(): Promise<LinkStats[]>
   /** A process of the root namespace that belongs to the network (killed at teardown if still running). */
@@ -188,6 +191,8 @@ export async function createNetwork(options: CreateNetworkOptions): Promise<Netw
         await new Promise((r) => setTimeout(r, ms))
         await heal(host)
       },
+      cutBetween: async (a, b) => void (await sw.command({ type: 'cutPair', hosts: [hostOf(a).underlay, hostOf(b).underlay] })),
+      healBetween: async (a, b) => void (await sw.command({ type: 'healPair', hosts: [hostOf(a).underlay, hostOf(b).underlay] })),
       async stats() {
         const { stats = [] } = await sw.command({ type: 'stats' })
         return stats.map((s) => ({ ...s, fromHost: nameOfUnderlay.get(s.from) ?? s.from, toHost: nameOfUnderlay.get(s.to) ?? s.to }))

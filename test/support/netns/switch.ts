@@ -4,9 +4,11 @@
 // forwards a frame to the host of its destination (floods broadcasts and unknown destinations to every other
 // host), and on the way holds it for the link's delay and drops its share of losses. Frames between two hosts
 // leave in the order they came (a delay drawn shorter than the one before waits for it, as on a wire, and as
-// netem with a rate set does). It drops every frame to and from a host cut off, also those already on their way.
+// netem with a rate set does). It drops every frame to and from a host cut off, also those already on their way,
+// and every frame between two hosts cut apart (each still reaching the others).
 //
-// Started by network.ts with its config as argv[2] and an IPC channel: it answers `cut`, `heal` and `stats`, and
+// Started by network.ts with its config as argv[2] and an IPC channel: it answers `cut`, `heal`, `cutPair`,
+// `healPair` and `stats`, and
 // exits on `exit`. When the channel closes without `exit` (the test process died: a crash, a kill, Ctrl-C), it
 // tears the whole network down (runs.ts) before exiting: nothing of the run outlives it.
 import dgram from 'node:dgram'
@@ -22,7 +24,12 @@ export type SwitchConfig = {
   link?: { delayMs: number; jitterMs: number; lossPercent: number }
 }
 
-export type SwitchCommand = { id: number } & ({ type: 'cut' | 'heal'; host: string } | { type: 'stats' } | { type: 'exit' })
+export type SwitchCommand = { id: number } & (
+  | { type: 'cut' | 'heal'; host: string }
+  | { type: 'cutPair' | 'healPair'; hosts: [string, string] }
+  | { type: 'stats' }
+  | { type: 'exit' }
+)
 export type PairStats = { from: string; to: string; frames: number; bytes: number; lost: number; cut: number }
 export type SwitchReply = { type: 'listening'; port: number } | { type: 'done'; id: number; stats?: PairStats[] }
 
@@ -32,6 +39,10 @@ const link = config.link
 /** Inner source MAC (hex) -> the host it was last seen from. */
 const hostOfMac = new Map<string, string>()
 const cutOff = new Set<string>()
+/** Pairs of hosts cut apart (`a|b`, in order), each still reaching the others. */
+const cutPairs = new Set<string>()
+const pairKey = (a: string, b: string) => (a < b ? `${a}|${b}` : `${b}|${a}`)
+const isCut = (from: string, to: string) => cutOff.has(from) || cutOff.has(to) || cutPairs.has(pairKey(from, to))
 
 type Pair = PairStats & { queue: { at: number; frame: Buffer }[]; last: number; timer?: NodeJS.Timeout }
 const pairs = new Map<string, Pair>()
@@ -50,7 +61,7 @@ let closed = false
 
 function send(p: Pair, frame: Buffer) {
   if (closed) return
-  if (cutOff.has(p.from) || cutOff.has(p.to)) {
+  if (isCut(p.from, p.to)) {
     p.cut++
     return
   }
@@ -70,7 +81,7 @@ function flush(p: Pair) {
 
 function forward(from: string, to: string, frame: Buffer) {
   const p = pairOf(from, to)
-  if (cutOff.has(from) || cutOff.has(to)) {
+  if (isCut(from, to)) {
     p.cut++
     return
   }
@@ -101,6 +112,8 @@ let exiting = false
 process.on('message', (command: SwitchCommand) => {
   if (command.type === 'cut') cutOff.add(command.host)
   if (command.type === 'heal') cutOff.delete(command.host)
+  if (command.type === 'cutPair') cutPairs.add(pairKey(...command.hosts))
+  if (command.type === 'healPair') cutPairs.delete(pairKey(...command.hosts))
   if (command.type === 'exit') exiting = true
   const stats =
     command.type === 'stats' ? [...pairs.values()].map(({ from, to, frames, bytes, lost, cut }) => ({ from, to, frames, bytes, lost, cut })) : undefined

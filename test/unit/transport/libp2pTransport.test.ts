@@ -1,5 +1,6 @@
 import '../../../src/transport/libp2p/nodePolyfills.ts'
 import { circuitRelayTransport } from '@libp2p/circuit-relay-v2'
+import { gossipsub } from '@libp2p/gossipsub'
 import { identify } from '@libp2p/identify'
 import { noise } from '@libp2p/noise'
 import { lpStream } from '@libp2p/utils'
@@ -14,7 +15,7 @@ import { anvilKeys } from '../../../src/devnet/anvil.ts'
 import { PeerUnknownError, PeerUnreachableError, TransportClosedError, TransportError } from '../../../src/transport/errors.ts'
 import { createLibp2pTransport, type Libp2pTransport, type Libp2pTransportLogEvent } from '../../../src/transport/libp2p/libp2pTransport.ts'
 import { libp2pPrivateKey, peerIdOfKey } from '../../../src/transport/libp2p/peerIdentity.ts'
-import { messageProtocol } from '../../../src/transport/libp2p/protocol.ts'
+import { messageProtocol, presenceTopic } from '../../../src/transport/libp2p/protocol.ts'
 import { startRelay, type Relay } from '../../../src/transport/libp2p/relay.ts'
 import { sleep } from './support.ts'
 
@@ -47,7 +48,11 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((t) => t.stop()))
 })
 
-async function started(key: Hex, relays = relay.multiaddrs, onLines?: (lines: string[], from: Address) => void): Promise<Node> {
+/**
+ * A transport with `key`, started. It wants to hear of the test's other nodes (`connect`, as a node does for its
+ * channel partners): presence reaches a node only for the peers it asks for.
+ */
+async function started(key: Hex, relays = relay.multiaddrs, onLines?: (lines: string[], from: Address) => void, wants: Address[] = [A, B, C]): Promise<Node> {
   const logs: Libp2pTransportLogEvent[] = []
   const transport = createLibp2pTransport({ privateKey: key, relays, log: (e) => logs.push(e) })
   const inbox: Node['inbox'] = []
@@ -61,6 +66,7 @@ async function started(key: Hex, relays = relay.multiaddrs, onLines?: (lines: st
     inbox.push({ lines, from })
     onLines?.(lines, from)
   })
+  for (const peer of wants) transport.connect!(peer)
   running.push(transport)
   return { transport, inbox, lines: () => inbox.flatMap((m) => m.lines), peers, keys, logs }
 }
@@ -450,7 +456,8 @@ describe('several relays', () => {
   test('a relay stopped mid-stream: the next line goes through the other within a second; the relay back is reserved on and announced again', async () => {
     const two = await twoRelays()
     try {
-      const [a, b] = await Promise.all([started(keyA, two.addresses), started(keyB, two.addresses)])
+      // Only A opens its way ahead (B knows A once A connects), so that one circuit carries the pair.
+      const [a, b] = await Promise.all([started(keyA, two.addresses, undefined, [B]), started(keyB, two.addresses, undefined, [])])
       await eventually(() => expect(two.relays.map((r) => r.reservations())).toEqual([2, 2]))
       await eventually(() => expect(a.peers).toContain(B))
       // A stream of lines, each sent again until it went (as delivery does), every 20 ms.
@@ -495,4 +502,71 @@ describe('several relays', () => {
       await two.stop()
     }
   }, 40_000)
+})
+
+describe("presence through the relays' registries", () => {
+  test('a node hears of the peers it asks for, and of those that connect to it; the records of the others never reach it', async () => {
+    const own = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
+    try {
+      const a = await started(keyA, own.multiaddrs, undefined, [B])
+      const [b, c] = await Promise.all([started(keyB, own.multiaddrs, undefined, []), started(keyC, own.multiaddrs, undefined, [])])
+      await eventually(() => {
+        expect(a.peers).toContain(B)
+        // A opened its way to B ahead: B knows A from that connection.
+        expect(b.peers).toContain(A)
+      })
+      await sleep(300)
+      expect(new Set(a.peers)).toEqual(new Set([B]))
+      expect(new Set(b.peers)).toEqual(new Set([A]))
+      expect(c.peers).toEqual([])
+      // Each put its record; A watches B, and B now A (it knows A): nobody watches C.
+      expect(own.presence()).toEqual({ records: 3, watched: 2, watches: 2 })
+      // A first send to C asks the relay for it: it fails, and C is seen a moment later (delivery sends again then).
+      await expect(a.transport.send(C, ['hello c'])).rejects.toBeInstanceOf(PeerUnknownError)
+      await eventually(() => expect(a.peers).toContain(C))
+      await a.transport.send(C, ['hello c'])
+      await eventually(() => expect(c.lines()).toEqual(['hello c']))
+    } finally {
+      await own.stop()
+    }
+  })
+
+  test('through a relay without a registry (an older relay), nodes find each other on the gossipsub topic as before', async () => {
+    const older = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'], presenceRegistry: false })
+    try {
+      const [a, b] = await Promise.all([started(keyA, older.multiaddrs, undefined, [B]), started(keyB, older.multiaddrs, undefined, [A])])
+      await eventually(() => {
+        expect(a.peers).toContain(B)
+        expect(b.peers).toContain(A)
+      })
+      await a.transport.send(B, ['through an older relay'])
+      await eventually(() => expect(b.lines()).toEqual(['through an older relay']))
+    } finally {
+      await older.stop()
+    }
+  })
+
+  test('a node from before the registries, listening on the gossipsub topic, still hears of a node that puts its record', async () => {
+    // The older node's part that matters here: a gossipsub peer of the relay, on the topic.
+    const older = await createLibp2p({
+      privateKey: libp2pPrivateKey(anvilKeys[7]!),
+      transports: [webSockets(), circuitRelayTransport()],
+      connectionEncrypters: [noise()],
+      streamMuxers: [yamux()],
+      services: { identify: identify(), pubsub: gossipsub({ allowPublishToZeroTopicPeers: true, runOnLimitedConnection: true, doPX: false }) },
+    })
+    const heard: string[] = []
+    try {
+      older.services.pubsub.addEventListener('message', (e) => {
+        if (e.detail.topic === presenceTopic && e.detail.type === 'signed') heard.push(e.detail.from.toString())
+      })
+      older.services.pubsub.subscribe(presenceTopic)
+      await older.dial(multiaddr(relay.multiaddrs[0]!))
+      await eventually(() => expect(older.services.pubsub.getSubscribers(presenceTopic).length).toBeGreaterThan(0))
+      const b = await started(keyB, relay.multiaddrs, undefined, [])
+      await eventually(() => expect(heard).toContain(b.transport.peerId))
+    } finally {
+      await older.stop()
+    }
+  })
 })

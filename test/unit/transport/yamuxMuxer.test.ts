@@ -41,6 +41,8 @@ beforeAll(async () => {
   const seen: Address[] = []
   a.onPeerSeen!((peer) => seen.push(peer))
   await a.start(() => {})
+  // A asks for B, as for a channel partner: presence reaches a node only for the peers it wants.
+  a.connect!(B)
   await b.start((lines) => received.push(...lines))
   await eventually(() => expect(seen).toContain(B))
   await a.send(B, ['hello'])

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'vitest'
 import { Announcer } from '../../../../src/transport/libp2p/announcer.ts'
-import { readAnnouncement, type Announcement } from '../../../../src/transport/libp2p/presence.ts'
+import type { Announcement } from '../../../../src/transport/libp2p/presence.ts'
 import { eventually, sleep } from '../support.ts'
 
 const made: Announcer[] = []
@@ -12,7 +12,7 @@ function announcer(intervalMs = 60_000) {
   const published: Announcement[] = []
   const state = { addresses: ['/ip4/127.0.0.1/tcp/1/ws/p2p/R/p2p-circuit/p2p/X'] }
   const a = new Announcer({
-    publish: async (data) => published.push(readAnnouncement(data)!),
+    publish: async (announcement) => published.push(announcement),
     addresses: () => state.addresses,
     intervalMs,
   })

@@ -23,10 +23,26 @@ describe('the libp2p configuration', () => {
     expect(denies(multiaddr('/ip4/8.8.8.8/tcp/443/wss'))).toBe(false)
   })
 
-  test('created stopped; listens for circuits only when it has relays', () => {
+  test('with direct paths, libp2p dials no peer address of its own choosing, public ones neither: only those the direct paths dial now', () => {
+    const dialling = new Set([`/ip4/8.8.8.8/tcp/443/wss/p2p/${relayId}`])
+    const denies = deniesDial([local], { deniesDial: (ma) => !dialling.has(ma.toString()) })
+    expect(denies(multiaddr(`/ip4/127.0.0.1/tcp/9090/ws/p2p/${relayId}`))).toBe(false)
+    expect(denies(multiaddr(`/ip4/127.0.0.1/tcp/9090/ws/p2p/${relayId}/p2p-circuit/p2p/${relayId}`))).toBe(false)
+    expect(denies(multiaddr(`/ip4/8.8.8.8/tcp/443/wss/p2p/${relayId}`))).toBe(false)
+    expect(denies(multiaddr(`/ip4/8.8.4.4/tcp/443/wss/p2p/${relayId}`))).toBe(true)
+    expect(denies(multiaddr('/ip4/192.168.1.7/tcp/4001/ws'))).toBe(true)
+    // A circuit's relay that is not ours (any host a circuit address names): libp2p would dial it to reach the circuit.
+    expect(denies(multiaddr(`/ip4/8.8.4.4/tcp/22/ws/p2p/${relayId}`))).toBe(true)
+  })
+
+  test('created stopped; listens for circuits only when it has relays, and on its direct addresses when given', () => {
     const key = libp2pPrivateKey(anvilKeys[4]!)
     expect(libp2pOptions(key, [local])).toMatchObject({ start: false, addresses: { listen: ['/p2p-circuit'] } })
     expect(libp2pOptions(key, []).addresses).toEqual({ listen: [] })
+    // And its direct listen addresses after them.
+    expect(libp2pOptions(key, [local], { direct: { listen: ['/ip4/0.0.0.0/tcp/4001/ws'], paths: { deniesDial: () => true } } }).addresses).toEqual({
+      listen: ['/p2p-circuit', '/ip4/0.0.0.0/tcp/4001/ws'],
+    })
   })
 
   test('a relay address must be a multiaddr that names the relay', () => {

@@ -135,4 +135,21 @@ describe('outbound streams', () => {
     streams.closeAll()
     await eventually(() => expect(inbound[0]!.status).not.toBe('open'))
   })
+
+  test('retire: the batches given before go out on the old stream, which then closes; the next opens a new one, in order', async () => {
+    const { b, lines, streams: inbound } = await receiver()
+    const { a, streams } = await sender(new Map([[B.toLowerCase(), b.peerId]]))
+    await a.peerStore.merge(b.peerId, { multiaddrs: b.getMultiaddrs() })
+    await streams.send(B, frames('first'))
+    const big = 'z'.repeat(300_000)
+    const before = streams.send(B, frames(big, big))
+    const retired = streams.retire(B)
+    expect(streams.has(B)).toBe(false)
+    await Promise.all([before, retired, streams.send(B, frames('after'))])
+    await eventually(() => expect(lines).toEqual(['first', big, big, 'after']))
+    expect(streams.counters.streamsOpened).toBe(2)
+    // The old one ended on our side (the receiver reads its end), the new one is open.
+    await eventually(() => expect(inbound[0]!.remoteWriteStatus).toBe('closed'))
+    expect(inbound[1]!.remoteWriteStatus).toBe('writable')
+  })
 })

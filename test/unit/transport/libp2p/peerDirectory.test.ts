@@ -41,12 +41,27 @@ describe('the peer directory', () => {
     )
     expect(heard).toMatchObject({ address: a!.address, publicKey: a!.publicKey, how: 'presence', newSession: true })
     expect(heard!.addrs.map(String)).toEqual([`${relay.addr}/p2p-circuit/p2p/${a!.peerId}`])
+    expect(heard!.direct).toEqual([])
     expect(d.peerId(a!.address.toUpperCase())?.equals(a!.peerId)).toBe(true)
     expect(d.size).toBe(1)
     // Known, but reported only when the transport says (after the peer store has the addresses).
     expect(seen).toEqual([])
     d.report(heard!)
     expect(seen).toEqual([{ peer: a!.address, publicKey: a!.publicKey }])
+  })
+
+  test('direct addresses of the announcer are kept apart from its circuits (private ones only when allowed); those of others never', () => {
+    const addrs = [
+      `${relay.addr}/p2p-circuit/p2p/${a!.peerId}`,
+      `/ip4/93.184.216.34/tcp/4001/ws/p2p/${a!.peerId}`,
+      `/ip4/127.0.0.1/tcp/4001/ws/p2p/${a!.peerId}`,
+      `/ip4/93.184.216.35/tcp/4001/ws/p2p/${b!.peerId}`,
+    ]
+    const strict = directory().d.announced(a!.peerId, announcement(a, { addrs }))!
+    expect(strict.addrs.map(String)).toEqual([addrs[0]])
+    expect(strict.direct.map(String)).toEqual([addrs[1]])
+    const devnet = new PeerDirectory({ me: me!.address, relays: [relay], now: () => NOW, allowPrivateDirect: true })
+    expect(devnet.announced(a!.peerId, announcement(a, { addrs }))!.direct.map(String)).toEqual([addrs[1], addrs[2]])
   })
 
   test('ignored: our own, a relay, a late or replayed copy, a clock too far off, a malformed one', () => {

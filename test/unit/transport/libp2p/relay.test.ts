@@ -29,6 +29,7 @@ describe('relay: many nodes behind one address', () => {
       const a = await start()
       const seen: Address[] = []
       a.onPeerSeen!((peer) => seen.push(peer))
+      a.connect!(B)
       const received: string[] = []
       const b = createLibp2pTransport({ privateKey: keyB, relays: relay.multiaddrs })
       running.push(b)
