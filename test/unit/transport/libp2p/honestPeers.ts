@@ -70,8 +70,9 @@ export async function honestPeer(key: Hex, relays: readonly string[], more: Part
   return peer
 }
 
-/** Waits until each of `peers` has seen every other. */
+/** Each of `peers` asks for every other, as a node does for its partners (presence by watch), and waits until it has seen them. */
 export async function meet(...peers: HonestPeer[]): Promise<void> {
+  for (const p of peers) for (const q of peers) if (p !== q) p.transport.connect!(q.address)
   await vi.waitFor(
     () => {
       for (const p of peers) for (const q of peers) if (p !== q && !p.seen.has(q.address)) throw new Error(`${p.address} has not seen ${q.address}`)

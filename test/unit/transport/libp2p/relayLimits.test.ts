@@ -30,9 +30,10 @@ afterEach(async () => {
 })
 
 /** A relay in this process with `limits`; its drop reports are collected (every 300 ms). */
-async function relayWith(limits: StartRelayParameters['limits']): Promise<Relay & { reports: Report[] }> {
+async function relayWith(limits: StartRelayParameters['limits'], more: Partial<StartRelayParameters> = {}): Promise<Relay & { reports: Report[] }> {
   const reports: Report[] = []
   const relay = await startRelay({
+    ...more,
     listen: ['/ip4/127.0.0.1/tcp/0/ws'],
     ...(limits ? { limits } : {}),
     dropReportIntervalMs: 300,
@@ -129,7 +130,8 @@ describe('relay: what one IP address may hold', () => {
 
 describe('relay: announcements on the presence topic', () => {
   test('too large, not one, stale or too often: dropped, counted, reported once per interval; the honest ones pass', async () => {
-    const relay = await relayWith({ maxAnnouncementsPerMinute: 10 })
+    // A relay without a presence registry, as before decision 0067: nodes listen on the topic, which its validator guards.
+    const relay = await relayWith({ maxAnnouncementsPerMinute: 10 }, { presenceRegistry: false })
     const listener = await peer(keyA, relay.multiaddrs)
     const rogue = await gossipPeer(keyF, relay.multiaddrs[0]!)
     stops.push(() => rogue.node.stop())
