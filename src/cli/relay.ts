@@ -93,6 +93,12 @@ export const relayFlags = {
     max: 1_000_000,
     default: defaultRelayLimits.maxAnnouncementsPerMinute,
   }),
+  maxWatchesPerIp: integerFlag({
+    description: "addresses the nodes of one IP address may watch at once in the relay's presence registry",
+    min: 1,
+    max: 100_000_000,
+    default: defaultRelayLimits.maxWatchesPerIp,
+  }),
   proxy: {
     ...stringFlag({
       description:
@@ -195,7 +201,7 @@ async function run(argv: readonly string[]): Promise<number> {
   if (parsed.asked) return answerAsked(parsed.asked, usage)
   const { key, tlsCert, tlsKey, maxReservations, dropLogInterval } = parsed.values
   const { maxConnectionRate, maxCircuitRate, maxConnectionsPerIp, maxReservationsPerIp, peerBytesPerSecond, ipBytesPerSecond } = parsed.values
-  const { maxAnnouncementBytes, maxAnnouncementsPerMinute } = parsed.values
+  const { maxAnnouncementBytes, maxAnnouncementsPerMinute, maxWatchesPerIp } = parsed.values
   const proxies = parsed.values.proxy ?? []
   const announce = parsed.values.announce ?? []
   const log = loggerFromFlags(parsed.values)
@@ -247,6 +253,7 @@ async function run(argv: readonly string[]): Promise<number> {
           ipBytesPerSecond,
           maxAnnouncementBytes,
           maxAnnouncementsPerMinute,
+          maxWatchesPerIp,
           proxies,
         },
         // One line per peer or address that had drops in the interval, with the count of each reason.

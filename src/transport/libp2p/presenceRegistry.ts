@@ -11,6 +11,12 @@ export type PresenceRegistryParameters = {
   now?: () => number
 }
 
+/**
+ * What the relay's limits allow one presence stream (relayLimits.ts): whether its node's record may be put now, how
+ * many of `wanted` new watches it may have, and the release of those it had when the stream ends.
+ */
+export type PresenceAdmission = { put(): boolean; watch(wanted: number): number; release(): void }
+
 /** A node's presence stream, as the registry sees it: who it is, what it watches, and how to hand it records. */
 export type Watcher = { peer: string; watching: Set<string>; send(records: PresenceRecord[]): void }
 
@@ -51,8 +57,11 @@ export class PresenceRegistry {
     return { records: this.#records.size, watched: this.#watchers.size, watches }
   }
 
-  /** Serves one node's presence stream until it ends: its record and watches in, the records it watches out. */
-  async serve(stream: Stream, remote: PeerId): Promise<void> {
+  /**
+   * Serves one node's presence stream until it ends: its record and watches in, the records it watches out; within
+   * what `admission` allows, if given.
+   */
+  async serve(stream: Stream, remote: PeerId, admission?: PresenceAdmission): Promise<void> {
     const lp = lpStream(stream, { maxDataLength: maxPresenceFrameBytes })
     let pending = 0
     const watcher: Watcher = {
@@ -78,14 +87,15 @@ export class PresenceRegistry {
           stream.abort(new Error('invalid presence message'))
           return
         }
-        if (message.put) this.put(remote, message.put)
-        if (message.watch) this.watch(watcher, message.watch)
+        if (message.put && (admission?.put() ?? true)) this.put(remote, message.put)
+        if (message.watch) this.watch(watcher, message.watch, admission)
       }
     } catch {
       // The stream ended: the node went away, or restarts its stream.
     } finally {
       this.#streams.delete(stream)
       this.#unwatchAll(watcher)
+      admission?.release()
     }
   }
 
@@ -130,11 +140,15 @@ export class PresenceRegistry {
     for (const watcher of watchers) if (watcher.peer !== kept.record.peer) watcher.send([kept.record])
   }
 
-  /** Adds addresses to what `watcher` watches (up to `maxWatches`), and hands it the records kept of them now. */
-  watch(watcher: Watcher, addresses: readonly string[]): void {
+  /**
+   * Adds addresses to what `watcher` watches (up to `maxWatches`, and as many as `admission` allows), and hands it the
+   * records kept of them now.
+   */
+  watch(watcher: Watcher, addresses: readonly string[], admission?: Pick<PresenceAdmission, 'watch'>): void {
     const found: PresenceRecord[] = []
-    for (const address of addresses) {
-      if (watcher.watching.has(address) || watcher.watching.size >= maxWatches) continue
+    const fresh = [...new Set(addresses)].filter((a) => !watcher.watching.has(a)).slice(0, Math.max(0, maxWatches - watcher.watching.size))
+    const granted = admission ? admission.watch(fresh.length) : fresh.length
+    for (const address of fresh.slice(0, granted)) {
       watcher.watching.add(address)
       const set = this.#watchers.get(address) ?? new Set()
       this.#watchers.set(address, set)

@@ -142,7 +142,9 @@ export async function startRelay(parameters: StartRelayParameters): Promise<Rela
   // most (one, and its replacement while the first is being torn down).
   const registry = new PresenceRegistry()
   if (parameters.presenceRegistry !== false) {
-    await node.handle(presenceProtocol, (stream, connection) => void registry.serve(stream, connection.remotePeer), { maxInboundStreams: 2 })
+    await node.handle(presenceProtocol, (stream, connection) => void registry.serve(stream, connection.remotePeer, limits.presenceAdmission(connection)), {
+      maxInboundStreams: 2,
+    })
     node.addEventListener('peer:disconnect', (e) => registry.left(e.detail))
   }
   return {

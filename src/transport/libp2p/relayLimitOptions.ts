@@ -22,6 +22,12 @@ export type RelayLimitsParameters = {
   /** Announcements one peer may publish a minute (default 60; a node announces twice a minute, and once per newcomer). */
   maxAnnouncementsPerMinute?: number
   /**
+   * Addresses the nodes of one IP address may watch at once in the presence registry, all their streams together
+   * (default 65,536: a hub watches its partners; one address opening stream after stream must not fill the relay's
+   * memory with watches).
+   */
+  maxWatchesPerIp?: number
+  /**
    * Addresses (or CIDR blocks, `10.0.0.0/8`) of reverse proxies in front of the relay: every peer behind one arrives
    * from its address, so the per-IP limits do not apply to them (the per-peer ones still do).
    */
@@ -37,6 +43,7 @@ export const defaultRelayLimits = {
   ipBytesPerSecond: 4 * 1024 * 1024,
   maxAnnouncementBytes: 4096,
   maxAnnouncementsPerMinute: 60,
+  maxWatchesPerIp: 65_536,
 } as const
 
 export const relayDropReasons = [
@@ -60,8 +67,10 @@ export const relayDropReasons = [
   'announcementInvalid',
   /** An announcement whose time is more than 10 minutes from the relay's (an old one replayed): dropped. */
   'announcementStale',
-  /** An announcement past its publisher's announcements a minute: dropped. */
+  /** An announcement past its publisher's announcements a minute, on the topic or put in the registry: dropped. */
   'announcementTooOften',
+  /** Watches in the presence registry past the IP address's: not taken (the node hears nothing of those addresses). */
+  'watchesPerIp',
 ] as const
 export type RelayDropReason = (typeof relayDropReasons)[number]
 

@@ -5,6 +5,7 @@ import type { Multiaddr } from '@multiformats/multiaddr'
 import { DropLog, type DropCounts } from './dropLog.ts'
 import { addressOfPeer } from './peerIdentity.ts'
 import { maxClockSkewMs, readAnnouncement } from './presence.ts'
+import type { PresenceAdmission } from './presenceRegistry.ts'
 import { RateLimit } from './rateLimit.ts'
 import { defaultRelayLimits, proxyList, relayDropReasons, type RelayDropReason, type RelayLimitsParameters } from './relayLimitOptions.ts'
 
@@ -68,6 +69,10 @@ export class RelayLimits {
   readonly #peerBytes: RateLimit
   readonly #ipBytes: RateLimit
   readonly #announcements: RateLimit
+  /** Records put in the presence registry, by peer: apart from the topic's, since a node does both per announcement. */
+  readonly #records: RateLimit
+  /** Watches held in the presence registry by IP key. */
+  readonly #watches = new Map<string, number>()
   /** Open connections by IP key. */
   readonly #connections = new Map<string, number>()
   /** Connections still in their handshake by IP key, and how each one's ends. */
@@ -88,6 +93,7 @@ export class RelayLimits {
     this.#peerBytes = new RateLimit(this.#limits.peerBytesPerSecond)
     this.#ipBytes = new RateLimit(this.#limits.ipBytesPerSecond)
     this.#announcements = new RateLimit(this.#limits.maxAnnouncementsPerMinute, 60)
+    this.#records = new RateLimit(this.#limits.maxAnnouncementsPerMinute, 60)
     this.drops = new DropLog(relayDropReasons, report)
   }
 
@@ -231,6 +237,36 @@ export class RelayLimits {
     const publisher = msg.from.toString()
     if (!this.#announcements.allows(publisher)) return this.#drop(publisher, 'announcementTooOften', TopicValidatorResult.Ignore)
     return TopicValidatorResult.Accept
+  }
+
+  /**
+   * What one presence stream may do in the registry (docs/decisions/0067): put its node's record as often as it may
+   * announce on the topic, and watch addresses while all the streams of its IP address watch fewer than
+   * `maxWatchesPerIp` together. What it may not is dropped and counted.
+   */
+  presenceAdmission(connection: { remotePeer: PeerId; remoteAddr: Multiaddr }): PresenceAdmission {
+    const peer = connection.remotePeer.toString()
+    const ip = this.#limited(connection.remoteAddr)
+    let held = 0
+    return {
+      put: () => {
+        if (this.#records.allows(peer)) return true
+        this.drops.count(peer, 'announcementTooOften')
+        return false
+      },
+      watch: (wanted) => {
+        if (!ip) return wanted
+        const granted = Math.max(0, Math.min(wanted, this.#limits.maxWatchesPerIp - (this.#watches.get(ip.key) ?? 0)))
+        if (granted < wanted) this.drops.count(ip.key, 'watchesPerIp')
+        add(this.#watches, ip.key, granted)
+        held += granted
+        return granted
+      },
+      release: () => {
+        if (ip) add(this.#watches, ip.key, -held)
+        held = 0
+      },
+    }
   }
 
   #drop(source: string, reason: RelayDropReason, result: TopicValidatorResult): TopicValidatorResult {

@@ -5,8 +5,10 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterEach, describe, expect, test, vi } from 'vitest'
 import { anvilKeys } from '../../../../src/devnet/anvil.ts'
 import { createLibp2pTransport, type Libp2pTransport, type Libp2pTransportLogEvent } from '../../../../src/transport/libp2p/libp2pTransport.ts'
-import { peerIdOfKey } from '../../../../src/transport/libp2p/peerIdentity.ts'
-import { encodeAnnouncement } from '../../../../src/transport/libp2p/presence.ts'
+import { lpStream } from '@libp2p/utils'
+import { encodeAnnouncement, encodePresence, maxWatchBatch, signRecord } from '../../../../src/transport/libp2p/presence.ts'
+import { libp2pPrivateKey, peerIdOfKey } from '../../../../src/transport/libp2p/peerIdentity.ts'
+import { presenceProtocol } from '../../../../src/transport/libp2p/protocol.ts'
 import { startRelay, type Relay, type StartRelayParameters } from '../../../../src/transport/libp2p/relay.ts'
 import { ipOf } from '../../../../src/transport/libp2p/relayLimits.ts'
 import { isProxyEntry } from '../../../../src/transport/libp2p/relayLimitOptions.ts'
@@ -155,6 +157,51 @@ describe('relay: announcements on the presence topic', () => {
       expect(reported).toEqual({ announcementTooLarge: 1, announcementInvalid: 1, announcementStale: 1, announcementTooOften: 5 })
     })
     expectOnePerInterval(relay.reports, F)
+  }, 30_000)
+})
+
+describe("relay: the presence registry's limits", () => {
+  /** A bare node's presence stream to `relay`, written to as a test likes (none of a node's own pacing). */
+  async function presenceStream(key: Hex, relay: Relay) {
+    const node = await bareNode(key)
+    stops.push(() => node.stop())
+    const stream = await node.dialProtocol(multiaddr(relay.multiaddrs[0]!), presenceProtocol)
+    const lp = lpStream(stream)
+    return { node, stream, write: (message: object) => lp.write(encodePresence(message)) }
+  }
+  const someAddresses = (n: number) => Array.from({ length: n }, () => privateKeyToAddress(generatePrivateKey()).toLowerCase())
+
+  test('records put faster than announcements may be are dropped and counted; the first reach a watcher', async () => {
+    const relay = await relayWith({ maxAnnouncementsPerMinute: 10 })
+    const watcher = await peer(keyA, relay.multiaddrs)
+    watcher.transport.connect!(addressF)
+    const rogue = await presenceStream(keyF, relay)
+    const key = libp2pPrivateKey(keyF)
+    const t0 = Date.now()
+    // Each newer than the last, so each would be taken and handed on but for the limit.
+    for (let i = 0; i < 25; i++) await rogue.write({ put: await signRecord(key, F, { v: 1, session: `s${i}`, addrs: [], ts: t0 + i }) })
+    await eventually(() => expect(relay.stats().drops.announcementTooOften).toBe(15))
+    await eventually(() => expect([...watcher.seen]).toContain(addressF))
+    await eventually(() => expect(relay.reports.filter((r) => r.source === F).reduce((n, r) => n + (r.counts.announcementTooOften ?? 0), 0)).toBe(15))
+  }, 30_000)
+
+  test("an address's watches past --max-watches-per-ip are not taken and are counted; they are its again once its streams end", async () => {
+    const relay = await relayWith({ maxWatchesPerIp: 300 })
+    const rogue = await presenceStream(keyF, relay)
+    await rogue.write({ watch: someAddresses(maxWatchBatch) })
+    await eventually(() => expect(relay.presence().watches).toBe(300))
+    expect(relay.stats().drops.watchesPerIp).toBe(1)
+    // Every node of this machine shares 127.0.0.1: an honest node's watch is not taken while the rogue holds them all.
+    const honest = await presenceStream(keyB, relay)
+    await honest.write({ watch: someAddresses(10) })
+    await eventually(() => expect(relay.stats().drops.watchesPerIp).toBe(2))
+    expect(relay.presence().watches).toBe(300)
+    // The rogue goes: what it held is free, and the honest node's next watches are taken.
+    await rogue.node.stop()
+    await eventually(() => expect(relay.presence().watches).toBe(0))
+    await honest.write({ watch: someAddresses(10) })
+    await eventually(() => expect(relay.presence().watches).toBe(10))
+    expect(relay.stats().drops.watchesPerIp).toBe(2)
   }, 30_000)
 })
 
