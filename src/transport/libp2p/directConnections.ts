@@ -1,6 +1,7 @@
 import type { Connection, PeerId } from '@libp2p/interface'
 import type { Multiaddr } from '@multiformats/multiaddr'
 import type { Libp2p } from 'libp2p'
+import { DirectPause } from './directPause.ts'
 
 /**
  * WebRTC connections to the peers a node talks to (docs/transport.md, docs/decisions/0065). A node whose host has
@@ -65,8 +66,6 @@ type PeerState = {
   addrs: Multiaddr[]
   dialing: boolean
   timer?: ReturnType<typeof setTimeout>
-  failures: number
-  notBefore: number
   /** Dials that libp2p joined to another one to the peer, which gave a relayed connection. */
   joined: number
   retryNow: boolean
@@ -82,6 +81,8 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
   const maxRetryMs = options.maxRetryMs ?? 300_000
   const dialTimeoutMs = options.dialTimeoutMs ?? 20_000
   const peers = new Map<string, PeerState>()
+  /** No dial to a peer while it is paused: its last one failed, or its last direct connection closed. */
+  const pause = new DirectPause({ initialMs: retryMs, maxMs: maxRetryMs })
   /** Peers this part is dialling now: the gater lets their WebRTC addresses through. */
   const dialing = new Set<string>()
   let node: Libp2p | undefined
@@ -107,20 +108,17 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
       .then(
         (connection) => {
           if (isDirectWebRtc(connection)) {
-            state.failures = 0
+            pause.clear(id)
             state.joined = 0
             return
           }
           // libp2p joined our dial to one by PeerId under way (a message's stream), which took the relay: once more,
-          // soon, and then again only after a pause, as after a failure.
-          if (++state.joined > 1) state.notBefore = Date.now() + retryMs
+          // soon, and then again only after a pause.
+          if (++state.joined > 1) pause.hold(id, retryMs)
           else state.retryNow = true
         },
         (error: unknown) => {
-          state.failures++
-          const pause = Math.min(retryMs * 2 ** (state.failures - 1), maxRetryMs)
-          state.notBefore = Date.now() + pause
-          log?.({ type: 'directFailed', peer: id, error, retryInMs: pause })
+          log?.({ type: 'directFailed', peer: id, error, retryInMs: pause.failed(id) })
         },
       )
       .finally(() => {
@@ -137,6 +135,7 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
     if (!isDirectWebRtc(connection)) return
     const peer = connection.remotePeer
     log?.({ type: 'directOpen', peer: peer.toString(), direction: connection.direction })
+    pause.clear(peer.toString())
     // The first one to this peer moves its messages; a second (both dialled at once) changes nothing.
     if (directTo(peer).length === 1) onChange?.(peer, true)
   }
@@ -145,9 +144,8 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
     if (!isDirectWebRtc(connection)) return
     const peer = connection.remotePeer
     log?.({ type: 'directClosed', peer: peer.toString() })
-    const state = peers.get(peer.toString())
     // Not at once again: the peer may be gone, or its network changed.
-    if (state) state.notBefore = Math.max(state.notBefore, Date.now() + retryMs)
+    if (peers.has(peer.toString())) pause.failed(peer.toString())
     if (!stopped && directTo(peer).length === 0) onChange?.(peer, false)
   }
 
@@ -162,7 +160,7 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
 
     noteAddresses(peer, addrs) {
       const id = peer.toString()
-      const state = peers.get(id) ?? { addrs: [], dialing: false, failures: 0, notBefore: 0, joined: 0, retryNow: false }
+      const state = peers.get(id) ?? { addrs: [], dialing: false, joined: 0, retryNow: false }
       state.addrs = addrs
       peers.set(id, state)
     },
@@ -171,7 +169,7 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
       const state = peers.get(peer.toString())
       if (stopped || !node || !state || state.addrs.length === 0 || state.dialing || state.timer !== undefined) return
       if (directTo(peer).length > 0) return
-      let wait = Math.max(0, state.notBefore - Date.now())
+      let wait = pause.waitMs(peer.toString())
       if (peer.toString() < self.toString()) wait = Math.max(wait, yieldMs)
       state.timer = setTimeout(() => dial(peer, state), wait)
     },
@@ -191,6 +189,7 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
       stopped = true
       for (const state of peers.values()) clearTimeout(state.timer)
       peers.clear()
+      pause.clearAll()
     },
   }
 }

@@ -1,6 +1,7 @@
 import type { Connection, Libp2p, PeerId } from '@libp2p/interface'
 import { isPrivate } from '@libp2p/utils'
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
+import { DirectPause } from './directPause.ts'
 import { isCircuit } from './relayAddress.ts'
 
 /** What a node says of its direct paths, for logs and metrics. */
@@ -34,9 +35,6 @@ export type DirectPathsParameters = {
 
 type PeerPaths = {
   addrs: Multiaddr[]
-  failures: number
-  /** No direct dial before this time (ms): the last one failed, or the last direct connection was lost. */
-  notBefore: number
   /** The dial under way, if any: a second caller waits for it rather than dialling by PeerId meanwhile. */
   dialing?: Promise<Connection | undefined>
 }
@@ -87,6 +85,8 @@ function privateHost(ma: Multiaddr): boolean {
 export class DirectPaths {
   readonly #parameters: DirectPathsParameters
   readonly #peers = new Map<string, PeerPaths>()
+  /** No direct dial to a peer while it is paused: its last one failed, or its last direct connection was lost. */
+  readonly #pause: DirectPause
   /** The direct addresses being dialled now: all the gater lets through besides relays and circuits. */
   readonly #dialingAddrs = new Map<string, number>()
   #node: Libp2p | undefined
@@ -94,6 +94,7 @@ export class DirectPaths {
 
   constructor(parameters: DirectPathsParameters) {
     this.#parameters = parameters
+    this.#pause = new DirectPause({ initialMs: parameters.retryMs, maxMs: parameters.maxRetryMs })
   }
 
   /** Follows `node`'s connections and checks its direct ones, until `stop`. */
@@ -109,15 +110,12 @@ export class DirectPaths {
     const id = peer.toString()
     const known = this.#peers.get(id)
     if (!known) {
-      if (addrs.length > 0) this.#peers.set(id, { addrs, failures: 0, notBefore: 0 })
+      if (addrs.length > 0) this.#peers.set(id, { addrs })
       return
     }
     const changed = addrs.map(String).join(' ') !== known.addrs.map(String).join(' ')
     known.addrs = addrs
-    if (changed || newSession) {
-      known.failures = 0
-      known.notBefore = 0
-    }
+    if (changed || newSession) this.#pause.clear(id)
   }
 
   /** An open direct connection to the peer, if any. */
@@ -141,7 +139,7 @@ export class DirectPaths {
     const paths = this.#peers.get(peer.toString())
     if (!paths) return undefined
     if (paths.dialing) return paths.dialing
-    if (paths.addrs.length === 0 || Date.now() < paths.notBefore || !this.#node) return undefined
+    if (paths.addrs.length === 0 || this.#pause.waitMs(peer.toString()) > 0 || !this.#node) return undefined
     const dialing = this.#dial(peer, paths, signal)
     paths.dialing = dialing
     void dialing.finally(() => {
@@ -153,7 +151,7 @@ export class DirectPaths {
   /** A send to the peer: without a direct connection, dial one in the background once its pause is over. */
   talking(peer: PeerId): void {
     const paths = this.#peers.get(peer.toString())
-    if (!paths || paths.dialing || paths.addrs.length === 0 || Date.now() < paths.notBefore || this.connection(peer)) return
+    if (!paths || paths.dialing || paths.addrs.length === 0 || this.#pause.waitMs(peer.toString()) > 0 || this.connection(peer)) return
     void this.dial(peer)
   }
 
@@ -169,6 +167,7 @@ export class DirectPaths {
     node?.removeEventListener('connection:close', this.#onClose)
     clearInterval(this.#ping)
     this.#peers.clear()
+    this.#pause.clearAll()
     this.#dialingAddrs.clear()
   }
 
@@ -185,13 +184,11 @@ export class DirectPaths {
       const connection = await node.dial(addrs, { signal: signal ? AbortSignal.any([signal, bound]) : bound })
       // libp2p joined our dial to one by PeerId under way, which took the circuit: not a failure of the direct path.
       if (!this.#isDirectPeer(connection)) return undefined
-      paths.failures = 0
+      this.#pause.clear(peer.toString())
       return connection
     } catch (error) {
       if (!this.#node) return undefined
-      paths.failures++
-      const pause = Math.min(this.#parameters.retryMs * 2 ** (paths.failures - 1), this.#parameters.maxRetryMs)
-      paths.notBefore = Date.now() + pause
+      const pause = this.#pause.failed(peer.toString())
       log?.({ type: 'directFailed', peer: peer.toString(), error, retryInMs: pause })
       return undefined
     } finally {
@@ -226,8 +223,7 @@ export class DirectPaths {
     if (!this.#isDirectPeer(connection)) return
     const peer = connection.remotePeer
     this.#parameters.log?.({ type: 'directOpen', peer: peer.toString(), direction: connection.direction })
-    const paths = this.#peers.get(peer.toString())
-    if (paths) paths.failures = 0
+    this.#pause.clear(peer.toString())
     // The first one to this peer moves its messages; a second (both dialled at once) changes nothing.
     if (this.#node?.getConnections(peer).filter((c) => c.status === 'open' && this.#isDirectPeer(c)).length === 1) this.#parameters.onChange(peer, true)
   }
@@ -239,11 +235,7 @@ export class DirectPaths {
     this.#parameters.log?.({ type: 'directClosed', peer: peer.toString() })
     if (this.connection(peer)) return
     // Not at once again: the peer may be gone, or the path cut.
-    const paths = this.#peers.get(peer.toString())
-    if (paths) {
-      paths.failures++
-      paths.notBefore = Math.max(paths.notBefore, Date.now() + Math.min(this.#parameters.retryMs * 2 ** (paths.failures - 1), this.#parameters.maxRetryMs))
-    }
+    if (this.#peers.has(peer.toString())) this.#pause.failed(peer.toString())
     this.#parameters.onChange(peer, false)
   }
 
