@@ -5,7 +5,12 @@ import { DirectPause } from '../../../../src/transport/libp2p/directPause.ts'
 describe('DirectPause: when a peer’s direct path may be tried again', () => {
   const clock = () => {
     let now = 1_000_000
-    return { now: () => now, pass: (ms: number) => void (now += ms) }
+    return {
+      now: () => now,
+      pass: (ms: number) => {
+        now += ms
+      },
+    }
   }
 
   test('doubles from the first pause to the longest; a connection up clears it; peers apart', () => {
