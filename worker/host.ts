@@ -225,6 +225,8 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     if (typeof relay !== 'string' || !/^\/.+\/p2p\/[^/]+$/.test(relay))
       throw new InvalidOptionsError(`each relay must be a multiaddr ending in /p2p/<the relay's peer id>, not ${JSON.stringify(relay)}`)
 
+  if (nodeOptions.p2pAllowPrivate !== undefined && typeof nodeOptions.p2pAllowPrivate !== 'boolean')
+    throw new InvalidOptionsError(`p2pAllowPrivate must be true or false, not ${JSON.stringify(nodeOptions.p2pAllowPrivate)}`)
   if (nodeOptions.maxFeePerGas !== undefined && (typeof nodeOptions.maxFeePerGas !== 'bigint' || nodeOptions.maxFeePerGas <= 0n))
     throw new InvalidOptionsError(`maxFeePerGas must be a bigint of wei above 0n (parseGwei('50') for 50 gwei), not ${String(nodeOptions.maxFeePerGas)}`)
   if (nodeOptions.monitoringReward !== undefined && (typeof nodeOptions.monitoringReward !== 'bigint' || nodeOptions.monitoringReward < 0n))

@@ -99,6 +99,7 @@ const api = {
         import: dump,
         logLevel = DEFAULT_LOG_LEVEL,
         webrtc,
+        p2pAllowPrivate = false,
         ...rest
       } = options
       // Formatted here, so that only the lines at the level asked for cross to the page (one message each); a page
@@ -186,7 +187,7 @@ const api = {
         resendWhen: afterFirstAnswers,
         // And the background services, whose first checks read the chain (about 50 ms of the thread at a start).
         servicesWhen: afterFirstAnswers,
-        transport: transportFor(relay, deployment, webrtc, {
+        transport: transportFor(relay, deployment, webrtc, p2pAllowPrivate, {
           loadWhen: afterFirstAnswers,
           onError: (error) => void stopOnItsOwn('error', `its transport did not start: ${toErrorData(error).message}`, error),
           warn: (message, error) => log.warn(message, { error }),
@@ -297,6 +298,7 @@ function transportFor(
   relays: string[],
   deployment: Deployment,
   webrtc: WebRtcOptions | undefined,
+  allowPrivateDirect: boolean,
   { loadWhen, onError, warn }: Pick<LazyTransportOptions, 'loadWhen' | 'onError'> & { warn: (message: string, error: unknown) => void },
 ): TransportFactory {
   if (relays.length === 0) {
@@ -308,7 +310,11 @@ function transportFor(
       })
   }
   return ({ key }) =>
-    lazyTransport(async () => (await import('./nodeLibp2p.ts')).createNodeLibp2p({ key, relays, webrtc, warn }), { background: true, loadWhen, onError })
+    lazyTransport(async () => (await import('./nodeLibp2p.ts')).createNodeLibp2p({ key, relays, webrtc, allowPrivateDirect, warn }), {
+      background: true,
+      loadWhen,
+      onError,
+    })
 }
 
 export type NodeWorkerApi = typeof api

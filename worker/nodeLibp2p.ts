@@ -15,11 +15,14 @@ export async function createNodeLibp2p({
   key,
   relays,
   webrtc,
+  allowPrivateDirect,
   warn,
 }: {
   key: Hex
   relays: string[]
   webrtc: WebRtcOptions | undefined
+  /** Dial peers' direct addresses on loopback and private networks too (`p2pAllowPrivate`). */
+  allowPrivateDirect: boolean
   warn: (message: string, error: unknown) => void
 }): Promise<Libp2pTransport> {
   // Without WebRTC the node still reaches every peer through the relays.
@@ -29,7 +32,7 @@ export async function createNodeLibp2p({
         return undefined
       })
     : undefined
-  return createLibp2pTransport({ privateKey: key, relays, ...(webRTC ? { webRTC } : {}) })
+  return createLibp2pTransport({ privateKey: key, relays, allowPrivateDirect, ...(webRTC ? { webRTC } : {}) })
 }
 
 async function loadWebRtc({ port, iceServers }: WebRtcOptions) {

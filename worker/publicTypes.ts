@@ -67,6 +67,13 @@ export type NodeOptions = {
   passphrase?: string
   /** libp2p relays (`sluice relay` prints them); without any, the node reaches nodes of this origin only. */
   relay?: string[]
+  /**
+   * Dial the direct addresses that headless peers announce (`sluice serve --p2p-listen`) on loopback and private
+   * networks too: a devnet, a LAN of one's own. Off by default: an announcement must not aim the page at hosts of its
+   * user's network; a peer's public direct address is dialled either way, first, with the relays as the fallback
+   * (docs/transport.md, docs/decisions/0066). Only with `relay`.
+   */
+  p2pAllowPrivate?: boolean
   /** `production` (default) or `development`, which serves the testing endpoints (`mint`). */
   environment?: Environment
   /** The request channel's name (tests use their own). */

@@ -2,8 +2,9 @@
  * The embedded path in each engine a dApp's users have (Chromium, Firefox, WebKit: test/support/engines/): the
  * package as built and copied by `sluice init` into a plain site, startNode in a tab, fetch('/api/v1/...') through
  * the service worker, a channel to a headless peer through the relay with payments both ways a page makes them,
- * push events, a second tab, a reload, stop(). One site (one build, chain, relay and peer) for all engines; each
- * engine's node has a key of its own. `SLUICE_ENGINES=firefox` runs one engine.
+ * push events, a second tab, a reload, stop(), and with `p2pAllowPrivate` a direct connection to the peer (it listens
+ * on loopback, `--p2p-listen`). One site (one build, chain, relay and peer) for all engines; each engine's node has a
+ * key of its own. `SLUICE_ENGINES=firefox` runs one engine.
  */
 import { join } from 'node:path'
 import type { Hex } from 'viem'
@@ -26,7 +27,8 @@ let peerApi: string
 
 beforeAll(async () => {
   site = await openSite({ page: SITE_PAGE, funded: engines.map((engine) => pageKeys[engine]) })
-  const peer = site.start(site.serveArgs(peerKey, join(site.dir, 'peer')))
+  // It listens for direct connections on loopback too: a page dials that address only when given p2pAllowPrivate.
+  const peer = site.start([...site.serveArgs(peerKey, join(site.dir, 'peer')), '--p2p-listen', '/ip4/127.0.0.1/tcp/0/ws'])
   ;[, peerApi] = (await peer.waitForOutput(/REST API: (\S+)\n/, 60_000)) as unknown as [string, string]
   await peer.waitForOutput(logged('Ready: '), 60_000)
 }, 240_000)
@@ -117,6 +119,8 @@ describe.each(engines)('%s', (engine) => {
     expect(channel.body).toMatchObject({ balance: String(1_000_000 - 25) })
     // The push events: one payment_sent_success per payment, over node.subscribe.
     await first.waitFor(sentEvents(25), 20_000)
+    // All through the relay: the peer announces a loopback address, which a page does not dial unless told to.
+    expect(await call(first, 'GET', '/api/v1/_debug/transport')).toMatchObject({ status: 200, body: { transport: { direct_peers: 0 } } })
   }, 120_000)
 
   test('a second tab uses the first tab’s node: its startNode follows, its fetch and payments reach the same node', async () => {
@@ -160,6 +164,28 @@ describe.each(engines)('%s', (engine) => {
     await first.close()
   }, 90_000)
 
+  test("p2pAllowPrivate: the node dials the peer's direct address on loopback and pays over it, not through the relay", async () => {
+    const tab = await browser.newTab()
+    await tab.goto(site.url)
+    await tab.waitFor('window.site !== undefined')
+    const refused = await tab.evaluate<{ code: string; message: string }>(
+      `import('sluice/browser').then(({ startNode }) => startNode({ ...${JSON.stringify(options())}, p2pAllowPrivate: 'yes' }).then(() => ({}), (e) => ({ code: e.code, message: e.message })))`,
+    )
+    expect(refused).toEqual({ code: 'INVALID_OPTIONS', message: 'p2pAllowPrivate must be true or false, not "yes"' })
+    await inTab(tab, 'start', { ...options(), p2pAllowPrivate: true })
+    const balance = Number((await peerSees(`/channels/${site.net.token}/${address}`)).body.balance)
+    const paid = await inTab<Paid>(tab, 'paySequential', site.net.token, peerAddress, 3, 'sw')
+    expect(paid.failures).toBe(0)
+    await expect.poll(async () => (await peerSees(`/channels/${site.net.token}/${address}`)).body.balance, { timeout: 30_000 }).toBe(String(balance + 3))
+    // Its messages went over a direct WebSockets connection, which both ends count.
+    await expect
+      .poll(async () => (await call(tab, 'GET', '/api/v1/_debug/transport')).body, { timeout: 20_000 })
+      .toMatchObject({ transport: { direct_peers: 1 } })
+    expect((await peerSees('/_debug/transport')).body).toMatchObject({ transport: { direct_peers: 1 } })
+    await inTab(tab, 'stop')
+    await tab.close()
+  }, 90_000)
+
   test('no service workers (Firefox: as in its private windows): startNode fails at once with its code; with serviceWorker: false the proxy works', async () => {
     // Firefox turns them off for real with its own preference; the other engines have no such switch, so the page
     // hides navigator.serviceWorker before startNode looks.
@@ -187,14 +213,14 @@ describe.each(engines)('%s', (engine) => {
       expect(started).toMatchObject({ started: true })
       // The proxy's methods answer: the node, its channel to the peer and what was paid, over the request channel.
       // In Firefox that is a new profile, an empty store with the same key (as after Safari's 7 days): the channel,
-      // found on chain, waits for the peer's sync and then knows the 30 payments, rather than paying on from nonce 1.
+      // found on chain, waits for the peer's sync and then knows the 33 payments, rather than paying on from nonce 1.
       expect(await tab.evaluate('window.node.address()')).toEqual({ our_address: address })
       await expect
         .poll(async () => tab.evaluate<{ partner_address: string; balance: string }[]>('window.node.channels()'), { timeout: 30_000 })
-        .toMatchObject([{ partner_address: peerAddress, balance: String(1_000_000 - 30) }])
+        .toMatchObject([{ partner_address: peerAddress, balance: String(1_000_000 - 33) }])
       const paid = await tab.evaluate<{ identifier: string }>(`window.node.pay('${site.net.token}', '${peerAddress}', { amount: '1' })`)
       expect(paid).toMatchObject({ identifier: expect.any(String) })
-      await expect.poll(async () => (await peerSees(`/channels/${site.net.token}/${address}`)).body.balance, { timeout: 30_000 }).toBe('31')
+      await expect.poll(async () => (await peerSees(`/channels/${site.net.token}/${address}`)).body.balance, { timeout: 30_000 }).toBe('34')
       await tab.evaluate('window.node.stop()')
       await tab.close()
     } finally {

@@ -102,7 +102,7 @@ export const messageStatsSchema = v.object({
   transport: v.pipe(
     v.record(v.string(), index),
     v.description(
-      "the transport's own counts; libp2p: known_peers, streams_opened, inbound_streams, frames_sent, frames_received, invalid_frames (not a JSON array of lines: the stream closed), oversized_frames (longer than 4 MiB: refused unread, the stream closed), rate_limited (frames held back because their peer was over its rate: nothing lost)",
+      "the transport's own counts; libp2p: known_peers, streams_opened, inbound_streams, frames_sent, frames_received, invalid_frames (not a JSON array of lines: the stream closed), oversized_frames (longer than 4 MiB: refused unread, the stream closed), rate_limited (frames held back because their peer was over its rate: nothing lost), announcements_received (presence records and announcements heard), direct_peers (peers with a direct WebSockets connection open now, docs/decisions/0066), direct_connections (WebRTC connections open now, docs/decisions/0065)",
     ),
   ),
 })
