@@ -14,14 +14,16 @@ export function isDialableWebSockets(components: readonly { name: string }[]): b
   return ['ip4', 'ip6', 'dns', 'dns4', 'dns6'].includes(names[0] ?? '') && names[1] === 'tcp' && ['ws', 'wss', 'tls/ws'].includes(names.slice(2).join('/'))
 }
 
-export const p2pListenExpected = 'a WebSockets listen multiaddr such as /ip4/0.0.0.0/tcp/4001/ws (TLS goes in a proxy in front, with --p2p-announce)'
+export const p2pListenExpected = 'a WebSockets listen multiaddr such as /ip4/0.0.0.0/tcp/4001/ws (/wss with --p2p-tls-cert and --p2p-tls-key)'
+export const p2pTlsListenExpected = 'a WebSockets Secure listen multiaddr such as /ip4/0.0.0.0/tcp/4443/wss (--p2p-tls-cert serves it)'
 export const p2pAnnounceExpected = 'a WebSockets multiaddr such as /dns4/node.example.com/tcp/443/wss (without /p2p/: the node adds its own peer id)'
 
 /**
  * `--p2p-listen` and `--p2p-announce` as `sluice serve` and `startNode` take them: each listen address an IP
- * address, a TCP port and `/ws` (the node serves no TLS itself), each announced one an address other nodes dial.
+ * address, a TCP port and `/ws`, or `/wss` when the node serves TLS itself (`tls`), each announced one an address
+ * other nodes dial.
  */
-export async function checkDirectAddresses(listen: readonly string[], announce: readonly string[]): Promise<void> {
+export async function checkDirectAddresses(listen: readonly string[], announce: readonly string[], tls = false): Promise<void> {
   const { multiaddr } = await import('@multiformats/multiaddr')
   const names = (raw: string) => {
     try {
@@ -32,8 +34,9 @@ export async function checkDirectAddresses(listen: readonly string[], announce: 
   }
   for (const address of listen) {
     const components = names(address)?.map((c) => c.name)
-    if (!components || !['ip4', 'ip6'].includes(components[0] ?? '') || components[1] !== 'tcp' || components.slice(2).join('/') !== 'ws')
-      throw new InvalidFlagValueError('--p2p-listen', address, p2pListenExpected)
+    const kind = components?.slice(2).join('/')
+    if (!components || !['ip4', 'ip6'].includes(components[0] ?? '') || components[1] !== 'tcp' || !(tls ? ['wss', 'tls/ws'] : ['ws']).includes(kind ?? ''))
+      throw new InvalidFlagValueError('--p2p-listen', address, tls ? p2pTlsListenExpected : p2pListenExpected)
   }
   for (const address of announce) {
     const components = names(address)

@@ -4,7 +4,7 @@ import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
-import { certificateNames, readTlsFiles, type TlsFiles } from './tlsFiles.ts'
+import { certificateNames, checkCertificateNames, readTlsFiles, type TlsFiles } from './tlsFiles.ts'
 import { defaultRelayLimits, isProxyEntry } from '../transport/libp2p/relayLimitOptions.ts'
 import { isDialableWebSockets } from './directFlags.ts'
 
@@ -178,17 +178,6 @@ function listenFailure(error: unknown, listen: string): string | undefined {
  * With TLS in the relay, each secure address announced by name must be one its certificate holds: a node checks
  * the certificate against the name it dials, and would be refused every time.
  */
-function checkAnnouncedNames(announce: readonly string[], tls: TlsFiles, multiaddr: typeof import('@multiformats/multiaddr').multiaddr): void {
-  for (const address of announce) {
-    const [host, , ...rest] = multiaddr(address).getComponents()
-    if (rest.at(-1)?.name === 'ws' && rest.length === 1) continue
-    const name = host!.value!
-    const held = host!.name.startsWith('ip') ? tls.certificate.checkIP(name) : tls.certificate.checkHost(name)
-    if (held === undefined)
-      throw new UsageError(`--announce ${address}: the certificate --tls-cert is for ${certificateNames(tls.certificate).join(', ')}, not ${name}`)
-  }
-}
-
 /** `peerThrottled 12, announcementTooOften 40`: the reasons of one report, in a word each. */
 function dropSummary(counts: Partial<Record<string, number>>): string {
   return Object.entries(counts)
@@ -234,7 +223,7 @@ async function run(argv: readonly string[]): Promise<number> {
     if (!dialable) throw new InvalidFlagValueError('--announce', address, announceExpected)
   }
   const tls: TlsFiles | undefined = tlsCert === undefined ? undefined : await readTlsFiles(tlsCert, tlsKey!)
-  if (tls) checkAnnouncedNames(announce, tls, multiaddr)
+  if (tls) checkCertificateNames(announce, tls, { announce: '--announce', cert: '--tls-cert' }, multiaddr)
   const { startRelay } = await import('../transport/libp2p/relay.ts')
   const stop = nextSignal(['SIGINT', 'SIGTERM'])
   try {

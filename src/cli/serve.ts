@@ -212,6 +212,12 @@ export const serveFlags = {
     ),
     repeatable: true,
   } as FlagSpec<string[], false>,
+  p2pTlsCert: stringFlag({
+    description:
+      "the certificate --p2p-listen serves WebSockets Secure with (a /wss address: pages served over HTTPS can dial only those), in PEM, the chain after it (certbot's fullchain.pem); with --p2p-tls-key",
+    valueName: 'FILE',
+  }),
+  p2pTlsKey: stringFlag({ description: "the certificate's private key, in PEM, unencrypted (certbot's privkey.pem)", valueName: 'FILE' }),
   p2pAllowPrivate: switchFlag({
     description:
       "dial other nodes' direct addresses on private networks and loopback too (a devnet, a LAN of one's own); refused by default, since any node may announce any address",
@@ -478,18 +484,42 @@ async function run(argv: readonly string[]): Promise<number> {
  * address stands for a listen one, and each address is one WebSockets can use.
  */
 export async function checkDirectFlags(
-  flags: { p2pListen?: string[] | undefined; p2pAnnounce?: string[] | undefined; p2pAllowPrivate: boolean },
+  flags: {
+    p2pListen?: string[] | undefined
+    p2pAnnounce?: string[] | undefined
+    p2pAllowPrivate: boolean
+    p2pTlsCert?: string | undefined
+    p2pTlsKey?: string | undefined
+  },
   transport: string,
 ): Promise<DirectSettings> {
   const listen = flags.p2pListen ?? []
   const announce = flags.p2pAnnounce ?? []
+  const { p2pTlsCert: certFile, p2pTlsKey: keyFile } = flags
   if (transport !== 'libp2p') {
-    const given = listen.length > 0 ? '--p2p-listen' : announce.length > 0 ? '--p2p-announce' : flags.p2pAllowPrivate ? '--p2p-allow-private' : undefined
+    const given =
+      listen.length > 0
+        ? '--p2p-listen'
+        : announce.length > 0
+          ? '--p2p-announce'
+          : flags.p2pAllowPrivate
+            ? '--p2p-allow-private'
+            : certFile !== undefined
+              ? '--p2p-tls-cert'
+              : undefined
     if (given) throw new UsageError(`${given} goes with --transport libp2p (and --relay)`)
   }
   if (announce.length > 0 && listen.length === 0) throw new UsageError('--p2p-announce goes with --p2p-listen (the sockets it is the address of)')
-  await checkDirectAddresses(listen, announce)
-  return { listen, announce, allowPrivate: flags.p2pAllowPrivate }
+  if ((certFile === undefined) !== (keyFile === undefined))
+    throw new UsageError(certFile === undefined ? '--p2p-tls-key goes with --p2p-tls-cert FILE' : '--p2p-tls-cert goes with --p2p-tls-key FILE')
+  if (certFile !== undefined && listen.length === 0) throw new UsageError('--p2p-tls-cert goes with --p2p-listen (the /wss sockets it serves)')
+  await checkDirectAddresses(listen, announce, certFile !== undefined)
+  if (certFile === undefined || keyFile === undefined) return { listen, announce, allowPrivate: flags.p2pAllowPrivate }
+  const { readTlsFiles, checkCertificateNames } = await import('./tlsFiles.ts')
+  const tls = await readTlsFiles(certFile, keyFile, new Date(), { cert: '--p2p-tls-cert', key: '--p2p-tls-key' })
+  // The names others dial: the announced ones, which the certificate must be for.
+  checkCertificateNames(announce, tls, { announce: '--p2p-announce', cert: '--p2p-tls-cert' }, (await import('@multiformats/multiaddr')).multiaddr)
+  return { listen, announce, allowPrivate: flags.p2pAllowPrivate, tls: { cert: tls.cert, key: tls.key } }
 }
 
 /** Runs a start-up step; an error `explain` puts in words becomes a StartupError (one line, exit code 2). */

@@ -71,7 +71,9 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
   const libp2p = createLibp2pTransport?.({
     privateKey,
     relays: [...relays],
-    ...(direct ? { listen: direct.listen, announce: direct.announce, allowPrivateDirect: direct.allowPrivate } : {}),
+    ...(direct
+      ? { listen: direct.listen, announce: direct.announce, allowPrivateDirect: direct.allowPrivate, ...(direct.tls ? { listenTls: direct.tls } : {}) }
+      : {}),
     resolvesPrivate,
     log: libp2pLog(log),
   })

@@ -12,6 +12,7 @@ import { parseDeployment, type Deployment } from '../chain/deployment.ts'
 import type { Keystore } from '../chain/keystore.ts'
 import { InvalidFlagValueError, type FlagSpec } from '../cli/args.ts'
 import { UsageError } from '../cli/cliError.ts'
+import { TlsFilesError } from '../cli/tlsFiles.ts'
 import { checkApiExposure } from '../cli/apiExposure.ts'
 import { apiTokenProblem, checkDirectFlags, checkRelays, parseHostPort, parseRpcUrl, serveFlags } from '../cli/serve.ts'
 import { readDeployment } from '../devnet/deploymentFile.ts'
@@ -54,6 +55,10 @@ export type StartNodeOptions = {
   p2pAnnounce?: readonly string[]
   /** Dial other nodes' direct addresses on private networks and loopback too (`--p2p-allow-private`; default false). */
   p2pAllowPrivate?: boolean
+  /** The certificate file (PEM, its chain after it) `p2pListen`'s `/wss` addresses serve (`--p2p-tls-cert`); with `p2pTlsKey`. */
+  p2pTlsCert?: string
+  /** Its private key's file, PEM, unencrypted (`--p2p-tls-key`). */
+  p2pTlsKey?: string
   confirmations?: number
   /** The cap per gas, in wei as viem's `maxFeePerGas` (`parseGwei('50')`); `--max-fee-per-gas` takes gwei. No cap by default. */
   maxFeePerGas?: bigint
@@ -102,6 +107,8 @@ const OPTION_NAMES: readonly (keyof StartNodeOptions)[] = [
   'p2pListen',
   'p2pAnnounce',
   'p2pAllowPrivate',
+  'p2pTlsCert',
+  'p2pTlsKey',
   'confirmations',
   'maxFeePerGas',
   'pollingInterval',
@@ -256,9 +263,11 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
   const p2pListen = list('p2pListen', options.p2pListen, (raw) => (raw.startsWith('/') ? raw : undefined), 'a multiaddr')
   const p2pAnnounce = list('p2pAnnounce', options.p2pAnnounce, (raw) => (raw.startsWith('/') ? raw : undefined), 'a multiaddr')
   const p2pAllowPrivate = optional<boolean>('p2pAllowPrivate', options.p2pAllowPrivate, 'boolean') ?? false
-  const direct = await checkDirectFlags({ p2pListen, p2pAnnounce, p2pAllowPrivate }, transport).catch((e: unknown) => {
-    if (e instanceof InvalidFlagValueError) throw new InvalidOptionsError(`each ${optionOf(e.flag)} must be ${e.expected}, not ${show(e.value)}`)
-    if (e instanceof UsageError) throw new InvalidOptionsError(optionWords(e.message))
+  const p2pTlsCert = optional<string>('p2pTlsCert', options.p2pTlsCert, 'string')
+  const p2pTlsKey = optional<string>('p2pTlsKey', options.p2pTlsKey, 'string')
+  const direct = await checkDirectFlags({ p2pListen, p2pAnnounce, p2pAllowPrivate, p2pTlsCert, p2pTlsKey }, transport).catch((e: unknown) => {
+    if (e instanceof InvalidFlagValueError) throw new InvalidOptionsError(`each ${optionOf(e.flag)} must be ${optionWords(e.expected)}, not ${show(e.value)}`)
+    if (e instanceof UsageError || e instanceof TlsFilesError) throw new InvalidOptionsError(optionWords(e.message))
     throw e
   })
 

@@ -8,7 +8,13 @@ import type { Libp2pTransportParameters } from '../transport/libp2p/libp2pTransp
 export const transports = ['libp2p', 'broadcast'] as const
 
 /** A headless node's direct paths (`--p2p-listen`, `--p2p-announce`, `--p2p-allow-private`; docs/transport.md). */
-export type DirectSettings = { listen: readonly string[]; announce: readonly string[]; allowPrivate: boolean }
+export type DirectSettings = {
+  listen: readonly string[]
+  announce: readonly string[]
+  allowPrivate: boolean
+  /** The certificate (its chain after it) and key the listen addresses serve TLS with (`/wss`), in PEM. */
+  tls?: { cert: string; key: string }
+}
 export type TransportName = (typeof transports)[number]
 
 /**

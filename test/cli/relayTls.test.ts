@@ -1,7 +1,7 @@
 /**
  * Relays a page can reach (issue 29): `sluice relay` over WebSockets Secure under a DNS name, with TLS in the relay
  * and behind nginx and Caddy (Debian's), and `sluice serve` nodes that reach it by that name and pay each other
- * through it. The certificate comes from an authority the test makes (test/support/testCa.ts); the nodes trust it
+ * through it; and a `sluice serve` hub that serves WebSockets Secure itself for direct connections (--p2p-tls-cert). The certificate comes from an authority the test makes (test/support/testCa.ts); the nodes trust it
  * by NODE_EXTRA_CA_CERTS and find the name in an /etc/hosts of their own, nothing switched off.
  */
 import { execFileSync, spawn } from 'node:child_process'
@@ -19,11 +19,13 @@ import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { freePort, makeTestCa, nodeTrust, type TestCa, withHosts } from '../support/testCa.ts'
 import { call } from './devnetProcess.ts'
-import { relayListening, type SluiceProcess, sluiceBin, startSluice, stopSluice, quickServeFlags } from './sluiceProcess.ts'
+import { relayListening, runSluice, type SluiceProcess, sluiceBin, startSluice, stopSluice, quickServeFlags } from './sluiceProcess.ts'
 
 const NAME = 'relay.sluice.test'
+/** A hub's name, for its direct connections over WebSockets Secure; the test's certificate is for both. */
+const HUB = 'hub.sluice.test'
 const repo = new URL('../../', import.meta.url)
-const keys = [anvilKeys[1], anvilKeys[2], anvilKeys[3], anvilKeys[4], anvilKeys[5], anvilKeys[6]] as Hex[]
+const keys = [anvilKeys[1], anvilKeys[2], anvilKeys[3], anvilKeys[4], anvilKeys[5], anvilKeys[6], anvilKeys[7], anvilKeys[8]] as Hex[]
 const relayKey = anvilKeys[9] as Hex
 const relayPeerId = peerIdOfKey(relayKey).toString()
 
@@ -36,7 +38,7 @@ const proxies: ReturnType<typeof spawn>[] = []
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sluice-relay-tls-'))
-  ca = makeTestCa(join(dir, 'ca'), [NAME])
+  ca = makeTestCa(join(dir, 'ca'), [NAME, HUB])
   net = await startDevnet(keys)
   deploymentFile = join(dir, 'deployment.json')
   await writeDeployment(deploymentFile, net.deployment)
@@ -51,7 +53,7 @@ afterAll(async () => {
 
 /** In the test's names: a process whose /etc/hosts maps NAME to 127.0.0.1, trusting the test's authority or not. */
 function named(trusted: boolean) {
-  return { wrap: (command: string[]) => withHosts(dir, { [NAME]: '127.0.0.1' }, command), ...(trusted ? { env: nodeTrust(ca) } : {}) }
+  return { wrap: (command: string[]) => withHosts(dir, { [NAME]: '127.0.0.1', [HUB]: '127.0.0.1' }, command), ...(trusted ? { env: nodeTrust(ca) } : {}) }
 }
 
 function start(args: string[], options: Parameters<typeof startSluice>[3] = {}): SluiceProcess {
@@ -60,11 +62,11 @@ function start(args: string[], options: Parameters<typeof startSluice>[3] = {}):
   return p
 }
 
-/** What a Node process in the test's names makes of a TLS connection to NAME:port: `verified`, or the error's code. */
-function probe(port: number, trusted: boolean, inNames = true): string {
-  const script = `const s = require('node:tls').connect({ host: '${NAME}', port: ${port}, servername: '${NAME}' }, () => { console.log('verified'); s.end() }); s.on('error', (e) => console.log(e.code))`
+/** What a Node process in the test's names makes of a TLS connection to name:port: `verified`, or the error's code. */
+function probe(port: number, trusted: boolean, inNames = true, name = NAME): string {
+  const script = `const s = require('node:tls').connect({ host: '${name}', port: ${port}, servername: '${name}' }, () => { console.log('verified'); s.end() }); s.on('error', (e) => console.log(e.code))`
   const command = [process.execPath, '-e', script]
-  const [file, ...args] = inNames ? withHosts(dir, { [NAME]: '127.0.0.1' }, command) : command
+  const [file, ...args] = inNames ? withHosts(dir, { [name]: '127.0.0.1' }, command) : command
   return execFileSync(file!, args, { env: trusted ? nodeTrust(ca) : process.env, encoding: 'utf8', timeout: 10_000 }).trim()
 }
 
@@ -216,5 +218,56 @@ describe('sluice relay over wss, reached by name', () => {
   test('the README shows the configuration files these tests ran', () => {
     const readme = readFileSync(new URL('README.md', repo), 'utf8')
     for (const file of ['nginx.conf', 'Caddyfile']) expect(readme).toContain(readFileSync(new URL(`docs/relay/${file}`, repo), 'utf8').trim())
+  })
+})
+
+describe('sluice serve over wss: TLS in the node for its direct connections', () => {
+  test('an announced name the certificate is not for, or a key not its pair: one line, exit code 2, before anything starts', async () => {
+    const direct = ['--p2p-listen', '/ip4/127.0.0.1/tcp/0/wss', '--p2p-tls-cert', ca.certFile]
+    const relay = `/ip4/127.0.0.1/tcp/9/ws/p2p/${relayPeerId}`
+    const wrongName = await runSluice(
+      [...serveArgs(keys[6]!, relay), ...direct, '--p2p-tls-key', ca.keyFile, '--p2p-announce', '/dns4/other.example/tcp/443/wss'],
+      dir,
+    )
+    expect(wrongName).toMatchObject({ code: 2 })
+    expect(wrongName.stderr.trim()).toBe(
+      `sluice serve: --p2p-announce /dns4/other.example/tcp/443/wss: the certificate --p2p-tls-cert is for ${NAME}, ${HUB}, not other.example (see sluice serve --help)`,
+    )
+    const notPair = await runSluice([...serveArgs(keys[6]!, relay), ...direct, '--p2p-tls-key', ca.otherKeyFile], dir)
+    expect(notPair).toMatchObject({ code: 2 })
+    expect(notPair.stderr.trim()).toBe(
+      `sluice serve: --p2p-tls-key ${ca.otherKeyFile} is not the key of the certificate --p2p-tls-cert ${ca.certFile} (they are not a pair)`,
+    )
+  })
+
+  test('a hub serves /wss with --p2p-tls-cert under its --p2p-announce name; a node trusting the authority dials it there and pays over it, not through the relay', async () => {
+    const { address: relay } = await startRelay(['--listen', '/ip4/127.0.0.1/tcp/0/ws'])
+    const port = await freePort()
+    const [hubKey, payerKey] = [keys[6]!, keys[7]!]
+    const direct = ['--p2p-listen', `/ip4/127.0.0.1/tcp/${port}/wss`, '--p2p-tls-cert', ca.certFile, '--p2p-tls-key', ca.keyFile]
+    const hub = start([...serveArgs(hubKey, relay), ...direct, '--p2p-announce', `/dns4/${HUB}/tcp/${port}/wss`], named(true))
+    // The name resolves to 127.0.0.1 here: a private address, which a node dials only with --p2p-allow-private.
+    const payer = start([...serveArgs(payerKey, relay), '--p2p-allow-private'], named(true))
+    const [hubApi, payerApi] = await Promise.all(
+      [hub, payer].map(async (p) => ((await p.waitForOutput(/REST API: (\S+)\n/, 60_000)) as unknown as string[])[1]!.replace(/\/$/, '')),
+    )
+    for (const api of [hubApi, payerApi]) await eventually(async () => expect((await call('GET', `${api}/status`)).body).toEqual({ status: 'ready' }), 30_000)
+    // The hub's socket (open once its transport started) serves TLS with the certificate for its name, which a client
+    // trusting the authority verifies, and one that does not refuses.
+    await eventually(() => expect(probe(port, true, true, HUB)).toBe('verified'), 20_000)
+    expect(probe(port, false, true, HUB)).toMatch(/CERT|SIGNATURE/)
+    const [hubAddress, payerAddress] = [privateKeyToAddress(hubKey), privateKeyToAddress(payerKey)]
+    expect(await call('PUT', `${payerApi}/channels`, { partner_address: hubAddress, token_address: net.token, total_deposit: '100' })).toMatchObject({
+      status: 201,
+    })
+    const paid = await call('POST', `${payerApi}/payments/${net.token}/${hubAddress}`, { amount: '7', identifier: '1' })
+    expect(paid).toMatchObject({ status: 200, body: { amount: '7' } })
+    await eventually(async () => expect((await call('GET', `${hubApi}/channels/${net.token}/${payerAddress}`)).body).toMatchObject({ balance: '7' }))
+    // Over a direct WebSockets Secure connection, which both ends count.
+    for (const api of [payerApi, hubApi])
+      await eventually(async () => expect((await call('GET', `${api}/_debug/transport`)).body).toMatchObject({ transport: { direct_peers: 1 } }))
+    expect(payer.stdout()).toContain(`libp2p: direct connection with ${peerIdOfKey(hubKey)} (outbound)`)
+    await Promise.all([hub, payer].map((p) => stopSluice(p)))
+    for (const p of [hub, payer]) expect(p.stderr()).toBe('')
   })
 })

@@ -495,9 +495,55 @@ describe('sluice serve', () => {
         /--p2p-listen must be a WebSockets listen multiaddr such as \/ip4\/0\.0\.0\.0\/tcp\/4001\/ws .*, got "\/ip4\/0\.0\.0\.0\/tcp\/4001"/,
       ],
       [
-        'a --p2p-listen on /wss (the node serves no TLS)',
+        'a --p2p-listen on /wss without a certificate',
         () => baseArgs(tempDir(), '--key', key, '--relay', relayExample, '--p2p-listen', '/ip4/0.0.0.0/tcp/443/wss'),
-        /--p2p-listen must be a WebSockets listen multiaddr/,
+        /--p2p-listen must be a WebSockets listen multiaddr .*\(\/wss with --p2p-tls-cert and --p2p-tls-key\)/,
+      ],
+      [
+        'a --p2p-listen on /ws with a certificate',
+        () =>
+          baseArgs(
+            tempDir(),
+            '--key',
+            key,
+            '--relay',
+            relayExample,
+            '--p2p-listen',
+            '/ip4/0.0.0.0/tcp/4001/ws',
+            '--p2p-tls-cert',
+            'c.pem',
+            '--p2p-tls-key',
+            'k.pem',
+          ),
+        /--p2p-listen must be a WebSockets Secure listen multiaddr such as \/ip4\/0\.0\.0\.0\/tcp\/4443\/wss/,
+      ],
+      [
+        '--p2p-tls-cert without --p2p-tls-key',
+        () => baseArgs(tempDir(), '--key', key, '--relay', relayExample, '--p2p-listen', '/ip4/0.0.0.0/tcp/4443/wss', '--p2p-tls-cert', 'c.pem'),
+        /--p2p-tls-cert goes with --p2p-tls-key FILE/,
+      ],
+      [
+        '--p2p-tls-cert without --p2p-listen',
+        () => baseArgs(tempDir(), '--key', key, '--relay', relayExample, '--p2p-tls-cert', 'c.pem', '--p2p-tls-key', 'k.pem'),
+        /--p2p-tls-cert goes with --p2p-listen/,
+      ],
+      [
+        'a --p2p-tls-cert that cannot be read',
+        () =>
+          baseArgs(
+            tempDir(),
+            '--key',
+            key,
+            '--relay',
+            relayExample,
+            '--p2p-listen',
+            '/ip4/0.0.0.0/tcp/4443/wss',
+            '--p2p-tls-cert',
+            '/nonexistent.pem',
+            '--p2p-tls-key',
+            '/nonexistent.key',
+          ),
+        /cannot read the certificate --p2p-tls-cert \/nonexistent\.pem: ENOENT/,
       ],
       [
         '--p2p-announce without --p2p-listen',

@@ -228,6 +228,21 @@ describe('startNode (the Node API of @sluice/node)', () => {
         /^p2pAnnounce goes with p2pListen/,
       ],
       [{ p2pAllowPrivate: 'yes' as never }, 'INVALID_OPTIONS', /^p2pAllowPrivate must be a boolean/],
+      [
+        { relay: ['/ip4/127.0.0.1/tcp/9090/ws/p2p/12D3KooWKU7okcWxSUvkMzho4KjaAfaXTxvr4pjova2NLypqc72H'], p2pListen: ['/ip4/127.0.0.1/tcp/0/wss'] },
+        'INVALID_OPTIONS',
+        /^each p2pListen must be a WebSockets listen multiaddr .*\(\/wss with p2pTlsCert and p2pTlsKey\), not "\/ip4\/127\.0\.0\.1\/tcp\/0\/wss"$/,
+      ],
+      [
+        {
+          relay: ['/ip4/127.0.0.1/tcp/9090/ws/p2p/12D3KooWKU7okcWxSUvkMzho4KjaAfaXTxvr4pjova2NLypqc72H'],
+          p2pListen: ['/ip4/127.0.0.1/tcp/0/wss'],
+          p2pTlsCert: join(dataDir, 'missing.pem'),
+          p2pTlsKey: join(dataDir, 'missing.key'),
+        },
+        'INVALID_OPTIONS',
+        /^cannot read the certificate p2pTlsCert .*missing\.pem: ENOENT$/,
+      ],
       [{ api: 'nowhere' }, 'INVALID_OPTIONS', /^api must be HOST:PORT/],
       [{ apiToken: 'short' }, 'INVALID_OPTIONS', /^apiToken has 5 characters/],
       [{ api: undefined, corsOrigins: ['http://localhost:*'] }, 'INVALID_OPTIONS', /go with api/],

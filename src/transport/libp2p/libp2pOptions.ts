@@ -38,8 +38,9 @@ export function deniesDial(relays: readonly RelayAddress[], direct?: Pick<Direct
  * socket's `error` event itself, and p-retry, under libp2p's reconnection of keep-alive peers, gives up at once on
  * anything that is not an Error ("Non-error was thrown"): a relay down for a moment was never redialled.
  */
-function webSocketsThatFailWithErrors(): ReturnType<typeof webSockets> {
-  const make = webSockets()
+function webSocketsThatFailWithErrors(tls?: { cert: string; key: string }): ReturnType<typeof webSockets> {
+  // With a certificate, its listeners serve WebSockets Secure (`/wss`); dials are the same either way.
+  const make = webSockets(tls ? { https: { cert: tls.cert, key: tls.key } } : {})
   return (components) => {
     const transport = make(components)
     const dial = transport.dial.bind(transport)
@@ -65,7 +66,12 @@ export type WebRtcOptions = {
 }
 
 /** Direct paths between headless nodes (directPaths.ts, docs/decisions/0066): the listen addresses peers dial first, and which of their direct addresses we may dial now. */
-export type DirectPathOptions = { listen: readonly string[]; paths: Pick<DirectPaths, 'deniesDial'> }
+export type DirectPathOptions = {
+  listen: readonly string[]
+  paths: Pick<DirectPaths, 'deniesDial'>
+  /** The certificate and key the `/wss` listen addresses serve (PEM). */
+  tls?: { cert: string; key: string }
+}
 
 /**
  * The libp2p node of a transport (docs/transport.md): WebSockets to the relays and to peers' direct addresses,
@@ -99,7 +105,7 @@ export function libp2pOptions(
       inboundConnectionThreshold: Number.MAX_SAFE_INTEGER,
       maxIncomingPendingConnections: 64,
     },
-    transports: [webSocketsThatFailWithErrors(), circuitRelayTransport(), ...(webrtc ? [webrtc.transport] : [])],
+    transports: [webSocketsThatFailWithErrors(direct?.tls), circuitRelayTransport(), ...(webrtc ? [webrtc.transport] : [])],
     connectionEncrypters: [noise()],
     streamMuxers: [yamuxMuxer()],
     // A WebRTC address is a circuit too: WebRTC's rule comes first.

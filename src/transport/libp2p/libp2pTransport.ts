@@ -54,6 +54,11 @@ export type Libp2pTransportParameters = {
    * LAN of one's own. Refused by default: an announcement must not aim us at hosts of our own network.
    */
   allowPrivateDirect?: boolean
+  /**
+   * The certificate (its chain after it) and private key, in PEM, that `listen`'s `/wss` addresses serve WebSockets
+   * Secure with (`--p2p-tls-cert`, `--p2p-tls-key`): pages served over HTTPS dial only those.
+   */
+  listenTls?: { cert: string; key: string }
   /** A direct dial gives up after this long and the circuit is dialled (default 2 s). */
   directDialTimeoutMs?: number
   /** The first pause after a failed direct dial or a lost direct connection, doubling to 5 min (default 10 s). */
@@ -317,7 +322,9 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     onMessages = receive
     const started = Date.now()
     const webrtc = rtc && parameters.webRTC ? { transport: parameters.webRTC, listen: rtc.listen, deniesDial: rtc.deniesDial } : undefined
-    const created = await createLibp2p<Services>(libp2pOptions(privateKey, relays, { webrtc, direct: { listen, paths: direct } }))
+    const created = await createLibp2p<Services>(
+      libp2pOptions(privateKey, relays, { webrtc, direct: { listen, paths: direct, ...(parameters.listenTls ? { tls: parameters.listenTls } : {}) } }),
+    )
     node = created
     running = true
     direct.attach(created)
