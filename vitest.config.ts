@@ -59,6 +59,10 @@ export default defineConfig({
             'viem',
             'viem/accounts',
             'viem/chains',
+            'viem/utils',
+            // The keystore's KDF (exportKeystore) and the page's event stream (worker/subscription.ts).
+            '@noble/hashes/scrypt',
+            'eventsource-parser',
             '@noble/curves/secp256k1',
             '@noble/hashes/sha3',
             'uint8array-tools',
@@ -71,6 +75,8 @@ export default defineConfig({
             '@libp2p/circuit-relay-v2',
             '@libp2p/gossipsub',
             '@libp2p/identify',
+            // Imported for a value (an error class, KEEP_ALIVE), not only types: found mid-run otherwise (seen once).
+            '@libp2p/interface',
             '@libp2p/noise',
             '@libp2p/peer-id',
             '@libp2p/utils',
