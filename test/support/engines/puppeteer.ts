@@ -120,15 +120,28 @@ function puppeteerTab(page: Page, engine: EngineName): Tab {
       return unwrapOutcome<T>(text, expression)
     },
     async click(selector, timeoutMs = 20_000) {
-      await bounded(
-        (async () => {
-          await page.bringToFront()
-          const element = await page.waitForSelector(selector, { visible: true, timeout: timeoutMs })
-          await element!.click()
-        })(),
-        timeoutMs + 5_000,
-        what(`clicking ${selector}`),
-      )
+      let stage = 'bringing the tab to the front'
+      try {
+        await bounded(
+          (async () => {
+            await page.bringToFront()
+            stage = 'waiting for it to be visible'
+            const element = await page.waitForSelector(selector, { visible: true, timeout: timeoutMs })
+            stage = 'the click (scroll into view, move, press, release)'
+            await element!.click()
+          })(),
+          timeoutMs + 5_000,
+          what(`clicking ${selector}`),
+        )
+      } catch (e) {
+        // Seen once under a double CI's load: the click took effect in the page, but Chromium never answered it.
+        // Whether the page's thread answers anything else then tells a busy page from a stuck input channel.
+        const t0 = performance.now()
+        const answered = await bounded(page.evaluate('1'), 5_000, 'an evaluate')
+          .then(() => `the page answered an evaluate in ${Math.round(performance.now() - t0)} ms`)
+          .catch(() => 'the page did not answer an evaluate within 5 s either')
+        throw Object.assign(e as Error, { message: `${(e as Error).message} (stuck at: ${stage}; ${answered})` })
+      }
     },
     async fill(selector, text, timeoutMs = 20_000) {
       await bounded(
