@@ -1,8 +1,10 @@
+import { TopicValidatorResult, type Message as PubsubMessage } from '@libp2p/gossipsub'
 import type { Connection, PeerId, Stream } from '@libp2p/interface'
 import { createLibp2p, type Libp2p, type Libp2pOptions } from 'libp2p'
 import type { Address, Hex } from 'viem'
 import { MissingRuntimeFeatureError, PeerUnknownError, TransportClosedError, TransportError } from '../errors.ts'
 import type { Transport } from '../transport.ts'
+import { Announcer } from './announcer.ts'
 import { createDirectConnections, isWebRtc, type DirectConnectionsLogEvent } from './directConnections.ts'
 import { DirectPaths, type DirectPathsLogEvent } from './directPaths.ts'
 import { encodeFrames } from './frames.ts'
@@ -11,9 +13,9 @@ import { libp2pOptions, type Services } from './libp2pOptions.ts'
 import { OutboundStreams } from './outboundStreams.ts'
 import { PeerDirectory, type Heard } from './peerDirectory.ts'
 import { addressOfPeer, identityOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
-import { maxAddresses } from './presence.ts'
-import { NodePresence } from './nodePresence.ts'
-import { messageProtocol, presenceTopic as defaultPresenceTopic } from './protocol.ts'
+import { encodeAnnouncement, maxAddresses, readAnnouncement, signRecord } from './presence.ts'
+import { PresenceLinks } from './presenceLinks.ts'
+import { messageProtocol, presenceProtocol, presenceTopic as defaultPresenceTopic } from './protocol.ts'
 import { isCircuit, parseRelay } from './relayAddress.ts'
 import { RelayKeeper } from './relayKeeper.ts'
 
@@ -137,8 +139,8 @@ function checkRuntime() {
  * delivery layer retries, and resends when `onPeerSeen` reports the peer (a record, or an inbound connection).
  *
  * The parts, each in its module: the libp2p configuration (`libp2pOptions.ts`), the relay keeper
- * (`relayKeeper.ts`), the peer directory (`peerDirectory.ts`), the node's presence (`nodePresence.ts`: its announcer
- * and its presence links to the relays), the direct paths (`directPaths.ts`), with WebRTC the direct connections
+ * (`relayKeeper.ts`), the peer directory (`peerDirectory.ts`), the announcer (`announcer.ts`), the presence links to
+ * the relays (`presenceLinks.ts`), the direct paths (`directPaths.ts`), with WebRTC the direct connections
  * (`directConnections.ts`), and the outbound and inbound streams (`outboundStreams.ts`, `inboundStreams.ts`); here
  * they are wired to one libp2p node.
  *
@@ -164,6 +166,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     ...(parameters.inboundLimits ? { limits: parameters.inboundLimits } : {}),
     ...(log ? { log } : {}),
   })
+  let announcementsReceived = 0
 
   const listen = parameters.listen ?? []
   const announce = parameters.announce ?? []
@@ -193,15 +196,34 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   }
   const addresses = () => [...keeper.circuitAddresses(), ...directAddresses()].slice(0, maxAddresses)
 
-  const presence = new NodePresence({
+  /**
+   * Presence through the relays' registries: our record to each, the addresses we want to hear of, their records
+   * back. A relay without one (older) makes us listen to the gossipsub topic too (`legacy`).
+   */
+  let legacy = false
+  const links = new PresenceLinks({
     relays,
-    topic,
-    privateKey,
-    peerId: ownPeerId,
-    addresses,
-    isRelay: (peer) => directory.isRelay(peer),
-    onHeard: (peerId, data) => void learn(directory.announced(peerId, data)),
+    open: (relay, signal) => node!.dialProtocol(relay, presenceProtocol, { signal }),
+    onRecord: (peerId, data) => {
+      announcementsReceived++
+      void learn(directory.announced(peerId, data))
+    },
+    onLegacyRelay: () => {
+      if (legacy || !node) return
+      legacy = true
+      node.services.pubsub.subscribe(topic)
+    },
     timeoutMs: dialTimeoutMs,
+    ...(log ? { log } : {}),
+  })
+  const announcer = new Announcer({
+    // Our signed record to the relays' registries, and the same announcement on the gossipsub topic, where nodes
+    // from before the registries look for us (we publish there without listening, unless a relay has no registry).
+    publish: async (announcement) => {
+      links.put(await signRecord(privateKey, ownPeerId.toString(), announcement))
+      await node!.services.pubsub.publish(topic, encodeAnnouncement(announcement))
+    },
+    addresses,
     intervalMs: parameters.announceIntervalMs ?? 240_000,
     ...(log ? { log } : {}),
   })
@@ -272,7 +294,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
   const learn = async (heard: Heard | undefined) => {
     if (!heard) return
     // Whoever we know of, we want to hear of again: its restart, its new addresses.
-    presence.watch(heard.address)
+    links.watch(heard.address)
     if (heard.addrs.length > 0) await node?.peerStore.merge(heard.peerId, { multiaddrs: heard.addrs }).catch(() => {})
     if (heard.webrtcAddrs) rtc?.noteAddresses(heard.peerId, heard.webrtcAddrs)
     if (heard.how === 'presence') {
@@ -283,8 +305,14 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     if (!running) return
     // On the gossipsub topic, a newcomer (or a peer back from a restart) does not know us yet: tell it, so it can send
     // what it holds for us. A registry hands our record to whoever watches us, newcomers too.
-    if (heard.newSession && presence.legacy) presence.soon()
+    if (heard.newSession && legacy) announcer.soon()
     if (directory.report(heard)) streams.warm(heard.address)
+  }
+
+  const onPresence = (msg: PubsubMessage) => {
+    if (msg.topic !== topic || msg.type !== 'signed') return
+    announcementsReceived++
+    void learn(directory.announced(msg.from, msg.data))
   }
 
   const onConnection = (connection: Connection) => void learn(directory.connected(connection.remotePeer, connection.direction))
@@ -301,19 +329,32 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     running = true
     direct.attach(created)
     rtc?.attach(created)
-    presence.attach(created)
+    announcer.start()
     // A peer needs one stream; a few more cover one it opens again before libp2p noticed the last one gone.
     await created.handle(messageProtocol, inbound.handle, { runOnLimitedConnection: true, maxInboundStreams: 8 })
     created.addEventListener('connection:open', (e) => onConnection(e.detail))
+    // A new reservation (after a relay restart, say) changes where we can be reached: say so.
+    created.addEventListener('self:peer:update', () => {
+      if (addresses().length > 0) announcer.soon()
+    })
+    const pubsub = created.services.pubsub
+    pubsub.topicValidators.set(topic, (_peer, msg) =>
+      msg.type === 'signed' && addressOfPeer(msg.from) && readAnnouncement(msg.data) ? TopicValidatorResult.Accept : TopicValidatorResult.Reject,
+    )
+    pubsub.addEventListener('message', (e) => onPresence(e.detail))
+    // A relay (the hub) joining the topic is when an announcement can first reach anyone.
+    pubsub.addEventListener('subscription-change', (e) => {
+      if (directory.isRelay(e.detail.peerId) && e.detail.subscriptions.some((s) => s.topic === topic && s.subscribe)) announcer.soon()
+    })
     await created.start()
-    presence.open()
+    links.start(created)
     await keeper.start(created)
     if (relays.length > 0) {
       const reserved = await keeper.waitForReservation(startTimeoutMs)
       if (reserved) log?.({ type: 'reserved', addresses: addresses() })
       else log?.({ type: 'noReservation', afterMs: Date.now() - started })
     }
-    presence.soon()
+    announcer.soon()
   }
 
   return {
@@ -324,7 +365,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     stats: () => ({
       knownPeers: directory.size,
       inboundStreams: inbound.size,
-      announcementsReceived: presence.received,
+      announcementsReceived,
       ...streams.counters,
       ...inbound.counters,
       directPeers: direct.count(),
@@ -347,7 +388,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       const peerId = directory.peerId(to)
       if (!peerId) {
         // Asked of the relays now: delivery sends again when the peer is seen.
-        presence.watch(to)
+        links.watch(to)
         throw new PeerUnknownError(to)
       }
       direct.talking(peerId)
@@ -361,7 +402,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
 
     connect(peer) {
       // Asked of the relays whether known or not (said on each presence stream, also one opened later).
-      if (peer.toLowerCase() !== addressOfPeer(ownPeerId)!.toLowerCase()) presence.watch(peer)
+      if (peer.toLowerCase() !== addressOfPeer(ownPeerId)!.toLowerCase()) links.watch(peer)
       if (directory.want(peer)) streams.warm(peer)
     },
 
@@ -373,7 +414,9 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       starting = undefined
       if (!node) return
       running = false
-      presence.stop()
+      announcer.stop()
+      links.stop()
+      legacy = false
       direct.stop()
       rtc?.stop()
       await keeper.stop()
