@@ -2,28 +2,54 @@
 import * as Comlink from 'comlink'
 import { createTestClient, getAddress, http, parseEther, type Address } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { afterAll, expect, inject, test } from 'vitest'
+import { afterAll, expect, inject, onTestFailed, test } from 'vitest'
 import { createChainClient, createTransactionQueue, mintTokens, registerToken } from '../../src/chain/index.ts'
 import { CustomToken, bytecode } from '../../src/contracts/index.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import type { NodeWorkerApi } from './fixtures/nodeWorker.ts'
 import { waitForReceipt } from '../../src/chain/receipt.ts'
 
-const workers: Worker[] = []
-function spawn(): Comlink.Remote<NodeWorkerApi> {
+/** The node workers running now, by name. */
+const running = new Map<string, { worker: Worker; node: Comlink.Remote<NodeWorkerApi> }>()
+function spawn(name: string): Comlink.Remote<NodeWorkerApi> {
   const worker = new Worker(new URL('./fixtures/nodeWorker.ts', import.meta.url), { type: 'module' })
-  workers.push(worker)
-  return Comlink.wrap<NodeWorkerApi>(worker)
+  const node = Comlink.wrap<NodeWorkerApi>(worker)
+  running.set(name, { worker, node })
+  return node
 }
-afterAll(() => workers.forEach((w) => w.terminate()))
+/** Ends the worker at once, as a crash or a closed tab does (no goodbye). */
+function kill(name: string): void {
+  running.get(name)?.worker.terminate()
+  running.delete(name)
+}
+afterAll(() => [...running.keys()].forEach(kill))
+
+/** The test's step, and what a failure (a timeout above all) prints: the step and what each node says of itself. */
+function steps(): (step: string) => void {
+  let current = 'setup'
+  onTestFailed(async () => {
+    const said = await Promise.all(
+      [...running].map(async ([name, { node }]) => {
+        const answer = await Promise.race([node.diagnose(), new Promise((r) => setTimeout(() => r('no answer in 5 s'), 5000))])
+        return `${name}: ${answer}`
+      }),
+    )
+    console.error(`failed at "${current}"\n${said.join('\n')}`)
+  })
+  return (step) => {
+    current = step
+  }
+}
 
 test('two nodes in two workers open a channel, pay, and one resumes from IndexedDB after its worker is reloaded', async () => {
+  const step = steps()
   const rpcUrl = inject('rpcUrl')
   const deployment = inject('deployment')
   const [keyA, keyB] = [generatePrivateKey(), generatePrivateKey()]
   const anvil = createTestClient({ mode: 'anvil', transport: http(rpcUrl) })
   for (const key of [keyA, keyB]) await anvil.setBalance({ address: privateKeyToAccount(key).address, value: parseEther('10') })
   // A token of this test's own, registered, and minted to A.
+  step('a token of its own')
   const chainA = await createChainClient({ rpcUrl, privateKey: keyA, pollingInterval: 50 })
   const queue = createTransactionQueue(chainA)
   const hash = await chainA.walletClient.deployContract({ abi: CustomToken.abi, bytecode: bytecode.CustomToken, args: [10n ** 24n, 18, 'Worker Token', 'WKT'] })
@@ -32,27 +58,36 @@ test('two nodes in two workers open a channel, pay, and one resumes from Indexed
   await mintTokens(chainA, queue, { token, amount: 1000n })
 
   const channelName = `sluice-browser-${Math.random()}`
-  const a = spawn()
-  const b = spawn()
+  const a = spawn('a')
+  const b = spawn('b')
   const options = (privateKey: `0x${string}`) => ({ rpcUrl, deployment, privateKey, channelName })
+  step('both nodes start')
   const [addrA, addrB] = (await Promise.all([a.start(options(keyA)), b.start(options(keyB))])) as [Address, Address]
   expect(await a.status()).toBe('ready')
 
+  step('A opens a channel')
   await a.openChannel(tokenNetwork, addrB, 500n)
+  step('B sees the channel')
   await b.waitForBlock(await chainA.publicClient.getBlockNumber())
+  step('A pays 40 and 2')
   expect(await a.pay(tokenNetwork, addrB, 40n)).toBe(40n)
   expect(await a.pay(tokenNetwork, addrB, 2n)).toBe(2n)
+  step('B sees 42')
   await eventually(async () => expect((await b.view(tokenNetwork, addrA))?.balance).toBe(42n))
 
   // B's worker is killed (no goodbye) and a new one opens the same IndexedDB: it resumes where it was.
-  workers[1]!.terminate()
-  const b2 = spawn()
+  kill('b')
+  const b2 = spawn('b2')
+  step('B starts again')
   expect(await b2.start(options(keyB))).toBe(addrB)
   expect((await b2.view(tokenNetwork, addrA))?.balance).toBe(42n)
+  step('A pays 8 to the resumed B')
   expect(await a.pay(tokenNetwork, addrB, 8n)).toBe(8n)
+  step('B sees 50')
   await eventually(async () => expect((await b2.view(tokenNetwork, addrA))?.balance).toBe(50n))
   const [viewA, viewB] = [await a.view(tokenNetwork, addrB), await b2.view(tokenNetwork, addrA)]
   expect(viewA).toMatchObject({ balance: 450n, ourNonce: viewB!.partnerNonce, partnerNonce: viewB!.ourNonce })
+  step('both stop')
   await a.stop()
   await b2.stop()
 }, 90_000)
