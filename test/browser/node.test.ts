@@ -10,11 +10,15 @@ import type { NodeWorkerApi } from './fixtures/nodeWorker.ts'
 import { waitForReceipt } from '../../src/chain/receipt.ts'
 
 /** The node workers running now, by name. */
-const running = new Map<string, { worker: Worker; node: Comlink.Remote<NodeWorkerApi> }>()
+const running = new Map<string, { worker: Worker; node: Comlink.Remote<NodeWorkerApi>; errors: string[] }>()
 function spawn(name: string): Comlink.Remote<NodeWorkerApi> {
   const worker = new Worker(new URL('./fixtures/nodeWorker.ts', import.meta.url), { type: 'module' })
   const node = Comlink.wrap<NodeWorkerApi>(worker)
-  running.set(name, { worker, node })
+  const errors: string[] = []
+  // A worker whose module fails to load never answers: Comlink's calls would wait for ever, so a failure says so.
+  worker.addEventListener('error', (e) => errors.push(`worker error: ${e.message || 'its module did not load'}`))
+  worker.addEventListener('messageerror', () => errors.push('a message could not be read'))
+  running.set(name, { worker, node, errors })
   return node
 }
 /** Ends the worker at once, as a crash or a closed tab does (no goodbye). */
@@ -29,9 +33,9 @@ function steps(): (step: string) => void {
   let current = 'setup'
   onTestFailed(async () => {
     const said = await Promise.all(
-      [...running].map(async ([name, { node }]) => {
+      [...running].map(async ([name, { node, errors }]) => {
         const answer = await Promise.race([node.diagnose(), new Promise((r) => setTimeout(() => r('no answer in 5 s'), 5000))])
-        return `${name}: ${answer}`
+        return `${name}: ${[...errors, answer].join('; ')}`
       }),
     )
     console.error(`failed at "${current}"\n${said.join('\n')}`)
