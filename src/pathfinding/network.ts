@@ -3,7 +3,7 @@ import type { FeeSchedule, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../pr
 import type { StateChange } from '../protocol/state/changes.ts'
 
 /**
- * The pathfinding service's view of the token networks (docs/decisions/0069): every channel the chain opened and
+ * The pathfinding service's view of the token networks (docs/decisions/0070): every channel the chain opened and
  * has not settled, with what the chain says of each participant (deposit, withdrawn) and what each participant
  * announced itself (its latest PFSCapacityUpdate and PFSFeeUpdate, held as signed). The records are plain data the
  * shell stores; a view indexes them for the search. Nothing here reads a clock, the chain or the network.
@@ -129,14 +129,17 @@ export function withParticipant(channel: PfsChannel, index: 0 | 1, participant: 
 }
 
 /**
- * One channel as the search reads it: the record, its participants' node numbers, and what each direction can
- * carry and the reveal timeout its sender keeps, worked out once when the record is put.
+ * One channel as the search reads it: the record, its participants' node numbers, what each direction can carry and
+ * the reveal timeout its sender keeps, and each participant's flat and proportional fee as numbers (for edge weights
+ * only), worked out once when the record is put.
  */
 export type ChannelSlot = {
   channel: PfsChannel
   ends: readonly [number, number]
   capacity: readonly [bigint, bigint]
   revealTimeout: readonly [bigint, bigint]
+  flatFee: readonly [number, number]
+  proportionalFee: readonly [number, number]
 }
 
 /**
@@ -178,10 +181,13 @@ function nodeNumber(view: TokenNetworkView, address: Address): number {
 export function putChannel(view: TokenNetworkView, channel: PfsChannel): void {
   const id = channel.channelId.toString()
   view.channels.set(id, channel)
+  const [schedule0, schedule1] = [feeScheduleOf(channel, 0), feeScheduleOf(channel, 1)]
   const derived = {
     channel,
     capacity: [directionCapacity(channel, 0), directionCapacity(channel, 1)] as const,
     revealTimeout: [revealTimeoutOf(channel, 0), revealTimeoutOf(channel, 1)] as const,
+    flatFee: [Number(schedule0.flat), Number(schedule1.flat)] as const,
+    proportionalFee: [Number(schedule0.proportional), Number(schedule1.proportional)] as const,
   }
   const slot = view.slotOf.get(id)
   if (slot !== undefined) {

@@ -8,7 +8,7 @@ import { networkOf, participantIndex, sameAddress, withParticipant, type Pathfin
 import { timestampMicros } from './timestamps.ts'
 
 /**
- * The rules a PFSCapacityUpdate or PFSFeeUpdate must pass before the service holds it (docs/decisions/0069), as
+ * The rules a PFSCapacityUpdate or PFSFeeUpdate must pass before the service holds it (docs/decisions/0070), as
  * pure functions over the service's view: the cheap field checks first, then the channel, then what is held (so a
  * replay costs no signature recovery), the signature last. A refused update changes nothing; an accepted one comes
  * back as the channel record to store, which the caller puts in the view once it is durable.
@@ -59,7 +59,9 @@ const UINT256_MAX = (1n << 256n) - 1n
 const refuse = (reason: UpdateRefusal, detail?: string): UpdateOutcome => ({ outcome: 'refused', reason, ...(detail === undefined ? {} : { detail }) })
 
 /** Reads one wire line as an update (fields checked by the message parser; the signature is checked later). */
-export function readUpdate(line: string): { ok: true; update: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate> } | { ok: false; reason: UpdateRefusal; detail: string } {
+export function readUpdate(
+  line: string,
+): { ok: true; update: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate> } | { ok: false; reason: UpdateRefusal; detail: string } {
   let message: ReturnType<typeof parseMessage>
   try {
     message = parseMessage(line)

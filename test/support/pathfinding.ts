@@ -142,7 +142,12 @@ export class TestNetwork {
   setFees(channelId: bigint, who: TestNode, schedule: FeeSchedule): UpdateOutcome {
     this.clock += 1000
     return this.apply(
-      signFeeUpdate(who.key, { canonical_identifier: this.at(channelId), updating_participant: who.address, fee_schedule: schedule, timestamp: pythonTimestamp(this.clock) }),
+      signFeeUpdate(who.key, {
+        canonical_identifier: this.at(channelId),
+        updating_participant: who.address,
+        fee_schedule: schedule,
+        timestamp: pythonTimestamp(this.clock),
+      }),
     )
   }
 

@@ -44,7 +44,15 @@ describe('a channel from its chain events', () => {
       [b.address, 30n, 0n],
     ])
     expect(channel.closed).toBe(false)
-    channel = channelAfterEvent(channel, { type: 'channelClosed', tokenNetwork, channelId: 7n, closer: a.address, nonce: 0n, balanceHash: '0x00', blockNumber: 20n })!
+    channel = channelAfterEvent(channel, {
+      type: 'channelClosed',
+      tokenNetwork,
+      channelId: 7n,
+      closer: a.address,
+      nonce: 0n,
+      balanceHash: '0x00',
+      blockNumber: 20n,
+    })!
     expect(channel.closed).toBe(true)
     expect(
       channelAfterEvent(channel, {
@@ -149,7 +157,14 @@ describe('what a direction can carry', () => {
     const nodeOf = (n: typeof a) => net.view.nodeOf.get(n.address.toLowerCase())!
     expect(net.view.adjacency[nodeOf(b)]!.map((slot) => net.view.slots[slot]!.channel.channelId)).toEqual([first, second])
     const settled = { participant1Amount: 0n, participant1Locksroot: '0x00', participant2Amount: 0n, participant2Locksroot: '0x00', blockNumber: 9n } as const
-    applyChainEvent(net.state, { type: 'channelSettled', tokenNetwork: net.tokenNetwork, channelId: first, participant1: a.address, participant2: b.address, ...settled })
+    applyChainEvent(net.state, {
+      type: 'channelSettled',
+      tokenNetwork: net.tokenNetwork,
+      channelId: first,
+      participant1: a.address,
+      participant2: b.address,
+      ...settled,
+    })
     expect(net.view.channels.has(first.toString())).toBe(false)
     expect(net.view.adjacency[nodeOf(a)]).toEqual([])
     expect(net.view.adjacency[nodeOf(b)]!.map((slot) => net.view.slots[slot]!.channel.channelId)).toEqual([second])

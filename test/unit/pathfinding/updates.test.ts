@@ -1,10 +1,23 @@
 import fc from 'fast-check'
-import { describe, expect, test } from 'vitest'
+import { beforeAll, describe, expect, test } from 'vitest'
+import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
 import { applyChainEvent, directionCapacity } from '../../../src/pathfinding/network.ts'
 import { checkUpdate, readUpdate, type UpdateOutcome } from '../../../src/pathfinding/updates.ts'
 import type { FeeSchedule, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../../../src/protocol/messages/types.ts'
 import { encodeMessage } from '../../../src/protocol/messages/wire.ts'
-import { pythonTimestamp, signCapacityUpdate, signFeeUpdate, TEST_CHAIN_ID, TEST_NOW, TestNetwork, testNodes, type TestNode } from '../../support/pathfinding.ts'
+import {
+  pythonTimestamp,
+  signCapacityUpdate,
+  signFeeUpdate,
+  TEST_CHAIN_ID,
+  TEST_NOW,
+  TestNetwork,
+  testNodes,
+  type TestNode,
+} from '../../support/pathfinding.ts'
+
+// Signed and checked with the native secp256k1 binding, as the service will run headless.
+beforeAll(() => useNativeSecp256k1())
 
 const [a, b, c] = testNodes(3, 7) as [TestNode, TestNode, TestNode]
 
@@ -33,7 +46,13 @@ function capacityFields(net: TestNetwork, channelId: bigint, change: Partial<Cap
 
 const schedule: FeeSchedule = { cap_fees: true, flat: 5n, proportional: 1_000n, imbalance_penalty: null }
 function feeFields(net: TestNetwork, channelId: bigint, change: Partial<Omit<PFSFeeUpdate, 'type'>> = {}): Omit<PFSFeeUpdate, 'type'> {
-  return { canonical_identifier: net.at(channelId), updating_participant: a.address, fee_schedule: schedule, timestamp: pythonTimestamp(TEST_NOW - 1000), ...change }
+  return {
+    canonical_identifier: net.at(channelId),
+    updating_participant: a.address,
+    fee_schedule: schedule,
+    timestamp: pythonTimestamp(TEST_NOW - 1000),
+    ...change,
+  }
 }
 
 const refused = (reason: string) => expect.objectContaining({ outcome: 'refused', reason })
@@ -51,9 +70,7 @@ describe('capacity updates', () => {
     const { net, ab } = setup()
     const before = net.channel(ab)
     // c signs an update that says it is a's: it would give a's direction whatever c likes.
-    expect(net.apply(signCapacityUpdate(c.key, capacityFields(net, ab, { updating_capacity: 0n })))).toEqual(
-      refused('bad_signature'),
-    )
+    expect(net.apply(signCapacityUpdate(c.key, capacityFields(net, ab, { updating_capacity: 0n })))).toEqual(refused('bad_signature'))
     const genuine = signCapacityUpdate(a.key, capacityFields(net, ab))
     expect(net.apply({ ...genuine, updating_capacity: 100n })).toEqual(refused('bad_signature'))
     expect(net.apply({ ...genuine, signature: `0x${'00'.repeat(65)}` })).toEqual({ outcome: 'refused', reason: 'bad_signature', detail: 'recovers no key' })
@@ -72,10 +89,21 @@ describe('capacity updates', () => {
     ).toEqual(refused('wrong_chain'))
     expect(
       net.apply(
-        signCapacityUpdate(a.key, capacityFields(net, ab, { canonical_identifier: { ...net.at(ab), token_network_address: '0x2222222222222222222222222222222222222222' } })),
+        signCapacityUpdate(
+          a.key,
+          capacityFields(net, ab, { canonical_identifier: { ...net.at(ab), token_network_address: '0x2222222222222222222222222222222222222222' } }),
+        ),
       ),
     ).toEqual(refused('unknown_token_network'))
-    applyChainEvent(net.state, { type: 'channelClosed', tokenNetwork: net.tokenNetwork, channelId: ab, closer: b.address, nonce: 0n, balanceHash: '0x00', blockNumber: 5n })
+    applyChainEvent(net.state, {
+      type: 'channelClosed',
+      tokenNetwork: net.tokenNetwork,
+      channelId: ab,
+      closer: b.address,
+      nonce: 0n,
+      balanceHash: '0x00',
+      blockNumber: 5n,
+    })
     expect(net.apply(signCapacityUpdate(a.key, capacityFields(net, ab)))).toEqual(refused('channel_not_open'))
   })
 
@@ -151,9 +179,9 @@ describe('fee updates', () => {
     const { net, ab } = setup()
     expect(net.apply(signFeeUpdate(a.key, feeFields(net, ab, { timestamp: '2025-12-31T23:00:00.500000' }))).outcome).toBe('accepted')
     expect(net.apply(signFeeUpdate(a.key, feeFields(net, ab, { timestamp: '2025-12-31T22:59:59' })))).toEqual(refused('stale'))
-    expect(
-      net.apply(signFeeUpdate(a.key, feeFields(net, ab, { timestamp: '2025-12-31T23:00:00.5', fee_schedule: { ...schedule, flat: 1n } }))),
-    ).toEqual(refused('stale'))
+    expect(net.apply(signFeeUpdate(a.key, feeFields(net, ab, { timestamp: '2025-12-31T23:00:00.5', fee_schedule: { ...schedule, flat: 1n } })))).toEqual(
+      refused('stale'),
+    )
     expect(net.apply(signFeeUpdate(a.key, feeFields(net, ab, { timestamp: '2025-02-30T23:00:00' })))).toEqual(refused('bad_timestamp'))
     expect(net.apply(signFeeUpdate(a.key, feeFields(net, ab, { timestamp: '2025-12-31T23:00:00.500001' }))).outcome).toBe('accepted')
   })
