@@ -1,6 +1,7 @@
 import type { Address } from 'viem'
 import { pfsErrors } from './errorCodes.ts'
-import { feeScheduleOf, type TokenNetworkView } from './network.ts'
+import { feeScheduleOf } from './channel.ts'
+import type { TokenNetworkView } from './network.ts'
 import { mediatorFees, type MediationChannels, type MediationFee } from './routeFees.ts'
 import { PathSearch, shortestSimplePaths, type GraphPath, type SearchGraph } from './simplePaths.ts'
 
@@ -16,7 +17,7 @@ export const MAX_PATHS_PER_REQUEST = 25
 export const DIVERSITY_PENALTY_DEFAULT = 5
 /** A fee of the whole value weighs as much as this many more hops (1 % of it, one hop). */
 export const FEE_PENALTY_DEFAULT = 100
-/** How many candidates, lightest first, one route's search looks at before it stops. */
+/** How many new candidates, lightest first, one route's search judges before it stops. */
 export const MAX_CANDIDATES = 30
 
 export type PathRequest = {
@@ -116,8 +117,9 @@ export function findPaths(view: TokenNetworkView, request: PathRequest, context:
     let next: { route: FoundPath; path: GraphPath } | undefined
     let examined = 0
     for (const path of shortestSimplePaths(search, graph, source!, target!)) {
-      if (++examined > (context.maxCandidates ?? MAX_CANDIDATES)) break
+      // A route found before comes again at most once each: only new ones count against the bound.
       if (taken.has(path.nodes.join(','))) continue
+      if (++examined > (context.maxCandidates ?? MAX_CANDIDATES)) break
       const route = graph.route(path)
       if (route) {
         next = { route, path }

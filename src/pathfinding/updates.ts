@@ -4,7 +4,8 @@ import { packMessage } from '../protocol/messages/pack.ts'
 import type { FeeSchedule, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../protocol/messages/types.ts'
 import { encodeMessage, parseMessage } from '../protocol/messages/wire.ts'
 import { recoverPackedSignerSync } from '../protocol/signature.ts'
-import { networkOf, participantIndex, sameAddress, withParticipant, type PathfindingState, type PfsChannel, type PfsParticipant } from './network.ts'
+import { participantIndex, sameAddress, withParticipant, type PfsChannel, type PfsParticipant } from './channel.ts'
+import { networkOf, type PathfindingState } from './network.ts'
 import { timestampMicros } from './timestamps.ts'
 
 /**

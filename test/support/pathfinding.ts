@@ -6,15 +6,8 @@ import { privateKeyToAddress } from 'viem/accounts'
 import { packMessage } from '../../src/protocol/messages/pack.ts'
 import type { FeeSchedule, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../../src/protocol/messages/types.ts'
 import { signPackedSync } from '../../src/protocol/signature.ts'
-import {
-  applyChainEvent,
-  createPathfindingState,
-  networkOf,
-  putChannel,
-  type PathfindingState,
-  type PfsChannel,
-  type TokenNetworkView,
-} from '../../src/pathfinding/network.ts'
+import type { PfsChannel } from '../../src/pathfinding/channel.ts'
+import { applyChainEvent, createPathfindingState, networkOf, putChannel, type PathfindingState, type TokenNetworkView } from '../../src/pathfinding/network.ts'
 import { checkUpdate, type UpdateOutcome } from '../../src/pathfinding/updates.ts'
 
 export type TestNode = { key: Hex; address: Address }
