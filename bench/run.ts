@@ -15,6 +15,7 @@ import { benchProtocol } from './protocol.ts'
 import { benchSerial } from './serial.ts'
 import { benchStorage } from './storage.ts'
 import { benchRelayCapacity } from './relayCapacity.ts'
+import { benchRouting } from './routing.ts'
 import { benchTransport } from './transport.ts'
 import { benchTransportHosts } from './transportHosts.ts'
 
@@ -38,6 +39,10 @@ const parts = {
   ],
   node: ['Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', benchNode],
   api: ['REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', benchApi],
+  routing: [
+    'Pathfinding service core (one process, one thread: route requests on a token network of 10,000 channels, fees of every mediator estimated; src/pathfinding/)',
+    benchRouting,
+  ],
   monitor: ['Monitoring service (sluice monitor: one service on anvil, LevelDB storage with sync writes; per-peer rate limits lifted)', benchMonitor],
   browser: [
     [
