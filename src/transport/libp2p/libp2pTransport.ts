@@ -13,7 +13,8 @@ import { libp2pOptions, type Services } from './libp2pOptions.ts'
 import { OutboundStreams } from './outboundStreams.ts'
 import { PeerDirectory, type Heard } from './peerDirectory.ts'
 import { addressOfPeer, identityOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
-import { encodeAnnouncement, maxAddresses, readAnnouncement, signRecord } from './presence.ts'
+import { encodeAnnouncement, maxAddresses, readAnnouncement, signRecord, type PresenceRecord } from './presence.ts'
+import { PresenceBook } from './presenceBook.ts'
 import { PresenceLinks } from './presenceLinks.ts'
 import { messageProtocol, presenceProtocol, presenceTopic as defaultPresenceTopic } from './protocol.ts'
 import { isCircuit, parseRelay } from './relayAddress.ts'
@@ -103,6 +104,17 @@ export type Libp2pTransport = Omit<Transport, 'stats'> & {
   /** Where other nodes can dial this one now: its circuit addresses on the relays, then its direct addresses. */
   addresses(): string[]
   stats(): Libp2pTransportStats
+  /**
+   * Asks the relays about `peer` and keeps what they say (its record, and when it leaves), without opening any way to
+   * it: for a service that follows whether thousands of nodes are online (a pathfinding service), where `connect`
+   * would open a stream to each.
+   */
+  watch(peer: Address): void
+  /**
+   * The newest signed presence record of a watched peer while one of our relays keeps a fresh one, so the peer is
+   * online there; undefined otherwise (docs/decisions/0072).
+   */
+  presence(peer: Address): PresenceRecord | undefined
 }
 
 export type Libp2pTransportStats = InboundCounters & {
@@ -201,13 +213,19 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
    * back. A relay without one (older) makes us listen to the gossipsub topic too (`legacy`).
    */
   let legacy = false
+  const book = new PresenceBook()
   const links = new PresenceLinks({
     relays,
     open: (relay, signal) => node!.dialProtocol(relay, presenceProtocol, { signal }),
-    onRecord: (peerId, data) => {
+    onRecord: (peerId, data, record, relay) => {
       announcementsReceived++
+      const address = addressOfPeer(peerId)
+      const announcement = readAnnouncement(data)
+      if (address && announcement) book.put(address, relay.peerId.toString(), record, announcement.ts)
       void learn(directory.announced(peerId, data))
     },
+    onGone: (address, relay) => book.gone(address, relay.peerId.toString()),
+    onLinkLost: (relay) => book.lost(relay.peerId.toString()),
     onLegacyRelay: () => {
       if (legacy || !node) return
       legacy = true
@@ -400,6 +418,12 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       directory.onSeen(listener)
     },
 
+    watch(peer) {
+      if (peer.toLowerCase() !== addressOfPeer(ownPeerId)!.toLowerCase()) links.watch(peer)
+    },
+
+    presence: (peer) => book.online(peer),
+
     connect(peer) {
       // Asked of the relays whether known or not (said on each presence stream, also one opened later).
       if (peer.toLowerCase() !== addressOfPeer(ownPeerId)!.toLowerCase()) links.watch(peer)
@@ -426,6 +450,7 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
       node = undefined
       await stopping.stop()
       directory.clear()
+      book.clear()
     },
   }
 }

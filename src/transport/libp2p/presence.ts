@@ -64,8 +64,12 @@ export const recordDomain = 'sluice/presence/2:'
 
 /** What a node tells a relay on its presence stream: its own record, and the addresses it wants to hear of. */
 export type ToRelay = { put?: PresenceRecord; watch?: string[] }
-/** What a relay tells a node: the records of addresses it watches, when it asks and whenever one is newer. */
-export type FromRelay = { records: PresenceRecord[] }
+/**
+ * What a relay tells a node: the records of addresses it watches, when it asks and whenever one is newer; and the
+ * watched addresses whose record it no longer keeps (`gone`: the node left the relay, or its record grew too old), so
+ * that a watcher knows who is online there now. A node from before `gone` reads the records and ignores the rest.
+ */
+export type FromRelay = { records: PresenceRecord[]; gone?: string[] }
 
 /** Addresses one message may watch; a relay keeps at most `maxWatches` per node. */
 export const maxWatchBatch = 512
@@ -137,9 +141,14 @@ export function readToRelay(data: Uint8Array): ToRelay | undefined {
   return message
 }
 
-/** A relay's message to a node: records whose shape is right (each still to be opened); the others are left out. */
+/**
+ * A relay's message to a node: records whose shape is right (each still to be opened), and the lowercase addresses
+ * it says are gone (at most `maxWatchBatch`); the others are left out.
+ */
 export function readFromRelay(data: Uint8Array): FromRelay | undefined {
   const x = parse(data)
   if (!x || !Array.isArray(x.records)) return undefined
-  return { records: x.records.flatMap((r) => readRecord(r) ?? []) }
+  const records = x.records.flatMap((r) => readRecord(r) ?? [])
+  const gone = Array.isArray(x.gone) ? x.gone.slice(0, maxWatchBatch).filter(isAddress) : []
+  return gone.length > 0 ? { records, gone } : { records }
 }

@@ -7,8 +7,12 @@ export type PresenceLinksParameters = {
   relays: readonly RelayAddress[]
   /** Opens a presence stream to a relay (over the connection to it). */
   open: (relay: PeerId, signal: AbortSignal) => Promise<Stream>
-  /** A record a relay handed on, its signature checked: the peer directory judges what it says. */
-  onRecord: (peerId: PeerId, data: Uint8Array) => void
+  /** A record `relay` handed on, its signature checked: the peer directory judges what it says. */
+  onRecord: (peerId: PeerId, data: Uint8Array, record: PresenceRecord, relay: RelayAddress) => void
+  /** `relay` no longer keeps the record of this watched address (lowercase): the node left it. */
+  onGone?: (address: string, relay: RelayAddress) => void
+  /** The stream to `relay` ended: what it said of who is there may no longer hold (its next stream says it again). */
+  onLinkLost?: (relay: RelayAddress) => void
   /** A relay without a registry (an older `sluice relay`): presence through it is the gossipsub topic. */
   onLegacyRelay: (relay: RelayAddress) => void
   /** Give up opening a stream after this long. */
@@ -142,13 +146,15 @@ export class PresenceLinks {
         if (!message) throw new Error('invalid presence message from the relay')
         for (const record of message.records) {
           const opened = await openRecord(record)
-          if (opened && this.#node) this.#parameters.onRecord(opened.peerId, opened.data)
+          if (opened && this.#node) this.#parameters.onRecord(opened.peerId, opened.data, record, relay)
         }
+        for (const address of message.gone ?? []) if (this.#node) this.#parameters.onGone?.(address, relay)
       }
     } catch (error) {
       link.stream.abort(error instanceof Error ? error : new Error(String(error)))
     } finally {
       if (this.#links.get(relay.peerId.toString()) === link) this.#links.delete(relay.peerId.toString())
+      this.#parameters.onLinkLost?.(relay)
       this.#reopenLater(relay)
     }
   }

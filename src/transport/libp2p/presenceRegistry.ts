@@ -1,7 +1,16 @@
 import type { PeerId, Stream } from '@libp2p/interface'
 import { lpStream } from '@libp2p/utils'
 import { addressOfPeer } from './peerIdentity.ts'
-import { encodePresence, maxClockSkewMs, maxPresenceFrameBytes, maxWatches, readAnnouncement, readToRelay, type PresenceRecord } from './presence.ts'
+import {
+  encodePresence,
+  maxClockSkewMs,
+  maxPresenceFrameBytes,
+  maxWatches,
+  readAnnouncement,
+  readToRelay,
+  type FromRelay,
+  type PresenceRecord,
+} from './presence.ts'
 
 export type PresenceRegistryParameters = {
   /** The most records kept at once; the oldest go first (default 100,000). */
@@ -17,8 +26,11 @@ export type PresenceRegistryParameters = {
  */
 export type PresenceAdmission = { put(): boolean; watch(wanted: number): number; release(): void }
 
-/** A node's presence stream, as the registry sees it: who it is, what it watches, and how to hand it records. */
-export type Watcher = { peer: string; watching: Set<string>; send(records: PresenceRecord[]): void }
+/**
+ * A node's presence stream, as the registry sees it: who it is, what it watches, how to hand it records, and how to
+ * tell it that the registry no longer keeps the record of a watched address.
+ */
+export type Watcher = { peer: string; watching: Set<string>; send(records: PresenceRecord[]): void; gone(addresses: string[]): void }
 
 type Kept = { record: PresenceRecord; ts: number; pushedAt: number; timer?: ReturnType<typeof setTimeout> }
 
@@ -31,7 +43,8 @@ const maxPendingWrites = 64
  * comes. Each record reaches only those who asked for it, so presence costs the relay a few messages per node and
  * per watcher, not one message per node to every node (the gossipsub topic's N² a minute). A record is taken only
  * from the peer it names, over that peer's own connection (Noise proved it); its signature is the receivers' to
- * check. A record goes when its node leaves the relay, or once it is older than the receivers' clock window.
+ * check. A record goes when its node leaves the relay, or once it is older than the receivers' clock window, and its
+ watchers are told (`gone`): while a relay keeps a node's record, the node is online there.
  */
 export class PresenceRegistry {
   readonly #maxRecords: number
@@ -64,20 +77,22 @@ export class PresenceRegistry {
   async serve(stream: Stream, remote: PeerId, admission?: PresenceAdmission): Promise<void> {
     const lp = lpStream(stream, { maxDataLength: maxPresenceFrameBytes })
     let pending = 0
+    const write = (message: FromRelay) => {
+      if (pending >= maxPendingWrites) {
+        stream.abort(new Error('presence stream not read'))
+        return
+      }
+      pending++
+      lp.write(encodePresence(message)).then(
+        () => pending--,
+        () => stream.abort(new Error('presence stream failed')),
+      )
+    }
     const watcher: Watcher = {
       peer: remote.toString(),
       watching: new Set(),
-      send: (records) => {
-        if (pending >= maxPendingWrites) {
-          stream.abort(new Error('presence stream not read'))
-          return
-        }
-        pending++
-        lp.write(encodePresence({ records })).then(
-          () => pending--,
-          () => stream.abort(new Error('presence stream failed')),
-        )
-      },
+      send: (records) => write({ records }),
+      gone: (addresses) => write({ records: [], gone: addresses }),
     }
     this.#streams.add(stream)
     try {
@@ -177,9 +192,14 @@ export class PresenceRegistry {
     if (address && this.#records.get(address)?.record.peer === peer.toString()) this.#forget(address)
   }
 
+  /** Drops a record and tells its watchers it is gone (the record they were handed no longer says where the node is). */
   #forget(address: string): void {
-    clearTimeout(this.#records.get(address)?.timer)
+    const kept = this.#records.get(address)
+    if (!kept) return
+    clearTimeout(kept.timer)
     this.#records.delete(address)
+    // Those never handed it (its push still waiting) are told all the same: a gone for an address not held is nothing.
+    for (const watcher of this.#watchers.get(address) ?? []) if (watcher.peer !== kept.record.peer) watcher.gone([address])
   }
 
   /** Drops the records that receivers would refuse as too old (each node puts its own again every few minutes). */
@@ -190,7 +210,8 @@ export class PresenceRegistry {
 
   stop(): void {
     clearInterval(this.#sweep)
-    for (const address of [...this.#records.keys()]) this.#forget(address)
+    for (const kept of this.#records.values()) clearTimeout(kept.timer)
+    this.#records.clear()
     for (const stream of this.#streams) stream.abort(new Error('relay stopping'))
   }
 }

@@ -531,6 +531,28 @@ describe("presence through the relays' registries", () => {
     }
   })
 
+  test('watch: a node follows who is online without opening any way to them; online while the relay keeps its record, offline as soon as it left', async () => {
+    const own = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
+    try {
+      const a = await started(keyA, own.multiaddrs, undefined, [])
+      const b = await started(keyB, own.multiaddrs, undefined, [])
+      expect(a.transport.presence(B)).toBeUndefined()
+      a.transport.watch(B)
+      await eventually(() => expect(a.transport.presence(B)?.peer).toBe(peerIdOfKey(keyB).toString()))
+      // Nothing was dialled: B never heard of A.
+      await sleep(200)
+      expect(b.peers).toEqual([])
+      await stopped(b)
+      await eventually(() => expect(a.transport.presence(B)).toBeUndefined(), 10_000)
+      // Back: online again, with its new record.
+      const back = await started(keyB, own.multiaddrs, undefined, [])
+      await eventually(() => expect(a.transport.presence(B)).toBeDefined(), 10_000)
+      expect(back.peers).toEqual([])
+    } finally {
+      await own.stop()
+    }
+  })
+
   test('through a relay without a registry (an older relay), nodes find each other on the gossipsub topic as before', async () => {
     const older = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'], presenceRegistry: false })
     try {

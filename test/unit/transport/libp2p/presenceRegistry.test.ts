@@ -45,9 +45,10 @@ function registry(minPushIntervalMs = 0, maxRecords?: number) {
   return { r, clock }
 }
 
-function watcher(who: typeof a): Watcher & { got: PresenceRecord[] } {
+function watcher(who: typeof a): Watcher & { got: PresenceRecord[]; goneGot: string[] } {
   const got: PresenceRecord[] = []
-  return { peer: who!.peerId.toString(), watching: new Set(), send: (records) => got.push(...records), got }
+  const goneGot: string[] = []
+  return { peer: who!.peerId.toString(), watching: new Set(), send: (records) => got.push(...records), gone: (addresses) => goneGot.push(...addresses), got, goneGot }
 }
 
 const tsOf = (r: PresenceRecord) => readAnnouncement(new TextEncoder().encode(r.announcement))!.ts
@@ -86,6 +87,12 @@ describe('presence records', () => {
     )
     expect(readToRelay(encodePresence({ watch: ['0xABCDEF0000000000000000000000000000000000'] }))).toBeUndefined()
     expect(readToRelay(encodePresence({ watch: Array.from({ length: 513 }, () => a!.address) }))).toBeUndefined()
+    // What a relay says is gone: lowercase addresses only, the rest left out; a relay from before says none.
+    expect(readFromRelay(encodePresence({ records: [], gone: [a!.address, '0xABCDEF0000000000000000000000000000000000', 'x'] }))).toEqual({
+      records: [],
+      gone: [a!.address],
+    })
+    expect(readFromRelay(encodePresence({ records: [] }))).toEqual({ records: [] })
   })
 })
 
@@ -138,6 +145,29 @@ describe("a relay's presence registry", () => {
     clock.now = NOW + maxClockSkewMs + 4
     r.sweep()
     expect(r.stats().records).toBe(0)
+  })
+
+  test('watchers are told when a record goes (its node left, it grew too old, or the registry was full): the node is no longer there', async () => {
+    const { r, clock } = registry(0, 2)
+    const wc = watcher(c)
+    const wa = watcher(a)
+    r.watch(wc, [a!.address, b!.address])
+    r.watch(wa, [a!.address])
+    r.put(a!.peerId, await record(a))
+    r.left(a!.peerId)
+    // Its own watcher is never told of itself, as it is never handed its own record.
+    expect([wc.goneGot, wa.goneGot]).toEqual([[a!.address], []])
+    r.put(a!.peerId, await record(a, { ts: NOW + 1 }))
+    r.put(b!.peerId, await record(b, { ts: NOW + 2 }))
+    r.put(c!.peerId, await record(c, { ts: NOW + 3 }))
+    // Full (2 records): a's, put longest ago, went for c's.
+    expect(wc.goneGot).toEqual([a!.address, a!.address])
+    clock.now = NOW + maxClockSkewMs + 3
+    r.sweep()
+    expect(wc.goneGot).toEqual([a!.address, a!.address, b!.address])
+    // A peer that leaves with no record kept tells nobody anything.
+    r.left(a!.peerId)
+    expect(wc.goneGot).toHaveLength(3)
   })
 
   test('a burst of records from one node reaches its watchers at most once a second: the first at once, then only the newest', async () => {
