@@ -1,16 +1,21 @@
-import type { Message, RequestMonitoring, Signed } from '../protocol/messages/types.ts'
+import type { Message, PFSCapacityUpdate, PFSFeeUpdate, RequestMonitoring, Signed } from '../protocol/messages/types.ts'
 import { requestMonitoringAckId } from '../protocol/monitoringRequest.ts'
+import { pfsUpdateAckId } from '../protocol/pfsUpdateAck.ts'
 
 /**
  * The identifier acknowledgements refer to (docs/protocol.md §3.3, §3.5): every "retrievable" message and Processed
  * carry one. A RequestMonitoring carries none, but a monitoring service acknowledges one with a Delivered whose id
  * is derived from its signed bytes (`requestMonitoringAckId`, docs/decisions/0031): a node queues it signed
- * (docs/decisions/0035), so that id is its own, and it is resent until that Delivered comes. Delivered and the
- * PFS updates have none: nothing acknowledges them, and they are sent once.
+ * (docs/decisions/0035), so that id is its own, and it is resent until that Delivered comes. A signed PFSCapacityUpdate
+ * or PFSFeeUpdate is acknowledged the same way by a pathfinding service (`pfsUpdateAckId`, docs/decisions/0072).
+ * Delivered has none: nothing acknowledges it.
  */
 export function retrievableId(message: Message): bigint | undefined {
   if ('message_identifier' in message) return message.message_identifier
-  if (message.type === 'RequestMonitoring' && 'signature' in message) return requestMonitoringAckId(message as Signed<RequestMonitoring>)
+  if (!('signature' in message)) return undefined
+  if (message.type === 'RequestMonitoring') return requestMonitoringAckId(message as Signed<RequestMonitoring>)
+  if (message.type === 'PFSCapacityUpdate' || message.type === 'PFSFeeUpdate')
+    return pfsUpdateAckId(message as Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>)
   return undefined
 }
 

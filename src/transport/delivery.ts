@@ -212,9 +212,9 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         continue
       }
       counts.received++
-      // A node keeps nobody's monitoring requests (a monitoring service does, with its own intake): none is handed
-      // up, and none acknowledged, which would tell the requester it is guarded when it is not.
-      if (message.type === 'RequestMonitoring') continue
+      // A node keeps nobody's monitoring requests or route announcements (a monitoring or pathfinding service does,
+      // with its own intake): none is handed up, and none acknowledged, which would tell the sender it is held.
+      if (message.type === 'RequestMonitoring' || message.type === 'PFSCapacityUpdate' || message.type === 'PFSFeeUpdate') continue
       if (message.type === 'Delivered') {
         done.push(...queues.delivered(signer, message.delivered_message_identifier))
         continue

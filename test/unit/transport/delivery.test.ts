@@ -8,6 +8,7 @@ import { createBroadcastChannelTransport } from '../../../src/transport/broadcas
 import { createDelivery } from '../../../src/transport/delivery.ts'
 import { lineSigner } from '../../../src/transport/lineSigner.ts'
 import { requestMonitoringAckId } from '../../../src/protocol/monitoringRequest.ts'
+import { pfsUpdateAckId } from '../../../src/protocol/pfsUpdateAck.ts'
 import { monitoringRequest, partnerProof } from '../../support/monitoring.ts'
 import { TOKEN_NETWORK, capacityUpdate, channelKeyOf, processed, record, secretRequest, unlock, withdrawConfirmation, withdrawRequest } from './messages.ts'
 import { eventually, freshChannel, postRaw, sentLines, settle, sleep, testNode, type TestNode, type TestNodeOptions } from './support.ts'
@@ -221,8 +222,9 @@ describe('delivery', () => {
     postRaw(channelName, b.address, sender, [await line(1, { ...secretRequest(2n), amount: 6n })])
     postRaw(channelName, b.address, sender, [await line(1, { ...unlock(1n, 1n), transferred_amount: 99n })])
     await eventually(() => expect(b.delivery.stats().received).toBe(8))
-    expect(receivedTypes(b)).toEqual(['Unlock:1', 'SecretRequest:2', 'PFSCapacityUpdate:', 'Unlock:1'])
-    expect(b.delivery.stats().duplicates).toBe(4)
+    // A node keeps no route announcements (a pathfinding service does): the capacity update is counted, not handed up.
+    expect(receivedTypes(b)).toEqual(['Unlock:1', 'SecretRequest:2', 'Unlock:1'])
+    expect(b.delivery.stats().duplicates).toBe(3)
     await eventually(() => expect(sentLines(b, 'Delivered', sender).map((m) => m.delivered_message_identifier)).toEqual(['2', '2', '2']))
   })
 
@@ -482,7 +484,26 @@ describe('delivery', () => {
     await eventually(() => expect(a.acknowledged).toEqual([update.key]))
     await sleep(50)
     expect(a.sends).toHaveLength(1)
-    expect(b.received).toHaveLength(1)
+    // B, a node, keeps no route announcements (a pathfinding service does): nothing handed up, no Delivered.
+    expect(b.received).toEqual([])
+    expect(sentLines(b, 'Delivered')).toEqual([])
+  })
+
+  test('a signed PFSCapacityUpdate is resent until the Delivered with the id derived from it (decision 0072)', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 10, maxMs: 20 } })
+    const b = await start(2, { channelName })
+    await settle(a, b)
+    const update = await signMessage(anvilKeys[1]!, capacityUpdate(a.address, b.address))
+    const queued = { ...record(b.address, update), key: 'pathfinding|b|7' }
+    a.put([queued])
+    await eventually(() => expect(sentLines(a, 'PFSCapacityUpdate', b.address).length).toBeGreaterThanOrEqual(3))
+    const id = pfsUpdateAckId(update)
+    postRaw(channelName, a.address, b.address, [await line(2, { type: 'Delivered', delivered_message_identifier: id + 1n })])
+    await sleep(50)
+    expect(a.outbox.has(queued.key)).toBe(true)
+    postRaw(channelName, a.address, b.address, [await line(2, { type: 'Delivered', delivered_message_identifier: id })])
+    await eventually(() => expect(a.acknowledged).toEqual([queued.key]))
   })
 
   test('a RequestMonitoring is resent until the Delivered with the id derived from it (decision 0031); a node that receives one neither takes nor acknowledges it', async () => {
