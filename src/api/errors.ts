@@ -77,6 +77,9 @@ export const codesNeverAnswered = [
   // The monitoring service's (src/monitor/): start-up and its own failure, never a request's answer.
   'REGISTRATION_FAILED',
   'MONITOR_FAILED',
+  // The pathfinding service's (src/pathfinding/service/): its API answers its own in raiden-services' form; its failure stops it.
+  'PFS_ANSWER',
+  'PATHFINDING_FAILED',
   // The node's backup (src/node/services/backup/): a copy that cannot be restored stops the start, one too large is reported.
   'BACKUP_PAYLOAD_INVALID',
   'BACKUP_TOO_LARGE',

@@ -18,7 +18,7 @@ export class NodePackageMissingError extends CliError {
 
 export const lightUsage = usageOf(
   ['init'],
-  '\nThe other commands (serve, devnet, relay, chain, deploy, monitor, backup-server) come with the headless node: npm install @sluice/node\n',
+  '\nThe other commands (serve, devnet, relay, chain, deploy, monitor, pathfinding, backup-server) come with the headless node: npm install @sluice/node\n',
 )
 
 /**

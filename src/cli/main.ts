@@ -12,6 +12,7 @@ const commands: Record<CommandName, () => Promise<Command>> = {
   serve: async () => (await import('./serve.ts')).serveCommand,
   devnet: async () => (await import('./devnet.ts')).devnetCommand,
   monitor: async () => (await import('./monitor.ts')).monitorCommand,
+  pathfinding: async () => (await import('./pathfinding.ts')).pathfindingCommand,
   relay: async () => (await import('./relay.ts')).relayCommand,
   'backup-server': async () => (await import('./backupServer.ts')).backupServerCommand,
   init: async () => (await import('./init.ts')).initCommand,

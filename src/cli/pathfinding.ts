@@ -1,0 +1,251 @@
+import { resolve } from 'node:path'
+import { hasCode } from '../errors.ts'
+import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import type { Command } from './command.ts'
+import { logFlags, loggerFromFlags } from './logFlags.ts'
+import { nextSignal } from './processSignals.ts'
+import {
+  checkRelays,
+  libp2pLog,
+  loadPrivateKey,
+  MissingFlagError,
+  parseHostPort,
+  parseUrl,
+  raidenNames,
+  serveFlags,
+  StartupError,
+  startupStep,
+} from './serve.ts'
+
+const amount = (raw: string) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) < 2n ** 256n ? BigInt(raw) : undefined)
+const decimalAboveZero = (raw: string) => (/^(\d+)(\.\d+)?$/.test(raw) && /[1-9]/.test(raw) && raw.length <= 40 ? raw : undefined)
+
+export const pathfindingFlags = {
+  rpc: serveFlags.rpc,
+  deployment: serveFlags.deployment,
+  key: serveFlags.key,
+  keystore: serveFlags.keystore,
+  keystorePath: serveFlags.keystorePath,
+  address: serveFlags.address,
+  passwordFile: serveFlags.passwordFile,
+  dataDir: stringFlag({ description: "where the service's LevelDB store lives (created if missing)", valueName: 'DIR', aliases: raidenNames.dataDir }),
+  relay: {
+    ...serveFlags.relay,
+    description:
+      'a libp2p relay (`sluice relay` prints its multiaddrs) where nodes send the service their capacity and fee updates, and where it sees who is online; repeat or separate with commas. At least one',
+  } as FlagSpec<string[], false>,
+  api: {
+    ...serveFlags.api,
+    description: 'where the REST API listens: a public API (any address, any web page may call it)',
+    default: '127.0.0.1:6000',
+  } as FlagSpec<string, true>,
+  url: {
+    description: 'the URL published in the ServiceRegistry, where nodes find the API (default: the REST API URL)',
+    valueName: 'URL',
+    expected: 'an http(s) URL',
+    parse: (raw: string) => parseUrl(raw, ['http:', 'https:']),
+    default: undefined,
+  } as FlagSpec<string, false>,
+  serviceFee: {
+    description: 'what a routes request costs, in service tokens (smallest unit), paid by IOU from the sender\'s UserDeposit; 0: free, no IOU asked',
+    valueName: 'AMOUNT',
+    expected: 'a decimal integer',
+    parse: amount,
+    default: 0n,
+  } as FlagSpec<bigint, true>,
+  serviceTokenPrice: {
+    description: "the service token's price in ETH per whole token, to weigh a claim's gas against what it pays (Raiden's default)",
+    valueName: 'ETH',
+    expected: 'a decimal above 0, such as 0.0025',
+    parse: decimalAboveZero,
+    default: '0.0025',
+  } as FlagSpec<string, true>,
+  operator: stringFlag({ description: 'who runs the service, for GET /api/v1/info', valueName: 'NAME' }),
+  infoMessage: stringFlag({ description: 'a message to the service\'s users, for GET /api/v1/info', valueName: 'TEXT' }),
+  confirmations: serveFlags.confirmations,
+  maxFeePerGas: serveFlags.maxFeePerGas,
+  pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
+  ...logFlags,
+}
+
+const usage = `Usage: sluice pathfinding --rpc URL --deployment FILE (--key HEX | (--keystore FILE | --keystore-path DIR [--address ADDRESS]) [--password-file FILE]) --data-dir DIR --relay MULTIADDR [--relay MULTIADDR ...] [--api HOST:PORT] [--service-fee AMOUNT] [flags]
+
+Runs a pathfinding service (docs/decisions/0072): it answers Raiden's PFS API, so that Sluice nodes, Raiden nodes and
+light clients ask it for routes:
+
+  POST /api/v1/<token network>/paths       from, to, value, max_paths, iou, diversity_penalty, fee_penalty:
+                                           up to max_paths routes with their estimated fee and address_metadata,
+                                           and a feedback_token
+  GET  /api/v1/info                        its price, chain, contracts, address
+  GET  /api/v1/<token network>/payment/iou the sender's last IOU (sender, receiver, timestamp, signature)
+  POST /api/v1/<token network>/feedback    whether a route it gave worked (token, success, path)
+  GET  /api/v1/address/<address>/metadata  how to reach a node that is online
+  GET  /api/v1/status                      what it holds, refused and claimed (ours)
+
+Errors answer with raiden-services' error codes ({"errors", "error_code", "error_details"}).
+
+It keeps each token network's channels from the chain's events (--confirmations deep), and what each node announces
+of its channels, signed (PFSCapacityUpdate, PFSFeeUpdate), sent to the service's address over libp2p through the
+--relay (its Ethereum key is its libp2p identity); it acknowledges each update it holds. A node is online while a relay
+keeps its presence record. With --service-fee, each request carries an IOU from the sender's UserDeposit, and the
+service claims the IOUs through OneToN near their end (or at once when the sender plans to withdraw) when the claim
+is worth its gas at --service-token-price. It registers itself in the ServiceRegistry at start with --url (its
+account needs ETH and the registry's price in service tokens).
+
+Everything it holds is in --data-dir (LevelDB): a restart, after kill -9 too, keeps the updates and the IOUs.
+Ctrl-C or SIGTERM stop it (exit 0); a failed store stops it with exit code 1.
+
+Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, and --keystore-path with --address, --log-json,
+and --log-config's root level.
+
+Flags:
+${formatFlags(pathfindingFlags)}`
+
+async function run(argv: readonly string[]): Promise<number> {
+  const parsed = parseFlags(argv, pathfindingFlags)
+  if (parsed.asked) return answerAsked(parsed.asked, usage)
+  const flags = parsed.values
+  const log = loggerFromFlags(flags)
+  if (!flags.rpc) throw new MissingFlagError('--rpc')
+  if (!flags.deployment) throw new MissingFlagError('--deployment')
+  if (!flags.dataDir) throw new MissingFlagError('--data-dir')
+  if (!flags.relay || flags.relay.length === 0) throw new MissingFlagError('--relay')
+  const rpc = flags.rpc
+  const dataDir = resolve(flags.dataDir)
+  const relays = flags.relay
+  await checkRelays(relays)
+  const api = parseHostPort(flags.api)!
+  const privateKey = await loadPrivateKey(flags)
+
+  await import('../transport/libp2p/nodePolyfills.ts')
+  const [
+    { readDeployment },
+    { createPathfindingService },
+    { servePathfindingApi },
+    { AddressInUseError },
+    { useNativeSecp256k1 },
+    { describeError },
+    { followSync },
+    { createLibp2pTransport },
+    { parseDecimal },
+    { serviceMediationFee },
+  ] = await Promise.all([
+    import('../devnet/deploymentFile.ts'),
+    import('../pathfinding/service/service.ts'),
+    import('./servedPathfinding.ts'),
+    import('./httpServer.ts'),
+    import('./nativeSecp256k1.ts'),
+    import('./servedNode.ts'),
+    import('../log/syncProgress.ts'),
+    import('../transport/libp2p/libp2pTransport.ts'),
+    import('../pathfinding/claims.ts'),
+    import('../pathfinding/mediationFee.ts'),
+  ])
+  const deployment = await startupStep(
+    () => readDeployment(resolve(flags.deployment!)),
+    (e) => (hasCode(e, 'DEPLOYMENT_NOT_FOUND', 'DEPLOYMENT_SYNTAX', 'INVALID_DEPLOYMENT') ? e.message : undefined),
+  )
+
+  const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  try {
+    await useNativeSecp256k1()
+    const libp2p = createLibp2pTransport({ privateKey, relays, log: libp2pLog(log) })
+    const service = await startupStep(
+      () =>
+        createPathfindingService({
+          rpc,
+          deployment: { ...deployment, rpcUrl: rpc[0]! },
+          key: privateKey,
+          dataDir,
+          transport: () => libp2p,
+          mediationFee: serviceMediationFee,
+          serviceFee: flags.serviceFee,
+          tokenPrice: parseDecimal(flags.serviceTokenPrice)!,
+          confirmations: flags.confirmations,
+          ...(flags.maxFeePerGas !== undefined ? { maxFeePerGas: flags.maxFeePerGas } : {}),
+          pollingInterval: flags.pollingInterval,
+          ...(flags.operator !== undefined ? { operator: flags.operator } : {}),
+          ...(flags.infoMessage !== undefined ? { message: flags.infoMessage } : {}),
+          log: (line, level) => log[level](line),
+        }),
+      (e) => {
+        if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc.join(',')}: ${describeError(e)}`
+        if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another pathfinding service running on --data-dir ${flags.dataDir}?`
+        if (hasCode(e, 'STORAGE', 'STORAGE_VERSION')) return `cannot open the store in ${flags.dataDir}: ${e.message}`
+        return undefined
+      },
+    )
+    let served: Awaited<ReturnType<typeof servePathfindingApi>>
+    try {
+      served = await servePathfindingApi({ service, host: api.host, port: api.port, transportInfo: { peerId: libp2p.peerId, relays } })
+    } catch (e) {
+      await service.stop()
+      if (e instanceof AddressInUseError)
+        throw new StartupError(`--api ${flags.api}: ${api.host}:${api.port} is already in use (choose another address or port)`)
+      throw e
+    }
+    const server = served.server
+    log.info('Sluice pathfinding service {address} on chain {chainId}, data in {dataDir}', { address: service.address, chainId: deployment.chainId, dataDir })
+    log.info('REST API: {url}', { url: served.apiUrl })
+    const starting = startupStep(
+      // Published in the ServiceRegistry: where the service's API is, unless --url says otherwise.
+      () => service.start({ url: flags.url ?? server.url }),
+      (e) => {
+        if (hasCode(e, 'REGISTRATION_FAILED')) return `cannot register in the ServiceRegistry: ${e.message}`
+        if (hasCode(e, 'CHAIN_RPC', 'INSUFFICIENT_FUNDS_FOR_GAS')) return `${describeError(e)}`
+        return undefined
+      },
+    )
+    starting.catch(() => {})
+    const confirmations = BigInt(flags.confirmations)
+    const stopProgress = followSync(
+      () => {
+        const { syncedBlock, latestBlock } = service.status()
+        const blocksToSync = latestBlock - confirmations - syncedBlock
+        return { syncedBlock, blocksToSync: blocksToSync > 0n ? blocksToSync : 0n }
+      },
+      { logger: log },
+    )
+    let first: string | undefined
+    try {
+      first = await Promise.race([starting.then(() => undefined), signal.received])
+    } catch (e) {
+      await service.stop()
+      await server.close(1_000)
+      throw e
+    } finally {
+      stopProgress()
+    }
+    if (first !== undefined) {
+      log.info('{signal}: stopping', { signal: first })
+      await server.close(1_000)
+      await service.stop()
+      log.info('stopped')
+      return 0
+    }
+    const registration = service.status().registration!
+    log.info('Registered in the ServiceRegistry until {validTill}, URL {url}', {
+      validTill: new Date(Number(registration.validTill) * 1000).toISOString(),
+      url: registration.url,
+    })
+    log.info('Transport: libp2p, peer id {peerId}, relay {relays}', { peerId: libp2p.peerId, relays })
+    log.info('Service fee {fee}', { fee: flags.serviceFee })
+    log.info('Ready: synced to block {syncedBlock}', { syncedBlock: service.status().syncedBlock })
+
+    const end = await Promise.race([
+      signal.received.then((s) => ({ reason: 'signal' as const, signal: s })),
+      service.failed.then((error) => ({ reason: 'failed' as const, error })),
+      served.internalError.then((error) => ({ reason: 'internal error' as const, error })),
+    ])
+    if (end.reason === 'signal') log.info('{signal}: stopping', { signal: end.signal })
+    else log.error(`${end.reason === 'failed' ? 'the service failed' : 'internal error in the API'}; stopping`, { error: end.error })
+    await server.close(1_000)
+    await service.stop()
+    log.info('stopped')
+    return end.reason === 'signal' ? 0 : 1
+  } finally {
+    signal.dispose()
+  }
+}
+
+export const pathfindingCommand: Command = { name: 'pathfinding', usage, run }

@@ -1,0 +1,37 @@
+import type { Address } from 'viem'
+import type { BlockRef } from '../../chain/blockWatcher.ts'
+
+/**
+ * What the pathfinding service keeps besides the channels (src/pathfinding/channel.ts) and the IOUs (iou.ts): how far
+ * it followed the chain, and the routes it answered with, for their feedback (docs/decisions/0072).
+ */
+
+/** How far the service has followed the chain. */
+export type SyncRecord = {
+  syncedBlock: bigint
+  /** The last synced blocks' hashes (the block watcher's reorg check across restarts). */
+  recentBlocks: BlockRef[]
+  /** Every token network known so far, in creation order. */
+  tokenNetworks: Address[]
+}
+
+/** One route of an answer, and what its sender said of it. */
+export type FeedbackRoute = {
+  path: Address[]
+  estimatedFee: bigint
+  /** Told by the sender (POST /feedback), once. */
+  success?: boolean
+  /** Unix milliseconds the feedback came. */
+  feedbackAt?: number
+}
+
+/** The routes of one answer under its feedback token, as raiden-services records them (database.py `prepare_feedback`). */
+export type FeedbackRecord = {
+  token: string
+  tokenNetwork: Address
+  /** Unix milliseconds. */
+  createdAt: number
+  source: Address
+  target: Address
+  routes: FeedbackRoute[]
+}

@@ -1,0 +1,312 @@
+import { ClassicLevel } from 'classic-level'
+import { join } from 'node:path'
+import { deserialize, serialize } from 'node:v8'
+import type { Address } from 'viem'
+import type { JournalEntry } from '../../chain/transactionJournal.ts'
+import { asStorageError } from '../../storage/asStorageError.ts'
+import { byNonce, checkJournalEntry, checkJournalNonce } from '../../storage/journalRecords.ts'
+import { StorageClosedError, StorageError, StorageLockedError, StorageVersionError } from '../../storage/storage.ts'
+import type { PfsChannel } from '../channel.ts'
+import { sessionKey, type StoredIou } from '../iou.ts'
+import type { FeedbackRecord, SyncRecord } from './records.ts'
+
+// Node only (LevelDB): the pathfinding service runs headless.
+
+/** Whose store it is: a store of another chain, registry or key is refused. */
+export type PfsStoreIdentity = { chainId: number; registry: Address; address: Address }
+
+const SCHEMA = 1
+const META = 'meta'
+const SYNC = 'sync'
+/** Loaded at open and kept in memory: channels, IOU sessions, the transaction journal. */
+const CHANNEL = 'c!'
+const IOU = 'i!'
+const JOURNAL = 'j!'
+/** Read from disk when asked: one record per routes answer, the oldest pruned (its key starts with its time). */
+const FEEDBACK = 'f!'
+const LOADED = [CHANNEL, IOU, JOURNAL] as const
+type Meta = { schema: number; chainId: number; registry: string; address: string }
+
+export const channelStoreKey = (tokenNetwork: Address, channelId: bigint) => `${CHANNEL}${tokenNetwork.toLowerCase()}!${channelId.toString(16).padStart(64, '0')}`
+const iouKey = (stored: StoredIou) => `${IOU}${sessionKey(stored.iou.sender, stored.iou.expirationBlock)}`
+// A nonce as 16 digits (a safe integer's most): key order is nonce order.
+const journalKey = (nonce: number) => `${JOURNAL}${nonce.toString().padStart(16, '0')}`
+const feedbackKey = (token: string) => `${FEEDBACK}${token}`
+const encode = (value: unknown): Uint8Array => serialize(value)
+const decode = <T>(bytes: Uint8Array): T => deserialize(bytes) as T
+
+/** One step's view: the records with the writes of the steps before it in the batch, and its own. */
+export type PfsTx = {
+  /** A copy of the channel's record. */
+  channel(tokenNetwork: Address, channelId: bigint): PfsChannel | undefined
+  putChannel(channel: PfsChannel): void
+  deleteChannel(tokenNetwork: Address, channelId: bigint): void
+  /** A copy of the session's record. */
+  iou(sender: Address, expirationBlock: bigint): StoredIou | undefined
+  /** The sender's session not claimed yet (at most one), a copy. */
+  activeIou(sender: Address): StoredIou | undefined
+  putIou(stored: StoredIou): void
+  putFeedback(record: FeedbackRecord): void
+  sync(): SyncRecord | undefined
+  putSync(sync: SyncRecord): void
+  /** Puts (or replaces) the transaction journal's entry of its nonce (src/chain/transactionJournal.ts); checked and copied now. */
+  putJournalEntry(entry: JournalEntry): void
+  deleteJournalEntry(nonce: number): void
+}
+
+/** What a batch changed once it is durable: each key and its new value (null: deleted). */
+export type Committed = ReadonlyMap<string, unknown>
+
+type Pending = { step: (tx: PfsTx) => unknown; resolve(value: unknown): void; reject(error: unknown): void }
+
+/**
+ * The pathfinding service's LevelDB store (docs/decisions/0072), as the monitoring service's (src/monitor/store.ts):
+ * channels, IOU sessions, the sync mark and the account's transaction journal loaded at open and kept in memory; the
+ * routes answered (for their feedback) on disk only. Every change goes through `transact`, whose steps are batched
+ * (group commit) and written with `sync: true`; only once a batch is durable are its steps answered and the memory,
+ * and what `onCommitted` is told, updated: nothing is acknowledged or answered before it survives kill -9.
+ */
+export class PfsStore {
+  private queue: Pending[] = []
+  private writing = false
+  private failure: Error | undefined
+  private closed = false
+  private readonly listeners: ((committed: Committed) => void)[] = []
+  /** By sender (lower case): the key of its session not claimed yet. */
+  private readonly activeIous = new Map<string, string>()
+
+  /** The loaded records, one map per prefix, by key. */
+  private readonly maps: Record<(typeof LOADED)[number], Map<string, unknown>> = { [CHANNEL]: new Map(), [IOU]: new Map(), [JOURNAL]: new Map() }
+
+  private constructor(
+    private readonly db: ClassicLevel<string, Uint8Array>,
+    records: Map<string, unknown>,
+    private syncRecord: SyncRecord | undefined,
+    readonly location: string,
+  ) {
+    for (const [key, value] of records) {
+      this.mapOf(key)!.set(key, value)
+      if (key.startsWith(IOU)) this.indexIou(key, value as StoredIou)
+    }
+  }
+
+  private mapOf(key: string): Map<string, unknown> | undefined {
+    return this.maps[key.slice(0, 2) as (typeof LOADED)[number]]
+  }
+
+  private get(key: string): unknown {
+    return this.mapOf(key)?.get(key)
+  }
+
+  /** Opens (or creates) the store of `identity` in `<dataDir>/pathfinding-<chainId>-<registry>-<address>`. StorageLockedError when another process has it. */
+  static async open(dataDir: string, identity: PfsStoreIdentity): Promise<PfsStore> {
+    const location = join(dataDir, `pathfinding-${identity.chainId}-${identity.registry.toLowerCase()}-${identity.address.toLowerCase()}`)
+    const db = new ClassicLevel<string, Uint8Array>(location, { keyEncoding: 'utf8', valueEncoding: 'view' })
+    try {
+      await db.open()
+    } catch (e) {
+      if (causedBy(e, 'LEVEL_LOCKED')) throw new StorageLockedError(`the store ${location} is open in another process`, { cause: e })
+      throw asStorageError(e, `opening ${location}`)
+    }
+    try {
+      const expected: Meta = { schema: SCHEMA, chainId: identity.chainId, registry: identity.registry.toLowerCase(), address: identity.address.toLowerCase() }
+      const metaBytes = await db.get(META)
+      if (metaBytes === undefined) await db.put(META, encode(expected), { sync: true })
+      else {
+        const meta = decode<Meta>(metaBytes)
+        if (meta.schema > SCHEMA) throw new StorageVersionError(`the store ${location} has schema ${meta.schema}, newer than this code's ${SCHEMA}`)
+        if (meta.chainId !== expected.chainId || meta.registry !== expected.registry || meta.address !== expected.address)
+          throw new StorageError(`the store ${location} belongs to chain ${meta.chainId}, registry ${meta.registry}, service ${meta.address}`)
+      }
+      const records = new Map<string, unknown>()
+      for (const prefix of LOADED) for await (const [key, value] of db.iterator({ gte: prefix, lt: `${prefix}\xff` })) records.set(key, decode(value))
+      const syncBytes = await db.get(SYNC)
+      return new PfsStore(db, records, syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes), location)
+    } catch (e) {
+      await db.close().catch(() => {})
+      throw asStorageError(e, `opening ${location}`)
+    }
+  }
+
+  /** Every channel record, as last made durable. */
+  channels(): PfsChannel[] {
+    return this.loaded<PfsChannel>(CHANNEL)
+  }
+
+  /** Every IOU session, as last made durable. Never change what it holds: `transact` is the way to change it. */
+  ious(): StoredIou[] {
+    return this.loaded<StoredIou>(IOU)
+  }
+
+  iou(sender: Address, expirationBlock: bigint): StoredIou | undefined {
+    return this.get(`${IOU}${sessionKey(sender, expirationBlock)}`) as StoredIou | undefined
+  }
+
+  /** The sender's session not claimed yet, if any. */
+  activeIou(sender: Address): StoredIou | undefined {
+    const key = this.activeIous.get(sender.toLowerCase())
+    return key === undefined ? undefined : (this.get(key) as StoredIou)
+  }
+
+  /** The routes answered under `token`, read from disk. */
+  async feedback(token: string): Promise<FeedbackRecord | undefined> {
+    if (this.closed) throw new StorageClosedError('the pathfinding service store is closed')
+    const bytes = await this.db.get(feedbackKey(token))
+    return bytes === undefined ? undefined : decode<FeedbackRecord>(bytes)
+  }
+
+  /** Forgets the routes answered before `before` (a token's first 12 hex digits are its time, so keys sort by it). */
+  async pruneFeedback(before: number): Promise<void> {
+    if (this.closed || this.failure) return
+    await this.db.clear({ gte: FEEDBACK, lt: `${FEEDBACK}${before.toString(16).padStart(12, '0')}` })
+  }
+
+  get sync(): SyncRecord | undefined {
+    return this.syncRecord
+  }
+
+  /** The transaction journal as last made durable, in nonce order (copies). */
+  journal(): JournalEntry[] {
+    return this.loaded<JournalEntry>(JOURNAL).sort(byNonce).map((entry) => structuredClone(entry))
+  }
+
+  /** Set once a write failed: the store refuses everything after it (the service stops). */
+  get failed(): Error | undefined {
+    return this.failure
+  }
+
+  /** Told of every batch once it is durable, with what it changed. */
+  onCommitted(listener: (committed: Committed) => void): void {
+    this.listeners.push(listener)
+  }
+
+  /**
+   * Runs `step` in the next batch and resolves with what it returned once the batch is durable. A step that throws
+   * rejects alone, its writes dropped; a failed write rejects the whole batch and every later step.
+   */
+  transact<T>(step: (tx: PfsTx) => T): Promise<T> {
+    if (this.closed) return Promise.reject(new StorageClosedError('the pathfinding service store is closed'))
+    if (this.failure) return Promise.reject(this.failure)
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ step, resolve: resolve as (value: unknown) => void, reject })
+      if (!this.writing) void this.drain()
+    })
+  }
+
+  /** Waits for the writes under way, then closes the database. */
+  async close(): Promise<void> {
+    this.closed = true
+    while (this.writing) await new Promise((r) => setTimeout(r, 5))
+    await this.db.close()
+  }
+
+  private loaded<T>(prefix: (typeof LOADED)[number]): T[] {
+    return [...this.maps[prefix].values()] as T[]
+  }
+
+  private async drain(): Promise<void> {
+    this.writing = true
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue
+        this.queue = []
+        await this.commit(batch)
+      }
+    } finally {
+      this.writing = false
+    }
+  }
+
+  private async commit(batch: Pending[]): Promise<void> {
+    /** The batch's writes so far: a value, or null for a deletion. */
+    const written = new Map<string, unknown>()
+    let sync: SyncRecord | undefined
+    const done: { pending: Pending; value: unknown }[] = []
+    for (const pending of batch) {
+      const own = new Map<string, unknown>()
+      let ownSync: SyncRecord | undefined
+      const current = (key: string) => (own.has(key) ? own.get(key) : written.has(key) ? written.get(key) : this.get(key))
+      const copy = <T>(key: string) => {
+        const value = current(key)
+        return value === null || value === undefined ? undefined : (structuredClone(value) as T)
+      }
+      const activeKey = (sender: Address) => {
+        const prefix = `${IOU}${sender.toLowerCase()}!`
+        // This batch's writes first (a session claimed or opened in it), then what is durable.
+        for (const map of [own, written])
+          for (const [key, value] of map) if (key.startsWith(prefix) && value && (value as StoredIou).status === 'held') return key
+        const durable = this.activeIous.get(sender.toLowerCase())
+        if (durable === undefined) return undefined
+        const now = current(durable) as StoredIou | null | undefined
+        return now?.status === 'held' ? durable : undefined
+      }
+      const tx: PfsTx = {
+        channel: (tokenNetwork, channelId) => copy<PfsChannel>(channelStoreKey(tokenNetwork, channelId)),
+        putChannel: (channel) => void own.set(channelStoreKey(channel.tokenNetwork, channel.channelId), structuredClone(channel)),
+        deleteChannel: (tokenNetwork, channelId) => void own.set(channelStoreKey(tokenNetwork, channelId), null),
+        iou: (sender, expirationBlock) => copy<StoredIou>(`${IOU}${sessionKey(sender, expirationBlock)}`),
+        activeIou: (sender) => {
+          const key = activeKey(sender)
+          return key === undefined ? undefined : copy<StoredIou>(key)
+        },
+        putIou: (stored) => void own.set(iouKey(stored), structuredClone(stored)),
+        putFeedback: (record) => void own.set(feedbackKey(record.token), structuredClone(record)),
+        sync: () => ownSync ?? sync ?? this.syncRecord,
+        putSync: (next) => {
+          ownSync = structuredClone(next)
+        },
+        putJournalEntry: (entry) => {
+          const entryCopy = structuredClone(entry)
+          checkJournalEntry(entryCopy)
+          own.set(journalKey(entryCopy.nonce), entryCopy)
+        },
+        deleteJournalEntry: (nonce) => void own.set(journalKey(checkJournalNonce(nonce)), null),
+      }
+      try {
+        const value = pending.step(tx)
+        for (const [key, record] of own) written.set(key, record)
+        if (ownSync) sync = ownSync
+        done.push({ pending, value })
+      } catch (error) {
+        pending.reject(error)
+      }
+    }
+    if (written.size === 0 && sync === undefined) {
+      for (const { pending, value } of done) pending.resolve(value)
+      return
+    }
+    const ops: ({ type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string })[] = []
+    for (const [key, record] of written) ops.push(record === null ? { type: 'del', key } : { type: 'put', key, value: encode(record) })
+    if (sync) ops.push({ type: 'put', key: SYNC, value: encode(sync) })
+    try {
+      await this.db.batch(ops, { sync: true })
+    } catch (e) {
+      this.failure = asStorageError(e, 'writing the pathfinding service store')
+      for (const { pending } of done) pending.reject(this.failure)
+      for (const pending of this.queue.splice(0)) pending.reject(this.failure)
+      return
+    }
+    for (const [key, record] of written) {
+      const map = this.mapOf(key)
+      if (!map) continue
+      if (record === null) map.delete(key)
+      else map.set(key, record)
+      if (key.startsWith(IOU) && record !== null) this.indexIou(key, record as StoredIou)
+    }
+    if (sync) this.syncRecord = sync
+    for (const listener of this.listeners) listener(written)
+    for (const { pending, value } of done) pending.resolve(value)
+  }
+
+  private indexIou(key: string, stored: StoredIou): void {
+    const sender = stored.iou.sender.toLowerCase()
+    if (stored.status === 'held') this.activeIous.set(sender, key)
+    else if (this.activeIous.get(sender) === key) this.activeIous.delete(sender)
+  }
+}
+
+/** Whether `code` is the code of `error` or of one of its causes (classic-level wraps LEVEL_LOCKED). */
+function causedBy(error: unknown, code: string): boolean {
+  for (let e = error; e instanceof Error; e = e.cause) if ((e as { code?: unknown }).code === code) return true
+  return false
+}
