@@ -17,7 +17,10 @@ export function iouSessionId({ sender, receiver, expirationBlock }: Pick<IouClai
 }
 
 /** Whether OneToN has paid this session already (by anyone's claim): its expiration block is recorded then, else 0. */
-export async function readSessionSettled(chain: ChainReader, { oneToN, ...session }: { oneToN: Address } & Pick<IouClaim, 'sender' | 'receiver' | 'expirationBlock'>) {
+export async function readSessionSettled(
+  chain: ChainReader,
+  { oneToN, ...session }: { oneToN: Address } & Pick<IouClaim, 'sender' | 'receiver' | 'expirationBlock'>,
+) {
   return (await read(chain, oneToN, OneToN.abi, 'settled_sessions', [iouSessionId(session)])) !== 0n
 }
 

@@ -8,7 +8,7 @@ export const commandSummaries = {
   serve: 'run one node and serve its REST API over HTTP',
   devnet: 'anvil, contracts, tokens and N funded nodes with their REST APIs, in one process',
   monitor: "run a monitoring service that guards nodes' channels while they are offline",
-  pathfinding: 'run a pathfinding service that answers routes (Raiden\'s PFS API) from what nodes announce',
+  pathfinding: "run a pathfinding service that answers routes (Raiden's PFS API) from what nodes announce",
   relay: 'run a libp2p relay (circuit relay and presence hub) for nodes to meet',
   'backup-server': "keep nodes' sealed backup copies off the browser (newest per address)",
   init: "copy the service worker and the node's worker into the folder a dApp serves",

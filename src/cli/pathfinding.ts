@@ -47,7 +47,7 @@ export const pathfindingFlags = {
     default: undefined,
   } as FlagSpec<string, false>,
   serviceFee: {
-    description: 'what a routes request costs, in service tokens (smallest unit), paid by IOU from the sender\'s UserDeposit; 0: free, no IOU asked',
+    description: "what a routes request costs, in service tokens (smallest unit), paid by IOU from the sender's UserDeposit; 0: free, no IOU asked",
     valueName: 'AMOUNT',
     expected: 'a decimal integer',
     parse: amount,
@@ -61,7 +61,7 @@ export const pathfindingFlags = {
     default: '0.0025',
   } as FlagSpec<string, true>,
   operator: stringFlag({ description: 'who runs the service, for GET /api/v1/info', valueName: 'NAME' }),
-  infoMessage: stringFlag({ description: 'a message to the service\'s users, for GET /api/v1/info', valueName: 'TEXT' }),
+  infoMessage: stringFlag({ description: "a message to the service's users, for GET /api/v1/info", valueName: 'TEXT' }),
   confirmations: serveFlags.confirmations,
   maxFeePerGas: serveFlags.maxFeePerGas,
   pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),

@@ -66,6 +66,19 @@ const refuse = (name: PfsErrorName, message: string, details?: Record<string, un
   error: { name, message, ...(details ? { details } : {}) },
 })
 
+/** An IOU as raiden-services writes it in its answers (its IOU schema, without `claimed`) and Raiden's clients send it. */
+export function iouJson(iou: SignedIou) {
+  return {
+    sender: iou.sender,
+    receiver: iou.receiver,
+    one_to_n_address: iou.oneToNAddress,
+    amount: iou.amount,
+    expiration_block: iou.expirationBlock,
+    chain_id: iou.chainId,
+    signature: iou.signature,
+  }
+}
+
 /** Whether `iou`'s signature is its sender's over the 188 bytes OneToN checks. */
 export function iouSignedBySender(iou: SignedIou): boolean {
   try {
@@ -95,14 +108,12 @@ export function checkIou(iou: SignedIou | undefined, context: IouContext, held: 
   const active = held.active
   if (active) {
     if (active.iou.expirationBlock !== iou.expirationBlock)
-      return refuse('UseThisIOU', 'Please increase the amount of the existing IOU instead of creating a new one.', { iou: active.iou })
+      return refuse('UseThisIOU', 'Please increase the amount of the existing IOU instead of creating a new one.', { iou: iouJson(active.iou) })
     expected = active.iou.amount + context.serviceFee
   } else {
-    if (held.sessionClaimed)
-      return refuse('IOUAlreadyClaimed', 'The IOU is already claimed. Please start new session with different `expiration_block`.')
+    if (held.sessionClaimed) return refuse('IOUAlreadyClaimed', 'The IOU is already claimed. Please start new session with different `expiration_block`.')
     const minExpiry = context.latestBlock + (context.minExpiryBlocks ?? MIN_IOU_EXPIRY_BLOCKS)
-    if (iou.expirationBlock < minExpiry)
-      return refuse('IOUExpiredTooEarly', 'Please use a higher `expiration_block`.', { min_expiry: minExpiry })
+    if (iou.expirationBlock < minExpiry) return refuse('IOUExpiredTooEarly', 'Please use a higher `expiration_block`.', { min_expiry: minExpiry })
     expected = context.serviceFee
   }
   if (iou.amount < expected)

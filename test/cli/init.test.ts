@@ -139,7 +139,7 @@ describe('the sluice package alone, as a dApp installs it', () => {
     expect(help.stdout).toContain('npm install @sluice/node')
     const version = await sluice(stage.sluice, ['--version'], tmpdir())
     expect(version).toEqual({ code: 0, stdout: `${JSON.parse(readFileSync(join(stage.sluice, 'package.json'), 'utf8')).version}\n`, stderr: '' })
-    for (const command of ['serve', 'devnet', 'relay', 'chain', 'deploy', 'monitor', 'backup-server']) {
+    for (const command of ['serve', 'devnet', 'relay', 'chain', 'deploy', 'monitor', 'pathfinding', 'backup-server']) {
       const ran = await sluice(stage.sluice, [command, '--help'], tmpdir())
       expect(ran, command).toEqual({
         code: 2,

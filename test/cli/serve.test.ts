@@ -11,6 +11,7 @@ import { encryptKeystore } from '../../src/chain/keystore.ts'
 import { parseFlags, type FlagSpecs } from '../../src/cli/args.ts'
 import { serveBackups } from '../../src/cli/backupServer.ts'
 import { monitorFlags } from '../../src/cli/monitor.ts'
+import { pathfindingFlags } from '../../src/cli/pathfinding.ts'
 import { serveFlags } from '../../src/cli/serve.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
@@ -668,6 +669,7 @@ describe('--rpc', () => {
   test.each([
     ['serve', serveFlags],
     ['monitor', monitorFlags],
+    ['pathfinding', pathfindingFlags],
   ] as const)("%s: one, repeated, comma-separated, under Raiden's name too: the endpoints in the order given", (_, flags) => {
     expect(rpcOf(flags, '--rpc', 'http://a:8545')).toEqual(['http://a:8545'])
     expect(rpcOf(flags, '--rpc', 'http://a:8545', '--rpc', 'wss://b.example/v3/key')).toEqual(['http://a:8545', 'wss://b.example/v3/key'])

@@ -3,7 +3,7 @@ import { bodyLimit } from 'hono/body-limit'
 import { cors } from 'hono/cors'
 import { getAddress, type Address } from 'viem'
 import { pfsErrors } from '../errorCodes.ts'
-import type { StoredIou } from '../iou.ts'
+import { iouJson } from '../iou.ts'
 import { PfsAnswerError } from './errors.ts'
 import { readFeedbackRequest, readIouRequest, readJsonObject, readRoutesRequest } from './requests.ts'
 import type { PathfindingService } from './service.ts'
@@ -30,20 +30,6 @@ const answer = (body: unknown, status = 200) => new Response(pfsJson(body), { st
 function errorAnswer(error: PfsAnswerError): Response {
   const { code, status } = pfsErrors[error.pfsName]
   return answer({ errors: error.shortMessage, error_code: code, error_details: error.errorDetails }, status)
-}
-
-/** An IOU as raiden-services answers it (its IOU schema, without `claimed`). */
-export function iouJson(stored: StoredIou) {
-  const { iou } = stored
-  return {
-    sender: iou.sender,
-    receiver: iou.receiver,
-    one_to_n_address: iou.oneToNAddress,
-    amount: iou.amount,
-    expiration_block: iou.expirationBlock,
-    chain_id: iou.chainId,
-    signature: iou.signature,
-  }
 }
 
 /** A token network in the path: EIP-55 (raiden-services' InvalidTokenNetwork otherwise) and followed (UnsupportedTokenNetwork). */
@@ -77,7 +63,10 @@ export function createPfsApi({ service, transportInfo, onInternalError }: PfsApi
   app.use(bodyLimit({ maxSize: 64 * 1024, onError: () => answer({ errors: 'the body is larger than 64 KiB' }, 413) }))
 
   app.get('/info', () =>
-    answer({ ...service.info(), ...(transportInfo ? { peer_id: transportInfo.peerId, relays: transportInfo.relays, matrix_server: transportInfo.relays[0] ?? '' } : {}) }),
+    answer({
+      ...service.info(),
+      ...(transportInfo ? { peer_id: transportInfo.peerId, relays: transportInfo.relays, matrix_server: transportInfo.relays[0] ?? '' } : {}),
+    }),
   )
 
   app.get('/status', () => {
@@ -120,7 +109,7 @@ export function createPfsApi({ service, transportInfo, onInternalError }: PfsApi
   app.get('/:tokenNetwork/payment/iou', (c) => {
     tokenNetworkOf(c, service)
     const held = service.lastIou(readIouRequest(c.req.url))
-    return held ? answer({ last_iou: iouJson(held) }) : answer({ last_iou: null }, 404)
+    return held ? answer({ last_iou: iouJson(held.iou) }) : answer({ last_iou: null }, 404)
   })
 
   app.post('/:tokenNetwork/feedback', async (c) => {

@@ -35,7 +35,13 @@ export class Payments {
   constructor(private readonly p: PaymentsParameters) {}
 
   private context(): IouContext {
-    return { service: this.p.chain.address, chainId: BigInt(this.p.chain.chainId), oneToN: this.p.oneToN, serviceFee: this.p.serviceFee, latestBlock: this.p.confirmedBlock() }
+    return {
+      service: this.p.chain.address,
+      chainId: BigInt(this.p.chain.chainId),
+      oneToN: this.p.oneToN,
+      serviceFee: this.p.serviceFee,
+      latestBlock: this.p.confirmedBlock(),
+    }
   }
 
   /** Checks a request's IOU; PfsAnswerError with raiden-services' name when refused, undefined when requests are free. */
@@ -45,7 +51,15 @@ export class Payments {
     const checked = checkIou(iou, this.context(), held)
     if (!checked.ok) throw answer(checked.error)
     if (checked.free) return undefined
-    if (!held.active && (await readSessionSettled(chain, { oneToN: this.p.oneToN, sender: checked.iou.sender, receiver: checked.iou.receiver, expirationBlock: checked.iou.expirationBlock })))
+    if (
+      !held.active &&
+      (await readSessionSettled(chain, {
+        oneToN: this.p.oneToN,
+        sender: checked.iou.sender,
+        receiver: checked.iou.receiver,
+        expirationBlock: checked.iou.expirationBlock,
+      }))
+    )
       throw new PfsAnswerError('IOUAlreadyClaimed', 'The IOU is already claimed. Please start new session with different `expiration_block`.')
     const balance = await this.pessimisticBalance(checked.iou.sender)
     const low = depositCovers(balance, checked.expected)
@@ -70,7 +84,13 @@ export class Payments {
     const { publicClient } = this.p.chain
     const readAt = (blockNumber?: bigint) =>
       publicClient
-        .readContract({ address: this.p.userDeposit, abi: UserDeposit.abi, functionName: 'effectiveBalance', args: [sender], ...(blockNumber === undefined ? {} : { blockNumber }) })
+        .readContract({
+          address: this.p.userDeposit,
+          abi: UserDeposit.abi,
+          functionName: 'effectiveBalance',
+          args: [sender],
+          ...(blockNumber === undefined ? {} : { blockNumber }),
+        })
         .catch((e: unknown) => {
           throw new ChainRpcError(`effectiveBalance of ${this.p.userDeposit}`, e)
         })

@@ -13,6 +13,12 @@ import type { RoutesRequest } from './service.ts'
 
 type Issues = Record<string, string[]>
 
+function addIssue(issues: Issues, key: string, message: string): void {
+  const list = issues[key] ?? []
+  list.push(message)
+  issues[key] = list
+}
+
 const invalid = (issues: Issues) => new PfsAnswerError('InvalidRequest', 'Request parameter failed validation. See `error_details`.', issues)
 
 class Reader {
@@ -23,7 +29,7 @@ class Reader {
   ) {}
 
   private issue(key: string, message: string): undefined {
-    ;(this.issues[this.prefix + key] ??= []).push(message)
+    addIssue(this.issues, this.prefix + key, message)
     return undefined
   }
 
@@ -38,7 +44,8 @@ class Reader {
   address(key: string, required = true): Address | undefined {
     const value = this.object[key]
     if (value === undefined || value === null) return required ? this.issue(key, 'Missing data for required field.') : undefined
-    if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(value) || getAddress(value) !== value) return this.issue(key, 'Not a valid checksummed address.')
+    if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(value) || getAddress(value) !== value)
+      return this.issue(key, 'Not a valid checksummed address.')
     return value as Address
   }
 
@@ -94,7 +101,8 @@ export function readJsonObject(text: string): Record<string, JsonValue> {
     if (error instanceof JsonSyntaxError) throw new PfsAnswerError('InvalidRequest', `malformed JSON: ${error.message}`)
     throw error
   }
-  if (json === null || typeof json !== 'object' || Array.isArray(json) || json instanceof JsonNumber) throw new PfsAnswerError('InvalidRequest', 'JSON payload expected')
+  if (json === null || typeof json !== 'object' || Array.isArray(json) || json instanceof JsonNumber)
+    throw new PfsAnswerError('InvalidRequest', 'JSON payload expected')
   return json
 }
 
@@ -115,7 +123,7 @@ export function readRoutesRequest(body: Record<string, JsonValue>): RoutesReques
   let iou: SignedIou | undefined
   const rawIou = r.raw('iou')
   if (rawIou !== undefined && rawIou !== null) {
-    if (typeof rawIou !== 'object' || Array.isArray(rawIou) || rawIou instanceof JsonNumber) (r.issues.iou ??= []).push('Invalid input type.')
+    if (typeof rawIou !== 'object' || Array.isArray(rawIou) || rawIou instanceof JsonNumber) addIssue(r.issues, 'iou', 'Invalid input type.')
     else {
       const i = new Reader(rawIou, 'iou.')
       i.only(IOU_FIELDS)
@@ -151,7 +159,7 @@ export function readIouRequest(url: string): { sender: Address; receiver: Addres
   const object: Record<string, string> = {}
   const r = new Reader(object)
   for (const [key, value] of params) {
-    if (Object.hasOwn(object, key)) (r.issues[key] ??= []).push('Given more than once.')
+    if (Object.hasOwn(object, key)) addIssue(r.issues, key, 'Given more than once.')
     object[key] = value
   }
   r.only(['sender', 'receiver', 'timestamp', 'signature'])
@@ -159,7 +167,7 @@ export function readIouRequest(url: string): { sender: Address; receiver: Addres
   const receiver = r.address('receiver')
   const signature = r.signature('signature')
   const timestamp = object.timestamp
-  if (timestamp === undefined) (r.issues.timestamp ??= []).push('Missing data for required field.')
+  if (timestamp === undefined) addIssue(r.issues, 'timestamp', 'Missing data for required field.')
   r.done()
   return { sender: sender!, receiver: receiver!, timestamp: timestamp!, signature: signature! }
 }
@@ -170,16 +178,16 @@ export function readFeedbackRequest(body: Record<string, JsonValue>): { token: s
   r.only(['token', 'success', 'path'])
   const rawToken = r.raw('token')
   const token = typeof rawToken === 'string' ? rawToken.replaceAll('-', '').toLowerCase() : undefined
-  if (token === undefined || !/^[0-9a-f]{32}$/.test(token)) (r.issues.token ??= []).push('Not a valid UUID.')
+  if (token === undefined || !/^[0-9a-f]{32}$/.test(token)) addIssue(r.issues, 'token', 'Not a valid UUID.')
   const success = r.boolean('success')
   const rawPath = r.raw('path')
   const path: Address[] = []
-  if (!Array.isArray(rawPath)) (r.issues.path ??= []).push(rawPath === undefined ? 'Missing data for required field.' : 'Not a valid list.')
+  if (!Array.isArray(rawPath)) addIssue(r.issues, 'path', rawPath === undefined ? 'Missing data for required field.' : 'Not a valid list.')
   else
     for (const [index, hop] of rawPath.entries()) {
       const a = new Reader({ [index]: hop }, 'path.').address(String(index))
       if (a) path.push(a)
-      else (r.issues.path ??= []).push(`${index}: Not a valid checksummed address.`)
+      else addIssue(r.issues, 'path', `${index}: Not a valid checksummed address.`)
     }
   r.done()
   return { token: token!, success: success!, path }

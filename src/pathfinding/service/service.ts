@@ -361,7 +361,8 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
         reason: found.error.reason,
       })
     }
-    if (result.length === 0) throw new PfsAnswerError('NoRouteFound', 'No route between nodes found.', { from: request.from, to: request.to, value: request.value })
+    if (result.length === 0)
+      throw new PfsAnswerError('NoRouteFound', 'No route between nodes found.', { from: request.from, to: request.to, value: request.value })
     return { result, feedback_token: token }
   }
 
@@ -482,8 +483,10 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
       }
       if (!signer || !sameAddress(signer, sender)) throw new PfsAnswerError('InvalidSignature', 'The signature did not match the signed content.')
       const at = timestampMicros(timestamp)
-      if (at === undefined) throw new PfsAnswerError('InvalidRequest', 'Request parameter failed validation. See `error_details`.', { timestamp: ['Not a valid datetime.'] })
-      if (Math.abs(at / 1000 - Date.now()) > IOU_REQUEST_MAX_AGE_MS) throw new PfsAnswerError('RequestOutdated', 'The request contains too old timestamps or nonces.')
+      if (at === undefined)
+        throw new PfsAnswerError('InvalidRequest', 'Request parameter failed validation. See `error_details`.', { timestamp: ['Not a valid datetime.'] })
+      if (Math.abs(at / 1000 - Date.now()) > IOU_REQUEST_MAX_AGE_MS)
+        throw new PfsAnswerError('RequestOutdated', 'The request contains too old timestamps or nonces.')
       if (!sameAddress(receiver, address)) throw new PfsAnswerError('WrongIOURecipient', 'IOU not addressed to the correct receiver.', { expected: address })
       return store.activeIou(sender)
     },

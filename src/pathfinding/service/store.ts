@@ -27,7 +27,8 @@ const FEEDBACK = 'f!'
 const LOADED = [CHANNEL, IOU, JOURNAL] as const
 type Meta = { schema: number; chainId: number; registry: string; address: string }
 
-export const channelStoreKey = (tokenNetwork: Address, channelId: bigint) => `${CHANNEL}${tokenNetwork.toLowerCase()}!${channelId.toString(16).padStart(64, '0')}`
+export const channelStoreKey = (tokenNetwork: Address, channelId: bigint) =>
+  `${CHANNEL}${tokenNetwork.toLowerCase()}!${channelId.toString(16).padStart(64, '0')}`
 const iouKey = (stored: StoredIou) => `${IOU}${sessionKey(stored.iou.sender, stored.iou.expirationBlock)}`
 // A nonce as 16 digits (a safe integer's most): key order is nonce order.
 const journalKey = (nonce: number) => `${JOURNAL}${nonce.toString().padStart(16, '0')}`
@@ -167,7 +168,9 @@ export class PfsStore {
 
   /** The transaction journal as last made durable, in nonce order (copies). */
   journal(): JournalEntry[] {
-    return this.loaded<JournalEntry>(JOURNAL).sort(byNonce).map((entry) => structuredClone(entry))
+    return this.loaded<JournalEntry>(JOURNAL)
+      .sort(byNonce)
+      .map((entry) => structuredClone(entry))
   }
 
   /** Set once a write failed: the store refuses everything after it (the service stops). */

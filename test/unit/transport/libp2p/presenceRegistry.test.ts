@@ -48,7 +48,14 @@ function registry(minPushIntervalMs = 0, maxRecords?: number) {
 function watcher(who: typeof a): Watcher & { got: PresenceRecord[]; goneGot: string[] } {
   const got: PresenceRecord[] = []
   const goneGot: string[] = []
-  return { peer: who!.peerId.toString(), watching: new Set(), send: (records) => got.push(...records), gone: (addresses) => goneGot.push(...addresses), got, goneGot }
+  return {
+    peer: who!.peerId.toString(),
+    watching: new Set(),
+    send: (records) => got.push(...records),
+    gone: (addresses) => goneGot.push(...addresses),
+    got,
+    goneGot,
+  }
 }
 
 const tsOf = (r: PresenceRecord) => readAnnouncement(new TextEncoder().encode(r.announcement))!.ts

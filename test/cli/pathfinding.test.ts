@@ -1,0 +1,473 @@
+import '../../src/transport/libp2p/nodePolyfills.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { concatBytes, hexToBytes, stringToBytes, type Address, type Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { createChainClient, type ChainClient } from '../../src/chain/chainClient.ts'
+import { mintTokens } from '../../src/chain/erc20.ts'
+import { openChannel, setTotalDeposit } from '../../src/chain/tokenNetworkActions.ts'
+import { createTransactionQueue, type TransactionQueue } from '../../src/chain/transactionQueue.ts'
+import { depositToUserDeposit } from '../../src/chain/userDepositActions.ts'
+import { ServiceRegistry, UserDeposit } from '../../src/contracts/index.ts'
+import { anvilKeys } from '../../src/devnet/anvil.ts'
+import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
+import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
+import { MIN_IOU_EXPIRY_BLOCKS, type SignedIou } from '../../src/pathfinding/iou.ts'
+import { pfsJson } from '../../src/pathfinding/service/api.ts'
+import { decodeMessage } from '../../src/protocol/messages/sign.ts'
+import type { PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../../src/protocol/messages/types.ts'
+import { encodeMessage } from '../../src/protocol/messages/wire.ts'
+import { pfsUpdateAckId } from '../../src/protocol/pfsUpdateAck.ts'
+import { signPackedSync } from '../../src/protocol/signature.ts'
+import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
+import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
+import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
+import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import { eventually } from '../integration/support/eventually.ts'
+import { iouJson, signIou } from '../support/ious.ts'
+import { pythonTimestamp, signCapacityUpdate, signFeeUpdate } from '../support/pathfinding.ts'
+import { logMessages, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+
+/*
+ * `sluice pathfinding` as a process (docs/decisions/0072), against a real anvil, a real relay and real HTTP: four nodes
+ * A, B, C, D (each a libp2p transport in this process, online on the relay) with channels A-B, B-C, C-D on chain; they
+ * send the service their capacity and fee updates; A pays for its routes with IOUs from its UserDeposit.
+ */
+
+const [aKey, bKey, cKey, dKey, serviceKey] = [anvilKeys[1], anvilKeys[2], anvilKeys[3], anvilKeys[4], anvilKeys[5]] as Hex[] as [Hex, Hex, Hex, Hex, Hex]
+const [A, B, C, D, SERVICE] = [aKey, bKey, cKey, dKey, serviceKey].map((k) => privateKeyToAddress(k)) as [Address, Address, Address, Address, Address]
+const FEE = 10n
+const DEPOSIT = 1_000n
+const SETTLE_TIMEOUT = 100n
+const REVEAL_TIMEOUT = 10n
+const UDC_DEPOSIT = 10n ** 18n
+const dirs: string[] = []
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-pathfinding-'))
+  dirs.push(dir)
+  return dir
+}
+
+let net: Devnet
+let relay: Relay
+let deploymentFile: string
+let dataDir: string
+let devnet: ReturnType<typeof createDevnetClient>
+let chainOf: (key: Hex) => Promise<{ chain: ChainClient; queue: TransactionQueue }>
+const channels: Record<'ab' | 'bc' | 'cd', bigint> = { ab: 0n, bc: 0n, cd: 0n }
+const transports = new Map<Address, Libp2pTransport>()
+/** Ids of the Delivered the service sent each node. */
+const acknowledged = new Set<bigint>()
+const started: SluiceProcess[] = []
+
+async function nodeTransport(key: Hex): Promise<Libp2pTransport> {
+  const transport = createLibp2pTransport({ privateKey: key, relays: relay.multiaddrs, announceIntervalMs: 1_000 })
+  await transport.start(async (lines) => {
+    for (const text of lines) {
+      const decoded = await decodeMessage(text).catch(() => undefined)
+      if (decoded?.message.type === 'Delivered' && decoded.signer === SERVICE) acknowledged.add(decoded.message.delivered_message_identifier)
+    }
+  })
+  transports.set(privateKeyToAddress(key), transport)
+  return transport
+}
+
+beforeAll(async () => {
+  ;[net, relay] = await Promise.all([startDevnet([aKey, bKey, cKey, dKey]), startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })])
+  deploymentFile = join(tempDir(), 'deployment.json')
+  await writeDeployment(deploymentFile, net.deployment)
+  dataDir = tempDir()
+  devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] as Hex })
+  const accounts = new Map<Hex, { chain: ChainClient; queue: TransactionQueue }>()
+  chainOf = async (key) => {
+    let account = accounts.get(key)
+    if (!account) {
+      const chain = await createChainClient({ rpcUrl: net.anvil.rpcUrl, privateKey: key, pollingInterval: 20 })
+      account = { chain, queue: createTransactionQueue(chain) }
+      accounts.set(key, account)
+    }
+    return account
+  }
+  const [deployer, a] = await Promise.all([chainOf(anvilKeys[0] as Hex), chainOf(aKey)])
+  // The service pays the registry in service tokens; A's UserDeposit pays the service.
+  await mintTokens(deployer.chain, deployer.queue, { token: net.deployment.serviceToken, amount: 10n ** 22n, to: SERVICE })
+  await mintTokens(a.chain, a.queue, { token: net.deployment.serviceToken, amount: UDC_DEPOSIT })
+  await depositToUserDeposit(a.chain, a.queue, { userDeposit: net.deployment.contracts.UserDeposit.address, totalDeposit: UDC_DEPOSIT })
+  for (const [name, k1, k2] of [
+    ['ab', aKey, bKey],
+    ['bc', bKey, cKey],
+    ['cd', cKey, dKey],
+  ] as const) {
+    const [one, two] = await Promise.all([chainOf(k1), chainOf(k2)])
+    const { channelId } = await openChannel(one.chain, one.queue, {
+      tokenNetwork: net.tokenNetwork,
+      partner: two.chain.address,
+      settleTimeout: SETTLE_TIMEOUT,
+      totalDeposit: DEPOSIT,
+    })
+    await setTotalDeposit(two.chain, two.queue, { tokenNetwork: net.tokenNetwork, channelId, partner: one.chain.address, totalDeposit: DEPOSIT })
+    channels[name] = channelId
+  }
+  await Promise.all([aKey, bKey, cKey, dKey].map(nodeTransport))
+}, 180_000)
+
+afterAll(async () => {
+  for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL')
+  await Promise.all([...transports.values()].map((t) => t.stop()))
+  await relay?.stop()
+  await net?.stop()
+  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+})
+
+const serviceArgs = () => [
+  'pathfinding',
+  '--rpc',
+  net.anvil.rpcUrl,
+  '--deployment',
+  deploymentFile,
+  '--key',
+  serviceKey,
+  '--data-dir',
+  dataDir,
+  '--relay',
+  relay.multiaddrs[0]!,
+  '--api',
+  '127.0.0.1:0',
+  '--service-fee',
+  String(FEE),
+  // One service token is worth one ETH here: a claim of a tenth of a token is worth its gas, one of a few units is not.
+  '--service-token-price',
+  '1',
+  '--confirmations',
+  '1',
+  '--polling-interval',
+  '50',
+]
+
+async function startService(): Promise<{ sluice: SluiceProcess; api: string }> {
+  const sluice = startSluice(serviceArgs(), tempDir())
+  started.push(sluice)
+  const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, 60_000)
+  await sluice.waitForOutput(/Ready: synced to block \d+\n/, 60_000)
+  return { sluice, api: api! }
+}
+
+/** An answer with its numbers read losslessly (amounts beyond 2^53 as bigints). */
+async function request(method: string, url: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }> {
+  const r = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : pfsJson(body) }),
+  })
+  const text = await r.text()
+  const parsed = text
+    ? JSON.parse(text, (_key, value, context?: { source?: string }) =>
+        typeof value === 'number' && !Number.isSafeInteger(value) && context?.source && /^\d+$/.test(context.source) ? BigInt(context.source) : value,
+      )
+    : undefined
+  return { status: r.status, body: parsed, headers: r.headers }
+}
+
+const errorOf = (code: number) => ({ error_code: code, errors: expect.any(String) })
+
+/** Sends `update` to the service from `key`'s node, again and again (as a node's delivery resends), until it is acknowledged. */
+async function sendUntilAcknowledged(key: Hex, update: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>): Promise<void> {
+  const transport = transports.get(privateKeyToAddress(key))!
+  const id = pfsUpdateAckId(update)
+  const deadline = Date.now() + 20_000
+  while (!acknowledged.has(id)) {
+    if (Date.now() > deadline) throw new Error('the service did not acknowledge the update within 20 s')
+    await transport.send(SERVICE, [encodeMessage(update)]).catch(() => {})
+    for (let i = 0; i < 10 && !acknowledged.has(id); i++) await new Promise((r) => setTimeout(r, 30))
+  }
+}
+
+const canonical = (channelId: bigint) => ({
+  chain_identifier: BigInt(net.deployment.chainId),
+  token_network_address: net.tokenNetwork,
+  channel_identifier: channelId,
+})
+const capacity = (key: Hex, partner: Address, channelId: bigint, change: Partial<PFSCapacityUpdate> = {}) =>
+  signCapacityUpdate(key, {
+    canonical_identifier: canonical(channelId),
+    updating_participant: privateKeyToAddress(key),
+    other_participant: partner,
+    updating_nonce: 1n,
+    other_nonce: 1n,
+    updating_capacity: DEPOSIT,
+    other_capacity: DEPOSIT,
+    reveal_timeout: REVEAL_TIMEOUT,
+    ...change,
+  })
+const noFees = (key: Hex, channelId: bigint, timestamp: number) =>
+  signFeeUpdate(key, {
+    canonical_identifier: canonical(channelId),
+    updating_participant: privateKeyToAddress(key),
+    fee_schedule: { cap_fees: true, flat: 0n, proportional: 0n, imbalance_penalty: null },
+    timestamp: pythonTimestamp(timestamp),
+  })
+
+const iouOf = (key: Hex, amount: bigint, expirationBlock: bigint, change: Partial<SignedIou> = {}) =>
+  signIou(key, {
+    oneToNAddress: net.deployment.contracts.OneToN.address,
+    chainId: BigInt(net.deployment.chainId),
+    receiver: SERVICE,
+    amount,
+    expirationBlock,
+    ...change,
+  })
+
+/** GET /payment/iou as Raiden signs it: sender || receiver || the timestamp's text, EIP-191. */
+function lastIouQuery(key: Hex, timestamp = new Date().toISOString().slice(0, 19)) {
+  const sender = privateKeyToAddress(key)
+  const signature = signPackedSync(key, concatBytes([hexToBytes(sender), hexToBytes(SERVICE), stringToBytes(timestamp)]))
+  return new URLSearchParams({ sender, receiver: SERVICE, timestamp, signature }).toString()
+}
+
+const udcBalance = (who: Address) =>
+  devnet.readContract({ address: net.deployment.contracts.UserDeposit.address, abi: UserDeposit.abi, functionName: 'balances', args: [who] })
+
+describe('sluice pathfinding', () => {
+  test('a bad flag or a missing one: one line, exit code 2', async () => {
+    const base = ['pathfinding', '--rpc', 'http://127.0.0.1:1', '--deployment', 'd', '--key', serviceKey, '--data-dir', 'x']
+    const cases: [string[], RegExp][] = [
+      [['pathfinding', '--rpc', 'http://127.0.0.1:1'], /^sluice pathfinding: --deployment is required \(see sluice pathfinding --help\)\n$/],
+      [base, /^sluice pathfinding: --relay is required/],
+      [[...base, '--relay', '/ip4/127.0.0.1/tcp/1'], /^sluice pathfinding: --relay must be /],
+      [[...base, '--relay', relay.multiaddrs[0]!, '--service-fee', '-1'], /^sluice pathfinding: --service-fee must be a decimal integer, got "-1"/],
+      [[...base, '--relay', relay.multiaddrs[0]!, '--service-token-price', '0'], /^sluice pathfinding: --service-token-price must be a decimal above 0/],
+      [[...base, '--relay', relay.multiaddrs[0]!, '--api', 'nowhere'], /^sluice pathfinding: --api must be HOST:PORT/],
+      [[...base, '--relay', relay.multiaddrs[0]!, '--url', 'ftp://x'], /^sluice pathfinding: --url must be an http\(s\) URL/],
+      [[...base, '--relay', relay.multiaddrs[0]!, '--confirmations', 'many'], /^sluice pathfinding: --confirmations must be /],
+      [[...base, '--relay', relay.multiaddrs[0]!, '--polling-interval', '1'], /^sluice pathfinding: --polling-interval must be /],
+      [[...base, '--relay', relay.multiaddrs[0]!, '--nope'], /^sluice pathfinding: unknown flag --nope/],
+    ]
+    for (const [args, stderr] of cases) {
+      const ran = await runSluice(args, tempDir())
+      expect(ran.code, args.join(' ')).toBe(2)
+      expect(ran.stdout).toBe('')
+      expect(ran.stderr).toMatch(stderr)
+      expect(ran.stderr.split('\n')).toHaveLength(2)
+    }
+    const help = await runSluice(['pathfinding', '--help'], tempDir())
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/POST \/api\/v1\/<token network>\/paths/)
+    expect(help.stdout).toMatch(/--service-fee <AMOUNT>/)
+  }, 120_000)
+
+  test("Raiden's PFS API against the process: routes from the updates nodes sent, paid by IOU, with raiden-services' error codes; kept across kill -9; the IOUs claimed through OneToN when worth it", async () => {
+    let service = await startService()
+    const api = service.api
+    const tn = net.tokenNetwork
+
+    // Registered in the ServiceRegistry, its URL readable on chain.
+    const onChainUrl = await devnet.readContract({
+      address: net.deployment.contracts.ServiceRegistry.address,
+      abi: ServiceRegistry.abi,
+      functionName: 'urls',
+      args: [SERVICE],
+    })
+    expect(onChainUrl).toBe(api.replace(/\/api\/v1$/, ''))
+    expect(
+      await devnet.readContract({
+        address: net.deployment.contracts.ServiceRegistry.address,
+        abi: ServiceRegistry.abi,
+        functionName: 'hasValidRegistration',
+        args: [SERVICE],
+      }),
+    ).toBe(true)
+
+    // GET /info: what Raiden's clients read of a service.
+    const info = await request('GET', `${api}/info`)
+    expect(info.status).toBe(200)
+    expect(info.body).toMatchObject({
+      price_info: Number(FEE),
+      network_info: {
+        chain_id: net.deployment.chainId,
+        token_network_registry_address: net.deployment.contracts.TokenNetworkRegistry.address,
+        user_deposit_address: net.deployment.contracts.UserDeposit.address,
+        service_token_address: net.deployment.serviceToken,
+        confirmed_block: { number: expect.any(Number) },
+      },
+      contracts_version: net.deployment.contracts_version,
+      payment_address: SERVICE,
+      peer_id: peerIdOfKey(serviceKey).toString(),
+      relays: relay.multiaddrs.slice(0, 1),
+    })
+    expect(info.headers.get('access-control-allow-origin')).toBe('*')
+
+    // Every node announces its channels: capacities (nonces 1) and no fees. Each update held is acknowledged.
+    const now = Date.now()
+    const updates = [
+      capacity(aKey, B, channels.ab),
+      capacity(bKey, A, channels.ab),
+      capacity(bKey, C, channels.bc),
+      capacity(cKey, B, channels.bc),
+      capacity(cKey, D, channels.cd),
+      capacity(dKey, C, channels.cd),
+    ]
+    const keyOf = (u: Signed<PFSCapacityUpdate>) => [aKey, bKey, cKey, dKey].find((k) => privateKeyToAddress(k) === u.updating_participant)!
+    for (const u of updates) await sendUntilAcknowledged(keyOf(u), u)
+    await sendUntilAcknowledged(bKey, noFees(bKey, channels.bc, now - 1_000))
+
+    // Forged, stale, or sent by another node than the one it speaks for: refused and counted, never acknowledged.
+    const forged = { ...capacity(aKey, B, channels.ab, { updating_nonce: 2n }), signature: capacity(cKey, B, channels.ab).signature }
+    const stale = capacity(aKey, B, channels.ab, { updating_nonce: 0n, other_nonce: 0n })
+    const staleFees = noFees(bKey, channels.bc, now - 60_000)
+    const sentByOther = capacity(aKey, B, channels.ab, { updating_nonce: 3n })
+    await transports.get(A)!.send(SERVICE, [encodeMessage(forged), encodeMessage(stale)])
+    await transports.get(B)!.send(SERVICE, [encodeMessage(staleFees)])
+    await transports.get(C)!.send(SERVICE, [encodeMessage(sentByOther)])
+    await eventually(async () => {
+      const { updates } = (await request('GET', `${api}/status`)).body
+      expect(updates).toMatchObject({ accepted: 7, refused: { bad_signature: 1, stale: 2, not_updater: 1 }, refused_total: 4 })
+    })
+    for (const u of [forged, stale, staleFees, sentByOther]) expect(acknowledged.has(pfsUpdateAckId(u))).toBe(false)
+
+    // An update for a channel whose opening is not confirmed yet is held, and taken (and acknowledged) once it is.
+    const a = await chainOf(aKey)
+    const { channelId: ac } = await openChannel(a.chain, a.queue, { tokenNetwork: tn, partner: C, settleTimeout: SETTLE_TIMEOUT, totalDeposit: DEPOSIT })
+    const early = capacity(aKey, C, ac, { other_capacity: 0n })
+    await transports.get(A)!.send(SERVICE, [encodeMessage(early)])
+    await eventually(async () => expect((await request('GET', `${api}/status`)).body.updates).toMatchObject({ accepted: 7, held_for_unconfirmed_channels: 1 }))
+    expect(acknowledged.has(pfsUpdateAckId(early))).toBe(false)
+    await devnet.mine({ blocks: 1 })
+    await eventually(() => expect(acknowledged.has(pfsUpdateAckId(early))).toBe(true))
+    expect((await request('GET', `${api}/status`)).body.updates).toMatchObject({ accepted: 8, held_for_unconfirmed_channels: 0 })
+
+    // A's routes, paid by IOU: a new session expiring far enough ahead, each IOU the last plus the fee.
+    const confirmed = BigInt((await request('GET', `${api}/info`)).body.network_info.confirmed_block.number)
+    const expiry = confirmed + MIN_IOU_EXPIRY_BLOCKS + 100n
+    const paths = (body: Record<string, unknown>, network: string = tn) => request('POST', `${api}/${network}/paths`, body)
+    const first = await paths({ from: A, to: D, value: 100, max_paths: 3, iou: iouJson(iouOf(aKey, FEE, expiry)) })
+    expect(first.status).toBe(200)
+    expect(first.body.result).toHaveLength(1)
+    const [route] = first.body.result
+    expect(route).toMatchObject({ path: [A, B, C, D], estimated_fee: 0 })
+    // address_metadata: each hop's signed presence record, under Raiden's names (user_id: the peer id it is reached by).
+    expect(Object.keys(route.address_metadata)).toEqual([A, B, C, D])
+    expect(route.address_metadata[D]).toMatchObject({ user_id: peerIdOfKey(dKey).toString(), displayname: expect.stringMatching(/^[0-9a-f]+$/) })
+    expect(JSON.parse(route.address_metadata[D].capabilities)).toMatchObject({
+      v: 1,
+      addrs: [expect.stringContaining(`/p2p-circuit/p2p/${peerIdOfKey(dKey)}`)],
+    })
+    expect(first.body.feedback_token).toMatch(/^[0-9a-f]{32}$/)
+    // Raiden's light client sends amounts as decimal strings: the same.
+    const second = await paths({ from: A, to: C, value: '100', iou: { ...iouJson(iouOf(aKey, 2n * FEE, expiry)), amount: String(2n * FEE) } })
+    expect(second).toMatchObject({ status: 200, body: { result: [{ path: [A, B, C] }] } })
+
+    // Bad requests: 2000, with each field named.
+    expect(await paths({ from: A, to: D, value: 0 })).toMatchObject({ status: 400, body: { ...errorOf(2000), error_details: { value: [expect.any(String)] } } })
+    expect(await paths({ from: A.toLowerCase(), to: D, value: 1, hops: 3 })).toMatchObject({
+      status: 400,
+      body: { error_code: 2000, error_details: { from: [expect.stringMatching(/checksummed/)], hops: ['Unknown field.'] } },
+    })
+    expect(await request('POST', `${api}/${tn}/paths`, '{"from": ')).toMatchObject({ status: 400, body: errorOf(2000) })
+    expect(await paths({ from: A, to: D, value: 1 }, tn.toLowerCase())).toMatchObject({ status: 400, body: errorOf(2003) })
+    expect(await paths({ from: A, to: D, value: 1 }, net.deployment.contracts.OneToN.address)).toMatchObject({ status: 400, body: errorOf(2004) })
+
+    // Bad IOUs: missing, signed by another key, too small, expiring too early, of another session, from a sender
+    // without deposit, to another service.
+    expect(await paths({ from: A, to: D, value: 1 })).toMatchObject({ status: 400, body: errorOf(2101) })
+    expect(await paths({ from: A, to: D, value: 1, iou: iouJson({ ...iouOf(bKey, 3n * FEE, expiry), sender: A }) })).toMatchObject({
+      status: 400,
+      body: errorOf(2001),
+    })
+    expect(await paths({ from: A, to: D, value: 1, iou: iouJson(iouOf(aKey, 3n * FEE - 1n, expiry)) })).toMatchObject({
+      status: 400,
+      body: { ...errorOf(2104), error_details: { expected_amount: 30, actual_amount: 29 } },
+    })
+    expect(await paths({ from: A, to: D, value: 1, iou: iouJson(iouOf(aKey, 3n * FEE, expiry + 1n)) })).toMatchObject({
+      status: 400,
+      body: { ...errorOf(2106), error_details: { iou: { amount: 20, expiration_block: Number(expiry) } } },
+    })
+    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(iouOf(bKey, FEE, confirmed + 10n)) })).toMatchObject({ status: 400, body: errorOf(2103) })
+    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(iouOf(bKey, FEE, expiry)) })).toMatchObject({
+      status: 400,
+      body: { ...errorOf(2107), error_details: { required_deposit: 20, seen_deposit: 0 } },
+    })
+    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(iouOf(bKey, FEE, expiry, { receiver: C })) })).toMatchObject({
+      status: 400,
+      body: errorOf(2102),
+    })
+
+    // No route: more than the channels carry (paid for all the same, as raiden-services charges a request).
+    const tooMuch = await paths({ from: A, to: D, value: 5_000, iou: iouJson(iouOf(aKey, 3n * FEE, expiry)) })
+    expect(tooMuch).toMatchObject({ status: 404, body: errorOf(2201) })
+    expect(tooMuch.body.errors).toMatch(/^Source does not have a channel with sufficient capacity/)
+
+    // A target that is not online: D leaves the relay, which tells the service.
+    await transports.get(D)!.stop()
+    transports.delete(D)
+    await eventually(async () => expect(await request('GET', `${api}/address/${D}/metadata`)).toMatchObject({ status: 404, body: errorOf(2203) }), 15_000)
+    const offline = await paths({ from: A, to: D, value: 1, iou: iouJson(iouOf(aKey, 4n * FEE, expiry)) })
+    expect(offline).toMatchObject({ status: 404, body: { ...errorOf(2201), error_details: { reason: 'target_offline' } } })
+    expect(offline.body.errors).toMatch(/^Target not online/)
+    expect(await request('GET', `${api}/address/${C}/metadata`)).toMatchObject({ status: 200, body: { user_id: peerIdOfKey(cKey).toString() } })
+    expect(await request('GET', `${api}/address/${C.toLowerCase()}/metadata`)).toMatchObject({ status: 400, body: errorOf(2006) })
+
+    // GET /payment/iou: the last IOU, to the sender who signs the query; refused when signed by another or too old.
+    const last = await request('GET', `${api}/${tn}/payment/iou?${lastIouQuery(aKey)}`)
+    expect(last).toMatchObject({
+      status: 200,
+      body: { last_iou: { sender: A, receiver: SERVICE, amount: 40, expiration_block: Number(expiry), chain_id: net.deployment.chainId } },
+    })
+    const forgedQuery = new URLSearchParams(lastIouQuery(bKey))
+    forgedQuery.set('sender', A)
+    expect(await request('GET', `${api}/${tn}/payment/iou?${forgedQuery}`)).toMatchObject({ status: 400, body: errorOf(2001) })
+    expect(await request('GET', `${api}/${tn}/payment/iou?${lastIouQuery(aKey, '2020-01-01T00:00:00')}`)).toMatchObject({ status: 400, body: errorOf(2002) })
+    expect(await request('GET', `${api}/${tn}/payment/iou?${lastIouQuery(cKey)}`)).toMatchObject({ status: 404, body: { last_iou: null } })
+
+    // Feedback on a route answered: taken once; an unknown token or another route is refused.
+    const feedback = (body: unknown) => request('POST', `${api}/${tn}/feedback`, body)
+    expect(await feedback({ token: first.body.feedback_token, success: true, path: [A, B, C, D] })).toMatchObject({ status: 200, body: {} })
+    expect((await feedback({ token: first.body.feedback_token, success: false, path: [A, B, D] })).status).toBe(400)
+    expect((await feedback({ token: 'f'.repeat(32), success: true, path: [A, B, C, D] })).status).toBe(400)
+    expect(await feedback({ token: 'nope', success: true, path: [] })).toMatchObject({ status: 400, body: errorOf(2000) })
+    const beforeKill = (await request('GET', `${api}/status`)).body
+    expect(beforeKill.routes).toMatchObject({ answered: 2, no_route: 2, feedback: { success: 1, failure: 0 } })
+    expect(beforeKill.ious).toMatchObject({ held: 1, claimed: 0 })
+
+    // kill -9, and a restart on the same data: the IOU and the updates are kept (a route without any update sent again).
+    service.sluice.child.kill('SIGKILL')
+    expect(await service.sluice.exited).toEqual({ code: null, signal: 'SIGKILL' })
+    service = await startService()
+    const again = service.api
+    expect(await request('GET', `${again}/${tn}/payment/iou?${lastIouQuery(aKey)}`)).toMatchObject({ status: 200, body: { last_iou: { amount: 40 } } })
+    // Who is online is not kept: the relay says it again once the service watches the nodes of its channels.
+    for (const node of [A, B, C]) await eventually(async () => expect((await request('GET', `${again}/address/${node}/metadata`)).status).toBe(200), 15_000)
+    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1000, iou: iouJson(iouOf(aKey, 5n * FEE, expiry)) })).toMatchObject({
+      status: 200,
+      body: { result: [{ path: [A, B, C] }] },
+    })
+
+    // The claim: once the session is in its last week it is due, but a claim of 50 units is not worth its gas; a raise
+    // to a tenth of a token is, and OneToN pays it into the service's deposit.
+    await devnet.mine({ blocks: 150 })
+    const serviceBefore = await udcBalance(SERVICE)
+    await new Promise((r) => setTimeout(r, 1_500))
+    expect((await request('GET', `${again}/status`)).body.ious).toMatchObject({ held: 1, claiming: 0, claimed: 0 })
+    expect(await udcBalance(SERVICE)).toBe(serviceBefore)
+    const tenth = 10n ** 17n
+    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(iouOf(aKey, tenth, expiry)) })).toMatchObject({ status: 200 })
+    await eventually(
+      async () => expect((await request('GET', `${again}/status`)).body.ious).toMatchObject({ held: 0, claimed: 1, claimed_amount: tenth }),
+      30_000,
+    )
+    expect(await udcBalance(SERVICE)).toBe(serviceBefore + tenth)
+    expect(await udcBalance(A)).toBe(UDC_DEPOSIT - tenth)
+    // The session is closed: another IOU of it is refused, a new session taken.
+    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(iouOf(aKey, tenth + FEE, expiry)) })).toMatchObject({
+      status: 400,
+      body: errorOf(2105),
+    })
+    const fresh = BigInt((await request('GET', `${again}/info`)).body.network_info.confirmed_block.number) + MIN_IOU_EXPIRY_BLOCKS + 1_000n
+    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(iouOf(aKey, FEE, fresh)) })).toMatchObject({ status: 200 })
+
+    service.sluice.child.kill('SIGTERM')
+    expect(await service.sluice.exited).toEqual({ code: 0, signal: null })
+    expect(logMessages(service.sluice.stdout()).slice(-2)).toEqual(['SIGTERM: stopping', 'stopped'])
+  }, 300_000)
+})
