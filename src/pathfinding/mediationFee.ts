@@ -1,16 +1,12 @@
-import type { FeeSchedule } from '../protocol/messages/types.ts'
-import type { MediationChannels, MediationFee } from './routeFees.ts'
+import { amountWithFees } from '../protocol/fees/index.ts'
+import type { MediationFee } from './routeFees.ts'
 
 /**
- * The fee model the service estimates routes with. Raiden's model (src/protocol/fees/, `amountWithFees`) is not on main
- * yet; until it is, the service estimates only mediations that charge nothing: a mediator whose two schedules are all
- * zero takes no fee whatever it forwards (the model's answer for them), and a route through a mediator that charges
- * anything is left out, as any route whose fee cannot be computed. Once the model is there this becomes
- * `(channels, out) => { const x = amountWithFees(out, channels); return x === undefined ? undefined : x - out }`.
+ * The fee model the service estimates routes with: Raiden's (src/protocol/fees/, docs/decisions/0069), the same a
+ * Sluice mediator charges with. A mediator's fee for forwarding `amountOut` is what it must be sent for it, less
+ * `amountOut`; undefined where the model has no answer (too little capacity, a penalty curve that does not reach).
  */
-export const serviceMediationFee: MediationFee = (channels: MediationChannels) =>
-  chargesNothing(channels.payer.schedule) && chargesNothing(channels.payee.schedule) ? 0n : undefined
-
-function chargesNothing(schedule: FeeSchedule): boolean {
-  return schedule.flat === 0n && schedule.proportional === 0n && (schedule.imbalance_penalty === null || schedule.imbalance_penalty.every(([, y]) => y === 0n))
+export const serviceMediationFee: MediationFee = (channels, amountOut) => {
+  const amountIn = amountWithFees(amountOut, channels)
+  return amountIn === undefined ? undefined : amountIn - amountOut
 }

@@ -201,13 +201,16 @@ const capacity = (key: Hex, partner: Address, channelId: bigint, change: Partial
     reveal_timeout: REVEAL_TIMEOUT,
     ...change,
   })
-const noFees = (key: Hex, channelId: bigint, timestamp: number) =>
+/** `key`'s fee schedule on a channel: a flat fee per mediation through it (Raiden's model adds the two channels' flat fees). */
+const fees = (key: Hex, channelId: bigint, timestamp: number, flat = 0n) =>
   signFeeUpdate(key, {
     canonical_identifier: canonical(channelId),
     updating_participant: privateKeyToAddress(key),
-    fee_schedule: { cap_fees: true, flat: 0n, proportional: 0n, imbalance_penalty: null },
+    fee_schedule: { cap_fees: true, flat, proportional: 0n, imbalance_penalty: null },
     timestamp: pythonTimestamp(timestamp),
   })
+/** What B charges to mediate: 3 on the way in and 4 on the way out, 7 a payment. */
+const B_FEE = 7n
 
 const iouOf = (key: Hex, amount: bigint, expirationBlock: bigint, change: Partial<SignedIou> = {}) =>
   signIou(key, {
@@ -298,7 +301,7 @@ describe('sluice pathfinding', () => {
     })
     expect(info.headers.get('access-control-allow-origin')).toBe('*')
 
-    // Every node announces its channels: capacities (nonces 1) and no fees. Each update held is acknowledged.
+    // Every node announces its channels: capacities (nonces 1), and B its fees. Each update held is acknowledged.
     const now = Date.now()
     const updates = [
       capacity(aKey, B, channels.ab),
@@ -310,19 +313,20 @@ describe('sluice pathfinding', () => {
     ]
     const keyOf = (u: Signed<PFSCapacityUpdate>) => [aKey, bKey, cKey, dKey].find((k) => privateKeyToAddress(k) === u.updating_participant)!
     for (const u of updates) await sendUntilAcknowledged(keyOf(u), u)
-    await sendUntilAcknowledged(bKey, noFees(bKey, channels.bc, now - 1_000))
+    await sendUntilAcknowledged(bKey, fees(bKey, channels.ab, now - 1_000, 3n))
+    await sendUntilAcknowledged(bKey, fees(bKey, channels.bc, now - 1_000, 4n))
 
     // Forged, stale, or sent by another node than the one it speaks for: refused and counted, never acknowledged.
     const forged = { ...capacity(aKey, B, channels.ab, { updating_nonce: 2n }), signature: capacity(cKey, B, channels.ab).signature }
     const stale = capacity(aKey, B, channels.ab, { updating_nonce: 0n, other_nonce: 0n })
-    const staleFees = noFees(bKey, channels.bc, now - 60_000)
+    const staleFees = fees(bKey, channels.bc, now - 60_000)
     const sentByOther = capacity(aKey, B, channels.ab, { updating_nonce: 3n })
     await transports.get(A)!.send(SERVICE, [encodeMessage(forged), encodeMessage(stale)])
     await transports.get(B)!.send(SERVICE, [encodeMessage(staleFees)])
     await transports.get(C)!.send(SERVICE, [encodeMessage(sentByOther)])
     await eventually(async () => {
       const { updates } = (await request('GET', `${api}/status`)).body
-      expect(updates).toMatchObject({ accepted: 7, refused: { bad_signature: 1, stale: 2, not_updater: 1 }, refused_total: 4 })
+      expect(updates).toMatchObject({ accepted: 8, refused: { bad_signature: 1, stale: 2, not_updater: 1 }, refused_total: 4 })
     })
     for (const u of [forged, stale, staleFees, sentByOther]) expect(acknowledged.has(pfsUpdateAckId(u))).toBe(false)
 
@@ -331,11 +335,11 @@ describe('sluice pathfinding', () => {
     const { channelId: ac } = await openChannel(a.chain, a.queue, { tokenNetwork: tn, partner: C, settleTimeout: SETTLE_TIMEOUT, totalDeposit: DEPOSIT })
     const early = capacity(aKey, C, ac, { other_capacity: 0n })
     await transports.get(A)!.send(SERVICE, [encodeMessage(early)])
-    await eventually(async () => expect((await request('GET', `${api}/status`)).body.updates).toMatchObject({ accepted: 7, held_for_unconfirmed_channels: 1 }))
+    await eventually(async () => expect((await request('GET', `${api}/status`)).body.updates).toMatchObject({ accepted: 8, held_for_unconfirmed_channels: 1 }))
     expect(acknowledged.has(pfsUpdateAckId(early))).toBe(false)
     await devnet.mine({ blocks: 1 })
     await eventually(() => expect(acknowledged.has(pfsUpdateAckId(early))).toBe(true))
-    expect((await request('GET', `${api}/status`)).body.updates).toMatchObject({ accepted: 8, held_for_unconfirmed_channels: 0 })
+    expect((await request('GET', `${api}/status`)).body.updates).toMatchObject({ accepted: 9, held_for_unconfirmed_channels: 0 })
 
     // A's routes, paid by IOU: a new session expiring far enough ahead, each IOU the last plus the fee.
     const confirmed = BigInt((await request('GET', `${api}/info`)).body.network_info.confirmed_block.number)
@@ -345,7 +349,8 @@ describe('sluice pathfinding', () => {
     expect(first.status).toBe(200)
     expect(first.body.result).toHaveLength(1)
     const [route] = first.body.result
-    expect(route).toMatchObject({ path: [A, B, C, D], estimated_fee: 0 })
+    // The fee B takes, by Raiden's model; C announced none.
+    expect(route).toMatchObject({ path: [A, B, C, D], estimated_fee: Number(B_FEE) })
     // address_metadata: each hop's signed presence record, under Raiden's names (user_id: the peer id it is reached by).
     expect(Object.keys(route.address_metadata)).toEqual([A, B, C, D])
     expect(route.address_metadata[D]).toMatchObject({ user_id: peerIdOfKey(dKey).toString(), displayname: expect.stringMatching(/^[0-9a-f]+$/) })
@@ -356,7 +361,7 @@ describe('sluice pathfinding', () => {
     expect(first.body.feedback_token).toMatch(/^[0-9a-f]{32}$/)
     // Raiden's light client sends amounts as decimal strings: the same.
     const second = await paths({ from: A, to: C, value: '100', iou: { ...iouJson(iouOf(aKey, 2n * FEE, expiry)), amount: String(2n * FEE) } })
-    expect(second).toMatchObject({ status: 200, body: { result: [{ path: [A, B, C] }] } })
+    expect(second).toMatchObject({ status: 200, body: { result: [{ path: [A, B, C], estimated_fee: Number(B_FEE) }] } })
 
     // Bad requests: 2000, with each field named.
     expect(await paths({ from: A, to: D, value: 0 })).toMatchObject({ status: 400, body: { ...errorOf(2000), error_details: { value: [expect.any(String)] } } })
@@ -438,7 +443,9 @@ describe('sluice pathfinding', () => {
     expect(await request('GET', `${again}/${tn}/payment/iou?${lastIouQuery(aKey)}`)).toMatchObject({ status: 200, body: { last_iou: { amount: 40 } } })
     // Who is online is not kept: the relay says it again once the service watches the nodes of its channels.
     for (const node of [A, B, C]) await eventually(async () => expect((await request('GET', `${again}/address/${node}/metadata`)).status).toBe(200), 15_000)
-    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1000, iou: iouJson(iouOf(aKey, 5n * FEE, expiry)) })).toMatchObject({
+    expect(
+      await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1000 - Number(B_FEE), iou: iouJson(iouOf(aKey, 5n * FEE, expiry)) }),
+    ).toMatchObject({
       status: 200,
       body: { result: [{ path: [A, B, C] }] },
     })
