@@ -452,9 +452,14 @@ describe('sluice pathfinding', () => {
 
     // The claim: once the session is in its last week it is due, but a claim of 50 units is not worth its gas; a raise
     // to a tenth of a token is, and OneToN pays it into the service's deposit.
-    await devnet.mine({ blocks: 150 })
     const serviceBefore = await udcBalance(SERVICE)
-    await new Promise((r) => setTimeout(r, 1_500))
+    await devnet.mine({ blocks: 150 })
+    const [, pays, costs] = await service.sluice.waitForOutput(
+      /not claimed now: not worth its gas yet: it pays (\d+), its gas costs (\d+) in service tokens\n/,
+      20_000,
+    )
+    expect(BigInt(pays!)).toBe(5n * FEE)
+    expect(BigInt(costs!)).toBeGreaterThan(5n * FEE)
     expect((await request('GET', `${again}/status`)).body.ious).toMatchObject({ held: 1, claiming: 0, claimed: 0 })
     expect(await udcBalance(SERVICE)).toBe(serviceBefore)
     const tenth = 10n ** 17n

@@ -28,6 +28,8 @@ export type ClaimRunnerParameters = {
   onError(where: string, error: unknown): void
   onSent?(description: string, hash: Hex): void
   onClaimed?(stored: StoredIou): void
+  /** Told why a session is left unclaimed for now, when the reason changes (not worth its gas yet, refused by the chain). */
+  onLeft?(stored: StoredIou, note: string): void
 }
 
 const describe = (error: unknown) => (error instanceof SluiceError ? error.shortMessage : error instanceof Error ? error.message.split('\n')[0] : String(error))
@@ -98,7 +100,9 @@ export class ClaimRunner {
   /** Leaves the session held (a claim not sent, or not through) with why, and looks at it again later. */
   private async note(stored: StoredIou, note: string): Promise<void> {
     this.later(stored)
-    if (stored.note !== note || stored.status !== 'held') await this.write(stored, { status: 'held', note })
+    if (stored.note === note && stored.status === 'held') return
+    await this.write(stored, { status: 'held', note })
+    if (stored.note !== note) this.p.onLeft?.(stored, note)
   }
 
   private async look(stored: StoredIou, timing: 'due' | 'expired'): Promise<void> {

@@ -283,6 +283,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
     onError: (where, error) => log(`${where}: ${describe(error)}`, 'warn'),
     onSent: (description, hash) => log(`sent ${description}: ${hash}`, 'info'),
     onClaimed: (stored) => log(`claimed ${stored.claim?.transferred ?? 0n} from ${stored.iou.sender} (IOU session ${stored.iou.expirationBlock})`, 'info'),
+    onLeft: (stored, note) => log(`IOU session of ${stored.iou.sender} (expiration ${stored.iou.expirationBlock}) not claimed now: ${note}`, 'info'),
   })
   const watch: ChainWatch = new ChainWatch({
     chain,
