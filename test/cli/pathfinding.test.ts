@@ -397,6 +397,12 @@ describe('sluice pathfinding', () => {
       status: 400,
       body: errorOf(2102),
     })
+    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(iouOf(bKey, FEE, expiry, { chainId: 1n })) })).toMatchObject({
+      status: 400,
+      body: errorOf(2005),
+    })
+    const otherOneToN = iouOf(bKey, FEE, expiry, { oneToNAddress: net.deployment.contracts.UserDeposit.address })
+    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(otherOneToN) })).toMatchObject({ status: 400, body: errorOf(2108) })
 
     // No route: more than the channels carry (paid for all the same, as raiden-services charges a request).
     const tooMuch = await paths({ from: A, to: D, value: 5_000, iou: iouJson(iouOf(aKey, 3n * FEE, expiry)) })
