@@ -261,8 +261,10 @@ describe('sluice pathfinding', () => {
   }, 120_000)
 
   test("Raiden's PFS API against the process: routes from the updates nodes sent, paid by IOU, with raiden-services' error codes; kept across kill -9; the IOUs claimed through OneToN when worth it", async () => {
+    const t0 = performance.now()
     let service = await startService()
     const api = service.api
+    const tStarted = performance.now()
     const tn = net.tokenNetwork
 
     // Registered in the ServiceRegistry, its URL readable on chain.
@@ -441,11 +443,13 @@ describe('sluice pathfinding', () => {
     expect(beforeKill.routes).toMatchObject({ answered: 2, no_route: 2, feedback: { success: 1, failure: 0 } })
     expect(beforeKill.ious).toMatchObject({ held: 1, claimed: 0 })
 
+    const tAnswered = performance.now()
     // kill -9, and a restart on the same data: the IOU and the updates are kept (a route without any update sent again).
     service.sluice.child.kill('SIGKILL')
     expect(await service.sluice.exited).toEqual({ code: null, signal: 'SIGKILL' })
     service = await startService()
     const again = service.api
+    const tRestarted = performance.now()
     expect(await request('GET', `${again}/${tn}/payment/iou?${lastIouQuery(aKey)}`)).toMatchObject({ status: 200, body: { last_iou: { amount: 40 } } })
     // Who is online is not kept: the relay says it again once the service watches the nodes of its channels.
     for (const node of [A, B, C]) await eventually(async () => expect((await request('GET', `${again}/address/${node}/metadata`)).status).toBe(200), 15_000)
@@ -475,6 +479,7 @@ describe('sluice pathfinding', () => {
       30_000,
     )
     expect(await udcBalance(SERVICE)).toBe(serviceBefore + tenth)
+    const tClaimed = performance.now()
     expect(await udcBalance(A)).toBe(UDC_DEPOSIT - tenth)
     // The session is closed: another IOU of it is refused, a new session taken.
     expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(iouOf(aKey, tenth + FEE, expiry)) })).toMatchObject({
@@ -487,5 +492,8 @@ describe('sluice pathfinding', () => {
     service.sluice.child.kill('SIGTERM')
     expect(await service.sluice.exited).toEqual({ code: 0, signal: null })
     expect(logMessages(service.sluice.stdout()).slice(-2)).toEqual(['SIGTERM: stopping', 'stopped'])
+    console.log(
+      `pathfinding: started and registered ${(tStarted - t0).toFixed(0)} ms, updates and requests ${(tAnswered - tStarted).toFixed(0)} ms, restarted ${(tRestarted - tAnswered).toFixed(0)} ms, claimed ${(tClaimed - tRestarted).toFixed(0)} ms; a claim's gas in service tokens at 1 ETH a token: ${costs}`,
+    )
   }, 300_000)
 })

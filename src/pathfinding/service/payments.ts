@@ -13,9 +13,8 @@ export type PaymentsParameters = {
   userDeposit: Address
   oneToN: Address
   serviceFee: bigint
-  /** The latest confirmed block (the chain watch's), and how many blocks confirm one. */
+  /** The latest confirmed block (the chain watch's). */
   confirmedBlock: () => bigint
-  confirmations: bigint
   now?: () => number
 }
 

@@ -299,7 +299,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
     onError: (where, error) => log(`${where}: ${describe(error)}`, 'warn'),
   })
   const confirmedBlock = () => store.sync?.syncedBlock ?? 0n
-  const payments = new Payments({ chain, store, userDeposit, oneToN, serviceFee, confirmedBlock, confirmations })
+  const payments = new Payments({ chain, store, userDeposit, oneToN, serviceFee, confirmedBlock })
   const isOnline = (node: Address) => (transport?.presence ? transport.presence(node) !== undefined : true)
   const metadataOf = (node: Address): AddressMetadata | undefined => {
     if (!transport?.presence) return undefined
