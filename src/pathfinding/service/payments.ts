@@ -73,7 +73,8 @@ export class Payments {
     const same = tx.iou(iou.sender, iou.expirationBlock)
     const checked = checkIou(iou, this.context(), { active, sessionClaimed: same?.status === 'claimed' || same?.status === 'claiming' })
     if (!checked.ok) return checked.error
-    const stored: StoredIou = { iou, status: 'held', updatedAt: (this.p.now ?? Date.now)() }
+    // A raise keeps what the chain said of the session's deposit (at risk: claimed at once).
+    const stored: StoredIou = { iou, status: 'held', updatedAt: (this.p.now ?? Date.now)(), ...(same?.atRisk ? { atRisk: true } : {}) }
     tx.putIou(stored)
     return undefined
   }
