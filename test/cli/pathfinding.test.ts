@@ -9,7 +9,7 @@ import { createChainClient, type ChainClient } from '../../src/chain/chainClient
 import { mintTokens } from '../../src/chain/erc20.ts'
 import { openChannel, setTotalDeposit } from '../../src/chain/tokenNetworkActions.ts'
 import { createTransactionQueue, type TransactionQueue } from '../../src/chain/transactionQueue.ts'
-import { depositToUserDeposit } from '../../src/chain/userDepositActions.ts'
+import { depositToUserDeposit, planUserDepositWithdraw } from '../../src/chain/userDepositActions.ts'
 import { ServiceRegistry, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
@@ -488,6 +488,19 @@ describe('sluice pathfinding', () => {
     })
     const fresh = BigInt((await request('GET', `${again}/info`)).body.network_info.confirmed_block.number) + MIN_IOU_EXPIRY_BLOCKS + 1_000n
     expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(iouOf(aKey, FEE, fresh)) })).toMatchObject({ status: 200 })
+
+    // A session far from its end waits, even worth its gas; once A plans to withdraw what would leave less than twice
+    // the IOU, it is claimed at once.
+    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(iouOf(aKey, tenth, fresh)) })).toMatchObject({ status: 200 })
+    await new Promise((r) => setTimeout(r, 1_000))
+    expect((await request('GET', `${again}/status`)).body.ious).toMatchObject({ held: 1, claimed: 1 })
+    await planUserDepositWithdraw(a.chain, a.queue, { userDeposit: net.deployment.contracts.UserDeposit.address, amount: UDC_DEPOSIT - 2n * tenth })
+    await devnet.mine({ blocks: 1 })
+    await eventually(
+      async () => expect((await request('GET', `${again}/status`)).body.ious).toMatchObject({ held: 0, claimed: 2, claimed_amount: 2n * tenth }),
+      30_000,
+    )
+    expect(await udcBalance(SERVICE)).toBe(serviceBefore + 2n * tenth)
 
     service.sluice.child.kill('SIGTERM')
     expect(await service.sluice.exited).toEqual({ code: 0, signal: null })
