@@ -196,6 +196,29 @@ export function importState(dump: StorageDump | string): void {
   pendingImport = typeof dump === 'string' ? (jsonParse(dump) as StorageDump) : dump
 }
 
+/** The mediation fee options, as `sluice serve`'s flags take them (docs/decisions/0069). */
+function checkFeeOptions(
+  options: Pick<StartNodeOptions, 'flatFee' | 'proportionalFee' | 'proportionalImbalanceFee' | 'capMediationFees' | 'pathfindingMaxFee'>,
+): void {
+  const perToken = (name: string, value: unknown, max: bigint, range: string) => {
+    if (value === undefined) return
+    const ok =
+      typeof value === 'object' &&
+      value !== null &&
+      !Array.isArray(value) &&
+      Object.entries(value).every(([token, amount]) => /^0x[0-9a-fA-F]{40}$/.test(token) && typeof amount === 'bigint' && amount >= 0n && amount <= max)
+    if (!ok) throw new InvalidOptionsError(`${name} must be an object of bigints from ${range} by token address, not ${String(value)}`)
+  }
+  perToken('flatFee', options.flatFee, 2n ** 256n - 1n, '0n')
+  perToken('proportionalFee', options.proportionalFee, 1_000_000n, '0n to 1_000_000n')
+  perToken('proportionalImbalanceFee', options.proportionalImbalanceFee, 50_000n, '0n to 50_000n')
+  if (options.capMediationFees !== undefined && typeof options.capMediationFees !== 'boolean')
+    throw new InvalidOptionsError(`capMediationFees must be true or false, not ${String(options.capMediationFees)}`)
+  const max = options.pathfindingMaxFee
+  if (max !== undefined && (typeof max !== 'bigint' || max < 0n || max >= 2n ** 256n))
+    throw new InvalidOptionsError(`pathfindingMaxFee must be a bigint from 0n, not ${String(max)}`)
+}
+
 async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
   carryErrorCodes()
   const startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS
@@ -231,6 +254,7 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
     throw new InvalidOptionsError(`maxFeePerGas must be a bigint of wei above 0n (parseGwei('50') for 50 gwei), not ${String(nodeOptions.maxFeePerGas)}`)
   if (nodeOptions.monitoringReward !== undefined && (typeof nodeOptions.monitoringReward !== 'bigint' || nodeOptions.monitoringReward < 0n))
     throw new InvalidOptionsError(`monitoringReward must be a bigint of at least 0n, not ${String(nodeOptions.monitoringReward)}`)
+  checkFeeOptions(nodeOptions)
   checkIceServers(iceServers)
   if (nodeOptions.logLevel !== undefined && !isLogThreshold(nodeOptions.logLevel))
     throw new InvalidOptionsError(`logLevel must be one of ${LOG_THRESHOLDS.join(', ')}, not ${JSON.stringify(nodeOptions.logLevel)}`)

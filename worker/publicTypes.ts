@@ -107,6 +107,22 @@ export type NodeOptions = {
   enableMonitoring?: boolean
   /** What each monitoring request offers, in the service token's smallest unit (5 * 10^18 by default). */
   monitoringReward?: bigint
+  /**
+   * What the node charges for mediating a payment, by token address (`--flat-fee TOKEN AMOUNT`): a flat fee in the
+   * token's smallest unit, half of it on each of the payment's two channels. None by default.
+   */
+  flatFee?: Readonly<Record<Address, bigint>>
+  /** The fee of one mediation in parts per million of the amount, by token, 0n to 1_000_000n (`--proportional-fee`). */
+  proportionalFee?: Readonly<Record<Address, bigint>>
+  /** The imbalance penalty at its worst, in ppm of a channel's capacity, by token, 0n to 50_000n (`--proportional-imbalance-fee`). */
+  proportionalImbalanceFee?: Readonly<Record<Address, bigint>>
+  /** A mediation fee is never negative (true by default; `--no-cap-mediation-fees` is false). */
+  capMediationFees?: boolean
+  /**
+   * The most a payment may cost beyond its amount in mediation fees, the estimated fee with its margin, in its token's
+   * smallest unit (`--pathfinding-max-fee`): a route that would cost more is not taken. 5n * 10n ** 16n by default.
+   */
+  pathfindingMaxFee?: bigint
   /** A backup server (`sluice backup-server`, docs/decisions/0034); a restore after the storage is wiped needs `key` too. */
   backupUrl?: string
   backup?: BackupTunables

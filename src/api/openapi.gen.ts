@@ -289,7 +289,7 @@ export type paths = {
         };
         /**
          * Payment history of all tokens and partners
-         * @description Oldest first. log_time is the time the event was stored, in UTC with milliseconds (e.g. 2024-05-01T12:00:00.123Z). For a partner, sent payments match on their target and received ones on their initiator.
+         * @description Oldest first. log_time is the time the event was stored, in UTC with milliseconds (e.g. 2024-05-01T12:00:00.123Z). For a partner, sent payments match on their target, received and mediated ones (EventPaymentMediated, beyond Raiden: what came in and the fee kept) on their initiator.
          */
         get: operations["getPayments"];
         put?: never;
@@ -312,7 +312,7 @@ export type paths = {
         };
         /**
          * Payment history of one token
-         * @description Oldest first. log_time is the time the event was stored, in UTC with milliseconds (e.g. 2024-05-01T12:00:00.123Z). For a partner, sent payments match on their target and received ones on their initiator.
+         * @description Oldest first. log_time is the time the event was stored, in UTC with milliseconds (e.g. 2024-05-01T12:00:00.123Z). For a partner, sent payments match on their target, received and mediated ones (EventPaymentMediated, beyond Raiden: what came in and the fee kept) on their initiator.
          */
         get: operations["getPaymentsByTokenAddress"];
         put?: never;
@@ -337,13 +337,13 @@ export type paths = {
         };
         /**
          * Payment history of one token with one partner (target_address)
-         * @description Oldest first. log_time is the time the event was stored, in UTC with milliseconds (e.g. 2024-05-01T12:00:00.123Z). For a partner, sent payments match on their target and received ones on their initiator.
+         * @description Oldest first. log_time is the time the event was stored, in UTC with milliseconds (e.g. 2024-05-01T12:00:00.123Z). For a partner, sent payments match on their target, received and mediated ones (EventPaymentMediated, beyond Raiden: what came in and the fee kept) on their initiator.
          */
         get: operations["getPaymentsByTokenAddressByTargetAddress"];
         put?: never;
         /**
          * Sends a payment to the target and answers once it succeeded or failed
-         * @description Direct when a channel with the target can carry it, else mediated over a route. With only secret_hash the node asks its secret resolver for the secret when the target requests it. A request with the identifier and target of a payment in flight, the same amount and token, joins it and gets its result.
+         * @description Direct when a channel with the target can carry it, else mediated over a route, whose lock carries the amount, the route's estimated mediation fee and a margin (the answer's fee, beyond Raiden), at most --pathfinding-max-fee beyond the amount. With only secret_hash the node asks its secret resolver for the secret when the target requests it. A request with the identifier and target of a payment in flight, the same amount and token, joins it and gets its result.
          */
         post: operations["postPaymentsByTokenAddressByTargetAddress"];
         delete?: never;
@@ -1845,8 +1845,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        event: "EventPaymentSentSuccess" | "EventPaymentSentFailed" | "EventPaymentReceivedSuccess";
+                        event: "EventPaymentSentSuccess" | "EventPaymentSentFailed" | "EventPaymentReceivedSuccess" | "EventPaymentMediated";
                         amount?: string;
+                        /** @description beyond Raiden: a sent payment's cost beyond its amount (the route's estimated mediation fee and its margin, as the light client's `fee`); a mediated payment's fee kept (amount in less amount out) */
+                        fee?: string;
                         target?: `0x${string}`;
                         initiator?: `0x${string}`;
                         identifier?: string;
@@ -1932,8 +1934,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        event: "EventPaymentSentSuccess" | "EventPaymentSentFailed" | "EventPaymentReceivedSuccess";
+                        event: "EventPaymentSentSuccess" | "EventPaymentSentFailed" | "EventPaymentReceivedSuccess" | "EventPaymentMediated";
                         amount?: string;
+                        /** @description beyond Raiden: a sent payment's cost beyond its amount (the route's estimated mediation fee and its margin, as the light client's `fee`); a mediated payment's fee kept (amount in less amount out) */
+                        fee?: string;
                         target?: `0x${string}`;
                         initiator?: `0x${string}`;
                         identifier?: string;
@@ -2021,8 +2025,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        event: "EventPaymentSentSuccess" | "EventPaymentSentFailed" | "EventPaymentReceivedSuccess";
+                        event: "EventPaymentSentSuccess" | "EventPaymentSentFailed" | "EventPaymentReceivedSuccess" | "EventPaymentMediated";
                         amount?: string;
+                        /** @description beyond Raiden: a sent payment's cost beyond its amount (the route's estimated mediation fee and its margin, as the light client's `fee`); a mediated payment's fee kept (amount in less amount out) */
+                        fee?: string;
                         target?: `0x${string}`;
                         initiator?: `0x${string}`;
                         identifier?: string;
@@ -2128,6 +2134,8 @@ export interface operations {
                         secret_hash: `0x${string}`;
                         /** @description sent successes (beyond Raiden): the hops the payment took, the first our partner, the last the target */
                         route?: `0x${string}`[];
+                        /** @description beyond Raiden: a sent payment's cost beyond its amount (the route's estimated mediation fee and its margin, as the light client's `fee`); a mediated payment's fee kept (amount in less amount out) */
+                        fee?: string;
                     };
                 };
             };
@@ -2158,7 +2166,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description invalid amount (not in 1..2^256-1), the target is us or the zero address, no token network for the token, identifier not in 1..2^64-1, secret and secret_hash do not match, the secret hash is in use or already registered on-chain, lock_timeout not in (reveal_timeout, settle_timeout], no channel or no path to the target, the identifier is in flight for another payment, or the payment failed (lock expired, target offline...) */
+            /** @description invalid amount (not in 1..2^256-1), the target is us or the zero address, no token network for the token, identifier not in 1..2^64-1, secret and secret_hash do not match, the secret hash is in use or already registered on-chain, lock_timeout not in (reveal_timeout, settle_timeout], no channel or no path to the target, the identifier is in flight for another payment, or the payment failed (lock expired, target offline, every route fee and margin beyond --pathfinding-max-fee, the mediators took more than the estimate allowed...) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3433,6 +3441,8 @@ export interface operations {
                             token_address: `0x${string}`;
                             /** @description sent successes (beyond Raiden): the hops the payment took, the first our partner, the last the target */
                             route: `0x${string}`[];
+                            /** @description beyond Raiden: a sent payment's cost beyond its amount (the route's estimated mediation fee and its margin, as the light client's `fee`); a mediated payment's fee kept (amount in less amount out) */
+                            fee: string;
                             secret_hash: `0x${string}`;
                         };
                     } | {
@@ -3480,6 +3490,11 @@ export interface operations {
                             token_network_address: `0x${string}`;
                             token_address: `0x${string}` | null;
                             amount: string;
+                            /** @description beyond Raiden: a sent payment's cost beyond its amount (the route's estimated mediation fee and its margin, as the light client's `fee`); a mediated payment's fee kept (amount in less amount out) */
+                            fee: string;
+                            initiator: `0x${string}`;
+                            target: `0x${string}`;
+                            identifier: string;
                             secret_hash: `0x${string}`;
                         };
                     } | {

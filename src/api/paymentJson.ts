@@ -9,10 +9,19 @@ export const routeSchema = v.pipe(
   v.description('sent successes (beyond Raiden): the hops the payment took, the first our partner, the last the target'),
 )
 
+/** Beyond Raiden's API: a payment's mediation fees. */
+export const feeSchema = v.pipe(
+  decimal,
+  v.description(
+    "beyond Raiden: a sent payment's cost beyond its amount (the route's estimated mediation fee and its margin, as the light client's `fee`); a mediated payment's fee kept (amount in less amount out)",
+  ),
+)
+
 /** A Payment history entry as a client receives it (openapi.json): which fields are present depends on `event`. */
 export const historyEntrySchema = v.object({
-  event: v.picklist(['EventPaymentSentSuccess', 'EventPaymentSentFailed', 'EventPaymentReceivedSuccess']),
+  event: v.picklist(['EventPaymentSentSuccess', 'EventPaymentSentFailed', 'EventPaymentReceivedSuccess', 'EventPaymentMediated']),
   amount: v.optional(decimal),
+  fee: v.optional(feeSchema),
   target: v.optional(address),
   initiator: v.optional(address),
   identifier: v.optional(decimal),
@@ -37,10 +46,22 @@ export function historyEntry(r: PaymentRecord): Record<string, unknown> {
         log_time,
         token_address,
         ...(r.route ? { route: r.route.map((hop) => getAddress(hop)) } : {}),
+        ...(r.fee !== undefined ? { fee: r.fee } : {}),
       }
     case 'EventPaymentSentFailed':
       return { event: r.event, target: getAddress(r.partner), log_time, token_address, reason: r.reason ?? '' }
     case 'EventPaymentReceivedSuccess':
       return { event: r.event, amount: r.amount, initiator: getAddress(r.partner), identifier: r.identifier, log_time, token_address }
+    case 'EventPaymentMediated':
+      return {
+        event: r.event,
+        amount: r.amount,
+        fee: r.fee ?? 0n,
+        initiator: getAddress(r.partner),
+        ...(r.target ? { target: getAddress(r.target) } : {}),
+        identifier: r.identifier,
+        log_time,
+        token_address,
+      }
   }
 }

@@ -16,6 +16,11 @@ export type FlagSpec<T = unknown, HasDefault extends boolean = boolean> = {
   switch?: true
   /** May be given more than once: `parse` gets the values joined with commas (`--relay a --relay b` is `a,b`). */
   repeatable?: true
+  /**
+   * Takes two values, as Raiden's `--flat-fee TOKEN AMOUNT`: the argument after the value is the second one, and
+   * `parse` gets them joined with a space (`valueName` names both, space-separated).
+   */
+  pair?: true
   /** Other names of the flag, such as Raiden's (`--eth-rpc-endpoint` for `--rpc`); giving two of them is REPEATED_FLAG. */
   aliases?: readonly `--${string}`[]
 }
@@ -111,7 +116,11 @@ export function parseFlags<const specs extends FlagSpecs>(argv: readonly string[
   const options = Object.fromEntries([...byName].map(([name, key]) => [name.slice(2), { type: specs[key]!.switch ? 'boolean' : 'string' } as const]))
   const { tokens } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true })
   const raw = new Map<string, { name: string; value: string }>()
+  // The arguments a pair flag took as its second value: parseArgs sees them as positionals (or options, if they start
+  // with a dash), which they are not.
+  const taken = new Set<number>()
   for (const token of tokens) {
+    if (taken.has(token.index)) continue
     if (token.kind === 'positional') throw new UnexpectedArgumentError(token.value)
     if (token.kind === 'option-terminator') throw new UnexpectedArgumentError('--')
     // The flag as typed: parseArgs splits `-abc` into -a, -b and -c, which the user did not write.
@@ -124,6 +133,13 @@ export function parseFlags<const specs extends FlagSpecs>(argv: readonly string[
     // A string option takes the next argument whatever it is: one that is itself a --flag means the value is missing.
     else if (value !== undefined && !token.inlineValue && value.startsWith('--')) value = undefined
     if (value === undefined || value === '') throw new MissingFlagValueError(name, spec.valueName)
+    if (spec.pair) {
+      const at = token.index + (token.inlineValue ? 1 : 2)
+      const second = argv[at]
+      if (second === undefined || second === '' || second.startsWith('--')) throw new MissingFlagValueError(name, spec.valueName)
+      taken.add(at)
+      value = `${value} ${second}`
+    }
     const earlier = raw.get(key)
     if (earlier !== undefined && !spec.repeatable) throw new RepeatedFlagError(name, earlier.name)
     raw.set(key, { name: earlier?.name ?? name, value: earlier === undefined ? value : `${earlier.value},${value}` })
@@ -153,7 +169,15 @@ export function answerAsked(asked: 'help' | 'version', usage: string): number {
 export function formatFlags(specs: FlagSpecs): string {
   const heads = Object.entries(specs).map(([key, spec]) => {
     const names = namesOf(key, spec).join(', ')
-    return spec.switch ? names : `${names} <${spec.valueName}>`
+    if (spec.switch) return names
+    return `${names} ${
+      spec.pair
+        ? spec.valueName
+            .split(' ')
+            .map((v) => `<${v}>`)
+            .join(' ')
+        : `<${spec.valueName}>`
+    }`
   })
   const width = Math.max(...heads.map((h) => h.length))
   return Object.values(specs)

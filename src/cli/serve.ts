@@ -12,6 +12,7 @@ import type { ServeAccess } from './servedNode.ts'
 import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
+import { feeFlags, feeSettingsOf } from './feeFlags.ts'
 import { chooseTransport, transports, type DirectSettings } from '../headless/transport.ts'
 import { isRpcUrl } from '../chain/rpcUrls.ts'
 import { checkDirectAddresses, p2pAnnounceExpected, p2pListenExpected } from './directFlags.ts'
@@ -236,6 +237,7 @@ export const serveFlags = {
     ),
     default: DEFAULT_MONITORING_REWARD,
   } as FlagSpec<bigint, true>,
+  ...feeFlags,
   ...logFlags,
 }
 
@@ -394,6 +396,7 @@ async function run(argv: readonly string[]): Promise<number> {
     token: flags.apiTokenFile ? await readApiToken(flags.apiTokenFile) : undefined,
   }
   checkApiExposure({ host: api.host, ...access })
+  const fees = feeSettingsOf(flags)
   const privateKey = await loadPrivateKey(flags)
 
   const [{ readDeployment }, { launchNode }, { jsonParse }, { describeError }] = await Promise.all([
@@ -440,6 +443,7 @@ async function run(argv: readonly string[]): Promise<number> {
             minServiceTokenBalance: flags.minServiceTokenBalance,
             enableMonitoring: flags.enableMonitoring,
             monitoringReward: flags.monitoringReward,
+            ...fees,
           },
           ...(dump !== undefined ? { import: { dump: dump as never, from: flags.import! } } : {}),
           api: { ...api, access },

@@ -74,6 +74,16 @@ export type StartNodeOptions = {
   environment?: 'development' | 'production'
   enableMonitoring?: boolean
   monitoringReward?: bigint
+  /** The flat fee of one mediation, by token address, in the token's smallest unit (`--flat-fee TOKEN AMOUNT`). */
+  flatFee?: Readonly<Record<string, bigint>>
+  /** The fee of one mediation in parts per million, by token address, 0n to 1_000_000n (`--proportional-fee TOKEN PPM`). */
+  proportionalFee?: Readonly<Record<string, bigint>>
+  /** The imbalance penalty at its worst in ppm of a channel's capacity, by token, 0n to 50_000n (`--proportional-imbalance-fee`). */
+  proportionalImbalanceFee?: Readonly<Record<string, bigint>>
+  /** A mediation fee is never negative (default true; `--no-cap-mediation-fees` is false). */
+  capMediationFees?: boolean
+  /** The most a payment may cost beyond its amount in mediation fees (`--pathfinding-max-fee`; 5n * 10n ** 16n by default). */
+  pathfindingMaxFee?: bigint
   /** A state dump (GET /_state/export), or its file's path, restored into the store before the node starts. */
   import?: string | StorageDump
   /** Also serve the REST API over HTTP at `HOST:PORT` (port 0 picks a free one), as `sluice serve --api`. */
@@ -122,6 +132,11 @@ const OPTION_NAMES: readonly (keyof StartNodeOptions)[] = [
   'environment',
   'enableMonitoring',
   'monitoringReward',
+  'flatFee',
+  'proportionalFee',
+  'proportionalImbalanceFee',
+  'capMediationFees',
+  'pathfindingMaxFee',
   'import',
   'api',
   'apiToken',
@@ -155,6 +170,23 @@ function maxFeePerGasOf(value: unknown): { maxFeePerGas?: bigint } {
   if (typeof value !== 'bigint' || value <= 0n || value >= 2n ** 256n)
     throw new InvalidOptionsError(`maxFeePerGas must be a bigint of wei above 0n (parseGwei('50') for 50 gwei), not ${show(value)}`)
   return { maxFeePerGas: value }
+}
+
+/** A fee option by token address (`{ [token]: 5n }`), read entry by entry by its flag's parser (`--flat-fee TOKEN AMOUNT`). */
+function perTokenOf(name: string, value: unknown, spec: FlagSpec<Record<string, bigint>>): Record<string, bigint> | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new InvalidOptionsError(`${name} must be an object of bigints by token address, not ${show(value)}`)
+  const entries = Object.entries(value)
+  const wrong = entries.find(([token, amount]) => typeof amount !== 'bigint' || spec.parse(`${token} ${amount}`) === undefined)
+  if (wrong)
+    throw new InvalidOptionsError(
+      `${name} must be an object of bigints by token address, each ${spec.expected.replace(/:.*$/, '')}; not ${wrong[0]}: ${show(wrong[1])}`,
+    )
+  if (!entries.length) return {}
+  const parsed = spec.parse(entries.map(([token, amount]) => `${token} ${amount}`).join(','))
+  if (!parsed) throw new InvalidOptionsError(`${name} names a token twice (addresses are compared in lower case)`)
+  return parsed
 }
 
 /** A string or boolean option; a wrong one is told by its type, never its value (it may be the password). */
@@ -301,6 +333,11 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
     minServiceTokenBalance: byFlag('minServiceTokenBalance', options.minServiceTokenBalance, serveFlags.minServiceTokenBalance, 'bigint'),
     enableMonitoring: optional<boolean>('enableMonitoring', options.enableMonitoring, 'boolean') ?? false,
     monitoringReward: byFlag('monitoringReward', options.monitoringReward, serveFlags.monitoringReward, 'bigint') ?? serveFlags.monitoringReward.default,
+    flatFee: perTokenOf('flatFee', options.flatFee, serveFlags.flatFee),
+    proportionalFee: perTokenOf('proportionalFee', options.proportionalFee, serveFlags.proportionalFee),
+    proportionalImbalanceFee: perTokenOf('proportionalImbalanceFee', options.proportionalImbalanceFee, serveFlags.proportionalImbalanceFee),
+    capMediationFees: optional<boolean>('capMediationFees', options.capMediationFees, 'boolean') ?? true,
+    pathfindingMaxFee: byFlag('pathfindingMaxFee', options.pathfindingMaxFee, serveFlags.pathfindingMaxFee, 'bigint') ?? serveFlags.pathfindingMaxFee.default,
   }
   const environment = byFlag('environment', options.environment, serveFlags.environment, 'string') ?? serveFlags.environment.default
   const pathfindingServiceAddress = byFlag('pathfindingServiceAddress', options.pathfindingServiceAddress, serveFlags.pathfindingServiceAddress, 'string')

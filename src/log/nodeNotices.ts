@@ -61,8 +61,8 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
     }
     case 'paymentSentSuccess': {
       // Never the secret: a log is read by more people than the node's owner.
-      const { token, tokenNetwork, target, amount, paymentId, secrethash, route } = notice
-      return { level: 'info', msg: 'payment sent', fields: { event, token, tokenNetwork, target, amount, paymentId, secrethash, route } }
+      const { token, tokenNetwork, target, amount, fee, paymentId, secrethash, route } = notice
+      return { level: 'info', msg: 'payment sent', fields: { event, token, tokenNetwork, target, amount, fee, paymentId, secrethash, route } }
     }
     case 'paymentSentFailed': {
       const { token, tokenNetwork, target, amount, paymentId, secrethash, reason } = notice
@@ -72,12 +72,10 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
       const { token, tokenNetwork, initiator, amount, paymentId, secrethash } = notice
       return { level: 'info', msg: 'payment received', fields: { event, token, tokenNetwork, initiator, amount, paymentId, secrethash } }
     }
-    case 'mediationSucceeded':
-      return {
-        level: 'info',
-        msg: 'payment mediated',
-        fields: { event, tokenNetwork: notice.tokenNetwork, secrethash: notice.secrethash, amount: notice.amount },
-      }
+    case 'mediationSucceeded': {
+      const { token, tokenNetwork, initiator, target, amount, fee, paymentId, secrethash } = notice
+      return { level: 'info', msg: 'payment mediated', fields: { event, token, tokenNetwork, initiator, target, amount, fee, paymentId, secrethash } }
+    }
     case 'messageRejected':
       return {
         // A channel not synced yet is the usual reason for one (its sender resends): worth a warning only otherwise.

@@ -1,5 +1,6 @@
 import type { Address, EIP1193Provider, Hex } from 'viem'
 import type { Deployment } from '../chain/deployment.ts'
+import { MAX_IMBALANCE_FEE_PPM, MAX_PROPORTIONAL_FEE_PPM, type MediationFees, type TokenFees } from '../protocol/fees/schedule.ts'
 import type { TransitionContext } from '../protocol/state/access.ts'
 import type { Storage, StorageDump, StorageIdentity } from '../storage/storage.ts'
 import { defaultBackoff, type Backoff } from '../transport/backoff.ts'
@@ -142,6 +143,26 @@ export type NodeConfig = {
    * service token's smallest unit: 5 * 10^18 by default (Raiden's MONITORING_REWARD).
    */
   monitoringReward?: bigint
+  /**
+   * The flat fee this node charges for mediating a payment of a token (`--flat-fee TOKEN AMOUNT`), in the token's
+   * smallest unit, by token address; half of it on each of the two channels (docs/decisions/0069). None by default.
+   */
+  flatFee?: Readonly<Record<string, bigint>>
+  /** The fee of one mediation in parts per million of the amount (`--proportional-fee TOKEN PPM`, 0 to 1,000,000), by token. */
+  proportionalFee?: Readonly<Record<string, bigint>>
+  /**
+   * The imbalance penalty at its worst, in parts per million of a channel's capacity (`--proportional-imbalance-fee
+   * TOKEN PPM`, 0 to 50,000), by token: a mediation that unbalances a channel pays more, one that balances it less.
+   */
+  proportionalImbalanceFee?: Readonly<Record<string, bigint>>
+  /** A mediation's fee is never negative (`--cap-mediation-fees`, the default; `--no-cap-mediation-fees` lets the penalty pay). */
+  capMediationFees?: boolean
+  /**
+   * The most a payment of this node may cost beyond its amount in mediation fees, the route's estimated fee with its
+   * margin, in the token's smallest unit (`--pathfinding-max-fee`): a route that would cost more is not taken.
+   * 5 * 10^16 by default (Raiden's DEFAULT_PATHFINDING_MAX_FEE).
+   */
+  pathfindingMaxFee?: bigint
 }
 
 /** The node's settings that are `sluice serve` flags (camelCase), which every host passes through to createNode as given. */
@@ -157,15 +178,58 @@ export type FlagSettings = Pick<
   | 'backupUrl'
   | 'enableMonitoring'
   | 'monitoringReward'
+  | 'flatFee'
+  | 'proportionalFee'
+  | 'proportionalImbalanceFee'
+  | 'capMediationFees'
+  | 'pathfindingMaxFee'
 >
 
 /** Raiden's MONITORING_REWARD: 5 service tokens of 18 decimals. */
 export const DEFAULT_MONITORING_REWARD = 5n * 10n ** 18n
 
+const maxUint256 = 2n ** 256n - 1n
+
+/** Raiden's DEFAULT_PATHFINDING_MAX_FEE: 0.05 of a token of 18 decimals. */
+export const DEFAULT_PATHFINDING_MAX_FEE = 5n * 10n ** 16n
+
+/**
+ * The per-token fee settings as the core holds them (MediationFees): one entry per token named in any of them, keyed
+ * by its lower-case address. Throws RangeError for a token that is no address or a fee out of Raiden's ranges.
+ */
+export function mediationFeesOf(config: Pick<NodeConfig, 'flatFee' | 'proportionalFee' | 'proportionalImbalanceFee' | 'capMediationFees'>): MediationFees {
+  const tokens: Record<string, TokenFees> = {}
+  const take = (name: string, values: Readonly<Record<string, bigint>> | undefined, field: keyof TokenFees, max: bigint) => {
+    for (const [token, value] of Object.entries(values ?? {})) {
+      if (!/^0x[0-9a-fA-F]{40}$/.test(token)) throw new RangeError(`${name} is keyed by token address, not ${JSON.stringify(token)}`)
+      if (typeof value !== 'bigint' || value < 0n || value > max)
+        throw new RangeError(`${name} of ${token} must be a bigint from 0n to ${max === maxUint256 ? '2^256-1' : `${max}n`}, not ${String(value)}`)
+      const key = token.toLowerCase()
+      tokens[key] = { ...(tokens[key] ?? { flat: 0n, proportional: 0n, imbalance: 0n }), [field]: value }
+    }
+  }
+  take('flatFee', config.flatFee, 'flat', maxUint256)
+  take('proportionalFee', config.proportionalFee, 'proportional', MAX_PROPORTIONAL_FEE_PPM)
+  take('proportionalImbalanceFee', config.proportionalImbalanceFee, 'imbalance', MAX_IMBALANCE_FEE_PPM)
+  return { capFees: config.capMediationFees ?? true, tokens }
+}
+
 /** The config with every default applied. */
 export type ResolvedNodeConfig = Omit<
   NodeConfig,
-  'confirmations' | 'defaultRevealTimeout' | 'defaultSettleTimeout' | 'backoff' | 'notifications' | 'import' | 'enableMonitoring' | 'monitoringReward'
+  | 'confirmations'
+  | 'defaultRevealTimeout'
+  | 'defaultSettleTimeout'
+  | 'backoff'
+  | 'notifications'
+  | 'import'
+  | 'enableMonitoring'
+  | 'monitoringReward'
+  | 'flatFee'
+  | 'proportionalFee'
+  | 'proportionalImbalanceFee'
+  | 'capMediationFees'
+  | 'pathfindingMaxFee'
 > & {
   confirmationTimeoutMs: number
   enableMonitoring: boolean
@@ -179,6 +243,9 @@ export type ResolvedNodeConfig = Omit<
   snapshotWhenIdle: number
   notifications: NotificationsOptions
   fetch: typeof fetch
+  /** What the node charges for mediating (the flags' per-token settings together). */
+  mediationFees: MediationFees
+  pathfindingMaxFee: bigint
 }
 
 export const nodeDefaults = {
@@ -195,7 +262,26 @@ export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeCon
     throw new RangeError(`monitoringReward must be a uint256, not ${config.monitoringReward}`)
   if (config.maxFeePerGas !== undefined && (config.maxFeePerGas <= 0n || config.maxFeePerGas >= 2n ** 256n))
     throw new RangeError(`maxFeePerGas must be a positive amount of wei, not ${config.maxFeePerGas}`)
-  const { confirmations, defaultRevealTimeout, defaultSettleTimeout, backoff, notifications, import: _import, ...rest } = config
+  if (
+    config.pathfindingMaxFee !== undefined &&
+    (typeof config.pathfindingMaxFee !== 'bigint' || config.pathfindingMaxFee < 0n || config.pathfindingMaxFee > maxUint256)
+  )
+    throw new RangeError(`pathfindingMaxFee must be a uint256, not ${String(config.pathfindingMaxFee)}`)
+  const mediationFees = mediationFeesOf(config)
+  const {
+    confirmations,
+    defaultRevealTimeout,
+    defaultSettleTimeout,
+    backoff,
+    notifications,
+    import: _import,
+    flatFee: _flat,
+    proportionalFee: _proportional,
+    proportionalImbalanceFee: _imbalance,
+    capMediationFees: _cap,
+    pathfindingMaxFee,
+    ...rest
+  } = config
   const blocks = BigInt(confirmations ?? config.context?.confirmationBlocks ?? nodeDefaults.confirmations)
   const resolved: ResolvedNodeConfig = {
     ...rest,
@@ -216,6 +302,8 @@ export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeCon
     fetch: config.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     enableMonitoring: config.enableMonitoring ?? false,
     monitoringReward: config.monitoringReward ?? DEFAULT_MONITORING_REWARD,
+    mediationFees,
+    pathfindingMaxFee: pathfindingMaxFee ?? DEFAULT_PATHFINDING_MAX_FEE,
   }
   return { config: resolved, confirmations: blocks }
 }

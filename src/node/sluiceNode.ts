@@ -1,4 +1,5 @@
 import type { Address } from 'viem'
+import { sameMediationFees } from '../protocol/fees/schedule.ts'
 import type { NodeState } from '../protocol/state/types.ts'
 import type { Storage } from '../storage/storage.ts'
 import type { Delivery } from '../transport/delivery.ts'
@@ -96,6 +97,10 @@ export class SluiceNode {
   }
 
   private async start(): Promise<void> {
+    // What the node charges for mediating is this run's config; it enters the state by a change, before any message
+    // is taken in, so that a replay of the log forwards the amounts that were forwarded (docs/decisions/0069).
+    const { mediationFees } = this.client.config
+    if (!sameMediationFees(this.engine.current.mediationFees, mediationFees)) await this.engine.dispatch({ type: 'setMediationFees', fees: mediationFees })
     // The transport (reaching a relay, say) and the catch-up with the chain go on side by side: neither needs the
     // other, and both come before ready. The first sync can be long, and the status tells how far it is.
     const delivering = this.delivery.start()

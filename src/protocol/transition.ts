@@ -143,6 +143,8 @@ function apply(state: NodeState, change: StateChange, ctx: TransitionContext, ou
       return markRestored(state, change.ourHistoryFrom, change.openedUpTo)
     case 'requestChannelSyncs':
       return requestChannelSyncs(state, out)
+    case 'setMediationFees':
+      return { ...state, mediationFees: change.fees }
     case 'receive': {
       const known = change.senderKey ? rememberPublicKey(state, change.sender, change.senderKey) : state
       const m = change.message

@@ -16,6 +16,7 @@ import type {
   StoredEvent,
   TransactionRecord,
 } from './storage.ts'
+import { isSentPayment } from './storage.ts'
 
 /** Keys of the single rows of the meta and snapshot stores. */
 export const META_KEY = 'meta'
@@ -127,7 +128,7 @@ export const idbMigrations: Record<number, IdbMigration> = {
 }
 
 export function paymentRow(p: PaymentRecord): PaymentRow {
-  const sentId = p.event === 'EventPaymentReceivedSuccess' ? undefined : p.identifier.toString()
+  const sentId = isSentPayment(p) ? p.identifier.toString() : undefined
   return { seq: p.seq, token: p.token.toLowerCase(), partner: p.partner.toLowerCase(), ...(sentId !== undefined ? { sentId } : {}), record: p }
 }
 

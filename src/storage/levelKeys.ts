@@ -1,5 +1,6 @@
 import { hashKey, lockSuffix, padNonce } from './sentRecords.ts'
 import type { PaymentRecord, ReceivedRecord, SentLockRecord, SentProofRecord, StorageIdentity, StoredChainEvent } from './storage.ts'
+import { isSentPayment } from './storage.ts'
 
 /**
  * The LevelDB key layout. Keys are strings ordered byte-wise, so numbers are zero-padded to a fixed width
@@ -70,9 +71,9 @@ export function paymentIndexKeys(p: PaymentRecord): string[] {
   return sent ? [...keys, sent] : keys
 }
 
-/** A sent payment's key in the index by target and identifier; none for a received one. */
+/** A sent payment's key in the index by target and identifier; none for a received or mediated one. */
 export const sentIdentifierKey = (p: PaymentRecord): string | undefined =>
-  p.event === 'EventPaymentReceivedSuccess' ? undefined : sentIdentifierPrefix(p.partner, p.identifier) + pad(p.seq)
+  isSentPayment(p) ? sentIdentifierPrefix(p.partner, p.identifier) + pad(p.seq) : undefined
 
 /**
  * The index of sent payments by target and identifier (schema 4): the identifier as 20 zero-padded decimal digits

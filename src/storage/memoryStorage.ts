@@ -12,6 +12,7 @@ import {
   StorageClosedError,
   StorageError,
   StorageLockedError,
+  isSentPayment,
   type ChainEventQuery,
   type Commit,
   type Loaded,
@@ -185,7 +186,7 @@ class MemoryStorage implements Storage {
     this.usable()
     // A throwaway node's history: a scan is enough.
     const rows = [...this.data.payments.values()].filter(
-      (p) => p.event !== 'EventPaymentReceivedSuccess' && p.identifier === identifier && p.partner.toLowerCase() === target.toLowerCase(),
+      (p) => isSentPayment(p) && p.identifier === identifier && p.partner.toLowerCase() === target.toLowerCase(),
     )
     const latest = rows.reduce<PaymentRecord | undefined>((a, p) => (a && a.seq > p.seq ? a : p), undefined)
     return latest && clone(latest, 'sentPayment')

@@ -103,15 +103,18 @@ export type TransactionRecord = {
 /** `seq` is the event's own key (unique among events, not the seq of the change that caused it). */
 export type StoredEvent = { seq: number; time: number; event: NodeEvent }
 
-/** One row of the payment history: sent success, sent failed or received success (docs/rest-api.md, Payment history entry). */
+/**
+ * One row of the payment history: sent success, sent failed, received success, or (beyond Raiden) a payment we
+ * mediated (docs/rest-api.md, Payment history entry).
+ */
 export type PaymentRecord = {
   /** The row's key, unique among payments; the history is ordered by it. */
   seq: number
   /** Milliseconds since the epoch at which the event was written (log_time). */
   time: number
-  event: 'EventPaymentSentSuccess' | 'EventPaymentSentFailed' | 'EventPaymentReceivedSuccess'
+  event: 'EventPaymentSentSuccess' | 'EventPaymentSentFailed' | 'EventPaymentReceivedSuccess' | 'EventPaymentMediated'
   token: Address
-  /** Target for sent payments, initiator for received ones. */
+  /** Target for sent payments, initiator for received and mediated ones. */
   partner: Address
   amount: bigint
   identifier: bigint
@@ -121,7 +124,17 @@ export type PaymentRecord = {
   /** Sent successes: the hops the payment took, ending at the target (absent in rows written before it was kept). */
   route?: Address[]
   reason?: string
+  /**
+   * Sent successes: what the payment cost beyond its amount (the route's estimated fee and its margin); mediations:
+   * what we kept of it (amount in less amount out). Absent in rows written before it was kept.
+   */
+  fee?: bigint
+  /** Mediations: the payment's target. */
+  target?: Address
 }
+
+/** A row of a payment we sent (succeeded or failed): what an identifier toward a target stood for (sentPayment). */
+export const isSentPayment = (p: PaymentRecord): boolean => p.event === 'EventPaymentSentSuccess' || p.event === 'EventPaymentSentFailed'
 
 export type PaymentQuery = { token?: Address; partner?: Address; limit?: number; offset?: number }
 

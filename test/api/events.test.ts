@@ -92,6 +92,7 @@ describe('GET /events', () => {
       token_address: net.token,
       secret_hash: paid.secrethash,
       route: [b.node.address],
+      fee: '0',
       log_time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     })
     const received = await sb.next(named('payment_received_success'))
@@ -221,9 +222,19 @@ describe('GET /events', () => {
         secret_hash: secrethash,
       },
     })
-    expect(toPushEvent({ type: 'mediationSucceeded', tokenNetwork, secrethash, amount: 3n }, node.client)).toEqual({
+    const mediated = { type: 'mediationSucceeded', token, tokenNetwork, secrethash, paymentId: 9n, initiator: target, target, amount: 3n, fee: 1n } as const
+    expect(toPushEvent(mediated, node.client)).toEqual({
       event: 'payment_mediated',
-      data: { token_network_address: tokenNetwork, token_address: token, amount: 3n, secret_hash: secrethash },
+      data: {
+        token_network_address: tokenNetwork,
+        token_address: token,
+        amount: 3n,
+        fee: 1n,
+        initiator: target,
+        target,
+        identifier: 9n,
+        secret_hash: secrethash,
+      },
     })
     expect(toPushEvent({ type: 'messageRejected', sender: target, messageType: 'LockedTransfer', reason: 'bad nonce' }, node.client)).toEqual({
       event: 'message_rejected',
@@ -288,10 +299,10 @@ describe('GET /events', () => {
     const payment = { token, tokenNetwork, amount: 5n, paymentId: 9n, secrethash }
     // One of each notice the stream shows (the compiler names any type left out); an RPC endpoint's state is the log's.
     const notices: { [T in Exclude<NodeNotice['type'], 'status' | 'transactionFailed' | 'rpcEndpoint'>]: Extract<NodeNotice, { type: T }>[] } = {
-      paymentSentSuccess: [{ type: 'paymentSentSuccess', ...payment, target: partner, secret: `0x${'01'.repeat(32)}`, route: [other, partner] }],
+      paymentSentSuccess: [{ type: 'paymentSentSuccess', ...payment, target: partner, secret: `0x${'01'.repeat(32)}`, route: [other, partner], fee: 1n }],
       paymentSentFailed: [{ type: 'paymentSentFailed', ...payment, target: partner, reason: 'no route' }],
       paymentReceivedSuccess: [{ type: 'paymentReceivedSuccess', ...payment, initiator: partner }],
-      mediationSucceeded: [{ type: 'mediationSucceeded', tokenNetwork, secrethash, amount: 3n }],
+      mediationSucceeded: [{ type: 'mediationSucceeded', ...payment, initiator: other, target: partner, amount: 3n, fee: 1n }],
       messageRejected: [{ type: 'messageRejected', sender: partner, messageType: 'LockedTransfer', reason: 'bad nonce' }],
       channelStateChanged: ['opened', 'closing', 'closed', 'settling', 'settled'].map((state) => ({ type: 'channelStateChanged', ...channel, state })),
       withdrawExpired: [{ type: 'withdrawExpired', ...channel, totalWithdraw: 4n }],

@@ -21,8 +21,8 @@ let d: ApiNode
 /** A partner that runs no node: payments to it cannot complete. */
 const offline = privateKeyToAddress(anvilKeys[9])
 const LOG_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
-/** Raiden's fields, and (beyond Raiden) the route. */
-const RESULT_KEYS = ['amount', 'identifier', 'initiator_address', 'route', 'secret', 'secret_hash', 'target_address', 'token_address']
+/** Raiden's fields, and (beyond Raiden) the route and the fee. */
+const RESULT_KEYS = ['amount', 'fee', 'identifier', 'initiator_address', 'route', 'secret', 'secret_hash', 'target_address', 'token_address']
 
 beforeAll(async () => {
   resolver = await startSecretResolver()
@@ -93,8 +93,9 @@ describe('POST /payments/<token>/<target>: success', () => {
       token_address: net.token,
       amount: '10',
       identifier: '4242',
-      // Direct: the one hop is the target.
+      // Direct: the one hop is the target, and no mediator takes a fee.
       route: [b.node.address],
+      fee: '0',
     })
     expect(r.body.secret).toMatch(/^0x[0-9a-f]{64}$/)
     expect(r.body.secret_hash).toBe(sha256(r.body.secret))
@@ -471,7 +472,7 @@ describe('GET /payments', () => {
 
   it('lists sent successes and failures oldest first, each shaped as docs/rest-api.md says', async () => {
     const keys: Record<string, string[]> = {
-      EventPaymentSentSuccess: ['amount', 'event', 'identifier', 'log_time', 'route', 'target', 'token_address'],
+      EventPaymentSentSuccess: ['amount', 'event', 'fee', 'identifier', 'log_time', 'route', 'target', 'token_address'],
       EventPaymentSentFailed: ['event', 'log_time', 'reason', 'target', 'token_address'],
       EventPaymentReceivedSuccess: ['amount', 'event', 'identifier', 'initiator', 'log_time', 'token_address'],
     }
@@ -491,6 +492,7 @@ describe('GET /payments', () => {
       log_time: all[0]!.log_time,
       token_address: net.token,
       route: [b.node.address],
+      fee: '0',
     })
     const ids = all.map((e) => e.identifier)
     expect(ids.indexOf('4242')).toBeLessThan(ids.indexOf('777'))
@@ -501,13 +503,14 @@ describe('GET /payments', () => {
     expect(failed[1]).toMatchObject({ target: b.node.address, reason: expect.stringMatching(/resolver/) })
   })
 
-  it('filters by token, and by partner (target of sent, initiator of received payments)', async () => {
+  it('filters by token, and by partner (target of sent, initiator of received and mediated payments)', async () => {
     expect((await a.get(`/payments/${net.token}`)).body).toEqual(all)
     const withB = (await a.get(`/payments/${net.token}/${b.node.address}`)).body
     expect(withB).toEqual(all.filter((e) => e.target === b.node.address))
     expect(withB.length).toBeGreaterThan(0)
     expect((await a.get(`/payments/${net.token}/${c.node.address}`)).body).toEqual(all.filter((e) => e.target === c.node.address))
-    // B received from A; C received from A through B.
+    // B received from A, and mediated A's payments to C (beyond Raiden, with what it kept: nothing here); C received
+    // from A through B.
     const atB = (await b.get(`/payments/${net.token}/${a.node.address}`)).body
     expect(atB[0]).toEqual({
       event: 'EventPaymentReceivedSuccess',
@@ -517,7 +520,19 @@ describe('GET /payments', () => {
       log_time: expect.stringMatching(LOG_TIME),
       token_address: net.token,
     })
-    expect(atB.every((e: Record<string, string>) => e.event === 'EventPaymentReceivedSuccess' && e.initiator === a.node.address)).toBe(true)
+    const kinds = new Set(atB.map((e: Record<string, string>) => e.event))
+    expect(kinds).toEqual(new Set(['EventPaymentReceivedSuccess', 'EventPaymentMediated']))
+    expect(atB.every((e: Record<string, string>) => e.initiator === a.node.address)).toBe(true)
+    expect(atB.find((e: Record<string, string>) => e.event === 'EventPaymentMediated' && e.identifier === '777')).toEqual({
+      event: 'EventPaymentMediated',
+      amount: '4',
+      fee: '0',
+      initiator: a.node.address,
+      target: c.node.address,
+      identifier: '777',
+      log_time: expect.stringMatching(LOG_TIME),
+      token_address: net.token,
+    })
     const atC = (await c.get('/payments')).body
     expect(atC.find((e: Record<string, string>) => e.identifier === '777')).toMatchObject({
       event: 'EventPaymentReceivedSuccess',

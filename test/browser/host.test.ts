@@ -12,6 +12,7 @@ import { cdp } from 'vitest/browser'
 import { LEADER_LOCK } from '../../worker/names.ts'
 import type { OlderNodeWorkerApi } from './fixtures/olderNodeWorker.ts'
 import { storageName } from '../../src/storage/identity.ts'
+import type { StorageDump } from '../../src/storage/storage.ts'
 import { importState, startNode, type NodeStopped, type SluiceBrowserNode, type StartNodeOptions } from '../../worker/host.ts'
 import type { PushEvent } from '../../worker/subscription.ts'
 import { nodeOptions } from './support/nodeOptions.ts'
@@ -241,6 +242,31 @@ describe('startNode', () => {
     await expect(start({ key })).rejects.toMatchObject({ code: 'DUMP_REJECTED' })
     node = await start({ key })
     expect(await node.channel(token, partner)).toMatchObject({ reveal_timeout: '8' })
+  }, 60_000)
+
+  test("mediation fees (docs/decisions/0069): a bad option is INVALID_OPTIONS at once; good ones are what the node's state charges", async () => {
+    for (const bad of [
+      { flatFee: { '0x12': 1n } },
+      { proportionalFee: { [token]: 1_000_001n } },
+      { proportionalImbalanceFee: { [token]: 50_001n } },
+      { flatFee: { [token]: 5 } },
+      { capMediationFees: 'no' },
+      { pathfindingMaxFee: 5 },
+    ])
+      await expect(
+        start(bad as never),
+        JSON.stringify(bad, (_, v) => (typeof v === 'bigint' ? `${v}n` : v)),
+      ).rejects.toMatchObject({
+        code: 'INVALID_OPTIONS',
+      })
+    const key = generatePrivateKey()
+    await fund(privateKeyToAddress(key))
+    const node = await start({ key, flatFee: { [token]: 10n }, proportionalFee: { [token]: 4_000n }, capMediationFees: false, pathfindingMaxFee: 7n })
+    await expect.poll(async () => (await node.status()).status, { timeout: 20_000 }).toBe('ready')
+    const dump = (await node.exportState()) as unknown as StorageDump
+    const set = dump.changes.map((c) => c.change).find((c) => c.type === 'setMediationFees')
+    const fees = set?.type === 'setMediationFees' ? set.fees : dump.snapshot?.state.mediationFees
+    expect(fees).toEqual({ capFees: false, tokens: { [token.toLowerCase()]: { flat: 10n, proportional: 4_000n, imbalance: 0n } } })
   }, 60_000)
 
   test("the node's database deleted under it (site data cleared) stops it with a visible error, never a fresh empty node", async () => {

@@ -166,6 +166,32 @@ describe('parseFlags', () => {
     expect(values([])).toBeUndefined()
   })
 
+  test("a pair flag takes the next two arguments, as Raiden's --flat-fee TOKEN AMOUNT; repeated, its pairs come joined with commas", () => {
+    const pairs = {
+      fee: { ...stringFlag({ description: 'fees', valueName: 'TOKEN AMOUNT' }), repeatable: true as const, pair: true as const },
+      json: switchFlag({ description: 'JSON' }),
+    }
+    const values = (argv: string[]) => {
+      const result = parseFlags(argv, pairs)
+      if (result.asked) throw new Error(`unexpected ${result.asked}`)
+      return result.values
+    }
+    expect(values(['--fee', '0xa', '10', '--json', '--fee=0xb', '-5'])).toEqual({ fee: '0xa 10,0xb -5', json: true })
+    expect(values(['--fee', '0xa', '-abc'])).toEqual({ fee: '0xa -abc', json: false })
+    const error = (argv: string[]) => {
+      try {
+        parseFlags(argv, pairs)
+      } catch (e) {
+        return e
+      }
+      throw new Error(`${JSON.stringify(argv)} parsed`)
+    }
+    for (const argv of [['--fee', '0xa'], ['--fee', '0xa', '--json'], ['--fee=0xa']])
+      expect(error(argv)).toMatchObject({ code: 'MISSING_FLAG_VALUE', message: '--fee needs a value: --fee <TOKEN AMOUNT>' })
+    expect(error(['--fee', '0xa', '1', '2'])).toMatchObject({ code: 'UNEXPECTED_ARGUMENT', message: 'unexpected argument "2"' })
+    expect(formatFlags(pairs).split('\n')[0]).toBe('  --fee <TOKEN> <AMOUNT>  fees')
+  })
+
   test('accepts decimals for positive numbers and the bounds of integers', () => {
     expect(parse(['--block-time', '.25']).blockTime).toBe(0.25)
     expect(parse(['--block-time', '3.']).blockTime).toBe(3)

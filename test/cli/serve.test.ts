@@ -583,6 +583,22 @@ describe('sluice serve', () => {
         /cheap-keystore\.json: wrong password for the keystore/,
       ],
       ['a --backup-url that is not http(s)', () => baseArgs(tempDir(), '--key', key, '--backup-url', 'ftp://example'), /--backup-url/],
+      // Raiden's fee flags (docs/decisions/0069): a token and a value each.
+      [
+        'a --flat-fee without its amount',
+        () => [...baseArgs(tempDir(), '--key', key), '--flat-fee', net.token],
+        /--flat-fee needs a value: --flat-fee <TOKEN AMOUNT>/,
+      ],
+      [
+        'a --proportional-imbalance-fee above 5 %',
+        () => baseArgs(tempDir(), '--key', key, '--proportional-imbalance-fee', net.token, '50001'),
+        /--proportional-imbalance-fee must be a token address and parts per million from 0 to 50000/,
+      ],
+      [
+        'both --cap-mediation-fees and --no-cap-mediation-fees',
+        () => baseArgs(tempDir(), '--key', key, '--cap-mediation-fees', '--no-cap-mediation-fees'),
+        /give --cap-mediation-fees or --no-cap-mediation-fees, not both/,
+      ],
       [
         'an unreadable keystore',
         () => baseArgs(tempDir(), '--keystore', '/nonexistent/k.json', '--password-file', '/nonexistent/p'),

@@ -1,4 +1,4 @@
-import type { Address } from 'viem'
+import { getAddress, type Address } from 'viem'
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming'
 import { describeRisk } from '../../chain/transactionRisk.ts'
 import type { NodeNotice, NodeStatus } from '../../node/notices.ts'
@@ -14,7 +14,7 @@ import { integer, optional, text } from '../fields.ts'
 import { stringify } from '../bigintJson.ts'
 import { endpoint, type Resources } from '../resource.ts'
 import * as v from 'valibot'
-import { historyEntry, routeSchema } from '../paymentJson.ts'
+import { feeSchema, historyEntry, routeSchema } from '../paymentJson.ts'
 import { addressString as address, decimalString as decimal, hex32String as hex32 } from '../schema.ts'
 import { statusAnswer, statusAnswerOf } from './node.ts'
 
@@ -71,6 +71,7 @@ export const pushEventSchema = v.pipe(
         log_time: isoTime,
         token_address: address,
         route: routeSchema,
+        fee: feeSchema,
         secret_hash: hex32,
       }),
     ),
@@ -99,7 +100,19 @@ export const pushEventSchema = v.pipe(
         secret_hash: hex32,
       }),
     ),
-    pushEvent('payment_mediated', v.object({ token_network_address: address, token_address: v.nullable(address), amount: decimal, secret_hash: hex32 })),
+    pushEvent(
+      'payment_mediated',
+      v.object({
+        token_network_address: address,
+        token_address: v.nullable(address),
+        amount: decimal,
+        fee: feeSchema,
+        initiator: address,
+        target: address,
+        identifier: decimal,
+        secret_hash: hex32,
+      }),
+    ),
     channelEvent('opened'),
     channelEvent('closing'),
     channelEvent('closed'),
@@ -296,6 +309,7 @@ const pushEventName = {
   EventPaymentSentSuccess: 'payment_sent_success',
   EventPaymentSentFailed: 'payment_sent_failed',
   EventPaymentReceivedSuccess: 'payment_received_success',
+  EventPaymentMediated: 'payment_mediated',
 } as const
 
 /** A node notice as a push event; undefined for those that are not for clients (none today). */
@@ -318,6 +332,10 @@ export function toPushEvent(notice: NodeNotice, client: NodeClient): PushEvent |
           token_network_address: notice.tokenNetwork,
           token_address: tokenOf(client, notice.tokenNetwork),
           amount: notice.amount,
+          fee: notice.fee,
+          initiator: getAddress(notice.initiator),
+          target: getAddress(notice.target),
+          identifier: notice.paymentId,
           secret_hash: notice.secrethash,
         },
       }

@@ -4,7 +4,7 @@ import { getAddress, type Address } from 'viem'
 import { maxUint64 } from 'viem'
 import { readPaymentHistory, sendPayment } from '../../node/actions/payments.ts'
 import type { ApiContextRef } from '../context.ts'
-import { historyEntry, historyEntrySchema, routeSchema } from '../paymentJson.ts'
+import { feeSchema, historyEntry, historyEntrySchema, routeSchema } from '../paymentJson.ts'
 import { bytes32, integer, optional, type Parsed } from '../fields.ts'
 import { endpoint, json, type Resources, type RouteDoc } from '../resource.ts'
 import { addressString as address, decimalString as decimal, hex32String as hex32 } from '../schema.ts'
@@ -37,6 +37,7 @@ export const paymentResultSchema = v.object({
   secret: hex32,
   secret_hash: hex32,
   route: v.optional(routeSchema),
+  fee: v.optional(feeSchema),
 })
 export type PaymentResult = v.InferOutput<typeof paymentResultSchema>
 
@@ -47,7 +48,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContextRef): void {
   const historyDoc = (summary: string): RouteDoc & { query: typeof historyQuery } => ({
     summary,
     description:
-      'Oldest first. log_time is the time the event was stored, in UTC with milliseconds (e.g. 2024-05-01T12:00:00.123Z). For a partner, sent payments match on their target and received ones on their initiator.',
+      'Oldest first. log_time is the time the event was stored, in UTC with milliseconds (e.g. 2024-05-01T12:00:00.123Z). For a partner, sent payments match on their target, received and mediated ones (EventPaymentMediated, beyond Raiden: what came in and the fee kept) on their initiator.',
     query: historyQuery,
     responses: {
       200: 'array of Payment history entries',
@@ -87,14 +88,14 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContextRef): void {
       doc: {
         summary: 'Sends a payment to the target and answers once it succeeded or failed',
         description:
-          'Direct when a channel with the target can carry it, else mediated over a route. With only secret_hash the node asks its secret resolver for the secret when the target requests it. A request with the identifier and target of a payment in flight, the same amount and token, joins it and gets its result.',
+          "Direct when a channel with the target can carry it, else mediated over a route, whose lock carries the amount, the route's estimated mediation fee and a margin (the answer's fee, beyond Raiden), at most --pathfinding-max-fee beyond the amount. With only secret_hash the node asks its secret resolver for the secret when the target requests it. A request with the identifier and target of a payment in flight, the same amount and token, joins it and gets its result.",
         body: paymentBody,
         responses: {
           200: 'the payment succeeded (our Unlock is on its way): Payment result object',
           400: 'malformed JSON, a field of the wrong type or format, a missing amount or an unknown field',
           402: 'insufficient balance to start: no channel of ours (the one with the target, when there is one) can send the amount',
           404: 'token_address or target_address is not an EIP-55 address',
-          409: 'invalid amount (not in 1..2^256-1), the target is us or the zero address, no token network for the token, identifier not in 1..2^64-1, secret and secret_hash do not match, the secret hash is in use or already registered on-chain, lock_timeout not in (reveal_timeout, settle_timeout], no channel or no path to the target, the identifier is in flight for another payment, or the payment failed (lock expired, target offline...)',
+          409: 'invalid amount (not in 1..2^256-1), the target is us or the zero address, no token network for the token, identifier not in 1..2^64-1, secret and secret_hash do not match, the secret hash is in use or already registered on-chain, lock_timeout not in (reveal_timeout, settle_timeout], no channel or no path to the target, the identifier is in flight for another payment, or the payment failed (lock expired, target offline, every route fee and margin beyond --pathfinding-max-fee, the mediators took more than the estimate allowed...)',
         },
         schema: paymentResultSchema,
       },
@@ -118,6 +119,7 @@ export function paymentsRoutes(resources: Resources, ctx: ApiContextRef): void {
           secret: paid.secret,
           secret_hash: paid.secrethash,
           ...(paid.route ? { route: paid.route.map((hop) => getAddress(hop)) } : {}),
+          ...(paid.fee !== undefined ? { fee: paid.fee } : {}),
         })
       },
     }),

@@ -1,6 +1,7 @@
 import { bytesToHex, maxUint256, maxUint64, sha256, type Address, type Hex } from 'viem'
 import { readSecretRevealBlock } from '../../chain/reads.ts'
 import { distributable } from '../../protocol/channel/amounts.ts'
+import { estimateRouteFee } from '../../protocol/routing/estimateFee.ts'
 import { findRoutes, whyNoRouteHoldsLock } from '../../protocol/routing/findRoutes.ts'
 import { channelWith, sameAddress, tokenNetworkOf } from '../../protocol/state/access.ts'
 import type { NodeState } from '../../protocol/state/types.ts'
@@ -186,6 +187,7 @@ async function findOrStart(client: NodeClient, p: SendPaymentParameters, asked: 
         secret: done.secret,
         secrethash: done.secrethash,
         ...(done.route ? { route: done.route } : {}),
+        ...(done.fee !== undefined ? { fee: done.fee } : {}),
       }
       return { ...terms, state: 'paid', result: Promise.resolve(first) }
     }
@@ -225,6 +227,8 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
   const secrethash = (p.secrethash?.toLowerCase() as Hex | undefined) ?? sha256(secret!)
   const routes = findRoutes(client.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount, lockTimeout: p.lockTimeout ?? 'default' })
   if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
+  // Routes found here carry no fee of a pathfinding service: the node's own guess (docs/decisions/0069).
+  const routeFees = routes.map((route) => estimateRouteFee(client.state, { tokenNetwork: p.tokenNetwork, route, amount: p.amount }))
   const targetPublicKey = client.publicKeyOf(p.target)
   // A target we know no key of (a mediated payment's, the first time): the transport asks for its presence now, and
   // opens the way to it (its SecretRequest and our RevealSecret go directly): the next payment carries its secret.
@@ -251,6 +255,8 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
     ownSecret,
     ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
     routes,
+    ...(routeFees.some((fee) => fee !== 0n) ? { routeFees } : {}),
+    maxFee: client.config.pathfindingMaxFee,
     freshSecrets: ownSecret ? [randomBytes32(), randomBytes32()] : [],
     ...(encryptedSecret ? { encryptedSecret } : {}),
   })
@@ -278,6 +284,7 @@ function sentPayment(client: NodeClient, r: PaymentOutcome): SentPayment {
     secret: r.secret,
     secrethash: r.secrethash,
     route: r.route,
+    fee: r.fee,
   }
 }
 

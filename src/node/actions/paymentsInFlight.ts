@@ -12,6 +12,8 @@ export type SentPayment = {
   secrethash: Hex
   /** The hops it took, ending at the target (unknown for payments kept before routes were). */
   route?: Address[]
+  /** What it cost beyond its amount: the route's estimated mediation fee and its margin (unknown for payments kept before). */
+  fee?: bigint
 }
 
 /** What makes two payment requests the same payment: the token network, the amount and, when named, the secret hash. */

@@ -36,7 +36,7 @@ export function transactionRecord(effect: Extract<Effect, { type: 'transaction' 
   return { key: `tx:${String(seq).padStart(12, '0')}:${index}`, transaction: effect.transaction, createdAt: now, status: 'pending' }
 }
 
-/** The payment history row an event makes, if it is one of the three payment events. */
+/** The payment history row an event makes, if it is one of the payment events (a mediation's too). */
 export function paymentRecord(event: NodeEvent, seq: number, time: number): PaymentRecord | undefined {
   switch (event.type) {
     case 'paymentSentSuccess':
@@ -51,6 +51,7 @@ export function paymentRecord(event: NodeEvent, seq: number, time: number): Paym
         secrethash: event.secrethash,
         secret: event.secret,
         route: event.route,
+        fee: event.fee,
       }
     case 'paymentSentFailed':
       return {
@@ -72,6 +73,19 @@ export function paymentRecord(event: NodeEvent, seq: number, time: number): Paym
         token: event.token,
         partner: event.initiator,
         amount: event.amount,
+        identifier: event.paymentId,
+        secrethash: event.secrethash,
+      }
+    case 'mediationSucceeded':
+      return {
+        seq,
+        time,
+        event: 'EventPaymentMediated',
+        token: event.token,
+        partner: event.initiator,
+        target: event.target,
+        amount: event.amount,
+        fee: event.fee,
         identifier: event.paymentId,
         secrethash: event.secrethash,
       }

@@ -12,6 +12,7 @@ export {
   linspace,
   noMediationFees,
   ppmFeePerChannel,
+  sameMediationFees,
   type FeeSchedule,
   type MediationFees,
   type TokenFees,

@@ -34,6 +34,16 @@ export type MediationFees = {
 
 export const noMediationFees: MediationFees = { capFees: true, tokens: {} }
 
+/** Whether two fee settings charge the same (token order aside); an absent one charges nothing. */
+export function sameMediationFees(a: MediationFees | undefined, b: MediationFees | undefined): boolean {
+  const x = a ?? noMediationFees
+  const y = b ?? noMediationFees
+  const tokens = new Set([...Object.keys(x.tokens), ...Object.keys(y.tokens)])
+  const same = (p: TokenFees | undefined, q: TokenFees | undefined) =>
+    (p?.flat ?? 0n) === (q?.flat ?? 0n) && (p?.proportional ?? 0n) === (q?.proportional ?? 0n) && (p?.imbalance ?? 0n) === (q?.imbalance ?? 0n)
+  return x.capFees === y.capFees && [...tokens].every((t) => same(x.tokens[t], y.tokens[t]))
+}
+
 /** Python's numpy-like linspace of Raiden: `num` integers from start to stop, both included, rounded as floats. */
 export function linspace(start: bigint, stop: bigint, num: number): bigint[] {
   if (num < 2 || start > stop) throw new RangeError(`linspace(${start}, ${stop}, ${num})`)

@@ -8,11 +8,9 @@ export type TransitionContext = {
   confirmationBlocks: bigint
   /** The most locks one channel end may have pending. */
   maxPendingLocks: number
-  /** The fee a mediator keeps from each transfer it forwards. */
-  mediationFee: bigint
 }
 
-export const defaultContext: TransitionContext = { confirmationBlocks: 5n, maxPendingLocks: 160, mediationFee: 0n }
+export const defaultContext: TransitionContext = { confirmationBlocks: 5n, maxPendingLocks: 160 }
 
 /**
  * The block a lock's time counts from (docs/decisions/0056): the synced block, or the chain's head as the shell saw it

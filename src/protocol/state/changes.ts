@@ -1,4 +1,5 @@
 import type { Address, Hex } from 'viem'
+import type { MediationFees } from '../fees/schedule.ts'
 import type { Message, Signed } from '../messages/types.ts'
 
 /**
@@ -79,6 +80,13 @@ export type StateChange =
       lockTimeout?: bigint
       /** Candidate routes in order of preference; each is the hops after us, ending at the target. */
       routes: Address[][]
+      /**
+       * The estimated mediation fee of each route, in the same order (a pathfinding service's, or the node's own guess;
+       * absent: 0). The lock carries the amount, this fee and Raiden's margin on it.
+       */
+      routeFees?: bigint[]
+      /** The most the payment may cost beyond its amount (`--pathfinding-max-fee`); absent in changes logged before: no limit. */
+      maxFee?: bigint
       /** Secrets for retries over further routes, used only when `ownSecret`. */
       freshSecrets: Hex[]
       /**
@@ -129,6 +137,8 @@ export type StateChange =
     }
   /** Ask the partner of each channel that waits for its sync (at every start while one waits). */
   | { type: 'requestChannelSyncs' }
+  /** What the node charges for mediating from now on (its config, at each start where it differs from the state's). */
+  | { type: 'setMediationFees'; fees: MediationFees }
   | { type: 'closeChannel'; tokenNetwork: Address; channelId: bigint }
   | { type: 'withdraw'; tokenNetwork: Address; channelId: bigint; totalWithdraw: bigint }
   | { type: 'coopSettle'; tokenNetwork: Address; channelId: bigint }

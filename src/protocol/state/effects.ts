@@ -97,10 +97,23 @@ export type NodeEvent =
       secret: Hex
       secrethash: Hex
       route: Address[]
+      /** What the payment cost beyond its amount: its lock less the amount (the route's estimated fee and its margin). */
+      fee: bigint
     }
   | { type: 'paymentSentFailed'; token: Address; tokenNetwork: Address; target: Address; amount: bigint; paymentId: bigint; secrethash: Hex; reason: string }
   | { type: 'paymentReceivedSuccess'; token: Address; tokenNetwork: Address; initiator: Address; amount: bigint; paymentId: bigint; secrethash: Hex }
-  | { type: 'mediationSucceeded'; tokenNetwork: Address; secrethash: Hex; amount: bigint }
+  /** A transfer we forwarded was paid on both sides: `amount` came in, `fee` of it (amount in less amount out) we kept. */
+  | {
+      type: 'mediationSucceeded'
+      token: Address
+      tokenNetwork: Address
+      secrethash: Hex
+      paymentId: bigint
+      initiator: Address
+      target: Address
+      amount: bigint
+      fee: bigint
+    }
   /**
    * `unknownChannel`: the message names a channel the node does not hold, most often one whose opening it has not
    * synced yet (the partner saw it first); the sender resends it, unacknowledged, and it goes through once synced.

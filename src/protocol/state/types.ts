@@ -1,4 +1,5 @@
 import type { Address, Hex } from 'viem'
+import type { MediationFees } from '../fees/schedule.ts'
 import type { Lock } from '../locks.ts'
 import type { Metadata } from '../messages/types.ts'
 
@@ -40,6 +41,11 @@ export type NodeState = {
   stale?: StaleState
   /** Channels of ours opened up to this block were of a life the store forgot (docs/decisions/0034): they wait for their sync. */
   forgottenUpTo?: bigint
+  /**
+   * What this node charges for mediating, per token (docs/decisions/0069), as the operator set it last: held in the
+   * state, set by a change at each start, so that a replay forwards the amounts that were forwarded. Absent: nothing.
+   */
+  mediationFees?: MediationFees
 }
 
 /** What showed that our state is older than what we signed. */
@@ -195,10 +201,17 @@ export type InitiatorPayment = {
   lockTimeout?: bigint
   /** Routes not tried yet, each a list of hops ending at the target. */
   remainingRoutes: Address[][]
+  /** The estimated mediation fee of each of remainingRoutes, in the same order (absent: 0). */
+  remainingRouteFees?: bigint[]
+  /**
+   * The most the payment may cost beyond its amount (`--pathfinding-max-fee`): a route whose estimated fee with its
+   * margin is more is not tried. Absent in payments started before it was kept: no limit.
+   */
+  maxFee?: bigint
   freshSecrets: Hex[]
   /** `secret` encrypted to the target, sent as the LockedTransfer's `metadata.secret` (first route only). */
   encryptedSecret?: Hex
-  /** The route and lock in flight. */
+  /** The route and lock in flight; the lock's amount is the payment's amount, the route's estimated fee and its margin. */
   channelKey: string
   route: Address[]
   lock: Lock

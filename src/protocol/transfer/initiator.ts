@@ -1,5 +1,6 @@
 import { sha256, type Address, type Hex } from 'viem'
 import { channelKey } from '../channel/key.ts'
+import { feeMargin } from '../fees/margin.ts'
 import type { Lock } from '../locks.ts'
 import type { RefundTransfer, RevealSecret, SecretRequest, Signed } from '../messages/types.ts'
 import type { StateChange } from '../state/changes.ts'
@@ -36,16 +37,28 @@ function failed(payment: Pick<InitiatorPayment, 'token' | 'tokenNetwork' | 'targ
 const noRoute = (reasons: string[]) => (reasons.length ? `no route could carry the payment: ${reasons.join('; ')}` : 'no route to the target')
 
 /**
- * Sends the payment's lock over the first of `routes` that can carry it: our channel with its first hop has the
- * balance, and every channel along it can hold the lock (whyRouteCannotHoldLock), so no hop is sent a lock it is
- * bound to refuse. The lock expires `lockTimeout` blocks from `now` (blockNow: the chain's head as the shell saw it
- * when our synced block is older, so that a node behind the chain does not send a lock its payee finds about to
- * expire). Returns the state, or the reasons no route could.
+ * Why a route's fee is more than the payment may cost, or undefined: its lock carries the amount, the estimated fee
+ * and Raiden's margin on it (feeMargin), which must stay within the amount and `maxFee` (docs/decisions/0069).
+ */
+function whyTooExpensive(amount: bigint, fee: bigint, maxFee: bigint | undefined): string | undefined {
+  const margin = feeMargin(amount, fee)
+  if (maxFee === undefined || fee + margin <= maxFee) return undefined
+  return `its estimated fee ${fee} and margin ${margin} exceed the most the payment may cost in fees, ${maxFee} (--pathfinding-max-fee)`
+}
+
+/**
+ * Sends the payment's lock over the first of `routes` that can carry it: its estimated fee (`fees`, in the same
+ * order) with the margin stays within the payment's maxFee, our channel with its first hop has the balance for the
+ * amount, the fee and the margin, and every channel along it can hold the lock (whyRouteCannotHoldLock), so no hop is
+ * sent a lock it is bound to refuse. The lock expires `lockTimeout` blocks from `now` (blockNow: the chain's head as
+ * the shell saw it when our synced block is older, so that a node behind the chain does not send a lock its payee finds
+ * about to expire). Returns the state, or the reasons no route could.
  */
 function tryRoutes(
   state: NodeState,
-  base: Omit<InitiatorPayment, 'remainingRoutes' | 'channelKey' | 'route' | 'lock' | 'messageIdentifier' | 'status' | 'startedBlock'>,
+  base: Omit<InitiatorPayment, 'remainingRoutes' | 'remainingRouteFees' | 'channelKey' | 'route' | 'lock' | 'messageIdentifier' | 'status' | 'startedBlock'>,
   routes: Address[][],
+  fees: readonly bigint[] | undefined,
   ctx: TransitionContext,
   out: Effect[],
   now: bigint,
@@ -57,9 +70,16 @@ function tryRoutes(
       reasons.push('route does not end at the target')
       continue
     }
+    // A direct payment passes no mediator: nothing to pay but the amount (as Raiden's direct route, fee 0).
+    const fee = route.length === 1 ? 0n : (fees?.[i] ?? 0n)
+    const tooExpensive = whyTooExpensive(base.amount, fee, base.maxFee)
+    if (tooExpensive) {
+      reasons.push(`via ${route.join(', ')}: ${tooExpensive}`)
+      continue
+    }
     const channel = channelWith(state, base.tokenNetwork, route[0]!)
     const timeout = channel ? lockTimeoutFor(channel, base.lockTimeout) : 0n
-    const lock: Lock = { amount: base.amount, expiration: now + timeout - 1n, secrethash: base.secrethash }
+    const lock: Lock = { amount: base.amount + fee + feeMargin(base.amount, fee), expiration: now + timeout - 1n, secrethash: base.secrethash }
     const tooLong =
       channel?.state === 'opened'
         ? whyRouteCannotHoldLock(state, {
@@ -87,9 +107,11 @@ function tryRoutes(
       },
       out,
     )
+    const rest = fees?.slice(i + 1) ?? []
     const payment: InitiatorPayment = {
       ...base,
       remainingRoutes: routes.slice(i + 1),
+      ...(rest.length ? { remainingRouteFees: rest } : {}),
       channelKey: channelKey(channel!.tokenNetwork, channel!.id),
       route,
       lock,
@@ -118,28 +140,33 @@ export function initPayment(state: NodeState, change: InitPayment, ctx: Transiti
     ...(change.lockTimeout !== undefined ? { lockTimeout: change.lockTimeout } : {}),
     freshSecrets: change.freshSecrets,
     ...(change.encryptedSecret && change.secret ? { encryptedSecret: change.encryptedSecret } : {}),
+    ...(change.maxFee !== undefined ? { maxFee: change.maxFee } : {}),
   }
   if (state.initiators[change.secrethash] || state.targets[change.secrethash] || state.mediators[change.secrethash]) {
     out.push(failed(base, 'the secret hash is already in use by another transfer'))
     return state
   }
-  const result = tryRoutes(state, base, change.routes, ctx, out, blockNow(state, change.headBlock))
+  const result = tryRoutes(state, base, change.routes, change.routeFees, ctx, out, blockNow(state, change.headBlock))
   if ('state' in result) return result.state
   out.push(failed(base, noRoute(result.reasons)))
   return state
 }
 
-/** The target asks for the secret: answer the first valid request, from the resolver if we lack the secret. */
+/**
+ * The target asks for the secret: answer the first valid request, from the resolver if we lack the secret. The target
+ * asks for what reached it: less than the amount (the mediators took more than the route's estimated fee and its
+ * margin) and the payment has failed, said now rather than at the lock's expiry (Raiden only ignores the request).
+ */
 export function initiatorOnSecretRequest(state: NodeState, message: Signed<SecretRequest>, sender: Address, out: Effect[]): NodeState {
   const payment = state.initiators[message.secrethash]
   if (payment?.status !== 'pending' || payment.secretRequested) return state
-  const valid =
+  const ours =
     sameAddress(sender, payment.target) &&
     message.payment_identifier === payment.paymentId &&
-    message.amount >= payment.amount &&
     message.expiration === payment.lock.expiration &&
     state.blockNumber < payment.lock.expiration
-  if (!valid) return state
+  if (!ours) return state
+  if (message.amount < payment.amount) return fellShort(state, payment, message.amount, out)
   const marked: NodeState = {
     ...state,
     initiators: { ...state.initiators, [payment.secrethash]: { ...payment, secretRequested: true, awaitingResolver: !payment.secret } },
@@ -174,6 +201,16 @@ export function initiatorOnSecretResolved(state: NodeState, secrethash: Hex, sec
   return sendUnordered(s, payment.target, { type: 'RevealSecret', message_identifier: id, secret }, out)
 }
 
+/**
+ * The target was offered less than the amount: the secret is never revealed, so the payment has failed (its lock
+ * stays until it expires, as a refunded one does). Not tried on another route: the fees were estimated too low.
+ */
+function fellShort(state: NodeState, payment: InitiatorPayment, received: bigint, out: Effect[]): NodeState {
+  const reason = `the target was offered ${received}, less than the amount ${payment.amount}: the mediators took ${payment.lock.amount - received} in fees, more than the ${payment.lock.amount - payment.amount} the route's estimated fee and its margin allowed`
+  out.push(failed(payment, reason))
+  return { ...state, initiators: { ...state.initiators, [payment.secrethash]: { ...payment, status: 'failed', failureReason: reason, secretRequested: true } } }
+}
+
 function succeed(state: NodeState, payment: InitiatorPayment, secret: Hex, out: Effect[]): NodeState {
   const channel = state.channels[payment.channelKey]
   let s = state
@@ -193,6 +230,7 @@ function succeed(state: NodeState, payment: InitiatorPayment, secret: Hex, out: 
       secret,
       secrethash: payment.secrethash,
       route: payment.route,
+      fee: payment.lock.amount - payment.amount,
     },
   })
   return { ...s, initiators: without(s.initiators, payment.secrethash) as NodeState['initiators'] }
@@ -262,6 +300,7 @@ export function initiatorOnRefund(
   const secrethash = sha256(secret)
   const {
     remainingRoutes,
+    remainingRouteFees,
     channelKey: _c,
     route: _r,
     lock: _l,
@@ -279,6 +318,7 @@ export function initiatorOnRefund(
     retired,
     { ...base, secret, secrethash, freshSecrets: payment.freshSecrets.slice(1), failedRoutes },
     remainingRoutes,
+    remainingRouteFees,
     ctx,
     out,
     blockNow(state, headBlock),

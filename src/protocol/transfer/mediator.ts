@@ -1,12 +1,14 @@
 import type { Address, Hex } from 'viem'
 import { channelKey } from '../channel/key.ts'
 import { distributable } from '../channel/amounts.ts'
+import { amountWithoutFees } from '../fees/mediationFee.ts'
 import type { Lock } from '../locks.ts'
 import type { LockedTransfer, RefundTransfer, RevealSecret, Signed } from '../messages/types.ts'
 import { blockNow, channelWith, sameAddress, takeMessageId, without, type TransitionContext } from '../state/access.ts'
 import type { ChainSeen } from '../state/changes.ts'
 import type { Effect } from '../state/effects.ts'
 import type { Channel, MediatedTransfer, NodeState } from '../state/types.ts'
+import { mediationChannels } from './feeViews.ts'
 import { sendLockExpired, sendLockedTransfer, sendUnlock, sendUnordered } from './send.ts'
 import { whyNotUsable } from './usable.ts'
 import { waitsForSync } from '../channel/sync.ts'
@@ -55,10 +57,12 @@ function refundPayer(state: NodeState, task: MediatedTransfer, token: Address, c
 }
 
 /**
- * A transfer to forward arrived and was applied in the payer channel: lock the same amount (less our fee) with
- * the same expiration towards the next hop. When the next hop cannot take it (no next hop on the route, no open
- * channel to it, too little balance, too many locks, or a lock that ends within the channel's reveal timeout or
- * outlasts its settle timeout), give the lock back to the payer at once so the initiator can try another route.
+ * A transfer to forward arrived and was applied in the payer channel: lock the amount less our fee with the same
+ * expiration towards the next hop. The fee is Raiden's, from our schedules for the two channels (docs/decisions/0069):
+ * what goes out is what Raiden's get_amount_without_fees gives for what came in. When the next hop cannot take it (no
+ * next hop on the route, no open channel to it, nothing left after the fees or a balance the fee cannot be worked out
+ * for, too little balance, too many locks, or a lock that ends within the channel's reveal timeout or outlasts its
+ * settle timeout), give the lock back to the payer at once so the initiator can try another route.
  * Only when even that is impossible (we lack the balance towards the payer) does the lock wait for its expiry.
  *
  * The lock's time left counts from `seen`'s head when our synced block is older (blockNow). While the chain is out
@@ -89,14 +93,15 @@ export function startMediator(
   }
   const hop = nextHop(message, state.address)
   const payeeChannel = hop && !sameAddress(hop, payerChannel.partner) ? channelWith(state, payerChannel.tokenNetwork, hop) : undefined
-  const amountOut = lock.amount - ctx.mediationFee
+  const amountOut = payeeChannel?.state === 'opened' ? amountWithoutFees(lock.amount, mediationChannels(state, payerChannel, payeeChannel)) : undefined
   const now = blockNow(state, seen.headBlock)
   const why = seen.chainUnreachable
     ? 'the chain is out of reach'
-    : hop
-      ? whyNotUsable(payeeChannel, amountOut, lock.expiration - now, ctx)
-      : 'no next hop on the route'
-  if (why) return refundPayer(state, task, message.token, ctx, out, now)
+    : !hop
+      ? 'no next hop on the route'
+      : (whyNotUsable(payeeChannel, amountOut ?? lock.amount, lock.expiration - now, ctx) ??
+        (amountOut === undefined ? 'no amount is left to forward after the fees' : undefined))
+  if (why || amountOut === undefined) return refundPayer(state, task, message.token, ctx, out, now)
   const payeeLock = { amount: amountOut, expiration: lock.expiration, secrethash: lock.secrethash }
   const sent = sendLockedTransfer(
     state,
@@ -167,7 +172,21 @@ function finishIfDone(state: NodeState, secrethash: Hex, out: Effect[]): NodeSta
   const payeeDone = (task.payeeState === undefined || task.payeeState === 'unlocked' || task.payeeState === 'expired') && !task.refunded
   if (!payerDone || !payeeDone) return state
   if (task.payerState === 'unlocked' && task.payeeState === 'unlocked')
-    out.push({ type: 'event', event: { type: 'mediationSucceeded', tokenNetwork: task.tokenNetwork, secrethash, amount: task.payerLock.amount } })
+    out.push({
+      type: 'event',
+      event: {
+        type: 'mediationSucceeded',
+        token: state.tokenNetworks[task.tokenNetwork]?.token ?? task.tokenNetwork,
+        tokenNetwork: task.tokenNetwork,
+        secrethash,
+        paymentId: task.paymentId,
+        initiator: task.initiator,
+        target: task.target,
+        amount: task.payerLock.amount,
+        // What we kept: the payer paid us its lock, we paid the payee ours.
+        fee: task.payerLock.amount - task.payeeLock!.amount,
+      },
+    })
   return { ...state, mediators: without(state.mediators, secrethash) as NodeState['mediators'] }
 }
 

@@ -90,10 +90,11 @@ describe('noticeRecord', () => {
       secret,
       secrethash: hash(7),
       route: [address(2)],
+      fee: 3n,
     })
     expect(sent.level).toBe('info')
     expect(sent.msg).toBe('payment sent')
-    expect(sent.fields).toMatchObject({ event: 'paymentSentSuccess', target: address(2), amount: 10n ** 18n, paymentId: 42n })
+    expect(sent.fields).toMatchObject({ event: 'paymentSentSuccess', target: address(2), amount: 10n ** 18n, fee: 3n, paymentId: 42n })
     const { logger, lines } = capture('debug')
     logger[sent.level](sent.msg, sent.fields)
     expect(lines[0]!.line).not.toContain(secret.slice(2))

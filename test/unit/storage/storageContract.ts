@@ -273,9 +273,12 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       expect(await storage.sentPayment(target, 1_000_100n)).toMatchObject({ seq: 100 })
       expect(await storage.sentPayment(target, 6n)).toBeUndefined()
       expect(await storage.sentPayment(randomAddress(), 5n)).toBeUndefined()
-      // Only received under 7: not a payment we sent.
-      await storage.commit({ payments: [row(6, target, 7n, 'EventPaymentReceivedSuccess')] })
+      // Only received under 7: not a payment we sent; nor is one we mediated, whatever its partner (its initiator).
+      await storage.commit({
+        payments: [row(6, target, 7n, 'EventPaymentReceivedSuccess'), { ...row(7, target, 7n, 'EventPaymentMediated'), fee: 3n, target: other }],
+      })
       expect(await storage.sentPayment(target, 7n)).toBeUndefined()
+      expect((await storage.payments({ partner: target })).find((p) => p.seq === 7)).toMatchObject({ event: 'EventPaymentMediated', fee: 3n, target: other })
       // A row written again under its seq leaves the index with its old terms.
       await storage.commit({ payments: [row(3, target, 8n)] })
       expect(await storage.sentPayment(target, 5n)).toMatchObject({ seq: 1 })

@@ -257,8 +257,19 @@ export class Network {
     }
   }
 
-  /** A payment from `from` to `to` over `route` (hops after the initiator), with a fresh deterministic secret. */
-  async pay(from: string, to: string, amount: bigint, paymentId: bigint, routes?: string[][], lockTimeout?: bigint): Promise<Hex> {
+  /**
+   * A payment from `from` to `to` over `route` (hops after the initiator), with a fresh deterministic secret; `fees`:
+   * each route's estimated mediation fee and the most the payment may cost in fees.
+   */
+  async pay(
+    from: string,
+    to: string,
+    amount: bigint,
+    paymentId: bigint,
+    routes?: string[][],
+    lockTimeout?: bigint,
+    fees: { routeFees?: bigint[]; maxFee?: bigint } = {},
+  ): Promise<Hex> {
     const secret = sha256(`0x${paymentId.toString(16).padStart(64, '0')}`)
     const fresh = [1n, 2n, 3n].map((k) => sha256(`0x${(paymentId * 1000n + k).toString(16).padStart(64, '0')}`))
     const r = (routes ?? [[to]]).map((route) => route.map((n) => this.node(n).address))
@@ -281,6 +292,7 @@ export class Network {
       secrethash: sha256(secret),
       ownSecret: true,
       routes: r,
+      ...fees,
       freshSecrets: fresh,
       ...(lockTimeout ? { lockTimeout } : {}),
       ...(encryptedSecret ? { encryptedSecret } : {}),
