@@ -15,7 +15,6 @@ import {
   raidenNames,
   readApiToken,
   serveFlags,
-  StartupError,
   startupStep,
 } from './serve.ts'
 
@@ -101,23 +100,15 @@ async function run(argv: readonly string[]): Promise<number> {
   const privateKey = await loadPrivateKey(flags)
 
   if (relays.length > 0) await import('../transport/libp2p/nodePolyfills.ts')
-  const [
-    { readDeployment },
-    { createMonitoringService },
-    { serveMonitorApi },
-    { AddressInUseError },
-    { useNativeSecp256k1 },
-    { describeError },
-    { followSync },
-  ] = await Promise.all([
-    import('../devnet/deploymentFile.ts'),
-    import('../monitor/service.ts'),
-    import('./servedMonitor.ts'),
-    import('./httpServer.ts'),
-    import('./nativeSecp256k1.ts'),
-    import('./servedNode.ts'),
-    import('../log/syncProgress.ts'),
-  ])
+  const [{ readDeployment }, { createMonitoringService }, { serveMonitorApi }, { useNativeSecp256k1 }, { explainServiceStart, runService }] = await Promise.all(
+    [
+      import('../devnet/deploymentFile.ts'),
+      import('../monitor/service.ts'),
+      import('./servedMonitor.ts'),
+      import('./nativeSecp256k1.ts'),
+      import('./serviceRun.ts'),
+    ],
+  )
   const { createLibp2pTransport } = relays.length > 0 ? await import('../transport/libp2p/libp2pTransport.ts') : { createLibp2pTransport: undefined }
   const deployment = await startupStep(
     () => readDeployment(resolve(flags.deployment!)),
@@ -142,83 +133,22 @@ async function run(argv: readonly string[]): Promise<number> {
           minReward: flags.minReward,
           log: (line, level) => log[level](line),
         }),
-      (e) => {
-        if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc.join(',')}: ${describeError(e)}`
-        if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another monitoring service running on --data-dir ${flags.dataDir}?`
-        if (hasCode(e, 'STORAGE', 'STORAGE_VERSION')) return `cannot open the store in ${flags.dataDir}: ${e.message}`
-        return undefined
-      },
+      explainServiceStart('monitoring service', { rpc, dataDir: flags.dataDir }),
     )
-    let served: Awaited<ReturnType<typeof serveMonitorApi>>
-    try {
-      served = await serveMonitorApi({ service, host: api.host, port: api.port, access, peerId: libp2p?.peerId })
-    } catch (e) {
-      await service.stop()
-      if (e instanceof AddressInUseError)
-        throw new StartupError(`--api ${flags.api}: ${api.host}:${api.port} is already in use (choose another address or port)`)
-      throw e
-    }
-    const server = served.server
-    log.info('Sluice monitoring service {address} on chain {chainId}, data in {dataDir}', { address: service.address, chainId: deployment.chainId, dataDir })
-    log.info('REST API: {url}', { url: served.apiUrl })
-    const starting = startupStep(
-      // Published in the ServiceRegistry: where the service's API is, unless --url says otherwise.
-      () => service.start({ url: flags.url ?? server.url }),
-      (e) => {
-        if (hasCode(e, 'REGISTRATION_FAILED')) return `cannot register in the ServiceRegistry: ${e.message}`
-        if (hasCode(e, 'CHAIN_RPC', 'INSUFFICIENT_FUNDS_FOR_GAS')) return `${describeError(e)}`
-        return undefined
+    return await runService({
+      kind: 'monitoring service',
+      service,
+      serveApi: () => serveMonitorApi({ service, host: api.host, port: api.port, access, peerId: libp2p?.peerId }),
+      api: { flag: flags.api, ...api },
+      flags: { url: flags.url, confirmations: flags.confirmations, dataDir },
+      chainId: deployment.chainId,
+      signal,
+      log,
+      sayReady: () => {
+        if (libp2p) log.info('Transport: libp2p, peer id {peerId}, relay {relays}', { peerId: libp2p.peerId, relays })
+        else log.info('Transport: none (no --relay): no new requests are taken')
       },
-    )
-    // A Ctrl-C during the registration or the first sync stops it all; the start then ends on its own.
-    starting.catch(() => {})
-    // The first sync's progress (the blocks confirmed and not synced yet), until the start is over.
-    const confirmations = BigInt(flags.confirmations)
-    const stopProgress = followSync(
-      () => {
-        const { syncedBlock, latestBlock } = service.status()
-        const blocksToSync = latestBlock - confirmations - syncedBlock
-        return { syncedBlock, blocksToSync: blocksToSync > 0n ? blocksToSync : 0n }
-      },
-      { logger: log },
-    )
-    let first: string | undefined
-    try {
-      first = await Promise.race([starting.then(() => undefined), signal.received])
-    } catch (e) {
-      await service.stop()
-      await server.close(1_000)
-      throw e
-    } finally {
-      stopProgress()
-    }
-    if (first !== undefined) {
-      log.info('{signal}: stopping', { signal: first })
-      await server.close(1_000)
-      await service.stop()
-      log.info('stopped')
-      return 0
-    }
-    const registration = service.status().registration!
-    log.info('Registered in the ServiceRegistry until {validTill}, URL {url}', {
-      validTill: new Date(Number(registration.validTill) * 1000).toISOString(),
-      url: registration.url,
     })
-    if (libp2p) log.info('Transport: libp2p, peer id {peerId}, relay {relays}', { peerId: libp2p.peerId, relays })
-    else log.info('Transport: none (no --relay): no new requests are taken')
-    log.info('Ready: synced to block {syncedBlock}', { syncedBlock: service.status().syncedBlock })
-
-    const end = await Promise.race([
-      signal.received.then((s) => ({ reason: 'signal' as const, signal: s })),
-      service.failed.then((error) => ({ reason: 'failed' as const, error })),
-      served.internalError.then((error) => ({ reason: 'internal error' as const, error })),
-    ])
-    if (end.reason === 'signal') log.info('{signal}: stopping', { signal: end.signal })
-    else log.error(`${end.reason === 'failed' ? 'the service failed' : 'internal error in the API'}; stopping`, { error: end.error })
-    await server.close(1_000)
-    await service.stop()
-    log.info('stopped')
-    return end.reason === 'signal' ? 0 : 1
   } finally {
     signal.dispose()
   }

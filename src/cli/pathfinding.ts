@@ -4,18 +4,7 @@ import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, type Fla
 import type { Command } from './command.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
-import {
-  checkRelays,
-  libp2pLog,
-  loadPrivateKey,
-  MissingFlagError,
-  parseHostPort,
-  parseUrl,
-  raidenNames,
-  serveFlags,
-  StartupError,
-  startupStep,
-} from './serve.ts'
+import { checkRelays, libp2pLog, loadPrivateKey, MissingFlagError, parseHostPort, parseUrl, raidenNames, serveFlags, startupStep } from './serve.ts'
 
 const amount = (raw: string) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) < 2n ** 256n ? BigInt(raw) : undefined)
 const decimalAboveZero = (raw: string) => (/^(\d+)(\.\d+)?$/.test(raw) && /[1-9]/.test(raw) && raw.length <= 40 ? raw : undefined)
@@ -122,10 +111,8 @@ async function run(argv: readonly string[]): Promise<number> {
     { readDeployment },
     { createPathfindingService },
     { servePathfindingApi },
-    { AddressInUseError },
     { useNativeSecp256k1 },
-    { describeError },
-    { followSync },
+    { explainServiceStart, runService },
     { createLibp2pTransport },
     { parseDecimal },
     { serviceMediationFee },
@@ -133,10 +120,8 @@ async function run(argv: readonly string[]): Promise<number> {
     import('../devnet/deploymentFile.ts'),
     import('../pathfinding/service/service.ts'),
     import('./servedPathfinding.ts'),
-    import('./httpServer.ts'),
     import('./nativeSecp256k1.ts'),
-    import('./servedNode.ts'),
-    import('../log/syncProgress.ts'),
+    import('./serviceRun.ts'),
     import('../transport/libp2p/libp2pTransport.ts'),
     import('../pathfinding/claims.ts'),
     import('../pathfinding/mediationFee.ts'),
@@ -168,81 +153,22 @@ async function run(argv: readonly string[]): Promise<number> {
           ...(flags.infoMessage !== undefined ? { message: flags.infoMessage } : {}),
           log: (line, level) => log[level](line),
         }),
-      (e) => {
-        if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc.join(',')}: ${describeError(e)}`
-        if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another pathfinding service running on --data-dir ${flags.dataDir}?`
-        if (hasCode(e, 'STORAGE', 'STORAGE_VERSION')) return `cannot open the store in ${flags.dataDir}: ${e.message}`
-        return undefined
-      },
+      explainServiceStart('pathfinding service', { rpc, dataDir: flags.dataDir }),
     )
-    let served: Awaited<ReturnType<typeof servePathfindingApi>>
-    try {
-      served = await servePathfindingApi({ service, host: api.host, port: api.port, transportInfo: { peerId: libp2p.peerId, relays } })
-    } catch (e) {
-      await service.stop()
-      if (e instanceof AddressInUseError)
-        throw new StartupError(`--api ${flags.api}: ${api.host}:${api.port} is already in use (choose another address or port)`)
-      throw e
-    }
-    const server = served.server
-    log.info('Sluice pathfinding service {address} on chain {chainId}, data in {dataDir}', { address: service.address, chainId: deployment.chainId, dataDir })
-    log.info('REST API: {url}', { url: served.apiUrl })
-    const starting = startupStep(
-      // Published in the ServiceRegistry: where the service's API is, unless --url says otherwise.
-      () => service.start({ url: flags.url ?? server.url }),
-      (e) => {
-        if (hasCode(e, 'REGISTRATION_FAILED')) return `cannot register in the ServiceRegistry: ${e.message}`
-        if (hasCode(e, 'CHAIN_RPC', 'INSUFFICIENT_FUNDS_FOR_GAS')) return `${describeError(e)}`
-        return undefined
+    return await runService({
+      kind: 'pathfinding service',
+      service,
+      serveApi: () => servePathfindingApi({ service, host: api.host, port: api.port, transportInfo: { peerId: libp2p.peerId, relays } }),
+      api: { flag: flags.api, ...api },
+      flags: { url: flags.url, confirmations: flags.confirmations, dataDir },
+      chainId: deployment.chainId,
+      signal,
+      log,
+      sayReady: () => {
+        log.info('Transport: libp2p, peer id {peerId}, relay {relays}', { peerId: libp2p.peerId, relays })
+        log.info('Service fee {fee}', { fee: flags.serviceFee })
       },
-    )
-    starting.catch(() => {})
-    const confirmations = BigInt(flags.confirmations)
-    const stopProgress = followSync(
-      () => {
-        const { syncedBlock, latestBlock } = service.status()
-        const blocksToSync = latestBlock - confirmations - syncedBlock
-        return { syncedBlock, blocksToSync: blocksToSync > 0n ? blocksToSync : 0n }
-      },
-      { logger: log },
-    )
-    let first: string | undefined
-    try {
-      first = await Promise.race([starting.then(() => undefined), signal.received])
-    } catch (e) {
-      await service.stop()
-      await server.close(1_000)
-      throw e
-    } finally {
-      stopProgress()
-    }
-    if (first !== undefined) {
-      log.info('{signal}: stopping', { signal: first })
-      await server.close(1_000)
-      await service.stop()
-      log.info('stopped')
-      return 0
-    }
-    const registration = service.status().registration!
-    log.info('Registered in the ServiceRegistry until {validTill}, URL {url}', {
-      validTill: new Date(Number(registration.validTill) * 1000).toISOString(),
-      url: registration.url,
     })
-    log.info('Transport: libp2p, peer id {peerId}, relay {relays}', { peerId: libp2p.peerId, relays })
-    log.info('Service fee {fee}', { fee: flags.serviceFee })
-    log.info('Ready: synced to block {syncedBlock}', { syncedBlock: service.status().syncedBlock })
-
-    const end = await Promise.race([
-      signal.received.then((s) => ({ reason: 'signal' as const, signal: s })),
-      service.failed.then((error) => ({ reason: 'failed' as const, error })),
-      served.internalError.then((error) => ({ reason: 'internal error' as const, error })),
-    ])
-    if (end.reason === 'signal') log.info('{signal}: stopping', { signal: end.signal })
-    else log.error(`${end.reason === 'failed' ? 'the service failed' : 'internal error in the API'}; stopping`, { error: end.error })
-    await server.close(1_000)
-    await service.stop()
-    log.info('stopped')
-    return end.reason === 'signal' ? 0 : 1
   } finally {
     signal.dispose()
   }

@@ -2,15 +2,8 @@ import type { HostRule, OriginPattern } from '../api/hostsAndOrigins.ts'
 import { createMonitorApi } from '../monitor/api.ts'
 import type { MonitoringService } from '../monitor/service.ts'
 import { checkApiExposure } from './apiExposure.ts'
-import { listen, type HttpServer } from './httpServer.ts'
-
-export type ServedMonitorApi = {
-  server: HttpServer
-  /** http://host:port/api/v1 */
-  apiUrl: string
-  /** Resolves with the error of the first request that failed with a bug (the API then keeps answering 500 to it). */
-  internalError: Promise<unknown>
-}
+import { listen } from './httpServer.ts'
+import type { ServedServiceApi } from './serviceRun.ts'
 
 /**
  * Serves a monitoring service's REST API over HTTP with the access rules of `sluice serve` (docs/decisions/0025):
@@ -29,7 +22,7 @@ export async function serveMonitorApi({
   port: number
   access?: { hosts?: readonly HostRule[]; corsOrigins?: readonly OriginPattern[]; token?: string | undefined }
   peerId?: string | undefined
-}): Promise<ServedMonitorApi> {
+}): Promise<ServedServiceApi> {
   checkApiExposure({ host, ...access })
   let failed: (error: unknown) => void = () => {}
   const internalError = new Promise<unknown>((resolve) => (failed = resolve))

@@ -1,14 +1,7 @@
 import { createPfsApi } from '../pathfinding/service/api.ts'
 import type { PathfindingService } from '../pathfinding/service/service.ts'
-import { listen, type HttpServer } from './httpServer.ts'
-
-export type ServedPathfindingApi = {
-  server: HttpServer
-  /** http://host:port/api/v1 */
-  apiUrl: string
-  /** Resolves with the error of the first request that failed with a bug (the API then keeps answering 500 to it). */
-  internalError: Promise<unknown>
-}
+import { listen } from './httpServer.ts'
+import type { ServedServiceApi } from './serviceRun.ts'
 
 /**
  * Serves a pathfinding service's REST API over HTTP: a public API (docs/decisions/0072), on any address. AddressInUseError
@@ -24,7 +17,7 @@ export async function servePathfindingApi({
   host: string
   port: number
   transportInfo?: { peerId: string; relays: readonly string[] } | undefined
-}): Promise<ServedPathfindingApi> {
+}): Promise<ServedServiceApi> {
   let failed: (error: unknown) => void = () => {}
   const internalError = new Promise<unknown>((resolve) => (failed = resolve))
   const app = createPfsApi({ service, transportInfo, onInternalError: failed })

@@ -6,7 +6,8 @@ import type { Deployment } from '../chain/deployment.ts'
 import { mintTokens } from '../chain/erc20.ts'
 import { readRegistrationPrice } from '../chain/serviceRegistry.ts'
 import type { TransactionQueue } from '../chain/transactionQueue.ts'
-import { serveMonitorApi, type ServedMonitorApi } from '../cli/servedMonitor.ts'
+import { serveMonitorApi } from '../cli/servedMonitor.ts'
+import type { ServedServiceApi } from '../cli/serviceRun.ts'
 import type { Logger } from '../log/logger.ts'
 import { createMonitoringService, type MonitoringService } from '../monitor/service.ts'
 import type { DevnetTransport } from './devnetTransport.ts'
@@ -14,7 +15,7 @@ import type { DevnetTransport } from './devnetTransport.ts'
 /** ETH for the monitoring service's transactions (registration, monitor, claimReward). */
 const MONITOR_ETH = 100n * 10n ** 18n
 
-export type DevnetMonitor = { service: MonitoringService; api?: ServedMonitorApi }
+export type DevnetMonitor = { service: MonitoringService; api?: ServedServiceApi }
 
 /**
  * The devnet's monitoring service (`sluice monitor`, docs/decisions/0031): a key of its own (the same every run:
