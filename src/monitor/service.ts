@@ -3,7 +3,7 @@ import { createChainClient, type ChainClient } from '../chain/chainClient.ts'
 import type { Deployment } from '../chain/deployment.ts'
 import { createTransactionQueue, type TransactionQueue } from '../chain/transactionQueue.ts'
 import { describeRisk } from '../chain/transactionRisk.ts'
-import { monitorJournal } from './storeJournal.ts'
+import { storeJournal } from '../storage/storeJournal.ts'
 import { SluiceError } from '../errors.ts'
 import { signMessage } from '../protocol/messages/sign.ts'
 import type { Delivered } from '../protocol/messages/types.ts'
@@ -113,7 +113,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
   const store = await MonitorStore.open(config.dataDir, { chainId: deployment.chainId, monitoringService, address })
   // Journaled in its store before a broadcast (docs/decisions/0051): a restart follows what it sent instead of sending again.
   const queue: TransactionQueue = createTransactionQueue(chain, {
-    journal: monitorJournal(store),
+    journal: storeJournal(store),
     // A duty is done at its receipt (as before the journal); a reorg within 32 blocks sends it again all the same.
     confirmations: 0n,
     ...(config.maxFeePerGas !== undefined ? { maxFeePerGas: config.maxFeePerGas } : {}),

@@ -27,7 +27,7 @@ import { PathfindingServiceFailedError, PfsAnswerError } from './errors.ts'
 import { defaultIntakeLimits, UpdateIntake, type IntakeCounts, type IntakeLimits } from './intake.ts'
 import { Payments } from './payments.ts'
 import type { FeedbackRecord } from './records.ts'
-import { pfsJournal } from './storeJournal.ts'
+import { storeJournal } from '../../storage/storeJournal.ts'
 import { PfsStore, type Committed } from './store.ts'
 
 /** A transport that can also say who is online (the libp2p transport: presence by watch, docs/decisions/0067, 0072). */
@@ -166,7 +166,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   const confirmations = BigInt(config.confirmations ?? 5)
   const store = await PfsStore.open(config.dataDir, { chainId: deployment.chainId, registry, address })
   const queue = createTransactionQueue(chain, {
-    journal: pfsJournal(store),
+    journal: storeJournal(store),
     confirmations: 0n,
     ...(config.maxFeePerGas !== undefined ? { maxFeePerGas: config.maxFeePerGas } : {}),
     onRisk: (nonce, risk) => {

@@ -8,10 +8,10 @@ import { afterAll, describe, expect, test } from 'vitest'
 import type { JournalEntry } from '../../../src/chain/transactionJournal.ts'
 import { channelKey } from '../../../src/monitor/records.ts'
 import { MonitorStore } from '../../../src/monitor/store.ts'
-import { monitorJournal } from '../../../src/monitor/storeJournal.ts'
+import { storeJournal } from '../../../src/storage/storeJournal.ts'
 import { StorageError } from '../../../src/storage/storage.ts'
 import { journalAfterWrites, killAfterLines } from '../../support/journalWriter.ts'
-import { journalEntry } from '../storage/support/records.ts'
+import { journalEntry } from './support/records.ts'
 
 const identity = {
   chainId: 31337,
@@ -31,7 +31,7 @@ describe("the monitoring service's transaction journal", () => {
   test('an entry is stored once put resolves and gone once delete resolves; a reopened store lists them in nonce order', async () => {
     const dir = tempDir()
     let store = await MonitorStore.open(dir, identity)
-    let journal = monitorJournal(store)
+    let journal = storeJournal(store)
     expect(await journal.load()).toEqual([])
     // 9 < 10 < 100 as numbers, not as strings.
     for (const entry of [journalEntry(100), journalEntry(10), journalEntry(9), journalEntry(11)]) await journal.put(entry)
@@ -41,7 +41,7 @@ describe("the monitoring service's transaction journal", () => {
     expect(await journal.load()).toEqual(written)
     await store.close()
     store = await MonitorStore.open(dir, identity)
-    journal = monitorJournal(store)
+    journal = storeJournal(store)
     expect(await journal.load()).toEqual(written)
     await journal.delete(9)
     expect(await journal.load()).toEqual(written.slice(1))
@@ -51,7 +51,7 @@ describe("the monitoring service's transaction journal", () => {
   test("writes of one nonce land in the order they were made, in one batch with the service's other writes", async () => {
     const dir = tempDir()
     let store = await MonitorStore.open(dir, identity)
-    const journal = monitorJournal(store)
+    const journal = storeJournal(store)
     const entry = journalEntry(1)
     await Promise.all([
       journal.put(entry),
@@ -80,7 +80,7 @@ describe("the monitoring service's transaction journal", () => {
   test('an entry the store cannot take rejects alone: the writes batched with it are stored', async () => {
     const dir = tempDir()
     const store = await MonitorStore.open(dir, identity)
-    const journal = monitorJournal(store)
+    const journal = storeJournal(store)
     const bad = { ...journalEntry(2), status: 'pending' } as unknown as JournalEntry
     const results = await Promise.allSettled([journal.put(journalEntry(1)), journal.put(bad), journal.delete(-1), journal.put(journalEntry(3))])
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled'])
@@ -103,7 +103,7 @@ describe("the monitoring service's transaction journal", () => {
     store = await MonitorStore.open(dir, identity)
     expect([...store.channels.keys()]).toEqual([channelKey(tokenNetwork, 7n)])
     expect(store.journal()).toEqual([])
-    await monitorJournal(store).put(journalEntry(0))
+    await storeJournal(store).put(journalEntry(0))
     await store.close()
     // A Sluice of schema 1 would not see the journal: the store says 2 now, which it refuses.
     const after = new ClassicLevel<string, Uint8Array>(location, { valueEncoding: 'view' })
@@ -114,7 +114,7 @@ describe("the monitoring service's transaction journal", () => {
 
   test('every write a process saw resolve is there after kill -9', async () => {
     const dir = tempDir()
-    const child = new URL('./support/journalChild.ts', import.meta.url).pathname
+    const child = new URL('./support/storeJournalChild.ts', import.meta.url).pathname
     const lines = await killAfterLines(child, [dir, identity.monitoringService, identity.address], 120)
     const store = await MonitorStore.open(dir, identity)
     const stored = store.journal()
