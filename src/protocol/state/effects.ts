@@ -112,6 +112,11 @@ export type NodeEvent =
       fee: bigint
     }
   | { type: 'paymentSentFailed'; token: Address; tokenNetwork: Address; target: Address; amount: bigint; paymentId: bigint; secrethash: Hex; reason: string }
+  /**
+   * A route of our payment was given up (Raiden's EventRouteFailed): its first hop gave the lock back, the target was
+   * offered less than the amount, or the lock expired unclaimed. What the pathfinding service is told of its route.
+   */
+  | { type: 'routeFailed'; tokenNetwork: Address; target: Address; paymentId: bigint; secrethash: Hex; route: Address[]; reason: string }
   | { type: 'paymentReceivedSuccess'; token: Address; tokenNetwork: Address; initiator: Address; amount: bigint; paymentId: bigint; secrethash: Hex }
   /** A transfer we forwarded was paid on both sides: `amount` came in, `fee` of it (amount in less amount out) we kept. */
   | {

@@ -113,7 +113,13 @@ const node = fc.constantFrom<Name>('A', 'B', 'C')
 const step: fc.Arbitrary<Step> = fc.oneof(
   {
     weight: 6,
-    arbitrary: fc.record({ kind: fc.constant('pay' as const), from: node, to: node, amount: fc.bigInt({ min: 1n, max: 80n }), lockTimeout: fc.constantFrom(14n, 30n) }),
+    arbitrary: fc.record({
+      kind: fc.constant('pay' as const),
+      from: node,
+      to: node,
+      amount: fc.bigInt({ min: 1n, max: 80n }),
+      lockTimeout: fc.constantFrom(14n, 30n),
+    }),
   },
   { weight: 10, arbitrary: fc.record({ kind: fc.constant('deliver' as const), index: fc.nat(20) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('mine' as const), blocks: fc.integer({ min: 1, max: 8 }) }) },
@@ -181,7 +187,8 @@ class CheckedNetwork extends Network {
         if (u.updating_capacity < 0n || u.other_capacity < 0n || u.updating_capacity + u.other_capacity > held)
           this.problems.push(`${where}: capacities ${u.updating_capacity} + ${u.other_capacity} beyond the ${held} the channel holds`)
         const previous = this.last.get(`${name}:${key}`)
-        if (!isNewerCapacityUpdate(u, previous)) this.problems.push(`${where}: ${said(u)} is not newer than ${previous && said(previous)}: a service refuses it`)
+        if (!isNewerCapacityUpdate(u, previous))
+          this.problems.push(`${where}: ${said(u)} is not newer than ${previous && said(previous)}: a service refuses it`)
         this.last.set(`${name}:${key}`, u)
       }
     }
