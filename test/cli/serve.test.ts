@@ -600,7 +600,11 @@ describe('sluice serve', () => {
         /give --cap-mediation-fees or --no-cap-mediation-fees, not both/,
       ],
       // Raiden's routing flags (docs/decisions/0073).
-      ['an unknown --routing-mode', () => baseArgs(tempDir(), '--key', key, '--routing-mode', 'basic'), /--routing-mode must be pfs, private, local, got "basic"/],
+      [
+        'an unknown --routing-mode',
+        () => baseArgs(tempDir(), '--key', key, '--routing-mode', 'basic'),
+        /--routing-mode must be pfs, private, local, got "basic"/,
+      ],
       [
         'a --pathfinding-service-address that is no URL',
         () => baseArgs(tempDir(), '--key', key, '--pathfinding-service-address', 'pfs.example:8080'),

@@ -294,6 +294,8 @@ export class Pathfinder {
       this.p.notify({ type: 'pathfinding', what: 'routedLocally', target: request.target, amount: request.amount, reason })
       return { source: 'local', reason }
     }
+    // A service that failed is left alone for a while: the payment goes at once.
+    if (this.problem && this.now() < this.downUntil) return local(`the pathfinding service is unavailable: ${this.problem.reason}`)
     const service = await this.service()
     if (!service) return local(`the pathfinding service is unavailable: ${this.problem?.reason ?? 'none chosen'}`)
     // Raiden's --pathfinding-max-fee: the most one route request may cost (in the service token).

@@ -68,7 +68,9 @@ function describe(error: unknown): string {
   return `${(e.message ?? String(error)).split('\n')[0]}${cause ? ` (${cause})` : ''}`
 }
 
-async function call(url: string, init: RequestInit, p: PfsCall): Promise<{ status: number; body: Json | undefined }> {
+async function call(target: string, init: RequestInit, p: PfsCall): Promise<{ status: number; body: Json | undefined }> {
+  // Named without its query: the last-IOU query's signature has no place in a log line.
+  const url = target.split('?')[0]!
   // One deadline for the request and the reading of its answer; the node stopping ends it too.
   const abort = new AbortController()
   let timedOut = false
@@ -81,7 +83,7 @@ async function call(url: string, init: RequestInit, p: PfsCall): Promise<{ statu
   let text: string
   let status: number
   try {
-    const response = await p.fetch(url, { ...init, signal: abort.signal })
+    const response = await p.fetch(target, { ...init, signal: abort.signal })
     status = response.status
     text = await response.text()
   } catch (error) {
