@@ -205,8 +205,17 @@ describe('a node routing with a pathfinding service', () => {
   }, 60_000)
 
   test("--routing-mode pfs: the service's route and fee carry the payment, first time; its IOU rises by its price; the service hears it worked", async () => {
-    await restart('A', '--routing-mode', 'pfs', '--pathfinding-service-address', serviceUrl())
-    expect(await settings('A')).toMatchObject({ routing_mode: 'pfs', pathfinding_service_address: serviceUrl(), pathfinding_max_paths: 3 })
+    // No address: `auto`, the service the ServiceRegistry lists (it registered its URL there).
+    await restart('A', '--routing-mode', 'pfs')
+    await eventually(async () =>
+      expect(await settings('A')).toMatchObject({
+        routing_mode: 'pfs',
+        pathfinding_service_address: serviceUrl(),
+        pathfinding_max_paths: 3,
+        pathfinding: { service: { url: serviceUrl(), address: SERVICE, price: String(PRICE) }, unavailable: null },
+      }),
+    )
+    expect(nodes.A.sluice.stdout()).toMatch(logged(`pathfinding service ${serviceUrl()}: ${SERVICE}, ${PRICE} per route request \\(from the ServiceRegistry\\)`))
     const before = await serviceStatus()
 
     const paid = await pay('A', 'D', 100n, 3)
