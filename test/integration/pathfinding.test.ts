@@ -215,7 +215,9 @@ describe('a node routing with a pathfinding service', () => {
         pathfinding: { service: { url: serviceUrl(), address: SERVICE, price: String(PRICE) }, unavailable: null },
       }),
     )
-    expect(nodes.A.sluice.stdout()).toMatch(logged(`pathfinding service ${serviceUrl()}: ${SERVICE}, ${PRICE} per route request \\(from the ServiceRegistry\\)`))
+    expect(nodes.A.sluice.stdout()).toMatch(
+      logged(`pathfinding service ${serviceUrl()}: ${SERVICE}, ${PRICE} per route request \\(from the ServiceRegistry\\)`),
+    )
     const before = await serviceStatus()
 
     const paid = await pay('A', 'D', 100n, 3)
