@@ -282,7 +282,13 @@ describe('startNode', () => {
     const key = generatePrivateKey()
     await fund(privateKeyToAddress(key))
     // Nothing listens there: the node says so, and routes locally meanwhile.
-    const node = await start({ key, routingMode: 'pfs', pathfindingServiceAddress: 'http://127.0.0.1:9/', pathfindingMaxPaths: 5, pathfindingIouTimeout: 50_000 })
+    const node = await start({
+      key,
+      routingMode: 'pfs',
+      pathfindingServiceAddress: 'http://127.0.0.1:9/',
+      pathfindingMaxPaths: 5,
+      pathfindingIouTimeout: 50_000,
+    })
     await expect.poll(async () => (await node.status()).status, { timeout: 20_000 }).toBe('ready')
     await expect
       .poll(async () => (await (await fetch('/api/v1/settings')).json()) as Record<string, unknown>, { timeout: 20_000 })
