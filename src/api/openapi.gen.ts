@@ -696,7 +696,7 @@ export type paths = {
          *
          *     Channel events: `channel_opened`, `channel_closing` (our close transaction is on its way), `channel_closed`, `channel_settling`, `channel_settled`, `channel_deposit` and `channel_withdraw` (a participant's new on-chain total), `channel_withdraw_expired`.
          *
-         *     Others: `payment_mediated`, `payment_route_failed` (a route of our payment was given up: its first hop gave the lock back, the target was offered less than the amount, or the lock expired; the payment goes on over its next route or fails), `message_rejected`, `action_rejected`, `partner_equivocated` (a partner signed a second, different message under a nonce it used: both signed copies), `stale_state` (our own nonce came back with content we never signed: the node stops), `channel_synced` (a channel of a node restored from a backup copy is synced with its partner: the nonces it holds now, and which end the answer of the partner made newer), `node_error` (something failed in the background: sync, a transaction, the secret resolver), `transaction_at_risk` (a transaction with a deadline, an update of a partner's close or a secret registration, may miss it: the reason, the deadline and what would help) and `transaction_risk_cleared`, and `status` on every change of the node status or of the blocks left to sync.
+         *     Others: `payment_mediated`, `payment_route_failed` (a route of our payment was given up: its first hop gave the lock back, the target was offered less than the amount, or the lock expired; the payment goes on over its next route or fails), `message_rejected`, `action_rejected`, `partner_equivocated` (a partner signed a second, different message under a nonce it used: both signed copies), `stale_state` (our own nonce came back with content we never signed: the node stops), `channel_synced` (a channel of a node restored from a backup copy is synced with its partner: the nonces it holds now, and which end the answer of the partner made newer), `node_error` (something failed in the background: sync, a transaction, the secret resolver), `transaction_at_risk` (a transaction with a deadline, an update of a partner's close or a secret registration, may miss it: the reason, the deadline and what would help) and `transaction_risk_cleared`, the pathfinding client's (docs/decisions/0073: `pathfinding_service` chosen, `pathfinding_unavailable` while it cannot be used and the node routes locally, `pathfinding_available`, `payment_routed_locally`, and `pathfinding_routes`, the routes and estimated fees a service answered for a payment), and `status` on every change of the node status or of the blocks left to sync.
          *
          *     Reconnecting with the header `Last-Event-ID` (EventSource sends it by itself) replays every event after that id, none twice, then goes on live; a new EventSource gives the id as `?last_event_id=` instead. The node keeps its last 10,000 events in memory: for an id from before that, or from an earlier run of the node (it restarted), the stream starts with `events_missed` (`last_event_id`, `reason`: `too_old` or `unknown`, `oldest_event_id`), then the status; read GET /payments and GET /channels to catch up.
          *
@@ -3734,6 +3734,56 @@ export interface operations {
                         id: string;
                         data: {
                             id: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "pathfinding_service";
+                        id: string;
+                        data: {
+                            url: string;
+                            address: `0x${string}`;
+                            price: string;
+                            operator: string;
+                            from_service_registry: boolean;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "pathfinding_unavailable";
+                        id: string;
+                        data: {
+                            url: string | null;
+                            reason: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "pathfinding_available";
+                        id: string;
+                        data: {
+                            url: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "payment_routed_locally";
+                        id: string;
+                        data: {
+                            target: `0x${string}`;
+                            amount: string;
+                            reason: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "pathfinding_routes";
+                        id: string;
+                        data: {
+                            url: string;
+                            target: `0x${string}`;
+                            amount: string;
+                            routes: {
+                                /** @description sent successes (beyond Raiden): the hops the payment took, the first our partner, the last the target */
+                                route: `0x${string}`[];
+                                estimated_fee: string;
+                            }[];
+                            iou_amount: string | null;
                         };
                     };
                 };

@@ -297,55 +297,68 @@ describe('GET /events', () => {
     const copy = (type: string) => ({ type, signed: '0x0102', signature: `0x${'cd'.repeat(65)}` }) as const
     const channel = { tokenNetwork, channelId: 77n }
     const payment = { token, tokenNetwork, amount: 5n, paymentId: 9n, secrethash }
-    // One of each notice the stream shows (the compiler names any type left out); an RPC endpoint's state and the
-    // pathfinding client's are the log's.
-    const notices: { [T in Exclude<NodeNotice['type'], 'status' | 'transactionFailed' | 'rpcEndpoint' | 'pathfinding'>]: Extract<NodeNotice, { type: T }>[] } =
-      {
-        paymentSentSuccess: [{ type: 'paymentSentSuccess', ...payment, target: partner, secret: `0x${'01'.repeat(32)}`, route: [other, partner], fee: 1n }],
-        paymentSentFailed: [{ type: 'paymentSentFailed', ...payment, target: partner, reason: 'no route' }],
-        paymentReceivedSuccess: [{ type: 'paymentReceivedSuccess', ...payment, initiator: partner }],
-        routeFailed: [{ type: 'routeFailed', tokenNetwork, target: partner, paymentId: 9n, secrethash, route: [other, partner], reason: 'refunded' }],
-        mediationSucceeded: [{ type: 'mediationSucceeded', ...payment, initiator: other, target: partner, amount: 3n, fee: 1n }],
-        messageRejected: [{ type: 'messageRejected', sender: partner, messageType: 'LockedTransfer', reason: 'bad nonce' }],
-        channelStateChanged: ['opened', 'closing', 'closed', 'settling', 'settled'].map((state) => ({ type: 'channelStateChanged', ...channel, state })),
-        withdrawExpired: [{ type: 'withdrawExpired', ...channel, totalWithdraw: 4n }],
-        channelDeposit: [{ type: 'channelDeposit', ...channel, participant: partner, totalDeposit: 10n }],
-        channelWithdraw: [{ type: 'channelWithdraw', ...channel, participant: partner, totalWithdraw: 2n }],
-        actionRejected: [{ type: 'actionRejected', action: 'close', reason: 'no such channel' }],
-        partnerEquivocated: [{ type: 'partnerEquivocated', ...channel, partner, nonce: 3n, applied: copy('LockedTransfer'), second: copy('Unlock') }],
-        channelSynced: [{ type: 'channelSynced', ...channel, partner, ourNonce: 4n, partnerNonce: 6n, adopted: { ours: false, partner: true } }],
-        staleState: [{ type: 'staleState', ...channel, nonce: 5n, ourNonce: 4n, source: 'chain', reason: 'our nonce 5 came back' }],
-        transactionRisk: [
-          {
-            type: 'transactionRisk',
-            id: 'nonce:4',
-            risk: {
-              reason: 'fee_cap',
-              needed: 200n * 10n ** 9n,
-              description: 'TokenNetwork.updateNonClosingBalanceProof(77)',
-              deadline: 600n,
-              head: 500n,
-              nonce: 4,
-              hash: secrethash,
-            },
+    // One of each notice the stream shows (the compiler names any type left out); an RPC endpoint's state is the log's.
+    const notices: { [T in Exclude<NodeNotice['type'], 'status' | 'transactionFailed' | 'rpcEndpoint'>]: Extract<NodeNotice, { type: T }>[] } = {
+      paymentSentSuccess: [{ type: 'paymentSentSuccess', ...payment, target: partner, secret: `0x${'01'.repeat(32)}`, route: [other, partner], fee: 1n }],
+      paymentSentFailed: [{ type: 'paymentSentFailed', ...payment, target: partner, reason: 'no route' }],
+      paymentReceivedSuccess: [{ type: 'paymentReceivedSuccess', ...payment, initiator: partner }],
+      pathfinding: [
+        { type: 'pathfinding', what: 'chosen', url: 'http://pfs.example', address: other, price: 10n, operator: 'op', registered: true },
+        { type: 'pathfinding', what: 'unavailable', url: undefined, reason: 'the ServiceRegistry lists no service with a URL' },
+        { type: 'pathfinding', what: 'available', url: 'http://pfs.example' },
+        { type: 'pathfinding', what: 'routedLocally', target: partner, amount: 5n, reason: 'the pathfinding service is unavailable' },
+        {
+          type: 'pathfinding',
+          what: 'routes',
+          url: 'http://pfs.example',
+          target: partner,
+          amount: 5n,
+          routes: [{ route: [other, partner], fee: -2n }],
+          iou: 20n,
+        },
+      ],
+      routeFailed: [{ type: 'routeFailed', tokenNetwork, target: partner, paymentId: 9n, secrethash, route: [other, partner], reason: 'refunded' }],
+      mediationSucceeded: [{ type: 'mediationSucceeded', ...payment, initiator: other, target: partner, amount: 3n, fee: 1n }],
+      messageRejected: [{ type: 'messageRejected', sender: partner, messageType: 'LockedTransfer', reason: 'bad nonce' }],
+      channelStateChanged: ['opened', 'closing', 'closed', 'settling', 'settled'].map((state) => ({ type: 'channelStateChanged', ...channel, state })),
+      withdrawExpired: [{ type: 'withdrawExpired', ...channel, totalWithdraw: 4n }],
+      channelDeposit: [{ type: 'channelDeposit', ...channel, participant: partner, totalDeposit: 10n }],
+      channelWithdraw: [{ type: 'channelWithdraw', ...channel, participant: partner, totalWithdraw: 2n }],
+      actionRejected: [{ type: 'actionRejected', action: 'close', reason: 'no such channel' }],
+      partnerEquivocated: [{ type: 'partnerEquivocated', ...channel, partner, nonce: 3n, applied: copy('LockedTransfer'), second: copy('Unlock') }],
+      channelSynced: [{ type: 'channelSynced', ...channel, partner, ourNonce: 4n, partnerNonce: 6n, adopted: { ours: false, partner: true } }],
+      staleState: [{ type: 'staleState', ...channel, nonce: 5n, ourNonce: 4n, source: 'chain', reason: 'our nonce 5 came back' }],
+      transactionRisk: [
+        {
+          type: 'transactionRisk',
+          id: 'nonce:4',
+          risk: {
+            reason: 'fee_cap',
+            needed: 200n * 10n ** 9n,
+            description: 'TokenNetwork.updateNonClosingBalanceProof(77)',
+            deadline: 600n,
+            head: 500n,
+            nonce: 4,
+            hash: secrethash,
           },
-          {
-            type: 'transactionRisk',
-            id: 'tx-9',
-            risk: { reason: 'balance', needed: 10n ** 16n, description: 'update of channel 77', deadline: 600n, head: 590n },
-          },
-          {
-            type: 'transactionRisk',
-            id: 'nonce:5',
-            risk: { reason: 'not_mined', description: 'SecretRegistry.registerSecret(0xab)', deadline: 600n, head: 595n, nonce: 5 },
-          },
-          { type: 'transactionRisk', id: 'nonce:4', risk: undefined },
-        ],
-        error: [
-          { type: 'error', where: 'chain sync', error: new Error('rpc down') },
-          { type: 'error', where: 'transaction', detail: 'close', error: 'not an Error' },
-        ],
-      }
+        },
+        {
+          type: 'transactionRisk',
+          id: 'tx-9',
+          risk: { reason: 'balance', needed: 10n ** 16n, description: 'update of channel 77', deadline: 600n, head: 590n },
+        },
+        {
+          type: 'transactionRisk',
+          id: 'nonce:5',
+          risk: { reason: 'not_mined', description: 'SecretRegistry.registerSecret(0xab)', deadline: 600n, head: 595n, nonce: 5 },
+        },
+        { type: 'transactionRisk', id: 'nonce:4', risk: undefined },
+      ],
+      error: [
+        { type: 'error', where: 'chain sync', error: new Error('rpc down') },
+        { type: 'error', where: 'transaction', detail: 'close', error: 'not an Error' },
+      ],
+    }
     const events = Object.values(notices)
       .flat()
       .map((notice, i) => {
