@@ -23,6 +23,8 @@ const INSUFFICIENT_SERVICE_PAYMENT = 2104
 const IOU_ALREADY_CLAIMED = 2105
 const USE_THIS_IOU = 2106
 const NO_ROUTE_FOUND = 2201
+/** NoRouteFound's reasons (0070) that are about the source: what the service has not heard of us yet. */
+const SOURCE_REASONS = new Set(['source_offline', 'no_channel_from_source', 'source_capacity'])
 /** A service's deposit check: the UserDeposit must cover twice what the sender owes (raiden-services UDC_SECURITY_MARGIN_FACTOR_PFS). */
 const DEPOSIT_MARGIN_FACTOR = 2n
 
@@ -308,6 +310,9 @@ export class Pathfinder {
       if (error instanceof PathfindingServiceError && error.reason === 'refused' && error.errorCode === NO_ROUTE_FOUND) {
         this.answered(service.url)
         const why = (error.errorDetails as { reason?: unknown } | undefined)?.reason
+        // About us, the service is behind (our channel's announcements not there yet, our presence not seen): we know
+        // our channels exactly, so our own routes are tried. About the others, it knows better than our deposits.
+        if (typeof why === 'string' && SOURCE_REASONS.has(why)) return local(`the pathfinding service does not know this node's channels yet (${why})`)
         return { source: 'none', reason: `the pathfinding service found no route (${typeof why === 'string' ? why : error.shortMessage})` }
       }
       // A service that fails to answer is asked again after a while; `auto` may pick another then.
