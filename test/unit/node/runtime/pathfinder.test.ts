@@ -63,9 +63,9 @@ async function serve(handle: Parameters<typeof createServer>[1]): Promise<string
 }
 
 /** A service's GET /info for the test deployment's chain and registry, paid to SERVICE. */
-function infoOf(deployment: NodeConfig['deployment']) {
+function infoOf(deployment: NodeConfig['deployment'], price = 0n) {
   return JSON.stringify({
-    price_info: 0,
+    price_info: Number(price),
     network_info: {
       chain_id: deployment.chainId,
       token_network_registry_address: deployment.contracts.TokenNetworkRegistry.address,
@@ -203,5 +203,50 @@ describe('the pathfinding client', () => {
     // Each fee update later than the one before it: a service keeps only a newer one.
     const stamps = messages.filter((m) => m.type === 'PFSFeeUpdate').map((m) => timestampMicros((m as { timestamp: string }).timestamp)!)
     expect(stamps[1]!).toBeGreaterThan(stamps[0]!)
+  })
+
+  test("the service's no route fails the payment, but not when it is about us (it has not heard of our channels yet): then our own routes", async () => {
+    const deployment = testDeployment()
+    let reason = 'not_connected'
+    const url = await serve((req, res) => {
+      res.setHeader('content-type', 'application/json')
+      if (req.url === '/api/v1/info') return res.end(infoOf(deployment))
+      res.statusCode = 404
+      res.end(JSON.stringify({ errors: 'No route between nodes found.', error_code: 2201, error_details: { reason } }))
+    })
+    const { p } = pathfinder({ routingMode: 'pfs', pathfindingServiceAddress: url })
+    const ask = () => p.routes({ tokenNetwork, target, amount: 5n, address: us })
+    expect(await ask()).toEqual({ source: 'none', reason: 'the pathfinding service found no route (not_connected)' })
+    for (reason of ['no_channel_from_source', 'source_capacity', 'source_offline'])
+      expect(await ask()).toEqual({ source: 'local', reason: `the pathfinding service does not know this node's channels yet (${reason})` })
+    // An answer, even "no route", is no failure of the service: it is asked again at once.
+    expect(p.view().unavailable).toBeUndefined()
+  })
+
+  test('a service whose price is above --pathfinding-max-fee is not asked: the payment routes locally, saying why', async () => {
+    const deployment = testDeployment()
+    let paths = 0
+    const url = await serve((req, res) => {
+      if (req.url !== '/api/v1/info') paths++
+      res.setHeader('content-type', 'application/json')
+      res.end(infoOf(deployment, 11n))
+    })
+    const { p } = pathfinder({ routingMode: 'pfs', pathfindingServiceAddress: url, pathfindingMaxFee: 10n })
+    expect(await p.routes({ tokenNetwork, target, amount: 5n, address: us })).toEqual({
+      source: 'local',
+      reason: 'the pathfinding service asks 11 per route request, above --pathfinding-max-fee 10',
+    })
+    expect(paths).toBe(0)
+  })
+
+  test('a service of another chain or registry is never used', async () => {
+    const deployment = testDeployment()
+    const url = await serve((_req, res) => {
+      res.setHeader('content-type', 'application/json')
+      res.end(infoOf({ ...deployment, chainId: 5 }))
+    })
+    const { p, notices } = pathfinder({ routingMode: 'local', pathfindingServiceAddress: url })
+    expect(await p.service()).toBeUndefined()
+    expect(notices).toEqual([{ type: 'pathfinding', what: 'unavailable', url, reason: `${url} serves chain 5, not this node's 31337` }])
   })
 })
