@@ -1,6 +1,6 @@
 // `npm run demo` (README, Quick start): builds the package and the demo page, starts a network for it (`sluice devnet`:
 // anvil mining a block every second, a libp2p relay, two headless peers with a TTT channel, a monitoring service, a
-// backup server for the nodes' sealed copies), tells the page about that
+// pathfinding service the page's node asks for routes, a backup server for the nodes' sealed copies), tells the page about that
 // network in /demo.json and serves demo/dist on 127.0.0.1. Runs until Ctrl-C or SIGTERM, then stops what it started.
 //
 //   1. npm run build (packages/*/dist/), sluice init demo/public, vite build --config demo/vite.config.ts (demo/dist/), while
@@ -34,7 +34,7 @@ const BLOCK_TIME = 1
 const usage = `Usage: npm run demo -- [--port 5173] [--rpc-port 0]
 
 Builds the package and the demo page, starts a local network (anvil with a block every ${BLOCK_TIME} s, a libp2p relay,
-two headless peers with a TTT channel, a monitoring service, a backup server) and serves the page on
+two headless peers with a TTT channel, a monitoring service, a pathfinding service, a backup server) and serves the page on
 http://127.0.0.1:PORT/. Runs until Ctrl-C.
 
 Flags:
@@ -201,6 +201,7 @@ function startDevnet(rpcPort: number): Devnet {
     '2',
     '--channels',
     '--monitoring',
+    '--pathfinding',
     '--transport',
     'libp2p',
     '--block-time',
@@ -272,6 +273,7 @@ async function writeConfig(devnet: DevnetSummary): Promise<{ config: DemoConfig;
     blockTime: BLOCK_TIME,
     backup: devnet.backup.api,
     monitor: { ...devnet.monitor, via: '/monitor/api/v1' },
+    ...(devnet.pathfinding ? { pathfinding: devnet.pathfinding } : {}),
   }
   const configText = `${JSON.stringify(config, null, 2)}\n`
   await mkdir(join(distDir, 'deployments'), { recursive: true })
@@ -292,6 +294,7 @@ function printSummary(url: string, config: DemoConfig): void {
   console.log(`Relay: ${config.relay.join(', ')}`)
   console.log(`Backup server: ${config.backup}`)
   console.log(`Monitoring service: ${config.monitor.address}, REST API ${config.monitor.api} (the page reaches it at ${config.monitor.via})`)
+  if (config.pathfinding) console.log(`Pathfinding service: ${config.pathfinding.address}, ${config.pathfinding.url} (the page's node asks it for routes)`)
   console.log('')
   console.log(
     formatTable(
@@ -337,7 +340,7 @@ async function main(argv: string[]): Promise<number> {
       // The port first: a port in use fails before anything is built or started.
       const port = await listen(server, flags.port)
       console.log(
-        `Starting the network: anvil (a block every ${BLOCK_TIME} s), a libp2p relay, two peers with a TTT channel, a monitoring service, a backup server (sluice devnet)...`,
+        `Starting the network: anvil (a block every ${BLOCK_TIME} s), a libp2p relay, two peers with a TTT channel, a monitoring service, a pathfinding service, a backup server (sluice devnet)...`,
       )
       const started = performance.now()
       devnet = startDevnet(flags.rpcPort)

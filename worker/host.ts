@@ -196,6 +196,32 @@ export function importState(dump: StorageDump | string): void {
   pendingImport = typeof dump === 'string' ? (jsonParse(dump) as StorageDump) : dump
 }
 
+function isHttpUrl(value: unknown): boolean {
+  try {
+    const url = new URL(value as string)
+    return typeof value === 'string' && (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
+  } catch {
+    return false
+  }
+}
+
+/** The routing options, as `sluice serve`'s flags take them (docs/decisions/0073). */
+function checkRoutingOptions(
+  options: Pick<StartNodeOptions, 'routingMode' | 'pathfindingServiceAddress' | 'pathfindingMaxPaths' | 'pathfindingIouTimeout'>,
+): void {
+  const { routingMode, pathfindingServiceAddress: address, pathfindingMaxPaths: maxPaths, pathfindingIouTimeout: iouTimeout } = options
+  if (routingMode !== undefined && !['pfs', 'private', 'local'].includes(routingMode as string))
+    throw new InvalidOptionsError(`routingMode must be 'pfs', 'private' or 'local', not ${String(routingMode)}`)
+  if (address !== undefined && address !== 'auto' && !isHttpUrl(address))
+    throw new InvalidOptionsError(`pathfindingServiceAddress must be an http(s) URL or 'auto', not ${String(address)}`)
+  if (maxPaths !== undefined && !(Number.isInteger(maxPaths) && maxPaths >= 1 && maxPaths <= 25))
+    throw new InvalidOptionsError(`pathfindingMaxPaths must be an integer from 1 to 25, not ${String(maxPaths)}`)
+  const timeoutOk =
+    (typeof iouTimeout === 'number' && Number.isSafeInteger(iouTimeout) && iouTimeout > 0) || (typeof iouTimeout === 'bigint' && iouTimeout > 0n)
+  if (iouTimeout !== undefined && !timeoutOk)
+    throw new InvalidOptionsError(`pathfindingIouTimeout must be a positive number of blocks, not ${String(iouTimeout)}`)
+}
+
 /** The mediation fee options, as `sluice serve`'s flags take them (docs/decisions/0069). */
 function checkFeeOptions(
   options: Pick<StartNodeOptions, 'flatFee' | 'proportionalFee' | 'proportionalImbalanceFee' | 'capMediationFees' | 'pathfindingMaxFee'>,
@@ -255,6 +281,7 @@ async function start(options: StartNodeOptions): Promise<SluiceBrowserNode> {
   if (nodeOptions.monitoringReward !== undefined && (typeof nodeOptions.monitoringReward !== 'bigint' || nodeOptions.monitoringReward < 0n))
     throw new InvalidOptionsError(`monitoringReward must be a bigint of at least 0n, not ${String(nodeOptions.monitoringReward)}`)
   checkFeeOptions(nodeOptions)
+  checkRoutingOptions(nodeOptions)
   checkIceServers(iceServers)
   if (nodeOptions.logLevel !== undefined && !isLogThreshold(nodeOptions.logLevel))
     throw new InvalidOptionsError(`logLevel must be one of ${LOG_THRESHOLDS.join(', ')}, not ${JSON.stringify(nodeOptions.logLevel)}`)

@@ -123,6 +123,19 @@ export type NodeOptions = {
    * smallest unit (`--pathfinding-max-fee`): a route that would cost more is not taken. 5n * 10n ** 16n by default.
    */
   pathfindingMaxFee?: bigint
+  /**
+   * How the node finds routes for a mediated payment (`--routing-mode`, docs/decisions/0073): `local` (the default)
+   * over the channels it follows, by deposits, announcing its channels to `pathfindingServiceAddress` if given; `pfs`
+   * asks the pathfinding service (paid from the UserDeposit) and routes locally while it does not answer; `private`
+   * announces nothing and routes locally.
+   */
+  routingMode?: 'pfs' | 'private' | 'local'
+  /** The pathfinding service's URL, or `auto` for one of the ServiceRegistry's (the default with `routingMode: 'pfs'`). */
+  pathfindingServiceAddress?: string
+  /** How many routes to ask the pathfinding service for, 1 to 25 (3 by default). */
+  pathfindingMaxPaths?: number
+  /** Blocks until a new IOU session with the pathfinding service expires (200000 by default). */
+  pathfindingIouTimeout?: Blocks
   /** A backup server (`sluice backup-server`, docs/decisions/0034); a restore after the storage is wiped needs `key` too. */
   backupUrl?: string
   backup?: BackupTunables

@@ -7,7 +7,7 @@ import { CHANNEL_TIMEOUTS, type DemoConfig } from './config.ts'
 import { useNodeRecord } from './nodeRecord.ts'
 import { AwayPanel } from './parts/awayPanel.tsx'
 import { ChannelsPanel } from './parts/channelsPanel.tsx'
-import { Failure, sameAddress, short, type Shared } from './parts/common.tsx'
+import { Failure, sameAddress, short, type Routing, type Shared } from './parts/common.tsx'
 import { ConsolePanel } from './parts/consolePanel.tsx'
 import { EventsPanel, type BackgroundError } from './parts/eventsPanel.tsx'
 import { FundingPanel } from './parts/fundingPanel.tsx'
@@ -52,7 +52,10 @@ const EVENT_NAMES = [
   'partner_equivocated',
   'stale_state',
   'events_missed',
+  'payment_route_failed',
 ]
+/** The pathfinding client's events (docs/decisions/0073): how the node routed its last payment. */
+const ROUTING_EVENTS = ['pathfinding_routes', 'payment_routed_locally']
 
 /** sluice/react's provider, typed for Preact's JSX (preact/compat is React's API at run time, not its types). */
 const NodeProvider = SluiceProvider as unknown as FunctionComponent<{ node: SluiceBrowserNode; children: ComponentChildren }>
@@ -75,6 +78,7 @@ export function App({
   const [passphrase, setPassphrase] = useState('')
   const [tick, setTick] = useState(0)
   const [problems, setProblems] = useState<BackgroundError[]>([])
+  const [routing, setRouting] = useState<Routing | undefined>()
   const refresh = useCallback(() => setTick((t) => t + 1), [])
   const { record, sync } = useNodeRecord(node, EVENTS_SHOWN)
 
@@ -97,6 +101,8 @@ export function App({
           defaultSettleTimeout: CHANNEL_TIMEOUTS.settle,
           waitForSync: false,
           ...(config.monitor && serviceToken ? { enableMonitoring: true, monitoringReward: baseUnits(MONITORING_REWARD, serviceToken) } : {}),
+          // The devnet's pathfinding service chooses the routes of a payment no direct channel carries.
+          ...(config.pathfinding ? { routingMode: 'pfs' as const, pathfindingServiceAddress: config.pathfinding.url } : {}),
           // Sealed copies to the devnet's backup server. The key stays in IndexedDB only, so a copy cannot outlive it
           // here: the protection panel says so.
           backupUrl: config.backup,
@@ -156,6 +162,11 @@ export function App({
       else trailing = setTimeout(reload, wait)
     }
     for (const name of EVENT_NAMES) source.addEventListener(name, onEvent as EventListener)
+    const onRouting = (e: MessageEvent<string>) => {
+      const data = JSON.parse(e.data) as Omit<Routing, 'kind'>
+      setRouting({ kind: e.type === 'pathfinding_routes' ? 'service' : 'local', ...data } as Routing)
+    }
+    for (const name of ROUTING_EVENTS) source.addEventListener(name, onRouting as EventListener)
     return () => {
       clearTimeout(trailing)
       source.close()
@@ -188,7 +199,7 @@ export function App({
   }
 
   const shared: Shared | undefined = address
-    ? { config, deployment, tokens, settleTimeoutMin, address, tick, refresh, knownName, nameOf, tokenOf, amount, record: node ? record : undefined }
+    ? { config, deployment, tokens, settleTimeoutMin, address, tick, refresh, knownName, nameOf, tokenOf, amount, record: node ? record : undefined, routing }
     : undefined
   return (
     <>

@@ -1,6 +1,6 @@
 /**
  * What `npm run demo` tells the page about the world it started (scripts/demo.ts writes it as /demo.json): the
- * chain, the relay, the headless peers, the monitoring service and the backup server. A dApp on a real network would
+ * chain, the relay, the headless peers, the monitoring and pathfinding services and the backup server. A dApp on a real network would
  * have these in its own configuration.
  */
 export type DemoConfig = {
@@ -25,6 +25,11 @@ export type DemoConfig = {
   backup: string
   /** The monitoring service (`sluice devnet --monitoring`): its address, its REST API, and that API through this page's server. */
   monitor: { address: `0x${string}`; api: string; via: string }
+  /**
+   * The pathfinding service (`sluice devnet --pathfinding`, free): its address and URL. The page's node asks it for the
+   * routes of a payment no direct channel carries (docs/decisions/0073); the peers tell it of their channels.
+   */
+  pathfinding?: { address: `0x${string}`; url: string }
 }
 
 /**

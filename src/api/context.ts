@@ -13,7 +13,6 @@ export type ApiContext = {
   version: string
   /** `production` disables token registration and minting (501), as the Raiden node's default does. */
   environment: Environment
-  pathfindingServiceAddress: string | null
   /** The API's own base path, for links (partners' `channel`). */
   basePath: string
   /** POST /shutdown: stops the API and the node; set by whoever serves the API. */

@@ -77,6 +77,8 @@ export const codesNeverAnswered = [
   // The monitoring service's (src/monitor/): start-up and its own failure, never a request's answer.
   'REGISTRATION_FAILED',
   'MONITOR_FAILED',
+  // A node's pathfinding client's (src/node/runtime/pfsApi.ts): the node routes locally instead (docs/decisions/0073).
+  'PATHFINDING_SERVICE',
   // The pathfinding service's (src/pathfinding/service/): its API answers its own in raiden-services' form; its failure stops it.
   'PFS_ANSWER',
   'PATHFINDING_FAILED',

@@ -65,7 +65,7 @@ export type paths = {
         };
         /**
          * Node settings
-         * @description Beyond Raiden: monitoring_enabled, whether the node asks the monitoring services to guard its channels while it is away (GET /monitoring shows them), monitoring_reward, what each request offers, in the smallest unit of the service token, and backup, the off-browser backup.
+         * @description pathfinding_service_address is the service in use, else as configured. Beyond Raiden: routing_mode, pathfinding_max_paths, pathfinding_max_fee, pathfinding_iou_timeout and pathfinding, the pathfinding client (docs/decisions/0073); monitoring_enabled, whether the node asks the monitoring services to guard its channels while it is away (GET /monitoring shows them), monitoring_reward, what each request offers, in the smallest unit of the service token, and backup, the off-browser backup.
          */
         get: operations["getSettings"];
         put?: never;
@@ -696,7 +696,7 @@ export type paths = {
          *
          *     Channel events: `channel_opened`, `channel_closing` (our close transaction is on its way), `channel_closed`, `channel_settling`, `channel_settled`, `channel_deposit` and `channel_withdraw` (a participant's new on-chain total), `channel_withdraw_expired`.
          *
-         *     Others: `payment_mediated`, `message_rejected`, `action_rejected`, `partner_equivocated` (a partner signed a second, different message under a nonce it used: both signed copies), `stale_state` (our own nonce came back with content we never signed: the node stops), `channel_synced` (a channel of a node restored from a backup copy is synced with its partner: the nonces it holds now, and which end the answer of the partner made newer), `node_error` (something failed in the background: sync, a transaction, the secret resolver), `transaction_at_risk` (a transaction with a deadline, an update of a partner's close or a secret registration, may miss it: the reason, the deadline and what would help) and `transaction_risk_cleared`, and `status` on every change of the node status or of the blocks left to sync.
+         *     Others: `payment_mediated`, `payment_route_failed` (a route of our payment was given up: its first hop gave the lock back, the target was offered less than the amount, or the lock expired; the payment goes on over its next route or fails), `message_rejected`, `action_rejected`, `partner_equivocated` (a partner signed a second, different message under a nonce it used: both signed copies), `stale_state` (our own nonce came back with content we never signed: the node stops), `channel_synced` (a channel of a node restored from a backup copy is synced with its partner: the nonces it holds now, and which end the answer of the partner made newer), `node_error` (something failed in the background: sync, a transaction, the secret resolver), `transaction_at_risk` (a transaction with a deadline, an update of a partner's close or a secret registration, may miss it: the reason, the deadline and what would help) and `transaction_risk_cleared`, the pathfinding client's (docs/decisions/0073: `pathfinding_service` chosen, `pathfinding_unavailable` while it cannot be used and the node routes locally, `pathfinding_available`, `payment_routed_locally`, and `pathfinding_routes`, the routes and estimated fees a service answered for a payment), and `status` on every change of the node status or of the blocks left to sync.
          *
          *     Reconnecting with the header `Last-Event-ID` (EventSource sends it by itself) replays every event after that id, none twice, then goes on live; a new EventSource gives the id as `?last_event_id=` instead. The node keeps its last 10,000 events in memory: for an id from before that, or from an earlier run of the node (it restarted), the stream starts with `events_missed` (`last_event_id`, `reason`: `too_old` or `unknown`, `oldest_event_id`), then the status; read GET /payments and GET /channels to catch up.
          *
@@ -926,7 +926,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description the pathfinding service in use (its URL), else as configured (a URL or auto), null without one */
                         pathfinding_service_address: string | null;
+                        /**
+                         * @description --routing-mode (docs/decisions/0073)
+                         * @enum {string}
+                         */
+                        routing_mode: "pfs" | "private" | "local";
+                        pathfinding_max_paths: number;
+                        /** @description --pathfinding-max-fee: the most a payment may cost in mediation fees, and the most a route request may cost */
+                        pathfinding_max_fee: string;
+                        pathfinding_iou_timeout: string;
+                        /** @description the pathfinding client: the service chosen, why none can be used now (payments route locally meanwhile), the announcements of our channels */
+                        pathfinding: {
+                            service: {
+                                url: string;
+                                address: `0x${string}`;
+                                price: string;
+                            } | null;
+                            unavailable: {
+                                reason: string;
+                                /** @description unix ms */
+                                since: number;
+                            } | null;
+                            announcements: {
+                                /** @description capacity and fee updates sent and not acknowledged yet, or waiting for a service */
+                                waiting: number;
+                                acknowledged: number;
+                            };
+                        };
                         monitoring_enabled: boolean;
                         monitoring_reward: string;
                         /** @description The off-browser backup (docs/decisions/0034), null without a backup URL */
@@ -3484,6 +3512,20 @@ export interface operations {
                         };
                     } | {
                         /** @constant */
+                        event: "payment_route_failed";
+                        id: string;
+                        data: {
+                            token_network_address: `0x${string}`;
+                            token_address: `0x${string}` | null;
+                            target: `0x${string}`;
+                            identifier: string;
+                            /** @description sent successes (beyond Raiden): the hops the payment took, the first our partner, the last the target */
+                            route: `0x${string}`[];
+                            reason: string;
+                            secret_hash: `0x${string}`;
+                        };
+                    } | {
+                        /** @constant */
                         event: "payment_mediated";
                         id: string;
                         data: {
@@ -3692,6 +3734,56 @@ export interface operations {
                         id: string;
                         data: {
                             id: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "pathfinding_service";
+                        id: string;
+                        data: {
+                            url: string;
+                            address: `0x${string}`;
+                            price: string;
+                            operator: string;
+                            from_service_registry: boolean;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "pathfinding_unavailable";
+                        id: string;
+                        data: {
+                            url: string | null;
+                            reason: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "pathfinding_available";
+                        id: string;
+                        data: {
+                            url: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "payment_routed_locally";
+                        id: string;
+                        data: {
+                            target: `0x${string}`;
+                            amount: string;
+                            reason: string;
+                        };
+                    } | {
+                        /** @constant */
+                        event: "pathfinding_routes";
+                        id: string;
+                        data: {
+                            url: string;
+                            target: `0x${string}`;
+                            amount: string;
+                            routes: {
+                                /** @description sent successes (beyond Raiden): the hops the payment took, the first our partner, the last the target */
+                                route: `0x${string}`[];
+                                estimated_fee: string;
+                            }[];
+                            iou_amount: string | null;
                         };
                     };
                 };

@@ -40,6 +40,10 @@ export const devnetFlags = {
   monitoring: switchFlag({
     description: "also run a monitoring service (sluice monitor) on the nodes' transport, registered and funded, its REST API on the port after the nodes'",
   }),
+  pathfinding: switchFlag({
+    description:
+      "also run a pathfinding service (sluice pathfinding), free, on the nodes' transport, registered and funded, its REST API on the port after the monitoring service's; the nodes tell it of their channels",
+  }),
   transport: {
     description: 'how the nodes talk: broadcast (a BroadcastChannel in this process) or libp2p (through a relay this command starts on 127.0.0.1)',
     valueName: 'NAME',
@@ -58,7 +62,8 @@ the UserDeposit, talking over a BroadcastChannel (or, with --transport libp2p, o
 starts on 127.0.0.1, as nodes in separate processes do), each serving its REST API on 127.0.0.1, and a backup
 server for the nodes' sealed copies (as sluice backup-server). With --monitoring, a monitoring service too
 (docs/decisions/0031): funded with ETH and service tokens, registered in the ServiceRegistry, reached the way the
-nodes reach each other. Runs until Ctrl-C.
+nodes reach each other. With --pathfinding, a pathfinding service (docs/decisions/0072, 0073), free, registered
+likewise, which the nodes tell of their channels (they route locally themselves). Runs until Ctrl-C.
 
 It logs each step as it starts and ends (the log flags below; with --json, on stderr), then prints a table of the
 nodes, tokens and services (with --json, one JSON object; with --log-json and no --json, a log record holding them).
@@ -110,6 +115,7 @@ async function run(argv: readonly string[]): Promise<number> {
       if (ready.relay) console.log(`libp2p relay: ${ready.relay}`)
       console.log(`Backup server: ${ready.backup.api}`)
       if (ready.monitor) console.log(`Monitoring service: ${ready.monitor.address}, REST API ${ready.monitor.api}`)
+      if (ready.pathfinding) console.log(`Pathfinding service: ${ready.pathfinding.address}, ${ready.pathfinding.url}`)
       console.log(`Deployment file: ${ready.deployment}`)
       console.log('')
       console.log('Press Ctrl-C to stop.')

@@ -66,7 +66,7 @@ export const feeFlags = {
   noCapMediationFees: capSwitch('let the imbalance penalty make a mediation fee negative: a mediation that rebalances a channel is paid for'),
   pathfindingMaxFee: {
     description:
-      'the most a payment may cost beyond its amount in mediation fees, the estimated fee with its margin, in the smallest unit of its token; a route that would cost more is not taken',
+      'the most a payment may cost beyond its amount in mediation fees, the estimated fee with its margin, in the smallest unit of its token (a route that would cost more is not taken); also the most one route request to a pathfinding service may cost, in the service token (one asking more is not used)',
     valueName: 'AMOUNT',
     expected: 'a decimal integer',
     parse: (raw: string) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) <= UINT256_MAX ? BigInt(raw) : undefined),

@@ -13,6 +13,7 @@ import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { feeFlags, feeSettingsOf } from './feeFlags.ts'
+import { routingFlags, routingSettingsOf } from './routingFlags.ts'
 import { chooseTransport, transports, type DirectSettings } from '../headless/transport.ts'
 import { isRpcUrl } from '../chain/rpcUrls.ts'
 import { checkDirectAddresses, p2pAnnounceExpected, p2pListenExpected } from './directFlags.ts'
@@ -161,9 +162,6 @@ export const serveFlags = {
     'a decimal integer',
     (raw) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) < 2n ** 256n ? BigInt(raw) : undefined),
   ),
-  pathfindingServiceAddress: flagOf('URL of a pathfinding service, shown by GET /settings', 'URL', 'an http(s) URL', (raw) =>
-    parseUrl(raw, ['http:', 'https:']),
-  ),
   environment: {
     ...flagOf('production disables token registration and minting (501)', 'NAME', 'development or production', choice(['development', 'production'] as const)),
     default: 'production',
@@ -238,6 +236,7 @@ export const serveFlags = {
     default: DEFAULT_MONITORING_REWARD,
   } as FlagSpec<bigint, true>,
   ...feeFlags,
+  ...routingFlags,
   ...logFlags,
 }
 
@@ -444,11 +443,11 @@ async function run(argv: readonly string[]): Promise<number> {
             enableMonitoring: flags.enableMonitoring,
             monitoringReward: flags.monitoringReward,
             ...fees,
+            ...routingSettingsOf(flags),
           },
           ...(dump !== undefined ? { import: { dump: dump as never, from: flags.import! } } : {}),
           api: { ...api, access },
           environment: flags.environment,
-          pathfindingServiceAddress: flags.pathfindingServiceAddress,
           log,
         }),
       (e) => {

@@ -14,6 +14,7 @@ import { deployContracts } from './deploy.ts'
 import { deploymentPath, writeDeployment } from './deploymentFile.ts'
 import { createDevnetClient } from './devnetClient.ts'
 import type { DevnetMonitor } from './devnetMonitor.ts'
+import type { DevnetPathfinding } from './devnetPathfinding.ts'
 import { openChannelLine, startNodes, CHANNEL_DEPOSIT } from './devnetNodes.ts'
 import { startTransport, waitForPresence, type DevnetTransport } from './devnetTransport.ts'
 import { registerTokensAndFund } from './funding.ts'
@@ -21,7 +22,8 @@ import { registerTokensAndFund } from './funding.ts'
 /**
  * `sluice devnet`: a whole network for development in one process, set up in the steps the README describes (a
  * backup server; anvil with the contracts deployed; the test tokens registered and the accounts funded; the relay
- * with libp2p; the nodes, synced; with --channels a line of channels; with --monitoring a monitoring service), and
+ * with libp2p; with --pathfinding a pathfinding service; the nodes, synced; with --channels a line of channels; with
+ * --monitoring a monitoring service), and
  * stopped in the reverse order. The command line (src/cli/devnet.ts) keeps the flags, the printing and the signals.
  */
 
@@ -41,6 +43,8 @@ export type DevnetOptions = {
   /** Where the deployment file and the stores go; a temporary directory, removed at the end, when absent. */
   dataDir?: string | undefined
   monitoring: boolean
+  /** Also a pathfinding service (free), started before the nodes, which announce their channels to it. */
+  pathfinding: boolean
   transport: 'broadcast' | 'libp2p'
 }
 
@@ -55,6 +59,8 @@ export type DevnetSummary = {
   backup: { api: string }
   /** With --monitoring only: the monitoring service's address and REST API. */
   monitor?: { address: Address; api: string }
+  /** With --pathfinding only: the pathfinding service's address and its URL (its REST API under /api/v1). */
+  pathfinding?: { address: Address; url: string }
 }
 
 /** A port the devnet was asked to use is taken: the backup server's or anvil's (the nodes' say so themselves). */
@@ -89,6 +95,7 @@ export function createDevnet(options: DevnetOptions, log: Logger): Devnet {
   let transport: DevnetTransport | undefined
   const served: ServedNode[] = []
   let monitor: DevnetMonitor | undefined
+  let pathfinding: DevnetPathfinding | undefined
 
   async function start(): Promise<DevnetSummary> {
     dataDir ??= await mkdtemp(join(tmpdir(), 'sluice-devnet-'))
@@ -111,8 +118,36 @@ export function createDevnet(options: DevnetOptions, log: Logger): Devnet {
     log.info('tokens registered; {accounts} accounts funded', { accounts: keys.length, tokenNetworks })
 
     transport = await startTransport(options.transport, log)
+    // Before the nodes: they tell it of their channels from their start (docs/decisions/0073).
+    if (options.pathfinding) {
+      log.info('starting the pathfinding service: funding it, registering it, its first sync')
+      const { startPathfindingService } = await import('./devnetPathfinding.ts')
+      await startPathfindingService({
+        rpcUrl,
+        deployment,
+        deployer,
+        queue,
+        transport,
+        dataDir,
+        port: options.portBase === 0 ? 0 : options.portBase + keys.length + 1,
+        started: (p) => (pathfinding = p),
+        log,
+      })
+      log.info('pathfinding service {address}, registered; REST API {url}', { address: pathfinding!.service.address, url: pathfinding!.api!.apiUrl })
+    }
     log.info('starting {nodes} nodes ({storage} storage, {transport})', { nodes: keys.length, storage: options.storage, transport: options.transport })
-    await startNodes({ rpcUrl, deployment, keys, storage: options.storage, dataDir, transport, portBase: options.portBase, served, log })
+    await startNodes({
+      rpcUrl,
+      deployment,
+      keys,
+      storage: options.storage,
+      dataDir,
+      transport,
+      portBase: options.portBase,
+      served,
+      log,
+      ...(pathfinding?.api ? { pathfindingServiceAddress: pathfinding.api.server.url } : {}),
+    })
     if (transport.relay) await waitForPresence(transport.libp2p, log)
 
     if (options.channels) {
@@ -145,6 +180,7 @@ export function createDevnet(options: DevnetOptions, log: Logger): Devnet {
       ...(transport.relay ? { relay: transport.relay.multiaddrs[0]! } : {}),
       backup: { api: backups.url },
       ...(monitor?.api ? { monitor: { address: monitor.service.address, api: monitor.api.apiUrl } } : {}),
+      ...(pathfinding?.api ? { pathfinding: { address: pathfinding.service.address, url: pathfinding.api.server.url } } : {}),
     }
   }
 
@@ -163,6 +199,8 @@ export function createDevnet(options: DevnetOptions, log: Logger): Devnet {
       anvil?.process.once('exit', (code, sig) => resolveProblem(`anvil exited (${sig ?? `exit code ${code}`})`))
       void monitor?.service.failed.then((error) => resolveProblem(`the monitoring service failed: ${describeError(error)}`))
       void monitor?.api?.internalError.then((error) => resolveProblem(`the monitoring service's API: internal error: ${describeError(error)}`))
+      void pathfinding?.service.failed.then((error) => resolveProblem(`the pathfinding service failed: ${describeError(error)}`))
+      void pathfinding?.api?.internalError.then((error) => resolveProblem(`the pathfinding service's API: internal error: ${describeError(error)}`))
     })
   }
 
@@ -170,6 +208,8 @@ export function createDevnet(options: DevnetOptions, log: Logger): Devnet {
     await monitor?.api?.server.close(1_000)
     await monitor?.service.stop().catch(() => {})
     await Promise.all(served.map((s) => s.stop(1_000).catch(() => {})))
+    await pathfinding?.api?.server.close(1_000)
+    await pathfinding?.service.stop().catch(() => {})
     await backups?.close(1_000).catch(() => {})
     await transport?.relay?.stop().catch(() => {})
     await anvil?.stop()

@@ -28,13 +28,26 @@ export type StartNodesParameters = {
   /** Each node is added as soon as it serves, so that a failure half-way still stops those that run. */
   served: ServedNode[]
   log: Logger
+  /** A pathfinding service the nodes tell of their channels (they route locally: docs/decisions/0073). */
+  pathfindingServiceAddress?: string
 }
 
 /**
  * The devnet's nodes: one per key, each serving its REST API on 127.0.0.1, run until each has synced with the chain.
  * Made for a development chain: no confirmations, a look at the chain every 100 ms, short timeouts.
  */
-export async function startNodes({ rpcUrl, deployment, keys, storage, dataDir, transport, portBase, served, log }: StartNodesParameters): Promise<void> {
+export async function startNodes({
+  rpcUrl,
+  deployment,
+  keys,
+  storage,
+  dataDir,
+  transport,
+  portBase,
+  served,
+  log,
+  pathfindingServiceAddress,
+}: StartNodesParameters): Promise<void> {
   await mkdir(join(dataDir, 'nodes'), { recursive: true })
   await (await import('../cli/nativeSecp256k1.ts')).useNativeSecp256k1()
   for (const [i, key] of keys.entries()) {
@@ -50,6 +63,7 @@ export async function startNodes({ rpcUrl, deployment, keys, storage, dataDir, t
       defaultRevealTimeout: 10,
       defaultSettleTimeout: 40,
       backoff: { initialMs: 200, maxMs: 2_000 },
+      ...(pathfindingServiceAddress ? { routingMode: 'local' as const, pathfindingServiceAddress } : {}),
     })
     served.push(await serveNode({ node, version, host: '127.0.0.1', port: portBase === 0 ? 0 : portBase + i, environment: 'development' }))
   }

@@ -47,7 +47,6 @@ export type LaunchParameters = {
   /** Serve the REST API over HTTP there; without it the API is reached in-process only (`fetch`). */
   api?: { host: string; port: number; access: ServeAccess } | undefined
   environment: Environment
-  pathfindingServiceAddress?: string | undefined
   log: Logger
 }
 
@@ -93,7 +92,7 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     ...(parameters.import ? { import: parameters.import.dump } : {}),
   })
   if (parameters.import) log.info('Imported the state dump {file}', { file: parameters.import.from })
-  const hostParameters = { node, version, environment: parameters.environment, pathfindingServiceAddress: parameters.pathfindingServiceAddress ?? null }
+  const hostParameters = { node, version, environment: parameters.environment }
   let hosted: HostedNode | ServedNode
   try {
     hosted = api ? await serveNode({ ...hostParameters, host: api.host, port: api.port, access: api.access }) : hostNode(hostParameters)

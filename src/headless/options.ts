@@ -69,7 +69,14 @@ export type StartNodeOptions = {
   releaseFeedUrl?: string
   backupUrl?: string
   minServiceTokenBalance?: bigint
+  /** How routes are found (`--routing-mode`): 'local' (default), 'pfs' or 'private' (docs/decisions/0073). */
+  routingMode?: 'pfs' | 'private' | 'local'
+  /** The pathfinding service's URL, or 'auto' (`--pathfinding-service-address`; auto by default with routingMode 'pfs'). */
   pathfindingServiceAddress?: string
+  /** How many routes to ask the pathfinding service for, 1 to 25 (`--pathfinding-max-paths`, 3 by default). */
+  pathfindingMaxPaths?: number
+  /** Blocks until a new IOU session with the pathfinding service expires (`--pathfinding-iou-timeout`, 200000 by default). */
+  pathfindingIouTimeout?: number
   /** `production` (default) disables token registration and minting (501), as `sluice serve`. */
   environment?: 'development' | 'production'
   enableMonitoring?: boolean
@@ -128,7 +135,10 @@ const OPTION_NAMES: readonly (keyof StartNodeOptions)[] = [
   'releaseFeedUrl',
   'backupUrl',
   'minServiceTokenBalance',
+  'routingMode',
   'pathfindingServiceAddress',
+  'pathfindingMaxPaths',
+  'pathfindingIouTimeout',
   'environment',
   'enableMonitoring',
   'monitoringReward',
@@ -338,9 +348,14 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
     proportionalImbalanceFee: perTokenOf('proportionalImbalanceFee', options.proportionalImbalanceFee, serveFlags.proportionalImbalanceFee),
     capMediationFees: optional<boolean>('capMediationFees', options.capMediationFees, 'boolean') ?? true,
     pathfindingMaxFee: byFlag('pathfindingMaxFee', options.pathfindingMaxFee, serveFlags.pathfindingMaxFee, 'bigint') ?? serveFlags.pathfindingMaxFee.default,
+    routingMode: byFlag('routingMode', options.routingMode, serveFlags.routingMode, 'string') ?? serveFlags.routingMode.default,
+    pathfindingServiceAddress: byFlag('pathfindingServiceAddress', options.pathfindingServiceAddress, serveFlags.pathfindingServiceAddress, 'string'),
+    pathfindingMaxPaths:
+      byFlag('pathfindingMaxPaths', options.pathfindingMaxPaths, serveFlags.pathfindingMaxPaths, 'number') ?? serveFlags.pathfindingMaxPaths.default,
+    pathfindingIouTimeout:
+      byFlag('pathfindingIouTimeout', options.pathfindingIouTimeout, serveFlags.pathfindingIouTimeout, 'number') ?? serveFlags.pathfindingIouTimeout.default,
   }
   const environment = byFlag('environment', options.environment, serveFlags.environment, 'string') ?? serveFlags.environment.default
-  const pathfindingServiceAddress = byFlag('pathfindingServiceAddress', options.pathfindingServiceAddress, serveFlags.pathfindingServiceAddress, 'string')
   const waitForSync = optional<boolean>('waitForSync', options.waitForSync, 'boolean') ?? true
 
   // Last, the files: a wrong option above is told without reading any.
@@ -360,7 +375,6 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
       import: imported,
       api: served,
       environment,
-      pathfindingServiceAddress,
       log,
     },
     waitForSync,

@@ -13,7 +13,6 @@ export type HostNodeParameters = {
   version: string
   /** `production` disables token registration and minting (501), as the Raiden node's default does. */
   environment: Environment
-  pathfindingServiceAddress?: string | null
   /** Who may call over HTTP (Host, Origin, token); a page's service worker gives none. */
   access?: ApiAccess
 }
@@ -37,14 +36,13 @@ export type HostedNode = {
   stop(beforeNodeStops?: () => Promise<void>): Promise<void>
 }
 
-export function hostNode({ node, version, environment, pathfindingServiceAddress = null, access }: HostNodeParameters): HostedNode {
+export function hostNode({ node, version, environment, access }: HostNodeParameters): HostedNode {
   let requestStop!: (request: StopRequest) => void
   const stopRequested = new Promise<StopRequest>((resolve) => (requestStop = resolve))
   const api: Api = createApi({
     node,
     version,
     environment,
-    pathfindingServiceAddress,
     ...(access ? { access } : {}),
     // POST /shutdown answers first; the host stops the node when `stopRequested` resolves.
     shutdown: () => {

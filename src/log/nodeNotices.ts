@@ -6,7 +6,7 @@
  * its channels and payments; `debug` for what another record already told.
  */
 import { describeRisk } from '../chain/transactionRisk.ts'
-import type { NodeNotice, ErrorSource } from '../node/notices.ts'
+import type { NodeNotice, ErrorSource, PathfindingNotice } from '../node/notices.ts'
 import type { LogFields, LogLevel } from './format.ts'
 import type { Logger } from './logger.ts'
 
@@ -24,6 +24,7 @@ const ERROR_LEVEL: Record<ErrorSource, LogLevel> = {
   notifications: 'warn',
   monitoring: 'warn',
   backup: 'warn',
+  pathfinding: 'warn',
 }
 
 /** The record for `notice`: the `event` field is its type, for filtering JSON lines; `msg` is for a person. */
@@ -67,6 +68,11 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
     case 'paymentSentFailed': {
       const { token, tokenNetwork, target, amount, paymentId, secrethash, reason } = notice
       return { level: 'warn', msg: 'payment failed', fields: { event, token, tokenNetwork, target, amount, paymentId, secrethash, reason } }
+    }
+    case 'routeFailed': {
+      const { tokenNetwork, target, paymentId, secrethash, route, reason } = notice
+      // The payment's own line says how it ended; this one which of its routes failed on the way.
+      return { level: 'info', msg: 'payment route failed', fields: { event, tokenNetwork, target, paymentId, secrethash, route, reason } }
     }
     case 'paymentReceivedSuccess': {
       const { token, tokenNetwork, initiator, amount, paymentId, secrethash } = notice
@@ -138,6 +144,8 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
       if (state === 'down') return { level: 'warn', msg: 'RPC endpoint {endpoint} down: {reason}', fields: { event, endpoint, state, reason } }
       return { level: 'error', msg: 'RPC endpoint {endpoint} refused: it {reason}', fields: { event, endpoint, state, reason } }
     }
+    case 'pathfinding':
+      return pathfindingRecord(notice)
     case 'staleState': {
       const { type: _, ...stale } = notice
       return { level: 'error', msg: 'stored state older than what this node signed', fields: { event, ...stale } }
@@ -146,6 +154,44 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
       // Money may be lost: an error line while it stands, with what would help; a line again once it is gone.
       if (!notice.risk) return { level: 'info', msg: 'transaction no longer at risk', fields: { event, id: notice.id } }
       return { level: 'error', msg: `transaction at risk: ${describeRisk(notice.risk)}`, fields: { event, id: notice.id, ...notice.risk } }
+    }
+  }
+}
+
+/** The pathfinding client's lines (docs/decisions/0073): which service, when it cannot be used, and the routes it chose. */
+function pathfindingRecord(notice: PathfindingNotice): NoticeRecord {
+  const event = 'pathfinding'
+  switch (notice.what) {
+    case 'chosen': {
+      const { url, address, price, operator, registered } = notice
+      return {
+        level: 'info',
+        msg: `pathfinding service ${url}: ${address}, ${price} per route request${registered ? ' (from the ServiceRegistry)' : ''}`,
+        fields: { event, what: notice.what, url, address, price, operator },
+      }
+    }
+    case 'unavailable':
+      return {
+        level: 'warn',
+        msg: `pathfinding service unavailable, routing locally: ${notice.reason}`,
+        fields: { event, what: notice.what, url: notice.url, reason: notice.reason },
+      }
+    case 'available':
+      return { level: 'info', msg: `pathfinding service ${notice.url} answers again`, fields: { event, what: notice.what, url: notice.url } }
+    case 'routedLocally':
+      return {
+        level: 'warn',
+        msg: `payment of ${notice.amount} to ${notice.target} routed locally: ${notice.reason}`,
+        fields: { event, what: notice.what, target: notice.target, amount: notice.amount, reason: notice.reason },
+      }
+    case 'routes': {
+      const { url, target, amount, routes, iou } = notice
+      const list = routes.map((r) => `${r.route.join(' > ')} (fee ${r.fee})`).join('; ')
+      return {
+        level: 'info',
+        msg: `pathfinding service ${url} routes ${amount} to ${target} over ${list || 'no route'}`,
+        fields: { event, what: notice.what, url, target, amount, routes, iou },
+      }
     }
   }
 }

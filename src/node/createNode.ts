@@ -13,6 +13,7 @@ import { sendProtocolTransaction, updateOnChainAlready } from '../chain/transact
 import { defaultContext, initialState, type TransitionContext } from '../protocol/state/access.ts'
 import { useSmallJsTables, useWasmSecp256k1 } from '../protocol/secp256k1.ts'
 import { signRequestMonitoring } from '../protocol/monitoringRequest.ts'
+import { signPackedSync } from '../protocol/signature.ts'
 import { createDelivery } from '../transport/delivery.ts'
 import { RecentMap } from '../transport/recentMap.ts'
 import { lineSigner } from '../transport/lineSigner.ts'
@@ -27,6 +28,7 @@ import { EventBus } from './runtime/eventBus.ts'
 import { resolveFromHistory } from './runtime/history.ts'
 import { MessageHandler } from './runtime/messageHandler.ts'
 import { withOurProofKnown } from './runtime/nonceLookups.ts'
+import { Pathfinder } from './runtime/pathfinder.ts'
 import { ServiceMessages } from './runtime/serviceMessages.ts'
 import { Signer } from './runtime/signer.ts'
 import { StatusTracker } from './runtime/status.ts'
@@ -170,6 +172,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       engine,
       signLine: lineSigner(config.key),
       signRequest: (parameters) => signRequestMonitoring(config.key, parameters),
+      signBytes: (data) => signPackedSync(config.key, data),
     })
     const delivery = createDelivery({
       transport,
@@ -226,6 +229,17 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       syncedBlock,
     )
     const status = new StatusTracker(follower, notices, { pollingInterval: config.pollingInterval })
+    // The pathfinding service's client (docs/decisions/0073): our channels announced to it, routes asked of it.
+    const pathfinder = new Pathfinder({
+      config,
+      chain,
+      state: () => engine.current,
+      headBlock: () => status.headBlock(),
+      signer,
+      serviceMessages,
+      notify: (notice) => notices.publish(notice),
+      stopped: stopping.signal,
+    })
 
     const transactions = new TransactionRunner({
       engine,
@@ -272,6 +286,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       report,
       paymentSlots: Math.max(1, ctx.maxPendingLocks - 32),
       serviceMessages,
+      pathfinder,
     })
     const node = new SluiceNode({
       client,
@@ -296,6 +311,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       notices,
       signer,
       ...(config.resolverEndpoint ? { resolver: { endpoint: config.resolverEndpoint, fetch: config.fetch, backoff: config.backoff } } : {}),
+      announce: (effect) => pathfinder.announce(effect),
       blockSynced: () => status.progressed(),
       halt: (error) => void node.halt(error),
       report,

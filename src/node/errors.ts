@@ -45,6 +45,29 @@ export class NoRouteError extends NodeError {
   override readonly code = 'NO_ROUTE' as const
 }
 
+/**
+ * A pathfinding service could not give routes (docs/decisions/0073): `unreachable` (no connection, or a 5xx),
+ * `timeout`, `malformed` (an answer that is not its API's), or `refused` (its own error answer, with raiden-services'
+ * `errorCode`). The node routes locally meanwhile; only a `refused` NoRouteFound (2201) fails a payment.
+ */
+export class PathfindingServiceError extends NodeError {
+  override name = 'PathfindingServiceError' as const
+  override readonly code = 'PATHFINDING_SERVICE' as const
+  readonly status: number | undefined
+  readonly errorCode: number | undefined
+  readonly errorDetails: unknown
+  constructor(
+    readonly reason: 'unreachable' | 'timeout' | 'malformed' | 'refused' | 'unusable',
+    message: string,
+    options: { cause?: unknown; status?: number; errorCode?: number; details?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? {} : { cause: options.cause })
+    this.status = options.status
+    this.errorCode = options.errorCode
+    this.errorDetails = options.details
+  }
+}
+
 export class InvalidPaymentError extends NodeError {
   override name = 'InvalidPaymentError' as const
   override readonly code = 'INVALID_PAYMENT' as const

@@ -163,6 +163,39 @@ export type NodeConfig = {
    * 5 * 10^16 by default (Raiden's DEFAULT_PATHFINDING_MAX_FEE).
    */
   pathfindingMaxFee?: bigint
+  /**
+   * How the node finds routes for a mediated payment (`--routing-mode`, Raiden's names; docs/decisions/0073):
+   * `local` (the default) routes over the channel graph it follows by deposits, and announces its channels to the
+   * pathfinding service when one is given; `pfs` asks the pathfinding service for routes, pays it, reports each route's
+   * outcome, and routes locally, saying so, while the service cannot answer; `private` announces nothing and routes
+   * locally. A direct channel that can carry the payment is used without asking anyone, as Raiden does.
+   */
+  routingMode?: RoutingMode
+  /**
+   * The pathfinding service (`--pathfinding-service-address`): its URL, or `auto` for one of those registered in the
+   * ServiceRegistry whose price is within `pathfindingMaxFee`. `auto` by default in `pfs` mode; none otherwise.
+   */
+  pathfindingServiceAddress?: string
+  /** How many routes to ask the pathfinding service for (`--pathfinding-max-paths`, 1 to 25): 3 by default, as Raiden. */
+  pathfindingMaxPaths?: number
+  /**
+   * Blocks until a new IOU session with the pathfinding service expires (`--pathfinding-iou-timeout`): 200,000 by
+   * default, as Raiden; a service takes no session that ends within 40,320 blocks (a week).
+   */
+  pathfindingIouTimeout?: Blocks
+  /** The pathfinding client's tunables: how long one request to the service may take, how long a failed one is not asked again. */
+  pathfinding?: PathfindingTunables
+}
+
+/** `--routing-mode`: Raiden's `pfs` and `private`, and `local`, our routing by deposits (docs/decisions/0073). */
+export type RoutingMode = 'pfs' | 'private' | 'local'
+export const ROUTING_MODES: readonly RoutingMode[] = ['pfs', 'private', 'local']
+
+export type PathfindingTunables = {
+  /** One request to the pathfinding service, answer included (ms): 10,000 by default (Raiden's DEFAULT_HTTP_REQUEST_TIMEOUT). */
+  timeoutMs?: number
+  /** After the service failed to answer, payments route locally without asking it for this long (ms): 30,000 by default. */
+  retryAfterMs?: number
 }
 
 /** The node's settings that are `sluice serve` flags (camelCase), which every host passes through to createNode as given. */
@@ -183,6 +216,10 @@ export type FlagSettings = Pick<
   | 'proportionalImbalanceFee'
   | 'capMediationFees'
   | 'pathfindingMaxFee'
+  | 'routingMode'
+  | 'pathfindingServiceAddress'
+  | 'pathfindingMaxPaths'
+  | 'pathfindingIouTimeout'
 >
 
 /** Raiden's MONITORING_REWARD: 5 service tokens of 18 decimals. */
@@ -190,8 +227,23 @@ export const DEFAULT_MONITORING_REWARD = 5n * 10n ** 18n
 
 const maxUint256 = 2n ** 256n - 1n
 
+function isHttpUrl(value: unknown): boolean {
+  if (typeof value !== 'string') return false
+  try {
+    const url = new URL(value)
+    return url.protocol === 'http:' || url.protocol === 'https:'
+  } catch {
+    return false
+  }
+}
+
 /** Raiden's DEFAULT_PATHFINDING_MAX_FEE: 0.05 of a token of 18 decimals. */
 export const DEFAULT_PATHFINDING_MAX_FEE = 5n * 10n ** 16n
+/** Raiden's DEFAULT_PATHFINDING_MAX_PATHS; a service answers 25 at most (raiden-services MAX_PATHS_PER_REQUEST). */
+export const DEFAULT_PATHFINDING_MAX_PATHS = 3
+export const MAX_PATHFINDING_MAX_PATHS = 25
+/** Raiden's DEFAULT_PATHFINDING_IOU_TIMEOUT, in blocks. */
+export const DEFAULT_PATHFINDING_IOU_TIMEOUT = 200_000n
 
 /**
  * The per-token fee settings as the core holds them (MediationFees): one entry per token named in any of them, keyed
@@ -230,6 +282,11 @@ export type ResolvedNodeConfig = Omit<
   | 'proportionalImbalanceFee'
   | 'capMediationFees'
   | 'pathfindingMaxFee'
+  | 'routingMode'
+  | 'pathfindingServiceAddress'
+  | 'pathfindingMaxPaths'
+  | 'pathfindingIouTimeout'
+  | 'pathfinding'
 > & {
   confirmationTimeoutMs: number
   enableMonitoring: boolean
@@ -246,6 +303,12 @@ export type ResolvedNodeConfig = Omit<
   /** What the node charges for mediating (the flags' per-token settings together). */
   mediationFees: MediationFees
   pathfindingMaxFee: bigint
+  routingMode: RoutingMode
+  /** The service's URL, `auto`, or undefined: none (then `pfs` routes locally). */
+  pathfindingServiceAddress: string | undefined
+  pathfindingMaxPaths: number
+  pathfindingIouTimeout: bigint
+  pathfinding: Required<PathfindingTunables>
 }
 
 export const nodeDefaults = {
@@ -267,6 +330,16 @@ export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeCon
     (typeof config.pathfindingMaxFee !== 'bigint' || config.pathfindingMaxFee < 0n || config.pathfindingMaxFee > maxUint256)
   )
     throw new RangeError(`pathfindingMaxFee must be a uint256, not ${String(config.pathfindingMaxFee)}`)
+  const routingMode = config.routingMode ?? 'local'
+  if (!ROUTING_MODES.includes(routingMode)) throw new RangeError(`routingMode must be one of ${ROUTING_MODES.join(', ')}, not ${String(routingMode)}`)
+  const serviceAddress = config.pathfindingServiceAddress
+  if (serviceAddress !== undefined && serviceAddress !== 'auto' && !isHttpUrl(serviceAddress))
+    throw new RangeError(`pathfindingServiceAddress must be an http(s) URL or auto, not ${String(serviceAddress)}`)
+  const maxPaths = config.pathfindingMaxPaths ?? DEFAULT_PATHFINDING_MAX_PATHS
+  if (!Number.isInteger(maxPaths) || maxPaths < 1 || maxPaths > MAX_PATHFINDING_MAX_PATHS)
+    throw new RangeError(`pathfindingMaxPaths must be an integer from 1 to ${MAX_PATHFINDING_MAX_PATHS}, not ${String(maxPaths)}`)
+  const iouTimeout = BigInt(config.pathfindingIouTimeout ?? DEFAULT_PATHFINDING_IOU_TIMEOUT)
+  if (iouTimeout <= 0n) throw new RangeError(`pathfindingIouTimeout must be a positive number of blocks, not ${iouTimeout}`)
   const mediationFees = mediationFeesOf(config)
   const {
     confirmations,
@@ -280,6 +353,11 @@ export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeCon
     proportionalImbalanceFee: _imbalance,
     capMediationFees: _cap,
     pathfindingMaxFee,
+    routingMode: _routingMode,
+    pathfindingServiceAddress: _serviceAddress,
+    pathfindingMaxPaths: _maxPaths,
+    pathfindingIouTimeout: _iouTimeout,
+    pathfinding,
     ...rest
   } = config
   const blocks = BigInt(confirmations ?? config.context?.confirmationBlocks ?? nodeDefaults.confirmations)
@@ -304,6 +382,12 @@ export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeCon
     monitoringReward: config.monitoringReward ?? DEFAULT_MONITORING_REWARD,
     mediationFees,
     pathfindingMaxFee: pathfindingMaxFee ?? DEFAULT_PATHFINDING_MAX_FEE,
+    routingMode,
+    // Raiden's default is `auto`; in `local` mode, a service is only told of our channels when the operator names one.
+    pathfindingServiceAddress: serviceAddress?.replace(/\/+$/, '') ?? (routingMode === 'pfs' ? 'auto' : undefined),
+    pathfindingMaxPaths: maxPaths,
+    pathfindingIouTimeout: iouTimeout,
+    pathfinding: { timeoutMs: pathfinding?.timeoutMs ?? 10_000, retryAfterMs: pathfinding?.retryAfterMs ?? 30_000 },
   }
   return { config: resolved, confirmations: blocks }
 }

@@ -1,3 +1,4 @@
+import type { Address } from 'viem'
 import type { RpcEndpointChange } from '../chain/rpcEndpoints.ts'
 import type { TransactionRisk } from '../chain/transactionRisk.ts'
 import type { NodeEvent, Transaction } from '../protocol/state/effects.ts'
@@ -40,6 +41,7 @@ export type ErrorSource =
   | 'notifications'
   | 'monitoring'
   | 'backup'
+  | 'pathfinding'
 
 /**
  * What a node tells whoever listens (the API's event stream, the CLI's log, actions waiting for an outcome): the
@@ -58,6 +60,19 @@ export type NodeNotice =
   | { type: 'error'; error: unknown; where: ErrorSource; detail?: string }
   /** One of the chain's endpoints went down, came back, or serves another chain (told once each time). */
   | ({ type: 'rpcEndpoint' } & RpcEndpointChange)
+  | PathfindingNotice
+
+/**
+ * The pathfinding client (docs/decisions/0073): the service it uses (`chosen`), the service unusable and the node
+ * routing locally meanwhile (`unavailable`, told once each time it changes; `available` when it answers again), a
+ * payment routed locally for that reason (`routedLocally`), and the routes a service chose for a payment (`routes`).
+ */
+export type PathfindingNotice =
+  | { type: 'pathfinding'; what: 'chosen'; url: string; address: Address; price: bigint; operator: string; registered: boolean }
+  | { type: 'pathfinding'; what: 'unavailable'; url: string | undefined; reason: string }
+  | { type: 'pathfinding'; what: 'available'; url: string }
+  | { type: 'pathfinding'; what: 'routedLocally'; target: Address; amount: bigint; reason: string }
+  | { type: 'pathfinding'; what: 'routes'; url: string; target: Address; amount: bigint; routes: { route: Address[]; fee: bigint }[]; iou: bigint | undefined }
 
 /** Reports an error to the listeners (logs, the event stream); it decides nothing. Silent once the node stops. */
 export type Report = (where: ErrorSource, error: unknown, detail?: string) => void

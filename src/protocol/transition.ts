@@ -34,6 +34,7 @@ import {
   WAITING_SYNC_REASON,
 } from './channel/sync.ts'
 import { nonceSigner, receiveOwnMessage, receiveUnderUsedNonce, takesNonce } from './channel/usedNonce.ts'
+import { announcementsOf } from './routing/announcements.ts'
 import { graphOnAmounts, graphOnClosed, graphOnOpened, graphOnSettled } from './routing/graph.ts'
 import type { ChainSeen, DecryptedSecret, StateChange } from './state/changes.ts'
 import type { Effect } from './state/effects.ts'
@@ -75,7 +76,8 @@ export function transition(state: NodeState, change: StateChange, ctx: Transitio
     const staleState: Effect = { type: 'event', event: { type: 'staleState', ...next.stale } }
     return { state: next, effects: [...out.filter((e) => e.type === 'event'), staleState] }
   }
-  return { state: next, effects: out }
+  // What our channels can carry, or what we charge, changed: the pathfinding service is told (docs/decisions/0073).
+  return { state: next, effects: [...out, ...announcementsOf(state, next)] }
 }
 
 function apply(state: NodeState, change: StateChange, ctx: TransitionContext, out: Effect[]): NodeState {

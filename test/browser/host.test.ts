@@ -269,6 +269,38 @@ describe('startNode', () => {
     expect(fees).toEqual({ capFees: false, tokens: { [token.toLowerCase()]: { flat: 10n, proportional: 4_000n, imbalance: 0n } } })
   }, 60_000)
 
+  test("routing (docs/decisions/0073): a bad option is INVALID_OPTIONS at once; good ones are the node's settings, a service that cannot be reached said there", async () => {
+    for (const bad of [
+      { routingMode: 'basic' },
+      { pathfindingServiceAddress: 'pfs.example' },
+      { pathfindingServiceAddress: 'ftp://pfs.example' },
+      { pathfindingMaxPaths: 26 },
+      { pathfindingMaxPaths: '3' },
+      { pathfindingIouTimeout: 0 },
+    ])
+      await expect(start(bad as never), JSON.stringify(bad)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+    const key = generatePrivateKey()
+    await fund(privateKeyToAddress(key))
+    // Nothing listens there: the node says so, and routes locally meanwhile.
+    const node = await start({
+      key,
+      routingMode: 'pfs',
+      pathfindingServiceAddress: 'http://127.0.0.1:9/',
+      pathfindingMaxPaths: 5,
+      pathfindingIouTimeout: 50_000,
+    })
+    await expect.poll(async () => (await node.status()).status, { timeout: 20_000 }).toBe('ready')
+    await expect
+      .poll(async () => (await (await fetch('/api/v1/settings')).json()) as Record<string, unknown>, { timeout: 20_000 })
+      .toMatchObject({
+        routing_mode: 'pfs',
+        pathfinding_service_address: 'http://127.0.0.1:9',
+        pathfinding_max_paths: 5,
+        pathfinding_iou_timeout: '50000',
+        pathfinding: { service: null, unavailable: { reason: expect.stringMatching(/cannot be reached/) } },
+      })
+  }, 60_000)
+
   test("the node's database deleted under it (site data cleared) stops it with a visible error, never a fresh empty node", async () => {
     const key = generatePrivateKey()
     const address = privateKeyToAddress(key)

@@ -193,6 +193,36 @@ describe('sluice devnet', () => {
     expect(await refused(`${monitor.api}/status`)).toBe(true)
   })
 
+  test("--pathfinding: a free pathfinding service on the nodes' relay, registered (address and URL in the --json line); the nodes tell it of their channels; SIGTERM stops it too", async () => {
+    const { sluice, info } = await startDevnetCommand([
+      '--nodes',
+      '2',
+      '--channels',
+      '--port-base',
+      '0',
+      '--storage',
+      'memory',
+      '--transport',
+      'libp2p',
+      '--pathfinding',
+    ])
+    expect(Object.keys(info)).toEqual(['rpcUrl', 'deployment', 'tokens', 'nodes', 'relay', 'backup', 'pathfinding'])
+    const pathfinding = info.pathfinding!
+    expect(pathfinding.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+    const status = async () => (await call('GET', `${pathfinding.url}/api/v1/status`)).body
+    expect(await status()).toMatchObject({ address: pathfinding.address, registration: { registered: true, url: pathfinding.url } })
+    expect((await call('GET', `${pathfinding.url}/api/v1/info`)).body).toMatchObject({ price_info: 0, payment_address: pathfinding.address })
+    // Each node's capacity and fee updates of the channel 0-1, acknowledged (docs/decisions/0073).
+    await eventually(async () => {
+      expect((await status()).network).toMatchObject({ channels: 1, nodes: 2 })
+      for (const node of info.nodes) expect((await call('GET', `${node.api}/settings`)).body.pathfinding).toMatchObject({ announcements: { waiting: 0 } })
+      expect((await status()).updates.accepted).toBeGreaterThanOrEqual(4)
+    }, 30_000)
+    sluice.child.kill('SIGTERM')
+    expect(await sluice.exited).toEqual({ code: 0, signal: null })
+    expect(await refused(`${pathfinding.url}/api/v1/status`)).toBe(true)
+  })
+
   test('POST /shutdown stops that node only', async () => {
     const { sluice, info, anvilPid } = await startDevnetCommand(['--nodes', '2', '--port-base', '0', '--storage', 'memory'])
     const [a, b] = info.nodes as [DevnetJson['nodes'][0], DevnetJson['nodes'][0]]

@@ -599,6 +599,27 @@ describe('sluice serve', () => {
         () => baseArgs(tempDir(), '--key', key, '--cap-mediation-fees', '--no-cap-mediation-fees'),
         /give --cap-mediation-fees or --no-cap-mediation-fees, not both/,
       ],
+      // Raiden's routing flags (docs/decisions/0073).
+      [
+        'an unknown --routing-mode',
+        () => baseArgs(tempDir(), '--key', key, '--routing-mode', 'basic'),
+        /--routing-mode must be pfs, private, local, got "basic"/,
+      ],
+      [
+        'a --pathfinding-service-address that is no URL',
+        () => baseArgs(tempDir(), '--key', key, '--pathfinding-service-address', 'pfs.example:8080'),
+        /--pathfinding-service-address must be an http\(s\) URL or auto, got "pfs\.example:8080"/,
+      ],
+      [
+        'a --pathfinding-max-paths above 25',
+        () => baseArgs(tempDir(), '--key', key, '--pathfinding-max-paths', '26'),
+        /--pathfinding-max-paths must be an integer from 1 to 25, got "26"/,
+      ],
+      [
+        'a --pathfinding-iou-timeout of 0',
+        () => baseArgs(tempDir(), '--key', key, '--pathfinding-iou-timeout', '0'),
+        /--pathfinding-iou-timeout must be an integer from 1 to 1000000000, got "0"/,
+      ],
       [
         'an unreadable keystore',
         () => baseArgs(tempDir(), '--keystore', '/nonexistent/k.json', '--password-file', '/nonexistent/p'),

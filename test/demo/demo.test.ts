@@ -128,7 +128,7 @@ describe('npm run demo', () => {
     expect(answer.status).toBe(200)
     expect(answer.headers.get('content-type')).toMatch(/^application\/json/)
     config = (await answer.json()) as DemoConfig
-    expect(Object.keys(config).sort()).toEqual(['backup', 'blockTime', 'chainId', 'deployment', 'monitor', 'peers', 'relay', 'rpc', 'tokens'])
+    expect(Object.keys(config).sort()).toEqual(['backup', 'blockTime', 'chainId', 'deployment', 'monitor', 'pathfinding', 'peers', 'relay', 'rpc', 'tokens'])
     expect(config.blockTime).toBe(1)
     expect(config.deployment).toBe(`/deployments/${config.chainId}.json`)
     expect(config.relay).toHaveLength(1)
@@ -144,6 +144,12 @@ describe('npm run demo', () => {
       body: { address: config.monitor.address, registration: { registered: true } },
     })
     expect(demo.stdout()).toContain(`Monitoring service: ${config.monitor.address}, REST API ${config.monitor.api}`)
+    // The pathfinding service the page's node asks for routes (docs/decisions/0073): registered, told of the peers' channel.
+    expect(await call('GET', `${config.pathfinding!.url}/api/v1/status`)).toMatchObject({
+      status: 200,
+      body: { address: config.pathfinding!.address, registration: { registered: true }, network: { channels: 1 } },
+    })
+    expect(demo.stdout()).toContain(`Pathfinding service: ${config.pathfinding!.address}, ${config.pathfinding!.url}`)
     const chain = await call('POST', config.rpc, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] })
     expect(Number(chain.body.result)).toBe(config.chainId)
 

@@ -224,7 +224,9 @@ export async function drivePage(engine: EngineName, url: string, config: DemoCon
 
     await step('pay peer 2 through peer 1', async () => {
       await pay(peer2, '3', '102')
-      await shows('[data-testid=payment-result]', /Paid 3 TTT to Peer 2.*You → Peer 1 → Peer 2/, 60_000)
+      await shows('[data-testid=payment-result]', /Paid 3 TTT to Peer 2.*You → Peer 1 → Peer 2.*fee 0 TTT/, 60_000)
+      // The route the devnet's pathfinding service chose, and what it estimated the route costs (docs/decisions/0073).
+      await shows('[data-testid=payment-routing]', /Route chosen by the pathfinding service .*You → Peer 1 → Peer 2, estimated fee 0 TTT \(taken\)/, 20_000)
     })
 
     const checkHistoryAndRoute = async () => {

@@ -28,7 +28,14 @@ export type Shared = {
   amount(base: bigint | string, token: string): string
   /** What the node recorded: its events and the last payment sent in each token (nodeRecord.ts); none while it is stopped. */
   record: NodeRecord | undefined
+  /** How the node routed its last mediated payment: the pathfinding service's routes, or locally and why (pushed events). */
+  routing: Routing | undefined
 }
+
+/** The pathfinding client's last word on a payment (GET /events: pathfinding_routes, payment_routed_locally). */
+export type Routing =
+  | { kind: 'service'; url: string; target: string; amount: string; routes: { route: string[]; estimated_fee: string }[] }
+  | { kind: 'local'; target: string; amount: string; reason: string }
 
 /** A panel: its title, with what chooses what it shows (a token) beside it, then its content. */
 export function Panel({ title, id, children, tools }: { title: string; id: string; children: ComponentChildren; tools?: ComponentChildren }) {

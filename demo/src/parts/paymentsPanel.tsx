@@ -3,7 +3,7 @@ import { call, type PaymentResult } from '../api.ts'
 import { usePayments, usePendingTransfers } from 'sluice/react'
 import { useAction } from '../hooks.ts'
 import { baseUnits } from '../tokens.ts'
-import { AmountInput, Failure, Field, Panel, PeerSelect, TokenSelect, type Shared } from './common.tsx'
+import { AmountInput, Failure, Field, Panel, PeerSelect, sameAddress, TokenSelect, type Shared } from './common.tsx'
 
 const PAGE = 10
 
@@ -64,9 +64,47 @@ function Pay({ shared }: { shared: Shared }) {
         <p class="success" data-testid="payment-result">
           Paid {shared.amount(result.paid.amount, result.paid.token_address)} to {shared.nameOf(result.paid.target_address)} in {result.ms.toFixed(0)} ms
           {result.paid.route ? ` via ${['You', ...result.paid.route.map(shared.nameOf)].join(' → ')}` : ''} (identifier {result.paid.identifier})
+          {result.paid.fee !== undefined ? `, fee ${shared.amount(result.paid.fee, result.paid.token_address)}` : ''}
         </p>
       ) : null}
+      {result ? <RoutedBy shared={shared} paid={result.paid} /> : null}
     </form>
+  )
+}
+
+/**
+ * Who chose the route of a payment just made (docs/decisions/0073): the pathfinding service, with the routes it answered
+ * and the fee it estimated for each (what was paid is that estimate and Raiden's margin), or the node itself and why.
+ * Nothing for a direct payment, which asks no one.
+ */
+function RoutedBy({ shared, paid }: { shared: Shared; paid: PaymentResult }) {
+  const routing = shared.routing
+  const same = routing && sameAddress(routing.target, paid.target_address) && routing.amount === paid.amount
+  if (!same || !paid.route || paid.route.length < 2) return null
+  const path = (route: string[]) => ['You', ...route.map(shared.nameOf)].join(' → ')
+  if (routing.kind === 'local')
+    return (
+      <p class="hint" data-testid="payment-routing">
+        Routed by this node: {routing.reason}
+      </p>
+    )
+  return (
+    <div class="routing" data-testid="payment-routing">
+      <p>
+        Route chosen by the pathfinding service <code>{routing.url}</code>:
+      </p>
+      <ol>
+        {routing.routes.map((r) => {
+          const taken = r.route.length === paid.route!.length && r.route.every((a, i) => sameAddress(a, paid.route![i]!))
+          return (
+            <li key={r.route.join()} class={taken ? 'taken' : undefined}>
+              {path(r.route)}, estimated fee {shared.amount(r.estimated_fee, paid.token_address)}
+              {taken ? ' (taken)' : ''}
+            </li>
+          )
+        })}
+      </ol>
+    </div>
   )
 }
 

@@ -1,7 +1,7 @@
 import { getAddress, type Address } from 'viem'
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming'
 import { describeRisk } from '../../chain/transactionRisk.ts'
-import type { NodeNotice, NodeStatus } from '../../node/notices.ts'
+import type { NodeNotice, NodeStatus, PathfindingNotice } from '../../node/notices.ts'
 import type { ChannelState } from '../../protocol/state/types.ts'
 import type { NodeClient } from '../../node/actions/client.ts'
 import { getChannel } from '../../protocol/state/access.ts'
@@ -101,6 +101,18 @@ export const pushEventSchema = v.pipe(
       }),
     ),
     pushEvent(
+      'payment_route_failed',
+      v.object({
+        token_network_address: address,
+        token_address: v.nullable(address),
+        target: address,
+        identifier: decimal,
+        route: routeSchema,
+        reason: v.string(),
+        secret_hash: hex32,
+      }),
+    ),
+    pushEvent(
       'payment_mediated',
       v.object({
         token_network_address: address,
@@ -152,6 +164,20 @@ export const pushEventSchema = v.pipe(
       }),
     ),
     pushEvent('transaction_risk_cleared', v.object({ id: v.string() })),
+    pushEvent('pathfinding_service', v.object({ url: v.string(), address, price: decimal, operator: v.string(), from_service_registry: v.boolean() })),
+    pushEvent('pathfinding_unavailable', v.object({ url: v.nullable(v.string()), reason: v.string() })),
+    pushEvent('pathfinding_available', v.object({ url: v.string() })),
+    pushEvent('payment_routed_locally', v.object({ target: address, amount: decimal, reason: v.string() })),
+    pushEvent(
+      'pathfinding_routes',
+      v.object({
+        url: v.string(),
+        target: address,
+        amount: decimal,
+        routes: v.array(v.object({ route: routeSchema, estimated_fee: v.pipe(v.string(), v.regex(/^-?\d+$/)) })),
+        iou_amount: v.nullable(decimal),
+      }),
+    ),
   ]),
   v.description('One event of the stream: its name (event:), its id (id:, `<run>-<n>`) and its data (data:, JSON), whose fields the name tells'),
 )
@@ -167,7 +193,7 @@ export function eventsRoutes(resources: Resources, ctx: ApiContextRef): void {
           'A text/event-stream that stays open. Each event has a name (`event:`), an `id:` of the form `<run>-<n>` (n grows by one with each event the node logs), and JSON `data` (amounts and identifiers as decimal strings).',
           'A new stream starts with a `status` event. Payment events (`payment_sent_success`, `payment_sent_failed`, `payment_received_success`) carry a payment history entry (the `event` field as in GET /payments) plus `secret_hash`.',
           "Channel events: `channel_opened`, `channel_closing` (our close transaction is on its way), `channel_closed`, `channel_settling`, `channel_settled`, `channel_deposit` and `channel_withdraw` (a participant's new on-chain total), `channel_withdraw_expired`.",
-          "Others: `payment_mediated`, `message_rejected`, `action_rejected`, `partner_equivocated` (a partner signed a second, different message under a nonce it used: both signed copies), `stale_state` (our own nonce came back with content we never signed: the node stops), `channel_synced` (a channel of a node restored from a backup copy is synced with its partner: the nonces it holds now, and which end the answer of the partner made newer), `node_error` (something failed in the background: sync, a transaction, the secret resolver), `transaction_at_risk` (a transaction with a deadline, an update of a partner's close or a secret registration, may miss it: the reason, the deadline and what would help) and `transaction_risk_cleared`, and `status` on every change of the node status or of the blocks left to sync.",
+          "Others: `payment_mediated`, `payment_route_failed` (a route of our payment was given up: its first hop gave the lock back, the target was offered less than the amount, or the lock expired; the payment goes on over its next route or fails), `message_rejected`, `action_rejected`, `partner_equivocated` (a partner signed a second, different message under a nonce it used: both signed copies), `stale_state` (our own nonce came back with content we never signed: the node stops), `channel_synced` (a channel of a node restored from a backup copy is synced with its partner: the nonces it holds now, and which end the answer of the partner made newer), `node_error` (something failed in the background: sync, a transaction, the secret resolver), `transaction_at_risk` (a transaction with a deadline, an update of a partner's close or a secret registration, may miss it: the reason, the deadline and what would help) and `transaction_risk_cleared`, the pathfinding client's (docs/decisions/0073: `pathfinding_service` chosen, `pathfinding_unavailable` while it cannot be used and the node routes locally, `pathfinding_available`, `payment_routed_locally`, and `pathfinding_routes`, the routes and estimated fees a service answered for a payment), and `status` on every change of the node status or of the blocks left to sync.",
           `Reconnecting with the header \`Last-Event-ID\` (EventSource sends it by itself) replays every event after that id, none twice, then goes on live; a new EventSource gives the id as \`?last_event_id=\` instead. The node keeps its last ${DEFAULT_EVENT_LOG_CAPACITY.toLocaleString('en')} events in memory: for an id from before that, or from an earlier run of the node (it restarted), the stream starts with \`events_missed\` (\`last_event_id\`, \`reason\`: \`too_old\` or \`unknown\`, \`oldest_event_id\`), then the status; read GET /payments and GET /channels to catch up.`,
           `A comment line is sent every \`heartbeat\` seconds (default ${DEFAULT_HEARTBEAT_SECONDS}). The stream ends when the node stops or the API shuts down.`,
           'Answered while the node syncs (status events show the progress).',
@@ -325,6 +351,21 @@ export function toPushEvent(notice: NodeNotice, client: NodeClient): PushEvent |
         data: { ...historyEntry(record), identifier: record.identifier, amount: record.amount, secret_hash: record.secrethash },
       }
     }
+    case 'pathfinding':
+      return pathfindingEvent(notice)
+    case 'routeFailed':
+      return {
+        event: 'payment_route_failed',
+        data: {
+          token_network_address: notice.tokenNetwork,
+          token_address: tokenOf(client, notice.tokenNetwork),
+          target: getAddress(notice.target),
+          identifier: notice.paymentId,
+          route: notice.route.map((a) => getAddress(a)),
+          reason: notice.reason,
+          secret_hash: notice.secrethash,
+        },
+      }
     case 'mediationSucceeded':
       return {
         event: 'payment_mediated',
@@ -419,6 +460,34 @@ export function toPushEvent(notice: NodeNotice, client: NodeClient): PushEvent |
       }
     default:
       return undefined
+  }
+}
+
+/** The pathfinding client's notices (docs/decisions/0073): the service chosen, unusable or back, a payment routed locally, a service's routes. */
+function pathfindingEvent(notice: PathfindingNotice): PushEvent {
+  switch (notice.what) {
+    case 'chosen':
+      return {
+        event: 'pathfinding_service',
+        data: { url: notice.url, address: notice.address, price: notice.price, operator: notice.operator, from_service_registry: notice.registered },
+      }
+    case 'unavailable':
+      return { event: 'pathfinding_unavailable', data: { url: notice.url ?? null, reason: notice.reason } }
+    case 'available':
+      return { event: 'pathfinding_available', data: { url: notice.url } }
+    case 'routedLocally':
+      return { event: 'payment_routed_locally', data: { target: getAddress(notice.target), amount: notice.amount, reason: notice.reason } }
+    case 'routes':
+      return {
+        event: 'pathfinding_routes',
+        data: {
+          url: notice.url,
+          target: getAddress(notice.target),
+          amount: notice.amount,
+          routes: notice.routes.map((r) => ({ route: r.route.map((a) => getAddress(a)), estimated_fee: r.fee.toString() })),
+          iou_amount: notice.iou ?? null,
+        },
+      }
   }
 }
 

@@ -50,7 +50,28 @@ export const contractsAnswer = v.object({
 export const shutdownAnswer = v.object({ status: v.literal('shutdown') })
 const backupCopy = { version: v.string(), at: v.pipe(v.number(), v.description('unix ms')), bytes: v.number() }
 export const settingsAnswer = v.object({
-  pathfinding_service_address: v.nullable(v.string()),
+  pathfinding_service_address: v.pipe(
+    v.nullable(v.string()),
+    v.description('the pathfinding service in use (its URL), else as configured (a URL or auto), null without one'),
+  ),
+  routing_mode: v.pipe(v.picklist(['pfs', 'private', 'local']), v.description('--routing-mode (docs/decisions/0073)')),
+  pathfinding_max_paths: v.number(),
+  pathfinding_max_fee: v.pipe(
+    decimalString,
+    v.description('--pathfinding-max-fee: the most a payment may cost in mediation fees, and the most a route request may cost'),
+  ),
+  pathfinding_iou_timeout: decimalString,
+  pathfinding: v.pipe(
+    v.object({
+      service: v.nullable(v.object({ url: v.string(), address: addressString, price: decimalString })),
+      unavailable: v.nullable(v.object({ reason: v.string(), since: v.pipe(v.number(), v.description('unix ms')) })),
+      announcements: v.object({
+        waiting: v.pipe(v.number(), v.description('capacity and fee updates sent and not acknowledged yet, or waiting for a service')),
+        acknowledged: v.number(),
+      }),
+    }),
+    v.description('the pathfinding client: the service chosen, why none can be used now (payments route locally meanwhile), the announcements of our channels'),
+  ),
   monitoring_enabled: v.boolean(),
   monitoring_reward: decimalString,
   backup: v.pipe(
@@ -134,16 +155,24 @@ export function nodeRoutes(resources: Resources, ctx: ApiContextRef): void {
         summary: 'Node settings',
         responses: { 200: 'Settings object' },
         description:
-          'Beyond Raiden: monitoring_enabled, whether the node asks the monitoring services to guard its channels while it is away (GET /monitoring shows them), monitoring_reward, what each request offers, in the smallest unit of the service token, and backup, the off-browser backup.',
+          'pathfinding_service_address is the service in use, else as configured. Beyond Raiden: routing_mode, pathfinding_max_paths, pathfinding_max_fee, pathfinding_iou_timeout and pathfinding, the pathfinding client (docs/decisions/0073); monitoring_enabled, whether the node asks the monitoring services to guard its channels while it is away (GET /monitoring shows them), monitoring_reward, what each request offers, in the smallest unit of the service token, and backup, the off-browser backup.',
         schema: settingsAnswer,
       },
-      handler: (c) =>
-        json(c, {
-          pathfinding_service_address: ctx().pathfindingServiceAddress,
+      handler: (c) => {
+        const { config, pathfinder } = ctx().client
+        const view = pathfinder.view()
+        return json(c, {
+          pathfinding_service_address: view.service?.url ?? view.serviceAddress ?? null,
+          routing_mode: view.routingMode,
+          pathfinding_max_paths: config.pathfindingMaxPaths,
+          pathfinding_max_fee: config.pathfindingMaxFee,
+          pathfinding_iou_timeout: config.pathfindingIouTimeout,
+          pathfinding: { service: view.service ?? null, unavailable: view.unavailable ?? null, announcements: view.announcements },
           monitoring_enabled: ctx().client.config.enableMonitoring,
           monitoring_reward: ctx().client.config.monitoringReward,
           backup: backupSettings(ctx().services.backup?.status()),
-        }),
+        })
+      },
     },
   })
   resources.add('/contracts', {

@@ -14,6 +14,7 @@ import type { NodeNotice, NodeStatus, Report } from '../notices.ts'
 import type { ChainFollower } from '../runtime/chainFollower.ts'
 import type { Applied, Engine } from '../runtime/engine.ts'
 import type { EventBus } from '../runtime/eventBus.ts'
+import type { Pathfinder } from '../runtime/pathfinder.ts'
 import type { ServiceMessages } from '../runtime/serviceMessages.ts'
 import type { StatusTracker } from '../runtime/status.ts'
 import { PaymentsInFlight } from './paymentsInFlight.ts'
@@ -50,6 +51,8 @@ export type NodeClient = {
   readonly payments: PaymentsInFlight
   /** What a service signs and sends as the node outside the core (a RequestMonitoring), resent until acknowledged. */
   readonly serviceMessages: ServiceMessages
+  /** The pathfinding service's client: routes for a payment, the announcements of our channels (docs/decisions/0073). */
+  readonly pathfinder: Pathfinder
   /** Our channel with `partner` in `tokenNetwork`: the open one, else the latest. */
   channel(tokenNetwork: Address, partner: Address): Channel | undefined
   /**
@@ -113,6 +116,7 @@ export type NodeClientParts = {
   /** How many payments may run at once. */
   paymentSlots: number
   serviceMessages: ServiceMessages
+  pathfinder: Pathfinder
 }
 
 export function createNodeClient(p: NodeClientParts): NodeClient {
@@ -184,6 +188,7 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     },
     payments: new PaymentsInFlight(p.paymentSlots),
     serviceMessages: p.serviceMessages,
+    pathfinder: p.pathfinder,
     channel: (tokenNetwork, partner) => channelWith(engine.current, tokenNetwork, partner),
     publicKeyOf: (address) => publicKeyOf(engine.current, address) ?? p.peerKeys.get(address.toLowerCase()),
     connect: (peer) => p.delivery.connect(peer),

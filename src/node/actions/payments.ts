@@ -10,6 +10,7 @@ import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NoRouteEr
 import { requireSynced } from './channels.ts'
 import type { NodeNotice } from '../notices.ts'
 import type { KnownPayment, PaymentTerms, SentPayment } from './paymentsInFlight.ts'
+import type { RoutesFound } from '../runtime/pathfinder.ts'
 import { secretForTarget } from '../runtime/secretInMetadata.ts'
 import type { NodeClient } from './client.ts'
 
@@ -225,10 +226,18 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
   const ownSecret = !p.secret && !p.secrethash
   const secret = (p.secret?.toLowerCase() as Hex | undefined) ?? (ownSecret ? randomBytes32() : undefined)
   const secrethash = (p.secrethash?.toLowerCase() as Hex | undefined) ?? sha256(secret!)
-  const routes = findRoutes(client.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount, lockTimeout: p.lockTimeout ?? 'default' })
+  let routes = findRoutes(client.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount, lockTimeout: p.lockTimeout ?? 'default' })
   if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
   // Routes found here carry no fee of a pathfinding service: the node's own guess (docs/decisions/0069).
-  const routeFees = routes.map((route) => estimateRouteFee(client.state, { tokenNetwork: p.tokenNetwork, route, amount: p.amount }))
+  let routeFees = routes.map((route) => estimateRouteFee(client.state, { tokenNetwork: p.tokenNetwork, route, amount: p.amount }))
+  // A direct channel that can carry it is used without asking anyone (Raiden's get_best_routes); else, in `pfs` mode,
+  // the pathfinding service's routes with its fees, or ours while it cannot answer (docs/decisions/0073).
+  const found: RoutesFound = routes[0]!.length === 1 ? { source: 'local' } : await client.pathfinder.routes({ ...p, address: client.address })
+  if (found.source === 'none') throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}: ${found.reason}`)
+  if (found.source === 'service') {
+    routes = found.routes
+    routeFees = found.fees
+  }
   const targetPublicKey = client.publicKeyOf(p.target)
   // A target we know no key of (a mediated payment's, the first time): the transport asks for its presence now, and
   // opens the way to it (its SecretRequest and our RevealSecret go directly): the next payment carries its secret.
@@ -241,6 +250,7 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
     paymentId: p.identifier,
   })
   const done = outcome(client, p.target, p.identifier)
+  if (found.source === 'service') tellService(client, found, { tokenNetwork: p.tokenNetwork, target: p.target, paymentId: p.identifier }, done)
   // The lock's expiry counts from the chain's head as the node knows it, never from a synced block that lags.
   const { headBlock } = client.chainNow()
   await client.dispatch({
@@ -261,6 +271,31 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
     ...(encryptedSecret ? { encryptedSecret } : {}),
   })
   return done
+}
+
+/**
+ * Tells the pathfinding service how each of its routes did (Raiden's post_pfs_feedback on EventRouteFailed and
+ * EventPaymentSentSuccess): each route given up on the way failed, the one that paid succeeded. Best effort: a feedback
+ * the service does not take is only reported.
+ */
+function tellService(
+  client: NodeClient,
+  found: Extract<RoutesFound, { source: 'service' }>,
+  payment: { tokenNetwork: Address; target: Address; paymentId: bigint },
+  done: Promise<PaymentOutcome>,
+): void {
+  const tell = (route: readonly Address[], success: boolean) => {
+    const i = found.routes.findIndex((r) => r.length === route.length && r.every((a, j) => sameAddress(a, route[j])))
+    if (i < 0) return
+    client.pathfinder
+      .feedback(found.url, payment.tokenNetwork, { token: found.feedbackToken, path: found.paths[i]!, success })
+      .catch((error: unknown) => client.report('pathfinding', error, 'feedback'))
+  }
+  const off = client.subscribe((n) => {
+    if (n.type === 'routeFailed' && n.paymentId === payment.paymentId && sameAddress(n.target, payment.target)) tell(n.route, false)
+  })
+  // A route given up is told in the commit that ends the payment at the latest: all are heard when the outcome is.
+  done.then((r) => tell(r.route, true)).then(off, off)
 }
 
 /** The outcome of our payment to `target` with `identifier`: its success, or PaymentFailedError; NodeStoppedError on stop. */

@@ -18,6 +18,11 @@ export type EffectHandlerParameters = {
   signer: Pick<Signer, 'refuse'>
   /** Where and how to ask for a secret (docs/rest-api.md, The secret resolver); absent without `resolverEndpoint`. */
   resolver?: { endpoint: string; fetch: typeof fetch; backoff: Backoff }
+  /**
+   * A channel's capacity or fee announcement for the pathfinding service (docs/decisions/0073): the node's pathfinding
+   * client signs and sends it, or drops it when the node is private or knows no service. Absent: dropped.
+   */
+  announce?: (effect: Extract<CommittedEffect, { type: 'announceCapacity' | 'announceFees' }>) => void
   /** After each commit that synced blocks: the status's sync progress follows. */
   blockSynced(): void
   /** The state was found stale: the node stops itself (SluiceNode.halt). */
@@ -32,7 +37,7 @@ export type EffectHandlerParameters = {
  * Raiden's RaidenEventHandler and go-nitro's executeSideEffects do: one switch over every kind of effect. A send's
  * outbox record goes to delivery, which signs it with the node's signer (signer.ts) as it sends it (decision 0002);
  * a transaction's record to the transaction runner; an event to the notices; a resolveSecret to the secret
- * resolver. The engine hands it each batch it committed (`handle`, given to `engine.handEffectsTo`).
+ * resolver; an announcement to the pathfinding client. The engine hands it each batch it committed (`handle`, given to `engine.handEffectsTo`).
  *
  * A batch in which the core found the state stale (a `staleState` event, docs/decisions/0029) carries out only its
  * events: nothing of it is signed or sent, its changes having been computed on a state older than what we signed.
@@ -70,6 +75,10 @@ export class EffectHandler {
         return
       case 'resolveSecret':
         this.askResolver(effect)
+        return
+      case 'announceCapacity':
+      case 'announceFees':
+        this.p.announce?.(effect)
         return
       default:
         unhandled(effect)

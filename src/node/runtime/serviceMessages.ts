@@ -2,7 +2,7 @@ import type { Address } from 'viem'
 import type { RequestMonitoring, Signed } from '../../protocol/messages/types.ts'
 import type { SignRequestMonitoringParameters } from '../../protocol/monitoringRequest.ts'
 import type { Delivery } from '../../transport/delivery.ts'
-import type { Signer } from './signer.ts'
+import type { ServiceMessage, Signer } from './signer.ts'
 
 export type ServiceMessagesParameters = {
   delivery: Pick<Delivery, 'enqueue' | 'cancel'>
@@ -16,7 +16,7 @@ const PREFIX = 'service|'
 
 /**
  * What a background service signs and sends as the node on its own, outside the core (a RequestMonitoring,
- * docs/decisions/0035): signed by the node's signer, under its stale-state rule, and sent by delivery, which
+ * docs/decisions/0035; a PFSCapacityUpdate or PFSFeeUpdate, docs/decisions/0073): signed by the node's signer, under its stale-state rule, and sent by delivery, which
  * resends each message with backoff until its recipient acknowledges it, in the recipient's unordered queue (it
  * never waits behind, or holds up, a channel's messages). No commit holds these messages: a service sends them
  * again after a restart, from what the state holds.
@@ -37,7 +37,7 @@ export class ServiceMessages {
    * until it acknowledges it, then calls `acknowledged`. A message still waiting under the same key is replaced:
    * only the newest counts, and an acknowledgement of the one replaced is ignored.
    */
-  send(key: string, recipient: Address, message: Signed<RequestMonitoring>, acknowledged: () => void): void {
+  send(key: string, recipient: Address, message: ServiceMessage, acknowledged: () => void): void {
     const k = PREFIX + key
     if (this.waiting.has(k)) this.p.delivery.cancel([k])
     this.waiting.set(k, acknowledged)

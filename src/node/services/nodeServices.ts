@@ -3,6 +3,7 @@ import { TokenNetworkConnections } from './connections.ts'
 import { MonitoringRequests } from './monitoring.ts'
 import { NodeNotifications } from './notifications.ts'
 import { PartnerLinks } from './partnerLinks.ts'
+import { PathfindingService } from './pathfinding.ts'
 import { BackupService } from './backup/backupService.ts'
 import type { Restored } from './backup/restore.ts'
 import type { Service } from './service.ts'
@@ -25,6 +26,8 @@ export function createServices(client: NodeClient, started: { restored?: Restore
     monitoring,
     /** The notifications of GET /notifications. */
     notifications: new NodeNotifications(client, { monitoring }),
+    /** The pathfinding service chosen and told of our channels (docs/decisions/0073); its state in GET /settings. */
+    pathfinding: new PathfindingService(client),
     /** Sealed copies to the backup server (`backupUrl`, docs/decisions/0034); its status in GET /settings. */
     backup: backupUrl ? new BackupService(client, { ...backup, url: backupUrl }, started.restored) : undefined,
   } satisfies Record<string, Service | undefined>

@@ -1,6 +1,6 @@
 import type { Address, Hex } from 'viem'
 import type { Lock } from '../locks.ts'
-import type { Message } from '../messages/types.ts'
+import type { Message, PFSCapacityUpdate, PFSFeeUpdate } from '../messages/types.ts'
 import type { SignedCopy } from './changes.ts'
 import type { BalanceProofState, StaleState } from './types.ts'
 
@@ -20,6 +20,17 @@ export type Effect =
   | { type: 'transaction'; transaction: Transaction }
   | { type: 'resolveSecret'; request: SecretResolverRequest }
   | { type: 'event'; event: NodeEvent }
+  /**
+   * What one of our channels can carry changed (its nonces, capacities or reveal timeout): the shell signs this update
+   * and sends it to the pathfinding service, unless the node is private (docs/decisions/0073). Nothing keeps it: after
+   * a restart the shell announces every channel again from the state.
+   */
+  | { type: 'announceCapacity'; channelKey: string; update: PFSCapacityUpdate }
+  /** What we charge for mediating through one of our channels changed: the shell stamps, signs and sends it likewise. */
+  | { type: 'announceFees'; channelKey: string; update: FeeAnnouncement }
+
+/** A PFSFeeUpdate before the shell stamps it with the time it signs it (the core reads no clock). */
+export type FeeAnnouncement = Omit<PFSFeeUpdate, 'timestamp'>
 
 export type BalanceData = { transferredAmount: bigint; lockedAmount: bigint; locksroot: Hex }
 
@@ -101,6 +112,11 @@ export type NodeEvent =
       fee: bigint
     }
   | { type: 'paymentSentFailed'; token: Address; tokenNetwork: Address; target: Address; amount: bigint; paymentId: bigint; secrethash: Hex; reason: string }
+  /**
+   * A route of our payment was given up (Raiden's EventRouteFailed): its first hop gave the lock back, the target was
+   * offered less than the amount, or the lock expired unclaimed. What the pathfinding service is told of its route.
+   */
+  | { type: 'routeFailed'; tokenNetwork: Address; target: Address; paymentId: bigint; secrethash: Hex; route: Address[]; reason: string }
   | { type: 'paymentReceivedSuccess'; token: Address; tokenNetwork: Address; initiator: Address; amount: bigint; paymentId: bigint; secrethash: Hex }
   /** A transfer we forwarded was paid on both sides: `amount` came in, `fee` of it (amount in less amount out) we kept. */
   | {

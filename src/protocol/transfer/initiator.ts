@@ -33,6 +33,12 @@ function failed(payment: Pick<InitiatorPayment, 'token' | 'tokenNetwork' | 'targ
   }
 }
 
+/** The route in flight was given up, and why (Raiden's EventRouteFailed): the pathfinding service is told. */
+function routeFailed(payment: InitiatorPayment, reason: string): Effect {
+  const { tokenNetwork, target, paymentId, secrethash, route } = payment
+  return { type: 'event', event: { type: 'routeFailed', tokenNetwork, target, paymentId, secrethash, route, reason } }
+}
+
 /** The reason a payment failed after trying routes: each route and why it could not carry the payment. */
 const noRoute = (reasons: string[]) => (reasons.length ? `no route could carry the payment: ${reasons.join('; ')}` : 'no route to the target')
 
@@ -207,6 +213,7 @@ export function initiatorOnSecretResolved(state: NodeState, secrethash: Hex, sec
  */
 function fellShort(state: NodeState, payment: InitiatorPayment, received: bigint, out: Effect[]): NodeState {
   const reason = `the target was offered ${received}, less than the amount ${payment.amount}: the mediators took ${payment.lock.amount - received} in fees, more than the ${payment.lock.amount - payment.amount} the route's estimated fee and its margin allowed`
+  out.push(routeFailed(payment, reason))
   out.push(failed(payment, reason))
   return { ...state, initiators: { ...state.initiators, [payment.secrethash]: { ...payment, status: 'failed', failureReason: reason, secretRequested: true } } }
 }
@@ -275,7 +282,9 @@ export function initiatorOnRefund(
     sameAddress(message.token, payment.token)
   // Once the target asked for the secret, it holds a lock of this payment: the payment may still succeed.
   if (!matches || payment.secretRequested) return state
-  const failedRoutes = [...(payment.failedRoutes ?? []), `${sender} refunded it, unable to forward the lock (route ${payment.route.join(', ')})`]
+  const refunded = `${sender} refunded it, unable to forward the lock (route ${payment.route.join(', ')})`
+  const failedRoutes = [...(payment.failedRoutes ?? []), refunded]
+  out.push(routeFailed(payment, refunded))
   const retired: NodeState = {
     ...state,
     initiators: { ...state.initiators, [payment.secrethash]: { ...payment, status: 'failed', failureReason: 'refunded', failedRoutes } },
@@ -340,6 +349,7 @@ export function initiatorOnBlock(state: NodeState, ctx: TransitionContext, out: 
       const sent = sendLockExpired(s, channel, payment.secrethash, out)
       if (sent) s = sent.state
     }
+    if (payment.status === 'pending' && !payment.awaitingResolver) out.push(routeFailed(payment, 'lock expired: the target did not claim the payment in time'))
     if (payment.status === 'pending')
       out.push(
         failed(

@@ -57,7 +57,6 @@ export async function serveNode(
     node,
     version: '0.1.0',
     environment,
-    pathfindingServiceAddress: null,
     ...(eventLogCapacity ? { eventLogCapacity } : {}),
     shutdown: () => {
       out.shutdowns++

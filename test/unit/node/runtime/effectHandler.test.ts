@@ -15,6 +15,7 @@ import { encodeMessage } from '../../../../src/protocol/messages/wire.ts'
 import { requestMonitoringSigners, signRequestMonitoring } from '../../../../src/protocol/monitoringRequest.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { privateKeyToAddress } from 'viem/accounts'
+import { signPackedSync } from '../../../../src/protocol/signature.ts'
 import { partnerProof } from '../../../support/monitoring.ts'
 
 const peer: Address = '0x00000000000000000000000000000000000000bb'
@@ -58,7 +59,12 @@ function handler() {
     dispatch: async (change: Applied['change']) => ({ seq: 0, change, effects: [] }),
     current: initialState({ address: peer, chainId: 1n, blockNumber: 0n }) as NodeState,
   }
-  const signer = new Signer({ engine, signLine: lineSigner(key), signRequest: (parameters) => signRequestMonitoring(key, parameters) })
+  const signer = new Signer({
+    engine,
+    signLine: lineSigner(key),
+    signRequest: (parameters) => signRequestMonitoring(key, parameters),
+    signBytes: (data) => signPackedSync(key, data),
+  })
   const h = new EffectHandler({
     engine,
     delivery: { enqueue: (records) => void enqueued.push([...records]) },

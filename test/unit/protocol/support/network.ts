@@ -6,7 +6,7 @@ import { decodeMessage, encodeMessage, signMessage } from '../../../../src/proto
 import type { EnvelopeMessage, Message, Signed } from '../../../../src/protocol/messages/types.ts'
 import { defaultContext, initialState, type TransitionContext } from '../../../../src/protocol/state/access.ts'
 import type { ChainSeen, StateChange } from '../../../../src/protocol/state/changes.ts'
-import type { NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
+import type { Effect, NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
 import { resolveFromHistory } from '../../../../src/node/runtime/history.ts'
 import { byAdded, lockAlive } from '../../../../src/storage/sentRecords.ts'
 import { receivedHistory, sentHistory, syncedHistory } from '../../../../src/node/runtime/records.ts'
@@ -25,6 +25,8 @@ export type SimNode = {
   state: NodeState
   events: NodeEvent[]
   transactions: Transaction[]
+  /** What the core asked to announce to a pathfinding service (announceCapacity, announceFees), in order. */
+  announced: Extract<Effect, { type: 'announceCapacity' | 'announceFees' }>[]
   /** Every message this node signed, in order, with its recipient and the chain's block when it was sent. */
   sent: { to: Address; message: Signed<Message>; block: bigint }[]
   online: boolean
@@ -81,6 +83,7 @@ export class Network {
         state: initialState({ address, chainId: 31337n, blockNumber: 1n }),
         events: [],
         transactions: [],
+        announced: [],
         sent: [],
         online: true,
       }
@@ -104,6 +107,14 @@ export class Network {
     if (depositB > 0n) await this.applyChainEvents(this.chain.deposit(id, this.node(b).address, depositB))
     this.chain.balances.set(this.chain.tokenNetwork.toLowerCase(), (this.chain.balances.get(this.chain.tokenNetwork.toLowerCase()) ?? 0n) + depositA + depositB)
     return id
+  }
+
+  /** `who` raises its total deposit in the channel by `amount`. */
+  async deposit(channelId: bigint, who: string, amount: bigint): Promise<void> {
+    const side = this.chain.channels.get(channelId)!.sides[this.node(who).address.toLowerCase()]!
+    const tokenNetwork = this.chain.tokenNetwork.toLowerCase()
+    this.chain.balances.set(tokenNetwork, (this.chain.balances.get(tokenNetwork) ?? 0n) + amount)
+    await this.applyChainEvents(this.chain.deposit(channelId, this.node(who).address, side.deposit + amount))
   }
 
   private async applyChainEvents(events: ChainEvent[]) {
@@ -144,6 +155,7 @@ export class Network {
     for (const lock of synced.locks) this.history.locks.set(`${name}:${lock.channelKey}:${lock.secrethash}:${lock.addedNonce}`, lock)
     for (const effect of effects) {
       if (effect.type === 'event') node.events.push(effect.event)
+      else if (effect.type === 'announceCapacity' || effect.type === 'announceFees') node.announced.push(effect)
       else if (effect.type === 'transaction') {
         node.transactions.push(effect.transaction)
         this.chain.submit(node.address, await resolveFromHistory(effect.transaction, this.historyOf(name)))
