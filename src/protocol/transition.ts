@@ -43,6 +43,7 @@ import {
   initPayment,
   initiatorOnBlock,
   initiatorOnRevealSecret,
+  initiatorKeepsRegisteredSecret,
   initiatorOnSecretRegistered,
   initiatorOnSecretRequest,
   initiatorOnSecretResolved,
@@ -54,6 +55,16 @@ import type { Message, Signed } from './messages/types.ts'
 import type { Address } from 'viem'
 
 export type TransitionResult = { state: NodeState; effects: Effect[] }
+
+/**
+ * What a chain event that would sign under a waiting channel's nonce still changes: a secret registered on-chain is
+ * recorded, and the initiator keeps it, so the payment succeeds after the sync rather than expire (the target can
+ * claim it on-chain whatever we sign).
+ */
+function chainFactWhileWaiting(state: NodeState, change: StateChange): NodeState {
+  if (change.type !== 'secretRegistered' || sha256(change.secret) !== change.secrethash.toLowerCase()) return state
+  return initiatorKeepsRegisteredSecret(onSecretRegistered(state, change), change.secrethash, change.secret)
+}
 
 /**
  * The protocol: the node's next state and what must happen because of `change`. Pure: no I/O, no clock, no
@@ -68,7 +79,8 @@ export function transition(state: NodeState, change: StateChange, ctx: Transitio
   const waiting = nonceSignedWhileWaiting(state, out)
   if (waiting)
     return {
-      state,
+      // A chain fact is never refused: what it would sign waits, the fact is kept.
+      state: chainFactWhileWaiting(state, change),
       effects: [{ type: 'event', event: { type: 'actionRejected', action: change.type, reason: `${WAITING_SYNC_REASON} (channel ${waiting.id})` } }],
     }
   if (next.stale) {

@@ -251,6 +251,16 @@ export function initiatorOnRevealSecret(state: NodeState, message: Signed<Reveal
   return succeed(state, payment, message.secret, out)
 }
 
+/**
+ * The chain's fact alone, for a channel that waits for its sync (nothing may be signed under its nonce yet): the
+ * payment keeps the secret the chain revealed, and succeeds at the first block after the sync (`initiatorOnBlock`).
+ */
+export function initiatorKeepsRegisteredSecret(state: NodeState, secrethash: Hex, secret: Hex): NodeState {
+  const payment = state.initiators[secrethash]
+  if (payment?.status !== 'pending' || payment.secret) return state
+  return { ...state, initiators: { ...state.initiators, [secrethash]: { ...payment, secret, awaitingResolver: false } } }
+}
+
 /** The secret was registered on-chain in time: the target can claim it, so the payment is done. */
 export function initiatorOnSecretRegistered(state: NodeState, secrethash: Hex, secret: Hex, blockNumber: bigint, out: Effect[]): NodeState {
   const payment = state.initiators[secrethash]
@@ -341,10 +351,17 @@ export function initiatorOnRefund(
 export function initiatorOnBlock(state: NodeState, ctx: TransitionContext, out: Effect[]): NodeState {
   let s = state
   for (const payment of Object.values(state.initiators)) {
-    if (state.blockNumber < payment.lock.expiration + 2n * ctx.confirmationBlocks) continue
     const channel = s.channels[payment.channelKey]
-    // Its LockExpired takes our nonce: it goes at the first block after the channel's sync.
+    // Its Unlock or LockExpired takes our nonce: it goes at the first block after the channel's sync.
     if (waitsForSync(channel)) continue
+    // The secret was registered on-chain in time while the channel waited for its sync (the change could sign no
+    // Unlock then): the target can claim it, so the payment is done, never expired.
+    const registered = s.registeredSecrets[payment.secrethash]
+    if (payment.status === 'pending' && payment.secret && registered !== undefined && registered < payment.lock.expiration) {
+      s = succeed(s, payment, payment.secret, out)
+      continue
+    }
+    if (state.blockNumber < payment.lock.expiration + 2n * ctx.confirmationBlocks) continue
     if (channel && channel.state === 'opened') {
       const sent = sendLockExpired(s, channel, payment.secrethash, out)
       if (sent) s = sent.state

@@ -96,6 +96,9 @@ async function wipeAndRestore(net: Network, copy: NodeState, signedAtCopy: numbe
   a.state = structuredClone(copy)
   await net.dispatch('A', { type: 'restored', version: 1n })
   expect(Object.values(a.state.channels).every((c) => c.waitingSync)).toBe(true)
+  // The restored node's sync goes on from the copy's block (the restore stores it as the synced block): what was
+  // mined meanwhile (a secret the partner registered, a withdraw) reaches it before its channels are synced.
+  await net.catchUpFrom('A', copy.blockNumber)
   await net.dispatch('A', { type: 'requestChannelSyncs' })
 }
 
@@ -135,7 +138,29 @@ describe('a node restored from a copy', () => {
           expect(a.our.balanceProof?.balanceHash).toBe(b.partnerEnd.balanceProof?.balanceHash)
         },
       ),
-      { numRuns: 80 },
+      {
+        numRuns: 80,
+        examples: [
+          // The partner registered the secret on chain between the copy and the restore: without the sync catching up
+          // from the copy's block, A expired the lock (LockExpired under nonce 2) and B refused it.
+          [
+            [
+              { kind: 'pay', flow: 0, amount: 1n },
+              { kind: 'deliver', pick: 0 },
+              { kind: 'mine', blocks: 11 },
+            ],
+            [
+              { kind: 'deliver', pick: 0 },
+              { kind: 'deliver', pick: 0 },
+            ],
+            [1, 0],
+            [
+              { kind: 'mine', blocks: 11 },
+              { kind: 'mine', blocks: 4 },
+            ],
+          ],
+        ],
+      },
     )
   }, 180_000)
 
@@ -176,6 +201,31 @@ describe('a node restored from a copy', () => {
     await net.deliverAll()
     expect(net.outcomes('A', 4n)).toEqual([expect.objectContaining({ type: 'paymentSentSuccess' })])
     expect(channelAB(net.node('B').state).partnerEnd.balanceProof!.transferredAmount).toBe(55n)
+  })
+
+  test('a secret the partner registered on-chain while the channel waited: the payment succeeds after the sync, never expires', async () => {
+    const net = await network()
+    await net.pay('A', 'B', 7n, 1n)
+    expect(await net.deliverMessage('A', 'B', 'LockedTransfer')).toBe(true)
+    const copy = structuredClone(net.node('A').state)
+    // B asks for the secret, A reveals it, and B has it: then A's process is gone, its copy from before.
+    expect(await net.deliverMessage('B', 'A', 'SecretRequest')).toBe(true)
+    expect(await net.deliverMessage('A', 'B', 'RevealSecret')).toBe(true)
+    await wipeAndRestore(net, copy, net.node('A').sent.length, [99, 99])
+    // B registers the secret near the lock's expiration; A, still waiting for its sync, can sign no Unlock yet.
+    await net.mine(15)
+    expect(net.mined.some((m) => m.change.type === 'secretRegistered')).toBe(true)
+    expect(net.outcomes('A', 1n)).toEqual([])
+    await net.deliverAll()
+    await net.mine(12)
+    await net.deliverAll()
+    // Once synced: the Unlock under the next nonce, which B takes; the payment is a success, as B was paid.
+    expect(net.outcomes('A', 1n)).toEqual([expect.objectContaining({ type: 'paymentSentSuccess' })])
+    expect(net.node('A').sent.filter((s) => s.message.type === 'LockExpired')).toEqual([])
+    expect(net.node('B').events.filter((e) => e.type === 'messageRejected')).toEqual([])
+    expect(channelAB(net.node('A').state).our.nonce).toBe(
+      Object.values(net.node('B').state.channels).find((c) => c.partner === net.node('A').address)!.partnerEnd.nonce,
+    )
   })
 
   test('a channel the partner closed while the node was wiped gets the newer proof the sync brings on-chain too', async () => {

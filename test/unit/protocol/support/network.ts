@@ -54,6 +54,8 @@ export class Network {
   /** Every balance proof signed: `${channel}:${signer}:${nonce}` -> balance hash. */
   readonly proofsByNonce = new Map<string, Hex>()
   readonly violations: string[] = []
+  /** Every chain event and block handed to the nodes, with the block it belongs to: what a sync fetches again. */
+  readonly mined: { block: bigint; change: StateChange }[] = []
 
   /**
    * Which payments carry their secret in the metadata, encrypted to the target (as the runtime does when it knows
@@ -119,7 +121,18 @@ export class Network {
 
   private async applyChainEvents(events: ChainEvent[]) {
     // The chain is public: every node sees every event (it needs other channels for routing).
-    for (const e of events) for (const n of Object.values(this.nodes)) await this.fromChain(n.name, e.change)
+    for (const e of events) {
+      this.mined.push({ block: this.chain.block, change: e.change })
+      for (const n of Object.values(this.nodes)) await this.fromChain(n.name, e.change)
+    }
+  }
+
+  /**
+   * A node whose state is synced to `block` (a copy restored, docs/decisions/0034) catches up as its chain sync does
+   * from the stored synced block: every event and block mined after it, in order.
+   */
+  async catchUpFrom(name: string, block: bigint): Promise<void> {
+    for (const m of this.mined.filter((m) => m.block > block)) await this.fromChain(name, m.change)
   }
 
   /** A chain event or a block for a node: now, or once it catches up when it is behind. */
@@ -265,7 +278,9 @@ export class Network {
   async mine(n = 1): Promise<void> {
     for (let i = 0; i < n; i++) {
       await this.applyChainEvents(this.chain.mine())
-      for (const node of Object.values(this.nodes)) await this.fromChain(node.name, { type: 'block', blockNumber: this.chain.block })
+      const block: StateChange = { type: 'block', blockNumber: this.chain.block }
+      this.mined.push({ block: this.chain.block, change: block })
+      for (const node of Object.values(this.nodes)) await this.fromChain(node.name, block)
     }
   }
 
