@@ -227,6 +227,12 @@ export async function drivePage(engine: EngineName, url: string, config: DemoCon
       await shows('[data-testid=payment-result]', /Paid 3 TTT to Peer 2.*You → Peer 1 → Peer 2.*fee 0 TTT/, 60_000)
       // The route the devnet's pathfinding service chose, and what it estimated the route costs (docs/decisions/0073).
       await shows('[data-testid=payment-routing]', /Route chosen by the pathfinding service .*You → Peer 1 → Peer 2, estimated fee 0 TTT \(taken\)/, 20_000)
+      // The same at a phone's width: the route and its fee fit the payments panel.
+      await tab.setSize(390, 844)
+      await nothingSticksOut(390)
+      await scrollTo('[data-testid=payment-routing]')
+      await shot('the-route-at-a-phone-s-width')
+      await tab.setSize(1440, 900)
     })
 
     const checkHistoryAndRoute = async () => {
