@@ -54,7 +54,8 @@ export class MessageHandler {
     const early = takesNonce(message) && !getChannel(engine.current, message.token_network_address, message.channel_identifier)
     const decryptedSecret = secretFromMetadata(message, this.p.address, this.p.privateKey)
     // Beside the change, not in it: a hint to the transport, whatever the core makes of the transfer.
-    if (message.type === 'LockedTransfer' && this.p.peerRecords) takeTransferRecords(this.p.peerRecords, message, this.p.address)
+    if (message.type === 'LockedTransfer' && this.p.peerRecords)
+      takeTransferRecords(this.p.peerRecords, message, this.p.address, { hasSecret: decryptedSecret !== undefined })
     const change = {
       type: 'receive' as const,
       message,

@@ -120,11 +120,14 @@ export async function serviceRouteRecords(
 
 /**
  * The records in a LockedTransfer that came to us that we will use, handed to the transport: as a mediator, the next
- * hop's (our LockedTransfer goes to it), as its target, the initiator's (our SecretRequest goes to it). From the route
- * that names us, in the metadata the initiator signed; records of anyone else are left alone.
+ * hop's (our LockedTransfer goes to it), as its target, the initiator's when we must ask it for the secret (our
+ * SecretRequest goes to it; not when the secret came in the metadata: we never talk to the initiator then). From the
+ * route that names us, in the metadata the initiator signed; records of anyone else are left alone.
  */
-export function takeTransferRecords(check: PeerRecords, message: LockedTransfer, us: Address): void {
-  const wanted = sameAddress(message.target, us) ? message.initiator : undefined
+export function takeTransferRecords(check: PeerRecords, message: LockedTransfer, us: Address, { hasSecret }: { hasSecret: boolean }): void {
+  const isTarget = sameAddress(message.target, us)
+  if (isTarget && hasSecret) return
+  const wanted = isTarget ? message.initiator : undefined
   for (const { route, address_metadata } of message.metadata.routes) {
     if (!Array.isArray(route) || !isObject(address_metadata)) continue
     const i = route.findIndex((a) => sameAddress(a, us))

@@ -2,6 +2,7 @@ import '../../../../src/transport/libp2p/nodePolyfills.ts'
 import fc from 'fast-check'
 import { getAddress, hexToBytes, sha256, type Address, type Hex } from 'viem'
 import { privateKeyToAccount, privateKeyToAddress } from 'viem/accounts'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest'
 import { anvilKeys } from '../../../../src/devnet/anvil.ts'
 import type { PeerRecordNotice } from '../../../../src/node/notices.ts'
@@ -159,23 +160,28 @@ describe("a LockedTransfer's route metadata, at a mediator and at the target", (
   const transfer = (route: Address[], addressMetadata: unknown, target = C, initiator = D) =>
     ({ type: 'LockedTransfer', target, initiator, metadata: { routes: [{ route, address_metadata: addressMetadata }] } }) as unknown as LockedTransfer
 
-  test("a mediator takes its next hop's record only; the target its initiator's; a bad one is dropped and said", async () => {
+  test("a mediator takes its next hop's record only; the target its initiator's unless the secret came with the transfer; a bad one is dropped and said", async () => {
     // Newer than those the transport took above: a record not newer than the one held is ignored.
     const later = Date.now() + 1_000
     const [b, c, d] = await Promise.all([recordOf(keys.B, later), recordOf(keys.C, later), recordOf(keys.D, later)])
     // We (A) mediate D > A > B > C: B is next.
-    takeTransferRecords(check, transfer([D, A, B, C], { [D]: d, [B]: b, [C]: c }), A)
+    takeTransferRecords(check, transfer([D, A, B, C], { [D]: d, [B]: b, [C]: c }), A, { hasSecret: false })
     await vi.waitFor(() => expect(seen).toEqual([[B, publicKeyOf(keys.B)]]))
-    // We (A) are the target of D > B > A: our SecretRequest goes to D.
+    // We (A) are the target of D > B > A. With the secret in the metadata, we never talk to D: nothing taken.
     seen.length = 0
-    takeTransferRecords(check, transfer([D, B, A], { [B]: b, [D]: d }, A, D), A)
+    takeTransferRecords(check, transfer([D, B, A], { [B]: b, [D]: d }, A, D), A, { hasSecret: true })
+    await sleep(100)
+    expect(seen).toEqual([])
+    // Without it, our SecretRequest goes to D.
+    takeTransferRecords(check, transfer([D, B, A], { [B]: b, [D]: d }, A, D), A, { hasSecret: false })
     await vi.waitFor(() => expect(seen.map(([peer]) => peer)).toEqual([D]))
     // Another's record as the next hop's: dropped, said.
     seen.length = 0
-    takeTransferRecords(check, transfer([D, A, B, C], { [B]: good.C }), A)
+    takeTransferRecords(check, transfer([D, A, B, C], { [B]: good.C }), A, { hasSecret: false })
     await vi.waitFor(() => expect(dropped).toMatchObject([{ peer: B, from: 'LockedTransfer' }]))
     expect(seen).toEqual([])
     // Garbage: nothing, no throw.
-    for (const bad of [null, 'x', [], { [B]: 'x' }]) expect(() => takeTransferRecords(check, transfer([D, A, B, C], bad), A)).not.toThrow()
+    for (const bad of [null, 'x', [], { [B]: 'x' }])
+      expect(() => takeTransferRecords(check, transfer([D, A, B, C], bad), A, { hasSecret: false })).not.toThrow()
   })
 })
