@@ -73,7 +73,8 @@ export async function serviceRouteRecords(
   const checkOnce = (node: Address, entry: unknown, take: boolean) => {
     let key: string
     try {
-      key = `${node.toLowerCase()}|${JSON.stringify(entry)}`
+      // Taken or only checked: a hop in the middle of one route may be the first of another.
+      key = `${node.toLowerCase()}|${take}|${JSON.stringify(entry)}`
     } catch {
       return Promise.resolve<PeerRecordCheck>({ ok: false, reason: 'not JSON' })
     }
