@@ -2,6 +2,7 @@ import { getAddress, type Address, type Hex } from 'viem'
 import type { AddressMetadata, LockedTransfer } from '../../protocol/messages/types.ts'
 import { sameAddress } from '../../protocol/state/access.ts'
 import type { PeerRecordCheck, Transport } from '../../transport/transport.ts'
+import { withTimeout } from '../../waits.ts'
 import type { PeerRecordNotice } from '../notices.ts'
 
 /**
@@ -19,13 +20,17 @@ export type RecordSource = PeerRecordNotice['from']
 /** Checks `record` as `peer`'s, and with `take` hands it to the transport; a record not used is said (debug). */
 export type PeerRecords = (peer: Address, record: unknown, options: { take: boolean; from: RecordSource }) => Promise<PeerRecordCheck>
 
+/** The longest a payment waits for the transport to check and take one record. */
+const CHECK_TIMEOUT_MS = 2_000
+
 /** The node's PeerRecords over its transport; one without records (BroadcastChannel) uses none, saying nothing. */
 export function peerRecordsOf(transport: Pick<Transport, 'peerRecord'>, notify: (notice: PeerRecordNotice) => void): PeerRecords {
   return async (peer, record, { take, from }) => {
     if (!transport.peerRecord) return { ok: false, reason: 'the transport carries no presence records' }
     let check: PeerRecordCheck
     try {
-      check = await transport.peerRecord(peer, record, { take })
+      // A payment waits for it: bounded, though a check and a take are local work of milliseconds.
+      check = await withTimeout(transport.peerRecord(peer, record, { take }), CHECK_TIMEOUT_MS, () => new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`))
     } catch (error) {
       check = { ok: false, reason: `the transport failed to take it: ${error instanceof Error ? error.message : String(error)}` }
     }

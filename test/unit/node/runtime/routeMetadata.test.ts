@@ -172,6 +172,22 @@ describe("a pathfinding service's address_metadata, at the payer", () => {
   })
 })
 
+describe('a transport that does not answer', () => {
+  test('a payment waits at most 2 s for a record: then it is not used, and said', async () => {
+    vi.useFakeTimers()
+    try {
+      const said: PeerRecordNotice[] = []
+      const stuck = peerRecordsOf({ peerRecord: () => new Promise(() => {}) }, (notice) => said.push(notice))
+      const answer = stuck(B, good.B, { take: true, from: 'pathfinding service' })
+      await vi.advanceTimersByTimeAsync(2_000)
+      expect(await answer).toEqual({ ok: false, reason: 'the transport failed to take it: no answer within 2000 ms' })
+      expect(said).toMatchObject([{ peer: B, from: 'pathfinding service' }])
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+})
+
 describe("a LockedTransfer's route metadata, at a mediator and at the target", () => {
   const transfer = (route: Address[], addressMetadata: unknown, target = C, initiator = D) =>
     ({ type: 'LockedTransfer', target, initiator, metadata: { routes: [{ route, address_metadata: addressMetadata }] } }) as unknown as LockedTransfer
