@@ -146,6 +146,13 @@ export function noticeRecord(notice: NodeNotice): NoticeRecord {
     }
     case 'pathfinding':
       return pathfindingRecord(notice)
+    case 'peerRecordDropped':
+      // A hint not taken: the node asks the relays for the peer as it always did.
+      return {
+        level: 'debug',
+        msg: `presence record of ${notice.peer} from the ${notice.from} not used: ${notice.reason}`,
+        fields: { event, peer: notice.peer, from: notice.from, reason: notice.reason },
+      }
     case 'staleState': {
       const { type: _, ...stale } = notice
       return { level: 'error', msg: 'stored state older than what this node signed', fields: { event, ...stale } }

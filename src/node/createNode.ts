@@ -29,6 +29,7 @@ import { resolveFromHistory } from './runtime/history.ts'
 import { MessageHandler } from './runtime/messageHandler.ts'
 import { withOurProofKnown } from './runtime/nonceLookups.ts'
 import { Pathfinder } from './runtime/pathfinder.ts'
+import { peerRecordsOf } from './runtime/routeMetadata.ts'
 import { ServiceMessages } from './runtime/serviceMessages.ts'
 import { Signer } from './runtime/signer.ts'
 import { StatusTracker } from './runtime/status.ts'
@@ -152,6 +153,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       },
     })
     const transport = await config.transport({ address, key: config.key })
+    // Presence records a pathfinding service or a LockedTransfer hands on, checked by the transport (docs/decisions/0073).
+    const peerRecords = peerRecordsOf(transport, (notice) => notices.publish(notice))
     const messages = new MessageHandler({
       engine,
       store: storage,
@@ -159,6 +162,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       privateKey: hexToBytes(config.key),
       report,
       chainNow: () => client.chainNow(),
+      peerRecords,
     })
     // A partner's messages that came before the chain showed us their channel go to the core once it has.
     notices.subscribe((notice) => {
@@ -278,6 +282,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       delivery,
       transport,
       peerKeys,
+      peerRecords,
       commits,
       follower,
       status,

@@ -61,6 +61,13 @@ export type NodeNotice =
   /** One of the chain's endpoints went down, came back, or serves another chain (told once each time). */
   | ({ type: 'rpcEndpoint' } & RpcEndpointChange)
   | PathfindingNotice
+  | PeerRecordNotice
+
+/**
+ * A node's presence record that a third party handed on (a pathfinding service's `address_metadata`, a LockedTransfer's
+ * route metadata) and that was not used: not the node's own, malformed, or not to be checked here (docs/decisions/0073).
+ */
+export type PeerRecordNotice = { type: 'peerRecordDropped'; peer: Address; from: 'pathfinding service' | 'LockedTransfer'; reason: string }
 
 /**
  * The pathfinding client (docs/decisions/0073): the service it uses (`chosen`), the service unusable and the node

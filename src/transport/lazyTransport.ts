@@ -80,6 +80,9 @@ export function lazyTransport(load: () => Promise<Transport>, { background = fal
       if (adapter) adapter.connect?.(peer)
       else toConnect.add(peer)
     },
+    // Before the adapter started (a page's libp2p still loading), a record cannot be checked: the relays are asked later.
+    peerRecord: async (peer, record, options) =>
+      adapter?.peerRecord ? adapter.peerRecord(peer, record, options) : { ok: false, reason: 'the transport has not started yet' },
     async stop() {
       stopped = true
       needed()

@@ -29,5 +29,15 @@ export interface Transport {
    * once the peer is seen if it is not yet. A hint: nothing fails if it cannot.
    */
   connect?(peer: Address): void
+  /**
+   * A peer's signed way to reach it as a third party handed it on (a pathfinding service's `address_metadata`, a
+   * LockedTransfer's route metadata; docs/decisions/0073), checked to be the peer's own: signed by the key its peer id
+   * names, which is `peer`'s. With `take`, held as if a relay had delivered it (a record older than the one held is
+   * ignored), so the way to the peer opens without waiting for the relays' answer. Resolves to the peer's public key
+   * (64 bytes, x || y), or to why the record is not used; never rejects, whatever the third party sent.
+   */
+  peerRecord?(peer: Address, record: unknown, options?: { take?: boolean }): Promise<PeerRecordCheck>
   stop(): Promise<void>
 }
+
+export type PeerRecordCheck = { ok: true; publicKey: Hex } | { ok: false; reason: string }

@@ -297,8 +297,11 @@ describe('GET /events', () => {
     const copy = (type: string) => ({ type, signed: '0x0102', signature: `0x${'cd'.repeat(65)}` }) as const
     const channel = { tokenNetwork, channelId: 77n }
     const payment = { token, tokenNetwork, amount: 5n, paymentId: 9n, secrethash }
-    // One of each notice the stream shows (the compiler names any type left out); an RPC endpoint's state is the log's.
-    const notices: { [T in Exclude<NodeNotice['type'], 'status' | 'transactionFailed' | 'rpcEndpoint'>]: Extract<NodeNotice, { type: T }>[] } = {
+    // One of each notice the stream shows (the compiler names any type left out); an RPC endpoint's state and a
+    // presence record not used are the log's.
+    const notices: {
+      [T in Exclude<NodeNotice['type'], 'status' | 'transactionFailed' | 'rpcEndpoint' | 'peerRecordDropped'>]: Extract<NodeNotice, { type: T }>[]
+    } = {
       paymentSentSuccess: [{ type: 'paymentSentSuccess', ...payment, target: partner, secret: `0x${'01'.repeat(32)}`, route: [other, partner], fee: 1n }],
       paymentSentFailed: [{ type: 'paymentSentFailed', ...payment, target: partner, reason: 'no route' }],
       paymentReceivedSuccess: [{ type: 'paymentReceivedSuccess', ...payment, initiator: partner }],

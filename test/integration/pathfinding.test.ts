@@ -277,6 +277,23 @@ describe('a node routing with a pathfinding service', () => {
     )
   }, 120_000)
 
+  test("a first payment via the service to E, whom A never met: E's key from the service's answer puts the secret in the LockedTransfer; E never has to reach A", async () => {
+    // A has never had a message of E, nor asked the relay for it: without the service's records it would not know E's
+    // key, and E would have to ask A for the secret (E would hear of A then, to send it a SecretRequest).
+    const knownToE = async () => (await call('GET', `${api('E')}/_debug/transport`)).body.transport.known_peers as number
+    const before = await knownToE()
+    const paid = await pay('A', 'E', 10n, 20)
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200)
+    expect(paid.body.route).toEqual([at.C, at.E])
+    await eventually(async () =>
+      expect((await call('GET', `${api('E')}/payments/${net.token}`)).body).toContainEqual(
+        expect.objectContaining({ event: 'EventPaymentReceivedSuccess', identifier: '20' }),
+      ),
+    )
+    // E revealed the secret it opened from the LockedTransfer, and A is still nobody E heard of.
+    expect(await knownToE()).toBe(before)
+  }, 30_000)
+
   test('the service killed: the node routes locally, says so in its log and its settings, and pays', async () => {
     service!.sluice.child.kill('SIGKILL')
     await service!.sluice.exited

@@ -15,6 +15,7 @@ import type { ChainFollower } from '../runtime/chainFollower.ts'
 import type { Applied, Engine } from '../runtime/engine.ts'
 import type { EventBus } from '../runtime/eventBus.ts'
 import type { Pathfinder } from '../runtime/pathfinder.ts'
+import type { PeerRecords } from '../runtime/routeMetadata.ts'
 import type { ServiceMessages } from '../runtime/serviceMessages.ts'
 import type { StatusTracker } from '../runtime/status.ts'
 import { PaymentsInFlight } from './paymentsInFlight.ts'
@@ -62,6 +63,8 @@ export type NodeClient = {
   publicKeyOf(address: Address): Hex | undefined
   /** Opens the transport's way to a node we will send to (a channel partner) ahead of the first message. */
   connect(peer: Address): void
+  /** A node's presence record a third party handed on, checked as its own (and taken, with `take`); see routeMetadata.ts. */
+  readonly peerRecord: PeerRecords
   /** Dispatches a change and waits until it is durable (its effects are under way); NodeStoppedError once stopped. */
   dispatch(change: StateChange): Promise<Applied>
   /**
@@ -107,6 +110,8 @@ export type NodeClientParts = {
   transport: Pick<Transport, 'stats'>
   /** Public keys the transport authenticated, by lowercase address. */
   peerKeys: { get(address: string): Hex | undefined }
+  /** Records a third party handed on, checked by the transport. */
+  peerRecords: PeerRecords
   commits: Pick<EventBus<number>, 'subscribe'>
   follower: Pick<ChainFollower, 'syncOnce'>
   status: Pick<StatusTracker, 'current' | 'progressed' | 'headBlock' | 'reachable'>
@@ -192,6 +197,7 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     channel: (tokenNetwork, partner) => channelWith(engine.current, tokenNetwork, partner),
     publicKeyOf: (address) => publicKeyOf(engine.current, address) ?? p.peerKeys.get(address.toLowerCase()),
     connect: (peer) => p.delivery.connect(peer),
+    peerRecord: p.peerRecords,
     dispatch: (change) => (stopped.aborted ? Promise.reject(new NodeStoppedError()) : engine.dispatch(change)),
     waitForBlock,
     chainNow: () => ({ headBlock: p.status.headBlock(), reachable: p.status.reachable }),

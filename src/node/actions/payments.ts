@@ -11,6 +11,7 @@ import { requireSynced } from './channels.ts'
 import type { NodeNotice } from '../notices.ts'
 import type { KnownPayment, PaymentTerms, SentPayment } from './paymentsInFlight.ts'
 import type { RoutesFound } from '../runtime/pathfinder.ts'
+import { serviceRouteRecords } from '../runtime/routeMetadata.ts'
 import { secretForTarget } from '../runtime/secretInMetadata.ts'
 import type { NodeClient } from './client.ts'
 
@@ -238,7 +239,13 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
     routes = found.routes
     routeFees = found.fees
   }
-  const targetPublicKey = client.publicKeyOf(p.target)
+  // The service's routes carry each node's presence record: checked, the target's gives its key (the first payment to
+  // it carries the secret too) and the way to it and to our first hop (docs/decisions/0073).
+  const records =
+    found.source === 'service'
+      ? await serviceRouteRecords(client.peerRecord, { paths: found.paths, given: found.addressMetadata, target: p.target })
+      : undefined
+  const targetPublicKey = client.publicKeyOf(p.target) ?? records?.targetKey
   // A target we know no key of (a mediated payment's, the first time): the transport asks for its presence now, and
   // opens the way to it (its SecretRequest and our RevealSecret go directly): the next payment carries its secret.
   if (!targetPublicKey) client.connect(p.target)
@@ -266,6 +273,7 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
     ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
     routes,
     ...(routeFees.some((fee) => fee !== 0n) ? { routeFees } : {}),
+    ...(records?.routeMetadata.some((r) => r !== undefined) ? { routeMetadata: records.routeMetadata } : {}),
     maxFee: client.config.pathfindingMaxFee,
     freshSecrets: ownSecret ? [randomBytes32(), randomBytes32()] : [],
     ...(encryptedSecret ? { encryptedSecret } : {}),

@@ -6,6 +6,7 @@ import { getChannel } from '../../protocol/state/access.ts'
 import type { Report } from '../notices.ts'
 import type { Applied, Engine } from './engine.ts'
 import { needsLookup, withStoredNonce, type NonceLookupStore } from './nonceLookups.ts'
+import { takeTransferRecords, type PeerRecords } from './routeMetadata.ts'
 import { secretFromMetadata } from './secretInMetadata.ts'
 
 export type MessageHandlerParameters = {
@@ -18,6 +19,11 @@ export type MessageHandlerParameters = {
   report: Report
   /** The chain now as the node knows it: a lock that comes is judged against it (docs/decisions/0056). */
   chainNow?: () => { headBlock: bigint; reachable: boolean }
+  /**
+   * Takes the presence record of the node a LockedTransfer's route has us send to next (its next hop, or its initiator
+   * when we are the target) from the metadata, once checked (routeMetadata.ts): the way to it opens at once.
+   */
+  peerRecords?: PeerRecords
 }
 
 /**
@@ -47,6 +53,9 @@ export class MessageHandler {
     const { engine } = this.p
     const early = takesNonce(message) && !getChannel(engine.current, message.token_network_address, message.channel_identifier)
     const decryptedSecret = secretFromMetadata(message, this.p.address, this.p.privateKey)
+    // Beside the change, not in it: a hint to the transport, whatever the core makes of the transfer.
+    if (message.type === 'LockedTransfer' && this.p.peerRecords)
+      takeTransferRecords(this.p.peerRecords, message, this.p.address, { hasSecret: decryptedSecret !== undefined })
     const change = {
       type: 'receive' as const,
       message,

@@ -48,7 +48,16 @@ export type PathfinderParameters = {
 
 /** Where a payment's routes come from: the service's (with its feedback token), the node's own graph, or nowhere. */
 export type RoutesFound =
-  | { source: 'service'; url: string; routes: Address[][]; fees: bigint[]; paths: Address[][]; feedbackToken: string }
+  | {
+      source: 'service'
+      url: string
+      routes: Address[][]
+      fees: bigint[]
+      paths: Address[][]
+      /** Each route's `address_metadata` as answered, unchecked (routeMetadata.ts checks it). */
+      addressMetadata: unknown[]
+      feedbackToken: string
+    }
   /** Route locally; `reason` when the node would have asked a service but could not (said in the log). */
   | { source: 'local'; reason?: string }
   /** The service answered that there is no route (NoRouteFound): the payment fails with its reason, as Raiden's does. */
@@ -338,6 +347,7 @@ export class Pathfinder {
       routes: usable.map((u) => u.route),
       fees: usable.map((u) => u.fee),
       paths: usable.map((u) => u.path),
+      addressMetadata: usable.map((u) => u.addressMetadata),
       feedbackToken: answer.feedbackToken,
     }
   }
@@ -350,12 +360,12 @@ export class Pathfinder {
   private usableRoutes(answer: PfsRoutes, request: { tokenNetwork: Address; target: Address; address: Address }) {
     const state = this.p.state()
     const same = (a: Address | undefined, b: Address) => a !== undefined && a.toLowerCase() === b.toLowerCase()
-    return answer.routes.flatMap(({ path, estimatedFee }) => {
+    return answer.routes.flatMap(({ path, estimatedFee, addressMetadata }) => {
       const partner = path[1]
       const open = Object.values(state.channels).some((c) => c.state === 'opened' && same(c.tokenNetwork, request.tokenNetwork) && same(partner, c.partner))
       const simple = new Set(path.map((a) => a.toLowerCase())).size === path.length
       if (path.length < 2 || !same(path[0], request.address) || !same(path.at(-1), request.target) || !open || !simple) return []
-      return [{ route: path.slice(1).map((a) => getAddress(a)), fee: estimatedFee, path }]
+      return [{ route: path.slice(1).map((a) => getAddress(a)), fee: estimatedFee, path, addressMetadata }]
     })
   }
 

@@ -29,7 +29,11 @@ export type PfsInfo = {
 
 export type SignedIou = Iou & { signature: Hex }
 
-export type PfsRoute = { path: Address[]; estimatedFee: bigint }
+/**
+ * A route as answered: its nodes, its fee, and its `address_metadata` as the service sent it, unread (each node's
+ * presence record: the node checks each before using it, a third party's word being no proof).
+ */
+export type PfsRoute = { path: Address[]; estimatedFee: bigint; addressMetadata?: unknown }
 export type PfsRoutes = { routes: PfsRoute[]; feedbackToken: string }
 
 /**
@@ -223,7 +227,9 @@ export async function pfsPaths(
   if (!Array.isArray(result) || typeof token !== 'string') throw bad(endpoint, 'result and feedback_token')
   const routes = result.map((r: Json) => {
     if (!Array.isArray(r?.path)) throw bad(endpoint, 'path')
-    return { path: r.path.map((hop: unknown) => address(endpoint, hop, 'path')), estimatedFee: signedInteger(endpoint, r.estimated_fee) }
+    const route: PfsRoute = { path: r.path.map((hop: unknown) => address(endpoint, hop, 'path')), estimatedFee: signedInteger(endpoint, r.estimated_fee) }
+    if (r.address_metadata !== undefined) route.addressMetadata = r.address_metadata
+    return route
   })
   return { routes, feedbackToken: token }
 }

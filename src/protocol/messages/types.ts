@@ -7,6 +7,14 @@ import type { Address, Hex } from 'viem'
 
 export type WireLock = { amount: bigint; expiration: bigint; secrethash: Hex }
 
+/**
+ * A node's presence record under Raiden's names, as a pathfinding service answers it for each node of a route and an
+ * initiator hands it on in `metadata.routes[].address_metadata` (docs/decisions/0072, 0073): `user_id` its libp2p
+ * peer id, `displayname` the record's signature, `capabilities` the signed announcement (where to dial it). A
+ * receiver checks it before using it.
+ */
+export type AddressMetadata = { user_id: string; displayname: string; capabilities: string }
+
 /** Route metadata of a LockedTransfer. Kept as received: mediators must forward it unchanged (docs/protocol.md §3.4). */
 export type Metadata = { routes: { route: Address[]; address_metadata?: Record<string, unknown> }[]; secret?: Hex } & Record<string, unknown>
 

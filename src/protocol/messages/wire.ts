@@ -12,7 +12,8 @@ export function encodeMessage(message: Signed<Message>): string {
   return JSON.stringify(message, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))
 }
 
-const MAX_METADATA_BYTES = 16_384
+/** The most a LockedTransfer's metadata may hold (its JSON's length): a receiver refuses more. */
+export const MAX_METADATA_BYTES = 16_384
 
 function lock(value: unknown): WireLock {
   const o = object(value, 'lock')

@@ -1,6 +1,6 @@
 import type { Address, Hex } from 'viem'
 import type { MediationFees } from '../fees/schedule.ts'
-import type { Message, Signed } from '../messages/types.ts'
+import type { AddressMetadata, Message, Signed } from '../messages/types.ts'
 
 /**
  * Everything that can change the node's state. Each comes from outside (a block, a chain event, a user
@@ -85,6 +85,11 @@ export type StateChange =
        * absent: 0). The lock carries the amount, this fee and Raiden's margin on it.
        */
       routeFees?: bigint[]
+      /**
+       * The checked presence records of each route's nodes, by address, in the same order (a pathfinding service's
+       * `address_metadata`; absent: none): each route's LockedTransfer carries its own in `metadata.routes[].address_metadata`.
+       */
+      routeMetadata?: (Record<string, AddressMetadata> | undefined)[]
       /** The most the payment may cost beyond its amount (`--pathfinding-max-fee`); absent in changes logged before: no limit. */
       maxFee?: bigint
       /** Secrets for retries over further routes, used only when `ownSecret`. */

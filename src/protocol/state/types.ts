@@ -1,7 +1,7 @@
 import type { Address, Hex } from 'viem'
 import type { MediationFees } from '../fees/schedule.ts'
 import type { Lock } from '../locks.ts'
-import type { Metadata } from '../messages/types.ts'
+import type { AddressMetadata, Metadata } from '../messages/types.ts'
 
 /**
  * The node's whole protocol state: plain data (bigint amounts, hex strings, records), so it survives
@@ -203,6 +203,8 @@ export type InitiatorPayment = {
   remainingRoutes: Address[][]
   /** The estimated mediation fee of each of remainingRoutes, in the same order (absent: 0). */
   remainingRouteFees?: bigint[]
+  /** The checked presence records of each of remainingRoutes' nodes, in the same order (absent: none). */
+  remainingRouteMetadata?: (Record<string, AddressMetadata> | undefined)[]
   /**
    * The most the payment may cost beyond its amount (`--pathfinding-max-fee`): a route whose estimated fee with its
    * margin is more is not tried. Absent in payments started before it was kept: no limit.

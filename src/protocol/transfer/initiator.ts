@@ -2,7 +2,8 @@ import { sha256, type Address, type Hex } from 'viem'
 import { channelKey } from '../channel/key.ts'
 import { feeMargin } from '../fees/margin.ts'
 import type { Lock } from '../locks.ts'
-import type { RefundTransfer, RevealSecret, SecretRequest, Signed } from '../messages/types.ts'
+import type { AddressMetadata, Metadata, RefundTransfer, RevealSecret, SecretRequest, Signed } from '../messages/types.ts'
+import { MAX_METADATA_BYTES } from '../messages/wire.ts'
 import type { StateChange } from '../state/changes.ts'
 import { blockNow, channelWith, sameAddress, takeMessageId, without, type TransitionContext } from '../state/access.ts'
 import type { Effect } from '../state/effects.ts'
@@ -62,9 +63,13 @@ function whyTooExpensive(amount: bigint, fee: bigint, maxFee: bigint | undefined
  */
 function tryRoutes(
   state: NodeState,
-  base: Omit<InitiatorPayment, 'remainingRoutes' | 'remainingRouteFees' | 'channelKey' | 'route' | 'lock' | 'messageIdentifier' | 'status' | 'startedBlock'>,
+  base: Omit<
+    InitiatorPayment,
+    'remainingRoutes' | 'remainingRouteFees' | 'remainingRouteMetadata' | 'channelKey' | 'route' | 'lock' | 'messageIdentifier' | 'status' | 'startedBlock'
+  >,
   routes: Address[][],
   fees: readonly bigint[] | undefined,
+  records: readonly (Record<string, AddressMetadata> | undefined)[] | undefined,
   ctx: TransitionContext,
   out: Effect[],
   now: bigint,
@@ -109,15 +114,17 @@ function tryRoutes(
         lock,
         target: base.target,
         initiator: state.address,
-        metadata: { routes: [{ route: [state.address, ...route] }], ...(base.encryptedSecret ? { secret: base.encryptedSecret } : {}) },
+        metadata: routeMetadata([state.address, ...route], records?.[i], base.encryptedSecret),
       },
       out,
     )
     const rest = fees?.slice(i + 1) ?? []
+    const restRecords = records?.slice(i + 1) ?? []
     const payment: InitiatorPayment = {
       ...base,
       remainingRoutes: routes.slice(i + 1),
       ...(rest.length ? { remainingRouteFees: rest } : {}),
+      ...(restRecords.some((r) => r !== undefined) ? { remainingRouteMetadata: restRecords } : {}),
       channelKey: channelKey(channel!.tokenNetwork, channel!.id),
       route,
       lock,
@@ -129,6 +136,20 @@ function tryRoutes(
     return { state: { ...sent.state, initiators: { ...sent.state.initiators, [base.secrethash]: payment } } }
   }
   return { reasons }
+}
+
+/**
+ * A LockedTransfer's metadata (Raiden's, as its light client writes it: raiden-ts metadataFromPaths): the route from
+ * us, the presence records of its nodes when the shell has checked some (every hop then reaches the next one without
+ * asking the relays; an empty set is left out, as raiden-ts does), and the secret encrypted to the target. Records
+ * that would make the metadata larger than a receiver takes (MAX_METADATA_BYTES) are left out: the route and the
+ * secret always go.
+ */
+export function routeMetadata(route: Address[], records: Record<string, AddressMetadata> | undefined, secret: Hex | undefined): Metadata {
+  const bare: Metadata = { routes: [{ route }], ...(secret ? { secret } : {}) }
+  if (!records || Object.keys(records).length === 0) return bare
+  const full: Metadata = { routes: [{ route, address_metadata: records }], ...(secret ? { secret } : {}) }
+  return JSON.stringify(full).length <= MAX_METADATA_BYTES ? full : bare
 }
 
 /** A new payment: lock the amount towards the first usable route, or fail at once if none is usable. */
@@ -152,7 +173,7 @@ export function initPayment(state: NodeState, change: InitPayment, ctx: Transiti
     out.push(failed(base, 'the secret hash is already in use by another transfer'))
     return state
   }
-  const result = tryRoutes(state, base, change.routes, change.routeFees, ctx, out, blockNow(state, change.headBlock))
+  const result = tryRoutes(state, base, change.routes, change.routeFees, change.routeMetadata, ctx, out, blockNow(state, change.headBlock))
   if ('state' in result) return result.state
   out.push(failed(base, noRoute(result.reasons)))
   return state
@@ -320,6 +341,7 @@ export function initiatorOnRefund(
   const {
     remainingRoutes,
     remainingRouteFees,
+    remainingRouteMetadata,
     channelKey: _c,
     route: _r,
     lock: _l,
@@ -338,6 +360,7 @@ export function initiatorOnRefund(
     { ...base, secret, secrethash, freshSecrets: payment.freshSecrets.slice(1), failedRoutes },
     remainingRoutes,
     remainingRouteFees,
+    remainingRouteMetadata,
     ctx,
     out,
     blockNow(state, headBlock),

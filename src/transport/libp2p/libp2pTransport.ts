@@ -4,6 +4,7 @@ import { createLibp2p, type Libp2p, type Libp2pOptions } from 'libp2p'
 import type { Address, Hex } from 'viem'
 import { MissingRuntimeFeatureError, PeerUnknownError, TransportClosedError, TransportError } from '../errors.ts'
 import type { Transport } from '../transport.ts'
+import { openAddressMetadata } from './addressMetadata.ts'
 import { Announcer } from './announcer.ts'
 import { createDirectConnections, isWebRtc, type DirectConnectionsLogEvent } from './directConnections.ts'
 import { DirectPaths, type DirectPathsLogEvent } from './directPaths.ts'
@@ -423,6 +424,18 @@ export function createLibp2pTransport(parameters: Libp2pTransportParameters): Li
     },
 
     presence: (peer) => book.online(peer),
+
+    async peerRecord(peer, record, options) {
+      const opened = await openAddressMetadata(peer, record)
+      if (!opened.ok) return opened
+      // As a relay's record, judged by the directory (ours, off our clock, or not newer than the one held: ignored),
+      // but never counted as the relays saying the peer is online (the presence book is theirs).
+      if (options?.take && running) {
+        announcementsReceived++
+        await learn(directory.announced(opened.peerId, opened.data))
+      }
+      return { ok: true, publicKey: opened.publicKey }
+    },
 
     connect(peer) {
       // Asked of the relays whether known or not (said on each presence stream, also one opened later).

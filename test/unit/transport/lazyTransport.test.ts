@@ -170,4 +170,21 @@ describe('lazyTransport', () => {
     expect(errors).toEqual([])
     await expect(lazy.send(B, ['x'])).rejects.toBeInstanceOf(TransportClosedError)
   })
+
+  test("a peer's record handed on goes to the adapter once it started; before, it is not used, and says so", async () => {
+    const asked: unknown[] = []
+    const lazy = lazyTransport(async () => ({
+      ...createBroadcastChannelTransport({ address: A, channelName: freshChannel() }),
+      // An adapter that checks records (libp2p's): what it answers is what the lazy transport answers.
+      peerRecord: async (peer: Address, record: unknown) => {
+        asked.push([peer, record])
+        return { ok: true as const, publicKey: '0x01' as const }
+      },
+    }))
+    running.push(lazy)
+    expect(await lazy.peerRecord!(B, { user_id: 'x' })).toEqual({ ok: false, reason: 'the transport has not started yet' })
+    await lazy.start(() => undefined)
+    expect(await lazy.peerRecord!(B, { user_id: 'x' }, { take: true })).toEqual({ ok: true, publicKey: '0x01' })
+    expect(asked).toEqual([[B, { user_id: 'x' }]])
+  })
 })

@@ -15,6 +15,7 @@ import { anvilKeys } from '../../../src/devnet/anvil.ts'
 import { PeerUnknownError, PeerUnreachableError, TransportClosedError, TransportError } from '../../../src/transport/errors.ts'
 import { createLibp2pTransport, type Libp2pTransport, type Libp2pTransportLogEvent } from '../../../src/transport/libp2p/libp2pTransport.ts'
 import { libp2pPrivateKey, peerIdOfKey } from '../../../src/transport/libp2p/peerIdentity.ts'
+import { signRecord } from '../../../src/transport/libp2p/presence.ts'
 import { messageProtocol, presenceTopic } from '../../../src/transport/libp2p/protocol.ts'
 import { startRelay, type Relay } from '../../../src/transport/libp2p/relay.ts'
 import { sleep } from './support.ts'
@@ -548,6 +549,48 @@ describe("presence through the relays' registries", () => {
       const back = await started(keyB, own.multiaddrs, undefined, [])
       await eventually(() => expect(a.transport.presence(B)).toBeDefined(), 10_000)
       expect(back.peers).toEqual([])
+    } finally {
+      await own.stop()
+    }
+  })
+
+  test("a record a third party hands on (a pathfinding service's address_metadata): A reaches B at once without asking the relay; a forged, a stale or another's record opens nothing", async () => {
+    const own = await startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })
+    try {
+      // C follows who is online, as a pathfinding service does, and hands B's record on under Raiden's names.
+      const [a, b, c] = await Promise.all([
+        started(keyA, own.multiaddrs, undefined, []),
+        started(keyB, own.multiaddrs, undefined, []),
+        started(keyC, own.multiaddrs, undefined, []),
+      ])
+      c.transport.watch(B)
+      await eventually(() => expect(c.transport.presence(B)).toBeDefined())
+      const record = c.transport.presence(B)!
+      const metadata = { user_id: record.peer, displayname: record.sig, capabilities: record.announcement }
+      const publicKey = `0x${privateKeyToAccount(keyB).publicKey.slice(4)}`
+      // Only checked: nothing opens.
+      expect(await a.transport.peerRecord!(B, metadata)).toEqual({ ok: true, publicKey })
+      expect(a.peers).toEqual([])
+      // Forged, or offered as another's: refused, nothing opens.
+      expect(await a.transport.peerRecord!(B, { ...metadata, capabilities: record.announcement.replace('"ts":', '"ts":1') }, { take: true })).toMatchObject({
+        ok: false,
+      })
+      expect(await a.transport.peerRecord!(C, metadata, { take: true })).toMatchObject({ ok: false })
+      expect(a.peers).toEqual([])
+      // Taken: B is seen with its key at once, and the first send goes (no PeerUnknownError, no wait for the relay's answer).
+      expect(await a.transport.peerRecord!(B, metadata, { take: true })).toEqual({ ok: true, publicKey })
+      expect(a.peers).toEqual([B])
+      expect(a.keys.get(B)).toBe(publicKey)
+      await a.transport.send(B, ['hello b'])
+      await eventually(() => expect(b.lines()).toEqual(['hello b']))
+      // The same record again, or an older one signed by B: the directory holds a newer one, nothing is reported again.
+      const older = JSON.stringify({ ...JSON.parse(record.announcement), ts: JSON.parse(record.announcement).ts - 1 })
+      const signed = await signRecord(libp2pPrivateKey(keyB), record.peer, JSON.parse(older))
+      const stale = { user_id: signed.peer, displayname: signed.sig, capabilities: signed.announcement }
+      expect(await a.transport.peerRecord!(B, metadata, { take: true })).toEqual({ ok: true, publicKey })
+      expect(await a.transport.peerRecord!(B, stale, { take: true })).toEqual({ ok: true, publicKey })
+      await sleep(100)
+      expect(a.peers).toEqual([B])
     } finally {
       await own.stop()
     }

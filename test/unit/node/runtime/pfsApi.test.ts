@@ -113,6 +113,25 @@ describe("a pathfinding service's answers", () => {
     await expect(paths).rejects.toMatchObject({ reason: 'refused', status: 404, errorCode: 2201, errorDetails: { reason: 'not_connected' } })
   })
 
+  test("a route's address_metadata comes through as the service sent it, unread (the node checks each record), whatever it is", async () => {
+    const [a, b] = [`0x${'22'.repeat(20)}`, `0x${'33'.repeat(20)}`]
+    const metadata = { [b]: { user_id: '16Uiu2', displayname: 'ab', capabilities: '{"ts": 12345678901234567890}' } }
+    const answered = await serve((_req, res) =>
+      res.end(
+        JSON.stringify({
+          result: [
+            { path: [a, b], estimated_fee: 0, address_metadata: metadata },
+            { path: [a, b], estimated_fee: 0, address_metadata: 'garbage' },
+            { path: [a, b], estimated_fee: 0 },
+          ],
+          feedback_token: 't',
+        }),
+      ),
+    )
+    const { routes } = await pfsPaths(answered, `0x${'11'.repeat(20)}`, { from: a as `0x${string}`, to: b as `0x${string}`, value: 1n, maxPaths: 3 }, call())
+    expect(routes.map((r) => r.addressMetadata)).toEqual([metadata, 'garbage', undefined])
+  })
+
   test("a fee update's timestamp is Python's naive UTC with microseconds, as the service reads it", () => {
     const micros = Date.UTC(2026, 10, 29, 14, 3, 7, 123) * 1000 + 456
     expect(feeTimestamp(micros)).toBe('2026-11-29T14:03:07.123456')

@@ -3,7 +3,7 @@ import { privateKeyToAddress } from 'viem/accounts'
 import { anvilKeys } from '../../../../src/devnet/anvil.ts'
 import { balanceHash } from '../../../../src/protocol/balanceProof.ts'
 import { decodeMessage, encodeMessage, signMessage } from '../../../../src/protocol/messages/index.ts'
-import type { EnvelopeMessage, Message, Signed } from '../../../../src/protocol/messages/types.ts'
+import type { AddressMetadata, EnvelopeMessage, Message, Signed } from '../../../../src/protocol/messages/types.ts'
 import { defaultContext, initialState, type TransitionContext } from '../../../../src/protocol/state/access.ts'
 import type { ChainSeen, StateChange } from '../../../../src/protocol/state/changes.ts'
 import type { Effect, NodeEvent, Transaction } from '../../../../src/protocol/state/effects.ts'
@@ -295,7 +295,7 @@ export class Network {
     paymentId: bigint,
     routes?: string[][],
     lockTimeout?: bigint,
-    fees: { routeFees?: bigint[]; maxFee?: bigint } = {},
+    fees: { routeFees?: bigint[]; maxFee?: bigint; routeMetadata?: (Record<string, AddressMetadata> | undefined)[] } = {},
   ): Promise<Hex> {
     const secret = sha256(`0x${paymentId.toString(16).padStart(64, '0')}`)
     const fresh = [1n, 2n, 3n].map((k) => sha256(`0x${(paymentId * 1000n + k).toString(16).padStart(64, '0')}`))

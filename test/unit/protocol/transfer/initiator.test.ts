@@ -1,7 +1,9 @@
 import { sha256 } from 'viem'
 import { describe, expect, test } from 'vitest'
 import { decodeMessage, encodeMessage, signMessage } from '../../../../src/protocol/messages/index.ts'
-import type { RefundTransfer, RevealSecret, SecretRequest } from '../../../../src/protocol/messages/types.ts'
+import type { LockedTransfer, RefundTransfer, RevealSecret, SecretRequest, Signed } from '../../../../src/protocol/messages/types.ts'
+import { MAX_METADATA_BYTES } from '../../../../src/protocol/messages/wire.ts'
+import { routeMetadata } from '../../../../src/protocol/transfer/initiator.ts'
 import type { NodeEvent } from '../../../../src/protocol/state/effects.ts'
 import { Network } from '../support/network.ts'
 
@@ -188,5 +190,55 @@ describe('initiator, before it sends a lock', () => {
     await net.pay('A', 'B', 5n, 2n, undefined, 12n)
     await net.deliverAll()
     expect(net.outcomes('A', 2n)).toMatchObject([{ type: 'paymentSentSuccess' }])
+  })
+})
+
+describe("initiator, with a pathfinding service's records of the route's nodes (docs/decisions/0073)", () => {
+  /** A record under Raiden's names; the core only carries it (the shell checked it). */
+  const record = (name: string, size = 1) => ({ user_id: `peer-of-${name}`, displayname: `sig-of-${name}`, capabilities: `${name}`.repeat(size) })
+  const lockedTransfers = (net: Network, name: string) =>
+    net
+      .node(name)
+      .sent.filter((s) => s.message.type === 'LockedTransfer')
+      .map((s) => s.message as Signed<LockedTransfer>)
+
+  test("each route's LockedTransfer carries its own nodes' records as Raiden's address_metadata, the next route after a refund its own; every hop forwards it unchanged and the target is paid", async () => {
+    const net = await twoRoutes()
+    const [a, b, c, d] = ['A', 'B', 'C', 'D'].map((n) => net.node(n).address)
+    const viaB = { [a!]: record('A'), [b!]: record('B'), [c!]: record('C') }
+    const viaD = { [d!]: record('D'), [c!]: record('C') }
+    await net.pay(
+      'A',
+      'C',
+      20n,
+      1n,
+      [
+        ['B', 'C'],
+        ['D', 'C'],
+      ],
+      undefined,
+      { routeMetadata: [viaB, viaD] },
+    )
+    await net.deliverAll()
+    expect(net.outcomes('A', 1n)).toMatchObject([{ type: 'paymentSentSuccess', route: [d, c] }])
+    const [first, second] = lockedTransfers(net, 'A')
+    expect(first!.metadata.routes).toEqual([{ route: [a, b, c], address_metadata: viaB }])
+    expect(second!.metadata.routes).toEqual([{ route: [a, d, c], address_metadata: viaD }])
+    // D forwarded the metadata A signed, byte for byte as far as its hash goes: C took the lock and was paid.
+    expect(lockedTransfers(net, 'D')[0]!.metadata).toEqual(second!.metadata)
+    expect(net.node('C').events.filter((e) => e.type === 'paymentReceivedSuccess')).toHaveLength(1)
+    expect(net.violations).toEqual([])
+  })
+
+  test('records that would make the metadata larger than a receiver takes are left out: the route and the secret still go', async () => {
+    const [a, b] = ['0x1111111111111111111111111111111111111111', '0x2222222222222222222222222222222222222222'] as const
+    const secret = `0x${'ab'.repeat(200)}` as const
+    const small = { [b]: record('B') }
+    expect(routeMetadata([a, b], small, secret)).toEqual({ routes: [{ route: [a, b], address_metadata: small }], secret })
+    const large = { [a]: record('A', 8_000), [b]: record('B', 8_000) }
+    expect(routeMetadata([a, b], large, secret)).toEqual({ routes: [{ route: [a, b] }], secret })
+    // None, or an empty set: no address_metadata, as raiden-ts writes it.
+    expect(routeMetadata([a, b], {}, undefined)).toEqual({ routes: [{ route: [a, b] }] })
+    expect(JSON.stringify(routeMetadata([a, b], { [a]: record('A', 7_000) }, secret)).length).toBeLessThanOrEqual(MAX_METADATA_BYTES)
   })
 })
