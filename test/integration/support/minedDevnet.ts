@@ -19,6 +19,8 @@ export type MinedDevnet = Devnet & {
   setBaseFee(wei: bigint | undefined): void
   pause(): Promise<void>
   resume(): void
+  /** Mines one block now, paused or not. */
+  mineOne(): Promise<void>
   /** The transactions of `address` waiting in the pool. */
   pooled(address: Address): Promise<{ hash: Hex; nonce: number; maxFeePerGas: bigint }[]>
   drop(hash: Hex): Promise<void>
@@ -79,6 +81,11 @@ export async function startMinedDevnet(keys: readonly Hex[], { blockMs = 100, mi
       },
       resume: () => {
         paused = false
+      },
+      async mineOne() {
+        await mining
+        mining = mineOne()
+        await mining
       },
       async pooled(address) {
         const content = (await devnet.request({ method: 'txpool_content', params: [] } as never)) as {
