@@ -5,6 +5,7 @@ import { readRegisteredServices } from '../../chain/serviceRegistry.ts'
 import { nextIou, packIou, whyNotOurIou } from '../../protocol/iou.ts'
 import { recoverPackedSignerSync } from '../../protocol/signature.ts'
 import { announced, capacityUpdateOf, feeAnnouncementOf } from '../../protocol/routing/announcements.ts'
+import type { HeardUpdate } from '../../pathfinding/heard.ts'
 import type { Effect } from '../../protocol/state/effects.ts'
 import type { NodeState } from '../../protocol/state/types.ts'
 import { SerialByKey } from '../../serialByKey.ts'
@@ -13,6 +14,7 @@ import type { ResolvedNodeConfig } from '../nodeConfig.ts'
 import type { PathfindingNotice } from '../notices.ts'
 import { pfsFeedback, pfsInfo, pfsLastIou, pfsPaths, type PfsCall, type PfsInfo, type PfsRoutes, type SignedIou } from './pfsApi.ts'
 import type { ServiceMessages } from './serviceMessages.ts'
+import type { Gossip, GossipView } from './gossip.ts'
 import type { Signer } from './signer.ts'
 
 export type Announcement = Extract<Effect, { type: 'announceCapacity' | 'announceFees' }>
@@ -40,6 +42,8 @@ export type PathfinderParameters = {
   headBlock: () => bigint
   signer: Pick<Signer, 'signAnnouncement' | 'signIou' | 'signIouQuery'>
   serviceMessages: Pick<ServiceMessages, 'send' | 'cancel'>
+  /** Our announcements to our partners, and what the node heard of others' (docs/decisions/0074). */
+  gossip?: Pick<Gossip, 'passesOn' | 'own' | 'view'>
   notify: (notice: PathfindingNotice) => void
   /** Aborted when the node stops: a request under way ends. */
   stopped: AbortSignal
@@ -64,6 +68,8 @@ export type PathfindingView = {
   /** Why none can be used now (the node routes locally meanwhile), and since when (unix ms). */
   unavailable: { reason: string; since: number } | undefined
   announcements: { waiting: number; acknowledged: number }
+  /** What the node heard from its partners and holds (its own included), and sent them (docs/decisions/0074). */
+  heard: GossipView | undefined
 }
 
 const describe = (error: unknown) =>
@@ -122,6 +128,7 @@ export class Pathfinder {
       service: this.chosen ? { url: this.chosen.url, address: this.chosen.paymentAddress, price: this.chosen.price } : undefined,
       unavailable: this.problem,
       announcements: { waiting: this.sending.size + this.pending.size, acknowledged: this.acknowledged },
+      heard: this.p.gossip?.view(),
     }
   }
 
@@ -221,25 +228,49 @@ export class Pathfinder {
 
   // ---- announcements ----
 
-  /** The effect handler's: a channel's announcement, sent to the service (or kept until one is chosen). */
-  announce(effect: Announcement): void {
+  /**
+   * The effect handler's: a channel's announcement, signed and sent to our partners (unless private), and to the
+   * service (or kept until one is chosen). Signed once: the partners and the service hear the same fee timestamp.
+   */
+  announce(effect: Announcement, to: { partners: boolean } = { partners: true }): void {
+    const partners = to.partners && (this.p.gossip?.passesOn ?? false)
+    if (!this.announces && !partners) return
+    let signed: HeardUpdate | undefined
+    if (partners) {
+      signed = this.sign(effect)
+      if (!signed) return
+      this.p.gossip!.own(signed)
+    }
     if (!this.announces) return
     const key = `pfs|${effect.type}|${effect.channelKey}`
     if (!this.chosen) {
       this.pending.set(key, effect)
       return
     }
-    this.send(key, effect, this.chosen.paymentAddress)
+    this.send(key, effect, this.chosen.paymentAddress, signed)
   }
 
-  /** Every channel of ours, announced as it is now: at a start (nothing kept them), and to a service newly chosen. */
+  /** Every channel of ours, announced to the service as it is now: at a start (nothing kept them), and to a service newly chosen. */
   announceAll(): void {
     if (!this.announces) return
+    this.eachChannel((effect) => this.announce(effect, { partners: false }))
+  }
+
+  /** Every channel of ours, announced to our partners as it is now: at a start (they may have missed the last ones). */
+  announceToPartners(): void {
+    if (!this.p.gossip?.passesOn) return
+    this.eachChannel((effect) => {
+      const signed = this.sign(effect)
+      if (signed) this.p.gossip!.own(signed)
+    })
+  }
+
+  private eachChannel(announce: (effect: Announcement) => void): void {
     const state = this.p.state()
     for (const [channelKey, channel] of Object.entries(state.channels)) {
       if (!announced(channel)) continue
-      this.announce({ type: 'announceCapacity', channelKey, update: capacityUpdateOf(state, channel) })
-      this.announce({ type: 'announceFees', channelKey, update: feeAnnouncementOf(state, channel) })
+      announce({ type: 'announceCapacity', channelKey, update: capacityUpdateOf(state, channel) })
+      announce({ type: 'announceFees', channelKey, update: feeAnnouncementOf(state, channel) })
     }
   }
 
@@ -251,17 +282,20 @@ export class Pathfinder {
     for (const [key, effect] of waiting) this.send(key, effect, service.paymentAddress)
   }
 
-  private send(key: string, effect: Announcement, to: Address): void {
-    let signed: Parameters<ServiceMessages['send']>[2]
+  /** Signs an announcement as this node (a fee update stamped now, later than the channel's last); undefined once the state is stale. */
+  private sign(effect: Announcement): HeardUpdate | undefined {
     try {
-      signed =
-        effect.type === 'announceCapacity'
-          ? this.p.signer.signAnnouncement(effect.update)
-          : this.p.signer.signAnnouncement({ ...effect.update, timestamp: feeTimestamp(this.feeStamp(effect.channelKey)) })
+      return effect.type === 'announceCapacity'
+        ? this.p.signer.signAnnouncement(effect.update)
+        : this.p.signer.signAnnouncement({ ...effect.update, timestamp: feeTimestamp(this.feeStamp(effect.channelKey)) })
     } catch {
       // A stale state signs nothing (docs/decisions/0029): the node halts.
-      return
+      return undefined
     }
+  }
+
+  private send(key: string, effect: Announcement, to: Address, signed = this.sign(effect)): void {
+    if (!signed) return
     this.sending.add(key)
     this.p.serviceMessages.send(key, to, signed, () => {
       this.sending.delete(key)
