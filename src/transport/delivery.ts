@@ -1,6 +1,7 @@
 import type { Address, Hex } from 'viem'
 import type { InvalidMessageError, InvalidSignatureError } from '../protocol/errors.ts'
 import { decodeMessage, type DecodedMessage } from '../protocol/messages/sign.ts'
+import { encodeMessage } from '../protocol/messages/wire.ts'
 import type { Message, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../protocol/messages/types.ts'
 import type { OutboxRecord } from '../storage/storage.ts'
 import { awaitsStateAnswer, retrievableId } from './acknowledgement.ts'
@@ -154,7 +155,10 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     }
   }
 
-  const flusher = new Flusher({ queues, sign, send: (to, lines) => transport.send(to, lines), finished: acknowledge, now, ...(log ? { log } : {}) })
+  // A route announcement signed already (ours, or another's passed on) goes as it was signed.
+  const signOrPass = (message: Message) =>
+    (message.type === 'PFSCapacityUpdate' || message.type === 'PFSFeeUpdate') && 'signature' in message ? encodeMessage(message as Signed<Message>) : sign(message)
+  const flusher = new Flusher({ queues, sign: signOrPass, send: (to, lines) => transport.send(to, lines), finished: acknowledge, now, ...(log ? { log } : {}) })
   const ledger = new ReceivedLedger({
     handUp: onMessage,
     onHandlerFailed: (error) => log?.({ type: 'handlerFailed', error }),
