@@ -157,7 +157,9 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
 
   // A route announcement signed already (ours, or another's passed on) goes as it was signed.
   const signOrPass = (message: Message) =>
-    (message.type === 'PFSCapacityUpdate' || message.type === 'PFSFeeUpdate') && 'signature' in message ? encodeMessage(message as Signed<Message>) : sign(message)
+    (message.type === 'PFSCapacityUpdate' || message.type === 'PFSFeeUpdate') && 'signature' in message
+      ? encodeMessage(message as Signed<Message>)
+      : sign(message)
   const flusher = new Flusher({ queues, sign: signOrPass, send: (to, lines) => transport.send(to, lines), finished: acknowledge, now, ...(log ? { log } : {}) })
   const ledger = new ReceivedLedger({
     handUp: onMessage,

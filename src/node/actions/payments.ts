@@ -226,18 +226,28 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
   const ownSecret = !p.secret && !p.secrethash
   const secret = (p.secret?.toLowerCase() as Hex | undefined) ?? (ownSecret ? randomBytes32() : undefined)
   const secrethash = (p.secrethash?.toLowerCase() as Hex | undefined) ?? sha256(secret!)
-  // The node's own routes: by what it heard of the network's channels and fees, else by their deposits and its own
-  // fees as a guess (docs/decisions/0074, 0069).
-  const local = localRoutes(client.state, client.gossip.heard, {
+  // A direct channel that can carry it is the route, as Raiden's get_best_routes: the graph is not looked at.
+  const first = findRoutes(client.state, {
     tokenNetwork: p.tokenNetwork,
     target: p.target,
     amount: p.amount,
-    ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
+    lockTimeout: p.lockTimeout ?? 'default',
+    maxRoutes: 1,
   })
+  // Else the node's own routes: by what it heard of the network's channels and fees, else by their deposits and its
+  // own fees as a guess (docs/decisions/0074, 0069).
+  const local =
+    first[0]?.length === 1
+      ? [{ route: first[0], fee: 0n }]
+      : localRoutes(client.state, client.gossip.heard, {
+          tokenNetwork: p.tokenNetwork,
+          target: p.target,
+          amount: p.amount,
+          ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
+        })
   if (local.length === 0) {
-    const byDeposits = findRoutes(client.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount, lockTimeout: p.lockTimeout ?? 'default' })
     throw new NoRouteError(
-      `no route to ${p.target} can carry ${p.amount}${byDeposits.length > 0 ? ': the announcements heard say no channel of the routes by deposits can carry it now' : ''}`,
+      `no route to ${p.target} can carry ${p.amount}${first.length > 0 ? ': the announcements heard say no channel of the routes by deposits can carry it now' : ''}`,
     )
   }
   let routes = local.map((r) => r.route)

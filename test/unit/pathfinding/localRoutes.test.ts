@@ -67,6 +67,20 @@ describe("a node's own routes, by what it heard (docs/decisions/0074)", () => {
     ])
   })
 
+  test('a mediator not heard of is taken to charge what this node charges (the guess of 0069); one heard, what it announced', async () => {
+    const w = await twoWays()
+    const token = w.net.chain.token.toLowerCase()
+    await w.net.dispatch('A', { type: 'setMediationFees', fees: { capFees: true, tokens: { [token]: { flat: 20n, proportional: 0n, imbalance: 0n } } } })
+    // 20 a mediation (10 on each channel): B's 20, C's, D's and E's 60.
+    expect(routesOf(w, new Map(), 100n)).toEqual([
+      { route: 'BF', fee: 20n },
+      { route: 'CDEF', fee: 60n },
+    ])
+    const heard: Heard = new Map()
+    heardAll(w, heard, feeUpdate(w, 'B', 'A', 1n), feeUpdate(w, 'B', 'F', 2n))
+    expect(routesOf(w, heard, 100n)[0]).toEqual({ route: 'BF', fee: 3n })
+  })
+
   test("the node's own channels are taken as they are, not as announced or hinted", async () => {
     const w = await twoWays()
     // A pays B 950 directly: by deposits A-B still shows A's 1000; A knows it has 50 left.
