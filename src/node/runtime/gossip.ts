@@ -68,8 +68,9 @@ type Outgoing = { update: HeardUpdate; except: ReadonlySet<string> }
  * partners, and passes on to its other partners those it receives that pass the pathfinding service's checks and are
  * newer than what it holds (heard.ts). Unacknowledged and sent once: a lost one is replaced by the next. Bounded: a
  * peer's announcements beyond its rate are dropped unread, nothing stale, repeated or unchanged is passed on, and what
- * is passed on goes in batches, the newest of each channel, participant and kind once per batch. A private node
- * passes nothing on, but hears and routes with what it hears.
+ * is passed on goes in batches, the newest of each channel, participant and kind once per batch. One of a channel not
+ * in the graph yet is held a while (bounded), as the service does. A partner new or newly seen is sent what the node
+ * holds. A private node passes nothing on, but hears and routes with what it hears.
  */
 export class Gossip {
   /** What the node heard, and its own: in memory only (hints; heard again after a restart). */
