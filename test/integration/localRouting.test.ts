@@ -2,7 +2,7 @@
 // pathfinding service at all: a relay and six `sluice serve` nodes A to F in `--routing-mode local` on an anvil of this
 // file's own. Two ways from A to F: A-B-F, short, and A-C-D-E-F, long. B pays F all it had in their channel. By
 // deposits alone A would take A-B-F and get its lock back from B; having heard B's and F's announcements (F's passed
-// on three hops by E, D and C), A's first route is the long one, and it pays.
+// on three hops by E, D and C), A's first route is the long one, and it pays; restarted, it hears it all again.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -44,9 +44,10 @@ const tempDir = () => {
 let net: Devnet
 let relay: Relay
 let deploymentFile: string
-const nodes = {} as Record<Name, { sluice: SluiceProcess; api: string }>
+const nodes = {} as Record<Name, { sluice: SluiceProcess; api: string; dataDir: string }>
 
 async function serve(name: Name) {
+  const dataDir = nodes[name]?.dataDir ?? tempDir()
   const sluice = startSluice(
     [
       'serve',
@@ -57,7 +58,7 @@ async function serve(name: Name) {
       '--key',
       keys[name],
       '--data-dir',
-      tempDir(),
+      dataDir,
       '--relay',
       relay.multiaddrs[0]!,
       '--routing-mode',
@@ -67,7 +68,7 @@ async function serve(name: Name) {
     tempDir(),
   )
   const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, 60_000)
-  nodes[name] = { sluice, api: api! }
+  nodes[name] = { sluice, api: api!, dataDir }
   await eventually(async () => expect((await call('GET', `${api}/status`)).body).toEqual({ status: 'ready' }), 60_000)
 }
 
@@ -125,4 +126,15 @@ describe('routing by the announcements a node hears, without a pathfinding servi
     // The first route was that one: no route was given up.
     expect(nodes.A.sluice.stdout()).not.toMatch(logged('payment route failed'))
   }, 30_000)
+
+  test('what a node heard is not kept: restarted, A hears it all again from its partners, who answer its own announcements', async () => {
+    await stopSluice(nodes.A.sluice)
+    await serve('A')
+    await eventually(async () => expect((await heard('A')).held).toBe(ALL_UPDATES), 20_000)
+    // B's drained way to F is known again: A's first route is still the long one.
+    const paid = await pay('A', 'F', 100n, 3)
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200)
+    expect(paid.body.route).toEqual([at.C, at.D, at.E, at.F])
+    expect(nodes.A.sluice.stdout()).not.toMatch(logged('payment route failed'))
+  }, 90_000)
 })

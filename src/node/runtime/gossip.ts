@@ -19,6 +19,11 @@ export type GossipLimits = {
   /** ...and at most once in this many ms. */
   syncEveryMs: number
   /**
+   * A partner that announces new fees on our channel itself (as it does at each of its starts) is sent all again, at
+   * most once in this many ms: a restarted node hears at once what it missed.
+   */
+  resyncEveryMs: number
+  /**
    * Announcements of a channel not in the graph yet (its opening not synced here yet) held at once, the newest of each
    * channel, participant and kind, each for `deferForMs`, and looked at again every `deferredEveryMs`.
    */
@@ -33,6 +38,7 @@ export const defaultGossipLimits: GossipLimits = {
   forwardEveryMs: 200,
   syncMax: 2_000,
   syncEveryMs: 10 * 60_000,
+  resyncEveryMs: 5_000,
   maxDeferred: 1_000,
   deferForMs: 5 * 60_000,
   deferredEveryMs: 1_000,
@@ -78,7 +84,10 @@ export class Gossip {
   private readonly limits: GossipLimits
   private readonly limiter: PeerRateLimiter
   private readonly outgoing = new Map<string, Outgoing>()
+  /** When each peer was last sent all (for `peerSeen`, and for `resync`), and the partners sent all once. */
   private readonly synced = new Map<string, number>()
+  private readonly resynced = new Map<string, number>()
+  private readonly known = new Set<string>()
   private readonly counts = { accepted: 0, refused: 0, sent: 0 }
   private timer: ReturnType<typeof setTimeout> | undefined
   /** Announcements of channels not in the graph yet, by slot: who sent them and when. */
@@ -116,6 +125,7 @@ export class Gossip {
     if (outcome.outcome === 'refused') return this.refuse(from, outcome.reason, outcome.detail)
     if (outcome.outcome === 'resent') return false
     this.counts.accepted++
+    if (update.type === 'PFSFeeUpdate' && update.updating_participant.toLowerCase() === from.toLowerCase()) this.resync(from)
     // Not back to who sent it, nor to the channel's participants: they had it first-hand.
     const id = update.type === 'PFSCapacityUpdate' ? [update.updating_participant, update.other_participant] : [update.updating_participant]
     if (this.passesOn) this.queue(update, new Set([from, ...id].map((a) => a.toLowerCase())))
@@ -133,22 +143,30 @@ export class Gossip {
     if (this.stopped || !this.passesOn) return
     const last = this.synced.get(peer.toLowerCase())
     if (last !== undefined && this.now() - last < this.limits.syncEveryMs) return
-    this.sync(peer, this.p.state())
+    if (this.sync(peer, this.p.state())) this.synced.set(peer.toLowerCase(), this.now())
+  }
+
+  /** A partner announced new fees on a channel, itself: it may have restarted, and missed all that went meanwhile. */
+  private resync(peer: Address): void {
+    if (!this.passesOn) return
+    const last = this.resynced.get(peer.toLowerCase())
+    if (last !== undefined && this.now() - last < this.limits.resyncEveryMs) return
+    if (this.sync(peer, this.p.state())) this.resynced.set(peer.toLowerCase(), this.now())
   }
 
   /**
    * Sends a partner what the node holds of the token networks they share (Lightning's sync with a new peer): it may
-   * have missed what went before it was a partner or online. Bounded by `syncMax`.
+   * have missed what went before it was a partner or online. Bounded by `syncMax`. False when it is no partner.
    */
-  private sync(peer: Address, state: NodeState): void {
+  private sync(peer: Address, state: NodeState): boolean {
     const key = peer.toLowerCase()
     const networks = new Set(
       Object.values(state.channels)
         .filter((c) => c.state === 'opened' && c.partner.toLowerCase() === key)
         .map((c) => c.tokenNetwork.toLowerCase()),
     )
-    if (networks.size === 0) return
-    this.synced.set(key, this.now())
+    if (networks.size === 0) return false
+    this.known.add(key)
     forgetClosed(this.heard, state)
     let sent = 0
     for (const [channelKey, sides] of this.heard) {
@@ -163,6 +181,7 @@ export class Gossip {
       }
     }
     this.counts.sent += sent
+    return true
   }
 
   stop(): void {
@@ -233,7 +252,7 @@ export class Gossip {
       const network = c.tokenNetwork.toLowerCase()
       partners.set(network, [...(partners.get(network) ?? []), c.partner])
       // A new partner (its channel just opened) hears all the node holds, what is queued now included.
-      if (!this.synced.has(c.partner.toLowerCase())) {
+      if (!this.known.has(c.partner.toLowerCase())) {
         this.sync(c.partner, state)
         fresh.add(c.partner.toLowerCase())
       }

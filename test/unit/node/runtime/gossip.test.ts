@@ -6,14 +6,17 @@ import { Gossip, type GossipLimits } from '../../../../src/node/runtime/gossip.t
 import type { Message } from '../../../../src/protocol/messages/types.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { sleep } from '../../../../src/waits.ts'
-import { AFTER, capacityUpdate, twoWays, type TwoWays } from '../../pathfinding/support/heardNetwork.ts'
+import { AFTER, capacityUpdate, feeUpdate, twoWays, type TwoWays } from '../../pathfinding/support/heardNetwork.ts'
 
 beforeAll(() => useNativeSecp256k1())
 
 const FAST: Partial<GossipLimits> = { forwardEveryMs: 5, deferredEveryMs: 5 }
 
 /** A's gossip over A's state, what it sends recorded by recipient name. */
-function gossipOf(w: TwoWays, options: { routingMode?: 'local' | 'private'; limits?: Partial<GossipLimits>; state?: () => NodeState } = {}) {
+function gossipOf(
+  w: TwoWays,
+  options: { routingMode?: 'local' | 'private'; limits?: Partial<GossipLimits>; state?: () => NodeState; now?: () => number } = {},
+) {
   const sent: { to: string; message: Message }[] = []
   const name = (a: Address) => ['A', 'B', 'C', 'D', 'E', 'F'].find((n) => w.at(n).toLowerCase() === a.toLowerCase())!
   const refused: string[] = []
@@ -23,7 +26,7 @@ function gossipOf(w: TwoWays, options: { routingMode?: 'local' | 'private'; limi
     delivery: { sendOnce: (to, message) => void sent.push({ to: name(to), message }) },
     limits: { ...FAST, ...options.limits },
     refused: (_, reason) => void refused.push(reason),
-    now: () => AFTER,
+    now: options.now ?? (() => AFTER),
   })
   const to = (update: HeardUpdate) =>
     sent
@@ -124,6 +127,25 @@ describe('what a node passes on of the announcements it hears (docs/decisions/00
     await sleep(40)
     expect(g.gossip.view()).toMatchObject({ held: 2, accepted: 1 })
     expect(g.to(update)).toEqual(['B'])
+  })
+
+  test('a partner that announces its fees on its channel with A anew, itself (as at each of its starts), is sent all A holds, at most once a minute', async () => {
+    const w = await twoWays()
+    let now = AFTER
+    const g = gossipOf(w, { limits: { forwardEveryMs: 10_000 }, now: () => now })
+    const ef = capacityUpdate(w, 'E', 'F')
+    g.gossip.receive(ef, w.at('C'))
+    // Passed on by C, B's fees are no news of B's: nothing sent.
+    g.gossip.receive(feeUpdate(w, 'B', 'F', 0n, 1), w.at('C'))
+    expect(g.to(ef)).toEqual([])
+    g.gossip.receive(feeUpdate(w, 'B', 'A', 0n, 1), w.at('B'))
+    expect(g.to(ef)).toEqual(['B'])
+    g.gossip.receive(feeUpdate(w, 'B', 'A', 0n, 2), w.at('B'))
+    expect(g.to(ef)).toEqual(['B'])
+    now += 61_000
+    g.gossip.receive(feeUpdate(w, 'B', 'A', 0n, 3), w.at('B'))
+    expect(g.to(ef)).toEqual(['B', 'B'])
+    g.gossip.stop()
   })
 
   test('a partner seen is sent what A holds of their token network, not its own, at most once in a while', async () => {
