@@ -84,6 +84,8 @@ export class Gossip {
   private readonly limits: GossipLimits
   private readonly limiter: PeerRateLimiter
   private readonly outgoing = new Map<string, Outgoing>()
+  /** Our own announcements waiting for the next batch, unsigned, by channel and kind. */
+  private readonly unsigned = new Map<string, () => HeardUpdate | undefined>()
   /** When each peer was last sent all (for `peerSeen`, and for `resync`), and the partners sent all once. */
   private readonly synced = new Map<string, number>()
   private readonly resynced = new Map<string, number>()
@@ -136,6 +138,16 @@ export class Gossip {
   own(update: HeardUpdate): void {
     hold(this.heard, update)
     if (this.passesOn) this.queue(update, new Set())
+  }
+
+  /**
+   * Our own announcement, signed when the next batch goes, as `own`: only the newest of each `slot` (a channel and a
+   * kind) is signed, so a busy channel costs one signature a batch, not one per payment. Nothing in `private` mode.
+   */
+  ownLater(slot: string, sign: () => HeardUpdate | undefined): void {
+    if (!this.passesOn || this.stopped) return
+    this.unsigned.set(slot, sign)
+    this.arm()
   }
 
   /** A peer came online: a partner is sent what the node holds of their token networks (at most once in `syncEveryMs`). */
@@ -191,6 +203,7 @@ export class Gossip {
     this.timer = undefined
     this.deferredTimer = undefined
     this.outgoing.clear()
+    this.unsigned.clear()
     this.deferred.clear()
   }
 
@@ -236,6 +249,10 @@ export class Gossip {
 
   private queue(update: HeardUpdate, except: ReadonlySet<string>): void {
     this.outgoing.set(slotOf(update), { update, except })
+    this.arm()
+  }
+
+  private arm(): void {
     if (this.timer !== undefined || this.stopped) return
     this.timer = setTimeout(() => this.flush(), this.limits.forwardEveryMs)
     ;(this.timer as { unref?: () => void }).unref?.()
@@ -244,6 +261,12 @@ export class Gossip {
   private flush(): void {
     this.timer = undefined
     if (this.stopped) return
+    const waiting = [...this.unsigned.values()]
+    this.unsigned.clear()
+    for (const sign of waiting) {
+      const update = sign()
+      if (update) this.own(update)
+    }
     const state = this.p.state()
     const partners = new Map<string, Address[]>()
     const fresh = new Set<string>()

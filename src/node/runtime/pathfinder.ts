@@ -43,7 +43,7 @@ export type PathfinderParameters = {
   signer: Pick<Signer, 'signAnnouncement' | 'signIou' | 'signIouQuery'>
   serviceMessages: Pick<ServiceMessages, 'send' | 'cancel'>
   /** Our announcements to our partners, and what the node heard of others' (docs/decisions/0074). */
-  gossip?: Pick<Gossip, 'passesOn' | 'own' | 'view'>
+  gossip?: Pick<Gossip, 'passesOn' | 'ownLater' | 'view'>
   notify: (notice: PathfindingNotice) => void
   /** Aborted when the node stops: a request under way ends. */
   stopped: AbortSignal
@@ -229,25 +229,18 @@ export class Pathfinder {
   // ---- announcements ----
 
   /**
-   * The effect handler's: a channel's announcement, signed and sent to our partners (unless private), and to the
-   * service (or kept until one is chosen). Signed once: the partners and the service hear the same fee timestamp.
+   * The effect handler's: a channel's announcement, to our partners (unless private: signed with the gossip's next
+   * batch, the newest of the channel's only), and to the service (or kept until one is chosen).
    */
   announce(effect: Announcement, to: { partners: boolean } = { partners: true }): void {
-    const partners = to.partners && (this.p.gossip?.passesOn ?? false)
-    if (!this.announces && !partners) return
-    let signed: HeardUpdate | undefined
-    if (partners) {
-      signed = this.sign(effect)
-      if (!signed) return
-      this.p.gossip!.own(signed)
-    }
+    if (to.partners && this.p.gossip?.passesOn) this.p.gossip.ownLater(`${effect.type}|${effect.channelKey}`, () => this.sign(effect))
     if (!this.announces) return
     const key = `pfs|${effect.type}|${effect.channelKey}`
     if (!this.chosen) {
       this.pending.set(key, effect)
       return
     }
-    this.send(key, effect, this.chosen.paymentAddress, signed)
+    this.send(key, effect, this.chosen.paymentAddress)
   }
 
   /** Every channel of ours, announced to the service as it is now: at a start (nothing kept them), and to a service newly chosen. */
@@ -259,10 +252,7 @@ export class Pathfinder {
   /** Every channel of ours, announced to our partners as it is now: at a start (they may have missed the last ones). */
   announceToPartners(): void {
     if (!this.p.gossip?.passesOn) return
-    this.eachChannel((effect) => {
-      const signed = this.sign(effect)
-      if (signed) this.p.gossip!.own(signed)
-    })
+    this.eachChannel((effect) => this.p.gossip!.ownLater(`${effect.type}|${effect.channelKey}`, () => this.sign(effect)))
   }
 
   private eachChannel(announce: (effect: Announcement) => void): void {
