@@ -937,7 +937,7 @@ export interface operations {
                         /** @description --pathfinding-max-fee: the most a payment may cost in mediation fees, and the most a route request may cost */
                         pathfinding_max_fee: string;
                         pathfinding_iou_timeout: string;
-                        /** @description the pathfinding client: the service chosen, why none can be used now (payments route locally meanwhile), the announcements of our channels */
+                        /** @description the pathfinding client: the service chosen, why none can be used now (payments route locally meanwhile), the announcements of our channels, what the node heard */
                         pathfinding: {
                             service: {
                                 url: string;
@@ -953,6 +953,17 @@ export interface operations {
                                 /** @description capacity and fee updates sent and not acknowledged yet, or waiting for a service */
                                 waiting: number;
                                 acknowledged: number;
+                            };
+                            /** @description the announcements the node hears from its partners and passes on, which its own routes use (docs/decisions/0074) */
+                            heard: {
+                                /** @description capacity and fee updates held, the newest of each channel and participant, ours included */
+                                held: number;
+                                /** @description updates received from peers that were valid and newer than those held */
+                                accepted: number;
+                                /** @description updates received that were forged, stale, of another chain, of a channel not open in our graph, or over the peer's rate */
+                                refused: number;
+                                /** @description updates sent to our partners: ours, and those passed on */
+                                sent: number;
                             };
                         };
                         monitoring_enabled: boolean;

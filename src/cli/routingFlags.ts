@@ -15,7 +15,7 @@ function httpUrlOrAuto(raw: string): string | undefined {
 export const routingFlags = {
   routingMode: {
     description:
-      'how routes are found: local (by deposits over the channels the node follows; its channels are announced to --pathfinding-service-address if given), pfs (ask the pathfinding service, pay it, route locally while it does not answer), private (announce nothing, route locally)',
+      'how routes are found: local (over the channels the node follows, by what their participants announced to their partners, else by deposits; its channels are announced to its partners, and to --pathfinding-service-address if given), pfs (ask the pathfinding service, pay it, route locally while it does not answer), private (announce nothing, pass nothing on, route locally with what it hears)',
     valueName: 'MODE',
     expected: ROUTING_MODES.join(', '),
     parse: (raw: string) => ((ROUTING_MODES as readonly string[]).includes(raw) ? (raw as RoutingMode) : undefined),

@@ -28,6 +28,7 @@ import { EventBus } from './runtime/eventBus.ts'
 import { resolveFromHistory } from './runtime/history.ts'
 import { MessageHandler } from './runtime/messageHandler.ts'
 import { withOurProofKnown } from './runtime/nonceLookups.ts'
+import { Gossip } from './runtime/gossip.ts'
 import { Pathfinder } from './runtime/pathfinder.ts'
 import { peerRecordsOf } from './runtime/routeMetadata.ts'
 import { ServiceMessages } from './runtime/serviceMessages.ts'
@@ -233,6 +234,10 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       syncedBlock,
     )
     const status = new StatusTracker(follower, notices, { pollingInterval: config.pollingInterval })
+    // Route announcements between nodes (docs/decisions/0074): ours to our partners, theirs checked, held and passed on.
+    const gossip = new Gossip({ config, state: () => engine.current, delivery })
+    delivery.onAnnouncement((update, from) => void gossip.receive(update, from))
+    transport.onPeerSeen?.((peer) => gossip.peerSeen(peer))
     // The pathfinding service's client (docs/decisions/0073): our channels announced to it, routes asked of it.
     const pathfinder = new Pathfinder({
       config,
@@ -241,6 +246,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       headBlock: () => status.headBlock(),
       signer,
       serviceMessages,
+      gossip,
       notify: (notice) => notices.publish(notice),
       stopped: stopping.signal,
     })
@@ -292,6 +298,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       paymentSlots: Math.max(1, ctx.maxPendingLocks - 32),
       serviceMessages,
       pathfinder,
+      gossip,
     })
     const node = new SluiceNode({
       client,

@@ -165,7 +165,8 @@ export type NodeConfig = {
   pathfindingMaxFee?: bigint
   /**
    * How the node finds routes for a mediated payment (`--routing-mode`, Raiden's names; docs/decisions/0073):
-   * `local` (the default) routes over the channel graph it follows by deposits, and announces its channels to the
+   * `local` (the default) routes over the channel graph it follows, by what its partners pass on of the channels'
+   * announcements, else by deposits (docs/decisions/0074), and announces its channels to its partners, and to the
    * pathfinding service when one is given; `pfs` asks the pathfinding service for routes, pays it, reports each route's
    * outcome, and routes locally, saying so, while the service cannot answer; `private` announces nothing and routes
    * locally. A direct channel that can carry the payment is used without asking anyone, as Raiden does.
@@ -187,7 +188,7 @@ export type NodeConfig = {
   pathfinding?: PathfindingTunables
 }
 
-/** `--routing-mode`: Raiden's `pfs` and `private`, and `local`, our routing by deposits (docs/decisions/0073). */
+/** `--routing-mode`: Raiden's `pfs` and `private`, and `local`, our own routing by what the node heard (docs/decisions/0073, 0074). */
 export type RoutingMode = 'pfs' | 'private' | 'local'
 export const ROUTING_MODES: readonly RoutingMode[] = ['pfs', 'private', 'local']
 

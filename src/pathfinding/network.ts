@@ -1,4 +1,5 @@
 import type { Address } from 'viem'
+import type { FeeSchedule } from '../protocol/messages/types.ts'
 import {
   channelAfterEvent,
   directionCapacity,
@@ -24,6 +25,8 @@ export type ChannelSlot = {
   ends: readonly [number, number]
   capacity: readonly [bigint, bigint]
   revealTimeout: readonly [bigint, bigint]
+  /** Each participant's fee schedule on this channel (what it charges to mediate through it). */
+  schedule: readonly [FeeSchedule, FeeSchedule]
   flatFee: readonly [number, number]
   proportionalFee: readonly [number, number]
 }
@@ -63,15 +66,23 @@ function nodeNumber(view: TokenNetworkView, address: Address): number {
   return node
 }
 
+/**
+ * What a search takes of a channel in place of what its announcements say: a node routing by what it heard
+ * (src/pathfinding/localRoutes.ts) knows its own channels exactly and falls back to the chain's hints where it heard
+ * nothing. The service gives none.
+ */
+export type SlotOverrides = Partial<Pick<ChannelSlot, 'capacity' | 'revealTimeout' | 'schedule'>>
+
 /** Puts a channel record in the view (new, or replacing the one with its id). */
-export function putChannel(view: TokenNetworkView, channel: PfsChannel): void {
+export function putChannel(view: TokenNetworkView, channel: PfsChannel, overrides: SlotOverrides = {}): void {
   const id = channel.channelId.toString()
   view.channels.set(id, channel)
-  const [schedule0, schedule1] = [feeScheduleOf(channel, 0), feeScheduleOf(channel, 1)]
+  const [schedule0, schedule1] = overrides.schedule ?? [feeScheduleOf(channel, 0), feeScheduleOf(channel, 1)]
   const derived = {
     channel,
-    capacity: [directionCapacity(channel, 0), directionCapacity(channel, 1)] as const,
-    revealTimeout: [revealTimeoutOf(channel, 0), revealTimeoutOf(channel, 1)] as const,
+    capacity: overrides.capacity ?? ([directionCapacity(channel, 0), directionCapacity(channel, 1)] as const),
+    revealTimeout: overrides.revealTimeout ?? ([revealTimeoutOf(channel, 0), revealTimeoutOf(channel, 1)] as const),
+    schedule: [schedule0, schedule1] as const,
     flatFee: [Number(schedule0.flat), Number(schedule1.flat)] as const,
     proportionalFee: [Number(schedule0.proportional), Number(schedule1.proportional)] as const,
   }

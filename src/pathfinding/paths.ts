@@ -1,6 +1,5 @@
 import type { Address } from 'viem'
 import { pfsErrors } from './errorCodes.ts'
-import { feeScheduleOf } from './channel.ts'
 import type { TokenNetworkView } from './network.ts'
 import { mediatorFees, type MediationChannels, type MediationFee } from './routeFees.ts'
 import { PathSearch, shortestSimplePaths, type GraphPath, type SearchGraph } from './simplePaths.ts'
@@ -312,8 +311,8 @@ class RequestGraph implements SearchGraph {
       const inAt = (1 - (edges[k - 1]! & 1)) as 0 | 1
       const outAt = (edges[k]! & 1) as 0 | 1
       mediators.push({
-        payer: { schedule: feeScheduleOf(payer.channel, inAt), balance: payer.capacity[inAt], receivable: payer.capacity[1 - inAt]! },
-        payee: { schedule: feeScheduleOf(payee.channel, outAt), balance: payee.capacity[outAt] },
+        payer: { schedule: payer.schedule[inAt], balance: payer.capacity[inAt], receivable: payer.capacity[1 - inAt]! },
+        payee: { schedule: payee.schedule[outAt], balance: payee.capacity[outAt] },
       })
     }
     const fees = mediatorFees(mediators, this.request.value, this.context.mediationFee)

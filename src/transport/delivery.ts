@@ -1,7 +1,8 @@
 import type { Address, Hex } from 'viem'
 import type { InvalidMessageError, InvalidSignatureError } from '../protocol/errors.ts'
 import { decodeMessage, type DecodedMessage } from '../protocol/messages/sign.ts'
-import type { Message, Signed } from '../protocol/messages/types.ts'
+import { encodeMessage } from '../protocol/messages/wire.ts'
+import type { Message, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../protocol/messages/types.ts'
 import type { OutboxRecord } from '../storage/storage.ts'
 import { awaitsStateAnswer, retrievableId } from './acknowledgement.ts'
 import { defaultBackoff, type Backoff } from './backoff.ts'
@@ -105,6 +106,16 @@ export type Delivery = {
   resume(records: readonly OutboxRecord[], when?: () => Promise<unknown>): void
   /** Stops retrying these keys (the runtime no longer wants them sent: an expired withdraw, a settled channel). */
   cancel(keys: readonly string[]): void
+  /**
+   * Hears the route announcements (PFSCapacityUpdate, PFSFeeUpdate) peers pass on, verified but from whoever signed
+   * them, with the peer that carried them (docs/decisions/0074); before `start`. Without a listener they are dropped.
+   */
+  onAnnouncement(listener: (message: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>, from: Address) => void): void
+  /**
+   * Sends a message once, unacknowledged and never retried (a route announcement passed on: a lost one is replaced by
+   * the next). A message signed already (an announcement, ours or another's) goes as it is.
+   */
+  sendOnce(to: Address, message: Message): void
   /** Opens the way to a peer we will send to (a channel partner) ahead of the first message: `Transport.connect`. */
   connect(peer: Address): void
   /** What is waiting for acknowledgement, with in-memory attempt counts. */
@@ -118,6 +129,7 @@ export type Delivery = {
 export function createDelivery(parameters: DeliveryParameters): Delivery {
   const { transport, sign, onMessage, log } = parameters
   let onAcknowledged = parameters.onAcknowledged
+  let onAnnouncement: ((message: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>, from: Address) => void) | undefined
   const now = parameters.now ?? Date.now
   const backoff: Backoff = { ...defaultBackoff, ...parameters.backoff }
   const memory = parameters.memory ?? 4096
@@ -143,7 +155,12 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     }
   }
 
-  const flusher = new Flusher({ queues, sign, send: (to, lines) => transport.send(to, lines), finished: acknowledge, now, ...(log ? { log } : {}) })
+  // A route announcement signed already (ours, or another's passed on) goes as it was signed.
+  const signOrPass = (message: Message) =>
+    (message.type === 'PFSCapacityUpdate' || message.type === 'PFSFeeUpdate') && 'signature' in message
+      ? encodeMessage(message as Signed<Message>)
+      : sign(message)
+  const flusher = new Flusher({ queues, sign: signOrPass, send: (to, lines) => transport.send(to, lines), finished: acknowledge, now, ...(log ? { log } : {}) })
   const ledger = new ReceivedLedger({
     handUp: onMessage,
     onHandlerFailed: (error) => log?.({ type: 'handlerFailed', error }),
@@ -204,7 +221,19 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         log?.({ type: 'ownMessage', from, line })
         continue
       }
-      // A peer speaks for itself only: no message of the protocol is forwarded, and what one peer may send is
+      // Route announcements are passed on from peer to peer (docs/decisions/0074): signed by the channel's participant,
+      // carried by whoever forwards them, and counted against that peer by the listener. Never acknowledged: a lost
+      // one is replaced by the next.
+      if (message.type === 'PFSCapacityUpdate' || message.type === 'PFSFeeUpdate') {
+        counts.received++
+        try {
+          onAnnouncement?.(message, from)
+        } catch (error) {
+          log?.({ type: 'handlerFailed', error })
+        }
+        continue
+      }
+      // A peer speaks for itself only: no other message of the protocol is forwarded, and what one peer may send is
       // counted and limited by the peer that sends it (docs/decisions/0064).
       if (signer.toLowerCase() !== from.toLowerCase()) {
         counts.wrongSigner++
@@ -212,9 +241,9 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
         continue
       }
       counts.received++
-      // A node keeps nobody's monitoring requests or route announcements (a monitoring or pathfinding service does,
-      // with its own intake): none is handed up, and none acknowledged, which would tell the sender it is held.
-      if (message.type === 'RequestMonitoring' || message.type === 'PFSCapacityUpdate' || message.type === 'PFSFeeUpdate') continue
+      // A node keeps nobody's monitoring requests (a monitoring service does, with its own intake): none is handed up,
+      // and none acknowledged, which would tell the sender it is held.
+      if (message.type === 'RequestMonitoring') continue
       if (message.type === 'Delivered') {
         done.push(...queues.delivered(signer, message.delivered_message_identifier))
         continue
@@ -265,6 +294,17 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
     onAcknowledged(listener) {
       if (onAcknowledged) throw new Error("delivery's acknowledgements are heard already")
       onAcknowledged = listener
+    },
+
+    onAnnouncement(listener) {
+      if (onAnnouncement) throw new Error("delivery's announcements are heard already")
+      onAnnouncement = listener
+    },
+
+    sendOnce(to, message) {
+      if (stopped || !started) return
+      flusher.sendOnce(to, message)
+      flusher.schedule()
     },
 
     connect(peer) {

@@ -23,12 +23,17 @@ describe('node information', () => {
     expect((await n.get('/version')).body).toEqual({ version: '0.1.0' })
     expect((await n.get('/settings')).body).toEqual({
       pathfinding_service_address: null,
-      // Routing by deposits, no pathfinding service (docs/decisions/0073): Raiden's other defaults.
+      // Routing locally, no pathfinding service (docs/decisions/0073): Raiden's other defaults. No channel: nothing heard (0074).
       routing_mode: 'local',
       pathfinding_max_paths: 3,
       pathfinding_max_fee: '50000000000000000',
       pathfinding_iou_timeout: '200000',
-      pathfinding: { service: null, unavailable: null, announcements: { waiting: 0, acknowledged: 0 } },
+      pathfinding: {
+        service: null,
+        unavailable: null,
+        announcements: { waiting: 0, acknowledged: 0 },
+        heard: { held: 0, accepted: 0, refused: 0, sent: 0 },
+      },
       monitoring_enabled: false,
       monitoring_reward: '5000000000000000000',
       backup: null,

@@ -1,8 +1,8 @@
 // The node's side of pathfinding (docs/decisions/0073) between real processes: a `sluice pathfinding` service, a relay
 // and five `sluice serve` nodes A, B, C, D, E on an anvil of this file's own (the service registers itself in the
 // ServiceRegistry, which the run's shared anvil must not get). Two ways from A to D: A-B-D, short and free, and
-// A-C-E-D, where E charges 10 a mediation. B's direction to D gets drained. Routing by deposits takes A-B-D and then
-// guesses E's fee wrong; with --routing-mode pfs the service's route and fee carry the payment, its IOU rises by its
+// A-C-E-D, where E charges 10 a mediation. B's direction to D gets drained. Routing locally, A heard it and E's fee
+// from the nodes' announcements (docs/decisions/0074); with --routing-mode pfs the service's route and fee carry the payment, its IOU rises by its
 // price, a first route that fails falls back to the next, each outcome goes back to the service, private nodes tell it
 // nothing, and a node whose service is gone routes locally and says so.
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -188,18 +188,21 @@ afterAll(async () => {
 })
 
 describe('a node routing with a pathfinding service', () => {
-  test('B drains its way to D: routing by deposits tries A-B-D, then A-C-E-D without knowing E charges: the payment fails', async () => {
+  test("B drains its way to D: routing locally, A heard it and E's fee from the nodes' announcements (0074), and pays over A-C-E-D at once", async () => {
+    const heard = (await settings('A')).pathfinding.heard.accepted
     const drained = await pay('B', 'D', DEPOSIT, 1)
     expect(drained.status, JSON.stringify(drained.body)).toBe(200)
-    // The service hears of it from both B and D, D once it has B's Unlock.
+    // The service hears of it from both B and D, D once it has B's Unlock; A from B, and from D through E and C.
     await eventually(async () => expect(await balance('D', 'B')).toBe(DEPOSIT))
     await allAcknowledged('B', 'D')
+    await eventually(async () => expect((await settings('A')).pathfinding.heard.accepted).toBeGreaterThan(heard))
 
-    const failed = await pay('A', 'D', 100n, 2)
-    expect(failed.status, JSON.stringify(failed.body)).toBe(409)
-    expect(failed.body.errors).toMatch(/the target was offered 90, less than the amount 100/)
-    // B gave the first route's lock back.
-    expect(nodes.A.sluice.stdout()).toMatch(new RegExp(`payment route failed.*${at.B} refunded it, unable to forward the lock \\(route ${at.B}, ${at.D}\\)`))
+    const paid = await pay('A', 'D', 100n, 2)
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200)
+    // Over the longer route, for the fee E announced, with Raiden's margin on it; no route given up.
+    expect(paid.body.route).toEqual([at.C, at.E, at.D])
+    expect(paid.body.fee).toBe(String(E_FEE + feeMargin(100n, E_FEE)))
+    expect(nodes.A.sluice.stdout()).not.toMatch(logged('payment route failed'))
     // Routing locally asked no service and paid none.
     expect(await lastIou()).toBeUndefined()
   }, 60_000)
@@ -259,7 +262,12 @@ describe('a node routing with a pathfinding service', () => {
     expect(eAcknowledged).toBeGreaterThan(0)
     expect((await serviceStatus()).updates.accepted).toBe(accepted + eAcknowledged)
     for (const name of ['B', 'D'] as const)
-      expect((await settings(name)).pathfinding, name).toEqual({ service: null, unavailable: null, announcements: { waiting: 0, acknowledged: 0 } })
+      expect((await settings(name)).pathfinding, name).toMatchObject({
+        service: null,
+        unavailable: null,
+        announcements: { waiting: 0, acknowledged: 0 },
+        heard: { sent: 0 },
+      })
 
     const before = await serviceStatus()
     const iou = await lastIou()

@@ -120,7 +120,9 @@ describe('a hop without the balance to forward gives the lock back at once, no b
 
   beforeAll(async () => {
     net = await startDevnet([keyA, keyB, keyC, keyD])
-    ;[a, b, c, d] = await Promise.all([startNode(net, keyA), startNode(net, keyB), startNode(net, keyC), startNode(net, keyD)])
+    // B, C and D announce nothing (docs/decisions/0074): A routes by deposits, and meets the refunds.
+    const quiet = { routingMode: 'private' } as const
+    ;[a, b, c, d] = await Promise.all([startNode(net, keyA), startNode(net, keyB, quiet), startNode(net, keyC, quiet), startNode(net, keyD, quiet)])
     // A-B-C and A-D-C; B and D also put in towards A (as the devnet's channels have deposits on both sides), so
     // each can give a lock back to A.
     await openChannelOnChain(a.client, { tokenNetwork: net.tokenNetwork, partner: b.address, totalDeposit: 1000n })

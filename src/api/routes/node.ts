@@ -69,8 +69,22 @@ export const settingsAnswer = v.object({
         waiting: v.pipe(v.number(), v.description('capacity and fee updates sent and not acknowledged yet, or waiting for a service')),
         acknowledged: v.number(),
       }),
+      heard: v.pipe(
+        v.object({
+          held: v.pipe(v.number(), v.description('capacity and fee updates held, the newest of each channel and participant, ours included')),
+          accepted: v.pipe(v.number(), v.description('updates received from peers that were valid and newer than those held')),
+          refused: v.pipe(
+            v.number(),
+            v.description("updates received that were forged, stale, of another chain, of a channel not open in our graph, or over the peer's rate"),
+          ),
+          sent: v.pipe(v.number(), v.description('updates sent to our partners: ours, and those passed on')),
+        }),
+        v.description('the announcements the node hears from its partners and passes on, which its own routes use (docs/decisions/0074)'),
+      ),
     }),
-    v.description('the pathfinding client: the service chosen, why none can be used now (payments route locally meanwhile), the announcements of our channels'),
+    v.description(
+      'the pathfinding client: the service chosen, why none can be used now (payments route locally meanwhile), the announcements of our channels, what the node heard',
+    ),
   ),
   monitoring_enabled: v.boolean(),
   monitoring_reward: decimalString,
@@ -167,7 +181,12 @@ export function nodeRoutes(resources: Resources, ctx: ApiContextRef): void {
           pathfinding_max_paths: config.pathfindingMaxPaths,
           pathfinding_max_fee: config.pathfindingMaxFee,
           pathfinding_iou_timeout: config.pathfindingIouTimeout,
-          pathfinding: { service: view.service ?? null, unavailable: view.unavailable ?? null, announcements: view.announcements },
+          pathfinding: {
+            service: view.service ?? null,
+            unavailable: view.unavailable ?? null,
+            announcements: view.announcements,
+            heard: view.heard ?? { held: 0, accepted: 0, refused: 0, sent: 0 },
+          },
           monitoring_enabled: ctx().client.config.enableMonitoring,
           monitoring_reward: ctx().client.config.monitoringReward,
           backup: backupSettings(ctx().services.backup?.status()),

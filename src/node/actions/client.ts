@@ -14,6 +14,7 @@ import type { NodeNotice, NodeStatus, Report } from '../notices.ts'
 import type { ChainFollower } from '../runtime/chainFollower.ts'
 import type { Applied, Engine } from '../runtime/engine.ts'
 import type { EventBus } from '../runtime/eventBus.ts'
+import type { Gossip } from '../runtime/gossip.ts'
 import type { Pathfinder } from '../runtime/pathfinder.ts'
 import type { PeerRecords } from '../runtime/routeMetadata.ts'
 import type { ServiceMessages } from '../runtime/serviceMessages.ts'
@@ -54,6 +55,8 @@ export type NodeClient = {
   readonly serviceMessages: ServiceMessages
   /** The pathfinding service's client: routes for a payment, the announcements of our channels (docs/decisions/0073). */
   readonly pathfinder: Pathfinder
+  /** What the node heard of others' channels, which its own routes use (docs/decisions/0074). */
+  readonly gossip: Gossip
   /** Our channel with `partner` in `tokenNetwork`: the open one, else the latest. */
   channel(tokenNetwork: Address, partner: Address): Channel | undefined
   /**
@@ -122,6 +125,7 @@ export type NodeClientParts = {
   paymentSlots: number
   serviceMessages: ServiceMessages
   pathfinder: Pathfinder
+  gossip: Gossip
 }
 
 export function createNodeClient(p: NodeClientParts): NodeClient {
@@ -194,6 +198,7 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     payments: new PaymentsInFlight(p.paymentSlots),
     serviceMessages: p.serviceMessages,
     pathfinder: p.pathfinder,
+    gossip: p.gossip,
     channel: (tokenNetwork, partner) => channelWith(engine.current, tokenNetwork, partner),
     publicKeyOf: (address) => publicKeyOf(engine.current, address) ?? p.peerKeys.get(address.toLowerCase()),
     connect: (peer) => p.delivery.connect(peer),

@@ -1,7 +1,7 @@
 import { bytesToHex, maxUint256, maxUint64, sha256, type Address, type Hex } from 'viem'
 import { readSecretRevealBlock } from '../../chain/reads.ts'
 import { distributable } from '../../protocol/channel/amounts.ts'
-import { estimateRouteFee } from '../../protocol/routing/estimateFee.ts'
+import { localRoutes } from '../../pathfinding/localRoutes.ts'
 import { findRoutes, whyNoRouteHoldsLock } from '../../protocol/routing/findRoutes.ts'
 import { channelWith, sameAddress, tokenNetworkOf } from '../../protocol/state/access.ts'
 import type { NodeState } from '../../protocol/state/types.ts'
@@ -227,10 +227,32 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
   const ownSecret = !p.secret && !p.secrethash
   const secret = (p.secret?.toLowerCase() as Hex | undefined) ?? (ownSecret ? randomBytes32() : undefined)
   const secrethash = (p.secrethash?.toLowerCase() as Hex | undefined) ?? sha256(secret!)
-  let routes = findRoutes(client.state, { tokenNetwork: p.tokenNetwork, target: p.target, amount: p.amount, lockTimeout: p.lockTimeout ?? 'default' })
-  if (routes.length === 0) throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}`)
-  // Routes found here carry no fee of a pathfinding service: the node's own guess (docs/decisions/0069).
-  let routeFees = routes.map((route) => estimateRouteFee(client.state, { tokenNetwork: p.tokenNetwork, route, amount: p.amount }))
+  // A direct channel that can carry it is the route, as Raiden's get_best_routes: the graph is not looked at.
+  const first = findRoutes(client.state, {
+    tokenNetwork: p.tokenNetwork,
+    target: p.target,
+    amount: p.amount,
+    lockTimeout: p.lockTimeout ?? 'default',
+    maxRoutes: 1,
+  })
+  // Else the node's own routes: by what it heard of the network's channels and fees, else by their deposits and its
+  // own fees as a guess (docs/decisions/0074, 0069).
+  const local =
+    first[0]?.length === 1
+      ? [{ route: first[0], fee: 0n }]
+      : localRoutes(client.state, client.gossip.heard, {
+          tokenNetwork: p.tokenNetwork,
+          target: p.target,
+          amount: p.amount,
+          ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
+        })
+  if (local.length === 0) {
+    throw new NoRouteError(
+      `no route to ${p.target} can carry ${p.amount}${first.length > 0 ? ': the announcements heard say no channel of the routes by deposits can carry it now' : ''}`,
+    )
+  }
+  let routes = local.map((r) => r.route)
+  let routeFees = local.map((r) => r.fee)
   // A direct channel that can carry it is used without asking anyone (Raiden's get_best_routes); else, in `pfs` mode,
   // the pathfinding service's routes with its fees, or ours while it cannot answer (docs/decisions/0073).
   const found: RoutesFound = routes[0]!.length === 1 ? { source: 'local' } : await client.pathfinder.routes({ ...p, address: client.address })

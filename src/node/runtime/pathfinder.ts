@@ -5,6 +5,7 @@ import { readRegisteredServices } from '../../chain/serviceRegistry.ts'
 import { nextIou, packIou, whyNotOurIou } from '../../protocol/iou.ts'
 import { recoverPackedSignerSync } from '../../protocol/signature.ts'
 import { announced, capacityUpdateOf, feeAnnouncementOf } from '../../protocol/routing/announcements.ts'
+import type { HeardUpdate } from '../../pathfinding/heard.ts'
 import type { Effect } from '../../protocol/state/effects.ts'
 import type { NodeState } from '../../protocol/state/types.ts'
 import { SerialByKey } from '../../serialByKey.ts'
@@ -13,6 +14,7 @@ import type { ResolvedNodeConfig } from '../nodeConfig.ts'
 import type { PathfindingNotice } from '../notices.ts'
 import { pfsFeedback, pfsInfo, pfsLastIou, pfsPaths, type PfsCall, type PfsInfo, type PfsRoutes, type SignedIou } from './pfsApi.ts'
 import type { ServiceMessages } from './serviceMessages.ts'
+import type { Gossip, GossipView } from './gossip.ts'
 import type { Signer } from './signer.ts'
 
 export type Announcement = Extract<Effect, { type: 'announceCapacity' | 'announceFees' }>
@@ -40,6 +42,8 @@ export type PathfinderParameters = {
   headBlock: () => bigint
   signer: Pick<Signer, 'signAnnouncement' | 'signIou' | 'signIouQuery'>
   serviceMessages: Pick<ServiceMessages, 'send' | 'cancel'>
+  /** Our announcements to our partners, and what the node heard of others' (docs/decisions/0074). */
+  gossip?: Pick<Gossip, 'passesOn' | 'ownLater' | 'view'>
   notify: (notice: PathfindingNotice) => void
   /** Aborted when the node stops: a request under way ends. */
   stopped: AbortSignal
@@ -73,6 +77,8 @@ export type PathfindingView = {
   /** Why none can be used now (the node routes locally meanwhile), and since when (unix ms). */
   unavailable: { reason: string; since: number } | undefined
   announcements: { waiting: number; acknowledged: number }
+  /** What the node heard from its partners and holds (its own included), and sent them (docs/decisions/0074). */
+  heard: GossipView | undefined
 }
 
 const describe = (error: unknown) =>
@@ -131,6 +137,7 @@ export class Pathfinder {
       service: this.chosen ? { url: this.chosen.url, address: this.chosen.paymentAddress, price: this.chosen.price } : undefined,
       unavailable: this.problem,
       announcements: { waiting: this.sending.size + this.pending.size, acknowledged: this.acknowledged },
+      heard: this.p.gossip?.view(),
     }
   }
 
@@ -230,8 +237,12 @@ export class Pathfinder {
 
   // ---- announcements ----
 
-  /** The effect handler's: a channel's announcement, sent to the service (or kept until one is chosen). */
-  announce(effect: Announcement): void {
+  /**
+   * The effect handler's: a channel's announcement, to our partners (unless private: signed with the gossip's next
+   * batch, the newest of the channel's only), and to the service (or kept until one is chosen).
+   */
+  announce(effect: Announcement, to: { partners: boolean } = { partners: true }): void {
+    if (to.partners && this.p.gossip?.passesOn) this.p.gossip.ownLater(`${effect.type}|${effect.channelKey}`, () => this.sign(effect))
     if (!this.announces) return
     const key = `pfs|${effect.type}|${effect.channelKey}`
     if (!this.chosen) {
@@ -241,14 +252,24 @@ export class Pathfinder {
     this.send(key, effect, this.chosen.paymentAddress)
   }
 
-  /** Every channel of ours, announced as it is now: at a start (nothing kept them), and to a service newly chosen. */
+  /** Every channel of ours, announced to the service as it is now: at a start (nothing kept them), and to a service newly chosen. */
   announceAll(): void {
     if (!this.announces) return
+    this.eachChannel((effect) => this.announce(effect, { partners: false }))
+  }
+
+  /** Every channel of ours, announced to our partners as it is now: at a start (they may have missed the last ones). */
+  announceToPartners(): void {
+    if (!this.p.gossip?.passesOn) return
+    this.eachChannel((effect) => this.p.gossip!.ownLater(`${effect.type}|${effect.channelKey}`, () => this.sign(effect)))
+  }
+
+  private eachChannel(announce: (effect: Announcement) => void): void {
     const state = this.p.state()
     for (const [channelKey, channel] of Object.entries(state.channels)) {
       if (!announced(channel)) continue
-      this.announce({ type: 'announceCapacity', channelKey, update: capacityUpdateOf(state, channel) })
-      this.announce({ type: 'announceFees', channelKey, update: feeAnnouncementOf(state, channel) })
+      announce({ type: 'announceCapacity', channelKey, update: capacityUpdateOf(state, channel) })
+      announce({ type: 'announceFees', channelKey, update: feeAnnouncementOf(state, channel) })
     }
   }
 
@@ -260,17 +281,20 @@ export class Pathfinder {
     for (const [key, effect] of waiting) this.send(key, effect, service.paymentAddress)
   }
 
-  private send(key: string, effect: Announcement, to: Address): void {
-    let signed: Parameters<ServiceMessages['send']>[2]
+  /** Signs an announcement as this node (a fee update stamped now, later than the channel's last); undefined once the state is stale. */
+  private sign(effect: Announcement): HeardUpdate | undefined {
     try {
-      signed =
-        effect.type === 'announceCapacity'
-          ? this.p.signer.signAnnouncement(effect.update)
-          : this.p.signer.signAnnouncement({ ...effect.update, timestamp: feeTimestamp(this.feeStamp(effect.channelKey)) })
+      return effect.type === 'announceCapacity'
+        ? this.p.signer.signAnnouncement(effect.update)
+        : this.p.signer.signAnnouncement({ ...effect.update, timestamp: feeTimestamp(this.feeStamp(effect.channelKey)) })
     } catch {
       // A stale state signs nothing (docs/decisions/0029): the node halts.
-      return
+      return undefined
     }
+  }
+
+  private send(key: string, effect: Announcement, to: Address, signed = this.sign(effect)): void {
+    if (!signed) return
     this.sending.add(key)
     this.p.serviceMessages.send(key, to, signed, () => {
       this.sending.delete(key)

@@ -484,9 +484,27 @@ describe('delivery', () => {
     await eventually(() => expect(a.acknowledged).toEqual([update.key]))
     await sleep(50)
     expect(a.sends).toHaveLength(1)
-    // B, a node, keeps no route announcements (a pathfinding service does): nothing handed up, no Delivered.
+    // B's state machine takes no route announcement (its gossip would: decision 0074), and B acknowledges none.
     expect(b.received).toEqual([])
     expect(sentLines(b, 'Delivered')).toEqual([])
+  })
+
+  test('a route announcement another node signed, passed on with sendOnce, is heard as it is with the peer that carried it, once, unacknowledged (decision 0074)', async () => {
+    const channelName = freshChannel()
+    const a = await start(1, { channelName, backoff: { initialMs: 10, maxMs: 20 } })
+    const b = await start(2, { channelName })
+    await settle(a, b)
+    const heard: { type: string; signer: string; from: string }[] = []
+    b.delivery.onAnnouncement((message, from) => void heard.push({ type: message.type, signer: message.updating_participant, from }))
+    // C's own update of its channel with B, which A passes on.
+    const c = privateKeyToAddress(anvilKeys[3]!)
+    const update = await signMessage(anvilKeys[3]!, capacityUpdate(c, b.address))
+    a.delivery.sendOnce(b.address, update)
+    await eventually(() => expect(heard).toEqual([{ type: 'PFSCapacityUpdate', signer: c, from: a.address }]))
+    await sleep(60)
+    expect(sentLines(a, 'PFSCapacityUpdate', b.address)).toEqual([JSON.parse(encodeMessage(update))])
+    expect(sentLines(b, 'Delivered')).toEqual([])
+    expect(b.received).toEqual([])
   })
 
   test('a signed PFSCapacityUpdate is resent until the Delivered with the id derived from it (decision 0072)', async () => {
