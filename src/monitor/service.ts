@@ -10,7 +10,7 @@ import type { Delivered } from '../protocol/messages/types.ts'
 import { encodeMessage } from '../protocol/messages/wire.ts'
 import type { Transport } from '../transport/transport.ts'
 import { createChainFacts } from './chainFacts.ts'
-import { ChainWatch } from './chainWatch.ts'
+import { monitorChainWatch } from './chainWatch.ts'
 import { DutyRunner } from './duties.ts'
 import { Intake, type IntakeCounts } from './intake.ts'
 import { defaultLimits, type Limits } from './limits.ts'
@@ -159,7 +159,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     onError: (where, error) => log(`${where}: ${describe(error)}`, 'warn'),
     onSent: (description, hash) => log(`sent ${description}: ${hash}`, 'info'),
   })
-  const watch = new ChainWatch({
+  const watch = monitorChainWatch({
     chain,
     deployment,
     store,

@@ -21,14 +21,15 @@ import { createPathfindingState, createTokenNetworkView, networkOf, putChannel, 
 import { findPaths, type PathRequest } from '../paths.ts'
 import type { MediationFee } from '../routeFees.ts'
 import { timestampMicros } from '../timestamps.ts'
-import { ChainWatch } from './chainWatch.ts'
+import type { ServiceChainWatch } from '../../chain/serviceChainWatch.ts'
+import { pathfindingChainWatch } from './chainWatch.ts'
 import { ClaimRunner } from './claimRunner.ts'
 import { PathfindingServiceFailedError, PfsAnswerError } from './errors.ts'
 import { defaultIntakeLimits, UpdateIntake, type IntakeCounts, type IntakeLimits } from './intake.ts'
 import { Payments } from './payments.ts'
 import type { FeedbackRecord } from './records.ts'
 import { storeJournal } from '../../storage/storeJournal.ts'
-import { PfsStore, type Committed } from './store.ts'
+import { PfsStore, type Committed, type PfsTx } from './store.ts'
 
 /** A transport that can also say who is online (the libp2p transport: presence by watch, docs/decisions/0067, 0072). */
 export type PresenceTransport = Transport & {
@@ -285,7 +286,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
     onClaimed: (stored) => log(`claimed ${stored.claim?.transferred ?? 0n} from ${stored.iou.sender} (IOU session ${stored.iou.expirationBlock})`, 'info'),
     onLeft: (stored, note) => log(`IOU session of ${stored.iou.sender} (expiration ${stored.iou.expirationBlock}) not claimed now: ${note}`, 'info'),
   })
-  const watch: ChainWatch = new ChainWatch({
+  const watch: ServiceChainWatch<PfsTx> = pathfindingChainWatch({
     chain,
     deployment,
     store,
