@@ -1,32 +1,15 @@
 import { resolve } from 'node:path'
 import { hasCode } from '../errors.ts'
 import { checkApiExposure } from './apiExposure.ts'
-import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import { answerAsked, formatFlags, parseFlags, type FlagSpec } from './args.ts'
 import type { Command } from './command.ts'
-import { logFlags, loggerFromFlags } from './logFlags.ts'
+import { loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
-import {
-  checkRelays,
-  libp2pLog,
-  loadPrivateKey,
-  MissingFlagError,
-  parseHostPort,
-  parseUrl,
-  raidenNames,
-  readApiToken,
-  serveFlags,
-  startupStep,
-} from './serve.ts'
+import { serviceAccountFlags, serviceChainFlags, serviceUrlFlag } from './serviceFlags.ts'
+import { checkRelays, libp2pLog, loadPrivateKey, MissingFlagError, parseHostPort, readApiToken, serveFlags, startupStep } from './serve.ts'
 
 export const monitorFlags = {
-  rpc: serveFlags.rpc,
-  deployment: serveFlags.deployment,
-  key: serveFlags.key,
-  keystore: serveFlags.keystore,
-  keystorePath: serveFlags.keystorePath,
-  address: serveFlags.address,
-  passwordFile: serveFlags.passwordFile,
-  dataDir: stringFlag({ description: "where the service's LevelDB store lives (created if missing)", valueName: 'DIR', aliases: raidenNames.dataDir }),
+  ...serviceAccountFlags,
   relay: {
     ...serveFlags.relay,
     description:
@@ -36,22 +19,13 @@ export const monitorFlags = {
   apiHost: serveFlags.apiHost,
   rpccorsdomain: serveFlags.rpccorsdomain,
   apiTokenFile: serveFlags.apiTokenFile,
-  url: {
-    description: 'the URL published in the ServiceRegistry (default: the REST API URL)',
-    valueName: 'URL',
-    expected: 'an http(s) URL',
-    parse: (raw: string) => parseUrl(raw, ['http:', 'https:']),
-    default: undefined,
-  } as FlagSpec<string, false>,
+  url: serviceUrlFlag('the URL published in the ServiceRegistry (default: the REST API URL)'),
   minReward: {
     ...serveFlags.minServiceTokenBalance,
     description: 'the smallest reward (service tokens, smallest unit) a request may offer; below it is refused',
     default: 0n,
   } as FlagSpec<bigint, true>,
-  confirmations: serveFlags.confirmations,
-  maxFeePerGas: serveFlags.maxFeePerGas,
-  pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
-  ...logFlags,
+  ...serviceChainFlags,
 }
 
 const usage = `Usage: sluice monitor --rpc URL --deployment FILE (--key HEX | (--keystore FILE | --keystore-path DIR [--address ADDRESS]) [--password-file FILE]) --data-dir DIR [--relay MULTIADDR ...] [flags]

@@ -1,23 +1,17 @@
 import { resolve } from 'node:path'
 import { hasCode } from '../errors.ts'
-import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
+import { answerAsked, formatFlags, parseFlags, stringFlag, type FlagSpec } from './args.ts'
 import type { Command } from './command.ts'
-import { logFlags, loggerFromFlags } from './logFlags.ts'
+import { loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
-import { checkRelays, libp2pLog, loadPrivateKey, MissingFlagError, parseHostPort, parseUrl, raidenNames, serveFlags, startupStep } from './serve.ts'
+import { serviceAccountFlags, serviceChainFlags, serviceUrlFlag } from './serviceFlags.ts'
+import { checkRelays, libp2pLog, loadPrivateKey, MissingFlagError, parseHostPort, serveFlags, startupStep } from './serve.ts'
 
 const amount = (raw: string) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) < 2n ** 256n ? BigInt(raw) : undefined)
 const decimalAboveZero = (raw: string) => (/^(\d+)(\.\d+)?$/.test(raw) && /[1-9]/.test(raw) && raw.length <= 40 ? raw : undefined)
 
 export const pathfindingFlags = {
-  rpc: serveFlags.rpc,
-  deployment: serveFlags.deployment,
-  key: serveFlags.key,
-  keystore: serveFlags.keystore,
-  keystorePath: serveFlags.keystorePath,
-  address: serveFlags.address,
-  passwordFile: serveFlags.passwordFile,
-  dataDir: stringFlag({ description: "where the service's LevelDB store lives (created if missing)", valueName: 'DIR', aliases: raidenNames.dataDir }),
+  ...serviceAccountFlags,
   relay: {
     ...serveFlags.relay,
     description:
@@ -28,13 +22,7 @@ export const pathfindingFlags = {
     description: 'where the REST API listens: a public API (any address, any web page may call it)',
     default: '127.0.0.1:6000',
   } as FlagSpec<string, true>,
-  url: {
-    description: 'the URL published in the ServiceRegistry, where nodes find the API (default: the REST API URL)',
-    valueName: 'URL',
-    expected: 'an http(s) URL',
-    parse: (raw: string) => parseUrl(raw, ['http:', 'https:']),
-    default: undefined,
-  } as FlagSpec<string, false>,
+  url: serviceUrlFlag('the URL published in the ServiceRegistry, where nodes find the API (default: the REST API URL)'),
   serviceFee: {
     description: "what a routes request costs, in service tokens (smallest unit), paid by IOU from the sender's UserDeposit; 0: free, no IOU asked",
     valueName: 'AMOUNT',
@@ -51,10 +39,7 @@ export const pathfindingFlags = {
   } as FlagSpec<string, true>,
   operator: stringFlag({ description: 'who runs the service, for GET /api/v1/info', valueName: 'NAME' }),
   infoMessage: stringFlag({ description: "a message to the service's users, for GET /api/v1/info", valueName: 'TEXT' }),
-  confirmations: serveFlags.confirmations,
-  maxFeePerGas: serveFlags.maxFeePerGas,
-  pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
-  ...logFlags,
+  ...serviceChainFlags,
 }
 
 const usage = `Usage: sluice pathfinding --rpc URL --deployment FILE (--key HEX | (--keystore FILE | --keystore-path DIR [--address ADDRESS]) [--password-file FILE]) --data-dir DIR --relay MULTIADDR [--relay MULTIADDR ...] [--api HOST:PORT] [--service-fee AMOUNT] [flags]

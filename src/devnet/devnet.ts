@@ -118,20 +118,15 @@ export function createDevnet(options: DevnetOptions, log: Logger): Devnet {
     log.info('tokens registered; {accounts} accounts funded', { accounts: keys.length, tokenNetworks })
 
     transport = await startTransport(options.transport, log)
+    const serviceSetup = { rpcUrl, deployment, deployer, queue, transport, dataDir, log }
     // Before the nodes: they tell it of their channels from their start (docs/decisions/0073).
     if (options.pathfinding) {
       log.info('starting the pathfinding service: funding it, registering it, its first sync')
       const { startPathfindingService } = await import('./devnetPathfinding.ts')
       await startPathfindingService({
-        rpcUrl,
-        deployment,
-        deployer,
-        queue,
-        transport,
-        dataDir,
+        ...serviceSetup,
         port: options.portBase === 0 ? 0 : options.portBase + keys.length + 1,
         started: (p) => (pathfinding = p),
-        log,
       })
       log.info('pathfinding service {address}, registered; REST API {url}', { address: pathfinding!.service.address, url: pathfinding!.api!.apiUrl })
     }
@@ -160,15 +155,9 @@ export function createDevnet(options: DevnetOptions, log: Logger): Devnet {
       log.info('starting the monitoring service: funding it, registering it, its first sync')
       const { startMonitoringService } = await import('./devnetMonitor.ts')
       await startMonitoringService({
-        rpcUrl,
-        deployment,
-        deployer,
-        queue,
-        transport,
-        dataDir,
+        ...serviceSetup,
         port: options.portBase === 0 ? 0 : options.portBase + keys.length,
         started: (m) => (monitor = m),
-        log,
       })
       log.info('monitoring service {address}, registered; REST API {url}', { address: monitor!.service.address, url: monitor!.api!.apiUrl })
     }

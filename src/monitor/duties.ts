@@ -6,7 +6,7 @@ import { waitForReceipt } from '../chain/receipt.ts'
 import { simulateCall } from '../chain/simulate.ts'
 import type { ChainCall, TransactionQueue } from '../chain/transactionQueue.ts'
 import { UserDeposit } from '../contracts/index.ts'
-import { SluiceError } from '../errors.ts'
+import { errorLine } from './serviceAccount.ts'
 import type { ClaimStep, Duty, MonitorStep, WatchedChannel } from './records.ts'
 import type { MonitorStore } from './store.ts'
 
@@ -31,8 +31,6 @@ const stepKey = (channel: WatchedChannel, requester: string, which: 'monitor' | 
 
 /** A step's status and note as stored; a duty's record is written only when one of them changes. */
 type Step = MonitorStep | ClaimStep
-
-const describe = (error: unknown) => (error instanceof SluiceError ? error.shortMessage : error instanceof Error ? error.message.split('\n')[0] : String(error))
 
 /**
  * Carries out the duties partners' closes left (docs/decisions/0031): `monitor` inside the contract's window when the
@@ -142,7 +140,7 @@ export class DutyRunner {
     try {
       first = await readFirstBlockAllowedToMonitor(chain, { monitoringService, tokenNetwork, channelId, closing, nonClosing })
     } catch (error) {
-      return this.note(channel, requester, 'monitor', step, `the contract gives no first block: ${describe(error)}`)
+      return this.note(channel, requester, 'monitor', step, `the contract gives no first block: ${errorLine(error)}`)
     }
     // eth_call runs with the latest block's number: from `first` on, the simulation and the transaction both pass.
     if (latest < first) return this.note(channel, requester, 'monitor', step, `waiting for block ${first}`)
@@ -237,11 +235,11 @@ export class DutyRunner {
       if (this.stopped) return
       if (hash === undefined) {
         // Not broadcast: the estimate refused it (the chain changed since the simulation) or the account lacks ETH.
-        await this.write(channel, requester, which, 'sending', { status: 'due', note: `not sent: ${describe(error)}` })
+        await this.write(channel, requester, which, 'sending', { status: 'due', note: `not sent: ${errorLine(error)}` })
         throw error
       }
       const reverted = (error as { code?: string }).code === 'TRANSACTION_REVERTED'
-      if (reverted) await this.write(channel, requester, which, 'sent', { status: 'failed', note: describe(error) })
+      if (reverted) await this.write(channel, requester, which, 'sent', { status: 'failed', note: errorLine(error) })
       else throw error
     }
   }

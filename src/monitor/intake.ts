@@ -5,7 +5,8 @@ import type { Delivered, RequestMonitoring, Signed } from '../protocol/messages/
 import { parseMessage } from '../protocol/messages/wire.ts'
 import { requestMonitoringDelivered } from '../protocol/monitoringRequest.ts'
 import type { ChainFactsReader } from './chainFacts.ts'
-import { PeerRateLimiter, type Limits } from './limits.ts'
+import type { Limits } from './limits.ts'
+import { LineIntake } from './lineIntake.ts'
 import { channelKey, type WatchedChannel } from './records.ts'
 import { checkChainFacts, checkFields, checkSignatures, compareWithHeld, type RefusalReason, type RequestContext } from './requestCheck.ts'
 import type { MonitorStore } from './store.ts'
@@ -35,35 +36,33 @@ export type IntakeParameters = {
  * sender, what the service already holds, the signatures (requestCheck.ts), the chain's facts, and last, in the
  * store's own ordered step, the held request again. Only once the request is durable is it acknowledged, with a Delivered whose
  * id is derived from it; a resend of the request held is acknowledged again. Whatever a line holds, it ends as one
- * counted outcome: nothing a peer sends can throw out of here.
+ * counted outcome: nothing a peer sends can throw out of here (lineIntake.ts).
  */
 export class Intake {
-  private readonly limiter: PeerRateLimiter
   private readonly counts: IntakeCounts = { accepted: 0, resent: 0, refused: {} }
-  private readonly inFlight = new Set<Promise<unknown>>()
-  private stopped = false
+  private readonly lines: LineIntake<IntakeOutcome>
 
   constructor(private readonly p: IntakeParameters) {
-    this.limiter = new PeerRateLimiter(p.limits.perPeerBurst, p.limits.perPeerPerSecond, p.now)
+    this.lines = new LineIntake({
+      limits: p.limits,
+      now: p.now,
+      decide: (line, from) => this.decide(line, from),
+      internalError: (from, error) => {
+        this.p.log?.({ from, error })
+        return { outcome: 'refused', reason: 'internal_error' }
+      },
+      count: (from, outcome) => this.count(from, outcome),
+    })
   }
 
   /** The transport's handler: each line is handled on its own, concurrently; nothing is returned or thrown. */
   receive(lines: readonly string[], from: Address): void {
-    for (const line of lines) void this.handle(line, from)
+    this.lines.receive(lines, from)
   }
 
   /** Handles one line from `from` (the transport's authenticated peer) and resolves with its outcome, never rejecting. */
   handle(line: string, from: Address): Promise<IntakeOutcome> {
-    const running = this.decide(line, from).then(
-      (outcome) => this.count(from, outcome),
-      (error: unknown) => {
-        this.p.log?.({ from, error })
-        return this.count(from, { outcome: 'refused', reason: 'internal_error' })
-      },
-    )
-    this.inFlight.add(running)
-    void running.then(() => this.inFlight.delete(running))
-    return running
+    return this.lines.handle(line, from)
   }
 
   counters(): IntakeCounts {
@@ -71,9 +70,8 @@ export class Intake {
   }
 
   /** Takes no more lines and waits for those being handled. */
-  async stop(): Promise<void> {
-    this.stopped = true
-    await Promise.all([...this.inFlight])
+  stop(): Promise<void> {
+    return this.lines.stop()
   }
 
   private count(from: Address, outcome: IntakeOutcome): IntakeOutcome {
@@ -89,11 +87,8 @@ export class Intake {
 
   private async decide(line: string, from: Address): Promise<IntakeOutcome> {
     const refused = (reason: RefusalReason, detail?: string): IntakeOutcome => ({ outcome: 'refused', reason, ...(detail === undefined ? {} : { detail }) })
-    if (this.stopped) return refused('overloaded', 'stopping')
-    if (line.length > this.p.limits.maxLineLength) return refused('too_large', `${line.length} characters`)
-    if (!this.limiter.take(from)) return refused('rate_limited')
-    // This request counts among those in flight from here on (`handle` adds it).
-    if (this.inFlight.size >= this.p.limits.maxInFlight) return refused('overloaded')
+    const limited = this.lines.admit(line, from)
+    if (limited) return refused(limited.reason, limited.detail)
 
     let message: ReturnType<typeof parseMessage>
     try {

@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem'
-import type { BlockRef } from '../chain/blockWatcher.ts'
+import type { SyncMark } from '../chain/serviceChainWatch.ts'
 import type { RequestMonitoring, Signed } from '../protocol/messages/types.ts'
 
 /**
@@ -71,14 +71,8 @@ export type WatchedChannel = {
   duties: Record<string, Duty>
 }
 
-/** How far the service has followed the chain. */
-export type SyncRecord = {
-  syncedBlock: bigint
-  /** The last synced blocks' hashes (the block watcher's reorg check across restarts). */
-  recentBlocks: BlockRef[]
-  /** Every token network known so far, in creation order. */
-  tokenNetworks: Address[]
-}
+/** How far the service has followed the chain (its chain watch's mark). */
+export type SyncRecord = SyncMark
 
 /** The key of a channel: its token network (lower case) and id. */
 export function channelKey(tokenNetwork: Address, channelId: bigint): string {

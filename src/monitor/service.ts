@@ -1,21 +1,16 @@
 import { getAddress, type Address, type Hex, type Transport as ViemTransport } from 'viem'
-import { createChainClient, type ChainClient } from '../chain/chainClient.ts'
+import type { ChainClient } from '../chain/chainClient.ts'
 import type { Deployment } from '../chain/deployment.ts'
-import { createTransactionQueue, type TransactionQueue } from '../chain/transactionQueue.ts'
-import { describeRisk } from '../chain/transactionRisk.ts'
-import { storeJournal } from '../storage/storeJournal.ts'
 import { SluiceError } from '../errors.ts'
-import { signMessage } from '../protocol/messages/sign.ts'
-import type { Delivered } from '../protocol/messages/types.ts'
-import { encodeMessage } from '../protocol/messages/wire.ts'
 import type { Transport } from '../transport/transport.ts'
 import { createChainFacts } from './chainFacts.ts'
-import { ChainWatch } from './chainWatch.ts'
+import { monitorChainWatch } from './chainWatch.ts'
 import { DutyRunner } from './duties.ts'
 import { Intake, type IntakeCounts } from './intake.ts'
 import { defaultLimits, type Limits } from './limits.ts'
 import type { WatchedChannel } from './records.ts'
-import { ensureRegistered, type EnsureRegisteredReturnType } from './registration.ts'
+import type { EnsureRegisteredReturnType } from './registration.ts'
+import { acknowledger, createServiceChain, createServiceQueue, errorLine, ServiceRegistration, type ServiceLog } from './serviceAccount.ts'
 import { MonitorStore } from './store.ts'
 
 export type MonitoringServiceConfig = {
@@ -43,7 +38,7 @@ export type MonitoringServiceConfig = {
   minReward?: bigint
   limits?: Partial<Limits>
   /** Told what the service does (`info`) and what goes wrong (`warn`: it tries again; `error`: a bug), one line each. */
-  log?: (line: string, level: 'info' | 'warn' | 'error') => void
+  log?: ServiceLog
 }
 
 export type MonitoringServiceStatus = {
@@ -57,9 +52,6 @@ export type MonitoringServiceStatus = {
   /** Channels with a request held (open, or closed and not settled yet), and the requests held. */
   watching: { channels: number; requests: number }
 }
-
-/** How often the registration is looked at while the service runs. */
-const REGISTRATION_CHECK_MS = 3_600_000
 
 /** The service stopped on its own: its store failed (nothing more can be acknowledged). */
 export class MonitoringServiceFailedError extends SluiceError {
@@ -93,57 +85,24 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
   const log = config.log ?? (() => {})
   const limits: Limits = { ...defaultLimits, ...config.limits }
   const { deployment } = config
-  const chain = await createChainClient({
-    privateKey: config.key,
-    chainId: deployment.chainId,
-    pollingInterval: Math.min(config.pollingInterval ?? 1_000, 4_000),
-    ...(config.chainTransport ? { transport: config.chainTransport } : {}),
-    ...(config.rpc ? { rpcUrl: config.rpc } : {}),
-    endpoints: {
-      batch: true,
-      onChange: ({ endpoint, state, reason }) =>
-        log(
-          `RPC endpoint ${endpoint} ${state === 'up' ? 'answers again' : `${state === 'down' ? 'down' : 'refused'}: ${reason ?? ''}`}`,
-          state === 'up' ? 'info' : 'warn',
-        ),
-    },
-  })
+  const chain = await createServiceChain({ ...config, chainId: deployment.chainId, pollingInterval: config.pollingInterval ?? 1_000, log })
   const address = chain.address
   const monitoringService = getAddress(deployment.contracts.MonitoringService.address)
   const store = await MonitorStore.open(config.dataDir, { chainId: deployment.chainId, monitoringService, address })
-  // Journaled in its store before a broadcast (docs/decisions/0051): a restart follows what it sent instead of sending again.
-  const queue: TransactionQueue = createTransactionQueue(chain, {
-    journal: storeJournal(store),
-    // A duty is done at its receipt (as before the journal); a reorg within 32 blocks sends it again all the same.
-    confirmations: 0n,
-    ...(config.maxFeePerGas !== undefined ? { maxFeePerGas: config.maxFeePerGas } : {}),
-    onRisk: (nonce, risk) => {
-      if (risk) log(`transaction at risk: ${describeRisk(risk)}`, 'error')
-      else log(`transaction ${nonce} no longer at risk`, 'info')
-    },
-    onError: (error) => log(`transactions: ${describe(error)}`, 'warn'),
-  })
+  const queue = createServiceQueue(chain, store, { maxFeePerGas: config.maxFeePerGas, log })
   const transport = config.transport?.(address)
-  let registration: EnsureRegisteredReturnType | undefined
+  const registration = new ServiceRegistration(chain, queue, deployment.contracts.ServiceRegistry.address, log)
   let failWith: (error: Error) => void = () => {}
   const failed = new Promise<Error>((resolve) => (failWith = resolve))
 
-  const acknowledge = (to: Address, delivered: Delivered) => {
-    if (!transport) return
-    void signMessage(config.key, delivered)
-      .then((signed) => transport.send(to, [encodeMessage(signed)]))
-      .catch(() => {
-        // Best effort, as every transport send: the requester resends until acknowledged.
-      })
-  }
   const intake = new Intake({
     store,
     context: { chainId: BigInt(deployment.chainId), monitoringService, minReward: config.minReward ?? 0n },
     limits,
     facts: createChainFacts(chain, { registry: deployment.contracts.TokenNetworkRegistry.address, userDeposit: deployment.contracts.UserDeposit.address }),
-    acknowledge,
+    acknowledge: acknowledger(config.key, transport),
     log: (event) => {
-      if ('error' in event) log(`request from ${event.from}: internal error: ${describe(event.error)}`, 'error')
+      if ('error' in event) log(`request from ${event.from}: internal error: ${errorLine(event.error)}`, 'error')
       else if (event.outcome.outcome === 'refused' && event.outcome.reason === 'store_failed') {
         log(`request from ${event.from} not stored: ${event.outcome.detail ?? ''}`, 'error')
         if (store.failed) failWith(new MonitoringServiceFailedError(`the store failed: ${store.failed.message}`, { cause: store.failed }))
@@ -156,10 +115,10 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     store,
     monitoringService,
     userDeposit: deployment.contracts.UserDeposit.address,
-    onError: (where, error) => log(`${where}: ${describe(error)}`, 'warn'),
+    onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
     onSent: (description, hash) => log(`sent ${description}: ${hash}`, 'info'),
   })
-  const watch = new ChainWatch({
+  const watch = monitorChainWatch({
     chain,
     deployment,
     store,
@@ -168,30 +127,13 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     onLooked: () => {
       if (store.failed) failWith(new MonitoringServiceFailedError(`the store failed: ${store.failed.message}`, { cause: store.failed }))
       else duties.runDue()
-      if (!renewing && Date.now() - registrationCheckedAt > REGISTRATION_CHECK_MS) renewing = renewRegistration()
+      registration.renewIfDue()
     },
-    onError: (where, error) => log(`${where}: ${describe(error)}`, 'warn'),
+    onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
   })
 
   let started = false
   let stopped = false
-  let url: string | undefined
-  let registrationCheckedAt = 0
-  let renewing: Promise<void> | undefined
-  const register = async () => {
-    registration = await ensureRegistered(chain, queue, { serviceRegistry: deployment.contracts.ServiceRegistry.address, url })
-    registrationCheckedAt = Date.now()
-  }
-  /** Looked at hourly: a registration that ends within a week is extended while the service runs. */
-  const renewRegistration = () =>
-    register()
-      .catch((error: unknown) => {
-        registrationCheckedAt = Date.now()
-        log(`registration: ${describe(error)}`, 'warn')
-      })
-      .finally(() => {
-        renewing = undefined
-      })
   return {
     address,
     chain,
@@ -200,11 +142,11 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     async start(options = {}) {
       if (started) return
       started = true
-      url = options.url
+      registration.url = options.url
       // What it sent before a restart is followed again (and sent again where the chain lacks it) before anything new.
       await queue.start()
       if (stopped) return
-      await register()
+      await registration.register()
       // A stop during the start ends it at the next step.
       if (stopped) return
       await watch.catchUp()
@@ -220,7 +162,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
       await intake.stop()
       await transport?.stop().catch(() => {})
       await watch.stop()
-      await renewing
+      await registration.stop()
       await duties.stop()
       await queue.stop()
       await store.close()
@@ -239,7 +181,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
         address,
         chainId: deployment.chainId,
         monitoringService,
-        registration,
+        registration: registration.registration,
         syncedBlock: store.sync?.syncedBlock ?? progress.syncedBlock,
         latestBlock: progress.latestBlock,
         requests: intake.counters(),
@@ -249,5 +191,3 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     channels: () => [...store.channels.values()],
   }
 }
-
-const describe = (error: unknown) => (error instanceof SluiceError ? error.shortMessage : error instanceof Error ? error.message.split('\n')[0] : String(error))

@@ -1,11 +1,10 @@
-import { ClassicLevel } from 'classic-level'
+import type { ClassicLevel } from 'classic-level'
 import type { Address } from 'viem'
 import { join } from 'node:path'
-import { deserialize, serialize } from 'node:v8'
 import type { JournalEntry } from '../chain/transactionJournal.ts'
-import { asStorageError } from '../storage/asStorageError.ts'
+import { GroupCommit, type Batch, type BatchOp } from '../storage/groupCommit.ts'
 import { byNonce, checkJournalEntry, checkJournalNonce } from '../storage/journalRecords.ts'
-import { StorageClosedError, StorageError, StorageLockedError, StorageVersionError } from '../storage/storage.ts'
+import { decode, encode, openServiceStore } from '../storage/serviceLevelStore.ts'
 import { channelKey, dutyOpen, type SyncRecord, type WatchedChannel } from './records.ts'
 
 // Node only (LevelDB): the monitoring service runs headless.
@@ -15,19 +14,15 @@ export type MonitorStoreIdentity = { chainId: number; monitoringService: Address
 
 /** 2: the account's transaction journal (`j!`); a store of version 1 has none, and takes the new number when opened. */
 const SCHEMA = 2
-const META = 'meta'
 const SYNC = 'sync'
 const CHANNEL = 'c!'
 const JOURNAL = 'j!'
-type Meta = { schema: number; chainId: number; monitoringService: string; address: string }
 
 // A channel's key in LevelDB sorts by token network, then id (64 hex digits).
 const levelKey = (c: Pick<WatchedChannel, 'tokenNetwork' | 'channelId'>) =>
   `${CHANNEL}${c.tokenNetwork.toLowerCase()}!${c.channelId.toString(16).padStart(64, '0')}`
 // A journal entry's key: its nonce, 16 digits (a safe integer's most), so key order is nonce order.
 const journalKey = (nonce: number) => `${JOURNAL}${nonce.toString().padStart(16, '0')}`
-const encode = (value: unknown): Uint8Array => serialize(value)
-const decode = <T>(bytes: Uint8Array): T => deserialize(bytes) as T
 
 /** One step's view: the state with the writes of the steps before it in the batch, and its own. */
 export type MonitorTx = {
@@ -46,22 +41,16 @@ export type MonitorTx = {
   deleteJournalEntry(nonce: number): void
 }
 
-type Pending = { step: (tx: MonitorTx) => unknown; resolve(value: unknown): void; reject(error: unknown): void }
-
 /**
  * The service's LevelDB store (docs/decisions/0031): every watched channel, the sync mark and the account's
  * transaction journal (docs/decisions/0051), all loaded at open and kept in memory. Every change goes through
- * `transact`, whose steps are batched (group commit): the steps queued while a write is in flight run, in order, each
- * against the state the ones before it leave, and their writes go in one batch with `sync: true`. Only once that batch is durable are the steps' results given back and the memory
- * updated: nothing is acknowledged before it survives kill -9.
+ * `transact`, whose steps are batched (group commit, src/storage/groupCommit.ts) and written with `sync: true`; only
+ * once a batch is durable are its steps answered and the memory updated.
  */
 export class MonitorStore {
   private readonly requesterIndex = new Map<string, Set<string>>()
   private readonly open = new Set<string>()
-  private queue: Pending[] = []
-  private writing = false
-  private failure: Error | undefined
-  private closed = false
+  private readonly commits: GroupCommit<MonitorTx>
 
   private constructor(
     private readonly db: ClassicLevel<string, Uint8Array>,
@@ -71,51 +60,41 @@ export class MonitorStore {
     readonly location: string,
   ) {
     for (const [key, channel] of records) this.index(key, undefined, channel)
+    this.commits = new GroupCommit({
+      name: 'the monitoring service store',
+      newBatch: () => this.newBatch(),
+      write: (ops) => this.db.batch(ops, { sync: true }),
+    })
   }
 
   /** Opens (or creates) the store of `identity` in `<dataDir>/monitor-<chainId>-<contract>-<address>`. StorageLockedError when another process has it. */
   static async open(dataDir: string, identity: MonitorStoreIdentity): Promise<MonitorStore> {
     const location = join(dataDir, `monitor-${identity.chainId}-${identity.monitoringService.toLowerCase()}-${identity.address.toLowerCase()}`)
-    const db = new ClassicLevel<string, Uint8Array>(location, { keyEncoding: 'utf8', valueEncoding: 'view' })
-    try {
-      await db.open()
-    } catch (e) {
-      if (causedBy(e, 'LEVEL_LOCKED')) throw new StorageLockedError(`the store ${location} is open in another process`, { cause: e })
-      throw asStorageError(e, `opening ${location}`)
-    }
-    try {
-      const expected: Meta = {
+    const { db, loaded } = await openServiceStore(location, {
+      // From 1 (no journal yet) nothing is converted; the new number keeps an older Sluice, blind to the journal, out.
+      meta: {
         schema: SCHEMA,
         chainId: identity.chainId,
         monitoringService: identity.monitoringService.toLowerCase(),
         address: identity.address.toLowerCase(),
-      }
-      const metaBytes = await db.get(META)
-      if (metaBytes === undefined) await db.put(META, encode(expected), { sync: true })
-      else {
-        const meta = decode<Meta>(metaBytes)
-        if (meta.schema > SCHEMA) throw new StorageVersionError(`the store ${location} has schema ${meta.schema}, newer than this code's ${SCHEMA}`)
-        if (meta.chainId !== expected.chainId || meta.monitoringService !== expected.monitoringService || meta.address !== expected.address)
-          throw new StorageError(`the store ${location} belongs to chain ${meta.chainId}, contract ${meta.monitoringService}, service ${meta.address}`)
-        // Nothing to convert from 1 (no journal yet); the new number keeps an older Sluice, blind to the journal, out.
-        if (meta.schema < SCHEMA) await db.put(META, encode({ ...meta, schema: SCHEMA }), { sync: true })
-      }
-      const records = new Map<string, WatchedChannel>()
-      for await (const [, value] of db.iterator({ gte: CHANNEL, lt: `${CHANNEL}\xff` })) {
-        const channel = decode<WatchedChannel>(value)
-        records.set(channelKey(channel.tokenNetwork, channel.channelId), channel)
-      }
-      const journal = new Map<number, JournalEntry>()
-      for await (const [, value] of db.iterator({ gte: JOURNAL, lt: `${JOURNAL}\xff` })) {
-        const entry = decode<JournalEntry>(value)
-        journal.set(entry.nonce, entry)
-      }
-      const syncBytes = await db.get(SYNC)
-      return new MonitorStore(db, records, syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes), journal, location)
-    } catch (e) {
-      await db.close().catch(() => {})
-      throw asStorageError(e, `opening ${location}`)
-    }
+      },
+      owner: { chainId: 'chain', monitoringService: 'contract', address: 'service' },
+      load: async (db) => {
+        const records = new Map<string, WatchedChannel>()
+        for await (const [, value] of db.iterator({ gte: CHANNEL, lt: `${CHANNEL}\xff` })) {
+          const channel = decode<WatchedChannel>(value)
+          records.set(channelKey(channel.tokenNetwork, channel.channelId), channel)
+        }
+        const journal = new Map<number, JournalEntry>()
+        for await (const [, value] of db.iterator({ gte: JOURNAL, lt: `${JOURNAL}\xff` })) {
+          const entry = decode<JournalEntry>(value)
+          journal.set(entry.nonce, entry)
+        }
+        const syncBytes = await db.get(SYNC)
+        return { records, journal, sync: syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes) }
+      },
+    })
+    return new MonitorStore(db, loaded.records, loaded.sync, loaded.journal, location)
   }
 
   /** Every watched channel, as last made durable. Never change what it holds: `transact` is the way to change it. */
@@ -144,7 +123,7 @@ export class MonitorStore {
 
   /** Set once a write failed: the store refuses everything after it (the service stops). */
   get failed(): Error | undefined {
-    return this.failure
+    return this.commits.failed
   }
 
   /**
@@ -152,126 +131,97 @@ export class MonitorStore {
    * rejects alone, its writes dropped; a failed write rejects the whole batch and every later step.
    */
   transact<T>(step: (tx: MonitorTx) => T): Promise<T> {
-    if (this.closed) return Promise.reject(new StorageClosedError('the monitoring service store is closed'))
-    if (this.failure) return Promise.reject(this.failure)
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ step, resolve: resolve as (value: unknown) => void, reject })
-      if (!this.writing) void this.drain()
-    })
+    return this.commits.transact(step)
   }
 
   /** Waits for the writes under way, then closes the database. */
   async close(): Promise<void> {
-    this.closed = true
-    while (this.writing) await new Promise((r) => setTimeout(r, 5))
+    await this.commits.close()
     await this.db.close()
   }
 
-  private async drain(): Promise<void> {
-    this.writing = true
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue
-        this.queue = []
-        await this.commit(batch)
-      }
-    } finally {
-      this.writing = false
-    }
-  }
-
-  private async commit(batch: Pending[]): Promise<void> {
+  private newBatch(): Batch<MonitorTx> {
     /** The batch's writes so far: a record, or null for a deletion. */
     const written = new Map<string, WatchedChannel | null>()
     /** The batch's journal writes: an entry, or null for a deletion. */
     const journal = new Map<number, JournalEntry | null>()
     let sync: SyncRecord | undefined
-    const done: { pending: Pending; value: unknown }[] = []
-    for (const pending of batch) {
-      const own = new Map<string, WatchedChannel | null>()
-      const ownJournal = new Map<number, JournalEntry | null>()
-      let ownSync: SyncRecord | undefined
-      const current = (key: string) => (own.has(key) ? own.get(key) : written.has(key) ? written.get(key) : this.records.get(key))
-      const tx: MonitorTx = {
-        channel: (key) => {
-          const record = current(key)
-          return record ? structuredClone(record) : undefined
-        },
-        putChannel: (channel) => void own.set(channelKey(channel.tokenNetwork, channel.channelId), structuredClone(channel)),
-        deleteChannel: (key) => void own.set(key, null),
-        sync: () => ownSync ?? sync ?? this.syncRecord,
-        putSync: (next) => {
-          ownSync = structuredClone(next)
-        },
-        requesterChannels: (requester) => {
-          const base = this.requesterIndex.get(requester)
-          let count = base?.size ?? 0
-          for (const key of new Set([...written.keys(), ...own.keys()])) {
-            const before = base?.has(key) ?? false
-            const after = current(key)?.requests[requester] !== undefined
-            count += Number(after) - Number(before)
-          }
-          return count
-        },
-        openChannels: () => {
-          const keys = new Set(this.open)
-          for (const key of new Set([...written.keys(), ...own.keys()])) {
+    return {
+      step: () => {
+        const own = new Map<string, WatchedChannel | null>()
+        const ownJournal = new Map<number, JournalEntry | null>()
+        let ownSync: SyncRecord | undefined
+        const current = (key: string) => (own.has(key) ? own.get(key) : written.has(key) ? written.get(key) : this.records.get(key))
+        const tx: MonitorTx = {
+          channel: (key) => {
             const record = current(key)
-            if (record && Object.values(record.duties).some(dutyOpen)) keys.add(key)
-            else keys.delete(key)
-          }
-          return [...keys]
-        },
-        putJournalEntry: (entry) => {
-          const copy = structuredClone(entry)
-          checkJournalEntry(copy)
-          ownJournal.set(copy.nonce, copy)
-        },
-        deleteJournalEntry: (nonce) => void ownJournal.set(checkJournalNonce(nonce), null),
-      }
-      try {
-        const value = pending.step(tx)
-        for (const [key, record] of own) written.set(key, record)
-        for (const [nonce, entry] of ownJournal) journal.set(nonce, entry)
-        if (ownSync) sync = ownSync
-        done.push({ pending, value })
-      } catch (error) {
-        pending.reject(error)
-      }
+            return record ? structuredClone(record) : undefined
+          },
+          putChannel: (channel) => void own.set(channelKey(channel.tokenNetwork, channel.channelId), structuredClone(channel)),
+          deleteChannel: (key) => void own.set(key, null),
+          sync: () => ownSync ?? sync ?? this.syncRecord,
+          putSync: (next) => {
+            ownSync = structuredClone(next)
+          },
+          requesterChannels: (requester) => {
+            const base = this.requesterIndex.get(requester)
+            let count = base?.size ?? 0
+            for (const key of new Set([...written.keys(), ...own.keys()])) {
+              const before = base?.has(key) ?? false
+              const after = current(key)?.requests[requester] !== undefined
+              count += Number(after) - Number(before)
+            }
+            return count
+          },
+          openChannels: () => {
+            const keys = new Set(this.open)
+            for (const key of new Set([...written.keys(), ...own.keys()])) {
+              const record = current(key)
+              if (record && Object.values(record.duties).some(dutyOpen)) keys.add(key)
+              else keys.delete(key)
+            }
+            return [...keys]
+          },
+          putJournalEntry: (entry) => {
+            const copy = structuredClone(entry)
+            checkJournalEntry(copy)
+            ownJournal.set(copy.nonce, copy)
+          },
+          deleteJournalEntry: (nonce) => void ownJournal.set(checkJournalNonce(nonce), null),
+        }
+        const keep = () => {
+          for (const [key, record] of own) written.set(key, record)
+          for (const [nonce, entry] of ownJournal) journal.set(nonce, entry)
+          if (ownSync) sync = ownSync
+        }
+        return { tx, keep }
+      },
+      ops: () => {
+        const ops: BatchOp[] = []
+        for (const [key, record] of written) {
+          const stored = record ?? this.records.get(key)
+          if (!stored) continue
+          ops.push(record ? { type: 'put', key: levelKey(record), value: encode(record) } : { type: 'del', key: levelKey(stored) })
+        }
+        for (const [nonce, entry] of journal)
+          ops.push(entry ? { type: 'put', key: journalKey(nonce), value: encode(entry) } : { type: 'del', key: journalKey(nonce) })
+        if (sync) ops.push({ type: 'put', key: SYNC, value: encode(sync) })
+        return ops
+      },
+      apply: () => {
+        for (const [key, record] of written) {
+          const before = this.records.get(key)
+          if (record) this.records.set(key, record)
+          else this.records.delete(key)
+          this.index(key, before, record ?? undefined)
+        }
+        for (const [nonce, entry] of journal) {
+          if (entry) this.journalEntries.set(nonce, entry)
+          else this.journalEntries.delete(nonce)
+        }
+        if (sync) this.syncRecord = sync
+      },
     }
-    if (written.size === 0 && journal.size === 0 && sync === undefined) {
-      for (const { pending, value } of done) pending.resolve(value)
-      return
-    }
-    const ops: ({ type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string })[] = []
-    for (const [key, record] of written) {
-      const stored = record ?? this.records.get(key)
-      if (!stored) continue
-      ops.push(record ? { type: 'put', key: levelKey(record), value: encode(record) } : { type: 'del', key: levelKey(stored) })
-    }
-    for (const [nonce, entry] of journal)
-      ops.push(entry ? { type: 'put', key: journalKey(nonce), value: encode(entry) } : { type: 'del', key: journalKey(nonce) })
-    if (sync) ops.push({ type: 'put', key: SYNC, value: encode(sync) })
-    try {
-      await this.db.batch(ops, { sync: true })
-    } catch (e) {
-      this.failure = asStorageError(e, 'writing the monitoring service store')
-      for (const { pending } of done) pending.reject(this.failure)
-      for (const pending of this.queue.splice(0)) pending.reject(this.failure)
-      return
-    }
-    for (const [key, record] of written) {
-      const before = this.records.get(key)
-      if (record) this.records.set(key, record)
-      else this.records.delete(key)
-      this.index(key, before, record ?? undefined)
-    }
-    for (const [nonce, entry] of journal) {
-      if (entry) this.journalEntries.set(nonce, entry)
-      else this.journalEntries.delete(nonce)
-    }
-    if (sync) this.syncRecord = sync
-    for (const { pending, value } of done) pending.resolve(value)
   }
 
   private index(key: string, before: WatchedChannel | undefined, after: WatchedChannel | undefined) {
@@ -288,10 +238,4 @@ export class MonitorStore {
     if (after && Object.values(after.duties).some(dutyOpen)) this.open.add(key)
     else this.open.delete(key)
   }
-}
-
-/** Whether `code` is the code of `error` or of one of its causes (classic-level wraps LEVEL_LOCKED). */
-function causedBy(error: unknown, code: string): boolean {
-  for (let e = error; e instanceof Error; e = e.cause) if ((e as { code?: unknown }).code === code) return true
-  return false
 }

@@ -1,11 +1,11 @@
-import { bytesToBigInt, bytesToHex, getAddress, hexToBytes, type Address, type Hex } from 'viem'
+import { bytesToHex, getAddress, hexToBytes, type Address, type Hex } from 'viem'
 import { balanceHash, packBalanceProof, packBalanceProofCounter, type PackedBalanceProofParameters } from './balanceProof.ts'
-import { keccak256Bytes } from './keccak.ts'
 import { messageHash } from './messages/messageHash.ts'
 import { packMessage } from './messages/pack.ts'
 import type { Delivered, EnvelopeMessage, RequestMonitoring, Signed, SignedBalanceProof } from './messages/types.ts'
 import { MessageTypeId } from './messageTypeId.ts'
 import { addressOfPublicKey, secp256k1Engine } from './secp256k1.ts'
+import { serviceAckId } from './serviceAckId.ts'
 import { recoverPackedSignerSync, signPackedSync } from './signature.ts'
 
 /**
@@ -107,17 +107,12 @@ export function requestMonitoringSigners(request: Signed<RequestMonitoring>): Re
 
 /**
  * The id a monitoring service acknowledges a request with: RequestMonitoring has no message_identifier, so the id is
- * derived from what was signed, the first 8 bytes (a uint64) of keccak256(the 221-byte reward proof || its 65-byte
- * signature). The reward proof covers the counter-signature, which covers the balance proof and its signature, so
- * the id names one exact request; a resend of it gets the same id, any other request another.
+ * derived from what was signed (serviceAckId.ts), the first 8 bytes (a uint64) of keccak256(the 221-byte reward proof
+ * || its 65-byte signature). The reward proof covers the counter-signature, which covers the balance proof and its
+ * signature, so the id names one exact request; a resend of it gets the same id, any other request another.
  */
 export function requestMonitoringAckId(request: Signed<RequestMonitoring>): bigint {
-  const packed = packMessage(request)
-  const signature = hexToBytes(request.signature)
-  const both = new Uint8Array(packed.length + signature.length)
-  both.set(packed, 0)
-  both.set(signature, packed.length)
-  return bytesToBigInt(keccak256Bytes(both).subarray(0, 8))
+  return serviceAckId(request)
 }
 
 /** The acknowledgement of a request: the service's signed Delivered means it holds this request (docs/decisions/0031). */

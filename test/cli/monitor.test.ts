@@ -6,31 +6,29 @@ import type { Address, Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createChainClient } from '../../src/chain/chainClient.ts'
-import { mintTokens } from '../../src/chain/erc20.ts'
 import { readChannelInfo, readParticipantInfo } from '../../src/chain/reads.ts'
 import { setTotalDeposit, openChannel } from '../../src/chain/tokenNetworkActions.ts'
 import { createTransactionQueue } from '../../src/chain/transactionQueue.ts'
 import { sendProtocolTransaction } from '../../src/chain/transactions.ts'
-import { depositToUserDeposit } from '../../src/chain/userDepositActions.ts'
 import { MonitoringService, TokenNetwork, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { LOCKSROOT_OF_NO_LOCKS } from '../../src/protocol/locks.ts'
-import { decodeMessage } from '../../src/protocol/messages/sign.ts'
 import type { RequestMonitoring, Signed } from '../../src/protocol/messages/types.ts'
 import { packMessage } from '../../src/protocol/messages/pack.ts'
 import { requestMonitoringAckId } from '../../src/protocol/monitoringRequest.ts'
 import { signPackedSync } from '../../src/protocol/signature.ts'
-import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
+import type { Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { waitForReceipt } from '../../src/chain/receipt.ts'
 import { line, mineUntil, monitoringRequest, partnerProof, type ProofOf } from '../support/monitoring.ts'
+import { acknowledgedTransport, fundServiceAndPayer, serviceFlags, startServiceProcess, testAccounts } from '../support/serviceProcess.ts'
 import { rawRequest } from '../api/support/rawHttp.ts'
 import { call } from './devnetProcess.ts'
-import { logMessages, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { logMessages, runSluice, type SluiceProcess } from './sluiceProcess.ts'
 
 /**
  * `sluice monitor` as a process, on anvil, with a relay: a requester (this test, with its own libp2p transport and
@@ -66,16 +64,10 @@ beforeAll(async () => {
   deploymentFile = join(tempDir(), 'deployment.json')
   await writeDeployment(deploymentFile, net.deployment)
   dataDir = tempDir()
-  const rpcUrl = net.anvil.rpcUrl
-  const account = async (key: Hex) => {
-    const chain = await createChainClient({ rpcUrl, privateKey: key, pollingInterval: 20 })
-    return { chain, queue: createTransactionQueue(chain) }
-  }
+  const account = testAccounts(net.anvil.rpcUrl)
   const [deployer, p, n] = await Promise.all([account(anvilKeys[0] as Hex), account(partnerKey), account(requesterKey)])
   // The service pays the registry in service tokens; the requester's UserDeposit pays the service.
-  await mintTokens(deployer.chain, deployer.queue, { token: net.deployment.serviceToken, amount: 10n ** 22n, to: serviceAddress })
-  await mintTokens(n.chain, n.queue, { token: net.deployment.serviceToken, amount: UDC_DEPOSIT })
-  await depositToUserDeposit(n.chain, n.queue, { userDeposit: net.deployment.contracts.UserDeposit.address, totalDeposit: UDC_DEPOSIT })
+  await fundServiceAndPayer(net.deployment, { deployer, service: serviceAddress, payer: n, deposit: UDC_DEPOSIT })
   const { channelId } = await openChannel(p.chain, p.queue, {
     tokenNetwork: net.tokenNetwork,
     partner: requester,
@@ -85,13 +77,7 @@ beforeAll(async () => {
   await setTotalDeposit(n.chain, n.queue, { tokenNetwork: net.tokenNetwork, channelId, partner, totalDeposit: 1000n })
   channel = { tokenNetwork: net.tokenNetwork, chainId: BigInt(net.deployment.chainId), channelId }
 
-  requesterTransport = createLibp2pTransport({ privateKey: requesterKey, relays: relay.multiaddrs, announceIntervalMs: 1_000 })
-  await requesterTransport.start(async (lines) => {
-    for (const text of lines) {
-      const decoded = await decodeMessage(text).catch(() => undefined)
-      if (decoded?.message.type === 'Delivered' && decoded.signer === serviceAddress) acknowledged.add(decoded.message.delivered_message_identifier)
-    }
-  })
+  requesterTransport = await acknowledgedTransport(requesterKey, relay.multiaddrs, serviceAddress, acknowledged)
 }, 120_000)
 
 afterAll(async () => {
@@ -103,32 +89,8 @@ afterAll(async () => {
 })
 
 async function startMonitor(): Promise<{ sluice: SluiceProcess; api: string }> {
-  const sluice = startSluice(
-    [
-      'monitor',
-      '--rpc',
-      net.anvil.rpcUrl,
-      '--deployment',
-      deploymentFile,
-      '--key',
-      serviceKey,
-      '--data-dir',
-      dataDir,
-      '--relay',
-      relay.multiaddrs[0]!,
-      '--api',
-      '127.0.0.1:0',
-      '--confirmations',
-      '1',
-      '--polling-interval',
-      '50',
-    ],
-    tempDir(),
-  )
-  started.push(sluice)
-  const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, 60_000)
-  await sluice.waitForOutput(/Ready: synced to block \d+\n/, 60_000)
-  return { sluice, api: api! }
+  const flags = serviceFlags({ rpcUrl: net.anvil.rpcUrl, deploymentFile, key: serviceKey, dataDir, relay: relay.multiaddrs[0]!, confirmations: 1 })
+  return startServiceProcess(['monitor', ...flags], tempDir(), started)
 }
 
 /** Sends a line to the service as the requester, again and again (as a node resends), until `until` holds or 15 s pass. */

@@ -5,30 +5,27 @@ import { join } from 'node:path'
 import { concatBytes, hexToBytes, stringToBytes, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { createChainClient, type ChainClient } from '../../src/chain/chainClient.ts'
-import { mintTokens } from '../../src/chain/erc20.ts'
 import { openChannel, setTotalDeposit } from '../../src/chain/tokenNetworkActions.ts'
-import { createTransactionQueue, type TransactionQueue } from '../../src/chain/transactionQueue.ts'
-import { depositToUserDeposit, planUserDepositWithdraw } from '../../src/chain/userDepositActions.ts'
+import { planUserDepositWithdraw } from '../../src/chain/userDepositActions.ts'
 import { ServiceRegistry, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { MIN_IOU_EXPIRY_BLOCKS, type SignedIou } from '../../src/pathfinding/iou.ts'
 import { pfsJson } from '../../src/pathfinding/service/api.ts'
-import { decodeMessage } from '../../src/protocol/messages/sign.ts'
 import type { PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../../src/protocol/messages/types.ts'
 import { encodeMessage } from '../../src/protocol/messages/wire.ts'
 import { pfsUpdateAckId } from '../../src/protocol/pfsUpdateAck.ts'
 import { signPackedSync } from '../../src/protocol/signature.ts'
-import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
+import type { Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
 import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { iouJson, signIou } from '../support/ious.ts'
 import { pythonTimestamp, signCapacityUpdate, signFeeUpdate } from '../support/pathfinding.ts'
-import { logMessages, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { acknowledgedTransport, fundServiceAndPayer, serviceFlags, startServiceProcess, testAccounts, type TestAccount } from '../support/serviceProcess.ts'
+import { logMessages, runSluice, type SluiceProcess } from './sluiceProcess.ts'
 
 /*
  * `sluice pathfinding` as a process (docs/decisions/0072), against a real anvil, a real relay and real HTTP: four nodes
@@ -55,7 +52,7 @@ let relay: Relay
 let deploymentFile: string
 let dataDir: string
 let devnet: ReturnType<typeof createDevnetClient>
-let chainOf: (key: Hex) => Promise<{ chain: ChainClient; queue: TransactionQueue }>
+let chainOf: (key: Hex) => Promise<TestAccount>
 const channels: Record<'ab' | 'bc' | 'cd', bigint> = { ab: 0n, bc: 0n, cd: 0n }
 const transports = new Map<Address, Libp2pTransport>()
 /** Ids of the Delivered the service sent each node. */
@@ -63,13 +60,7 @@ const acknowledged = new Set<bigint>()
 const started: SluiceProcess[] = []
 
 async function nodeTransport(key: Hex): Promise<Libp2pTransport> {
-  const transport = createLibp2pTransport({ privateKey: key, relays: relay.multiaddrs, announceIntervalMs: 1_000 })
-  await transport.start(async (lines) => {
-    for (const text of lines) {
-      const decoded = await decodeMessage(text).catch(() => undefined)
-      if (decoded?.message.type === 'Delivered' && decoded.signer === SERVICE) acknowledged.add(decoded.message.delivered_message_identifier)
-    }
-  })
+  const transport = await acknowledgedTransport(key, relay.multiaddrs, SERVICE, acknowledged)
   transports.set(privateKeyToAddress(key), transport)
   return transport
 }
@@ -80,21 +71,10 @@ beforeAll(async () => {
   await writeDeployment(deploymentFile, net.deployment)
   dataDir = tempDir()
   devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] as Hex })
-  const accounts = new Map<Hex, { chain: ChainClient; queue: TransactionQueue }>()
-  chainOf = async (key) => {
-    let account = accounts.get(key)
-    if (!account) {
-      const chain = await createChainClient({ rpcUrl: net.anvil.rpcUrl, privateKey: key, pollingInterval: 20 })
-      account = { chain, queue: createTransactionQueue(chain) }
-      accounts.set(key, account)
-    }
-    return account
-  }
+  chainOf = testAccounts(net.anvil.rpcUrl)
   const [deployer, a] = await Promise.all([chainOf(anvilKeys[0] as Hex), chainOf(aKey)])
   // The service pays the registry in service tokens; A's UserDeposit pays the service.
-  await mintTokens(deployer.chain, deployer.queue, { token: net.deployment.serviceToken, amount: 10n ** 22n, to: SERVICE })
-  await mintTokens(a.chain, a.queue, { token: net.deployment.serviceToken, amount: UDC_DEPOSIT })
-  await depositToUserDeposit(a.chain, a.queue, { userDeposit: net.deployment.contracts.UserDeposit.address, totalDeposit: UDC_DEPOSIT })
+  await fundServiceAndPayer(net.deployment, { deployer, service: SERVICE, payer: a, deposit: UDC_DEPOSIT })
   for (const [name, k1, k2] of [
     ['ab', aKey, bKey],
     ['bc', bKey, cKey],
@@ -123,36 +103,15 @@ afterAll(async () => {
 
 const serviceArgs = () => [
   'pathfinding',
-  '--rpc',
-  net.anvil.rpcUrl,
-  '--deployment',
-  deploymentFile,
-  '--key',
-  serviceKey,
-  '--data-dir',
-  dataDir,
-  '--relay',
-  relay.multiaddrs[0]!,
-  '--api',
-  '127.0.0.1:0',
+  ...serviceFlags({ rpcUrl: net.anvil.rpcUrl, deploymentFile, key: serviceKey, dataDir, relay: relay.multiaddrs[0]!, confirmations: 1 }),
   '--service-fee',
   String(FEE),
   // One service token is worth one ETH here: a claim of a tenth of a token is worth its gas, one of a few units is not.
   '--service-token-price',
   '1',
-  '--confirmations',
-  '1',
-  '--polling-interval',
-  '50',
 ]
 
-async function startService(): Promise<{ sluice: SluiceProcess; api: string }> {
-  const sluice = startSluice(serviceArgs(), tempDir())
-  started.push(sluice)
-  const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, 60_000)
-  await sluice.waitForOutput(/Ready: synced to block \d+\n/, 60_000)
-  return { sluice, api: api! }
-}
+const startService = () => startServiceProcess(serviceArgs(), tempDir(), started)
 
 /** An answer with its numbers read losslessly (amounts beyond 2^53 as bigints). */
 async function request(method: string, url: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }> {

@@ -11,10 +11,6 @@ import { join } from 'node:path'
 import type { Address, Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { createChainClient } from '../../src/chain/chainClient.ts'
-import { mintTokens } from '../../src/chain/erc20.ts'
-import { createTransactionQueue } from '../../src/chain/transactionQueue.ts'
-import { depositToUserDeposit } from '../../src/chain/userDepositActions.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { feeMargin } from '../../src/protocol/fees/index.ts'
@@ -25,6 +21,7 @@ import { call } from '../cli/devnetProcess.ts'
 import { logged, quickServeFlags, startSluice, stopSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
 import { startDevnet, type Devnet } from './support/devnet.ts'
 import { eventually } from './support/eventually.ts'
+import { fundServiceAndPayer, serviceFlags, startServiceProcess, testAccounts } from '../support/serviceProcess.ts'
 
 type Name = 'A' | 'B' | 'C' | 'D' | 'E'
 const names: Name[] = ['A', 'B', 'C', 'D', 'E']
@@ -51,34 +48,9 @@ let deploymentFile: string
 let service: { sluice: SluiceProcess; api: string } | undefined
 const nodes = {} as Record<Name, { sluice: SluiceProcess; api: string; dataDir: string }>
 
-async function startService(): Promise<{ sluice: SluiceProcess; api: string }> {
-  const sluice = startSluice(
-    [
-      'pathfinding',
-      '--rpc',
-      net.anvil.rpcUrl,
-      '--deployment',
-      deploymentFile,
-      '--key',
-      serviceKey,
-      '--data-dir',
-      tempDir(),
-      '--relay',
-      relay.multiaddrs[0]!,
-      '--api',
-      '127.0.0.1:0',
-      '--service-fee',
-      String(PRICE),
-      '--confirmations',
-      '0',
-      '--polling-interval',
-      '50',
-    ],
-    tempDir(),
-  )
-  const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, 60_000)
-  await sluice.waitForOutput(/Ready: synced to block \d+\n/, 60_000)
-  return { sluice, api: api! }
+function startService(): Promise<{ sluice: SluiceProcess; api: string }> {
+  const flags = serviceFlags({ rpcUrl: net.anvil.rpcUrl, deploymentFile, key: serviceKey, dataDir: tempDir(), relay: relay.multiaddrs[0]!, confirmations: 0 })
+  return startServiceProcess(['pathfinding', ...flags, '--service-fee', String(PRICE)], tempDir())
 }
 
 /** The service's base URL, as a node is given it (its API is under /api/v1). */
@@ -150,14 +122,10 @@ beforeAll(async () => {
   deploymentFile = join(tempDir(), 'deployment.json')
   await writeDeployment(deploymentFile, net.deployment)
   // The service pays the ServiceRegistry in service tokens; A pays the service from its UserDeposit.
-  const deployer = await createChainClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] as Hex, pollingInterval: 20 })
-  const deployerQueue = createTransactionQueue(deployer)
-  await mintTokens(deployer, deployerQueue, { token: net.deployment.serviceToken, amount: 10n ** 22n, to: SERVICE })
-  const a = await createChainClient({ rpcUrl: net.anvil.rpcUrl, privateKey: keys.A, pollingInterval: 20 })
-  const aQueue = createTransactionQueue(a)
-  await mintTokens(a, aQueue, { token: net.deployment.serviceToken, amount: 1000n })
-  await depositToUserDeposit(a, aQueue, { userDeposit: net.deployment.contracts.UserDeposit.address, totalDeposit: 1000n })
-  await Promise.all([deployer.close(), a.close()])
+  const account = testAccounts(net.anvil.rpcUrl)
+  const [deployer, a] = await Promise.all([account(anvilKeys[0] as Hex), account(keys.A)])
+  await fundServiceAndPayer(net.deployment, { deployer, service: SERVICE, payer: a, deposit: 1000n })
+  await Promise.all([deployer.chain.close(), a.chain.close()])
   service = await startService()
 
   await Promise.all(names.map((name) => serve(name, ...announcing())))

@@ -6,9 +6,9 @@ import { read } from '../../chain/reads.ts'
 import { simulateCall } from '../../chain/simulate.ts'
 import type { SentTransaction, TransactionQueue } from '../../chain/transactionQueue.ts'
 import { UserDeposit } from '../../contracts/index.ts'
-import { SluiceError } from '../../errors.ts'
 import { claimTiming, gasCostInTokens, worthClaiming, type TokenPrice } from '../claims.ts'
 import { sessionKey, type StoredIou } from '../iou.ts'
+import { errorLine } from '../../monitor/serviceAccount.ts'
 import type { PfsStore } from './store.ts'
 
 export type ClaimRunnerParameters = {
@@ -31,8 +31,6 @@ export type ClaimRunnerParameters = {
   /** Told why a session is left unclaimed for now, when the reason changes (not worth its gas yet, refused by the chain). */
   onLeft?(stored: StoredIou, note: string): void
 }
-
-const describe = (error: unknown) => (error instanceof SluiceError ? error.shortMessage : error instanceof Error ? error.message.split('\n')[0] : String(error))
 
 /** The key a claim's transaction has in the queue's journal: one per session. */
 const claimKey = (stored: StoredIou) => `claim:${sessionKey(stored.iou.sender, stored.iou.expirationBlock)}`
@@ -145,7 +143,7 @@ export class ClaimRunner {
       })
     } catch (error) {
       // Not sent, or reverted: held again, and the chain is asked first at the next look.
-      return this.note(stored, `the claim did not go through: ${describe(error)}`)
+      return this.note(stored, `the claim did not go through: ${errorLine(error)}`)
     }
     await this.claimed(stored, sent)
   }

@@ -1,6 +1,6 @@
 import type { Address } from 'viem'
 import { hasCode } from '../../errors.ts'
-import { PeerRateLimiter } from '../../monitor/limits.ts'
+import { LineIntake } from '../../monitor/lineIntake.ts'
 import type { Delivered, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../../protocol/messages/types.ts'
 import { pfsUpdateDelivered } from '../../protocol/pfsUpdateAck.ts'
 import { participantIndex, withParticipant, type PfsChannel } from '../channel.ts'
@@ -68,38 +68,36 @@ type Deferred = { line: string; from: Address; at: number }
  * channel as it is then (a newer update, or a chain event, may have come in between). Once durable, the update is
  * acknowledged with a Delivered whose id is derived from it; a resend of the update held is acknowledged again. An
  * update for a channel whose opening is not confirmed yet is held in memory (bounded) and taken once it is, as
- * raiden-services does. Whatever a line holds, it ends as one counted outcome.
+ * raiden-services does. Whatever a line holds, it ends as one counted outcome (src/monitor/lineIntake.ts).
  */
 export class UpdateIntake {
-  private readonly limiter: PeerRateLimiter
   private readonly counts: IntakeCounts = { accepted: 0, resent: 0, deferred: 0, refused: {} }
-  private readonly inFlight = new Set<Promise<unknown>>()
+  private readonly lines: LineIntake<IntakeOutcome>
   /** By channel (`tokenNetwork:id`), then by `participant:type`: the newest of each, in arrival order. */
   private readonly deferred = new Map<string, Map<string, Deferred>>()
   private deferredCount = 0
-  private stopped = false
 
   constructor(private readonly p: IntakeParameters) {
-    this.limiter = new PeerRateLimiter(p.limits.perPeerBurst, p.limits.perPeerPerSecond, p.now)
+    this.lines = new LineIntake({
+      limits: p.limits,
+      now: p.now,
+      decide: (line, from, again) => this.decide(line, from, again),
+      internalError: (from, error) => {
+        this.p.log?.({ from, error })
+        return { outcome: 'refused', reason: 'internal_error' }
+      },
+      count: (from, outcome) => this.count(from, outcome),
+    })
   }
 
   /** The transport's handler: each line on its own, concurrently; nothing is returned or thrown. */
   receive(lines: readonly string[], from: Address): void {
-    for (const line of lines) void this.handle(line, from)
+    this.lines.receive(lines, from)
   }
 
   /** Handles one line from `from` (the transport's authenticated peer); resolves with its outcome, never rejecting. */
   handle(line: string, from: Address, again = false): Promise<IntakeOutcome> {
-    const running = this.decide(line, from, again).then(
-      (outcome) => this.count(from, outcome),
-      (error: unknown) => {
-        this.p.log?.({ from, error })
-        return this.count(from, { outcome: 'refused', reason: 'internal_error' })
-      },
-    )
-    this.inFlight.add(running)
-    void running.then(() => this.inFlight.delete(running))
-    return running
+    return this.lines.handle(line, from, again)
   }
 
   /** A channel's ChannelOpened is confirmed: the updates held for it are taken now. */
@@ -123,9 +121,8 @@ export class UpdateIntake {
   }
 
   /** Takes no more lines and waits for those being handled. */
-  async stop(): Promise<void> {
-    this.stopped = true
-    await Promise.all([...this.inFlight])
+  stop(): Promise<void> {
+    return this.lines.stop()
   }
 
   private count(from: Address, outcome: IntakeOutcome): IntakeOutcome {
@@ -141,11 +138,9 @@ export class UpdateIntake {
 
   private async decide(line: string, from: Address, again: boolean): Promise<IntakeOutcome> {
     const refused = (reason: IntakeRefusal, detail?: string): IntakeOutcome => ({ outcome: 'refused', reason, ...(detail === undefined ? {} : { detail }) })
-    if (this.stopped) return refused('overloaded', 'stopping')
-    if (line.length > this.p.limits.maxLineLength) return refused('too_large', `${line.length} characters`)
     // A held update taken again was counted against its peer when it came.
-    if (!again && !this.limiter.take(from)) return refused('rate_limited')
-    if (this.inFlight.size >= this.p.limits.maxInFlight) return refused('overloaded')
+    const limited = this.lines.admit(line, from, again)
+    if (limited) return refused(limited.reason, limited.detail)
     const read = readUpdate(line)
     if (!read.ok) return refused(read.reason, read.detail)
     const update = read.update

@@ -1,19 +1,13 @@
 import type { Address } from 'viem'
-import type { BlockRef } from '../../chain/blockWatcher.ts'
+import type { SyncMark } from '../../chain/serviceChainWatch.ts'
 
 /**
  * What the pathfinding service keeps besides the channels (src/pathfinding/channel.ts) and the IOUs (iou.ts): how far
  * it followed the chain, and the routes it answered with, for their feedback (docs/decisions/0072).
  */
 
-/** How far the service has followed the chain. */
-export type SyncRecord = {
-  syncedBlock: bigint
-  /** The last synced blocks' hashes (the block watcher's reorg check across restarts). */
-  recentBlocks: BlockRef[]
-  /** Every token network known so far, in creation order. */
-  tokenNetworks: Address[]
-}
+/** How far the service has followed the chain (its chain watch's mark). */
+export type SyncRecord = SyncMark
 
 /** One route of an answer, and what its sender said of it. */
 export type FeedbackRoute = {

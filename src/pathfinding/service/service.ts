@@ -1,16 +1,12 @@
 import { getAddress, isAddress, type Address, type Hex, type Transport as ViemTransport } from 'viem'
-import { createChainClient, type ChainClient } from '../../chain/chainClient.ts'
+import type { ChainClient } from '../../chain/chainClient.ts'
 import type { Deployment } from '../../chain/deployment.ts'
 import { read } from '../../chain/reads.ts'
-import { createTransactionQueue } from '../../chain/transactionQueue.ts'
-import { describeRisk } from '../../chain/transactionRisk.ts'
 import { CustomToken } from '../../contracts/index.ts'
 import { SluiceError } from '../../errors.ts'
 import { version } from '../../version.ts'
-import { ensureRegistered, type EnsureRegisteredReturnType } from '../../monitor/registration.ts'
-import { signMessage } from '../../protocol/messages/sign.ts'
-import type { Delivered } from '../../protocol/messages/types.ts'
-import { encodeMessage } from '../../protocol/messages/wire.ts'
+import type { EnsureRegisteredReturnType } from '../../monitor/registration.ts'
+import { acknowledger, createServiceChain, createServiceQueue, errorLine, ServiceRegistration, type ServiceLog } from '../../monitor/serviceAccount.ts'
 import { recoverPackedSignerSync } from '../../protocol/signature.ts'
 import type { PresenceRecord } from '../../transport/libp2p/presence.ts'
 import type { Transport } from '../../transport/transport.ts'
@@ -21,14 +17,14 @@ import { createPathfindingState, createTokenNetworkView, networkOf, putChannel, 
 import { findPaths, type PathRequest } from '../paths.ts'
 import type { MediationFee } from '../routeFees.ts'
 import { timestampMicros } from '../timestamps.ts'
-import { ChainWatch } from './chainWatch.ts'
+import type { ServiceChainWatch } from '../../chain/serviceChainWatch.ts'
+import { pathfindingChainWatch } from './chainWatch.ts'
 import { ClaimRunner } from './claimRunner.ts'
 import { PathfindingServiceFailedError, PfsAnswerError } from './errors.ts'
 import { defaultIntakeLimits, UpdateIntake, type IntakeCounts, type IntakeLimits } from './intake.ts'
 import { Payments } from './payments.ts'
 import type { FeedbackRecord } from './records.ts'
-import { storeJournal } from '../../storage/storeJournal.ts'
-import { PfsStore, type Committed } from './store.ts'
+import { PfsStore, type Committed, type PfsTx } from './store.ts'
 
 /** A transport that can also say who is online (the libp2p transport: presence by watch, docs/decisions/0067, 0072). */
 export type PresenceTransport = Transport & {
@@ -68,7 +64,7 @@ export type PathfindingServiceConfig = {
   /** For GET /info: who runs it and what they say. */
   operator?: string
   message?: string
-  log?: (line: string, level: 'info' | 'warn' | 'error') => void
+  log?: ServiceLog
 }
 
 /** How long a routes answer's feedback token takes feedback (raiden-services MAX_AGE_OF_FEEDBACK_REQUESTS). */
@@ -77,7 +73,6 @@ export const FEEDBACK_TOKEN_MS = 10 * 60_000
 export const IOU_REQUEST_MAX_AGE_MS = 3_600_000
 /** Routes answered are kept this long for their feedback and the statistics, then pruned. */
 const FEEDBACK_KEPT_MS = 30 * 86_400_000
-const REGISTRATION_CHECK_MS = 3_600_000
 
 /** What a node is as a route answer's `address_metadata` says (docs/decisions/0072): its signed presence record, under Raiden's three names. */
 export type AddressMetadata = { user_id: string; displayname: string; capabilities: string }
@@ -127,8 +122,6 @@ export type PathfindingService = {
   readonly failed: Promise<Error>
 }
 
-const describe = (error: unknown) => (error instanceof SluiceError ? error.shortMessage : error instanceof Error ? error.message.split('\n')[0] : String(error))
-
 /** A feedback token: its time (12 hex digits, so the store's keys sort by it) and 80 random bits; 32 hex digits, as a UUID's. */
 function newFeedbackToken(now: number): string {
   const random = crypto.getRandomValues(new Uint8Array(10))
@@ -143,21 +136,7 @@ function newFeedbackToken(now: number): string {
 export async function createPathfindingService(config: PathfindingServiceConfig): Promise<PathfindingService> {
   const log = config.log ?? (() => {})
   const { deployment } = config
-  const chain = await createChainClient({
-    privateKey: config.key,
-    chainId: deployment.chainId,
-    pollingInterval: Math.min(config.pollingInterval ?? 1_000, 4_000),
-    ...(config.chainTransport ? { transport: config.chainTransport } : {}),
-    ...(config.rpc ? { rpcUrl: config.rpc } : {}),
-    endpoints: {
-      batch: true,
-      onChange: ({ endpoint, state, reason }) =>
-        log(
-          `RPC endpoint ${endpoint} ${state === 'up' ? 'answers again' : `${state === 'down' ? 'down' : 'refused'}: ${reason ?? ''}`}`,
-          state === 'up' ? 'info' : 'warn',
-        ),
-    },
-  })
+  const chain = await createServiceChain({ ...config, chainId: deployment.chainId, pollingInterval: config.pollingInterval ?? 1_000, log })
   const address = chain.address
   const registry = getAddress(deployment.contracts.TokenNetworkRegistry.address)
   const oneToN = getAddress(deployment.contracts.OneToN.address)
@@ -165,16 +144,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   const serviceFee = config.serviceFee ?? 0n
   const confirmations = BigInt(config.confirmations ?? 5)
   const store = await PfsStore.open(config.dataDir, { chainId: deployment.chainId, registry, address })
-  const queue = createTransactionQueue(chain, {
-    journal: storeJournal(store),
-    confirmations: 0n,
-    ...(config.maxFeePerGas !== undefined ? { maxFeePerGas: config.maxFeePerGas } : {}),
-    onRisk: (nonce, risk) => {
-      if (risk) log(`transaction at risk: ${describeRisk(risk)}`, 'error')
-      else log(`transaction ${nonce} no longer at risk`, 'info')
-    },
-    onError: (error) => log(`transactions: ${describe(error)}`, 'warn'),
-  })
+  const queue = createServiceQueue(chain, store, { maxFeePerGas: config.maxFeePerGas, log })
   const transport = config.transport?.(address)
   let failWith: (error: Error) => void = () => {}
   const failed = new Promise<Error>((resolve) => (failWith = resolve))
@@ -205,21 +175,13 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   }
   for (const view of state.networks.values()) for (const channel of view.channels.values()) watchParticipants(channel)
 
-  const acknowledge = (to: Address, delivered: Delivered) => {
-    if (!transport) return
-    void signMessage(config.key, delivered)
-      .then((signed) => transport.send(to, [encodeMessage(signed)]))
-      .catch(() => {
-        // Best effort, as every transport send: the node resends until acknowledged.
-      })
-  }
   const intake = new UpdateIntake({
     store,
     state,
     limits: { ...defaultIntakeLimits, ...config.limits },
-    acknowledge,
+    acknowledge: acknowledger(config.key, transport),
     log: (event) => {
-      if ('error' in event) log(`update from ${event.from}: internal error: ${describe(event.error)}`, 'error')
+      if ('error' in event) log(`update from ${event.from}: internal error: ${errorLine(event.error)}`, 'error')
       else if (event.outcome.outcome === 'refused' && event.outcome.reason === 'store_failed') {
         log(`update from ${event.from} not stored: ${event.outcome.detail ?? ''}`, 'error')
         checkStore()
@@ -248,23 +210,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
     for (const tokenNetwork of store.sync?.tokenNetworks ?? []) ensureNetwork(tokenNetwork)
   })
 
-  let registration: EnsureRegisteredReturnType | undefined
-  let registrationCheckedAt = 0
-  let renewing: Promise<void> | undefined
-  let url: string | undefined
-  const register = async () => {
-    registration = await ensureRegistered(chain, queue, { serviceRegistry: deployment.contracts.ServiceRegistry.address, url })
-    registrationCheckedAt = Date.now()
-  }
-  const renewRegistration = () =>
-    register()
-      .catch((error: unknown) => {
-        registrationCheckedAt = Date.now()
-        log(`registration: ${describe(error)}`, 'warn')
-      })
-      .finally(() => {
-        renewing = undefined
-      })
+  const registration = new ServiceRegistration(chain, queue, deployment.contracts.ServiceRegistry.address, log)
 
   let decimals: Promise<number> | undefined
   const claims = new ClaimRunner({
@@ -280,12 +226,12 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
       return decimals
     },
     latestBlock: () => watch.progress().latestBlock,
-    onError: (where, error) => log(`${where}: ${describe(error)}`, 'warn'),
+    onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
     onSent: (description, hash) => log(`sent ${description}: ${hash}`, 'info'),
     onClaimed: (stored) => log(`claimed ${stored.claim?.transferred ?? 0n} from ${stored.iou.sender} (IOU session ${stored.iou.expirationBlock})`, 'info'),
     onLeft: (stored, note) => log(`IOU session of ${stored.iou.sender} (expiration ${stored.iou.expirationBlock}) not claimed now: ${note}`, 'info'),
   })
-  const watch: ChainWatch = new ChainWatch({
+  const watch: ServiceChainWatch<PfsTx> = pathfindingChainWatch({
     chain,
     deployment,
     store,
@@ -294,9 +240,9 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
     onLooked: () => {
       checkStore()
       claims.runDue()
-      if (!renewing && Date.now() - registrationCheckedAt > REGISTRATION_CHECK_MS) renewing = renewRegistration()
+      registration.renewIfDue()
     },
-    onError: (where, error) => log(`${where}: ${describe(error)}`, 'warn'),
+    onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
   })
   const confirmedBlock = () => store.sync?.syncedBlock ?? 0n
   const payments = new Payments({ chain, store, userDeposit, oneToN, serviceFee, confirmedBlock })
@@ -370,7 +316,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   let started = false
   let stopped = false
   let pruning: ReturnType<typeof setInterval> | undefined
-  const prune = () => void store.pruneFeedback(Date.now() - FEEDBACK_KEPT_MS).catch((error: unknown) => log(`pruning feedback: ${describe(error)}`, 'warn'))
+  const prune = () => void store.pruneFeedback(Date.now() - FEEDBACK_KEPT_MS).catch((error: unknown) => log(`pruning feedback: ${errorLine(error)}`, 'warn'))
 
   return {
     address,
@@ -381,11 +327,11 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
     async start(options = {}) {
       if (started) return
       started = true
-      url = options.url
+      registration.url = options.url
       // What it sent before a restart is followed again before anything new.
       await queue.start()
       if (stopped) return
-      await register()
+      await registration.register()
       if (stopped) return
       await watch.catchUp()
       if (stopped) return
@@ -404,7 +350,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
       await intake.stop()
       await transport?.stop().catch(() => {})
       await watch.stop()
-      await renewing
+      await registration.stop()
       await claims.stop()
       await queue.stop()
       await store.close()
@@ -428,7 +374,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
       return {
         address,
         chainId: deployment.chainId,
-        registration,
+        registration: registration.registration,
         syncedBlock: store.sync?.syncedBlock ?? progress.syncedBlock,
         latestBlock: progress.latestBlock,
         updates: { ...intake.counters(), held_for_unconfirmed_channels: intake.deferredSize },

@@ -1,11 +1,11 @@
-import { ClassicLevel } from 'classic-level'
+import type { ClassicLevel } from 'classic-level'
 import { join } from 'node:path'
-import { deserialize, serialize } from 'node:v8'
 import type { Address } from 'viem'
 import type { JournalEntry } from '../../chain/transactionJournal.ts'
-import { asStorageError } from '../../storage/asStorageError.ts'
+import { GroupCommit, type Batch, type BatchOp } from '../../storage/groupCommit.ts'
 import { byNonce, checkJournalEntry, checkJournalNonce } from '../../storage/journalRecords.ts'
-import { StorageClosedError, StorageError, StorageLockedError, StorageVersionError } from '../../storage/storage.ts'
+import { decode, encode, openServiceStore } from '../../storage/serviceLevelStore.ts'
+import { StorageClosedError } from '../../storage/storage.ts'
 import type { PfsChannel } from '../channel.ts'
 import { sessionKey, type StoredIou } from '../iou.ts'
 import type { FeedbackRecord, SyncRecord } from './records.ts'
@@ -16,7 +16,6 @@ import type { FeedbackRecord, SyncRecord } from './records.ts'
 export type PfsStoreIdentity = { chainId: number; registry: Address; address: Address }
 
 const SCHEMA = 1
-const META = 'meta'
 const SYNC = 'sync'
 /** Loaded at open and kept in memory: channels, IOU sessions, the transaction journal. */
 const CHANNEL = 'c!'
@@ -25,7 +24,6 @@ const JOURNAL = 'j!'
 /** Read from disk when asked: one record per routes answer, the oldest pruned (its key starts with its time). */
 const FEEDBACK = 'f!'
 const LOADED = [CHANNEL, IOU, JOURNAL] as const
-type Meta = { schema: number; chainId: number; registry: string; address: string }
 
 export const channelStoreKey = (tokenNetwork: Address, channelId: bigint) =>
   `${CHANNEL}${tokenNetwork.toLowerCase()}!${channelId.toString(16).padStart(64, '0')}`
@@ -33,8 +31,6 @@ const iouKey = (stored: StoredIou) => `${IOU}${sessionKey(stored.iou.sender, sto
 // A nonce as 16 digits (a safe integer's most): key order is nonce order.
 const journalKey = (nonce: number) => `${JOURNAL}${nonce.toString().padStart(16, '0')}`
 const feedbackKey = (token: string) => `${FEEDBACK}${token}`
-const encode = (value: unknown): Uint8Array => serialize(value)
-const decode = <T>(bytes: Uint8Array): T => deserialize(bytes) as T
 
 /** One step's view: the records with the writes of the steps before it in the batch, and its own. */
 export type PfsTx = {
@@ -58,20 +54,15 @@ export type PfsTx = {
 /** What a batch changed once it is durable: each key and its new value (null: deleted). */
 export type Committed = ReadonlyMap<string, unknown>
 
-type Pending = { step: (tx: PfsTx) => unknown; resolve(value: unknown): void; reject(error: unknown): void }
-
 /**
  * The pathfinding service's LevelDB store (docs/decisions/0072), as the monitoring service's (src/monitor/store.ts):
  * channels, IOU sessions, the sync mark and the account's transaction journal loaded at open and kept in memory; the
  * routes answered (for their feedback) on disk only. Every change goes through `transact`, whose steps are batched
- * (group commit) and written with `sync: true`; only once a batch is durable are its steps answered and the memory,
+ * (group commit, src/storage/groupCommit.ts) and written with `sync: true`; only once a batch is durable are its steps answered and the memory,
  * and what `onCommitted` is told, updated: nothing is acknowledged or answered before it survives kill -9.
  */
 export class PfsStore {
-  private queue: Pending[] = []
-  private writing = false
-  private failure: Error | undefined
-  private closed = false
+  private readonly commits: GroupCommit<PfsTx>
   private readonly listeners: ((committed: Committed) => void)[] = []
   /** By sender (lower case): the key of its session not claimed yet. */
   private readonly activeIous = new Map<string, string>()
@@ -89,6 +80,11 @@ export class PfsStore {
       this.mapOf(key)!.set(key, value)
       if (key.startsWith(IOU)) this.indexIou(key, value as StoredIou)
     }
+    this.commits = new GroupCommit({
+      name: 'the pathfinding service store',
+      newBatch: () => this.newBatch(),
+      write: (ops) => this.db.batch(ops, { sync: true }),
+    })
   }
 
   private mapOf(key: string): Map<string, unknown> | undefined {
@@ -102,31 +98,17 @@ export class PfsStore {
   /** Opens (or creates) the store of `identity` in `<dataDir>/pathfinding-<chainId>-<registry>-<address>`. StorageLockedError when another process has it. */
   static async open(dataDir: string, identity: PfsStoreIdentity): Promise<PfsStore> {
     const location = join(dataDir, `pathfinding-${identity.chainId}-${identity.registry.toLowerCase()}-${identity.address.toLowerCase()}`)
-    const db = new ClassicLevel<string, Uint8Array>(location, { keyEncoding: 'utf8', valueEncoding: 'view' })
-    try {
-      await db.open()
-    } catch (e) {
-      if (causedBy(e, 'LEVEL_LOCKED')) throw new StorageLockedError(`the store ${location} is open in another process`, { cause: e })
-      throw asStorageError(e, `opening ${location}`)
-    }
-    try {
-      const expected: Meta = { schema: SCHEMA, chainId: identity.chainId, registry: identity.registry.toLowerCase(), address: identity.address.toLowerCase() }
-      const metaBytes = await db.get(META)
-      if (metaBytes === undefined) await db.put(META, encode(expected), { sync: true })
-      else {
-        const meta = decode<Meta>(metaBytes)
-        if (meta.schema > SCHEMA) throw new StorageVersionError(`the store ${location} has schema ${meta.schema}, newer than this code's ${SCHEMA}`)
-        if (meta.chainId !== expected.chainId || meta.registry !== expected.registry || meta.address !== expected.address)
-          throw new StorageError(`the store ${location} belongs to chain ${meta.chainId}, registry ${meta.registry}, service ${meta.address}`)
-      }
-      const records = new Map<string, unknown>()
-      for (const prefix of LOADED) for await (const [key, value] of db.iterator({ gte: prefix, lt: `${prefix}\xff` })) records.set(key, decode(value))
-      const syncBytes = await db.get(SYNC)
-      return new PfsStore(db, records, syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes), location)
-    } catch (e) {
-      await db.close().catch(() => {})
-      throw asStorageError(e, `opening ${location}`)
-    }
+    const { db, loaded } = await openServiceStore(location, {
+      meta: { schema: SCHEMA, chainId: identity.chainId, registry: identity.registry.toLowerCase(), address: identity.address.toLowerCase() },
+      owner: { chainId: 'chain', registry: 'registry', address: 'service' },
+      load: async (db) => {
+        const records = new Map<string, unknown>()
+        for (const prefix of LOADED) for await (const [key, value] of db.iterator({ gte: prefix, lt: `${prefix}\xff` })) records.set(key, decode(value))
+        const syncBytes = await db.get(SYNC)
+        return { records, sync: syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes) }
+      },
+    })
+    return new PfsStore(db, loaded.records, loaded.sync, location)
   }
 
   /** Every channel record, as last made durable. */
@@ -151,14 +133,14 @@ export class PfsStore {
 
   /** The routes answered under `token`, read from disk. */
   async feedback(token: string): Promise<FeedbackRecord | undefined> {
-    if (this.closed) throw new StorageClosedError('the pathfinding service store is closed')
+    if (this.commits.closed) throw new StorageClosedError('the pathfinding service store is closed')
     const bytes = await this.db.get(feedbackKey(token))
     return bytes === undefined ? undefined : decode<FeedbackRecord>(bytes)
   }
 
   /** Forgets the routes answered before `before` (a token's first 12 hex digits are its time, so keys sort by it). */
   async pruneFeedback(before: number): Promise<void> {
-    if (this.closed || this.failure) return
+    if (this.commits.closed || this.commits.failed) return
     await this.db.clear({ gte: FEEDBACK, lt: `${FEEDBACK}${before.toString(16).padStart(12, '0')}` })
   }
 
@@ -175,7 +157,7 @@ export class PfsStore {
 
   /** Set once a write failed: the store refuses everything after it (the service stops). */
   get failed(): Error | undefined {
-    return this.failure
+    return this.commits.failed
   }
 
   /** Told of every batch once it is durable, with what it changed. */
@@ -188,18 +170,12 @@ export class PfsStore {
    * rejects alone, its writes dropped; a failed write rejects the whole batch and every later step.
    */
   transact<T>(step: (tx: PfsTx) => T): Promise<T> {
-    if (this.closed) return Promise.reject(new StorageClosedError('the pathfinding service store is closed'))
-    if (this.failure) return Promise.reject(this.failure)
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ step, resolve: resolve as (value: unknown) => void, reject })
-      if (!this.writing) void this.drain()
-    })
+    return this.commits.transact(step)
   }
 
   /** Waits for the writes under way, then closes the database. */
   async close(): Promise<void> {
-    this.closed = true
-    while (this.writing) await new Promise((r) => setTimeout(r, 5))
+    await this.commits.close()
     await this.db.close()
   }
 
@@ -207,98 +183,75 @@ export class PfsStore {
     return [...this.maps[prefix].values()] as T[]
   }
 
-  private async drain(): Promise<void> {
-    this.writing = true
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue
-        this.queue = []
-        await this.commit(batch)
-      }
-    } finally {
-      this.writing = false
-    }
-  }
-
-  private async commit(batch: Pending[]): Promise<void> {
+  private newBatch(): Batch<PfsTx> {
     /** The batch's writes so far: a value, or null for a deletion. */
     const written = new Map<string, unknown>()
     let sync: SyncRecord | undefined
-    const done: { pending: Pending; value: unknown }[] = []
-    for (const pending of batch) {
-      const own = new Map<string, unknown>()
-      let ownSync: SyncRecord | undefined
-      const current = (key: string) => (own.has(key) ? own.get(key) : written.has(key) ? written.get(key) : this.get(key))
-      const copy = <T>(key: string) => {
-        const value = current(key)
-        return value === null || value === undefined ? undefined : (structuredClone(value) as T)
-      }
-      const activeKey = (sender: Address) => {
-        const prefix = `${IOU}${sender.toLowerCase()}!`
-        // This batch's writes first (a session claimed or opened in it), then what is durable.
-        for (const map of [own, written])
-          for (const [key, value] of map) if (key.startsWith(prefix) && value && (value as StoredIou).status === 'held') return key
-        const durable = this.activeIous.get(sender.toLowerCase())
-        if (durable === undefined) return undefined
-        const now = current(durable) as StoredIou | null | undefined
-        return now?.status === 'held' ? durable : undefined
-      }
-      const tx: PfsTx = {
-        channel: (tokenNetwork, channelId) => copy<PfsChannel>(channelStoreKey(tokenNetwork, channelId)),
-        putChannel: (channel) => void own.set(channelStoreKey(channel.tokenNetwork, channel.channelId), structuredClone(channel)),
-        deleteChannel: (tokenNetwork, channelId) => void own.set(channelStoreKey(tokenNetwork, channelId), null),
-        iou: (sender, expirationBlock) => copy<StoredIou>(`${IOU}${sessionKey(sender, expirationBlock)}`),
-        activeIou: (sender) => {
-          const key = activeKey(sender)
-          return key === undefined ? undefined : copy<StoredIou>(key)
-        },
-        putIou: (stored) => void own.set(iouKey(stored), structuredClone(stored)),
-        putFeedback: (record) => void own.set(feedbackKey(record.token), structuredClone(record)),
-        sync: () => ownSync ?? sync ?? this.syncRecord,
-        putSync: (next) => {
-          ownSync = structuredClone(next)
-        },
-        putJournalEntry: (entry) => {
-          const entryCopy = structuredClone(entry)
-          checkJournalEntry(entryCopy)
-          own.set(journalKey(entryCopy.nonce), entryCopy)
-        },
-        deleteJournalEntry: (nonce) => void own.set(journalKey(checkJournalNonce(nonce)), null),
-      }
-      try {
-        const value = pending.step(tx)
-        for (const [key, record] of own) written.set(key, record)
-        if (ownSync) sync = ownSync
-        done.push({ pending, value })
-      } catch (error) {
-        pending.reject(error)
-      }
+    return {
+      step: () => {
+        const own = new Map<string, unknown>()
+        let ownSync: SyncRecord | undefined
+        const current = (key: string) => (own.has(key) ? own.get(key) : written.has(key) ? written.get(key) : this.get(key))
+        const copy = <T>(key: string) => {
+          const value = current(key)
+          return value === null || value === undefined ? undefined : (structuredClone(value) as T)
+        }
+        const activeKey = (sender: Address) => {
+          const prefix = `${IOU}${sender.toLowerCase()}!`
+          // This batch's writes first (a session claimed or opened in it), then what is durable.
+          for (const map of [own, written])
+            for (const [key, value] of map) if (key.startsWith(prefix) && value && (value as StoredIou).status === 'held') return key
+          const durable = this.activeIous.get(sender.toLowerCase())
+          if (durable === undefined) return undefined
+          const now = current(durable) as StoredIou | null | undefined
+          return now?.status === 'held' ? durable : undefined
+        }
+        const tx: PfsTx = {
+          channel: (tokenNetwork, channelId) => copy<PfsChannel>(channelStoreKey(tokenNetwork, channelId)),
+          putChannel: (channel) => void own.set(channelStoreKey(channel.tokenNetwork, channel.channelId), structuredClone(channel)),
+          deleteChannel: (tokenNetwork, channelId) => void own.set(channelStoreKey(tokenNetwork, channelId), null),
+          iou: (sender, expirationBlock) => copy<StoredIou>(`${IOU}${sessionKey(sender, expirationBlock)}`),
+          activeIou: (sender) => {
+            const key = activeKey(sender)
+            return key === undefined ? undefined : copy<StoredIou>(key)
+          },
+          putIou: (stored) => void own.set(iouKey(stored), structuredClone(stored)),
+          putFeedback: (record) => void own.set(feedbackKey(record.token), structuredClone(record)),
+          sync: () => ownSync ?? sync ?? this.syncRecord,
+          putSync: (next) => {
+            ownSync = structuredClone(next)
+          },
+          putJournalEntry: (entry) => {
+            const entryCopy = structuredClone(entry)
+            checkJournalEntry(entryCopy)
+            own.set(journalKey(entryCopy.nonce), entryCopy)
+          },
+          deleteJournalEntry: (nonce) => void own.set(journalKey(checkJournalNonce(nonce)), null),
+        }
+        const keep = () => {
+          for (const [key, record] of own) written.set(key, record)
+          if (ownSync) sync = ownSync
+        }
+        return { tx, keep }
+      },
+      ops: () => {
+        const ops: BatchOp[] = []
+        for (const [key, record] of written) ops.push(record === null ? { type: 'del', key } : { type: 'put', key, value: encode(record) })
+        if (sync) ops.push({ type: 'put', key: SYNC, value: encode(sync) })
+        return ops
+      },
+      apply: () => {
+        for (const [key, record] of written) {
+          const map = this.mapOf(key)
+          if (!map) continue
+          if (record === null) map.delete(key)
+          else map.set(key, record)
+          if (key.startsWith(IOU) && record !== null) this.indexIou(key, record as StoredIou)
+        }
+        if (sync) this.syncRecord = sync
+        for (const listener of this.listeners) listener(written)
+      },
     }
-    if (written.size === 0 && sync === undefined) {
-      for (const { pending, value } of done) pending.resolve(value)
-      return
-    }
-    const ops: ({ type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string })[] = []
-    for (const [key, record] of written) ops.push(record === null ? { type: 'del', key } : { type: 'put', key, value: encode(record) })
-    if (sync) ops.push({ type: 'put', key: SYNC, value: encode(sync) })
-    try {
-      await this.db.batch(ops, { sync: true })
-    } catch (e) {
-      this.failure = asStorageError(e, 'writing the pathfinding service store')
-      for (const { pending } of done) pending.reject(this.failure)
-      for (const pending of this.queue.splice(0)) pending.reject(this.failure)
-      return
-    }
-    for (const [key, record] of written) {
-      const map = this.mapOf(key)
-      if (!map) continue
-      if (record === null) map.delete(key)
-      else map.set(key, record)
-      if (key.startsWith(IOU) && record !== null) this.indexIou(key, record as StoredIou)
-    }
-    if (sync) this.syncRecord = sync
-    for (const listener of this.listeners) listener(written)
-    for (const { pending, value } of done) pending.resolve(value)
   }
 
   private indexIou(key: string, stored: StoredIou): void {
@@ -306,10 +259,4 @@ export class PfsStore {
     if (stored.status === 'held') this.activeIous.set(sender, key)
     else if (this.activeIous.get(sender) === key) this.activeIous.delete(sender)
   }
-}
-
-/** Whether `code` is the code of `error` or of one of its causes (classic-level wraps LEVEL_LOCKED). */
-function causedBy(error: unknown, code: string): boolean {
-  for (let e = error; e instanceof Error; e = e.cause) if ((e as { code?: unknown }).code === code) return true
-  return false
 }

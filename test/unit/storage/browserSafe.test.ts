@@ -9,7 +9,10 @@ test.each(['idbStorage.ts', 'memoryStorage.ts', 'dump.ts', 'json.ts', 'storage.t
   if (file === 'idbStorage.ts') expect([...importGraph(resolve(storageDir, file)).packages.keys()]).toContain('idb')
 })
 
-test('levelStorage.ts is the storage module that imports classic-level and node:*', () => {
-  const packages = [...importGraph(resolve(storageDir, 'levelStorage.ts')).packages.keys()]
-  expect(packages.filter(isNodeOnly).sort()).toEqual(['classic-level', 'node:path', 'node:v8'])
+test.each([
+  ['levelStorage.ts', ['classic-level', 'node:path', 'node:v8']],
+  ['serviceLevelStore.ts', ['classic-level', 'node:v8']],
+])("%s is a storage module that imports classic-level and node:* (a node's LevelDB, the services')", (file, nodeOnly) => {
+  const packages = [...importGraph(resolve(storageDir, file)).packages.keys()]
+  expect(packages.filter(isNodeOnly).sort()).toEqual(nodeOnly)
 })

@@ -1,0 +1,35 @@
+import { integerFlag, stringFlag, type FlagSpec } from './args.ts'
+import { logFlags } from './logFlags.ts'
+import { parseUrl, raidenNames, serveFlags } from './serve.ts'
+
+// The flags `sluice monitor` and `sluice pathfinding` share, in the order their --help lists them.
+
+/** Its chain and its key (as `sluice serve` takes them), and where its store lives. */
+export const serviceAccountFlags = {
+  rpc: serveFlags.rpc,
+  deployment: serveFlags.deployment,
+  key: serveFlags.key,
+  keystore: serveFlags.keystore,
+  keystorePath: serveFlags.keystorePath,
+  address: serveFlags.address,
+  passwordFile: serveFlags.passwordFile,
+  dataDir: stringFlag({ description: "where the service's LevelDB store lives (created if missing)", valueName: 'DIR', aliases: raidenNames.dataDir }),
+}
+
+/** --url: what it publishes in the ServiceRegistry; `description` says so for the service. */
+export const serviceUrlFlag = (description: string) =>
+  ({
+    description,
+    valueName: 'URL',
+    expected: 'an http(s) URL',
+    parse: (raw: string) => parseUrl(raw, ['http:', 'https:']),
+    default: undefined,
+  }) as FlagSpec<string, false>
+
+/** How it follows the chain and pays for its transactions, and its log. */
+export const serviceChainFlags = {
+  confirmations: serveFlags.confirmations,
+  maxFeePerGas: serveFlags.maxFeePerGas,
+  pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
+  ...logFlags,
+}

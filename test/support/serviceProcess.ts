@@ -1,0 +1,77 @@
+// A service process (`sluice monitor`, `sluice pathfinding`) in a test, on an anvil with a relay: its flags, its start,
+// the accounts that pay it, and the nodes it acknowledges. No vitest imports.
+import type { Address, Hex } from 'viem'
+import { createChainClient, type ChainClient } from '../../src/chain/chainClient.ts'
+import type { Deployment } from '../../src/chain/deployment.ts'
+import { mintTokens } from '../../src/chain/erc20.ts'
+import { createTransactionQueue, type TransactionQueue } from '../../src/chain/transactionQueue.ts'
+import { depositToUserDeposit } from '../../src/chain/userDepositActions.ts'
+import { decodeMessage } from '../../src/protocol/messages/sign.ts'
+import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
+import { startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
+
+export type ServiceFlags = { rpcUrl: string; deploymentFile: string; key: Hex; dataDir: string; relay: string; confirmations: number }
+
+/** The flags every test start of a service gives: its chain, key, data, relay, an API on a free port, quick polling. */
+export function serviceFlags(p: ServiceFlags): string[] {
+  return [
+    ...['--rpc', p.rpcUrl, '--deployment', p.deploymentFile, '--key', p.key, '--data-dir', p.dataDir, '--relay', p.relay],
+    ...['--api', '127.0.0.1:0', '--confirmations', String(p.confirmations), '--polling-interval', '50'],
+  ]
+}
+
+/**
+ * Starts `sluice <args>` and waits until it serves its API and is ready (registered, first sync done). It goes in
+ * `started` first, so that the test's end kills it even if it never gets ready.
+ */
+export async function startServiceProcess(
+  args: readonly string[],
+  cwd: string,
+  started: SluiceProcess[] = [],
+): Promise<{ sluice: SluiceProcess; api: string }> {
+  const sluice = startSluice(args, cwd)
+  started.push(sluice)
+  const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, 60_000)
+  await sluice.waitForOutput(/Ready: synced to block \d+\n/, 60_000)
+  return { sluice, api: api! }
+}
+
+export type TestAccount = { chain: ChainClient; queue: TransactionQueue }
+
+/** A chain client and a transaction queue per key, each made once (two queues of one key would share its nonces). */
+export function testAccounts(rpcUrl: string): (key: Hex) => Promise<TestAccount> {
+  const made = new Map<Hex, Promise<TestAccount>>()
+  return (key) => {
+    let account = made.get(key)
+    if (!account) {
+      account = createChainClient({ rpcUrl, privateKey: key, pollingInterval: 20 }).then((chain) => ({ chain, queue: createTransactionQueue(chain) }))
+      made.set(key, account)
+    }
+    return account
+  }
+}
+
+/**
+ * What the services are paid with: `service` gets service tokens from `deployer` for the ServiceRegistry's price, and
+ * `payer` deposits `deposit` service tokens in its UserDeposit (a monitoring reward, IOUs).
+ */
+export async function fundServiceAndPayer(
+  deployment: Deployment,
+  { deployer, service, payer, deposit }: { deployer: TestAccount; service: Address; payer: TestAccount; deposit: bigint },
+): Promise<void> {
+  await mintTokens(deployer.chain, deployer.queue, { token: deployment.serviceToken, amount: 10n ** 22n, to: service })
+  await mintTokens(payer.chain, payer.queue, { token: deployment.serviceToken, amount: deposit })
+  await depositToUserDeposit(payer.chain, payer.queue, { userDeposit: deployment.contracts.UserDeposit.address, totalDeposit: deposit })
+}
+
+/** A node's libp2p transport on `relays`, started: the id of each Delivered `service` signs to it goes in `acknowledged`. */
+export async function acknowledgedTransport(key: Hex, relays: string[], service: Address, acknowledged: Set<bigint>): Promise<Libp2pTransport> {
+  const transport = createLibp2pTransport({ privateKey: key, relays, announceIntervalMs: 1_000 })
+  await transport.start(async (lines) => {
+    for (const text of lines) {
+      const decoded = await decodeMessage(text).catch(() => undefined)
+      if (decoded?.message.type === 'Delivered' && decoded.signer === service) acknowledged.add(decoded.message.delivered_message_identifier)
+    }
+  })
+  return transport
+}
