@@ -1,10 +1,11 @@
 import '../../src/transport/libp2p/nodePolyfills.ts'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { concatBytes, hexToBytes, stringToBytes, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { encryptKeystore } from '../../src/chain/keystore.ts'
 import { openChannel, setTotalDeposit } from '../../src/chain/tokenNetworkActions.ts'
 import { planUserDepositWithdraw } from '../../src/chain/userDepositActions.ts'
 import { ServiceRegistry, UserDeposit } from '../../src/contracts/index.ts'
@@ -468,4 +469,28 @@ describe('sluice pathfinding', () => {
       `pathfinding: started and registered ${(tStarted - t0).toFixed(0)} ms, updates and requests ${(tAnswered - tStarted).toFixed(0)} ms, restarted ${(tRestarted - tAnswered).toFixed(0)} ms, claimed ${(tClaimed - tRestarted).toFixed(0)} ms; a claim's gas in service tokens at 1 ETH a token: ${costs}`,
     )
   }, 300_000)
+
+  test("its key from a v3 keystore (--keystore with --password-file, as sluice serve and Raiden's services take it): the service is the keystore's account", async () => {
+    const dir = tempDir()
+    const keystore = join(dir, 'service.json')
+    const password = join(dir, 'password.txt')
+    // A cheap PBKDF2 cost: the test pays for one derivation, the service's (keystore.test.ts covers the default's).
+    writeFileSync(keystore, JSON.stringify(await encryptKeystore(serviceKey, 'service password', { c: 1_000 })))
+    writeFileSync(password, 'service password\n')
+    const args = serviceArgs()
+    const keyAt = args.indexOf('--key')
+    args.splice(keyAt, 2, '--keystore', keystore, '--password-file', password)
+    args.splice(args.indexOf('--data-dir') + 1, 1, tempDir())
+    const service = await startServiceProcess(args, tempDir(), started)
+    expect((await request('GET', `${service.api}/info`)).body).toMatchObject({ payment_address: SERVICE })
+    // Registered already (the test above): its start found the registration and sent nothing.
+    expect((await request('GET', `${service.api}/status`)).body).toMatchObject({ address: SERVICE, registration: { registered: true } })
+    service.sluice.child.kill('SIGTERM')
+    expect(await service.sluice.exited).toEqual({ code: 0, signal: null })
+    // A wrong password: one line, exit code 2, nothing started.
+    writeFileSync(password, 'not it\n')
+    const wrong = await runSluice(args, tempDir())
+    expect(wrong.code).toBe(2)
+    expect(wrong.stderr).toMatch(/^sluice pathfinding: .*password/i)
+  }, 120_000)
 })

@@ -270,6 +270,22 @@ describe('a node routing with a pathfinding service', () => {
     expect(await knownToE()).toBe(before)
   }, 30_000)
 
+  test('a node whose UserDeposit cannot pay the service asks it nothing: it routes locally, says why in its log and its settings, and pays', async () => {
+    // C has no UserDeposit: an IOU of the service's price would be refused by the service's own check.
+    await restart('C', '--routing-mode', 'pfs', '--pathfinding-service-address', serviceUrl())
+    const routesBefore = (await serviceStatus()).routes
+    // To B, over A (C has no channel with B): A mediates for free.
+    const paid = await pay('C', 'B', 5n, 30)
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200)
+    expect(paid.body).toMatchObject({ route: [at.A, at.B], fee: '0' })
+    const why = `the UserDeposit's effective balance 0 does not cover twice the ${PRICE} the IOU would owe the service`
+    expect(nodes.C.sluice.stderr()).toMatch(logged(`payment of 5 to ${at.B} routed locally: .*${why}`))
+    expect((await settings('C')).pathfinding.unavailable).toMatchObject({ reason: expect.stringContaining(why) })
+    // The service was asked for nothing, and holds no IOU of C's.
+    expect((await serviceStatus()).routes).toEqual(routesBefore)
+    expect(routesBefore.requests).toBeGreaterThan(0)
+  }, 60_000)
+
   test('the service killed: the node routes locally, says so in its log and its settings, and pays', async () => {
     service!.sluice.child.kill('SIGKILL')
     await service!.sluice.exited
