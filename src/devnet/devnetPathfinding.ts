@@ -19,7 +19,7 @@ const PATHFINDING_ETH = 100n * 10n ** 18n
 export type DevnetPathfinding = { service: PathfindingService; api?: ServedServiceApi }
 
 /**
- * The devnet's pathfinding service (`sluice pathfinding`, docs/decisions/0072), free (no IOU asked), as the monitoring
+ * The devnet's pathfinding service (`sluice pathfinding`, docs/decisions/0072), free (no IOU asked) unless given a `serviceFee`, as the monitoring
  * service is set up (devnetMonitor.ts): a key of its own, funded with ETH and the ServiceRegistry's price, on the
  * nodes' transport, its REST API on `port`, registered with that URL once it serves. Started before the nodes, which
  * announce their channels to it (docs/decisions/0073). `started` is called as soon as the service exists.
@@ -34,6 +34,7 @@ export async function startPathfindingService({
   port,
   started,
   log,
+  serviceFee,
 }: {
   rpcUrl: string
   deployment: Deployment
@@ -44,6 +45,8 @@ export async function startPathfindingService({
   port: number
   started: (pathfinding: DevnetPathfinding) => void
   log: Logger
+  /** What a routes request costs, in service tokens (bench/routingNetwork.ts: paid by IOUs); free when absent. */
+  serviceFee?: bigint
 }): Promise<DevnetPathfinding> {
   const key = keccak256(toHex('sluice devnet pathfinding service'))
   const address = privateKeyToAddress(key)
@@ -58,6 +61,7 @@ export async function startPathfindingService({
     dataDir: join(dataDir, 'pathfinding'),
     transport: () => libp2p ?? transport.create(key, address),
     mediationFee: serviceMediationFee,
+    ...(serviceFee === undefined ? {} : { serviceFee }),
     confirmations: 0,
     pollingInterval: 100,
     log: (line, level) => log[level](`pathfinding: ${line}`),
