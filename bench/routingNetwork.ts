@@ -1,8 +1,10 @@
-// Issue 30's network proof: a network of headless nodes (in this process, each with its own libp2p transport through
-// one relay, memory storage) on an anvil of its own, a few fee-charging hubs and many leaves with uneven deposits,
-// and a seeded sequence of payments that drains directions as it goes. Run twice on the same seed, each on a fresh
-// chain: every node in `--routing-mode pfs` with a pathfinding service that charges per request (IOUs really paid),
-// then every node in `--routing-mode local` (no service). What each mode achieves is printed side by side.
+// Issue 30's network proof: a network of headless nodes (built as sluice devnet builds its own: createNode, in this
+// process, memory storage) on an anvil of its own, a few fee-charging hubs and many leaves with uneven deposits, and
+// a seeded sequence of payments that drains directions as it goes. Run twice on the same seed, each on a fresh chain:
+// every node in `--routing-mode pfs` with a pathfinding service that charges per request (IOUs really paid), then
+// every node in `--routing-mode local` (no service). What each mode achieves is printed side by side.
+// The nodes talk over a BroadcastChannel by default; `--transport libp2p` gives each its own libp2p transport through
+// one relay, which this 2-core machine could not carry for 24 nodes in one process while other work ran (bench/routing.md).
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -39,7 +41,7 @@ export type RoutingNetworkOptions = {
 }
 
 /** 3.5 minutes of payments a mode: with the setup of both, the part ends in about 10 minutes on this 2-core machine. */
-export const DEFAULT_NETWORK_OPTIONS: RoutingNetworkOptions = { minutes: 3.5, seed: 30, nodes: 24, transport: 'libp2p' }
+export const DEFAULT_NETWORK_OPTIONS: RoutingNetworkOptions = { minutes: 3.5, seed: 30, nodes: 24, transport: 'broadcast' }
 
 /** One payment is started every this many ms (open loop: the same payments in both modes, however fast each goes). */
 const PAYMENT_INTERVAL_MS = 500
@@ -114,6 +116,8 @@ export type ModeResult = {
   tried: number
   succeeded: number
   failures: Map<string, number>
+  /** Payments that succeeded among those started in each quarter of the run. */
+  byQuarter: number[]
   /** Each succeeded payment's time, and each failed one's (ms). */
   times: number[]
   failedTimes: number[]
@@ -136,10 +140,11 @@ export type ModeResult = {
 
 const keyOf = (i: number) => keccak256(toHex(`sluice bench routing node ${i}`))
 
-/** A failure's reason without its numbers and addresses, so that the same cause counts as one. */
+/** A failure's reason without its details, numbers and addresses, so that the same cause counts as one. */
 function reasonOf(error: unknown): string {
   const code = (error as { code?: string }).code ?? 'ERROR'
-  const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]!
+  // The cause is the first two clauses ("payment failed: lock expired"): what follows names routes and amounts.
+  const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.split(': ').slice(0, 2).join(': ')
   const general = message
     .replace(/0x[0-9a-fA-F]+/g, 'X')
     .replace(/\d+/g, 'N')
@@ -291,6 +296,7 @@ export async function runMode(mode: 'pfs' | 'local', net: Topology, plan: Planne
     const times: number[] = []
     const failedTimes: number[] = []
     let succeeded = 0
+    const byQuarter = [0, 0, 0, 0]
     const inFlight = new Set<Promise<void>>()
     const t0 = performance.now()
     const cpuBefore = process.cpuUsage()
@@ -305,6 +311,7 @@ export async function runMode(mode: 'pfs' | 'local', net: Topology, plan: Planne
       ).then(
         () => {
           succeeded++
+          byQuarter[Math.floor((4 * i) / plan.length)]!++
           times.push(performance.now() - t)
         },
         (error: unknown) => {
@@ -369,6 +376,7 @@ export async function runMode(mode: 'pfs' | 'local', net: Topology, plan: Planne
     return {
       tried: plan.length,
       succeeded,
+      byQuarter,
       failures,
       times,
       failedTimes,
@@ -405,17 +413,20 @@ export async function benchRoutingNetwork(options: RoutingNetworkOptions = DEFAU
   const reasons = [...new Set([...results.pfs.failures.keys(), ...results.local.failures.keys()])].sort()
   const feeShare = (r: ModeResult) => `${r.feesPaid} paid, ${r.feesEarned} earned, ${r.targetsKept} left to the targets`
   const rows: Record<string, string> = {
-    network: `${net.nodes} nodes (${net.hubs} hubs, ${net.fees.filter(Boolean).length} charging), ${net.channels.length} channels; seed ${options.seed}; ${options.transport}${options.transport === 'libp2p' ? ' through one relay' : ''}`,
+    network: `${net.nodes} nodes (${net.hubs} hubs, ${net.fees.filter(Boolean).length} charging), ${net.channels.length} channels; seed ${options.seed}; ${options.transport === 'libp2p' ? 'libp2p through one relay' : 'a BroadcastChannel'}`,
     'payments (one every 0.5 s, at most 16 in flight, 20 to 600 each)': `${plan.length} in ${options.minutes} min, the same in each mode`,
     'set-up of the network (s): service / local': both((r) => r.setupSeconds.toFixed(0)),
     'payments succeeded: service / local': both((r) => `${r.succeeded} of ${r.tried} (${share(r.succeeded, r.tried)})`),
   }
+  const quarter = Math.ceil(plan.length / 4)
+  rows[`  succeeded of the ${quarter} started in each quarter of the run, as directions drain: service; local`] =
+    `${results.pfs.byQuarter.join(' / ')}; ${results.local.byQuarter.join(' / ')}`
   for (const reason of reasons) rows[`  failed: ${reason}`] = both((r) => String(r.failures.get(reason) ?? 0))
   const spreadOf = (times: number[]) => (times.length ? `${fmt(percentile(times, 50))} / ${fmt(percentile(times, 95))}` : '-')
   rows['time of a payment that succeeded, median / p95 (ms): service; local'] = `${spreadOf(results.pfs.times)}; ${spreadOf(results.local.times)}`
   rows['time of a payment that failed, median / p95 (ms): service; local'] = `${spreadOf(results.pfs.failedTimes)}; ${spreadOf(results.local.failedTimes)}`
   rows["a routes request's time (the IOU read and raised, the routes answered), median / p95 (ms)"] = spreadOf(results.pfs.serviceTimes)
-  rows["this process's busy cores while paying (every node, the service, the relay; anvil apart): service / local"] = both((r) => r.busy.toFixed(2))
+  rows["this process's busy cores while paying (every node and the service, the relay if any; anvil apart): service / local"] = both((r) => r.busy.toFixed(2))
   rows['mediation fees (token units): initiators paid, mediators earned, targets kept (the margins): service; local'] =
     `${feeShare(results.pfs)}; ${feeShare(results.local)}`
   rows['paid to the service: IOUs (service tokens), route requests; payments routed locally by a pfs node'] =

@@ -79,7 +79,7 @@ const parts = {
       benchRouting,
     ],
     [
-      `Routing in a network of ${network.nodes} headless nodes (in one process, memory storage; an anvil of its own mining a block a second; random payments for ${network.minutes} min in each mode, each mode on a fresh chain): every node with --routing-mode pfs and a pathfinding service charging per request, then with --routing-mode local; each row gives the service's figure, then local routing's`,
+      `Routing in a network of ${network.nodes} headless nodes (in one process, memory storage, ${network.transport === 'libp2p' ? 'libp2p through one relay' : 'a BroadcastChannel between them'}; an anvil of its own mining a block a second; random payments for ${network.minutes} min in each mode, each mode on a fresh chain): every node with --routing-mode pfs and a pathfinding service charging per request, then with --routing-mode local; each row gives the service's figure, then local routing's`,
       () => benchRoutingNetwork(network),
     ],
   ],
