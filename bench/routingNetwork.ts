@@ -121,6 +121,8 @@ export type ModeResult = {
   /** Each succeeded payment's time, and each failed one's (ms). */
   times: number[]
   failedTimes: number[]
+  /** pfs: payments refused by the node's own graph (by deposits) before the service was asked, and those it had a route for. */
+  probes: { asked: number; routable: number }
   /** Each routes request's time as the node sees it: the IOU read, signed and the routes asked (ms). */
   serviceTimes: number[]
   /** The cores this process kept busy while the payments ran (every node, the service, the relay; anvil apart). */
@@ -275,15 +277,16 @@ export async function runMode(mode: 'pfs' | 'local', net: Topology, plan: Planne
     let routedLocally = 0
     // How long the service takes to answer, as a node sees it (its IOU read and raised, the routes asked).
     const serviceTimes: number[] = []
+    const probeRequests = new WeakSet<object>()
     for (const { client } of nodes) {
       const pathfinder = client.pathfinder
       const routes = pathfinder.routes.bind(pathfinder)
-      pathfinder.routes = async (...args) => {
+      pathfinder.routes = async (request) => {
         const t = performance.now()
         try {
-          return await routes(...args)
+          return await routes(request)
         } finally {
-          serviceTimes.push(performance.now() - t)
+          if (!probeRequests.has(request)) serviceTimes.push(performance.now() - t)
         }
       }
     }
@@ -291,6 +294,8 @@ export async function runMode(mode: 'pfs' | 'local', net: Topology, plan: Planne
       n.notices.subscribe((notice) => {
         if (notice.type === 'pathfinding' && notice.what === 'routedLocally') routedLocally++
       })
+    const tokenNetwork = Object.entries(nodes[0]!.state.tokenNetworks).find(([, t]) => t.token.toLowerCase() === token.toLowerCase())![0] as Address
+    const probes = { asked: 0, routable: 0 }
     const asked = new Map<string, bigint>()
     const failures = new Map<string, number>()
     const times: number[] = []
@@ -314,8 +319,19 @@ export async function runMode(mode: 'pfs' | 'local', net: Topology, plan: Planne
           byQuarter[Math.floor((4 * i) / plan.length)]!++
           times.push(performance.now() - t)
         },
-        (error: unknown) => {
+        async (error: unknown) => {
           const reason = reasonOf(error)
+          // In pfs mode a payment that the node's own graph cannot route (by deposits) fails before the service is
+          // asked: ask it now, to count how many of those it could have routed.
+          if (mode === 'pfs' && reason === 'NO_ROUTE: no route to X can carry N') {
+            probes.asked++
+            const request = { tokenNetwork, target: addresses[p.to]!, amount: p.amount, address: addresses[p.from]! }
+            probeRequests.add(request)
+            const found = await client(p.from)
+              .pathfinder.routes(request)
+              .catch(() => undefined)
+            if (found?.source === 'service') probes.routable++
+          }
           failures.set(reason, (failures.get(reason) ?? 0) + 1)
           failedTimes.push(performance.now() - t)
         },
@@ -336,7 +352,6 @@ export async function runMode(mode: 'pfs' | 'local', net: Topology, plan: Planne
     let feesEarned = 0n
     let targetsKept = 0n
     const mismatches: string[] = []
-    const tokenNetwork = Object.entries(nodes[0]!.state.tokenNetworks).find(([, t]) => t.token.toLowerCase() === token.toLowerCase())![0] as Address
     for (const [i, node] of nodes.entries()) {
       const history = await node.client.store.payments({ token })
       let expected = 0n
@@ -381,6 +396,7 @@ export async function runMode(mode: 'pfs' | 'local', net: Topology, plan: Planne
       times,
       failedTimes,
       serviceTimes,
+      probes,
       busy,
       feesPaid,
       feesEarned,
@@ -425,11 +441,14 @@ export async function benchRoutingNetwork(options: RoutingNetworkOptions = DEFAU
   const spreadOf = (times: number[]) => (times.length ? `${fmt(percentile(times, 50))} / ${fmt(percentile(times, 95))}` : '-')
   rows['time of a payment that succeeded, median / p95 (ms): service; local'] = `${spreadOf(results.pfs.times)}; ${spreadOf(results.local.times)}`
   rows['time of a payment that failed, median / p95 (ms): service; local'] = `${spreadOf(results.pfs.failedTimes)}; ${spreadOf(results.local.failedTimes)}`
+  rows[
+    "pfs: payments refused by the payer's own graph (deposits, not balances) before the service was asked; of them, the service had a route for (asked at once, by a probe paid as any request)"
+  ] = `${results.pfs.probes.asked}; ${results.pfs.probes.routable}`
   rows["a routes request's time (the IOU read and raised, the routes answered), median / p95 (ms)"] = spreadOf(results.pfs.serviceTimes)
   rows["this process's busy cores while paying (every node and the service, the relay if any; anvil apart): service / local"] = both((r) => r.busy.toFixed(2))
   rows['mediation fees (token units): initiators paid, mediators earned, targets kept (the margins): service; local'] =
     `${feeShare(results.pfs)}; ${feeShare(results.local)}`
-  rows['paid to the service: IOUs (service tokens), route requests; payments routed locally by a pfs node'] =
+  rows['paid to the service: IOUs (service tokens), route requests (the probes above included); payments routed locally by a pfs node'] =
     `${results.pfs.iousPaid} (${results.pfs.iousPaid / SERVICE_PRICE} × ${SERVICE_PRICE}), ${results.pfs.routeRequests} requests; ${results.pfs.routedLocally}`
   rows['books: channel ends that disagree, or nodes whose balances do not follow from their history: service / local'] = both((r) =>
     r.mismatches.length ? r.mismatches.slice(0, 3).join('; ') : 'none',
