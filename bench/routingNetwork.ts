@@ -101,12 +101,15 @@ export function paymentPlan(seed: number, net: Topology, count: number): Planned
   const third = Math.ceil(leaves.length / 3)
   const spenders = leaves.slice(0, third)
   const merchants = leaves.slice(third, 2 * third)
-  const pick = (favoured: number[]) => (random() < 0.7 ? favoured : leaves)[Math.floor(random() * (random() < 0.7 ? favoured.length : leaves.length))]!
+  const pick = (favoured: number[]) => {
+    const from = random() < 0.7 ? favoured : leaves
+    return from[Math.floor(random() * from.length)]!
+  }
   const payments: PlannedPayment[] = []
   while (payments.length < count) {
     const from = pick(spenders)
     const to = pick(merchants)
-    if (from === undefined || to === undefined || from === to) continue
+    if (from === to) continue
     payments.push({ from, to, amount: BigInt(20 + Math.floor(random() * 581)) })
   }
   return payments
