@@ -1,6 +1,8 @@
 // `npm run bench`: every benchmark, printed as Markdown tables; `npm run bench -- node api` runs only those parts;
 // `--trace FILE` writes Chromium traces of the page's payments, one at a time and 32 in flight (the browser part); `--curves` runs the
-// curves of bench/curves.ts instead (after the parts named, if any): minutes, so never by default.
+// curves of bench/curves.ts instead (after the parts named, if any): minutes, so never by default. The routing part's
+// network (bench/routingNetwork.ts) takes `--minutes M` of payments per routing mode (3.5 by default: about 10 minutes
+// in all; 0.25 for a quick look), `--seed N`, `--nodes N` and `--transport libp2p|broadcast`.
 import { parseArgs } from 'node:util'
 import { benchApi } from './api.ts'
 import { benchBrowser } from './browser.ts'
@@ -16,10 +18,42 @@ import { benchSerial } from './serial.ts'
 import { benchStorage } from './storage.ts'
 import { benchRelayCapacity } from './relayCapacity.ts'
 import { benchRouting } from './routing.ts'
+import { benchRoutingNetwork, DEFAULT_NETWORK_OPTIONS, type RoutingNetworkOptions } from './routingNetwork.ts'
 import { benchTransport } from './transport.ts'
 import { benchTransportHosts } from './transportHosts.ts'
 
-const { positionals, values } = parseArgs({ allowPositionals: true, options: { trace: { type: 'string' }, curves: { type: 'boolean' } } })
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    trace: { type: 'string' },
+    curves: { type: 'boolean' },
+    minutes: { type: 'string' },
+    seed: { type: 'string' },
+    nodes: { type: 'string' },
+    transport: { type: 'string' },
+  },
+})
+
+/** The routing network's options from the command line, each checked: a wrong one stops the run before anything starts. */
+function networkOptions(): RoutingNetworkOptions {
+  const number = (name: 'minutes' | 'seed' | 'nodes', min: number, integer: boolean) => {
+    const text = values[name]
+    if (text === undefined) return DEFAULT_NETWORK_OPTIONS[name]
+    const n = Number(text)
+    if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) {
+      console.error(`--${name} must be ${integer ? 'an integer' : 'a number'} of at least ${min}, not ${text}`)
+      process.exit(2)
+    }
+    return n
+  }
+  const transport = values.transport ?? DEFAULT_NETWORK_OPTIONS.transport
+  if (transport !== 'libp2p' && transport !== 'broadcast') {
+    console.error(`--transport must be libp2p or broadcast, not ${transport}`)
+    process.exit(2)
+  }
+  return { minutes: number('minutes', 0.01, false), seed: number('seed', 0, true), nodes: number('nodes', 8, true), transport }
+}
+const network = networkOptions()
 
 const parts = {
   package: ['Package: what a dApp installs, and what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', benchPackage],
@@ -40,8 +74,14 @@ const parts = {
   node: ['Node runtime (3 nodes, each in its own worker thread, LevelDB storage with sync writes, anvil)', benchNode],
   api: ['REST API over HTTP (sluice devnet in its own process: 2 nodes, LevelDB storage with sync writes, anvil; keep-alive fetch)', benchApi],
   routing: [
-    'Pathfinding service core (one process, one thread: route requests on a token network of 10,000 channels, fees of every mediator estimated; src/pathfinding/)',
-    benchRouting,
+    [
+      'Pathfinding service core (one process, one thread: route requests on a token network of 10,000 channels, fees of every mediator estimated; src/pathfinding/)',
+      benchRouting,
+    ],
+    [
+      `Routing in a network of ${network.nodes} headless nodes (in one process, memory storage, ${network.transport === 'libp2p' ? 'libp2p through one relay' : 'a BroadcastChannel between them'}; an anvil of its own mining a block a second; random payments for ${network.minutes} min in each mode, each mode on a fresh chain): every node with --routing-mode pfs and a pathfinding service charging per request, then with --routing-mode local; each row gives the service's figure, then local routing's`,
+      () => benchRoutingNetwork(network),
+    ],
   ],
   monitor: ['Monitoring service (sluice monitor: one service on anvil, LevelDB storage with sync writes; per-peer rate limits lifted)', benchMonitor],
   browser: [

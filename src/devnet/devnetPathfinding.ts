@@ -6,13 +6,14 @@ import { startDevnetService, type DevnetService, type DevnetServiceSetup } from 
 export type DevnetPathfinding = DevnetService<PathfindingService>
 
 /**
- * The devnet's pathfinding service (`sluice pathfinding`, docs/decisions/0072), free (no IOU asked), set up as every
+ * The devnet's pathfinding service (`sluice pathfinding`, docs/decisions/0072), free (no IOU asked) unless given a
+ * `serviceFee` (the routing bench's), set up as every
  * devnet service is (devnetService.ts: its own key, funded, on the nodes' transport), its REST API on `port`,
  * registered with that URL once it serves. Started before the nodes, which announce their channels to it
  * (docs/decisions/0073).
  */
 export function startPathfindingService(
-  setup: DevnetServiceSetup & { port: number; started: (pathfinding: DevnetPathfinding) => void },
+  setup: DevnetServiceSetup & { port: number; serviceFee?: bigint; started: (pathfinding: DevnetPathfinding) => void },
 ): Promise<DevnetPathfinding> {
   return startDevnetService(setup, {
     name: 'pathfinding service',
@@ -27,6 +28,7 @@ export function startPathfindingService(
         mediationFee: serviceMediationFee,
         confirmations: 0,
         pollingInterval: 100,
+        ...(setup.serviceFee === undefined ? {} : { serviceFee: setup.serviceFee }),
         log: account.log,
       }),
     serve: (service, account) =>
