@@ -64,7 +64,23 @@ export function checkSecretHash(state: NodeState, secrethash: Hex): void {
  */
 export function checkRoute(
   state: NodeState,
-  { tokenNetwork, target, amount, lockTimeout }: { tokenNetwork: Address; target: Address; amount: bigint; lockTimeout?: bigint },
+  {
+    tokenNetwork,
+    target,
+    amount,
+    lockTimeout,
+    askService = false,
+  }: {
+    tokenNetwork: Address
+    target: Address
+    amount: bigint
+    lockTimeout?: bigint
+    /**
+     * `--routing-mode pfs`: the service knows the others' channels better than their deposits do, so a payment our
+     * channels can start is not refused for want of a route by deposits: the service is asked (Raiden's pfs routing).
+     */
+    askService?: boolean
+  },
 ): void {
   // Without a lock timeout to check against the first hops, one route is enough to know: a direct one then spares
   // the search through the graph.
@@ -85,6 +101,7 @@ export function checkRoute(
         `insufficient balance: the channel with ${target} can send ${distributable(direct.our, direct.partnerEnd)}, ${amount} needed`,
       )
     if (most < amount) throw new InsufficientBalanceError(`insufficient balance: our open channels can send at most ${most} in one payment, ${amount} needed`)
+    if (askService) return
     throw new NoRouteError(`no route to ${target} can carry ${amount}`)
   }
   if (lockTimeout !== undefined) {
@@ -202,6 +219,7 @@ async function findOrStart(client: NodeClient, p: SendPaymentParameters, asked: 
     target: p.target,
     amount: p.amount,
     ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
+    askService: client.config.routingMode === 'pfs',
   })
   if (secrethash) {
     // The state knows the confirmed registrations; the chain also knows the latest ones.
@@ -246,17 +264,22 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
           amount: p.amount,
           ...(p.lockTimeout !== undefined ? { lockTimeout: p.lockTimeout } : {}),
         })
-  if (local.length === 0) {
-    throw new NoRouteError(
+  const noLocalRoute = () =>
+    new NoRouteError(
       `no route to ${p.target} can carry ${p.amount}${first.length > 0 ? ': the announcements heard say no channel of the routes by deposits can carry it now' : ''}`,
     )
+  // A direct channel that can carry it is used without asking anyone (Raiden's get_best_routes); else, in `pfs` mode,
+  // the pathfinding service's routes with its fees, even when ours find none (it knows the balances that moved since
+  // the deposits), or ours while it cannot answer (docs/decisions/0073).
+  const found: RoutesFound = local[0]?.route.length === 1 ? { source: 'local' } : await client.pathfinder.routes({ ...p, address: client.address })
+  if (found.source === 'none') throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}: ${found.reason}`)
+  if (found.source === 'local' && local.length === 0) {
+    // Local mode, or the service could not answer: say that too.
+    if (found.reason) throw new NoRouteError(`${noLocalRoute().message} (routed locally: ${found.reason})`)
+    throw noLocalRoute()
   }
   let routes = local.map((r) => r.route)
   let routeFees = local.map((r) => r.fee)
-  // A direct channel that can carry it is used without asking anyone (Raiden's get_best_routes); else, in `pfs` mode,
-  // the pathfinding service's routes with its fees, or ours while it cannot answer (docs/decisions/0073).
-  const found: RoutesFound = routes[0]!.length === 1 ? { source: 'local' } : await client.pathfinder.routes({ ...p, address: client.address })
-  if (found.source === 'none') throw new NoRouteError(`no route to ${p.target} can carry ${p.amount}: ${found.reason}`)
   if (found.source === 'service') {
     routes = found.routes
     routeFees = found.fees
