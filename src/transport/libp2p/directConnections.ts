@@ -144,10 +144,8 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
     if (!isDirectWebRtc(connection)) return
     const peer = connection.remotePeer
     log?.({ type: 'directClosed', peer: peer.toString() })
-    // Not at once again: the peer may be gone, or its network changed. A pause, not a failure: node-datachannel's
-    // handshake now and then closes a connection as it opens and the dial then fails too, and counting both doubled
-    // the wait past what a retry should take (seen under load: the test's [0, 0] after 20 s).
-    if (peers.has(peer.toString())) pause.hold(peer.toString(), retryMs)
+    // Not at once again: the peer may be gone, or its network changed.
+    if (peers.has(peer.toString())) pause.failed(peer.toString())
     if (!stopped && directTo(peer).length === 0) onChange?.(peer, false)
   }
 
