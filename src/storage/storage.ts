@@ -301,3 +301,12 @@ export class DumpRejectedError extends StorageError {
   override name = 'DumpRejectedError' as const
   override readonly code = 'DUMP_REJECTED' as const
 }
+
+/**
+ * This instance does not hold (or no longer holds) the lease of what it tried to write (docs/decisions/0075): another
+ * instance took over, so this one must stop writing and signing at once.
+ */
+export class LeaseLostError extends StorageError {
+  override name = 'LeaseLostError' as const
+  override readonly code = 'LEASE_LOST' as const
+}
