@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import type pg from 'pg'
 import { getAddress } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import type { JournalEntry } from '../../../src/chain/transactionJournal.ts'
 import { channelKey, type WatchedChannel } from '../../../src/monitor/records.ts'
 import { MonitorStore } from '../../../src/monitor/store.ts'
 import { Lease } from '../../../src/storage/postgres/lease.ts'
@@ -138,7 +139,14 @@ describe('the monitoring service store of two instances on one database', () => 
     })
     await eventually(() => expect(leader.requesterChannels('0xreq')).toBe(1))
     // A duty, a journal entry: the holder's pass, the other's are refused alone (LEASE_LOST) in the same batch.
-    const entry = { nonce: 0, call: { to: tokenNetwork, data: '0x', description: 'monitor' }, gas: 1n, attempts: [], status: 'signed', createdAt: 1 } as const
+    const entry: JournalEntry = {
+      nonce: 0,
+      call: { to: tokenNetwork, data: '0x', description: 'monitor' },
+      gas: 1n,
+      attempts: [],
+      status: 'signed',
+      createdAt: 1,
+    }
     const guarded = (tx: Parameters<Parameters<MonitorStore['transact']>[0]>[0]) => {
       tx.requireLease()
       tx.putJournalEntry(entry)
