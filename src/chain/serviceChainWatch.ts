@@ -17,7 +17,7 @@ export type SyncMark = {
 
 /** What the watch needs of a store step: the sync mark, as the batch leaves it, and its new value. */
 export type SyncMarkSteps = {
-  /** Only the instance holding the service's lease follows the chain into the store (docs/decisions/0076). */
+  /** Only the instance holding the service's lease follows the chain into the store (docs/decisions/0077). */
   requireLease(): void
   sync(): SyncMark | undefined
   putSync(sync: SyncMark): void

@@ -59,7 +59,7 @@ signature decides, not the origin. It has no TLS: put a TLS proxy in front of it
   PUT /backup/v1/copies/<address>   a copy (JSON)       GET /backup/v1/copies/<address>   the newest, to its owner
   GET /backup/v1/status             what it holds and its limits
 
-With --database (PostgreSQL) several backup servers share the copies (docs/decisions/0076): each push is decided in
+With --database (PostgreSQL) several backup servers share the copies (docs/decisions/0077): each push is decided in
 the transaction that writes it, so two servers never both accept a copy, nor an older one after a newer.
 
 Runs until Ctrl-C or SIGTERM.

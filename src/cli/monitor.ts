@@ -41,7 +41,7 @@ Its REST API (GET /api/v1/status, /channels, /monitor_calls) answers who may cal
 own Host names, no other web site's pages (--rpccorsdomain allows origins), a bearer token with --api-token-file
 (needed to listen beyond loopback). Ctrl-C or SIGTERM stop it (exit 0); a failed store stops it with exit code 1.
 
-With --database (PostgreSQL) instead of --data-dir, several instances share one store (docs/decisions/0076): each
+With --database (PostgreSQL) instead of --data-dir, several instances share one store (docs/decisions/0077): each
 answers the API; the one holding the lease registers, follows the chain, takes requests over the relay and calls
 monitor and claimReward; when it stops or dies, another takes over within --lease-duration. A leader that loses
 the lease stops (exit code 1): run each instance under a supervisor that starts it again.

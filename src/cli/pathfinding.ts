@@ -83,7 +83,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const log = loggerFromFlags(flags)
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
-  // The pathfinding service's store is not on PostgreSQL yet (docs/decisions/0076: the monitoring service's is).
+  // The pathfinding service's store is not on PostgreSQL yet (docs/decisions/0077: the monitoring service's is).
   if (flags.database) throw new UsageError('--database is not supported by sluice pathfinding yet: use --data-dir')
   if (!flags.dataDir) throw new MissingFlagError('--data-dir')
   if (!flags.relay || flags.relay.length === 0) throw new MissingFlagError('--relay')

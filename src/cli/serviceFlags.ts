@@ -17,7 +17,7 @@ export const serviceAccountFlags = {
   ...serviceDatabaseFlags(),
 }
 
-/** --database and --lease-duration: the store on PostgreSQL, shared by several instances (docs/decisions/0076). */
+/** --database and --lease-duration: the store on PostgreSQL, shared by several instances (docs/decisions/0077). */
 export function serviceDatabaseFlags() {
   return {
     database: {

@@ -114,7 +114,7 @@ export async function runService(p: RunServiceParameters): Promise<number> {
       validTill: new Date(Number(registration.validTill) * 1000).toISOString(),
       url: registration.url,
     })
-  // A standby on PostgreSQL (docs/decisions/0076): another instance leads and registered; this one answers the API.
+  // A standby on PostgreSQL (docs/decisions/0077): another instance leads and registered; this one answers the API.
   else log.info('Standby: another instance holds the lease and leads; this one answers the API and takes over if it stops')
   p.sayReady()
   log.info('Ready: synced to block {syncedBlock}', { syncedBlock: service.status().syncedBlock })

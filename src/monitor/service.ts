@@ -28,7 +28,7 @@ export type MonitoringServiceConfig = {
   /** Where its LevelDB store lives (unless `database`). */
   dataDir?: string
   /**
-   * Its store on PostgreSQL instead, shared by several instances (docs/decisions/0076): all answer the API, the one
+   * Its store on PostgreSQL instead, shared by several instances (docs/decisions/0077): all answer the API, the one
    * holding the lease follows the chain, takes requests and carries out the duties.
    */
   database?: ServiceDatabaseConfig

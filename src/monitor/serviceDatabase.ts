@@ -4,7 +4,7 @@ import type { Lease } from '../storage/postgres/lease.ts'
 import { errorLine, type ServiceLog } from './serviceAccount.ts'
 
 // What the two service processes (the monitoring service, the pathfinding service) do alike on PostgreSQL
-// (docs/decisions/0076): several instances share one database; all answer the API, one at a time (the lease
+// (docs/decisions/0077): several instances share one database; all answer the API, one at a time (the lease
 // holder) does what must happen once.
 
 /** `--database`: the services' store on PostgreSQL instead of LevelDB, shared by every instance of the service. */

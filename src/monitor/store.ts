@@ -10,7 +10,7 @@ import type { KvChange, OpenServiceStoreParameters, ServiceKv, ServiceKvRead } f
 import { LeaseLostError } from '../storage/storage.ts'
 import { channelKey, dutyOpen, type SyncRecord, type WatchedChannel } from './records.ts'
 
-// Node only (LevelDB or PostgreSQL, docs/decisions/0076): the monitoring service runs headless.
+// Node only (LevelDB or PostgreSQL, docs/decisions/0077): the monitoring service runs headless.
 
 /** Whose store it is: a store of another chain, contract or key is refused. */
 export type MonitorStoreIdentity = { chainId: number; monitoringService: Address; address: Address }
@@ -127,7 +127,7 @@ export class MonitorStore {
 
   /**
    * Opens (or creates) the store of `identity` in the database of `pool` (the table `monitor_kv`), shared with the
-   * service's other instances: what they write reaches this one's memory within a moment (docs/decisions/0076). With
+   * service's other instances: what they write reaches this one's memory within a moment (docs/decisions/0077). With
    * `lease`, the steps that require it pass while this instance holds it.
    */
   static async openPostgres(

@@ -3,7 +3,7 @@ import { StorageError, StorageVersionError } from './storage.ts'
 
 // Node only: what a service store (the monitoring service's, the pathfinding service's) needs of its engine, LevelDB
 // (serviceLevelStore.ts: one process) or PostgreSQL (postgres/serviceStore.ts: several instances on one database,
-// docs/decisions/0076). Both hold the same keys and the same v8-serialized values.
+// docs/decisions/0077). Both hold the same keys and the same v8-serialized values.
 
 /** A service store's reads of its engine: what it loads at open, and what it reads from disk when asked. */
 export type ServiceKvRead = {

@@ -2,7 +2,7 @@ import type { JournalEntry, TransactionJournal } from '../chain/transactionJourn
 
 /** The journal's writes in a service store's step (MonitorTx, PfsTx). */
 export type JournalSteps = {
-  /** Only the instance holding the service's lease writes the journal (docs/decisions/0076): a step without it is refused. */
+  /** Only the instance holding the service's lease writes the journal (docs/decisions/0077): a step without it is refused. */
   requireLease(): void
   putJournalEntry(entry: JournalEntry): void
   deleteJournalEntry(nonce: number): void

@@ -8,7 +8,7 @@ import { startPostgres, type TestPostgres } from '../support/postgres.ts'
 import { startBackupServerProcess } from './backupServerProcess.ts'
 import type { SluiceProcess } from './sluiceProcess.ts'
 
-// Two `sluice backup-server` processes on one PostgreSQL database (docs/decisions/0076): a copy pushed to one is
+// Two `sluice backup-server` processes on one PostgreSQL database (docs/decisions/0077): a copy pushed to one is
 // fetched from the other, and each push is decided in the transaction that writes it.
 
 const dirs: string[] = []

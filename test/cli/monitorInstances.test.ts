@@ -29,7 +29,7 @@ import { call } from './devnetProcess.ts'
 import type { SluiceProcess } from './sluiceProcess.ts'
 
 /**
- * Two `sluice monitor` processes on one PostgreSQL database (docs/decisions/0076): both answer the API from the shared
+ * Two `sluice monitor` processes on one PostgreSQL database (docs/decisions/0077): both answer the API from the shared
  * store; the one holding the lease takes requests and carries out the duties. The leader is killed with SIGKILL in
  * the middle of a duty (its `monitor` transaction signed and journaled, its broadcast swallowed by its endpoint): the
  * other takes over within twice the lease, sends that very transaction inside the settle window, and claims the

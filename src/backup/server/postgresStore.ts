@@ -1,4 +1,4 @@
-// Node only: the backup server's store on PostgreSQL (docs/decisions/0076), shared by several backup servers.
+// Node only: the backup server's store on PostgreSQL (docs/decisions/0077), shared by several backup servers.
 import type pg from 'pg'
 import type { Address, Hex } from 'viem'
 import { migrate } from '../../storage/postgres/migrations.ts'

@@ -12,7 +12,7 @@ import type { PfsChannel } from '../channel.ts'
 import { sessionKey, type StoredIou } from '../iou.ts'
 import type { FeedbackRecord, SyncRecord } from './records.ts'
 
-// Node only (LevelDB or PostgreSQL, docs/decisions/0076): the pathfinding service runs headless.
+// Node only (LevelDB or PostgreSQL, docs/decisions/0077): the pathfinding service runs headless.
 
 /** Whose store it is: a store of another chain, registry or key is refused. */
 export type PfsStoreIdentity = { chainId: number; registry: Address; address: Address }
@@ -128,7 +128,7 @@ export class PfsStore {
 
   /**
    * Opens (or creates) the store of `identity` in the database of `pool` (the table `pfs_kv`), shared with the
-   * service's other instances (docs/decisions/0076). With `lease`, the steps that require it pass while this instance
+   * service's other instances (docs/decisions/0077). With `lease`, the steps that require it pass while this instance
    * holds it.
    */
   static async openPostgres(

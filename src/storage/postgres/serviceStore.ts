@@ -9,7 +9,7 @@ import { migrate } from './migrations.ts'
 import { inTransaction } from './pool.ts'
 
 // Node only. A service store (the monitoring service's, the pathfinding service's) on PostgreSQL, shared by several
-// instances of the service (docs/decisions/0076).
+// instances of the service (docs/decisions/0077).
 
 /** The components whose store this engine holds: the table is `<component>_kv`. */
 export type ServiceKvComponent = 'monitor' | 'pfs'

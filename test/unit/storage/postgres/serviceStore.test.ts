@@ -7,7 +7,7 @@ import { decode, encode } from '../../../../src/storage/serviceLevelStore.ts'
 import type { KvChange } from '../../../../src/storage/serviceStore.ts'
 import { startPostgres, type TestPostgres } from '../../../support/postgres.ts'
 
-// The PostgreSQL engine of the services' stores (docs/decisions/0076) on a real server: two instances on one database,
+// The PostgreSQL engine of the services' stores (docs/decisions/0077) on a real server: two instances on one database,
 // each with its own pool, as two processes would have.
 
 let server: TestPostgres
