@@ -49,6 +49,13 @@ export interface Storage {
   exportDump(options?: DumpOptions): Promise<StorageDump>
   importDump(dump: StorageDump): Promise<void>
   close(): Promise<void>
+  /**
+   * Only in stores that another instance can take over (PostgreSQL's, under a lease: docs/decisions/0076): calls
+   * `listener` once, as soon as this instance no longer holds the store (its lease ran out or was taken). Every commit
+   * fails from then on with LeaseLostError, and the node must stop signing and sending at once, without waiting for
+   * its next commit. Answers the unsubscribe.
+   */
+  onLost?(listener: (error: LeaseLostError) => void): () => void
 }
 
 export type DumpOptions = { recovery?: boolean }
@@ -300,4 +307,13 @@ export class StorageVersionError extends StorageError {
 export class DumpRejectedError extends StorageError {
   override name = 'DumpRejectedError' as const
   override readonly code = 'DUMP_REJECTED' as const
+}
+
+/**
+ * This instance does not hold (or no longer holds) the lease of what it tried to write (docs/decisions/0075): another
+ * instance took over, so this one must stop writing and signing at once.
+ */
+export class LeaseLostError extends StorageError {
+  override name = 'LeaseLostError' as const
+  override readonly code = 'LEASE_LOST' as const
 }
