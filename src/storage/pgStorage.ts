@@ -50,6 +50,9 @@ export function nodeLeaseName(identity: StorageIdentity): string {
   return `node:${identity.chainId}:${identity.registry.toLowerCase()}:${identity.address.toLowerCase()}`
 }
 
+/** A node's store in PostgreSQL as a host hands it to launchNode: the pool, the lease taken, and where it is (for the log). */
+export type PgNodeStore = { pool: pg.Pool; lease: Lease; where: string }
+
 /** How the store gets its lease when it is not handed one already taken. */
 export type PgLeaseSettings = {
   /** How long a renewal keeps the lease: a dead writer's standby takes over this long after its last renewal at most. */
@@ -77,7 +80,7 @@ export type OpenPgStorageOptions = {
  * LevelDB refuses a second process with its LOCK file, a second opener here is refused (StorageLockedError) or waits
  * for the lease, as asked. Every commit is one transaction that first checks the lease (Lease.check: the lease row
  * locked FOR SHARE, so a takeover waits for the transaction to end), so a writer that lost it writes nothing more:
- * the commit fails with LeaseLostError (code LEASE_LOST), and `onLost` listeners hear of it at once.
+ * the commit fails with LeaseLostError (code LEASE_LOST), and `onLeaseLost` listeners hear of it at once.
  */
 export async function openPgStorage(identity: StorageIdentity, options: OpenPgStorageOptions): Promise<Storage> {
   checkIdentity(identity)
@@ -374,7 +377,7 @@ class PgStorage implements Storage {
   }
 
   /** Tells `listener` once, at once, when this instance lost the store's lease: it must stop signing and sending. */
-  onLost(listener: (error: LeaseLostError) => void): () => void {
+  onLeaseLost(listener: (error: LeaseLostError) => void): () => void {
     if (this.#lost) {
       const lost = this.#lost
       queueMicrotask(() => listener(lost))

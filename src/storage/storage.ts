@@ -55,7 +55,7 @@ export interface Storage {
    * fails from then on with LeaseLostError, and the node must stop signing and sending at once, without waiting for
    * its next commit. Answers the unsubscribe.
    */
-  onLost?(listener: (error: LeaseLostError) => void): () => void
+  onLeaseLost?(listener: (error: LeaseLostError) => void): () => void
 }
 
 export type DumpOptions = { recovery?: boolean }

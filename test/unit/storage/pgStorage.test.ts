@@ -43,11 +43,11 @@ test('a second opener is refused while the lease is held, or waits for it and ta
   await second.close()
 })
 
-test('a takeover waits for a commit that checked the lease; the next commit fails with LEASE_LOST, stores nothing, and onLost hears it', async () => {
+test('a takeover waits for a commit that checked the lease; the next commit fails with LEASE_LOST, stores nothing, and onLeaseLost hears it', async () => {
   const identity = newIdentity()
   const storage = await openPgStorage(identity, { pool, lease: { durationMs: 3_000 } })
   const lost: Error[] = []
-  storage.onLost!((error) => lost.push(error))
+  storage.onLeaseLost!((error) => lost.push(error))
   await storage.commit({ changes: [change(1)], outbox: { put: [outbox('a')] } })
   const blocker = await pool.connect()
   const thief = await pool.connect()
