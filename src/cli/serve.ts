@@ -409,7 +409,7 @@ async function run(argv: readonly string[]): Promise<number> {
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
   if (flags.dataDir && flags.database) throw new UsageError('give either --data-dir or --database, not both')
-  if (!flags.dataDir && !flags.database) throw new MissingFlagError('--data-dir (or --database)')
+  if (!flags.dataDir && !flags.database) throw new UsageError('--data-dir is required (or --database URL, the store in PostgreSQL)')
   if (flags.leaseSeconds < 0.3) throw new InvalidFlagValueError('--lease-seconds', String(flags.leaseSeconds), 'at least 0.3')
   const rpc = flags.rpc
   const dataDir = flags.dataDir ? resolve(flags.dataDir) : undefined
