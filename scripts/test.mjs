@@ -3,7 +3,7 @@
 // Chromium, and the engine suites in Chromium, Firefox and WebKit). The last line is `N passed, N failed`, counting the three checks and every test. Each step says when it
 // starts (`▶ ...`), so a long run can be followed; vitest's reporter then prints each test file as it ends.
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 
 const extraArgs = process.argv.slice(2)
 let passed = 0
@@ -35,6 +35,8 @@ function findBrowsers() {
     ['libnss3-tools', '/usr/bin/certutil'],
     ['nginx', '/usr/sbin/nginx'],
     ['caddy', '/usr/bin/caddy'],
+    // The stores on PostgreSQL (docs/decisions/0075): the tests start their own server with Debian's initdb and pg_ctl.
+    ['postgresql', postgresInitdb()],
   ]
   const missing = () => needed.filter(([, path]) => !existsSync(path)).map(([pkg]) => pkg)
   const packages = missing()
@@ -43,7 +45,7 @@ function findBrowsers() {
   const hasApt = existsSync('/usr/bin/apt-get')
   if (isRoot && hasApt) {
     console.log(`Installing Debian's ${packages.join(', ')} with apt-get (the tests' browsers and tools)`)
-    // Services a package would start (nginx's, Caddy's) stay stopped: policy-rc.d says no while apt runs.
+    // Services a package would start (nginx's, Caddy's, PostgreSQL's) stay stopped: policy-rc.d says no while apt runs.
     const policy = '/usr/sbin/policy-rc.d'
     const ownPolicy = !existsSync(policy)
     if (ownPolicy) writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 })
@@ -58,6 +60,13 @@ function findBrowsers() {
     `The tests' browsers or tools are missing: install them with \`sudo apt-get update && sudo apt-get install -y ${missing().join(' ')}\` (or set CHROMIUM_PATH, FIREFOX_PATH; SLUICE_ENGINES=chromium runs the engine suites in Chromium only).`,
   )
   process.exit(1)
+}
+
+/** Debian's initdb, under /usr/lib/postgresql/<version>/bin (not on PATH), or where it would be. */
+function postgresInitdb() {
+  const root = '/usr/lib/postgresql'
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(`${root}/${v}/bin/initdb`)) : []
+  return versions.length > 0 ? `${root}/${versions[0]}/bin/initdb` : `${root}/15/bin/initdb`
 }
 
 /**

@@ -23,6 +23,11 @@ export type ApiContext = {
   events: EventLog
   /** Every request must carry `Authorization: Bearer <token>` (`--api-token-file`): openapi.json says so. */
   tokenRequired: boolean
+  /**
+   * A node that shares its store with a standby (`sluice serve --database`, docs/decisions/0076): whether it is the
+   * active one (it holds the store's lease) or stands by. GET /status says so as `role`; absent for other nodes.
+   */
+  role?: () => 'active' | 'standby'
 }
 
 /**

@@ -887,6 +887,11 @@ export interface operations {
                          * @constant
                          */
                         serving?: true;
+                        /**
+                         * @description only for a node whose store is in PostgreSQL (sluice serve --database): active, it holds the store and works; standby, another instance does, and this one takes over when that one dies (every other route 503)
+                         * @enum {string}
+                         */
+                        role?: "active" | "standby";
                     };
                 };
             };
@@ -3451,6 +3456,11 @@ export interface operations {
                              * @constant
                              */
                             serving?: true;
+                            /**
+                             * @description only for a node whose store is in PostgreSQL (sluice serve --database): active, it holds the store and works; standby, another instance does, and this one takes over when that one dies (every other route 503)
+                             * @enum {string}
+                             */
+                            role?: "active" | "standby";
                         };
                     } | {
                         /** @constant */

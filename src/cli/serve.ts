@@ -1,7 +1,18 @@
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Hex } from 'viem'
-import { answerAsked, formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, switchFlag, type FlagSpec, maxFeePerGasFlag } from './args.ts'
+import {
+  answerAsked,
+  formatFlags,
+  integerFlag,
+  InvalidFlagValueError,
+  parseFlags,
+  positiveNumberFlag,
+  stringFlag,
+  switchFlag,
+  type FlagSpec,
+  maxFeePerGasFlag,
+} from './args.ts'
 import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } from '../api/hostsAndOrigins.ts'
 import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
@@ -9,6 +20,7 @@ import { CliError, UsageError } from './cliError.ts'
 import { checkApiExposure } from './apiExposure.ts'
 import { findKeystore, parseAddress } from './keystoreDirectory.ts'
 import type { ServeAccess } from './servedNode.ts'
+import type { PgNodeStore } from '../storage/pgStorage.ts'
 import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
@@ -144,6 +156,18 @@ export const serveFlags = {
     valueName: 'FILE',
   }),
   dataDir: stringFlag({ description: "where the node's LevelDB store lives (created if missing)", valueName: 'DIR', aliases: raidenNames.dataDir }),
+  database: flagOf(
+    "keep the node's store in this PostgreSQL database instead of --data-dir; a second `sluice serve` with the same key and database stands by and takes over when this one dies (docs/decisions/0076)",
+    'URL',
+    'a postgres:// or postgresql:// URL',
+    (raw) => parseUrl(raw, ['postgres:', 'postgresql:']),
+  ),
+  leaseSeconds: positiveNumberFlag({
+    description:
+      "with --database: how long the store's lease lasts without a renewal (renewed every third of it): a standby takes over at most this long after the active node died",
+    valueName: 'SECONDS',
+    default: 5,
+  }),
   resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) =>
     parseUrl(raw, ['http:', 'https:']),
   ),
@@ -240,7 +264,7 @@ export const serveFlags = {
   ...logFlags,
 }
 
-const usage = `Usage: sluice serve --rpc URL --deployment FILE (--key HEX | --keystore FILE | --keystore-path DIR [--address ADDRESS]) --data-dir DIR [flags]
+const usage = `Usage: sluice serve --rpc URL --deployment FILE (--key HEX | --keystore FILE | --keystore-path DIR [--address ADDRESS]) (--data-dir DIR | --database URL) [flags]
 
 Runs one node with durable storage and serves its REST API (docs/rest-api.md) at http://HOST:PORT/api/v1. The API
 answers /status at once and the rest once the node has caught up with the chain. POST /shutdown, Ctrl-C or
@@ -262,6 +286,11 @@ Endpoints: several --rpc (or --eth-rpc-endpoint) are used in the order given. A 
 one that fails (refused, no answer in time, 429, 5xx) is passed over at once and tried again in the background until
 it answers, and the first is used again then. Each must serve the deployment's chain, or the node does not start. A
 429's Retry-After is honoured; a revert or "nonce too low" is an answer, never retried.
+
+A hub with a hot standby: with --database the node's store is in PostgreSQL, under a lease. A second \`sluice serve\`
+with the same key and --database stands by: its /status says \`"role": "standby"\` (every other route 503) until the
+active one stops renewing the lease (--lease-seconds), then it takes the store over and serves, with the same
+address, channels and history. A node that loses the lease stops at once and exits with code 1: restarted, it stands by.
 
 Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, --environment-type, and --keystore-path
 with --address (and those that are the same as ours, such as --password-file and --resolver-endpoint, --log-json), and
@@ -379,9 +408,11 @@ async function run(argv: readonly string[]): Promise<number> {
   const log = loggerFromFlags(flags)
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
-  if (!flags.dataDir) throw new MissingFlagError('--data-dir')
+  if (flags.dataDir && flags.database) throw new UsageError('give either --data-dir or --database, not both')
+  if (!flags.dataDir && !flags.database) throw new UsageError('--data-dir is required (or --database URL, the store in PostgreSQL)')
+  if (flags.leaseSeconds < 0.3) throw new InvalidFlagValueError('--lease-seconds', String(flags.leaseSeconds), 'at least 0.3')
   const rpc = flags.rpc
-  const dataDir = resolve(flags.dataDir)
+  const dataDir = flags.dataDir ? resolve(flags.dataDir) : undefined
   const relays = flags.relay ?? []
   const transport = chooseTransport(flags.transport, relays)
   if (transport === 'libp2p without relay') throw new UsageError('--transport libp2p needs --relay MULTIADDR (what `sluice relay` prints)')
@@ -417,16 +448,40 @@ async function run(argv: readonly string[]): Promise<number> {
     )
   }
 
-  // Listen before anything long starts, so a Ctrl-C during the sync still stops cleanly.
+  // Listen before anything long starts, so a Ctrl-C during the sync (or while standing by) still stops cleanly.
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  let postgres: Awaited<ReturnType<typeof openNodeDatabase>> | undefined
   try {
+    if (flags.database) {
+      const standingBy = new AbortController()
+      void signal.received.then((s) => standingBy.abort(new Error(`${s} while standing by`)))
+      try {
+        postgres = await openNodeDatabase({
+          url: flags.database,
+          privateKey,
+          deployment,
+          durationMs: flags.leaseSeconds * 1000,
+          api: { ...api, access },
+          log,
+          signal: standingBy.signal,
+        })
+      } catch (e) {
+        if (standingBy.signal.aborted) {
+          log.info('{signal}: stopping', { signal: await signal.received })
+          return 0
+        }
+        throw e
+      }
+    }
+    const storage = postgres ? { postgres: postgres.store } : { dataDir: dataDir! }
+    const where = flags.database ? `--database ${postgres?.store.where}` : `--data-dir ${flags.dataDir}`
     const served = await startupStep(
       () =>
         launchNode({
           rpc,
           deployment,
           privateKey,
-          storage: { dataDir },
+          storage,
           transport,
           relays,
           direct,
@@ -454,15 +509,15 @@ async function run(argv: readonly string[]): Promise<number> {
         if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc.join(',')}: ${describeError(e)}`
         if (hasCode(e, 'DEPLOYMENT_MISMATCH'))
           return `the chain at ${rpc.join(',')} has no TokenNetworkRegistry at ${deployment.contracts.TokenNetworkRegistry.address} (is the deployment file of this chain?)`
-        if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another node running on --data-dir ${flags.dataDir}?`
+        if (hasCode(e, 'STORAGE_LOCKED')) return `${e.message}: is another node running on ${where}?`
         // The store refuses a dump of another chain, registry or address, or one older than itself.
         if (hasCode(e, 'DUMP_REJECTED') && !flags.import) return `--backup-url ${flags.backupUrl}: the newest copy there cannot be restored: ${e.message}`
         if (hasCode(e, 'DUMP_REJECTED')) return `--import ${flags.import}: ${e.message}`
         // The store was empty and the backup server's copy could not be had or opened (docs/decisions/0034).
         const code = (e as { code?: unknown }).code
         if (typeof code === 'string' && code.startsWith('BACKUP_'))
-          return `--backup-url ${flags.backupUrl}: the store in --data-dir ${flags.dataDir} is empty and the newest copy could not be restored: ${e.message} (${code})`
-        if (hasCode(e, 'STORAGE', 'STORAGE_VERSION', 'STORAGE_CLOSED')) return `cannot open the store in ${flags.dataDir}: ${e.message}`
+          return `--backup-url ${flags.backupUrl}: the store in ${where} is empty and the newest copy could not be restored: ${e.message} (${code})`
+        if (hasCode(e, 'STORAGE', 'STORAGE_VERSION', 'STORAGE_CLOSED', 'LEASE_LOST')) return `cannot open the store in ${where}: ${e.message}`
         // Never signs again on a state that is older than what it signed (docs/decisions/0029).
         if (hasCode(e, 'STALE_STATE'))
           return `${e.message} (STALE_STATE). Start from a newer backup of this node (--import FILE into a new --data-dir), or close its channels from a node that has its newest state`
@@ -473,12 +528,59 @@ async function run(argv: readonly string[]): Promise<number> {
     const end = await Promise.race([signal.received.then((s) => ({ reason: 'signal' as const, signal: s })), served.stopRequested])
     if (end.reason === 'signal') log.info('{signal}: stopping', { signal: end.signal })
     else if (end.reason === 'shutdown') log.info('POST /shutdown: stopping')
+    else if (end.reason === 'node failed' && hasCode(end.error, 'LEASE_LOST'))
+      log.error('Lost the store to another instance (its lease): stopped signing and sending; stopping. Started again, this node stands by', {
+        error: end.error,
+      })
     else log.error(`${end.reason === 'internal error' ? 'internal error in the API' : 'the node failed'}; stopping`, { error: end.error })
     await served.stop()
     log.info('stopped')
     return end.reason === 'internal error' || end.reason === 'node failed' ? 1 : 0
   } finally {
     signal.dispose()
+    await postgres?.close()
+  }
+}
+
+/**
+ * `--database`: the pool to the database, then the node store's lease, taken at once or after standing by (the
+ * standby's API answering on --api meanwhile). `close` ends the pool once the node stopped (the store gave the lease up).
+ */
+async function openNodeDatabase(parameters: {
+  url: string
+  privateKey: Hex
+  deployment: { chainId: number; contracts: { TokenNetworkRegistry: { address: `0x${string}` } } }
+  durationMs: number
+  api: { host: string; port: number; access: ServeAccess }
+  log: ReturnType<typeof loggerFromFlags>
+  signal: AbortSignal
+}): Promise<{ store: PgNodeStore; close(): Promise<void> }> {
+  const [{ openPool, checkReachable, redactDatabaseUrl }, { takeStore }, { privateKeyToAddress }] = await Promise.all([
+    import('../storage/postgres/pool.ts'),
+    import('./standby.ts'),
+    import('viem/accounts'),
+  ])
+  const { url, log } = parameters
+  const where = redactDatabaseUrl(url)
+  const address = privateKeyToAddress(parameters.privateKey)
+  const pool = openPool(url, {
+    name: `sluice serve ${address}`,
+    onIdleError: (error) => log.warn('a connection to the database broke: {error}', { error: error.message }),
+  })
+  try {
+    await startupStep(
+      () => checkReachable(pool, url),
+      (e) => `--database: ${e.message}`,
+    )
+    const identity = { chainId: BigInt(parameters.deployment.chainId), registry: parameters.deployment.contracts.TokenNetworkRegistry.address, address }
+    const lease = await startupStep(
+      () => takeStore({ pool, identity, durationMs: parameters.durationMs, api: parameters.api, log, signal: parameters.signal }),
+      (e) => (hasCode(e, 'API_PORT_IN_USE') ? undefined : parameters.signal.aborted ? undefined : `--database ${where}: ${e.message}`),
+    )
+    return { store: { pool, lease, where }, close: () => pool.end().catch(() => {}) }
+  } catch (e) {
+    await pool.end().catch(() => {})
+    throw e
   }
 }
 

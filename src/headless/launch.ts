@@ -18,6 +18,7 @@ import { followSync } from '../log/syncProgress.ts'
 import { createNode } from '../node/createNode.ts'
 import type { FlagSettings, NodeConfig } from '../node/nodeConfig.ts'
 import type { StorageDump } from '../storage/storage.ts'
+import type { PgNodeStore } from '../storage/pgStorage.ts'
 import { openLevelStorage } from '../storage/levelStorage.ts'
 import { openMemoryStorage } from '../storage/memoryStorage.ts'
 import { createBroadcastChannelTransport } from '../transport/broadcastChannelTransport.ts'
@@ -35,8 +36,11 @@ export type LaunchParameters = {
   rpc: readonly string[]
   deployment: Deployment
   privateKey: Hex
-  /** LevelDB files in `dataDir`, or memory (gone when the node stops, as `sluice devnet --storage memory`). */
-  storage: { dataDir: string } | 'memory'
+  /**
+   * LevelDB files in `dataDir`, memory (gone when the node stops, as `sluice devnet --storage memory`), or a
+   * PostgreSQL database under the store's lease, taken already (`sluice serve --database`, docs/decisions/0076).
+   */
+  storage: { dataDir: string } | 'memory' | { postgres: PgNodeStore }
   transport: TransportName
   relays: readonly string[]
   /** Direct paths with libp2p: where it listens, the addresses it announces, and private addresses dialled. */
@@ -55,6 +59,8 @@ export type LaunchedNode = HostedNode & {
   apiUrl: string | undefined
   /** The libp2p peer id, with the libp2p transport. */
   peerId: string | undefined
+  /** The store's lease, with a store in PostgreSQL (`held`: this instance is the active one; a metrics gauge shows it). */
+  lease: { readonly held: boolean } | undefined
   /** The API answers 503, the HTTP server (if any) closes, the node stops, the log stops following it. Idempotent. */
   stop(): Promise<void>
 }
@@ -76,11 +82,17 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     resolvesPrivate,
     log: libp2pLog(log),
   })
+  const pgStorage = typeof storage === 'object' && 'postgres' in storage ? await import('../storage/pgStorage.ts') : undefined
   const node = await createNode({
     rpc,
     deployment: { ...deployment, rpcUrl: rpc[0]! },
     key: privateKey,
-    storage: (identity) => (storage === 'memory' ? openMemoryStorage(identity) : openLevelStorage(identity, { dataDir: storage.dataDir })),
+    storage: (identity) =>
+      storage === 'memory'
+        ? openMemoryStorage(identity)
+        : 'postgres' in storage
+          ? pgStorage!.openPgStorage(identity, { pool: storage.postgres.pool, lease: storage.postgres.lease })
+          : openLevelStorage(identity, { dataDir: storage.dataDir }),
     transport: ({ address }) =>
       libp2p ??
       createBroadcastChannelTransport({
@@ -92,7 +104,14 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     ...(parameters.import ? { import: parameters.import.dump } : {}),
   })
   if (parameters.import) log.info('Imported the state dump {file}', { file: parameters.import.from })
-  const hostParameters = { node, version, environment: parameters.environment }
+  // With a standby beside it, /status says which one this is (`role`): active while it holds the store's lease.
+  const lease = typeof storage === 'object' && 'postgres' in storage ? storage.postgres.lease : undefined
+  const hostParameters = {
+    node,
+    version,
+    environment: parameters.environment,
+    ...(lease ? { role: () => (lease.held ? ('active' as const) : ('standby' as const)) } : {}),
+  }
   let hosted: HostedNode | ServedNode
   try {
     hosted = api ? await serveNode({ ...hostParameters, host: api.host, port: api.port, access: api.access }) : hostNode(hostParameters)
@@ -108,7 +127,7 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     address: node.address,
     chainId: deployment.chainId,
     environment: parameters.environment,
-    dataDir: storage === 'memory' ? 'memory' : storage.dataDir,
+    dataDir: storage === 'memory' ? 'memory' : 'postgres' in storage ? storage.postgres.where : storage.dataDir,
   })
   const rpcHealth = node.client.chain.rpcHealth()
   if (rpcHealth && rpcHealth.endpoints.length > 1)
@@ -133,6 +152,7 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     ...hosted,
     apiUrl,
     peerId: libp2p?.peerId,
+    lease,
     stop: () =>
       (stopping ??= hosted.stop().finally(() => {
         stopProgress()

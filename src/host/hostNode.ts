@@ -15,6 +15,8 @@ export type HostNodeParameters = {
   environment: Environment
   /** Who may call over HTTP (Host, Origin, token); a page's service worker gives none. */
   access?: ApiAccess
+  /** A node sharing its store with a standby: active or standing by, as GET /status says (`role`). */
+  role?: () => 'active' | 'standby'
 }
 
 /**
@@ -36,7 +38,7 @@ export type HostedNode = {
   stop(beforeNodeStops?: () => Promise<void>): Promise<void>
 }
 
-export function hostNode({ node, version, environment, access }: HostNodeParameters): HostedNode {
+export function hostNode({ node, version, environment, access, role }: HostNodeParameters): HostedNode {
   let requestStop!: (request: StopRequest) => void
   const stopRequested = new Promise<StopRequest>((resolve) => (requestStop = resolve))
   const api: Api = createApi({
@@ -44,6 +46,7 @@ export function hostNode({ node, version, environment, access }: HostNodeParamet
     version,
     environment,
     ...(access ? { access } : {}),
+    ...(role ? { role } : {}),
     // POST /shutdown answers first; the host stops the node when `stopRequested` resolves.
     shutdown: () => {
       api.shuttingDown()

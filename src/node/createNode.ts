@@ -333,6 +333,14 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       effects.handle(applied)
       commits.publish(applied.at(-1)!.seq)
     })
+    // A store another instance can take over (PostgreSQL's, under a lease: docs/decisions/0076): once this instance lost
+    // it, nothing more leaves the node, resends included (delivery stops at once and the signer refuses), and the node
+    // halts; its commits fail already (LeaseLostError), so nothing it would send was ever recorded as sent.
+    storage.onLeaseLost?.((error) => {
+      signer.refuse(error)
+      void delivery.stop()
+      void node.halt(error)
+    })
     // Everything wired: what the last run left unacknowledged waits in delivery for the node's run.
     delivery.resume(loaded.outbox, config.resendWhen)
     return node

@@ -49,6 +49,13 @@ export interface Storage {
   exportDump(options?: DumpOptions): Promise<StorageDump>
   importDump(dump: StorageDump): Promise<void>
   close(): Promise<void>
+  /**
+   * Only in stores that another instance can take over (PostgreSQL's, under a lease: docs/decisions/0076): calls
+   * `listener` once, as soon as this instance no longer holds the store (its lease ran out or was taken). Every commit
+   * fails from then on with LeaseLostError, and the node must stop signing and sending at once, without waiting for
+   * its next commit. Answers the unsubscribe.
+   */
+  onLeaseLost?(listener: (error: LeaseLostError) => void): () => void
 }
 
 export type DumpOptions = { recovery?: boolean }

@@ -406,6 +406,12 @@ describe('sluice serve', () => {
       ['no --deployment', () => ['serve', '--rpc', net.anvil.rpcUrl, '--key', key, '--data-dir', tempDir()], /--deployment is required/],
       ['no --data-dir', () => ['serve', '--rpc', net.anvil.rpcUrl, '--deployment', deploymentFile, '--key', key], /--data-dir is required/],
       ['no key', () => baseArgs(tempDir()), /--key or --keystore is required/],
+      [
+        'both --data-dir and --database',
+        () => baseArgs(tempDir(), '--key', key, '--database', 'postgres://sluice@127.0.0.1:1/hub'),
+        /either --data-dir or --database, not both/,
+      ],
+      ['a --database that is not a postgres URL', () => baseArgs(tempDir(), '--key', key, '--database', 'mysql://h/db'), /--database.*postgres:\/\//],
       ['both keys', () => baseArgs(tempDir(), '--key', key, '--keystore', 'k.json'), /either --key or --keystore, not both/],
       [
         "a flag given as ours and as Raiden's",

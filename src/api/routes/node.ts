@@ -37,6 +37,14 @@ export const statusAnswer = v.object({
       v.description('the first sync is done: every route answers, though the node is behind the chain or cannot reach it (what needs the chain may fail)'),
     ),
   ),
+  role: v.optional(
+    v.pipe(
+      v.picklist(['active', 'standby']),
+      v.description(
+        'only for a node whose store is in PostgreSQL (sluice serve --database): active, it holds the store and works; standby, another instance does, and this one takes over when that one dies (every other route 503)',
+      ),
+    ),
+  ),
 })
 export const contractsAnswer = v.object({
   contracts_version: v.string(),
@@ -160,7 +168,10 @@ export function nodeRoutes(resources: Resources, ctx: ApiContextRef): void {
         responses: { 200: 'Status object' },
         schema: statusAnswer,
       },
-      handler: (c) => json(c, statusAnswerOf(ctx().client.status)),
+      handler: (c) => {
+        const { role } = ctx()
+        return json(c, { ...statusAnswerOf(ctx().client.status), ...(role ? { role: role() } : {}) })
+      },
     },
   })
   resources.add('/settings', {

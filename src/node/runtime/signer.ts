@@ -31,8 +31,11 @@ const isServiceMessage = (message: Message): message is ServiceMessage =>
  * the engine's state before that commit reaches the effect handler), whatever was queued before.
  */
 export class Signer {
-  /** Set by the effect handler when a commit found the state stale: from then on nothing is signed. */
-  private stale: StaleStateError | undefined
+  /**
+   * Set by the effect handler when a commit found the state stale, or when the node lost its store to another
+   * instance (LeaseLostError, docs/decisions/0076): from then on nothing is signed.
+   */
+  private stale: Error | undefined
 
   constructor(private readonly p: SignerParameters) {}
 
@@ -70,8 +73,8 @@ export class Signer {
     return this.p.signRequest(parameters)
   }
 
-  /** The effect handler found the state stale: nothing is signed from now on. */
-  refuse(error: StaleStateError): void {
+  /** The effect handler found the state stale, or the store was lost to another instance: nothing is signed from now on. */
+  refuse(error: Error): void {
     this.stale = error
   }
 

@@ -82,7 +82,8 @@ export function createDirectConnections(options: DirectConnectionsOptions): Dire
   const dialTimeoutMs = options.dialTimeoutMs ?? 20_000
   const peers = new Map<string, PeerState>()
   /** No dial to a peer while it is paused: its last one failed, or its last direct connection closed. */
-  const pause = new DirectPause({ initialMs: retryMs, maxMs: maxRetryMs })
+  // A connection that closes as it opens fails its dial too: one failure (DirectPause's oneFailureMs), not two.
+  const pause = new DirectPause({ initialMs: retryMs, maxMs: maxRetryMs }, Date.now, { oneFailureMs: Math.min(2_000, retryMs / 2) })
   /** Peers this part is dialling now: the gater lets their WebRTC addresses through. */
   const dialing = new Set<string>()
   let node: Libp2p | undefined

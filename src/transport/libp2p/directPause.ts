@@ -9,11 +9,18 @@ import { retryDelay, type Backoff } from '../backoff.ts'
 export class DirectPause {
   readonly #backoff: Backoff
   readonly #now: () => number
-  readonly #peers = new Map<string, { failures: number; notBefore: number }>()
+  readonly #peers = new Map<string, { failures: number; notBefore: number; failedAt?: number }>()
+  readonly #oneFailureMs: number
 
-  constructor(backoff: Backoff, now: () => number = Date.now) {
+  /**
+   * `oneFailureMs`: failures of a peer this close together are one (counted once): a WebRTC connection that closes as
+   * it opens ends its dial too, and the two are one failure, not a doubled pause. Real failures in a row are a pause
+   * apart, longer than this.
+   */
+  constructor(backoff: Backoff, now: () => number = Date.now, options: { oneFailureMs?: number } = {}) {
     this.#backoff = backoff
     this.#now = now
+    this.#oneFailureMs = options.oneFailureMs ?? 0
   }
 
   /** Milliseconds until the peer may be dialled directly again; 0: now. */
@@ -23,11 +30,14 @@ export class DirectPause {
 
   /** A dial failed, or the last connection was lost: the pause that starts now (ms), longer each time. */
   failed(peer: string): number {
-    const state = this.#peers.get(peer) ?? { failures: 0, notBefore: 0 }
+    const state: { failures: number; notBefore: number; failedAt?: number } = this.#peers.get(peer) ?? { failures: 0, notBefore: 0 }
+    const now = this.#now()
+    if (state.failedAt !== undefined && now - state.failedAt < this.#oneFailureMs) return retryDelay(this.#backoff, state.failures)
+    state.failedAt = now
     state.failures++
     const pause = retryDelay(this.#backoff, state.failures)
     // A pause under way is never shortened.
-    state.notBefore = Math.max(state.notBefore, this.#now() + pause)
+    state.notBefore = Math.max(state.notBefore, now + pause)
     this.#peers.set(peer, state)
     return pause
   }

@@ -28,6 +28,21 @@ describe('DirectPause: when a peer’s direct path may be tried again', () => {
     expect(pause.failed('a')).toBe(10_000)
   })
 
+  test('failures this close together are one: a connection that closes as it opens and its failed dial pause once', () => {
+    const t = clock()
+    const pause = new DirectPause({ initialMs: 5_000, maxMs: 60_000 }, t.now, { oneFailureMs: 2_000 })
+    expect(pause.failed('a')).toBe(5_000)
+    t.pass(300)
+    // The dial's failure, 300 ms after its connection closed: the same failure, the pause unchanged.
+    expect(pause.failed('a')).toBe(5_000)
+    expect(pause.waitMs('a')).toBe(4_700)
+    // The next real failure, after the pause: counted, the pause doubles.
+    t.pass(4_700)
+    expect(pause.failed('a')).toBe(10_000)
+    // Another peer's failure is its own.
+    expect(pause.failed('b')).toBe(5_000)
+  })
+
   test('a hold pauses without counting a failure; a pause under way is never shortened', () => {
     const t = clock()
     const pause = new DirectPause({ initialMs: 1_000, maxMs: 8_000 }, t.now)

@@ -1,0 +1,140 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { anvilKeys } from '../../src/devnet/anvil.ts'
+import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
+import { eventually } from '../integration/support/eventually.ts'
+import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import { startPostgres, type TestPostgres } from '../support/postgres.ts'
+import { call } from './devnetProcess.ts'
+import { relayListening, startSluice, type SluiceProcess, quickServeFlags } from './sluiceProcess.ts'
+
+/**
+ * A hub with a hot standby (docs/decisions/0076): two `sluice serve --database` processes with the same key and
+ * database, a real PostgreSQL server, a real relay, a partner node in a process of its own, all on a real anvil.
+ */
+
+const dirs: string[] = []
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-standby-'))
+  dirs.push(dir)
+  return dir
+}
+
+const [hubKey, peerKey] = [anvilKeys[5] as Hex, anvilKeys[6] as Hex]
+const [hub, peer] = [hubKey, peerKey].map((k) => privateKeyToAddress(k)) as [`0x${string}`, `0x${string}`]
+let net: Devnet
+let pg: TestPostgres
+let deploymentFile: string
+let relay: SluiceProcess | undefined
+let relayAddress: string
+const started: SluiceProcess[] = []
+
+beforeAll(async () => {
+  relay = startSluice(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'], tempDir())
+  ;[net, pg] = await Promise.all([startDevnet([hubKey, peerKey]), startPostgres(), relay.waitForOutput(/Press Ctrl-C to stop/)])
+  relayAddress = relayListening(relay.stdout())!.multiaddrs[0]!
+  deploymentFile = join(tempDir(), 'deployment.json')
+  await writeDeployment(deploymentFile, net.deployment)
+}, 120_000)
+
+afterAll(async () => {
+  for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL')
+  await Promise.all(started.map((p) => p.exited))
+  if (relay) {
+    relay.child.kill('SIGTERM')
+    await relay.exited
+  }
+  await net?.stop()
+  await pg?.stop()
+  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+})
+
+const serveArgs = (key: Hex, store: string[]) => [
+  'serve',
+  '--rpc',
+  net.anvil.rpcUrl,
+  '--deployment',
+  deploymentFile,
+  '--key',
+  key,
+  ...store,
+  ...quickServeFlags,
+  '--relay',
+  relayAddress,
+]
+
+function startServe(args: string[]): SluiceProcess {
+  const sluice = startSluice(args, tempDir())
+  started.push(sluice)
+  return sluice
+}
+
+/** The API of a node that serves (active, or without a standby), once it says where. */
+async function activeApi(sluice: SluiceProcess, timeoutMs = 60_000): Promise<string> {
+  const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, timeoutMs)
+  return api!
+}
+
+async function waitReady(api: string, expected: object = { status: 'ready' }) {
+  await eventually(async () => expect((await call('GET', `${api}/status`)).body).toEqual(expected), 60_000)
+}
+
+describe('sluice serve --database: a hub with a hot standby', () => {
+  test('the standby answers /status as standby, takes over within seconds of a kill -9 of the active one, with the same address, channels and history, and pays both ways', async () => {
+    const database = await pg.createDatabase('standby_a')
+    const hubArgs = serveArgs(hubKey, ['--database', database, '--lease-seconds', '2'])
+    const first = startServe(hubArgs)
+    const firstApi = await activeApi(first)
+    await waitReady(firstApi, { status: 'ready', role: 'active' })
+
+    const second = startServe(hubArgs)
+    const [, standbyApi] = await second.waitForOutput(/REST API \(standing by\): (\S+)\n/, 60_000)
+    expect(second.stdout()).toMatch(/Standing by: another instance \(\S+\) holds the store of 0x/)
+    expect((await call('GET', `${standbyApi}/status`)).body).toEqual({ status: 'unavailable', role: 'standby' })
+    const refused = await call('GET', `${standbyApi}/channels`)
+    expect(refused.status).toBe(503)
+    expect(refused.body).toMatchObject({ errors: expect.stringContaining('stands by'), code: 'STANDBY' })
+
+    const partner = startServe(serveArgs(peerKey, ['--data-dir', tempDir()]))
+    const peerApi = await activeApi(partner)
+    await waitReady(peerApi)
+
+    const opened = await call('PUT', `${firstApi}/channels`, { partner_address: peer, token_address: net.token, total_deposit: '1000' })
+    expect(opened.status).toBe(201)
+    expect((await call('POST', `${firstApi}/payments/${net.token}/${peer}`, { amount: '10', identifier: '1' })).status).toBe(200)
+    await eventually(async () => expect((await call('GET', `${peerApi}/channels/${net.token}/${hub}`)).body.balance).toBe('10'))
+
+    // kill -9 of the active hub: the standby takes the store once the lease has run out.
+    const killedAt = performance.now()
+    first.child.kill('SIGKILL')
+    await first.exited
+    const secondApi = await activeApi(second, 30_000)
+    await waitReady(secondApi, { status: 'ready', role: 'active' })
+    const takeover = performance.now() - killedAt
+    expect(second.stdout()).toMatch(/Took over the store of 0x\S+ after standing by/)
+
+    // The same node: address, channel, history.
+    expect((await call('GET', `${secondApi}/address`)).body).toEqual({ our_address: hub })
+    expect((await call('GET', `${secondApi}/channels/${net.token}/${peer}`)).body).toMatchObject({ balance: '990', total_deposit: '1000', state: 'opened' })
+    expect((await call('GET', `${secondApi}/payments/${net.token}/${peer}`)).body).toEqual([
+      expect.objectContaining({ event: 'EventPaymentSentSuccess', target: peer, amount: '10', identifier: '1' }),
+    ])
+
+    // And it goes on paying, and being paid.
+    const tPay = performance.now()
+    expect((await call('POST', `${secondApi}/payments/${net.token}/${peer}`, { amount: '5', identifier: '2' })).status).toBe(200)
+    expect((await call('POST', `${peerApi}/payments/${net.token}/${hub}`, { amount: '3', identifier: '3' })).status).toBe(200)
+    await eventually(async () => expect((await call('GET', `${secondApi}/channels/${net.token}/${peer}`)).body.balance).toBe('988'))
+    await eventually(async () => expect((await call('GET', `${peerApi}/channels/${net.token}/${hub}`)).body.balance).toBe('12'))
+    const paid = performance.now() - tPay
+
+    for (const p of [second, partner]) p.child.kill('SIGTERM')
+    expect(await second.exited).toEqual({ code: 0, signal: null })
+    expect(await partner.exited).toEqual({ code: 0, signal: null })
+    console.log(`hot standby: takeover ${Math.round(takeover)} ms after kill -9 (lease 2 s), payments both ways through it ${Math.round(paid)} ms`)
+  }, 180_000)
+})
