@@ -45,9 +45,17 @@ export class Metrics {
     })
   }
 
-  /** `sluice_<name>`: a counter; by convention its name ends in `_total`. */
-  counter<L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
-    return new Counter({ name: PREFIX + name, help, labelNames, registers: [this.registry] })
+  /**
+   * `sluice_<name>`: a counter; by convention its name ends in `_total`. With `collect`, it is set when scraped from a
+   * count kept elsewhere (one that only grows): `this.reset()`, then `this.inc(labels, n)`.
+   */
+  counter<L extends string = never>(
+    name: string,
+    help: string,
+    labelNames: readonly L[] = [],
+    collect?: (this: Counter<L>) => void | Promise<void>,
+  ): Counter<L> {
+    return new Counter({ name: PREFIX + name, help, labelNames, registers: [this.registry], ...(collect ? { collect } : {}) })
   }
 
   /** `sluice_<name>`: a gauge, read when scraped when `collect` is given (it sets the gauge from where the value lives). */
