@@ -12,6 +12,8 @@ import type { WatchedChannel } from './records.ts'
 import type { EnsureRegisteredReturnType } from './registration.ts'
 import { acknowledger, createServiceChain, createServiceQueue, errorLine, ServiceRegistration, type ServiceLog } from './serviceAccount.ts'
 import { MonitorStore } from './store.ts'
+import type { TransactionQueue } from '../chain/transactionQueue.ts'
+import type { RpcEndpointsParameters } from '../chain/rpcEndpoints.ts'
 
 export type MonitoringServiceConfig = {
   /**
@@ -38,6 +40,8 @@ export type MonitoringServiceConfig = {
   minReward?: bigint
   limits?: Partial<Limits>
   /** Told what the service does (`info`) and what goes wrong (`warn`: it tries again; `error`: a bug), one line each. */
+  /** Told each failure of the chain's endpoints (--metrics counts them). */
+  onRpcFailure?: RpcEndpointsParameters['onFailure']
   log?: ServiceLog
 }
 
@@ -62,6 +66,8 @@ export class MonitoringServiceFailedError extends SluiceError {
 export type MonitoringService = {
   readonly address: Address
   readonly chain: ChainClient
+  /** Its transactions under way (the metrics read them). */
+  readonly queue: Pick<TransactionQueue, 'pending'>
   readonly store: MonitorStore
   /**
    * Registers (publishing `url` in the ServiceRegistry when given), catches up with the chain, resumes the duties,
@@ -137,6 +143,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
   return {
     address,
     chain,
+    queue,
     store,
     failed,
     async start(options = {}) {
