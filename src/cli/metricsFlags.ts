@@ -2,8 +2,9 @@ import type { Logger } from '../log/logger.ts'
 import type { Metrics } from '../metrics/registry.ts'
 import type { MetricsServer } from '../metrics/server.ts'
 import type { FlagSpec } from './args.ts'
+import { CliError } from './cliError.ts'
+import { parseHostPort } from './hostPort.ts'
 import { AddressInUseError } from './httpServer.ts'
-import { parseHostPort, StartupError } from './serve.ts'
 
 // --metrics, which every long-running command takes: serve, relay, monitor, pathfinding, backup-server
 // (docs/decisions/0075-prometheus-metrics.md).
@@ -19,11 +20,20 @@ export const metricsFlags = {
   } as FlagSpec<string, false>,
 }
 
+/** The --metrics address is taken: one line, exit code 2, as the API's (ApiPortInUseError). */
+export class MetricsPortInUseError extends CliError {
+  override name = 'MetricsPortInUseError' as const
+  override readonly code = 'METRICS_PORT_IN_USE' as const
+  constructor(flag: string, { host, port }: { host: string; port: number }) {
+    super(`--metrics ${flag}: ${host}:${port} is already in use (choose another address or port)`, 2)
+  }
+}
+
 export type ServedMetrics = { metrics: Metrics; server: MetricsServer }
 
 /**
  * The process's metrics, served at the --metrics address before anything long starts (the first sync shows in them),
- * and the line that says where; undefined without the flag. The address taken is a StartupError (exit code 2), as
+ * and the line that says where; undefined without the flag. The address taken is MetricsPortInUseError (exit code 2), as
  * the API's is. prom-client is loaded only here: a command without --metrics never loads it.
  */
 export async function startMetrics(flag: string | undefined, command: string, log: Logger): Promise<ServedMetrics | undefined> {
@@ -35,7 +45,7 @@ export async function startMetrics(flag: string | undefined, command: string, lo
   try {
     server = await serveMetrics(metrics, { host, port })
   } catch (e) {
-    if (e instanceof AddressInUseError) throw new StartupError(`--metrics ${flag}: ${host}:${port} is already in use (choose another address or port)`)
+    if (e instanceof AddressInUseError) throw new MetricsPortInUseError(flag, { host, port })
     throw e
   }
   log.info('Metrics: {url}', { url: server.url })

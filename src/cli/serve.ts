@@ -12,14 +12,13 @@ import type { ServeAccess } from './servedNode.ts'
 import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
+import { metricsFlags, startMetrics } from './metricsFlags.ts'
+import { parseHostPort } from './hostPort.ts'
 import { feeFlags, feeSettingsOf } from './feeFlags.ts'
 import { routingFlags, routingSettingsOf } from './routingFlags.ts'
 import { chooseTransport, transports, type DirectSettings } from '../headless/transport.ts'
 import { isRpcUrl } from '../chain/rpcUrls.ts'
 import { checkDirectAddresses, p2pAnnounceExpected, p2pListenExpected } from './directFlags.ts'
-
-/** `HOST:PORT`, `[::1]:PORT`; port 0 picks a free one. */
-export type HostPort = { host: string; port: number }
 
 function flagOf<T>(description: string, valueName: string, expected: string, parse: (raw: string) => T | undefined): FlagSpec<T, false> {
   return { description, valueName, expected, parse, default: undefined }
@@ -32,13 +31,6 @@ export const raidenNames = {
   api: ['--api-address'],
   environment: ['--environment-type'],
 } as const satisfies Record<string, FlagSpec['aliases']>
-
-export function parseHostPort(raw: string): HostPort | undefined {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(raw)
-  if (!m) return undefined
-  const port = Number(m[3])
-  return port <= 65535 ? { host: (m[1] ?? m[2])!, port } : undefined
-}
 
 export function parseUrl(raw: string, protocols: readonly string[]): string | undefined {
   try {
@@ -55,6 +47,8 @@ const choice =
     (values as readonly string[]).includes(raw) ? (raw as T) : undefined
 
 export { libp2pLog, transports, type TransportName } from '../headless/transport.ts'
+// Where it lives now (src/cli/hostPort.ts: --metrics reads it too, without loading this module), for its importers.
+export { parseHostPort, type HostPort } from './hostPort.ts'
 
 const relayExpected = 'a WebSockets multiaddr ending in /p2p/<relay peer id>, as `sluice relay` prints it'
 
@@ -237,6 +231,7 @@ export const serveFlags = {
   } as FlagSpec<bigint, true>,
   ...feeFlags,
   ...routingFlags,
+  ...metricsFlags,
   ...logFlags,
 }
 
@@ -419,7 +414,10 @@ async function run(argv: readonly string[]): Promise<number> {
 
   // Listen before anything long starts, so a Ctrl-C during the sync still stops cleanly.
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  const metrics = await startMetrics(flags.metrics, 'serve', log)
   try {
+    const observe = metrics && (await import('../metrics/nodeMetrics.ts'))
+    const chainMetrics = metrics && (await import('../metrics/chainMetrics.ts'))
     const served = await startupStep(
       () =>
         launchNode({
@@ -449,6 +447,9 @@ async function run(argv: readonly string[]): Promise<number> {
           api: { ...api, access },
           environment: flags.environment,
           log,
+          ...(metrics && chainMetrics && observe
+            ? { onRpcFailure: chainMetrics.countRpcFailures(metrics.metrics), onNode: (node) => void observe.observeNode(metrics.metrics, node) }
+            : {}),
         }),
       (e) => {
         if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc.join(',')}: ${describeError(e)}`
@@ -478,6 +479,7 @@ async function run(argv: readonly string[]): Promise<number> {
     log.info('stopped')
     return end.reason === 'internal error' || end.reason === 'node failed' ? 1 : 0
   } finally {
+    await metrics?.server.close()
     signal.dispose()
   }
 }

@@ -17,6 +17,7 @@ import { logNodeNotices } from '../log/nodeNotices.ts'
 import { followSync } from '../log/syncProgress.ts'
 import { createNode } from '../node/createNode.ts'
 import type { FlagSettings, NodeConfig } from '../node/nodeConfig.ts'
+import type { SluiceNode } from '../node/sluiceNode.ts'
 import type { StorageDump } from '../storage/storage.ts'
 import { openLevelStorage } from '../storage/levelStorage.ts'
 import { openMemoryStorage } from '../storage/memoryStorage.ts'
@@ -48,6 +49,10 @@ export type LaunchParameters = {
   api?: { host: string; port: number; access: ServeAccess } | undefined
   environment: Environment
   log: Logger
+  /** Told each failure of the chain's endpoints (`sluice serve --metrics` counts them). */
+  onRpcFailure?: NodeConfig['onRpcFailure']
+  /** Given the node once made, before its API is served and before it runs (`sluice serve --metrics` observes it). */
+  onNode?: (node: SluiceNode) => void
 }
 
 export type LaunchedNode = HostedNode & {
@@ -90,7 +95,9 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     ...definedOnly(settings),
     version,
     ...(parameters.import ? { import: parameters.import.dump } : {}),
+    ...(parameters.onRpcFailure ? { onRpcFailure: parameters.onRpcFailure } : {}),
   })
+  parameters.onNode?.(node)
   if (parameters.import) log.info('Imported the state dump {file}', { file: parameters.import.from })
   const hostParameters = { node, version, environment: parameters.environment }
   let hosted: HostedNode | ServedNode

@@ -98,6 +98,7 @@ describe('sluice serve', () => {
       '--keystore-path <DIR>',
       '--address <ADDRESS>',
       '--password-file <FILE>',
+      '--metrics <HOST:PORT>',
       '--api, --api-address <HOST:PORT>',
       '--data-dir, --datadir <DIR>',
       '--resolver-endpoint <URL>',
@@ -632,6 +633,16 @@ describe('sluice serve', () => {
       ],
       ['a missing dump', () => baseArgs(tempDir(), '--key', key, '--import', '/nonexistent/dump.json'), /cannot read the state dump/],
       ['a port in use', () => [...baseArgs(tempDir(), '--key', key), '--api', `127.0.0.1:${busyPort}`], /127\.0\.0\.1:\d+ is already in use/],
+      [
+        'a metrics port in use',
+        () => [...baseArgs(tempDir(), '--key', key), '--metrics', `127.0.0.1:${busyPort}`],
+        /^sluice serve: --metrics 127\.0\.0\.1:\d+: 127\.0\.0\.1:\d+ is already in use \(choose another address or port\)\n$/,
+      ],
+      [
+        'a bad --metrics',
+        () => [...baseArgs(tempDir(), '--key', key), '--metrics', 'http://127.0.0.1:9100'],
+        /--metrics must be HOST:PORT \(port 0 picks a free one\), got "http:\/\/127\.0\.0\.1:9100"/,
+      ],
       // Who may call (docs/decisions/0025): nothing beyond the owner's own programs without a token.
       ...['0.0.0.0', '[::]', '10.1.2.3', 'node.example.org'].map((host): [string, () => string[], RegExp] => [
         `--api ${host} (beyond loopback) without a token`,
