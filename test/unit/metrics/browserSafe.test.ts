@@ -9,7 +9,8 @@ test('src/metrics/ is Node only: the registry imports prom-client (which the wal
   expect(nodeOnlyImports(resolve(root, 'src/metrics/registry.ts')).some((line) => line.endsWith(': prom-client'))).toBe(true)
 })
 
-test.each(['worker/node.worker.ts', 'worker/browser.ts', 'worker/sw.ts', 'src/node/createNode.ts', 'src/host/hostNode.ts', 'src/headless/index.ts'])(
+// What a page loads, the node itself, and the light `sluice` package's command (bundled with Node's modules only).
+test.each(['worker/node.worker.ts', 'worker/browser.ts', 'worker/sw.ts', 'src/node/createNode.ts', 'src/host/hostNode.ts', 'src/cli/lightMain.ts'])(
   'no module of src/metrics/ and no prom-client is reachable from %s',
   (file) => {
     const { modules, packages } = importGraph(resolve(root, file))
