@@ -19,7 +19,7 @@ export type RpcFailure = {
 }
 
 /**
- * A failure in a word, for the metrics' `kind` label (docs/decisions/0075): few values, whatever the endpoint said.
+ * A failure in a word, for the metrics' `kind` label (docs/decisions/0077): few values, whatever the endpoint said.
  * `connection`: refused, reset, a socket closed (no HTTP answer); `rpc_error`: a JSON-RPC error that passes the call
  * on (an overloaded node: -32005, -32603...); `unavailable`: every endpoint failed; `answer`: an answer (a revert).
  */

@@ -7,7 +7,7 @@ import { parseHostPort } from './hostPort.ts'
 import { AddressInUseError } from './httpServer.ts'
 
 // --metrics, which every long-running command takes: serve, relay, monitor, pathfinding, backup-server
-// (docs/decisions/0075-prometheus-metrics.md).
+// (docs/decisions/0077-prometheus-metrics.md).
 
 export const metricsFlags = {
   metrics: {

@@ -10,16 +10,11 @@ export function countRpcFailures(metrics: Metrics): (told: { endpoint: string; f
   return ({ failure }) => errors.inc({ kind: rpcFailureKind(failure) })
 }
 
-/**
- * How far the process's sync lags the chain: the confirmed head it knows less the block it has synced (0 when caught
- * up), read from its status when scraped; undefined from `read` while it is not made yet.
- */
-export function observeSync(metrics: Metrics, read: () => { headBlock: bigint; syncedBlock: bigint } | undefined): void {
+/** How far the process's sync lags the chain: the confirmed head it knows less the block it has synced (0 when caught up), read from its status when scraped. */
+export function observeSync(metrics: Metrics, read: () => { headBlock: bigint; syncedBlock: bigint }): void {
   const at = (pick: (s: { headBlock: bigint; syncedBlock: bigint }) => bigint) =>
-    function collect(this: { set(value: number): void; reset(): void }) {
-      const status = read()
-      if (status) this.set(Number(pick(status)))
-      else this.reset()
+    function collect(this: { set(value: number): void }) {
+      this.set(Number(pick(read())))
     }
   metrics.gauge(
     'chain_head_block',

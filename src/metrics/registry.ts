@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { version } from '../version.ts'
 
-// A process's Prometheus metrics (docs/decisions/0075-prometheus-metrics.md). Node only: nothing here may reach the
+// A process's Prometheus metrics (docs/decisions/0077-prometheus-metrics.md). Node only: nothing here may reach the
 // page's worker (test/unit/metrics/browserSafe.test.ts).
 
 /** Every metric of ours starts with it; prom-client's process metrics keep their standard names. */

@@ -57,7 +57,7 @@ export type NodeConfig = {
   rpc?: string | readonly string[]
   /** An EIP-1193 provider (the page's wallet) instead of `rpc`, with the same retries and bounds. */
   provider?: EIP1193Provider
-  /** Told each failure of an endpoint, classified (a headless host's metrics count them: docs/decisions/0075). */
+  /** Told each failure of an endpoint, classified (a headless host's metrics count them: docs/decisions/0077). */
   onRpcFailure?: RpcEndpointsParameters['onFailure']
   /** The contracts of the chain (as `sluice chain` writes them), as data. */
   deployment: Deployment

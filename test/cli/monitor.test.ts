@@ -188,7 +188,7 @@ describe('sluice monitor', () => {
       expect(acknowledged_again).toBeGreaterThanOrEqual(1)
     })
     expect(acknowledged.has(requestMonitoringAckId(sameNonce))).toBe(false)
-    // Its metrics say the same (docs/decisions/0075), and how it follows the chain.
+    // Its metrics say the same (docs/decisions/0077), and how it follows the chain.
     const counted = await monitor.metrics()
     expect(sampleValue(counted, 'sluice_monitor_requests_total', { outcome: 'accepted' })).toBe(2)
     expect(sampleValue(counted, 'sluice_monitor_requests_total', { outcome: 'refused_stale' })).toBe(2)

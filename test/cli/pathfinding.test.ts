@@ -410,7 +410,7 @@ describe('sluice pathfinding', () => {
     const beforeKill = (await request('GET', `${api}/status`)).body
     expect(beforeKill.routes).toMatchObject({ answered: 2, no_route: 2, feedback: { success: 1, failure: 0 } })
     expect(beforeKill.ious).toMatchObject({ held: 1, claimed: 0 })
-    // The same in its metrics (docs/decisions/0075).
+    // The same in its metrics (docs/decisions/0077).
     const metrics = await scrape(metricsUrlOf(service.sluice.stdout()))
     expect(sampleValue(metrics, 'sluice_pathfinding_route_requests_total', { outcome: 'answered' })).toBe(2)
     expect(sampleValue(metrics, 'sluice_pathfinding_route_requests_total', { outcome: 'no_route' })).toBe(2)

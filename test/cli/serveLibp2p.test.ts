@@ -136,7 +136,7 @@ describe('sluice serve over libp2p', () => {
     await eventually(async () => expect((await call('GET', `${a.api}/channels/${net.token}/${addressB}`)).body.balance).toBe('993'))
     const tBack = performance.now()
 
-    // Their metrics (docs/decisions/0075): each sent one payment and received one, with its latency; one channel open.
+    // Their metrics (docs/decisions/0077): each sent one payment and received one, with its latency; one channel open.
     await eventually(async () => {
       for (const node of [a, b]) {
         const m = await metricsOf(node)

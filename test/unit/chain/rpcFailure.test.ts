@@ -99,7 +99,7 @@ describe('classifyRpcFailure', () => {
   })
 })
 
-// The metrics' `kind` label of sluice_rpc_errors_total (docs/decisions/0075): a few values, each failure in one.
+// The metrics' `kind` label of sluice_rpc_errors_total (docs/decisions/0077): a few values, each failure in one.
 describe('rpcFailureKind', () => {
   test.each([
     ['a refused connection', unreachable('ECONNREFUSED'), 'connection'],

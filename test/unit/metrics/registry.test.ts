@@ -25,7 +25,8 @@ describe('Metrics', () => {
 
   test('the process metrics are there unless turned off, under their standard names', async () => {
     const on = await read(new Metrics({ command: 'serve' }))
-    expect(sampleValue(on, 'process_cpu_user_seconds_total')).toBeGreaterThan(0)
+    expect(sampleValue(on, 'process_resident_memory_bytes')).toBeGreaterThan(0)
+    expect(on.get('process_cpu_seconds_total')?.type).toBe('counter')
     expect(on.get('nodejs_eventloop_lag_seconds')?.type).toBe('gauge')
     expect(on.get('nodejs_heap_size_used_bytes')?.samples[0]?.value).toBeGreaterThan(0)
     const off = await read(new Metrics({ command: 'serve', processMetrics: false }))
