@@ -1,7 +1,7 @@
 import { sleep } from '../waits.ts'
 import { createTransport, custom, hexToNumber, http, isHex, keccak256, TimeoutError, type Hex, type Transport } from 'viem'
 import { ChainIdMismatchError, ChainRpcError } from './errors.ts'
-import { classifyRpcFailure, LogRangeTimeoutError, RpcUnavailableError, saysAlreadyKnown } from './rpcFailure.ts'
+import { classifyRpcFailure, LogRangeTimeoutError, RpcUnavailableError, saysAlreadyKnown, type RpcFailure } from './rpcFailure.ts'
 import { endpointLabel, isRpcUrl } from './rpcUrls.ts'
 
 /**
@@ -46,6 +46,11 @@ export type RpcEndpointsParameters = {
   batch?: boolean
   /** Told when an endpoint goes down, comes back, or serves another chain: once each time. */
   onChange?: (change: RpcEndpointChange) => void
+  /**
+   * Told each failure of an endpoint (refused, timed out, 429, 5xx, an overloaded node: what passes the call on), as
+   * classified: the process's metrics count them by kind (rpcFailureKind). An answer (a revert) is no failure of it.
+   */
+  onFailure?: (failure: { endpoint: string; failure: RpcFailure }) => void
 }
 
 /** What the node needs of an EIP-1193 provider: `request` (a wallet's `window.ethereum`, viem's EIP1193Provider). */
@@ -119,14 +124,16 @@ export class RpcEndpoints {
   private readonly endpoints: Endpoint[]
   private readonly settings: typeof DEFAULTS
   private readonly onChange: (change: RpcEndpointChange) => void
+  private readonly onFailure: NonNullable<RpcEndpointsParameters['onFailure']>
   private expectedChainId: number | undefined
   private starting = true
 
   constructor(parameters: RpcEndpointsParameters) {
-    const { urls = [], provider, batch = false, onChange = () => {} } = parameters
+    const { urls = [], provider, batch = false, onChange = () => {}, onFailure = () => {} } = parameters
     this.settings = { ...DEFAULTS }
     for (const key of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) if (parameters[key] !== undefined) this.settings[key] = parameters[key]
     this.onChange = onChange
+    this.onFailure = onFailure
     if (urls.length === 0 && !provider) throw new TypeError('RpcEndpoints needs urls or a provider')
     if (urls.length > 0 && provider) throw new TypeError('RpcEndpoints takes urls or a provider, not both')
     for (const url of urls) if (!isRpcUrl(url)) throw new TypeError(`not an http(s) or ws(s) URL: ${JSON.stringify(endpointLabel(url))}`)
@@ -184,7 +191,7 @@ export class RpcEndpoints {
         else this.chainChecked(endpoint, id)
       } catch (e) {
         lastError = e
-        this.failed(endpoint, classifyRpcFailure(e).reason)
+        this.failed(endpoint, classifyRpcFailure(e))
       }
     })
     let firstAnswer: () => void = () => {}
@@ -275,7 +282,7 @@ export class RpcEndpoints {
           }
           if (failure.retryAfterMs !== undefined && failure.retryAfterMs > this.settings.maxRetryAfterMs)
             failure = { ...failure, reason: `${failure.reason} (asked to wait ${Math.ceil(failure.retryAfterMs / 1000)} s)` }
-          this.failed(endpoint, failure.reason, failure.retryAfterMs, failure.timeout)
+          this.failed(endpoint, failure)
           reasons.push(`${endpoint.label}: ${failure.reason}`)
           lastError = e as Error
           failedTransiently = true
@@ -338,7 +345,7 @@ export class RpcEndpoints {
     try {
       id = await this.chainIdOf(endpoint, timeoutMs)
     } catch (e) {
-      this.failed(endpoint, classifyRpcFailure(e).reason)
+      this.failed(endpoint, classifyRpcFailure(e))
       return false
     }
     return this.chainChecked(endpoint, id)
@@ -398,7 +405,13 @@ export class RpcEndpoints {
    * quick failure they are left to get their own answer (a single 500 among many calls is no reason to send them all
    * again elsewhere).
    */
-  private failed(endpoint: Endpoint, reason: string, retryAfterMs?: number, timedOut = false): void {
+  private failed(endpoint: Endpoint, failure: RpcFailure): void {
+    const { reason, retryAfterMs, timeout: timedOut = false } = failure
+    try {
+      this.onFailure({ endpoint: endpoint.label, failure })
+    } catch {
+      // A listener's failure is its own.
+    }
     const now = Date.now()
     endpoint.lastFailure = { at: now, reason }
     if (retryAfterMs !== undefined) endpoint.restUntil = now + Math.min(retryAfterMs, this.settings.maxRetryAfterMs)

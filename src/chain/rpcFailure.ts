@@ -18,6 +18,25 @@ export type RpcFailure = {
   timeout?: boolean
 }
 
+/**
+ * A failure in a word, for the metrics' `kind` label (docs/decisions/0078): few values, whatever the endpoint said.
+ * `connection`: refused, reset, a socket closed (no HTTP answer); `rpc_error`: a JSON-RPC error that passes the call
+ * on (an overloaded node: -32005, -32603...); `unavailable`: every endpoint failed; `answer`: an answer (a revert).
+ */
+export type RpcFailureKind = 'timeout' | 'rate_limited' | 'http_5xx' | 'http_4xx' | 'rpc_error' | 'connection' | 'unavailable' | 'answer'
+
+/** The kind of a failure, from what classifyRpcFailure made of it (its reasons are written below, in this module). */
+export function rpcFailureKind(failure: RpcFailure): RpcFailureKind {
+  if (failure.kind === 'answer') return 'answer'
+  if (failure.timeout) return 'timeout'
+  if (failure.reason === 'no endpoint answered') return 'unavailable'
+  if (/^HTTP 429\b|^-?\d+ rate limited$/.test(failure.reason)) return 'rate_limited'
+  const http = /^HTTP (\d{3})\b/.exec(failure.reason)
+  if (http) return Number(http[1]) >= 500 ? 'http_5xx' : 'http_4xx'
+  if (/^-?\d+\b/.test(failure.reason)) return 'rpc_error'
+  return 'connection'
+}
+
 /** Every endpoint failed (or none may be used): thrown by the node's transport once its retries are spent. */
 export class RpcUnavailableError extends BaseError {
   constructor(method: string, reasons: readonly string[], cause: Error | undefined) {

@@ -6,6 +6,7 @@ import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, type Fla
 import type { Command } from './command.ts'
 import { AddressInUseError, listen } from './httpServer.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
+import { metricsFlags, startMetrics } from './metricsFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import { ApiPortInUseError } from './servedNode.ts'
 import { MissingFlagError, parseHostPort, parseUrl, StartupError } from './serve.ts'
@@ -45,6 +46,7 @@ export const backupServerFlags = {
   }),
   pushesPerMinute: integerFlag({ description: 'pushes a minute per owner address (429 beyond)', valueName: 'N', min: 1, max: 1_000_000, default: 60 }),
   requestsPerMinute: integerFlag({ description: 'requests a minute per client IP address (429 beyond)', valueName: 'N', min: 1, max: 1_000_000, default: 600 }),
+  ...metricsFlags,
   ...logFlags,
 }
 
@@ -128,12 +130,13 @@ export async function serveBackups({
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, backupServerFlags)
   if (parsed.asked) return answerAsked(parsed.asked, usage)
-  const { dataDir: dir, database, api, logLevel, logJson, logConfig, ...limits } = parsed.values
+  const { dataDir: dir, database, api, logLevel, logJson, logConfig, metrics: metricsFlag, ...limits } = parsed.values
   const log = loggerFromFlags({ logLevel, logJson, logConfig })
   if (!dir && !database) throw new MissingFlagError('--data-dir')
   const dataDir = dir ? resolve(dir) : undefined
   const { host, port } = parseHostPort(api)!
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  const metrics = await startMetrics(metricsFlag, 'backup-server', log)
   try {
     let served: ServedBackups
     try {
@@ -149,6 +152,7 @@ async function run(argv: readonly string[]): Promise<number> {
       if ((e as { code?: string }).code === 'BACKUP_STORE') throw new StartupError(`${database ? '--database' : `--data-dir ${dir}`}: ${(e as Error).message}`)
       throw e
     }
+    if (metrics) (await import('../metrics/backupMetrics.ts')).observeBackupStore(metrics.metrics, served.store)
     const l = served.limits
     log.info('Backup server: {url}', { url: served.url })
     log.info('Data: {location} ({copies} copies, {bytes} bytes)', { location: served.store.location, copies: served.store.copies, bytes: served.store.bytes })
@@ -162,6 +166,7 @@ async function run(argv: readonly string[]): Promise<number> {
     await served.close()
     return 0
   } finally {
+    await metrics?.server.close()
     signal.dispose()
   }
 }

@@ -4,6 +4,7 @@ import { checkApiExposure } from './apiExposure.ts'
 import { answerAsked, formatFlags, parseFlags, type FlagSpec } from './args.ts'
 import type { Command } from './command.ts'
 import { loggerFromFlags } from './logFlags.ts'
+import { startMetrics } from './metricsFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import { serviceAccountFlags, serviceChainFlags, serviceUrlFlag } from './serviceFlags.ts'
 import { checkRelays, libp2pLog, loadPrivateKey, MissingFlagError, parseHostPort, readApiToken, serveFlags, startupStep } from './serve.ts'
@@ -96,7 +97,10 @@ async function run(argv: readonly string[]): Promise<number> {
   )
 
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  const metrics = await startMetrics(flags.metrics, 'monitor', log)
   try {
+    const observe = metrics && (await import('../metrics/monitorMetrics.ts'))
+    const chainMetrics = metrics && (await import('../metrics/chainMetrics.ts'))
     await useNativeSecp256k1()
     const libp2p = createLibp2pTransport?.({ privateKey, relays, log: libp2pLog(log) })
     const service = await startupStep(
@@ -112,9 +116,14 @@ async function run(argv: readonly string[]): Promise<number> {
           pollingInterval: flags.pollingInterval,
           minReward: flags.minReward,
           log: (line, level) => log[level](line),
+          ...(metrics && chainMetrics ? { onRpcFailure: chainMetrics.countRpcFailures(metrics.metrics) } : {}),
         }),
       explainServiceStart('monitoring service', { rpc, dataDir: flags.dataDir ?? storePlace }),
     )
+    if (metrics && chainMetrics && observe) {
+      chainMetrics.observeServiceChain(metrics.metrics, service, flags.confirmations)
+      observe.observeMonitor(metrics.metrics, service)
+    }
     return await runService({
       kind: 'monitoring service',
       service,
@@ -130,6 +139,7 @@ async function run(argv: readonly string[]): Promise<number> {
       },
     })
   } finally {
+    await metrics?.server.close()
     signal.dispose()
   }
 }

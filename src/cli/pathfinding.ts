@@ -3,6 +3,7 @@ import { hasCode } from '../errors.ts'
 import { answerAsked, formatFlags, parseFlags, stringFlag, type FlagSpec } from './args.ts'
 import type { Command } from './command.ts'
 import { loggerFromFlags } from './logFlags.ts'
+import { startMetrics } from './metricsFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import { serviceAccountFlags, serviceChainFlags, serviceUrlFlag } from './serviceFlags.ts'
 import { UsageError } from './cliError.ts'
@@ -120,7 +121,10 @@ async function run(argv: readonly string[]): Promise<number> {
   )
 
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  const metrics = await startMetrics(flags.metrics, 'pathfinding', log)
   try {
+    const observe = metrics && (await import('../metrics/pathfindingMetrics.ts'))
+    const chainMetrics = metrics && (await import('../metrics/chainMetrics.ts'))
     await useNativeSecp256k1()
     const libp2p = createLibp2pTransport({ privateKey, relays, log: libp2pLog(log) })
     const service = await startupStep(
@@ -140,9 +144,14 @@ async function run(argv: readonly string[]): Promise<number> {
           ...(flags.operator !== undefined ? { operator: flags.operator } : {}),
           ...(flags.infoMessage !== undefined ? { message: flags.infoMessage } : {}),
           log: (line, level) => log[level](line),
+          ...(metrics && chainMetrics ? { onRpcFailure: chainMetrics.countRpcFailures(metrics.metrics) } : {}),
         }),
       explainServiceStart('pathfinding service', { rpc, dataDir: flags.dataDir }),
     )
+    if (metrics && chainMetrics && observe) {
+      chainMetrics.observeServiceChain(metrics.metrics, service, flags.confirmations)
+      observe.observePathfinding(metrics.metrics, service)
+    }
     return await runService({
       kind: 'pathfinding service',
       service,
@@ -158,6 +167,7 @@ async function run(argv: readonly string[]): Promise<number> {
       },
     })
   } finally {
+    await metrics?.server.close()
     signal.dispose()
   }
 }

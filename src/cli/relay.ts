@@ -1,6 +1,7 @@
 import type { Hex } from 'viem'
 import { answerAsked, type FlagSpec, formatFlags, InvalidFlagValueError, integerFlag, parseFlags, stringFlag } from './args.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
+import { metricsFlags, startMetrics } from './metricsFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import { CliError, UsageError } from './cliError.ts'
 import type { Command } from './command.ts'
@@ -118,6 +119,7 @@ export const relayFlags = {
     max: 86_400,
     default: 60,
   }),
+  ...metricsFlags,
   ...logFlags,
 }
 
@@ -226,6 +228,7 @@ async function run(argv: readonly string[]): Promise<number> {
   if (tls) checkCertificateNames(announce, tls, { announce: '--announce', cert: '--tls-cert' }, multiaddr)
   const { startRelay } = await import('../transport/libp2p/relay.ts')
   const stop = nextSignal(['SIGINT', 'SIGTERM'])
+  const metrics = await startMetrics(parsed.values.metrics, 'relay', log)
   try {
     let relay: Awaited<ReturnType<typeof startRelay>>
     try {
@@ -256,6 +259,7 @@ async function run(argv: readonly string[]): Promise<number> {
       if (reason) throw new ListenFailedError(listen, reason)
       throw e
     }
+    if (metrics) (await import('../metrics/relayMetrics.ts')).observeRelay(metrics.metrics, relay, { maxReservations })
     log.info('Relay {peerId} listening on {multiaddrs}', { peerId: relay.peerId, multiaddrs: relay.multiaddrs })
     if (announce.length > 0) log.info('Sockets: {sockets} (nodes are given the --announce addresses above)', { sockets: relay.listening })
     else if (tls)
@@ -268,6 +272,7 @@ async function run(argv: readonly string[]): Promise<number> {
     await relay.stop()
     return 0
   } finally {
+    await metrics?.server.close()
     stop.dispose()
   }
 }

@@ -1,18 +1,8 @@
+import type { Lease } from '../storage/postgres/lease.ts'
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Hex } from 'viem'
-import {
-  answerAsked,
-  formatFlags,
-  integerFlag,
-  InvalidFlagValueError,
-  parseFlags,
-  positiveNumberFlag,
-  stringFlag,
-  switchFlag,
-  type FlagSpec,
-  maxFeePerGasFlag,
-} from './args.ts'
+import { answerAsked, formatFlags, integerFlag, InvalidFlagValueError, parseFlags, stringFlag, switchFlag, type FlagSpec, maxFeePerGasFlag } from './args.ts'
 import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } from '../api/hostsAndOrigins.ts'
 import { hasCode } from '../errors.ts'
 import { nextSignal } from './processSignals.ts'
@@ -24,14 +14,13 @@ import type { PgNodeStore } from '../storage/pgStorage.ts'
 import type { Command } from './command.ts'
 import { DEFAULT_MONITORING_REWARD } from '../node/nodeConfig.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
+import { metricsFlags, startMetrics } from './metricsFlags.ts'
+import { parseHostPort } from './hostPort.ts'
 import { feeFlags, feeSettingsOf } from './feeFlags.ts'
 import { routingFlags, routingSettingsOf } from './routingFlags.ts'
 import { chooseTransport, transports, type DirectSettings } from '../headless/transport.ts'
 import { isRpcUrl } from '../chain/rpcUrls.ts'
 import { checkDirectAddresses, p2pAnnounceExpected, p2pListenExpected } from './directFlags.ts'
-
-/** `HOST:PORT`, `[::1]:PORT`; port 0 picks a free one. */
-export type HostPort = { host: string; port: number }
 
 function flagOf<T>(description: string, valueName: string, expected: string, parse: (raw: string) => T | undefined): FlagSpec<T, false> {
   return { description, valueName, expected, parse, default: undefined }
@@ -72,13 +61,6 @@ export const raidenNames = {
   environment: ['--environment-type'],
 } as const satisfies Record<string, FlagSpec['aliases']>
 
-export function parseHostPort(raw: string): HostPort | undefined {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(raw)
-  if (!m) return undefined
-  const port = Number(m[3])
-  return port <= 65535 ? { host: (m[1] ?? m[2])!, port } : undefined
-}
-
 export function parseUrl(raw: string, protocols: readonly string[]): string | undefined {
   try {
     const url = new URL(raw)
@@ -94,6 +76,8 @@ const choice =
     (values as readonly string[]).includes(raw) ? (raw as T) : undefined
 
 export { libp2pLog, transports, type TransportName } from '../headless/transport.ts'
+// Where it lives now (src/cli/hostPort.ts: --metrics reads it too, without loading this module), for its importers.
+export { parseHostPort, type HostPort } from './hostPort.ts'
 
 const relayExpected = 'a WebSockets multiaddr ending in /p2p/<relay peer id>, as `sluice relay` prints it'
 
@@ -186,7 +170,8 @@ export const serveFlags = {
   ...databaseFlags({
     database:
       "keep the node's store in this PostgreSQL database instead of --data-dir; a second `sluice serve` with the same key and database stands by and takes over when this one dies (docs/decisions/0076)",
-    lease: "with --database: how long the store's lease lasts without a renewal (renewed every third of it): a standby takes over at most this long after the active node died",
+    lease:
+      "with --database: how long the store's lease lasts without a renewal (renewed every third of it): a standby takes over at most this long after the active node died",
     defaultSeconds: 5,
   }),
   resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) =>
@@ -282,6 +267,7 @@ export const serveFlags = {
   } as FlagSpec<bigint, true>,
   ...feeFlags,
   ...routingFlags,
+  ...metricsFlags,
   ...logFlags,
 }
 
@@ -470,8 +456,11 @@ async function run(argv: readonly string[]): Promise<number> {
 
   // Listen before anything long starts, so a Ctrl-C during the sync (or while standing by) still stops cleanly.
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
+  const metrics = await startMetrics(flags.metrics, 'serve', log)
   let postgres: Awaited<ReturnType<typeof openNodeDatabase>> | undefined
   try {
+    const observe = metrics && (await import('../metrics/nodeMetrics.ts'))
+    const chainMetrics = metrics && (await import('../metrics/chainMetrics.ts'))
     if (flags.database) {
       const standingBy = new AbortController()
       void signal.received.then((s) => standingBy.abort(new Error(`${s} while standing by`)))
@@ -484,6 +473,8 @@ async function run(argv: readonly string[]): Promise<number> {
           api: { ...api, access },
           log,
           signal: standingBy.signal,
+          // sluice_lease_held: 0 while standing by, 1 once active (an alert counts the holders).
+          onLease: (lease) => void metrics?.metrics.leaseHolder(lease.name, () => lease.held),
         })
       } catch (e) {
         if (standingBy.signal.aborted) {
@@ -524,6 +515,9 @@ async function run(argv: readonly string[]): Promise<number> {
           api: { ...api, access },
           environment: flags.environment,
           log,
+          ...(metrics && chainMetrics && observe
+            ? { onRpcFailure: chainMetrics.countRpcFailures(metrics.metrics), onNode: (node) => void observe.observeNode(metrics.metrics, node) }
+            : {}),
         }),
       (e) => {
         if (hasCode(e, 'CHAIN_RPC', 'CHAIN_ID_MISMATCH')) return `--rpc ${rpc.join(',')}: ${describeError(e)}`
@@ -557,6 +551,7 @@ async function run(argv: readonly string[]): Promise<number> {
     log.info('stopped')
     return end.reason === 'internal error' || end.reason === 'node failed' ? 1 : 0
   } finally {
+    await metrics?.server.close()
     signal.dispose()
     await postgres?.close()
   }
@@ -574,6 +569,8 @@ async function openNodeDatabase(parameters: {
   api: { host: string; port: number; access: ServeAccess }
   log: ReturnType<typeof loggerFromFlags>
   signal: AbortSignal
+  /** Told of the lease as soon as it exists, held or not yet (the metrics show whether it is held). */
+  onLease?(lease: Lease): void
 }): Promise<{ store: PgNodeStore; close(): Promise<void> }> {
   const [{ openPool, checkReachable, redactDatabaseUrl }, { takeStore }, { privateKeyToAddress }] = await Promise.all([
     import('../storage/postgres/pool.ts'),
@@ -594,7 +591,16 @@ async function openNodeDatabase(parameters: {
     )
     const identity = { chainId: BigInt(parameters.deployment.chainId), registry: parameters.deployment.contracts.TokenNetworkRegistry.address, address }
     const lease = await startupStep(
-      () => takeStore({ pool, identity, durationMs: parameters.durationMs, api: parameters.api, log, signal: parameters.signal }),
+      () =>
+        takeStore({
+          pool,
+          identity,
+          durationMs: parameters.durationMs,
+          api: parameters.api,
+          log,
+          signal: parameters.signal,
+          ...(parameters.onLease ? { onLease: parameters.onLease } : {}),
+        }),
       (e) => (hasCode(e, 'API_PORT_IN_USE') ? undefined : parameters.signal.aborted ? undefined : `--database ${where}: ${e.message}`),
     )
     return { store: { pool, lease, where }, close: () => pool.end().catch(() => {}) }

@@ -1,5 +1,6 @@
 import { integerFlag, stringFlag, type FlagSpec } from './args.ts'
 import { logFlags } from './logFlags.ts'
+import { metricsFlags } from './metricsFlags.ts'
 import { databaseFlags, parseUrl, raidenNames, serveFlags } from './serve.ts'
 
 // The flags `sluice monitor` and `sluice pathfinding` share, in the order their --help lists them.
@@ -37,10 +38,11 @@ export const serviceUrlFlag = (description: string) =>
     default: undefined,
   }) as FlagSpec<string, false>
 
-/** How it follows the chain and pays for its transactions, and its log. */
+/** How it follows the chain and pays for its transactions, its metrics and its log. */
 export const serviceChainFlags = {
   confirmations: serveFlags.confirmations,
   maxFeePerGas: serveFlags.maxFeePerGas,
   pollingInterval: integerFlag({ description: 'milliseconds between looks at the chain', valueName: 'MS', min: 10, max: 600_000, default: 1_000 }),
+  ...metricsFlags,
   ...logFlags,
 }

@@ -58,18 +58,21 @@ export type TakeStoreParameters = {
   log: Logger
   /** Aborted to give up waiting (a signal to the process). */
   signal: AbortSignal
+  /** Told of the lease as soon as it exists, before it is held. */
+  onLease?(lease: Lease): void
 }
 
 /**
  * Takes the lease of the node's store: at once when it is free, else after standing by (the standby's API answering)
  * until the active instance stops renewing it. Resolves with the lease held; rejects when `signal` aborts.
  */
-export async function takeStore({ pool, identity, durationMs, api, log, signal }: TakeStoreParameters): Promise<Lease> {
+export async function takeStore({ pool, identity, durationMs, api, log, signal, onLease }: TakeStoreParameters): Promise<Lease> {
   const lease = await Lease.start(pool, {
     name: nodeLeaseName(identity),
     durationMs,
     onError: (error) => log.warn('the lease of the store could not be renewed: {error}', { error: error.message }),
   })
+  onLease?.(lease)
   if (lease.held) return lease
   const holder = await Lease.current(pool, lease.name).catch(() => undefined)
   log.info('Standing by: another instance ({holder}) holds the store of {address}; taking over when it stops', {

@@ -17,6 +17,7 @@ import { logNodeNotices } from '../log/nodeNotices.ts'
 import { followSync } from '../log/syncProgress.ts'
 import { createNode } from '../node/createNode.ts'
 import type { FlagSettings, NodeConfig } from '../node/nodeConfig.ts'
+import type { SluiceNode } from '../node/sluiceNode.ts'
 import type { StorageDump } from '../storage/storage.ts'
 import type { PgNodeStore } from '../storage/pgStorage.ts'
 import { openLevelStorage } from '../storage/levelStorage.ts'
@@ -52,6 +53,10 @@ export type LaunchParameters = {
   api?: { host: string; port: number; access: ServeAccess } | undefined
   environment: Environment
   log: Logger
+  /** Told each failure of the chain's endpoints (`sluice serve --metrics` counts them). */
+  onRpcFailure?: NodeConfig['onRpcFailure']
+  /** Given the node once made, before its API is served and before it runs (`sluice serve --metrics` observes it). */
+  onNode?: (node: SluiceNode) => void
 }
 
 export type LaunchedNode = HostedNode & {
@@ -102,7 +107,9 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     ...definedOnly(settings),
     version,
     ...(parameters.import ? { import: parameters.import.dump } : {}),
+    ...(parameters.onRpcFailure ? { onRpcFailure: parameters.onRpcFailure } : {}),
   })
+  parameters.onNode?.(node)
   if (parameters.import) log.info('Imported the state dump {file}', { file: parameters.import.from })
   // With a standby beside it, /status says which one this is (`role`): active while it holds the store's lease.
   const lease = typeof storage === 'object' && 'postgres' in storage ? storage.postgres.lease : undefined

@@ -13,6 +13,8 @@ import type { EnsureRegisteredReturnType } from './registration.ts'
 import { acknowledger, createServiceChain, createServiceQueue, errorLine, ServiceRegistration, type ServiceLog } from './serviceAccount.ts'
 import { Leadership, openServiceDatabase, type ServiceDatabase, type ServiceDatabaseConfig } from './serviceDatabase.ts'
 import { MonitorStore } from './store.ts'
+import type { TransactionQueue } from '../chain/transactionQueue.ts'
+import type { RpcEndpointsParameters } from '../chain/rpcEndpoints.ts'
 
 export type MonitoringServiceConfig = {
   /**
@@ -44,6 +46,8 @@ export type MonitoringServiceConfig = {
   minReward?: bigint
   limits?: Partial<Limits>
   /** Told what the service does (`info`) and what goes wrong (`warn`: it tries again; `error`: a bug), one line each. */
+  /** Told each failure of the chain's endpoints (--metrics counts them). */
+  onRpcFailure?: RpcEndpointsParameters['onFailure']
   log?: ServiceLog
 }
 
@@ -70,6 +74,8 @@ export class MonitoringServiceFailedError extends SluiceError {
 export type MonitoringService = {
   readonly address: Address
   readonly chain: ChainClient
+  /** Its transactions under way (the metrics read them). */
+  readonly queue: Pick<TransactionQueue, 'pending'>
   readonly store: MonitorStore
   /**
    * Registers (publishing `url` in the ServiceRegistry when given), catches up with the chain, resumes the duties,
@@ -196,6 +202,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
   return {
     address,
     chain,
+    queue,
     store,
     failed,
     async start(options = {}) {

@@ -1,5 +1,6 @@
 import type { Address, Hex, Transport as ViemTransport } from 'viem'
 import { createChainClient, type ChainClient } from '../chain/chainClient.ts'
+import type { RpcEndpointsParameters } from '../chain/rpcEndpoints.ts'
 import { createTransactionQueue, type TransactionQueue } from '../chain/transactionQueue.ts'
 import { describeRisk } from '../chain/transactionRisk.ts'
 import { SluiceError } from '../errors.ts'
@@ -33,6 +34,8 @@ export function createServiceChain(p: {
   /** Milliseconds between looks at the chain (the client polls at most every 4 s). */
   pollingInterval: number
   log: ServiceLog
+  /** Told each failure of an endpoint (the process's metrics count them). */
+  onRpcFailure?: RpcEndpointsParameters['onFailure'] | undefined
 }): Promise<ChainClient> {
   return createChainClient({
     privateKey: p.key,
@@ -42,6 +45,7 @@ export function createServiceChain(p: {
     ...(p.rpc ? { rpcUrl: p.rpc } : {}),
     endpoints: {
       batch: true,
+      ...(p.onRpcFailure ? { onFailure: p.onRpcFailure } : {}),
       onChange: ({ endpoint, state, reason }) =>
         p.log(
           `RPC endpoint ${endpoint} ${state === 'up' ? 'answers again' : `${state === 'down' ? 'down' : 'refused'}: ${reason ?? ''}`}`,

@@ -25,6 +25,7 @@ import { ChainFollower } from './runtime/chainFollower.ts'
 import { EffectHandler } from './runtime/effectHandler.ts'
 import { Engine, replay } from './runtime/engine.ts'
 import { EventBus } from './runtime/eventBus.ts'
+import type { Applied } from './runtime/engine.ts'
 import { resolveFromHistory } from './runtime/history.ts'
 import { MessageHandler } from './runtime/messageHandler.ts'
 import { withOurProofKnown } from './runtime/nonceLookups.ts'
@@ -74,7 +75,10 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   const chain = await createChainClient({
     ...(config.rpc ? { rpcUrl: config.rpc } : {}),
     ...(config.provider ? { provider: config.provider } : {}),
-    endpoints: { onChange: (change) => notices.publish({ type: 'rpcEndpoint', ...change }) },
+    endpoints: {
+      onChange: (change) => notices.publish({ type: 'rpcEndpoint', ...change }),
+      ...(nodeConfig.onRpcFailure ? { onFailure: nodeConfig.onRpcFailure } : {}),
+    },
     privateKey: config.key,
     chainId: deployment.chainId,
     pollingInterval: config.pollingInterval,
@@ -125,6 +129,8 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     if (state.stale) throw new StaleStateError(`this node's stored state is older than what it signed: ${state.stale.reason}`)
 
     const commits = new EventBus<number>()
+    // Each commit's changes, for what observes the node from outside (a headless host's metrics): after `commits`.
+    const appliedChanges = new EventBus<readonly Applied[]>()
     const stopping = new AbortController()
     const report: Report = (where, error, detail) => {
       if (!stopping.signal.aborted) notices.publish({ type: 'error', error, where, ...(detail ? { detail } : {}) })
@@ -290,6 +296,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
       peerKeys,
       peerRecords,
       commits,
+      applied: appliedChanges,
       follower,
       status,
       notices,
@@ -332,6 +339,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     engine.handEffectsTo((applied) => {
       effects.handle(applied)
       commits.publish(applied.at(-1)!.seq)
+      appliedChanges.publish(applied)
     })
     // A store another instance can take over (PostgreSQL's, under a lease: docs/decisions/0076): once this instance lost
     // it, nothing more leaves the node, resends included (delivery stops at once and the signer refuses), and the node

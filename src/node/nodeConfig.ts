@@ -1,5 +1,6 @@
 import type { Address, EIP1193Provider, Hex } from 'viem'
 import type { Deployment } from '../chain/deployment.ts'
+import type { RpcEndpointsParameters } from '../chain/rpcEndpoints.ts'
 import { MAX_IMBALANCE_FEE_PPM, MAX_PROPORTIONAL_FEE_PPM, type MediationFees, type TokenFees } from '../protocol/fees/schedule.ts'
 import type { TransitionContext } from '../protocol/state/access.ts'
 import type { Storage, StorageDump, StorageIdentity } from '../storage/storage.ts'
@@ -56,6 +57,8 @@ export type NodeConfig = {
   rpc?: string | readonly string[]
   /** An EIP-1193 provider (the page's wallet) instead of `rpc`, with the same retries and bounds. */
   provider?: EIP1193Provider
+  /** Told each failure of an endpoint, classified (a headless host's metrics count them: docs/decisions/0078). */
+  onRpcFailure?: RpcEndpointsParameters['onFailure']
   /** The contracts of the chain (as `sluice chain` writes them), as data. */
   deployment: Deployment
   /** The node's private key: it signs messages and pays for transactions. */

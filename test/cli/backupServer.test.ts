@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { generatePrivateKey } from 'viem/accounts'
 import { afterAll, describe, expect, test } from 'vitest'
 import { backupKey, backupServerStatus, fetchBackup, open, pushBackup, seal } from '../../src/backup/index.ts'
+import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { startBackupServerProcess } from './backupServerProcess.ts'
 import { logged, logMessages, runSluice } from './sluiceProcess.ts'
 
@@ -49,6 +50,39 @@ describe('sluice backup-server', () => {
     }
   })
 
+  test('--metrics serves Prometheus metrics: a copy stored moves the copies and bytes gauges; a replaced copy keeps one', async () => {
+    const { sluice, url } = await startBackupServer(['--data-dir', tempDir(), '--api', '127.0.0.1:0', '--metrics', '127.0.0.1:0'])
+    try {
+      const metricsUrl = metricsUrlOf(sluice.stdout())
+      expect(metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/)
+      const before = await scrape(metricsUrl)
+      expect(sampleValue(before, 'sluice_backup_copies')).toBe(0)
+      expect(sampleValue(before, 'sluice_backup_bytes')).toBe(0)
+      expect(sampleValue(before, 'sluice_info', { command: 'backup-server' })).toBe(1)
+      // prom-client's process metrics, under their standard names.
+      expect(sampleValue(before, 'process_resident_memory_bytes')).toBeGreaterThan(0)
+      expect(before.get('nodejs_eventloop_lag_seconds')?.type).toBe('gauge')
+
+      const key = await backupKey(generatePrivateKey())
+      await pushBackup(url, await seal(key, { version: 1n, payload: new TextEncoder().encode('one') }))
+      const one = await scrape(metricsUrl)
+      expect(sampleValue(one, 'sluice_backup_copies')).toBe(1)
+      const bytes = sampleValue(one, 'sluice_backup_bytes')!
+      expect(bytes).toBe((await backupServerStatus(url)).bytes)
+      expect(bytes).toBeGreaterThan(0)
+      await pushBackup(url, await seal(key, { version: 2n, payload: new TextEncoder().encode('two, longer') }))
+      const two = await scrape(metricsUrl)
+      expect(sampleValue(two, 'sluice_backup_copies')).toBe(1)
+      expect(sampleValue(two, 'sluice_backup_bytes')).toBeGreaterThan(bytes)
+      // Only /metrics, only GET (and HEAD).
+      expect((await fetch(metricsUrl.replace('/metrics', '/'))).status).toBe(404)
+      expect((await fetch(metricsUrl, { method: 'POST' })).status).toBe(405)
+    } finally {
+      sluice.child.kill('SIGTERM')
+      expect((await sluice.exited).code).toBe(0)
+    }
+  })
+
   test('--help lists every flag with its default', async () => {
     const { code, stdout } = await runSluice(['backup-server', '--help'], tmpdir())
     expect(code).toBe(0)
@@ -60,6 +94,7 @@ describe('sluice backup-server', () => {
       '--max-total-bytes <BYTES>',
       '--pushes-per-minute <N>',
       '--requests-per-minute <N>',
+      '--metrics <HOST:PORT>',
     ])
       expect(stdout).toContain(flag)
     expect(stdout).toContain('(default: 127.0.0.1:5300)')
@@ -76,6 +111,7 @@ describe('sluice backup-server', () => {
       [['--data-dir', '/tmp/x', '--max-copy-bytes', '10'], /--max-copy-bytes must be an integer from 1024 to 268435456, got "10"/],
       [['--data-dir', '/tmp/x', '--pushes-per-minute', '0'], /--pushes-per-minute must be an integer from 1 to 1000000/],
       [['--data-dir', '/tmp/x', '--frobnicate'], /unknown flag --frobnicate/],
+      [['--data-dir', '/tmp/x', '--metrics', '9100'], /--metrics must be HOST:PORT \(port 0 picks a free one\), got "9100"/],
     ])('%j', async (args, message) => {
       const { code, stdout, stderr } = await runSluice(['backup-server', ...args], tempDir())
       expect(code).toBe(2)
@@ -92,6 +128,9 @@ describe('sluice backup-server', () => {
       const { code, stderr } = await runSluice(['backup-server', '--data-dir', tempDir(), '--api', `127.0.0.1:${port}`], tempDir())
       expect(code).toBe(2)
       expect(stderr).toBe(`sluice backup-server: 127.0.0.1:${port} is already in use (choose another address or port)\n`)
+      const metrics = await runSluice(['backup-server', '--data-dir', tempDir(), '--api', '127.0.0.1:0', '--metrics', `127.0.0.1:${port}`], tempDir())
+      expect(metrics.code).toBe(2)
+      expect(metrics.stderr).toBe(`sluice backup-server: --metrics 127.0.0.1:${port}: 127.0.0.1:${port} is already in use (choose another address or port)\n`)
     })
   })
 })

@@ -27,6 +27,7 @@ import { waitForReceipt } from '../../src/chain/receipt.ts'
 import { line, mineUntil, monitoringRequest, partnerProof, type ProofOf } from '../support/monitoring.ts'
 import { acknowledgedTransport, fundServiceAndPayer, serviceFlags, startServiceProcess, testAccounts } from '../support/serviceProcess.ts'
 import { rawRequest } from '../api/support/rawHttp.ts'
+import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { call } from './devnetProcess.ts'
 import { logMessages, runSluice, type SluiceProcess } from './sluiceProcess.ts'
 
@@ -88,9 +89,11 @@ afterAll(async () => {
   dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
 })
 
-async function startMonitor(): Promise<{ sluice: SluiceProcess; api: string }> {
+async function startMonitor(): Promise<{ sluice: SluiceProcess; api: string; metrics: () => ReturnType<typeof scrape> }> {
   const flags = serviceFlags({ rpcUrl: net.anvil.rpcUrl, deploymentFile, key: serviceKey, dataDir, relay: relay.multiaddrs[0]!, confirmations: 1 })
-  return startServiceProcess(['monitor', ...flags], tempDir(), started)
+  const process_ = await startServiceProcess(['monitor', ...flags, '--metrics', '127.0.0.1:0'], tempDir(), started)
+  const url = metricsUrlOf(process_.sluice.stdout())
+  return { ...process_, metrics: () => scrape(url) }
 }
 
 /** Sends a line to the service as the requester, again and again (as a node resends), until `until` holds or 15 s pass. */
@@ -127,6 +130,18 @@ describe('sluice monitor', () => {
     )
     expect(exposed.code).toBe(2)
     expect(exposed.stderr).toMatch(/^sluice monitor: --api 0\.0\.0\.0 is not a loopback address/)
+    const metrics = await runSluice(
+      ['monitor', '--rpc', 'http://x', '--deployment', 'd', '--data-dir', 'x', '--key', serviceKey, '--metrics', ':9100'],
+      tempDir(),
+    )
+    expect(metrics).toMatchObject({ code: 2, stdout: '' })
+    expect(metrics.stderr).toBe('sluice monitor: --metrics must be HOST:PORT (port 0 picks a free one), got ":9100" (see sluice monitor --help)\n')
+  })
+
+  test('--help shows --metrics', async () => {
+    const { code, stdout } = await runSluice(['monitor', '--help'], tempDir())
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^ +--metrics <HOST:PORT> +serve Prometheus metrics at http:\/\/HOST:PORT\/metrics/m)
   })
 
   test('acknowledges a valid request, refuses and counts forged and stale ones, keeps it across kill -9, monitors in the window and claims its reward', async () => {
@@ -173,6 +188,17 @@ describe('sluice monitor', () => {
       expect(acknowledged_again).toBeGreaterThanOrEqual(1)
     })
     expect(acknowledged.has(requestMonitoringAckId(sameNonce))).toBe(false)
+    // Its metrics say the same (docs/decisions/0078), and how it follows the chain.
+    const counted = await monitor.metrics()
+    expect(sampleValue(counted, 'sluice_monitor_requests_total', { outcome: 'accepted' })).toBe(2)
+    expect(sampleValue(counted, 'sluice_monitor_requests_total', { outcome: 'refused_stale' })).toBe(2)
+    expect(sampleValue(counted, 'sluice_monitor_requests_total', { outcome: 'refused_bad_reward_signature' })).toBe(1)
+    expect(sampleValue(counted, 'sluice_monitor_requests_held')).toBe(1)
+    expect(sampleValue(counted, 'sluice_monitor_duties_due', { kind: 'monitor' })).toBe(0)
+    expect(sampleValue(counted, 'sluice_chain_synced_block')).toBeGreaterThan(0)
+    expect(sampleValue(counted, 'sluice_chain_sync_lag_blocks')).toBeLessThanOrEqual(2)
+    expect(sampleValue(counted, 'sluice_transactions_pending')).toBe(0)
+    expect(sampleValue(counted, 'sluice_info', { command: 'monitor' })).toBe(1)
     const held = (await call('GET', `${monitor.api}/channels`)).body
     expect(held).toEqual([
       expect.objectContaining({
@@ -232,6 +258,10 @@ describe('sluice monitor', () => {
     await eventually(async () =>
       expect((await call('GET', `${monitor.api}/channels`)).body[0]).toMatchObject({ state: 'closed', duties: [expect.objectContaining({ requester })] }),
     )
+    // A duty due (the monitor call waits for its first allowed block), none done yet.
+    const due = await monitor.metrics()
+    expect(sampleValue(due, 'sluice_monitor_duties_due', { kind: 'monitor' })).toBe(1)
+    expect(sampleValue(due, 'sluice_monitor_duties_done_total', { kind: 'monitor' })).toBe(0)
     monitor.sluice.child.kill('SIGKILL')
     await monitor.sluice.exited
     monitor = await startMonitor()
@@ -256,6 +286,10 @@ describe('sluice monitor', () => {
     expect(BigInt(monitored.block_number)).toBeLessThanOrEqual(settleBlockNumber)
     // The chain shows the newer proof.
     expect(await onChain()).toMatchObject({ nonce: 6n, balanceHash: latest.balance_proof.balance_hash })
+    const monitoredMetrics = await monitor.metrics()
+    expect(sampleValue(monitoredMetrics, 'sluice_monitor_duties_done_total', { kind: 'monitor' })).toBe(1)
+    expect(sampleValue(monitoredMetrics, 'sluice_monitor_duties_due', { kind: 'monitor' })).toBe(0)
+    expect(sampleValue(monitoredMetrics, 'sluice_monitor_duties_due', { kind: 'claimReward' })).toBe(1)
     const tMonitored = performance.now()
 
     // Settlement: the partner sent 18 tokens (nonce 6), the requester nothing the chain knows of.
@@ -283,6 +317,9 @@ describe('sluice monitor', () => {
       expect(final.duties).toEqual({ monitor: { done: 1 }, claim: { claimed: 1 }, rewards_claimed: String(REWARD) })
       expect(final.watching).toEqual({ channels: 0, requests: 0 })
     }, 20_000)
+    const claimedMetrics = await monitor.metrics()
+    expect(sampleValue(claimedMetrics, 'sluice_monitor_duties_done_total', { kind: 'claimReward' })).toBe(1)
+    expect(sampleValue(claimedMetrics, 'sluice_monitor_duties_due', { kind: 'claimReward' })).toBe(0)
     const tClaimed = performance.now()
 
     monitor.sluice.child.kill('SIGTERM')

@@ -25,6 +25,7 @@ import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { iouJson, signIou } from '../support/ious.ts'
 import { pythonTimestamp, signCapacityUpdate, signFeeUpdate } from '../support/pathfinding.ts'
+import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { acknowledgedTransport, fundServiceAndPayer, serviceFlags, startServiceProcess, testAccounts, type TestAccount } from '../support/serviceProcess.ts'
 import { logMessages, runSluice, type SluiceProcess } from './sluiceProcess.ts'
 
@@ -110,6 +111,8 @@ const serviceArgs = () => [
   // One service token is worth one ETH here: a claim of a tenth of a token is worth its gas, one of a few units is not.
   '--service-token-price',
   '1',
+  '--metrics',
+  '127.0.0.1:0',
 ]
 
 const startService = () => startServiceProcess(serviceArgs(), tempDir(), started)
@@ -206,6 +209,10 @@ describe('sluice pathfinding', () => {
       [[...base, '--relay', relay.multiaddrs[0]!, '--confirmations', 'many'], /^sluice pathfinding: --confirmations must be /],
       [[...base, '--relay', relay.multiaddrs[0]!, '--polling-interval', '1'], /^sluice pathfinding: --polling-interval must be /],
       [[...base, '--relay', relay.multiaddrs[0]!, '--nope'], /^sluice pathfinding: unknown flag --nope/],
+      [
+        [...base, '--relay', relay.multiaddrs[0]!, '--metrics', '127.0.0.1'],
+        /^sluice pathfinding: --metrics must be HOST:PORT \(port 0 picks a free one\), got "127\.0\.0\.1"/,
+      ],
     ]
     for (const [args, stderr] of cases) {
       const ran = await runSluice(args, tempDir())
@@ -218,6 +225,7 @@ describe('sluice pathfinding', () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/POST \/api\/v1\/<token network>\/paths/)
     expect(help.stdout).toMatch(/--service-fee <AMOUNT>/)
+    expect(help.stdout).toMatch(/--metrics <HOST:PORT> +serve Prometheus metrics/)
   }, 120_000)
 
   test("Raiden's PFS API against the process: routes from the updates nodes sent, paid by IOU, with raiden-services' error codes; kept across kill -9; the IOUs claimed through OneToN when worth it", async () => {
@@ -402,6 +410,17 @@ describe('sluice pathfinding', () => {
     const beforeKill = (await request('GET', `${api}/status`)).body
     expect(beforeKill.routes).toMatchObject({ answered: 2, no_route: 2, feedback: { success: 1, failure: 0 } })
     expect(beforeKill.ious).toMatchObject({ held: 1, claimed: 0 })
+    // The same in its metrics (docs/decisions/0078).
+    const metrics = await scrape(metricsUrlOf(service.sluice.stdout()))
+    expect(sampleValue(metrics, 'sluice_pathfinding_route_requests_total', { outcome: 'answered' })).toBe(2)
+    expect(sampleValue(metrics, 'sluice_pathfinding_route_requests_total', { outcome: 'no_route' })).toBe(2)
+    expect(beforeKill.routes.refused).toBeGreaterThan(0)
+    expect(sampleValue(metrics, 'sluice_pathfinding_route_requests_total', { outcome: 'refused' })).toBe(beforeKill.routes.refused)
+    expect(sampleValue(metrics, 'sluice_pathfinding_feedback_total', { outcome: 'success' })).toBe(1)
+    expect(sampleValue(metrics, 'sluice_pathfinding_ious', { status: 'held' })).toBe(1)
+    expect(sampleValue(metrics, 'sluice_pathfinding_ious', { status: 'claimed' })).toBe(0)
+    expect(sampleValue(metrics, 'sluice_pathfinding_updates_total', { outcome: 'accepted' })).toBe(beforeKill.updates.accepted)
+    expect(sampleValue(metrics, 'sluice_chain_sync_lag_blocks')).toBeLessThanOrEqual(2)
 
     const tAnswered = performance.now()
     // kill -9, and a restart on the same data: the IOU and the updates are kept (a route without any update sent again).
@@ -438,6 +457,9 @@ describe('sluice pathfinding', () => {
       async () => expect((await request('GET', `${again}/status`)).body.ious).toMatchObject({ held: 0, claimed: 1, claimed_amount: tenth }),
       30_000,
     )
+    const claimedMetrics = await scrape(metricsUrlOf(service.sluice.stdout()))
+    expect(sampleValue(claimedMetrics, 'sluice_pathfinding_ious', { status: 'claimed' })).toBe(1)
+    expect(sampleValue(claimedMetrics, 'sluice_pathfinding_ious_claimed_amount')).toBe(Number(tenth))
     expect(await udcBalance(SERVICE)).toBe(serviceBefore + tenth)
     const tClaimed = performance.now()
     expect(await udcBalance(A)).toBe(UDC_DEPOSIT - tenth)

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, test, vi } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
+import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { makeTestCa, type TestCa } from '../support/testCa.ts'
 import { bareNode } from '../unit/transport/libp2p/roguePeer.ts'
 import { logMessages, relayListening, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
@@ -61,6 +62,35 @@ describe('sluice relay', () => {
     expect(await stop(sluice, 'SIGINT')).toEqual({ code: 0, signal: null })
     expect(logMessages(sluice.stdout()).at(-1)).toBe('SIGINT: stopping the relay')
     expect(sluice.stderr()).toBe('')
+  })
+
+  test('--metrics: the connections and reservations gauges follow two nodes coming and going, the limit beside them', async () => {
+    const { sluice, multiaddrs } = await startRelayCommand(['--listen', '/ip4/127.0.0.1/tcp/0/ws', '--metrics', '127.0.0.1:0', '--max-reservations', '40'])
+    const url = metricsUrlOf(sluice.stdout())
+    const values = async () => {
+      const families = await scrape(url)
+      return {
+        connections: sampleValue(families, 'sluice_relay_connections'),
+        reservations: sampleValue(families, 'sluice_relay_reservations'),
+        limit: sampleValue(families, 'sluice_relay_reservations_limit'),
+      }
+    }
+    const transports: Libp2pTransport[] = []
+    try {
+      expect(await values()).toEqual({ connections: 0, reservations: 0, limit: 40 })
+      const a = createLibp2pTransport({ privateKey: anvilKeys[4], relays: multiaddrs })
+      const b = createLibp2pTransport({ privateKey: anvilKeys[5], relays: multiaddrs })
+      transports.push(a, b)
+      await Promise.all([a.start(() => {}), b.start(() => {})])
+      await vi.waitFor(async () => expect(await values()).toEqual({ connections: 2, reservations: 2, limit: 40 }), { timeout: 10_000 })
+      await Promise.all(transports.splice(0).map((t) => t.stop()))
+      // Their connections close; a reservation is libp2p's until it expires (hours), gone or not.
+      await vi.waitFor(async () => expect((await values()).connections).toBe(0), { timeout: 10_000 })
+      expect(sampleValue(await scrape(url), 'sluice_info', { command: 'relay' })).toBe(1)
+    } finally {
+      await Promise.all(transports.map((t) => t.stop()))
+      expect(await stop(sluice, 'SIGTERM')).toEqual({ code: 0, signal: null })
+    }
   })
 
   test('--key gives the relay a fixed peer id (that of the key); SIGTERM stops it', async () => {
@@ -118,6 +148,7 @@ describe('sluice relay', () => {
     expect(stdout).toMatch(/--announce <MULTIADDR> /)
     expect(stdout).toMatch(/--key <HEX> /)
     expect(stdout).toMatch(/--max-reservations <N> .*\(default: 1000\)/)
+    expect(stdout).toMatch(/--metrics <HOST:PORT> +serve Prometheus metrics at http:\/\/HOST:PORT\/metrics/)
     // The limits per peer and per address (docs/decisions/0064), each with its default.
     expect(stdout).toMatch(/--max-connection-rate <N> .*\(default: 100\)/)
     expect(stdout).toMatch(/--max-circuit-rate <N> .*\(default: 50\)/)
@@ -240,6 +271,8 @@ describe('sluice relay', () => {
     [['--proxy', 'nginx'], /--proxy must be an IP address or a CIDR block, such as 127\.0\.0\.1 or 10\.0\.0\.0\/8, got "nginx"/],
     [['--proxy', '10.0.0.0/40'], /--proxy must be an IP address or a CIDR block/],
     [['now'], /unexpected argument "now"/],
+    [['--metrics', 'localhost'], /--metrics must be HOST:PORT \(port 0 picks a free one\), got "localhost"/],
+    [['--metrics', '127.0.0.1:70000'], /--metrics must be HOST:PORT/],
   ])('%j exits 2 with a one-line error', async (args, message) => {
     const { code, stdout, stderr } = await runSluice(['relay', ...args], tempDir())
     expect(code).toBe(2)

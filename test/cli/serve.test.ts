@@ -17,6 +17,8 @@ import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { jsonParse } from '../../src/storage/json.ts'
 import { eventually } from '../integration/support/eventually.ts'
+import { startFaultyRpc } from '../support/faultyRpc.ts'
+import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { logged, logMessages, runSluice, startSluice, stopSluice, type SluiceProcess, quickServeFlags } from './sluiceProcess.ts'
 
@@ -98,6 +100,7 @@ describe('sluice serve', () => {
       '--keystore-path <DIR>',
       '--address <ADDRESS>',
       '--password-file <FILE>',
+      '--metrics <HOST:PORT>',
       '--api, --api-address <HOST:PORT>',
       '--data-dir, --datadir <DIR>',
       '--resolver-endpoint <URL>',
@@ -174,6 +177,31 @@ describe('sluice serve', () => {
     expect(await sluice.exited).toEqual({ code: 0, signal: null })
     expect(sluice.stdout()).toContain('POST /shutdown: stopping')
     expect(await refused(`${api}/status`)).toBe(true)
+  })
+
+  test("--metrics: the endpoints' failures by kind, while the node goes on through the next; the sync lag; no channel", async () => {
+    const faulty = await startFaultyRpc(net.anvil.rpcUrl, { seed: 7 })
+    const args = baseArgs(tempDir(), '--key', key, '--metrics', '127.0.0.1:0')
+    args[2] = `${faulty.url},${net.anvil.rpcUrl}`
+    const { sluice, api } = await startServe(args)
+    try {
+      await waitReady(api)
+      const url = metricsUrlOf(sluice.stdout())
+      const ready = await scrape(url)
+      expect(sampleValue(ready, 'sluice_chain_sync_lag_blocks')).toBeLessThanOrEqual(2)
+      expect(sampleValue(ready, 'sluice_channels', { state: 'opened' })).toBe(0)
+      expect(sampleValue(ready, 'sluice_payments_sent_total', { outcome: 'success' })).toBe(0)
+      // The first endpoint answers 503, then refuses connections: each failure counted by its kind.
+      faulty.setFaults({ failRate: 1, kinds: ['503'] })
+      await eventually(async () => expect(sampleValue(await scrape(url), 'sluice_rpc_errors_total', { kind: 'http_5xx' })).toBeGreaterThan(0))
+      faulty.setFaults({ failRate: 0 })
+      await faulty.setMode('refuse')
+      await eventually(async () => expect(sampleValue(await scrape(url), 'sluice_rpc_errors_total', { kind: 'connection' })).toBeGreaterThan(0), 15_000)
+      expect((await get(`${api}/status`)).body).toEqual({ status: 'ready' })
+    } finally {
+      await stopSluice(sluice)
+      await faulty.close()
+    }
   })
 
   test('--log-json: every line on stdout and stderr is a JSON object with time, level and msg; the facts are fields of their own', async () => {
@@ -638,6 +666,16 @@ describe('sluice serve', () => {
       ],
       ['a missing dump', () => baseArgs(tempDir(), '--key', key, '--import', '/nonexistent/dump.json'), /cannot read the state dump/],
       ['a port in use', () => [...baseArgs(tempDir(), '--key', key), '--api', `127.0.0.1:${busyPort}`], /127\.0\.0\.1:\d+ is already in use/],
+      [
+        'a metrics port in use',
+        () => [...baseArgs(tempDir(), '--key', key), '--metrics', `127.0.0.1:${busyPort}`],
+        /^sluice serve: --metrics 127\.0\.0\.1:\d+: 127\.0\.0\.1:\d+ is already in use \(choose another address or port\)\n$/,
+      ],
+      [
+        'a bad --metrics',
+        () => [...baseArgs(tempDir(), '--key', key), '--metrics', 'http://127.0.0.1:9100'],
+        /--metrics must be HOST:PORT \(port 0 picks a free one\), got "http:\/\/127\.0\.0\.1:9100"/,
+      ],
       // Who may call (docs/decisions/0025): nothing beyond the owner's own programs without a token.
       ...['0.0.0.0', '[::]', '10.1.2.3', 'node.example.org'].map((host): [string, () => string[], RegExp] => [
         `--api ${host} (beyond loopback) without a token`,

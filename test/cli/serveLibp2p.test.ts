@@ -9,6 +9,7 @@ import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { call } from './devnetProcess.ts'
 import { logMessages, relayListening, startSluice, type SluiceProcess, quickServeFlags } from './sluiceProcess.ts'
 
@@ -82,9 +83,10 @@ describe('sluice serve over libp2p', () => {
     const t0 = performance.now()
     // A names the transport; B gets libp2p as the default that --relay implies.
     const [a, b] = await Promise.all([
-      startServe(serveArgs(keyA, '--transport', 'libp2p', '--relay', relayAddress)),
-      startServe(serveArgs(keyB, '--relay', relayAddress)),
+      startServe(serveArgs(keyA, '--transport', 'libp2p', '--relay', relayAddress, '--metrics', '127.0.0.1:0')),
+      startServe(serveArgs(keyB, '--relay', relayAddress, '--metrics', '127.0.0.1:0')),
     ])
+    const metricsOf = (node: { sluice: SluiceProcess }) => scrape(metricsUrlOf(node.sluice.stdout()))
     await Promise.all([waitReady(a.api), waitReady(b.api)])
     const tReady = performance.now()
     for (const [node, key] of [
@@ -133,6 +135,28 @@ describe('sluice serve over libp2p', () => {
     expect((await call('POST', `${b.api}/payments/${net.token}/${addressA}`, { amount: '3', identifier: '8' })).status).toBe(200)
     await eventually(async () => expect((await call('GET', `${a.api}/channels/${net.token}/${addressB}`)).body.balance).toBe('993'))
     const tBack = performance.now()
+
+    // Their metrics (docs/decisions/0078): each sent one payment and received one, with its latency; one channel open.
+    await eventually(async () => {
+      for (const node of [a, b]) {
+        const m = await metricsOf(node)
+        expect(sampleValue(m, 'sluice_payments_sent_total', { outcome: 'success' })).toBe(1)
+        expect(sampleValue(m, 'sluice_payments_sent_total', { outcome: 'failure' })).toBe(0)
+        expect(sampleValue(m, 'sluice_payments_received_total', { outcome: 'success' })).toBe(1)
+        expect(sampleValue(m, 'sluice_payment_sent_seconds_count', { outcome: 'success' })).toBe(1)
+        expect(sampleValue(m, 'sluice_payment_sent_seconds_sum', { outcome: 'success' })).toBeGreaterThan(0)
+        expect(sampleValue(m, 'sluice_payments_mediated_total', { outcome: 'success' })).toBe(0)
+        expect(sampleValue(m, 'sluice_channels', { state: 'opened' })).toBe(1)
+        expect(sampleValue(m, 'sluice_channels', { state: 'closed' })).toBe(0)
+        expect(sampleValue(m, 'sluice_chain_synced_block')).toBeGreaterThan(0)
+        expect(sampleValue(m, 'sluice_chain_sync_lag_blocks')).toBeLessThanOrEqual(2)
+        expect(sampleValue(m, 'sluice_transactions_pending')).toBe(0)
+        expect(sampleValue(m, 'sluice_info', { command: 'serve' })).toBe(1)
+      }
+    })
+    // The first payment's latency, as A measured it from its start, is within what the test saw of it over REST.
+    const latency = sampleValue(await metricsOf(a), 'sluice_payment_sent_seconds_sum', { outcome: 'success' })!
+    expect(latency * 1000).toBeLessThanOrEqual(tPaid - tOpened)
 
     for (const node of [a, b]) node.sluice.child.kill('SIGTERM')
     for (const node of [a, b]) {

@@ -11,6 +11,7 @@ import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { feeMargin, ppmFeePerChannel, routeAmountWithFees, amountWithoutFees, type FeeSchedule } from '../../src/protocol/fees/index.ts'
 import { call } from '../cli/devnetProcess.ts'
 import { quickServeFlags, relayListening, startSluice, stopSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
+import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { freshAccount, mint, ownTokenNetwork, type FreshAccount } from '../support/sharedChain.ts'
 import { eventually } from './support/eventually.ts'
 
@@ -75,7 +76,7 @@ beforeAll(async () => {
   deploymentFile = join(tempDir(), 'deployment.json')
   await writeDeployment(deploymentFile, deployment)
   // A charges what B charges: without a pathfinding service, that is how it guesses B's fee.
-  await Promise.all([serve('A', a, tempDir(), ...feeFlags()), serve('B', b, tempDir(), ...feeFlags()), serve('C', c, tempDir())])
+  await Promise.all([serve('A', a, tempDir(), ...feeFlags()), serve('B', b, tempDir(), ...feeFlags(), '--metrics', '127.0.0.1:0'), serve('C', c, tempDir())])
   for (const [from, to] of [
     ['A', b.address],
     ['B', c.address],
@@ -138,6 +139,14 @@ describe('three sluice serve nodes, B mediating for a fee', () => {
     // What B's history says it earned is what its channels hold beyond its deposit.
     const earned = BigInt((await history('B'))[0]!.fee!)
     expect((await balanceOf('B', a.address)) + (await balanceOf('B', c.address)) - DEPOSIT).toBe(earned)
+    // B's metrics (docs/decisions/0078): one mediation, timed from A's LockedTransfer to A's unlock; no payment of its own.
+    const bMetrics = await scrape(metricsUrlOf(nodes.B!.sluice.stdout()))
+    expect(sampleValue(bMetrics, 'sluice_payments_mediated_total', { outcome: 'success' })).toBe(1)
+    expect(sampleValue(bMetrics, 'sluice_payment_mediated_seconds_count')).toBe(1)
+    expect(sampleValue(bMetrics, 'sluice_payment_mediated_seconds_sum')).toBeGreaterThan(0)
+    expect(sampleValue(bMetrics, 'sluice_payments_sent_total', { outcome: 'success' })).toBe(0)
+    expect(sampleValue(bMetrics, 'sluice_payments_received_total', { outcome: 'success' })).toBe(0)
+    expect(sampleValue(bMetrics, 'sluice_channels', { state: 'opened' })).toBe(2)
     await eventually(async () =>
       expect(await history('C')).toEqual([
         expect.objectContaining({ event: 'EventPaymentReceivedSuccess', amount: '101', initiator: a.address, identifier: '30' }),

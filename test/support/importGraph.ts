@@ -36,9 +36,11 @@ export function importGraph(entry: string): ImportGraph {
   return { modules, packages }
 }
 
-/** Packages that exist only in Node: its built-ins, and the few dependencies that need them. */
+/** Packages that exist only in Node: its built-ins, and the few dependencies that need them (prom-client: node:cluster, process metrics). */
 export const isNodeOnly = (specifier: string) =>
-  specifier.startsWith('node:') || builtinModules.includes(specifier.split('/')[0]!) || ['classic-level', 'fake-indexeddb', 'tsx', 'ws'].includes(specifier)
+  specifier.startsWith('node:') ||
+  builtinModules.includes(specifier.split('/')[0]!) ||
+  ['classic-level', 'fake-indexeddb', 'tsx', 'ws', 'prom-client'].includes(specifier)
 
 /** `module: package` for every Node-only package reachable from `entry`. */
 export function nodeOnlyImports(entry: string): string[] {

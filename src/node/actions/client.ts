@@ -88,6 +88,8 @@ export type NodeClient = {
   report: Report
   /** Called after each durable commit with the seq of its last change, until the returned function is called. */
   onCommitted(listener: (seq: number) => void): () => void
+  /** Called after each durable commit with its changes (after `onCommitted`'s listeners), until the returned function is called. */
+  onApplied(listener: (applied: readonly Applied[]) => void): () => void
   /**
    * The state as of its last commit and what delivery was still sending then, taken at one instant (no commit can
    * come between the two): what a backup copy holds (docs/decisions/0034).
@@ -116,6 +118,7 @@ export type NodeClientParts = {
   /** Records a third party handed on, checked by the transport. */
   peerRecords: PeerRecords
   commits: Pick<EventBus<number>, 'subscribe'>
+  applied: Pick<EventBus<readonly Applied[]>, 'subscribe'>
   follower: Pick<ChainFollower, 'syncOnce'>
   status: Pick<StatusTracker, 'current' | 'progressed' | 'headBlock' | 'reachable'>
   notices: Pick<EventBus<NodeNotice>, 'subscribe'>
@@ -210,6 +213,7 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
     nextNotice,
     report: p.report,
     onCommitted: (listener) => p.commits.subscribe(listener),
+    onApplied: (listener) => p.applied.subscribe(listener),
     // Synchronous: the engine hands each commit to the effect handler (and so to delivery) in the same tick as it
     // takes its state, so between two ticks the state and delivery's queue are of the same commit.
     recoveryPoint: () => ({ seq: engine.lastSeq, state: engine.current, outbox: p.delivery.pending() }),

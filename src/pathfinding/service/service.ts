@@ -25,6 +25,8 @@ import { defaultIntakeLimits, UpdateIntake, type IntakeCounts, type IntakeLimits
 import { Payments } from './payments.ts'
 import type { FeedbackRecord } from './records.ts'
 import { PfsStore, type Committed, type PfsTx } from './store.ts'
+import type { TransactionQueue } from '../../chain/transactionQueue.ts'
+import type { RpcEndpointsParameters } from '../../chain/rpcEndpoints.ts'
 
 /** A transport that can also say who is online (the libp2p transport: presence by watch, docs/decisions/0067, 0072). */
 export type PresenceTransport = Transport & {
@@ -64,6 +66,8 @@ export type PathfindingServiceConfig = {
   /** For GET /info: who runs it and what they say. */
   operator?: string
   message?: string
+  /** Told each failure of the chain's endpoints (--metrics counts them). */
+  onRpcFailure?: RpcEndpointsParameters['onFailure']
   log?: ServiceLog
 }
 
@@ -99,6 +103,8 @@ export type PathfindingServiceStatus = {
 export type PathfindingService = {
   readonly address: Address
   readonly chain: ChainClient
+  /** Its transactions under way (the metrics read them). */
+  readonly queue: Pick<TransactionQueue, 'pending'>
   readonly store: PfsStore
   readonly serviceFee: bigint
   /** Registers (publishing `url`), catches up with the chain, then takes updates and follows the chain. */
@@ -321,6 +327,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   return {
     address,
     chain,
+    queue,
     store,
     serviceFee,
     failed,

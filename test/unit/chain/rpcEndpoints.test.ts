@@ -8,6 +8,7 @@ import { afterAll, afterEach, describe, expect, inject, test } from 'vitest'
 import { createChainClient } from '../../../src/chain/chainClient.ts'
 import { getLogsChunk, LogChunkSize } from '../../../src/chain/getLogsByChunk.ts'
 import { RpcEndpoints, type RpcEndpointChange, type RpcEndpointsParameters } from '../../../src/chain/rpcEndpoints.ts'
+import { rpcFailureKind } from '../../../src/chain/rpcFailure.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../../../src/devnet/anvil.ts'
 import { startFaultyRpc, type FaultyRpc } from '../../support/faultyRpc.ts'
 import { startSluice } from '../../cli/sluiceProcess.ts'
@@ -113,6 +114,24 @@ describe('several endpoints', () => {
     expect(a.stats.failed['429']).toBe(1)
     expect(calls(b, 'eth_blockNumber')).toBe(4)
     expect(endpoints.health().endpoints[0]).toMatchObject({ state: 'down', lastFailure: { reason: 'HTTP 429' } })
+  })
+
+  test('each failure of an endpoint is told to onFailure with its kind (what the metrics count); an answer is no failure', async () => {
+    const [a, b] = [await faulty(), await faulty()]
+    const told: string[] = []
+    const { client } = await endpointsOver([a, b], { onFailure: ({ endpoint, failure }) => told.push(`${endpoint} ${rpcFailureKind(failure)}`) })
+    a.setFaults({ failRate: 1, kinds: ['503'] })
+    await client.getBlockNumber()
+    expect(told).toEqual([`${label(a, 1)} http_5xx`])
+    a.setFaults({ failRate: 0 })
+    b.setFaults({ failRate: 1, kinds: ['429'], retryAfterSeconds: 30 })
+    await a.setMode('refuse')
+    await client.getBlockNumber().catch(() => {})
+    expect(told.slice(1, 3).sort()).toEqual([`${label(a, 1)} connection`, `${label(b, 2)} rate_limited`])
+    await a.setMode('up')
+    told.length = 0
+    await expect(client.call({ to: deployment.contracts.TokenNetworkRegistry.address, data: '0xdeadbeef' })).rejects.toThrow(/revert/i)
+    expect(told).toEqual([])
   })
 
   test('a revert, "nonce too low" and bad params are answers: never retried, never sent to the next endpoint', async () => {

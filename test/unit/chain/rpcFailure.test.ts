@@ -16,7 +16,7 @@ import {
   UnknownRpcError,
 } from 'viem'
 import { describe, expect, test } from 'vitest'
-import { classifyRpcFailure, isLogRangeRefusal, LogRangeTimeoutError, RpcUnavailableError } from '../../../src/chain/rpcFailure.ts'
+import { classifyRpcFailure, isLogRangeRefusal, LogRangeTimeoutError, RpcUnavailableError, rpcFailureKind } from '../../../src/chain/rpcFailure.ts'
 
 const url = 'http://rpc.example'
 const body = { method: 'eth_call', params: [] }
@@ -96,6 +96,27 @@ describe('classifyRpcFailure', () => {
         expect(typeof isLogRangeRefusal(error)).toBe('boolean')
       }),
     )
+  })
+})
+
+// The metrics' `kind` label of sluice_rpc_errors_total (docs/decisions/0078): a few values, each failure in one.
+describe('rpcFailureKind', () => {
+  test.each([
+    ['a refused connection', unreachable('ECONNREFUSED'), 'connection'],
+    ['a reset connection', unreachable('ECONNRESET'), 'connection'],
+    ['no answer in time', new TimeoutError({ body, url }), 'timeout'],
+    ['HTTP 502 without a JSON-RPC body', httpStatus(502), 'http_5xx'],
+    ['HTTP 503 with a JSON-RPC error', answered(-32000, 'no backend is currently healthy', 503), 'http_5xx'],
+    ['HTTP 401', httpStatus(401), 'http_4xx'],
+    ['HTTP 429', httpStatus(429, { 'retry-after': '1' }), 'rate_limited'],
+    ['a JSON-RPC 429 in a 200', answered(429, 'Too Many Requests'), 'rate_limited'],
+    ["QuickNode's -32007", answered(-32007, '10/second request limit reached'), 'rate_limited'],
+    ['an internal error (-32603)', answered(-32603, 'internal error'), 'rpc_error'],
+    ['limit exceeded (-32005)', answered(-32005, 'Request limit exceeded.'), 'rpc_error'],
+    ['every endpoint failed', new RpcUnavailableError('eth_call', ['#1: HTTP 502'], undefined), 'unavailable'],
+    ['a revert', new ExecutionRevertedError({ message: 'execution reverted' }), 'answer'],
+  ])('%s: %s', (_, error, kind) => {
+    expect(rpcFailureKind(classifyRpcFailure(error))).toBe(kind)
   })
 })
 
