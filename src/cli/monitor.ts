@@ -5,7 +5,7 @@ import { answerAsked, formatFlags, parseFlags, type FlagSpec } from './args.ts'
 import type { Command } from './command.ts'
 import { loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
-import { serviceAccountFlags, serviceChainFlags, serviceUrlFlag } from './serviceFlags.ts'
+import { serviceAccountFlags, serviceChainFlags, serviceStoreOf, serviceUrlFlag } from './serviceFlags.ts'
 import { checkRelays, libp2pLog, loadPrivateKey, MissingFlagError, parseHostPort, readApiToken, serveFlags, startupStep } from './serve.ts'
 
 export const monitorFlags = {
@@ -64,10 +64,8 @@ async function run(argv: readonly string[]): Promise<number> {
   const log = loggerFromFlags(flags)
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
-  if (!flags.dataDir && !flags.database) throw new MissingFlagError('--data-dir')
+  const { store, place } = await serviceStoreOf(flags)
   const rpc = flags.rpc
-  const dataDir = flags.dataDir ? resolve(flags.dataDir) : undefined
-  const storePlace = flags.database ? (await import('../storage/postgres/pool.ts')).redactDatabaseUrl(flags.database) : dataDir!
   const relays = flags.relay ?? []
   if (relays.length > 0) await checkRelays(relays)
   const api = parseHostPort(flags.api)!
@@ -105,7 +103,7 @@ async function run(argv: readonly string[]): Promise<number> {
           rpc,
           deployment: { ...deployment, rpcUrl: rpc[0]! },
           key: privateKey,
-          ...(flags.database ? { database: { url: flags.database, leaseMs: flags.leaseDuration } } : { dataDir }),
+          ...store,
           transport: libp2p ? () => libp2p : undefined,
           confirmations: flags.confirmations,
           ...(flags.maxFeePerGas !== undefined ? { maxFeePerGas: flags.maxFeePerGas } : {}),
@@ -113,14 +111,14 @@ async function run(argv: readonly string[]): Promise<number> {
           minReward: flags.minReward,
           log: (line, level) => log[level](line),
         }),
-      explainServiceStart('monitoring service', { rpc, dataDir: flags.dataDir ?? storePlace }),
+      explainServiceStart('monitoring service', { rpc, dataDir: place }),
     )
     return await runService({
       kind: 'monitoring service',
       service,
       serveApi: () => serveMonitorApi({ service, host: api.host, port: api.port, access, peerId: libp2p?.peerId }),
       api: { flag: flags.api, ...api },
-      flags: { url: flags.url, confirmations: flags.confirmations, dataDir: storePlace },
+      flags: { url: flags.url, confirmations: flags.confirmations, dataDir: place },
       chainId: deployment.chainId,
       signal,
       log,

@@ -1,6 +1,8 @@
+import { resolve } from 'node:path'
+import type { ServiceDatabaseConfig } from '../monitor/serviceDatabase.ts'
 import { integerFlag, stringFlag, type FlagSpec } from './args.ts'
 import { logFlags } from './logFlags.ts'
-import { parseUrl, raidenNames, serveFlags } from './serve.ts'
+import { MissingFlagError, parseUrl, raidenNames, serveFlags } from './serve.ts'
 
 // The flags `sluice monitor` and `sluice pathfinding` share, in the order their --help lists them.
 
@@ -37,6 +39,24 @@ export function serviceDatabaseFlags() {
       default: 10_000,
     }),
   }
+}
+
+/**
+ * Where a service's store is, from --data-dir or --database (which wins): what the service is given, and how its log
+ * and its errors name the place (a database URL without its password). MissingFlagError when neither is given.
+ */
+export async function serviceStoreOf(flags: {
+  dataDir?: string | undefined
+  database?: string | undefined
+  leaseDuration: number
+}): Promise<{ store: { dataDir: string } | { database: ServiceDatabaseConfig }; place: string }> {
+  if (flags.database) {
+    const { redactDatabaseUrl } = await import('../storage/postgres/pool.ts')
+    return { store: { database: { url: flags.database, leaseMs: flags.leaseDuration } }, place: redactDatabaseUrl(flags.database) }
+  }
+  if (!flags.dataDir) throw new MissingFlagError('--data-dir')
+  const dataDir = resolve(flags.dataDir)
+  return { store: { dataDir }, place: dataDir }
 }
 
 /** --url: what it publishes in the ServiceRegistry; `description` says so for the service. */
