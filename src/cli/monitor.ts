@@ -43,7 +43,7 @@ own Host names, no other web site's pages (--rpccorsdomain allows origins), a be
 
 With --database (PostgreSQL) instead of --data-dir, several instances share one store (docs/decisions/0077): each
 answers the API; the one holding the lease registers, follows the chain, takes requests over the relay and calls
-monitor and claimReward; when it stops or dies, another takes over within --lease-duration. A leader that loses
+monitor and claimReward; when it stops or dies, another takes over within --lease-seconds. A leader that loses
 the lease stops (exit code 1): run each instance under a supervisor that starts it again.
 
 Several --rpc are used in order, as \`sluice serve\` uses them (see its --help): the next while one fails.

@@ -72,7 +72,7 @@ With --database (PostgreSQL) instead of --data-dir, several instances share one 
 answers the API (routes from the channels and updates in the database, IOUs checked and stored one at a time across
 instances, feedback, and who is online as the leader last wrote it); the one holding the lease registers, follows the
 chain, takes updates over the relay and claims the IOUs; when it stops or dies, another takes over within
---lease-duration. A leader that loses the lease stops (exit code 1): run each instance under a supervisor.
+--lease-seconds. A leader that loses the lease stops (exit code 1): run each instance under a supervisor.
 Ctrl-C or SIGTERM stop it (exit 0); a failed store stops it with exit code 1.
 
 Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, and --keystore-path with --address, --log-json,

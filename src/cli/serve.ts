@@ -37,6 +37,33 @@ function flagOf<T>(description: string, valueName: string, expected: string, par
   return { description, valueName, expected, parse, default: undefined }
 }
 
+/**
+ * --database URL and --lease-seconds, as every command with a store on PostgreSQL takes them (`serve`: a hub and its
+ * standby, docs/decisions/0076; `monitor`, `pathfinding`, `backup-server`: several instances, 0077).
+ */
+export function databaseFlags(text: { database: string; lease: string; defaultSeconds: number }) {
+  return {
+    database: flagOf(
+      text.database,
+      'URL',
+      'a postgres:// or postgresql:// URL',
+      // As src/storage/postgres/pool.ts's parseDatabaseUrl, without loading the PostgreSQL client for every --help.
+      (raw) => parseUrl(raw, ['postgres:', 'postgresql:']),
+    ),
+    leaseSeconds: {
+      description: text.lease,
+      valueName: 'SECONDS',
+      expected: 'a number of seconds from 0.3 to 3600',
+      parse: (raw: string) => {
+        if (!/^(\d+\.?\d*|\.\d+)$/.test(raw)) return undefined
+        const n = Number(raw)
+        return n >= 0.3 && n <= 3600 ? n : undefined
+      },
+      default: text.defaultSeconds,
+    } as FlagSpec<number, true>,
+  }
+}
+
 /** Raiden's names for our flags, accepted beside ours so that a Raiden node's command line carries over. */
 export const raidenNames = {
   rpc: ['--eth-rpc-endpoint'],
@@ -156,17 +183,11 @@ export const serveFlags = {
     valueName: 'FILE',
   }),
   dataDir: stringFlag({ description: "where the node's LevelDB store lives (created if missing)", valueName: 'DIR', aliases: raidenNames.dataDir }),
-  database: flagOf(
-    "keep the node's store in this PostgreSQL database instead of --data-dir; a second `sluice serve` with the same key and database stands by and takes over when this one dies (docs/decisions/0076)",
-    'URL',
-    'a postgres:// or postgresql:// URL',
-    (raw) => parseUrl(raw, ['postgres:', 'postgresql:']),
-  ),
-  leaseSeconds: positiveNumberFlag({
-    description:
-      "with --database: how long the store's lease lasts without a renewal (renewed every third of it): a standby takes over at most this long after the active node died",
-    valueName: 'SECONDS',
-    default: 5,
+  ...databaseFlags({
+    database:
+      "keep the node's store in this PostgreSQL database instead of --data-dir; a second `sluice serve` with the same key and database stands by and takes over when this one dies (docs/decisions/0076)",
+    lease: "with --database: how long the store's lease lasts without a renewal (renewed every third of it): a standby takes over at most this long after the active node died",
+    defaultSeconds: 5,
   }),
   resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) =>
     parseUrl(raw, ['http:', 'https:']),
@@ -410,7 +431,6 @@ async function run(argv: readonly string[]): Promise<number> {
   if (!flags.deployment) throw new MissingFlagError('--deployment')
   if (flags.dataDir && flags.database) throw new UsageError('give either --data-dir or --database, not both')
   if (!flags.dataDir && !flags.database) throw new UsageError('--data-dir is required (or --database URL, the store in PostgreSQL)')
-  if (flags.leaseSeconds < 0.3) throw new InvalidFlagValueError('--lease-seconds', String(flags.leaseSeconds), 'at least 0.3')
   const rpc = flags.rpc
   const dataDir = flags.dataDir ? resolve(flags.dataDir) : undefined
   const relays = flags.relay ?? []

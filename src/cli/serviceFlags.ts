@@ -2,7 +2,7 @@ import { resolve } from 'node:path'
 import type { ServiceDatabaseConfig } from '../monitor/serviceDatabase.ts'
 import { integerFlag, stringFlag, type FlagSpec } from './args.ts'
 import { logFlags } from './logFlags.ts'
-import { MissingFlagError, parseUrl, raidenNames, serveFlags } from './serve.ts'
+import { databaseFlags, MissingFlagError, parseUrl, raidenNames, serveFlags } from './serve.ts'
 
 // The flags `sluice monitor` and `sluice pathfinding` share, in the order their --help lists them.
 
@@ -19,26 +19,14 @@ export const serviceAccountFlags = {
   ...serviceDatabaseFlags(),
 }
 
-/** --database and --lease-duration: the store on PostgreSQL, shared by several instances (docs/decisions/0077). */
+/** --database and --lease-seconds: the store on PostgreSQL, shared by several instances (docs/decisions/0077). */
 export function serviceDatabaseFlags() {
-  return {
-    database: {
-      description:
-        "the service's store on PostgreSQL instead of --data-dir: several instances on one database share it, all answer the API, the one holding the lease does the service's work and another takes over when it stops (a password is better in PGPASSWORD or ~/.pgpass than in the URL)",
-      valueName: 'URL',
-      expected: 'a postgres:// URL',
-      // As src/storage/postgres/pool.ts's parseDatabaseUrl, without loading the PostgreSQL client for every --help.
-      parse: (raw: string) => parseUrl(raw, ['postgres:', 'postgresql:']),
-      default: undefined,
-    } as FlagSpec<string, false>,
-    leaseDuration: integerFlag({
-      description: "with --database: how long the lease lasts after its last renewal; a stopped leader's work is taken over within that",
-      valueName: 'MS',
-      min: 300,
-      max: 3_600_000,
-      default: 10_000,
-    }),
-  }
+  return databaseFlags({
+    database:
+      "the service's store on PostgreSQL instead of --data-dir: several instances on one database share it, all answer the API, the one holding the lease does the service's work and another takes over when it stops (a password is better in PGPASSWORD or ~/.pgpass than in the URL)",
+    lease: "with --database: how long the lease lasts after its last renewal (renewed every third of it); a stopped leader's work is taken over within that",
+    defaultSeconds: 10,
+  })
 }
 
 /**
@@ -48,11 +36,11 @@ export function serviceDatabaseFlags() {
 export async function serviceStoreOf(flags: {
   dataDir?: string | undefined
   database?: string | undefined
-  leaseDuration: number
+  leaseSeconds: number
 }): Promise<{ store: { dataDir: string } | { database: ServiceDatabaseConfig }; place: string }> {
   if (flags.database) {
     const { redactDatabaseUrl } = await import('../storage/postgres/pool.ts')
-    return { store: { database: { url: flags.database, leaseMs: flags.leaseDuration } }, place: redactDatabaseUrl(flags.database) }
+    return { store: { database: { url: flags.database, leaseMs: flags.leaseSeconds * 1000 } }, place: redactDatabaseUrl(flags.database) }
   }
   if (!flags.dataDir) throw new MissingFlagError('--data-dir')
   const dataDir = resolve(flags.dataDir)

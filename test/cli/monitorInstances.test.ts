@@ -94,8 +94,8 @@ async function startMonitor(database: string, rpcUrl: string) {
     ...flags.filter((_, i) => flags[i] !== '--data-dir' && flags[i - 1] !== '--data-dir'),
     '--database',
     database,
-    '--lease-duration',
-    String(LEASE_MS),
+    '--lease-seconds',
+    String(LEASE_MS / 1000),
   ]
   return startServiceProcess(['monitor', ...args], tempDir(), started)
 }

@@ -99,7 +99,7 @@ function startPathfinding(database: string, rpcUrl: string) {
   const args = [
     'pathfinding',
     ...flags.filter((_, i) => flags[i] !== '--data-dir' && flags[i - 1] !== '--data-dir'),
-    ...['--database', database, '--lease-duration', String(LEASE_MS), '--service-fee', String(FEE)],
+    ...['--database', database, '--lease-seconds', String(LEASE_MS / 1000), '--service-fee', String(FEE)],
     // One service token is worth one ETH: a claim of a tenth of a token is worth its gas.
     ...['--service-token-price', '1'],
   ]
