@@ -186,7 +186,8 @@ export const serveFlags = {
   ...databaseFlags({
     database:
       "keep the node's store in this PostgreSQL database instead of --data-dir; a second `sluice serve` with the same key and database stands by and takes over when this one dies (docs/decisions/0076)",
-    lease: "with --database: how long the store's lease lasts without a renewal (renewed every third of it): a standby takes over at most this long after the active node died",
+    lease:
+      "with --database: how long the store's lease lasts without a renewal (renewed every third of it): a standby takes over at most this long after the active node died",
     defaultSeconds: 5,
   }),
   resolverEndpoint: flagOf('http(s) URL asked for the secret of a payment started with only its hash', 'URL', 'an http(s) URL', (raw) =>

@@ -76,7 +76,12 @@ beforeAll(async () => {
     ['bc', bKey, cKey],
   ] as const) {
     const [one, two] = await Promise.all([account(k1), account(k2)])
-    const { channelId } = await openChannel(one.chain, one.queue, { tokenNetwork: net.tokenNetwork, partner: two.chain.address, settleTimeout: 100n, totalDeposit: DEPOSIT })
+    const { channelId } = await openChannel(one.chain, one.queue, {
+      tokenNetwork: net.tokenNetwork,
+      partner: two.chain.address,
+      settleTimeout: 100n,
+      totalDeposit: DEPOSIT,
+    })
     await setTotalDeposit(two.chain, two.queue, { tokenNetwork: net.tokenNetwork, channelId, partner: one.chain.address, totalDeposit: DEPOSIT })
     channels[name] = channelId
   }
@@ -122,7 +127,11 @@ async function sendUntilAcknowledged(key: Hex, update: Signed<PFSCapacityUpdate>
   }
 }
 
-const canonical = (channelId: bigint) => ({ chain_identifier: BigInt(net.deployment.chainId), token_network_address: net.tokenNetwork, channel_identifier: channelId })
+const canonical = (channelId: bigint) => ({
+  chain_identifier: BigInt(net.deployment.chainId),
+  token_network_address: net.tokenNetwork,
+  channel_identifier: channelId,
+})
 const capacity = (key: Hex, partner: Address, channelId: bigint) =>
   signCapacityUpdate(key, {
     canonical_identifier: canonical(channelId),
@@ -142,7 +151,15 @@ const flatFee = (key: Hex, channelId: bigint, flat: bigint) =>
     timestamp: pythonTimestamp(Date.now() - 1_000),
   })
 const iouOf = (amount: bigint, expirationBlock: bigint) =>
-  iouJson(signIou(aKey, { oneToNAddress: net.deployment.contracts.OneToN.address, chainId: BigInt(net.deployment.chainId), receiver: SERVICE, amount, expirationBlock }))
+  iouJson(
+    signIou(aKey, {
+      oneToNAddress: net.deployment.contracts.OneToN.address,
+      chainId: BigInt(net.deployment.chainId),
+      receiver: SERVICE,
+      amount,
+      expirationBlock,
+    }),
+  )
 const udcBalance = (who: Address) =>
   devnet.readContract({ address: net.deployment.contracts.UserDeposit.address, abi: UserDeposit.abi, functionName: 'balances', args: [who] })
 
@@ -171,7 +188,8 @@ describe('two sluice pathfinding instances on one database', () => {
     // The standby answers the route from what the leader wrote: the channels, capacities, fees, and who is online.
     const confirmed = BigInt((await request('GET', `${standby.api}/info`)).body.network_info.confirmed_block.number)
     const expiry = confirmed + MIN_IOU_EXPIRY_BLOCKS + 1_000n
-    const paths = (api: string, amount: bigint) => request('POST', `${api}/${net.tokenNetwork}/paths`, { from: A, to: C, value: 100, iou: iouOf(amount, expiry) })
+    const paths = (api: string, amount: bigint) =>
+      request('POST', `${api}/${net.tokenNetwork}/paths`, { from: A, to: C, value: 100, iou: iouOf(amount, expiry) })
     let fromStandby: { status: number; body: any } | undefined
     let paid = 0n
     await eventually(async () => {
@@ -184,7 +202,8 @@ describe('two sluice pathfinding instances on one database', () => {
     expect(Object.keys(route.address_metadata)).toEqual([A, B, C])
     expect(route.address_metadata[C]).toMatchObject({ user_id: peerIdOfKey(cKey).toString() })
     expect(await request('GET', `${standby.api}/address/${B}/metadata`)).toMatchObject({ status: 200, body: { user_id: peerIdOfKey(bKey).toString() } })
-    const fromLeader = await paths(leader.api, (paid += FEE))
+    paid += FEE
+    const fromLeader = await paths(leader.api, paid)
     expect(fromLeader).toMatchObject({ status: 200, body: { result: [{ path: [A, B, C], estimated_fee: 7 }] } })
 
     // The same next IOU to both at once, five times: one is taken, the other refused as too small (2104).

@@ -285,8 +285,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   // Who is online: the leader's transport knows (only the leader is on the relays); a standby answers from what the
   // leader last wrote of it in the shared store (docs/decisions/0077).
   const knowsPresence = !!transport?.presence
-  const presenceOf = (node: Address): PresenceRecord | undefined =>
-    leadership.isLeading || !database ? transport?.presence?.(node) : store.presence(node)
+  const presenceOf = (node: Address): PresenceRecord | undefined => (leadership.isLeading || !database ? transport?.presence?.(node) : store.presence(node))
   const isOnline = (node: Address) => (knowsPresence ? presenceOf(node) !== undefined : true)
   const metadataOf = (node: Address): AddressMetadata | undefined => {
     if (!knowsPresence) return undefined

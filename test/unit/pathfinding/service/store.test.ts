@@ -212,7 +212,14 @@ describe('the pathfinding service store of two instances on one database', () =>
     expect(told.at(-1)).toEqual([key(2n), null])
 
     // A claim's step and its journal entry: the standby's are refused alone (LEASE_LOST), the leader's written.
-    const entry: JournalEntry = { nonce: 0, call: { to: tokenNetwork, data: '0x', description: 'claim' }, gas: 1n, attempts: [], status: 'signed', createdAt: 1 }
+    const entry: JournalEntry = {
+      nonce: 0,
+      call: { to: tokenNetwork, data: '0x', description: 'claim' },
+      gas: 1n,
+      attempts: [],
+      status: 'signed',
+      createdAt: 1,
+    }
     const claim = (tx: Parameters<Parameters<PfsStore['transact']>[0]>[0]) => {
       tx.requireLease()
       tx.putIou(session(1_000n, 10n, 'claiming'))
@@ -230,7 +237,7 @@ describe('the pathfinding service store of two instances on one database', () =>
     await close()
   })
 
-  test('two IOUs of one session sent at once to the two instances: each checked against the other\'s, one stored and the other refused, every time', async () => {
+  test("two IOUs of one session sent at once to the two instances: each checked against the other's, one stored and the other refused, every time", async () => {
     const { leader, standby, close } = await instances()
     const fee = 10n
     const chain = { address: identity.address, chainId: identity.chainId } as ChainClient
