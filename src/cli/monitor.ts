@@ -6,7 +6,7 @@ import type { Command } from './command.ts'
 import { loggerFromFlags } from './logFlags.ts'
 import { startMetrics } from './metricsFlags.ts'
 import { nextSignal } from './processSignals.ts'
-import { serviceAccountFlags, serviceChainFlags, serviceUrlFlag } from './serviceFlags.ts'
+import { serviceAccountFlags, serviceChainFlags, serviceStoreOf, serviceUrlFlag } from './serviceFlags.ts'
 import { checkRelays, libp2pLog, loadPrivateKey, MissingFlagError, parseHostPort, readApiToken, serveFlags, startupStep } from './serve.ts'
 
 export const monitorFlags = {
@@ -65,10 +65,8 @@ async function run(argv: readonly string[]): Promise<number> {
   const log = loggerFromFlags(flags)
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
-  if (!flags.dataDir && !flags.database) throw new MissingFlagError('--data-dir')
+  const { store, place } = await serviceStoreOf(flags)
   const rpc = flags.rpc
-  const dataDir = flags.dataDir ? resolve(flags.dataDir) : undefined
-  const storePlace = flags.database ? (await import('../storage/postgres/pool.ts')).redactDatabaseUrl(flags.database) : dataDir!
   const relays = flags.relay ?? []
   if (relays.length > 0) await checkRelays(relays)
   const api = parseHostPort(flags.api)!
@@ -109,7 +107,7 @@ async function run(argv: readonly string[]): Promise<number> {
           rpc,
           deployment: { ...deployment, rpcUrl: rpc[0]! },
           key: privateKey,
-          ...(flags.database ? { database: { url: flags.database, leaseMs: flags.leaseSeconds * 1000 } } : { dataDir }),
+          ...store,
           transport: libp2p ? () => libp2p : undefined,
           confirmations: flags.confirmations,
           ...(flags.maxFeePerGas !== undefined ? { maxFeePerGas: flags.maxFeePerGas } : {}),
@@ -118,7 +116,7 @@ async function run(argv: readonly string[]): Promise<number> {
           log: (line, level) => log[level](line),
           ...(metrics && chainMetrics ? { onRpcFailure: chainMetrics.countRpcFailures(metrics.metrics) } : {}),
         }),
-      explainServiceStart('monitoring service', { rpc, dataDir: flags.dataDir ?? storePlace }),
+      explainServiceStart('monitoring service', { rpc, dataDir: place }),
     )
     if (metrics && chainMetrics && observe) {
       chainMetrics.observeServiceChain(metrics.metrics, service, flags.confirmations)
@@ -129,7 +127,7 @@ async function run(argv: readonly string[]): Promise<number> {
       service,
       serveApi: () => serveMonitorApi({ service, host: api.host, port: api.port, access, peerId: libp2p?.peerId }),
       api: { flag: flags.api, ...api },
-      flags: { url: flags.url, confirmations: flags.confirmations, dataDir: storePlace },
+      flags: { url: flags.url, confirmations: flags.confirmations, dataDir: place },
       chainId: deployment.chainId,
       signal,
       log,

@@ -5,8 +5,7 @@ import type { Command } from './command.ts'
 import { loggerFromFlags } from './logFlags.ts'
 import { startMetrics } from './metricsFlags.ts'
 import { nextSignal } from './processSignals.ts'
-import { serviceAccountFlags, serviceChainFlags, serviceUrlFlag } from './serviceFlags.ts'
-import { UsageError } from './cliError.ts'
+import { serviceAccountFlags, serviceChainFlags, serviceStoreOf, serviceUrlFlag } from './serviceFlags.ts'
 import { checkRelays, libp2pLog, loadPrivateKey, MissingFlagError, parseHostPort, serveFlags, startupStep } from './serve.ts'
 
 const amount = (raw: string) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) < 2n ** 256n ? BigInt(raw) : undefined)
@@ -44,7 +43,7 @@ export const pathfindingFlags = {
   ...serviceChainFlags,
 }
 
-const usage = `Usage: sluice pathfinding --rpc URL --deployment FILE (--key HEX | (--keystore FILE | --keystore-path DIR [--address ADDRESS]) [--password-file FILE]) --data-dir DIR --relay MULTIADDR [--relay MULTIADDR ...] [--api HOST:PORT] [--service-fee AMOUNT] [flags]
+const usage = `Usage: sluice pathfinding --rpc URL --deployment FILE (--key HEX | (--keystore FILE | --keystore-path DIR [--address ADDRESS]) [--password-file FILE]) (--data-dir DIR | --database URL) --relay MULTIADDR [--relay MULTIADDR ...] [--api HOST:PORT] [--service-fee AMOUNT] [flags]
 
 Runs a pathfinding service (docs/decisions/0072): it answers Raiden's PFS API, so that Sluice nodes, Raiden nodes and
 light clients ask it for routes:
@@ -69,6 +68,12 @@ is worth its gas at --service-token-price. It registers itself in the ServiceReg
 account needs ETH and the registry's price in service tokens).
 
 Everything it holds is in --data-dir (LevelDB): a restart, after kill -9 too, keeps the updates and the IOUs.
+
+With --database (PostgreSQL) instead of --data-dir, several instances share one store (docs/decisions/0077): each
+answers the API (routes from the channels and updates in the database, IOUs checked and stored one at a time across
+instances, feedback, and who is online as the leader last wrote it); the one holding the lease registers, follows the
+chain, takes updates over the relay and claims the IOUs; when it stops or dies, another takes over within
+--lease-seconds. A leader that loses the lease stops (exit code 1): run each instance under a supervisor.
 Ctrl-C or SIGTERM stop it (exit 0); a failed store stops it with exit code 1.
 
 Raiden's names work too: --eth-rpc-endpoint, --datadir, --api-address, and --keystore-path with --address, --log-json,
@@ -84,12 +89,9 @@ async function run(argv: readonly string[]): Promise<number> {
   const log = loggerFromFlags(flags)
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
-  // The pathfinding service's store is not on PostgreSQL yet (docs/decisions/0077: the monitoring service's is).
-  if (flags.database) throw new UsageError('--database is not supported by sluice pathfinding yet: use --data-dir')
-  if (!flags.dataDir) throw new MissingFlagError('--data-dir')
+  const { store, place } = await serviceStoreOf(flags)
   if (!flags.relay || flags.relay.length === 0) throw new MissingFlagError('--relay')
   const rpc = flags.rpc
-  const dataDir = resolve(flags.dataDir)
   const relays = flags.relay
   await checkRelays(relays)
   const api = parseHostPort(flags.api)!
@@ -133,7 +135,7 @@ async function run(argv: readonly string[]): Promise<number> {
           rpc,
           deployment: { ...deployment, rpcUrl: rpc[0]! },
           key: privateKey,
-          dataDir,
+          ...store,
           transport: () => libp2p,
           mediationFee: serviceMediationFee,
           serviceFee: flags.serviceFee,
@@ -146,7 +148,7 @@ async function run(argv: readonly string[]): Promise<number> {
           log: (line, level) => log[level](line),
           ...(metrics && chainMetrics ? { onRpcFailure: chainMetrics.countRpcFailures(metrics.metrics) } : {}),
         }),
-      explainServiceStart('pathfinding service', { rpc, dataDir: flags.dataDir }),
+      explainServiceStart('pathfinding service', { rpc, dataDir: place }),
     )
     if (metrics && chainMetrics && observe) {
       chainMetrics.observeServiceChain(metrics.metrics, service, flags.confirmations)
@@ -157,7 +159,7 @@ async function run(argv: readonly string[]): Promise<number> {
       service,
       serveApi: () => servePathfindingApi({ service, host: api.host, port: api.port, transportInfo: { peerId: libp2p.peerId, relays } }),
       api: { flag: flags.api, ...api },
-      flags: { url: flags.url, confirmations: flags.confirmations, dataDir },
+      flags: { url: flags.url, confirmations: flags.confirmations, dataDir: place },
       chainId: deployment.chainId,
       signal,
       log,

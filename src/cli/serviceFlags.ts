@@ -1,7 +1,9 @@
+import { resolve } from 'node:path'
+import type { ServiceDatabaseConfig } from '../monitor/serviceDatabase.ts'
 import { integerFlag, stringFlag, type FlagSpec } from './args.ts'
 import { logFlags } from './logFlags.ts'
 import { metricsFlags } from './metricsFlags.ts'
-import { databaseFlags, parseUrl, raidenNames, serveFlags } from './serve.ts'
+import { databaseFlags, MissingFlagError, parseUrl, raidenNames, serveFlags } from './serve.ts'
 
 // The flags `sluice monitor` and `sluice pathfinding` share, in the order their --help lists them.
 
@@ -26,6 +28,24 @@ export function serviceDatabaseFlags() {
     lease: "with --database: how long the lease lasts after its last renewal (renewed every third of it); a stopped leader's work is taken over within that",
     defaultSeconds: 10,
   })
+}
+
+/**
+ * Where a service's store is, from --data-dir or --database (which wins): what the service is given, and how its log
+ * and its errors name the place (a database URL without its password). MissingFlagError when neither is given.
+ */
+export async function serviceStoreOf(flags: {
+  dataDir?: string | undefined
+  database?: string | undefined
+  leaseSeconds: number
+}): Promise<{ store: { dataDir: string } | { database: ServiceDatabaseConfig }; place: string }> {
+  if (flags.database) {
+    const { redactDatabaseUrl } = await import('../storage/postgres/pool.ts')
+    return { store: { database: { url: flags.database, leaseMs: flags.leaseSeconds * 1000 } }, place: redactDatabaseUrl(flags.database) }
+  }
+  if (!flags.dataDir) throw new MissingFlagError('--data-dir')
+  const dataDir = resolve(flags.dataDir)
+  return { store: { dataDir }, place: dataDir }
 }
 
 /** --url: what it publishes in the ServiceRegistry; `description` says so for the service. */

@@ -6,6 +6,8 @@ import type { Metrics } from './registry.ts'
  * it took, and what it knows of the network, read from its status when scraped (one status a scrape).
  */
 export function observePathfinding(metrics: Metrics, service: Pick<PathfindingService, 'status'>): void {
+  // On PostgreSQL (several instances, docs/decisions/0077): whether this one leads, i.e. holds the service's lease.
+  if (service.status().instance) metrics.leaseHolder('pathfinding', () => service.status().instance?.leading === true)
   // One scrape reads the status once: every metric below runs its collect in the same scrape.
   let cached: { at: number; status: ReturnType<PathfindingService['status']> } | undefined
   const status = () => {

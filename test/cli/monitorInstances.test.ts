@@ -1,8 +1,9 @@
+import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import '../../src/transport/libp2p/nodePolyfills.ts'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Address, Hex } from 'viem'
+import { parseTransaction, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createChainClient } from '../../src/chain/chainClient.ts'
@@ -96,6 +97,8 @@ async function startMonitor(database: string, rpcUrl: string) {
     database,
     '--lease-seconds',
     String(LEASE_MS / 1000),
+    '--metrics',
+    '127.0.0.1:0',
   ]
   return startServiceProcess(['monitor', ...args], tempDir(), started)
 }
@@ -113,6 +116,10 @@ describe('two sluice monitor instances on one database', () => {
     const [statusA, statusB] = [await get(a.api, '/status'), await get(b.api, '/status')]
     expect(statusA).toMatchObject({ instance: { leading: true }, registration: { registered: true } })
     expect(statusB).toMatchObject({ instance: { leading: false }, registration: null })
+    // What an operator's alert counts: one holder of the lease among the instances.
+    const leaseHeld = async (instance: { sluice: SluiceProcess }) =>
+      sampleValue(await scrape(metricsUrlOf(instance.sluice.stdout())), 'sluice_lease_held', { lease: 'monitor' })
+    expect([await leaseHeld(a), await leaseHeld(b)]).toEqual([1, 0])
     const tStarted = performance.now()
 
     // A request reaches the leader over the relay; the standby shows it too, from the database.
@@ -195,9 +202,12 @@ describe('two sluice monitor instances on one database', () => {
       monitored = (await get(b.api, '/monitor_calls'))[0]
       expect(monitored).toMatchObject({ status: 'done', nonce: '6', reward: { status: 'due' } })
     }, 20_000)
-    expect(monitored.transaction_hash).toBe(sent!.transaction_hash)
+    // The very transaction the leader journaled (its nonce), sent again by the new leader, perhaps at a higher fee.
+    const journaled = parseTransaction(faulty.stats.swallowedRaw[faulty.stats.swallowed.indexOf(sent!.transaction_hash)]!)
+    expect((await devnet.getTransaction({ hash: monitored.transaction_hash })).nonce).toBe(journaled.nonce)
     expect(BigInt(monitored.block_number)).toBeLessThanOrEqual(settleBlockNumber)
     expect(await get(b.api, '/status')).toMatchObject({ instance: { leading: true } })
+    expect(await leaseHeld(b)).toBe(1)
     const tMonitored = performance.now()
 
     // Settlement, then the new leader claims the reward.

@@ -39,6 +39,8 @@ export type FaultyRpcStats = {
   failed: Record<string, number>
   /** Raw transactions answered with their hash and never forwarded. */
   swallowed: Hex[]
+  /** The same, as signed: their nonces tell a replacement at a higher fee (another hash) from another transaction. */
+  swallowedRaw: Hex[]
 }
 
 export type FaultyRpc = {
@@ -65,7 +67,7 @@ export type FaultyRpcOptions = Faults & {
 /** Starts the endpoint on 127.0.0.1, forwarding to `target`. */
 export async function startFaultyRpc(target: string, { seed = Date.now() % 2 ** 31, port: wanted = 0, ...initial }: FaultyRpcOptions = {}): Promise<FaultyRpc> {
   const random = mulberry32(seed)
-  const stats: FaultyRpcStats = { calls: {}, failed: {}, swallowed: [] }
+  const stats: FaultyRpcStats = { calls: {}, failed: {}, swallowed: [], swallowedRaw: [] }
   let faults: Faults = initial
   let mode: EndpointMode = 'up'
   let swallow: boolean | number = false
@@ -87,6 +89,7 @@ export async function startFaultyRpc(target: string, { seed = Date.now() % 2 ** 
       if (typeof swallow === 'number' && --swallow <= 0) swallow = false
       const raw = request.params?.[0] as Hex
       stats.swallowed.push(keccak256(raw))
+      stats.swallowedRaw.push(raw)
       return { jsonrpc: '2.0', id: request.id, result: keccak256(raw) }
     }
     const response = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) })

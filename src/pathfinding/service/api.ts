@@ -97,6 +97,8 @@ export function createPfsApi({ service, transportInfo, onInternalError }: PfsApi
         feedback: s.routes.feedback,
       },
       ious: { held: s.ious.held, claiming: s.ious.claiming, claimed: s.ious.claimed, expired: s.ious.expired, claimed_amount: s.ious.claimedAmount },
+      // On PostgreSQL (docs/decisions/0077): whether this instance leads; every instance answers from the shared store.
+      ...(s.instance ? { instance: { id: s.instance.instance, leading: s.instance.leading } } : {}),
     })
   })
 

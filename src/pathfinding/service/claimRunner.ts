@@ -87,6 +87,8 @@ export class ClaimRunner {
   /** Writes what became of a session still held or being claimed; returns the record written (undefined: it was done already). */
   private async write(stored: StoredIou, next: Partial<StoredIou>): Promise<StoredIou | undefined> {
     return this.p.store.transact((tx) => {
+      // Only the lease holder claims (docs/decisions/0077): a former holder's write is refused here, as its journal's.
+      tx.requireLease()
       const current = tx.iou(stored.iou.sender, stored.iou.expirationBlock)
       if (!current || (current.status !== 'held' && current.status !== 'claiming')) return undefined
       const written = { ...current, ...next }

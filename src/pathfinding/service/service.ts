@@ -7,6 +7,7 @@ import { SluiceError } from '../../errors.ts'
 import { version } from '../../version.ts'
 import type { EnsureRegisteredReturnType } from '../../monitor/registration.ts'
 import { acknowledger, createServiceChain, createServiceQueue, errorLine, ServiceRegistration, type ServiceLog } from '../../monitor/serviceAccount.ts'
+import { Leadership, openServiceDatabase, type ServiceDatabase, type ServiceDatabaseConfig } from '../../monitor/serviceDatabase.ts'
 import { recoverPackedSignerSync } from '../../protocol/signature.ts'
 import type { PresenceRecord } from '../../transport/libp2p/presence.ts'
 import type { Transport } from '../../transport/transport.ts'
@@ -44,8 +45,14 @@ export type PathfindingServiceConfig = {
   deployment: Deployment
   /** The service's key: it is paid to it (IOUs), pays for its transactions, signs its acknowledgements and is its libp2p identity. */
   key: Hex
-  /** Where its LevelDB store lives. */
-  dataDir: string
+  /** Where its LevelDB store lives (unless `database`). */
+  dataDir?: string
+  /**
+   * Its store on PostgreSQL instead, shared by several instances (docs/decisions/0077): all answer the API (routes,
+   * IOUs, feedback, who is online as the leader last wrote it), the one holding the lease follows the chain, takes
+   * updates over the transport and claims the IOUs.
+   */
+  database?: ServiceDatabaseConfig
   /**
    * How updates arrive and who is online: libp2p through relays. Without presence (a transport that cannot say, or
    * none) every node counts as online.
@@ -98,6 +105,8 @@ export type PathfindingServiceStatus = {
   network: { tokenNetworks: number; channels: number; nodes: number; nodesOnline: number }
   ious: Record<StoredIou['status'], number> & { claimedAmount: bigint }
   routes: { requests: number; answered: number; noRoute: number; refused: number; feedback: { success: number; failure: number } }
+  /** On PostgreSQL: whether this instance leads (holds the lease), and its id. */
+  instance?: { leading: boolean; instance: string } | undefined
 }
 
 export type PathfindingService = {
@@ -149,7 +158,30 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   const userDeposit = getAddress(deployment.contracts.UserDeposit.address)
   const serviceFee = config.serviceFee ?? 0n
   const confirmations = BigInt(config.confirmations ?? 5)
-  const store = await PfsStore.open(config.dataDir, { chainId: deployment.chainId, registry, address })
+  const identity = { chainId: deployment.chainId, registry, address }
+  let database: ServiceDatabase | undefined
+  let store: PfsStore
+  try {
+    if (config.database) {
+      database = await openServiceDatabase(config.database, {
+        name: 'sluice pathfinding',
+        leaseName: `pathfinding:${deployment.chainId}:${registry.toLowerCase()}:${address.toLowerCase()}`,
+        log,
+      })
+      store = await PfsStore.openPostgres(database.pool, identity, {
+        lease: database.lease,
+        ...(config.database.pollMs !== undefined ? { pollMs: config.database.pollMs } : {}),
+        onError: (error) => log(`database: ${errorLine(error)}`, 'warn'),
+      })
+    } else {
+      if (config.dataDir === undefined) throw new Error('the pathfinding service needs a dataDir or a database')
+      store = await PfsStore.open(config.dataDir, identity)
+    }
+  } catch (e) {
+    await database?.close()
+    await chain.close()
+    throw e
+  }
   const queue = createServiceQueue(chain, store, { maxFeePerGas: config.maxFeePerGas, log })
   const transport = config.transport?.(address)
   let failWith: (error: Error) => void = () => {}
@@ -231,36 +263,51 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
       decimals.catch(() => (decimals = undefined))
       return decimals
     },
-    latestBlock: () => watch.progress().latestBlock,
+    latestBlock: () => watch?.progress().latestBlock ?? confirmedBlock(),
     onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
     onSent: (description, hash) => log(`sent ${description}: ${hash}`, 'info'),
     onClaimed: (stored) => log(`claimed ${stored.claim?.transferred ?? 0n} from ${stored.iou.sender} (IOU session ${stored.iou.expirationBlock})`, 'info'),
     onLeft: (stored, note) => log(`IOU session of ${stored.iou.sender} (expiration ${stored.iou.expirationBlock}) not claimed now: ${note}`, 'info'),
   })
-  const watch: ServiceChainWatch<PfsTx> = pathfindingChainWatch({
-    chain,
-    deployment,
-    store,
-    confirmations,
-    pollingInterval: config.pollingInterval ?? 1_000,
-    onLooked: () => {
-      checkStore()
-      claims.runDue()
-      registration.renewIfDue()
-    },
-    onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
-  })
+  // Made when this instance leads: it starts from the sync mark as the store holds it then.
+  let watch: ServiceChainWatch<PfsTx> | undefined
+  const makeWatch = () =>
+    pathfindingChainWatch({
+      chain,
+      deployment,
+      store,
+      confirmations,
+      pollingInterval: config.pollingInterval ?? 1_000,
+      onLooked: () => {
+        checkStore()
+        presence.write()
+        claims.runDue()
+        registration.renewIfDue()
+      },
+      onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
+    })
   const confirmedBlock = () => store.sync?.syncedBlock ?? 0n
   const payments = new Payments({ chain, store, userDeposit, oneToN, serviceFee, confirmedBlock })
-  const isOnline = (node: Address) => (transport?.presence ? transport.presence(node) !== undefined : true)
+  // Who is online: the leader's transport knows (only the leader is on the relays); a standby answers from what the
+  // leader last wrote of it in the shared store (docs/decisions/0077).
+  const knowsPresence = !!transport?.presence
+  const presenceOf = (node: Address): PresenceRecord | undefined => (leadership.isLeading || !database ? transport?.presence?.(node) : store.presence(node))
+  const isOnline = (node: Address) => (knowsPresence ? presenceOf(node) !== undefined : true)
   const metadataOf = (node: Address): AddressMetadata | undefined => {
-    if (!transport?.presence) return undefined
-    const record = transport.presence(node)
+    if (!knowsPresence) return undefined
+    const record = presenceOf(node)
     // Raiden's names, each with what plays its part on our transport: the peer id it is reached by (its user id),
     // the signature that proves the record its own (as the displayname proves the user id), and the signed
     // announcement that says where to dial it (its capabilities: how to talk to it).
     return record ? { user_id: record.peer, displayname: record.sig, capabilities: record.announcement } : undefined
   }
+  const presence = presenceWriter({
+    active: () => !!database && knowsPresence && leadership.isLeading && !stopped,
+    watched: () => watched,
+    online: (node) => transport?.presence?.(node),
+    store,
+    onError: (error) => log(`writing who is online: ${errorLine(error)}`, 'warn'),
+  })
   const counts = { requests: 0, answered: 0, noRoute: 0, refused: 0, feedback: { success: 0, failure: 0 } }
   const feedbackBusy = new Set<string>()
 
@@ -280,7 +327,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
         for (const node of route.path) {
           const m = metadataOf(node)
           if (m) metadata[node] = m
-          else if (transport?.presence) reachable = false
+          else if (knowsPresence) reachable = false
         }
         if (reachable) result.push({ path: route.path, estimated_fee: route.estimatedFee, address_metadata: metadata })
       }
@@ -323,6 +370,33 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   let stopped = false
   let pruning: ReturnType<typeof setInterval> | undefined
   const prune = () => void store.pruneFeedback(Date.now() - FEEDBACK_KEPT_MS).catch((error: unknown) => log(`pruning feedback: ${errorLine(error)}`, 'warn'))
+  // On PostgreSQL only the lease holder leads; the others answer the API from the store as it follows the database.
+  const leadership = new Leadership({
+    lease: database?.lease,
+    kind: 'pathfinding service',
+    failed: (error) => failWith(error),
+    log,
+    lead: async () => {
+      // Everything the last leader wrote (its journal above all, its claims under way) is in memory first.
+      await store.catchUp()
+      // What it sent before a restart or a takeover is followed again (and sent again where the chain lacks it) before anything new.
+      await queue.start()
+      if (stopped) return
+      await registration.register()
+      if (stopped) return
+      watch = makeWatch()
+      await watch.catchUp()
+      if (stopped) return
+      // Only the leader is reachable over the transport: two libp2p peers of one identity on a relay would fight.
+      if (transport) await transport.start((lines, from) => intake.receive(lines, from))
+      if (stopped) return void (await transport?.stop().catch(() => {}))
+      watch.start()
+      claims.runDue()
+      prune()
+      pruning = setInterval(prune, 86_400_000)
+      pruning.unref?.()
+    },
+  })
 
   return {
     address,
@@ -335,36 +409,27 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
       if (started) return
       started = true
       registration.url = options.url
-      // What it sent before a restart is followed again before anything new.
-      await queue.start()
-      if (stopped) return
-      await registration.register()
-      if (stopped) return
-      await watch.catchUp()
-      if (stopped) return
-      if (transport) await transport.start((lines, from) => intake.receive(lines, from))
-      if (stopped) return void (await transport?.stop().catch(() => {}))
-      watch.start()
-      claims.runDue()
-      prune()
-      pruning = setInterval(prune, 86_400_000)
-      pruning.unref?.()
+      await leadership.start()
     },
     async stop() {
       if (stopped) return
       stopped = true
+      leadership.stop()
       clearInterval(pruning)
       await intake.stop()
       await transport?.stop().catch(() => {})
-      await watch.stop()
+      await watch?.stop()
       await registration.stop()
       await claims.stop()
+      await presence.stop()
       await queue.stop()
       await store.close()
+      // The lease is given up last, once nothing of this instance writes any more: a standby takes over at once.
+      await database?.close()
       await chain.close()
     },
     status() {
-      const progress = watch.progress()
+      const progress = watch?.progress() ?? { syncedBlock: confirmedBlock(), latestBlock: confirmedBlock() }
       const ious = { held: 0, claiming: 0, claimed: 0, expired: 0, claimedAmount: 0n }
       for (const stored of store.ious()) {
         ious[stored.status]++
@@ -388,6 +453,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
         network: { tokenNetworks: state.networks.size, channels, nodes, nodesOnline },
         ious,
         routes: { ...counts, feedback: { ...counts.feedback } },
+        instance: leadership.role(),
       }
     },
     info() {
@@ -470,6 +536,40 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
     addressMetadata: (node) => metadataOf(node),
     followed: (tokenNetwork) => networkOf(state, tokenNetwork) !== undefined,
     ious: () => store.ious(),
+  }
+}
+
+/**
+ * The leader's view of who is online, written in the shared store (PostgreSQL) for the standbys, which are not on the
+ * relays: after each look at the chain, the watched nodes whose record changed (a new announcement, gone offline) in
+ * one step that requires the lease.
+ */
+function presenceWriter(p: {
+  active(): boolean
+  watched(): ReadonlySet<string>
+  online(node: Address): PresenceRecord | undefined
+  store: PfsStore
+  onError(error: unknown): void
+}) {
+  let writing: Promise<void> | undefined
+  return {
+    write(): void {
+      if (writing || !p.active()) return
+      const changed: [Address, PresenceRecord | undefined][] = []
+      for (const node of p.watched()) {
+        const now = p.online(node as Address)
+        if (now?.sig !== p.store.presence(node as Address)?.sig) changed.push([node as Address, now])
+      }
+      if (changed.length === 0) return
+      writing = p.store
+        .transact((tx) => {
+          tx.requireLease()
+          for (const [node, record] of changed) tx.putPresence(node, record)
+        })
+        .catch(p.onError)
+        .finally(() => (writing = undefined))
+    },
+    stop: async () => void (await writing),
   }
 }
 

@@ -8,6 +8,7 @@ import type { Lease } from '../../storage/postgres/lease.ts'
 import { decode, encode, openServiceStore } from '../../storage/serviceLevelStore.ts'
 import type { KvChange, OpenServiceStoreParameters, ServiceKv, ServiceKvRead } from '../../storage/serviceStore.ts'
 import { LeaseLostError, StorageClosedError } from '../../storage/storage.ts'
+import type { PresenceRecord } from '../../transport/libp2p/presence.ts'
 import type { PfsChannel } from '../channel.ts'
 import { sessionKey, type StoredIou } from '../iou.ts'
 import type { FeedbackRecord, SyncRecord } from './records.ts'
@@ -23,9 +24,11 @@ const SYNC = 'sync'
 const CHANNEL = 'c!'
 const IOU = 'i!'
 const JOURNAL = 'j!'
+/** Who is online as the leader's transport last saw it (PostgreSQL: for the standbys, which are not on the relays). */
+const PRESENCE = 'p!'
 /** Read from disk when asked: one record per routes answer, the oldest pruned (its key starts with its time). */
 const FEEDBACK = 'f!'
-const LOADED = [CHANNEL, IOU, JOURNAL] as const
+const LOADED = [CHANNEL, IOU, JOURNAL, PRESENCE] as const
 
 export const channelStoreKey = (tokenNetwork: Address, channelId: bigint) =>
   `${CHANNEL}${tokenNetwork.toLowerCase()}!${channelId.toString(16).padStart(64, '0')}`
@@ -33,6 +36,7 @@ const iouKey = (stored: StoredIou) => `${IOU}${sessionKey(stored.iou.sender, sto
 // A nonce as 16 digits (a safe integer's most): key order is nonce order.
 const journalKey = (nonce: number) => `${JOURNAL}${nonce.toString().padStart(16, '0')}`
 const feedbackKey = (token: string) => `${FEEDBACK}${token}`
+const presenceKey = (node: Address) => `${PRESENCE}${node.toLowerCase()}`
 
 /** What the store loads at open. */
 type Loaded = { records: Map<string, unknown>; sync: SyncRecord | undefined }
@@ -51,6 +55,8 @@ export type PfsTx = {
   activeIou(sender: Address): StoredIou | undefined
   putIou(stored: StoredIou): void
   putFeedback(record: FeedbackRecord): void
+  /** A node's presence record as the leader sees it, or undefined once it is offline. */
+  putPresence(node: Address, record: PresenceRecord | undefined): void
   sync(): SyncRecord | undefined
   putSync(sync: SyncRecord): void
   /** Puts (or replaces) the transaction journal's entry of its nonce (src/chain/transactionJournal.ts); checked and copied now. */
@@ -75,7 +81,12 @@ export class PfsStore {
   private readonly activeIous = new Map<string, string>()
 
   /** The loaded records, one map per prefix, by key. */
-  private readonly maps: Record<(typeof LOADED)[number], Map<string, unknown>> = { [CHANNEL]: new Map(), [IOU]: new Map(), [JOURNAL]: new Map() }
+  private readonly maps: Record<(typeof LOADED)[number], Map<string, unknown>> = {
+    [CHANNEL]: new Map(),
+    [IOU]: new Map(),
+    [JOURNAL]: new Map(),
+    [PRESENCE]: new Map(),
+  }
 
   private syncRecord: SyncRecord | undefined
 
@@ -164,6 +175,11 @@ export class PfsStore {
   activeIou(sender: Address): StoredIou | undefined {
     const key = this.activeIous.get(sender.toLowerCase())
     return key === undefined ? undefined : (this.get(key) as StoredIou)
+  }
+
+  /** A node's presence record as the service's leader last wrote it (undefined: offline, or never seen). */
+  presence(node: Address): PresenceRecord | undefined {
+    return this.maps[PRESENCE].get(presenceKey(node)) as PresenceRecord | undefined
   }
 
   /** The routes answered under `token`, read from disk. */
@@ -275,6 +291,7 @@ export class PfsStore {
           },
           putIou: (stored) => void own.set(iouKey(stored), structuredClone(stored)),
           putFeedback: (record) => void own.set(feedbackKey(record.token), structuredClone(record)),
+          putPresence: (node, record) => void own.set(presenceKey(node), record ? structuredClone(record) : null),
           sync: () => ownSync ?? sync ?? this.syncRecord,
           putSync: (next) => {
             ownSync = structuredClone(next)
