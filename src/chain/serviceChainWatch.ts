@@ -17,6 +17,8 @@ export type SyncMark = {
 
 /** What the watch needs of a store step: the sync mark, as the batch leaves it, and its new value. */
 export type SyncMarkSteps = {
+  /** Only the instance holding the service's lease follows the chain into the store (docs/decisions/0077). */
+  requireLease(): void
   sync(): SyncMark | undefined
   putSync(sync: SyncMark): void
 }
@@ -112,6 +114,7 @@ export class ServiceChainWatch<Tx extends SyncMarkSteps> {
       chunkSize: this.chunkSize,
     })
     await this.p.store.transact((tx) => {
+      tx.requireLease()
       this.p.apply(tx, events)
       const recentBlocks = [...(tx.sync()?.recentBlocks ?? []).filter((b) => b.number < event.fromBlock), ...event.tail].slice(-32)
       tx.putSync({ syncedBlock: event.toBlock, recentBlocks, tokenNetworks })

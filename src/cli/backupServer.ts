@@ -8,12 +8,20 @@ import { AddressInUseError, listen } from './httpServer.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import { ApiPortInUseError } from './servedNode.ts'
-import { MissingFlagError, parseHostPort, StartupError } from './serve.ts'
+import { MissingFlagError, parseHostPort, parseUrl, StartupError } from './serve.ts'
 
 const MIB = 1024 * 1024
 
 export const backupServerFlags = {
   dataDir: stringFlag({ description: 'where the copies are kept (LevelDB, created if missing)', valueName: 'DIR' }),
+  database: {
+    description:
+      'keep the copies on PostgreSQL instead of --data-dir (the table backup_copies): several backup servers on one database answer alike (a password is better in PGPASSWORD or ~/.pgpass than in the URL)',
+    valueName: 'URL',
+    expected: 'a postgres:// URL',
+    parse: (raw: string) => parseUrl(raw, ['postgres:', 'postgresql:']),
+    default: undefined,
+  } as FlagSpec<string, false>,
   api: {
     description: 'where the backup API listens (http://HOST:PORT/backup/v1)',
     valueName: 'HOST:PORT',
@@ -40,7 +48,7 @@ export const backupServerFlags = {
   ...logFlags,
 }
 
-const usage = `Usage: sluice backup-server --data-dir DIR [flags]
+const usage = `Usage: sluice backup-server (--data-dir DIR | --database URL) [flags]
 
 Keeps the newest sealed copy of each node's state, off the browser (docs/decisions/0032-off-browser-backup.md).
 A copy is encrypted by its owner and signed with the node's key: the server checks the signature and keeps the copy
@@ -50,6 +58,9 @@ signature decides, not the origin. It has no TLS: put a TLS proxy in front of it
 
   PUT /backup/v1/copies/<address>   a copy (JSON)       GET /backup/v1/copies/<address>   the newest, to its owner
   GET /backup/v1/status             what it holds and its limits
+
+With --database (PostgreSQL) several backup servers share the copies (docs/decisions/0077): each push is decided in
+the transaction that writes it, so two servers never both accept a copy, nor an older one after a newer.
 
 Runs until Ctrl-C or SIGTERM.
 
@@ -65,15 +76,18 @@ export type ServedBackups = {
   close(graceMs?: number): Promise<void>
 }
 
-/** Opens the store in `<dataDir>/copies` and serves the backup API over HTTP; `sluice devnet` runs one too. */
+/** Opens the store in `<dataDir>/copies` (or on PostgreSQL) and serves the backup API over HTTP; `sluice devnet` runs one too. */
 export async function serveBackups({
   dataDir,
+  database,
   host,
   port,
   limits = {},
   onInternalError,
 }: {
-  dataDir: string
+  dataDir?: string | undefined
+  /** postgres://...: instead of `dataDir`, a store several servers share. */
+  database?: string | undefined
   host: string
   port: number
   limits?: Partial<BackupLimits>
@@ -86,8 +100,12 @@ export async function serveBackups({
   ])
   // Every push and fetch recovers a signer: libsecp256k1 does it several times faster than JS.
   await useNativeSecp256k1()
-  await mkdir(dataDir, { recursive: true })
-  const store = await openBackupStore(join(dataDir, 'copies'))
+  let store: BackupStore
+  if (database) store = await (await import('../backup/server/postgresStore.ts')).openPostgresBackupStore(database)
+  else if (dataDir) {
+    await mkdir(dataDir, { recursive: true })
+    store = await openBackupStore(join(dataDir, 'copies'))
+  } else throw new Error('serveBackups needs a dataDir or a database')
   const app = createBackupApp({ store, limits, ...(onInternalError ? { onInternalError } : {}) })
   try {
     const server = await listen(app.fetch, { host, port })
@@ -110,10 +128,10 @@ export async function serveBackups({
 async function run(argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, backupServerFlags)
   if (parsed.asked) return answerAsked(parsed.asked, usage)
-  const { dataDir: dir, api, logLevel, logJson, logConfig, ...limits } = parsed.values
+  const { dataDir: dir, database, api, logLevel, logJson, logConfig, ...limits } = parsed.values
   const log = loggerFromFlags({ logLevel, logJson, logConfig })
-  if (!dir) throw new MissingFlagError('--data-dir')
-  const dataDir = resolve(dir)
+  if (!dir && !database) throw new MissingFlagError('--data-dir')
+  const dataDir = dir ? resolve(dir) : undefined
   const { host, port } = parseHostPort(api)!
   const signal = nextSignal(['SIGINT', 'SIGTERM'])
   try {
@@ -121,13 +139,14 @@ async function run(argv: readonly string[]): Promise<number> {
     try {
       served = await serveBackups({
         dataDir,
+        database,
         host,
         port,
         limits,
         onInternalError: (error) => log.error('internal error (answered 500)', { error }),
       })
     } catch (e) {
-      if ((e as { code?: string }).code === 'BACKUP_STORE') throw new StartupError(`--data-dir ${dir}: ${(e as Error).message}`)
+      if ((e as { code?: string }).code === 'BACKUP_STORE') throw new StartupError(`${database ? '--database' : `--data-dir ${dir}`}: ${(e as Error).message}`)
       throw e
     }
     const l = served.limits

@@ -28,7 +28,7 @@ export const monitorFlags = {
   ...serviceChainFlags,
 }
 
-const usage = `Usage: sluice monitor --rpc URL --deployment FILE (--key HEX | (--keystore FILE | --keystore-path DIR [--address ADDRESS]) [--password-file FILE]) --data-dir DIR [--relay MULTIADDR ...] [flags]
+const usage = `Usage: sluice monitor --rpc URL --deployment FILE (--key HEX | (--keystore FILE | --keystore-path DIR [--address ADDRESS]) [--password-file FILE]) (--data-dir DIR | --database URL) [--relay MULTIADDR ...] [flags]
 
 Runs a monitoring service (docs/decisions/0031-the-monitoring-service.md): it takes RequestMonitoring messages from
 nodes over libp2p (through --relay; its Ethereum key is its libp2p identity), checks each field by field and keeps
@@ -40,6 +40,11 @@ ServiceRegistry at start (its account needs ETH and the registry's price in serv
 Its REST API (GET /api/v1/status, /channels, /monitor_calls) answers who may call the way \`sluice serve\` does: its
 own Host names, no other web site's pages (--rpccorsdomain allows origins), a bearer token with --api-token-file
 (needed to listen beyond loopback). Ctrl-C or SIGTERM stop it (exit 0); a failed store stops it with exit code 1.
+
+With --database (PostgreSQL) instead of --data-dir, several instances share one store (docs/decisions/0077): each
+answers the API; the one holding the lease registers, follows the chain, takes requests over the relay and calls
+monitor and claimReward; when it stops or dies, another takes over within --lease-duration. A leader that loses
+the lease stops (exit code 1): run each instance under a supervisor that starts it again.
 
 Several --rpc are used in order, as \`sluice serve\` uses them (see its --help): the next while one fails.
 
@@ -59,9 +64,10 @@ async function run(argv: readonly string[]): Promise<number> {
   const log = loggerFromFlags(flags)
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
-  if (!flags.dataDir) throw new MissingFlagError('--data-dir')
+  if (!flags.dataDir && !flags.database) throw new MissingFlagError('--data-dir')
   const rpc = flags.rpc
-  const dataDir = resolve(flags.dataDir)
+  const dataDir = flags.dataDir ? resolve(flags.dataDir) : undefined
+  const storePlace = flags.database ? (await import('../storage/postgres/pool.ts')).redactDatabaseUrl(flags.database) : dataDir!
   const relays = flags.relay ?? []
   if (relays.length > 0) await checkRelays(relays)
   const api = parseHostPort(flags.api)!
@@ -99,7 +105,7 @@ async function run(argv: readonly string[]): Promise<number> {
           rpc,
           deployment: { ...deployment, rpcUrl: rpc[0]! },
           key: privateKey,
-          dataDir,
+          ...(flags.database ? { database: { url: flags.database, leaseMs: flags.leaseDuration } } : { dataDir }),
           transport: libp2p ? () => libp2p : undefined,
           confirmations: flags.confirmations,
           ...(flags.maxFeePerGas !== undefined ? { maxFeePerGas: flags.maxFeePerGas } : {}),
@@ -107,14 +113,14 @@ async function run(argv: readonly string[]): Promise<number> {
           minReward: flags.minReward,
           log: (line, level) => log[level](line),
         }),
-      explainServiceStart('monitoring service', { rpc, dataDir: flags.dataDir }),
+      explainServiceStart('monitoring service', { rpc, dataDir: flags.dataDir ?? storePlace }),
     )
     return await runService({
       kind: 'monitoring service',
       service,
       serveApi: () => serveMonitorApi({ service, host: api.host, port: api.port, access, peerId: libp2p?.peerId }),
       api: { flag: flags.api, ...api },
-      flags: { url: flags.url, confirmations: flags.confirmations, dataDir },
+      flags: { url: flags.url, confirmations: flags.confirmations, dataDir: storePlace },
       chainId: deployment.chainId,
       signal,
       log,

@@ -5,6 +5,7 @@ import type { Command } from './command.ts'
 import { loggerFromFlags } from './logFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import { serviceAccountFlags, serviceChainFlags, serviceUrlFlag } from './serviceFlags.ts'
+import { UsageError } from './cliError.ts'
 import { checkRelays, libp2pLog, loadPrivateKey, MissingFlagError, parseHostPort, serveFlags, startupStep } from './serve.ts'
 
 const amount = (raw: string) => (/^(0|[1-9]\d*)$/.test(raw) && BigInt(raw) < 2n ** 256n ? BigInt(raw) : undefined)
@@ -82,6 +83,8 @@ async function run(argv: readonly string[]): Promise<number> {
   const log = loggerFromFlags(flags)
   if (!flags.rpc) throw new MissingFlagError('--rpc')
   if (!flags.deployment) throw new MissingFlagError('--deployment')
+  // The pathfinding service's store is not on PostgreSQL yet (docs/decisions/0077: the monitoring service's is).
+  if (flags.database) throw new UsageError('--database is not supported by sluice pathfinding yet: use --data-dir')
   if (!flags.dataDir) throw new MissingFlagError('--data-dir')
   if (!flags.relay || flags.relay.length === 0) throw new MissingFlagError('--relay')
   const rpc = flags.rpc

@@ -14,6 +14,29 @@ export const serviceAccountFlags = {
   address: serveFlags.address,
   passwordFile: serveFlags.passwordFile,
   dataDir: stringFlag({ description: "where the service's LevelDB store lives (created if missing)", valueName: 'DIR', aliases: raidenNames.dataDir }),
+  ...serviceDatabaseFlags(),
+}
+
+/** --database and --lease-duration: the store on PostgreSQL, shared by several instances (docs/decisions/0077). */
+export function serviceDatabaseFlags() {
+  return {
+    database: {
+      description:
+        "the service's store on PostgreSQL instead of --data-dir: several instances on one database share it, all answer the API, the one holding the lease does the service's work and another takes over when it stops (a password is better in PGPASSWORD or ~/.pgpass than in the URL)",
+      valueName: 'URL',
+      expected: 'a postgres:// URL',
+      // As src/storage/postgres/pool.ts's parseDatabaseUrl, without loading the PostgreSQL client for every --help.
+      parse: (raw: string) => parseUrl(raw, ['postgres:', 'postgresql:']),
+      default: undefined,
+    } as FlagSpec<string, false>,
+    leaseDuration: integerFlag({
+      description: "with --database: how long the lease lasts after its last renewal; a stopped leader's work is taken over within that",
+      valueName: 'MS',
+      min: 300,
+      max: 3_600_000,
+      default: 10_000,
+    }),
+  }
 }
 
 /** --url: what it publishes in the ServiceRegistry; `description` says so for the service. */

@@ -108,11 +108,14 @@ export async function runService(p: RunServiceParameters): Promise<number> {
     log.info('stopped')
     return 0
   }
-  const registration = service.status().registration!
-  log.info('Registered in the ServiceRegistry until {validTill}, URL {url}', {
-    validTill: new Date(Number(registration.validTill) * 1000).toISOString(),
-    url: registration.url,
-  })
+  const registration = service.status().registration
+  if (registration)
+    log.info('Registered in the ServiceRegistry until {validTill}, URL {url}', {
+      validTill: new Date(Number(registration.validTill) * 1000).toISOString(),
+      url: registration.url,
+    })
+  // A standby on PostgreSQL (docs/decisions/0077): another instance leads and registered; this one answers the API.
+  else log.info('Standby: another instance holds the lease and leads; this one answers the API and takes over if it stops')
   p.sayReady()
   log.info('Ready: synced to block {syncedBlock}', { syncedBlock: service.status().syncedBlock })
 

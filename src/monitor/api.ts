@@ -135,6 +135,8 @@ export function createMonitorApi({ service, access, peerId, onInternalError }: M
       requests: { accepted: s.requests.accepted, acknowledged_again: s.requests.resent, refused: s.requests.refused, refused_total: refusedTotal },
       watching: s.watching,
       duties: { monitor, claim, rewards_claimed: claimed },
+      // On PostgreSQL (docs/decisions/0077): whether this instance leads; every instance answers from the shared store.
+      ...(s.instance ? { instance: { id: s.instance.instance, leading: s.instance.leading } } : {}),
     })
   })
 

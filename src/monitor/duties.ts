@@ -99,6 +99,8 @@ export class DutyRunner {
   private async write(channel: WatchedChannel, requester: string, which: 'monitor' | 'claim', from: Step['status'], next: Partial<Step>, also?: Partial<Duty>) {
     const key = `${channel.tokenNetwork.toLowerCase()}:${channel.channelId}`
     await this.p.store.transact((tx) => {
+      // Only the lease holder carries out duties (docs/decisions/0077): a former holder's write is refused here.
+      tx.requireLease()
       const current = tx.channel(key)
       const duty = current?.duties[requester]
       const step = duty?.[which]

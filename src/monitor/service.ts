@@ -11,6 +11,7 @@ import { defaultLimits, type Limits } from './limits.ts'
 import type { WatchedChannel } from './records.ts'
 import type { EnsureRegisteredReturnType } from './registration.ts'
 import { acknowledger, createServiceChain, createServiceQueue, errorLine, ServiceRegistration, type ServiceLog } from './serviceAccount.ts'
+import { Leadership, openServiceDatabase, type ServiceDatabase, type ServiceDatabaseConfig } from './serviceDatabase.ts'
 import { MonitorStore } from './store.ts'
 
 export type MonitoringServiceConfig = {
@@ -24,8 +25,13 @@ export type MonitoringServiceConfig = {
   deployment: Deployment
   /** The service's key: it pays for its transactions, signs its acknowledgements and is its libp2p identity. */
   key: Hex
-  /** Where its LevelDB store lives. */
-  dataDir: string
+  /** Where its LevelDB store lives (unless `database`). */
+  dataDir?: string
+  /**
+   * Its store on PostgreSQL instead, shared by several instances (docs/decisions/0077): all answer the API, the one
+   * holding the lease follows the chain, takes requests and carries out the duties.
+   */
+  database?: ServiceDatabaseConfig
   /** How requests arrive (libp2p through relays, or a BroadcastChannel in one process); none: no new requests. */
   transport?: ((address: Address) => Transport) | undefined
   /** Confirmations before a chain event counts (default 5); its transactions are followed as deep before they are done. */
@@ -51,6 +57,8 @@ export type MonitoringServiceStatus = {
   requests: IntakeCounts
   /** Channels with a request held (open, or closed and not settled yet), and the requests held. */
   watching: { channels: number; requests: number }
+  /** On PostgreSQL: whether this instance leads (holds the lease), and its id. */
+  instance?: { leading: boolean; instance: string } | undefined
 }
 
 /** The service stopped on its own: its store failed (nothing more can be acknowledged). */
@@ -88,7 +96,30 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
   const chain = await createServiceChain({ ...config, chainId: deployment.chainId, pollingInterval: config.pollingInterval ?? 1_000, log })
   const address = chain.address
   const monitoringService = getAddress(deployment.contracts.MonitoringService.address)
-  const store = await MonitorStore.open(config.dataDir, { chainId: deployment.chainId, monitoringService, address })
+  const identity = { chainId: deployment.chainId, monitoringService, address }
+  let database: ServiceDatabase | undefined
+  let store: MonitorStore
+  try {
+    if (config.database) {
+      database = await openServiceDatabase(config.database, {
+        name: 'sluice monitor',
+        leaseName: `monitor:${deployment.chainId}:${monitoringService.toLowerCase()}:${address.toLowerCase()}`,
+        log,
+      })
+      store = await MonitorStore.openPostgres(database.pool, identity, {
+        lease: database.lease,
+        ...(config.database.pollMs !== undefined ? { pollMs: config.database.pollMs } : {}),
+        onError: (error) => log(`database: ${errorLine(error)}`, 'warn'),
+      })
+    } else {
+      if (config.dataDir === undefined) throw new Error('the monitoring service needs a dataDir or a database')
+      store = await MonitorStore.open(config.dataDir, identity)
+    }
+  } catch (e) {
+    await database?.close()
+    await chain.close()
+    throw e
+  }
   const queue = createServiceQueue(chain, store, { maxFeePerGas: config.maxFeePerGas, log })
   const transport = config.transport?.(address)
   const registration = new ServiceRegistration(chain, queue, deployment.contracts.ServiceRegistry.address, log)
@@ -118,22 +149,50 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
     onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
     onSent: (description, hash) => log(`sent ${description}: ${hash}`, 'info'),
   })
-  const watch = monitorChainWatch({
-    chain,
-    deployment,
-    store,
-    confirmations: BigInt(config.confirmations ?? 5),
-    pollingInterval: config.pollingInterval ?? 1_000,
-    onLooked: () => {
-      if (store.failed) failWith(new MonitoringServiceFailedError(`the store failed: ${store.failed.message}`, { cause: store.failed }))
-      else duties.runDue()
-      registration.renewIfDue()
-    },
-    onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
-  })
+  // Made when this instance leads: it starts from the sync mark as the store holds it then.
+  let watch: ReturnType<typeof monitorChainWatch> | undefined
+  const makeWatch = () =>
+    monitorChainWatch({
+      chain,
+      deployment,
+      store,
+      confirmations: BigInt(config.confirmations ?? 5),
+      pollingInterval: config.pollingInterval ?? 1_000,
+      onLooked: () => {
+        if (store.failed) failWith(new MonitoringServiceFailedError(`the store failed: ${store.failed.message}`, { cause: store.failed }))
+        else duties.runDue()
+        registration.renewIfDue()
+      },
+      onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
+    })
 
   let started = false
   let stopped = false
+  // On PostgreSQL only the lease holder leads; the others answer the API from the store as it follows the database.
+  const leadership = new Leadership({
+    lease: database?.lease,
+    kind: 'monitoring service',
+    failed: (error) => failWith(error),
+    log,
+    lead: async () => {
+      // Everything the last leader wrote (its journal above all) is in memory before anything is looked at or sent.
+      await store.catchUp()
+      // What it sent before a restart is followed again (and sent again where the chain lacks it) before anything new.
+      await queue.start()
+      if (stopped) return
+      await registration.register()
+      // A stop during the start ends it at the next step.
+      if (stopped) return
+      watch = makeWatch()
+      await watch.catchUp()
+      if (stopped) return
+      duties.runDue()
+      // Only the leader is reachable over the transport: two libp2p peers of one identity on a relay would fight.
+      if (transport) await transport.start((lines, from) => intake.receive(lines, from))
+      if (stopped) return void (await transport?.stop().catch(() => {}))
+      watch.start()
+    },
+  })
   return {
     address,
     chain,
@@ -143,33 +202,25 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
       if (started) return
       started = true
       registration.url = options.url
-      // What it sent before a restart is followed again (and sent again where the chain lacks it) before anything new.
-      await queue.start()
-      if (stopped) return
-      await registration.register()
-      // A stop during the start ends it at the next step.
-      if (stopped) return
-      await watch.catchUp()
-      if (stopped) return
-      duties.runDue()
-      if (transport) await transport.start((lines, from) => intake.receive(lines, from))
-      if (stopped) return void (await transport?.stop().catch(() => {}))
-      watch.start()
+      await leadership.start()
     },
     async stop() {
       if (stopped) return
       stopped = true
+      leadership.stop()
       await intake.stop()
       await transport?.stop().catch(() => {})
-      await watch.stop()
+      await watch?.stop()
       await registration.stop()
       await duties.stop()
       await queue.stop()
       await store.close()
+      // The lease is given up last, once nothing of this instance writes any more: a standby takes over at once.
+      await database?.close()
       await chain.close()
     },
     status() {
-      const progress = watch.progress()
+      const progress = watch?.progress() ?? { syncedBlock: store.sync?.syncedBlock ?? 0n, latestBlock: store.sync?.syncedBlock ?? 0n }
       let requests = 0
       let channels = 0
       for (const channel of store.channels.values()) {
@@ -186,6 +237,7 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
         latestBlock: progress.latestBlock,
         requests: intake.counters(),
         watching: { channels, requests },
+        instance: leadership.role(),
       }
     },
     channels: () => [...store.channels.values()],

@@ -1,13 +1,16 @@
-import type { ClassicLevel } from 'classic-level'
+import type pg from 'pg'
 import type { Address } from 'viem'
 import { join } from 'node:path'
 import type { JournalEntry } from '../chain/transactionJournal.ts'
-import { GroupCommit, type Batch, type BatchOp } from '../storage/groupCommit.ts'
+import { GroupCommit, type Batch, type BatchContext, type BatchOp } from '../storage/groupCommit.ts'
 import { byNonce, checkJournalEntry, checkJournalNonce } from '../storage/journalRecords.ts'
+import type { Lease } from '../storage/postgres/lease.ts'
 import { decode, encode, openServiceStore } from '../storage/serviceLevelStore.ts'
+import type { KvChange, OpenServiceStoreParameters, ServiceKv, ServiceKvRead } from '../storage/serviceStore.ts'
+import { LeaseLostError } from '../storage/storage.ts'
 import { channelKey, dutyOpen, type SyncRecord, type WatchedChannel } from './records.ts'
 
-// Node only (LevelDB): the monitoring service runs headless.
+// Node only (LevelDB or PostgreSQL, docs/decisions/0077): the monitoring service runs headless.
 
 /** Whose store it is: a store of another chain, contract or key is refused. */
 export type MonitorStoreIdentity = { chainId: number; monitoringService: Address; address: Address }
@@ -24,8 +27,22 @@ const levelKey = (c: Pick<WatchedChannel, 'tokenNetwork' | 'channelId'>) =>
 // A journal entry's key: its nonce, 16 digits (a safe integer's most), so key order is nonce order.
 const journalKey = (nonce: number) => `${JOURNAL}${nonce.toString().padStart(16, '0')}`
 
+/** A channel's key in memory from its key in the store. */
+const channelKeyOf = (storeKey: string) => {
+  const [tokenNetwork, id] = storeKey.slice(CHANNEL.length).split('!') as [Address, string]
+  return channelKey(tokenNetwork, BigInt(`0x${id}`))
+}
+
+/** What the store loads at open. */
+type Loaded = { records: Map<string, WatchedChannel>; journal: Map<number, JournalEntry>; sync: SyncRecord | undefined }
+
 /** One step's view: the state with the writes of the steps before it in the batch, and its own. */
 export type MonitorTx = {
+  /**
+   * What only the instance holding the service's lease may write (a duty's step, a transaction's journal entry, the
+   * chain watch's range): LeaseLostError, and the step is refused alone, unless the batch's transaction holds it.
+   */
+  requireLease(): void
   /** A copy of the channel's record, free to change and put back. */
   channel(key: string): WatchedChannel | undefined
   putChannel(channel: WatchedChannel): void
@@ -52,49 +69,85 @@ export class MonitorStore {
   private readonly open = new Set<string>()
   private readonly commits: GroupCommit<MonitorTx>
 
+  private readonly records: Map<string, WatchedChannel>
+  private syncRecord: SyncRecord | undefined
+  private readonly journalEntries: Map<number, JournalEntry>
+
   private constructor(
-    private readonly db: ClassicLevel<string, Uint8Array>,
-    private readonly records: Map<string, WatchedChannel>,
-    private syncRecord: SyncRecord | undefined,
-    private readonly journalEntries: Map<number, JournalEntry>,
+    private readonly kv: ServiceKv,
+    loaded: Loaded,
     readonly location: string,
   ) {
-    for (const [key, channel] of records) this.index(key, undefined, channel)
+    this.records = loaded.records
+    this.syncRecord = loaded.sync
+    this.journalEntries = loaded.journal
+    for (const [key, channel] of this.records) this.index(key, undefined, channel)
     this.commits = new GroupCommit({
       name: 'the monitoring service store',
-      newBatch: () => this.newBatch(),
-      write: (ops) => this.db.batch(ops, { sync: true }),
+      newBatch: (context) => this.newBatch(context),
+      write: () => Promise.reject(new Error('written in its session')),
+      session: (body) => kv.commit(body),
     })
+    kv.onChanges((changes) => this.applyChanges(changes))
   }
+
+  private static readonly meta = (
+    identity: MonitorStoreIdentity,
+  ): OpenServiceStoreParameters<{ schema: number; chainId: number; monitoringService: string; address: string }, Loaded> => ({
+    // From 1 (no journal yet) nothing is converted; the new number keeps an older Sluice, blind to the journal, out.
+    meta: {
+      schema: SCHEMA,
+      chainId: identity.chainId,
+      monitoringService: identity.monitoringService.toLowerCase(),
+      address: identity.address.toLowerCase(),
+    },
+    owner: { chainId: 'chain', monitoringService: 'contract', address: 'service' },
+    load: async (kv: ServiceKvRead) => {
+      const records = new Map<string, WatchedChannel>()
+      for await (const [, value] of kv.entries(CHANNEL)) {
+        const channel = decode<WatchedChannel>(value)
+        records.set(channelKey(channel.tokenNetwork, channel.channelId), channel)
+      }
+      const journal = new Map<number, JournalEntry>()
+      for await (const [, value] of kv.entries(JOURNAL)) {
+        const entry = decode<JournalEntry>(value)
+        journal.set(entry.nonce, entry)
+      }
+      const syncBytes = await kv.get(SYNC)
+      return { records, journal, sync: syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes) }
+    },
+  })
 
   /** Opens (or creates) the store of `identity` in `<dataDir>/monitor-<chainId>-<contract>-<address>`. StorageLockedError when another process has it. */
   static async open(dataDir: string, identity: MonitorStoreIdentity): Promise<MonitorStore> {
     const location = join(dataDir, `monitor-${identity.chainId}-${identity.monitoringService.toLowerCase()}-${identity.address.toLowerCase()}`)
-    const { db, loaded } = await openServiceStore(location, {
-      // From 1 (no journal yet) nothing is converted; the new number keeps an older Sluice, blind to the journal, out.
-      meta: {
-        schema: SCHEMA,
-        chainId: identity.chainId,
-        monitoringService: identity.monitoringService.toLowerCase(),
-        address: identity.address.toLowerCase(),
-      },
-      owner: { chainId: 'chain', monitoringService: 'contract', address: 'service' },
-      load: async (db) => {
-        const records = new Map<string, WatchedChannel>()
-        for await (const [, value] of db.iterator({ gte: CHANNEL, lt: `${CHANNEL}\xff` })) {
-          const channel = decode<WatchedChannel>(value)
-          records.set(channelKey(channel.tokenNetwork, channel.channelId), channel)
-        }
-        const journal = new Map<number, JournalEntry>()
-        for await (const [, value] of db.iterator({ gte: JOURNAL, lt: `${JOURNAL}\xff` })) {
-          const entry = decode<JournalEntry>(value)
-          journal.set(entry.nonce, entry)
-        }
-        const syncBytes = await db.get(SYNC)
-        return { records, journal, sync: syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes) }
-      },
-    })
-    return new MonitorStore(db, loaded.records, loaded.sync, loaded.journal, location)
+    const { kv, loaded } = await openServiceStore(location, MonitorStore.meta(identity))
+    return new MonitorStore(kv, loaded, location)
+  }
+
+  /**
+   * Opens (or creates) the store of `identity` in the database of `pool` (the table `monitor_kv`), shared with the
+   * service's other instances: what they write reaches this one's memory within a moment (docs/decisions/0077). With
+   * `lease`, the steps that require it pass while this instance holds it.
+   */
+  static async openPostgres(
+    pool: pg.Pool,
+    identity: MonitorStoreIdentity,
+    options: { lease?: Lease | undefined; pollMs?: number; onError?(error: Error): void } = {},
+  ): Promise<MonitorStore> {
+    const { openPostgresServiceStore } = await import('../storage/postgres/serviceStore.ts')
+    const { kv, loaded } = await openPostgresServiceStore(pool, { component: 'monitor', ...options }, MonitorStore.meta(identity))
+    return new MonitorStore(kv, loaded, 'the table monitor_kv')
+  }
+
+  /** Which engine holds the store. */
+  get engine(): ServiceKv['engine'] {
+    return this.kv.engine
+  }
+
+  /** Catches up now with what the service's other instances wrote (PostgreSQL; nothing to do on LevelDB). */
+  async catchUp(): Promise<void> {
+    await (this.kv as { catchUp?(): Promise<void> }).catchUp?.()
   }
 
   /** Every watched channel, as last made durable. Never change what it holds: `transact` is the way to change it. */
@@ -137,10 +190,30 @@ export class MonitorStore {
   /** Waits for the writes under way, then closes the database. */
   async close(): Promise<void> {
     await this.commits.close()
-    await this.db.close()
+    await this.kv.close()
   }
 
-  private newBatch(): Batch<MonitorTx> {
+  /** What the service's other instances wrote (PostgreSQL): the memory and its indexes follow. */
+  private applyChanges(changes: KvChange[]): void {
+    for (const { key, value } of changes) {
+      if (key === SYNC) {
+        if (value) this.syncRecord = decode<SyncRecord>(value)
+      } else if (key.startsWith(CHANNEL)) {
+        const memoryKey = channelKeyOf(key)
+        const before = this.records.get(memoryKey)
+        const after = value ? decode<WatchedChannel>(value) : undefined
+        if (after) this.records.set(memoryKey, after)
+        else this.records.delete(memoryKey)
+        this.index(memoryKey, before, after)
+      } else if (key.startsWith(JOURNAL)) {
+        const nonce = Number(key.slice(JOURNAL.length))
+        if (value) this.journalEntries.set(nonce, decode<JournalEntry>(value))
+        else this.journalEntries.delete(nonce)
+      }
+    }
+  }
+
+  private newBatch(context: BatchContext): Batch<MonitorTx> {
     /** The batch's writes so far: a record, or null for a deletion. */
     const written = new Map<string, WatchedChannel | null>()
     /** The batch's journal writes: an entry, or null for a deletion. */
@@ -153,6 +226,9 @@ export class MonitorStore {
         let ownSync: SyncRecord | undefined
         const current = (key: string) => (own.has(key) ? own.get(key) : written.has(key) ? written.get(key) : this.records.get(key))
         const tx: MonitorTx = {
+          requireLease: () => {
+            if (!context.leaseHeld) throw new LeaseLostError("this instance does not hold the monitoring service's lease")
+          },
           channel: (key) => {
             const record = current(key)
             return record ? structuredClone(record) : undefined

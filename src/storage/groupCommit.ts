@@ -1,4 +1,5 @@
 import { asStorageError } from './asStorageError.ts'
+import type { CommitSession } from './serviceStore.ts'
 import { StorageClosedError } from './storage.ts'
 
 /** A write of a batch, as LevelDB's `batch` takes it. */
@@ -14,12 +15,24 @@ export type Batch<Tx> = {
   apply(): void
 }
 
+/** What a batch's steps may ask of the session they run in. */
+export type BatchContext = {
+  /** Whether this instance holds the service's lease in the transaction that writes the batch (CommitSession). */
+  leaseHeld: boolean
+}
+
 export type GroupCommitParameters<Tx> = {
   /** 'the monitoring service store': for its errors. */
   name: string
-  newBatch(): Batch<Tx>
+  newBatch(context: BatchContext): Batch<Tx>
   /** Writes a batch durably (`sync: true`). */
   write(ops: BatchOp[]): Promise<void>
+  /**
+   * Runs each batch in a session of the engine instead (PostgreSQL, src/storage/postgres/serviceStore.ts: one
+   * transaction under the store's lock, the memory caught up with other instances first); its `write` then replaces
+   * `write`. The function `body` returns is called once the batch is durable.
+   */
+  session?(body: (session: CommitSession) => Promise<(() => void) | undefined>): Promise<void>
 }
 
 type Pending<Tx> = { step: (tx: Tx) => unknown; resolve(value: unknown): void; reject(error: unknown): void }
@@ -79,32 +92,39 @@ export class GroupCommit<Tx> {
   }
 
   private async commit(steps: Pending<Tx>[]): Promise<void> {
-    const batch = this.p.newBatch()
+    const session =
+      this.p.session ??
+      (async (body: (session: CommitSession) => Promise<(() => void) | undefined>) => {
+        const after = await body({ leaseHeld: true, write: (ops) => this.p.write(ops) })
+        after?.()
+      })
     const done: { pending: Pending<Tx>; value: unknown }[] = []
-    for (const pending of steps) {
-      const { tx, keep } = batch.step()
-      try {
-        const value = pending.step(tx)
-        keep()
-        done.push({ pending, value })
-      } catch (error) {
-        pending.reject(error)
-      }
-    }
-    const ops = batch.ops()
-    if (ops.length === 0) {
-      for (const { pending, value } of done) pending.resolve(value)
-      return
-    }
     try {
-      await this.p.write(ops)
+      await session(async ({ leaseHeld, write }) => {
+        const batch = this.p.newBatch({ leaseHeld })
+        for (const pending of steps) {
+          const { tx, keep } = batch.step()
+          try {
+            const value = pending.step(tx)
+            keep()
+            done.push({ pending, value })
+          } catch (error) {
+            pending.reject(error)
+          }
+        }
+        const ops = batch.ops()
+        if (ops.length > 0) await write(ops)
+        return () => {
+          if (ops.length > 0) batch.apply()
+          for (const { pending, value } of done) pending.resolve(value)
+        }
+      })
     } catch (e) {
       this.failure = asStorageError(e, `writing ${this.p.name}`)
       for (const { pending } of done) pending.reject(this.failure)
+      // A session that failed before its steps ran (the database unreachable) leaves them all to reject.
+      for (const pending of steps) pending.reject(this.failure)
       for (const pending of this.queue.splice(0)) pending.reject(this.failure)
-      return
     }
-    batch.apply()
-    for (const { pending, value } of done) pending.resolve(value)
   }
 }

@@ -1,24 +1,30 @@
 import { ClassicLevel } from 'classic-level'
 import { deserialize, serialize } from 'node:v8'
 import { asStorageError } from './asStorageError.ts'
-import { StorageError, StorageLockedError, StorageVersionError } from './storage.ts'
+import { checkServiceStoreMeta, type OpenServiceStoreParameters, type ServiceKv, type ServiceStoreMeta } from './serviceStore.ts'
+import { StorageLockedError } from './storage.ts'
 
 // Node only (LevelDB): the services run headless.
+
+export type { OpenServiceStoreParameters, ServiceStoreMeta } from './serviceStore.ts'
 
 /** A value as a service store keeps it (v8's serialization: bigints, maps and the like as they are). */
 export const encode = (value: unknown): Uint8Array => serialize(value)
 export const decode = <T>(bytes: Uint8Array): T => deserialize(bytes) as T
 
-/** What a service store's `meta` record holds: its schema, then whose store it is. */
-export type ServiceStoreMeta = { schema: number } & Record<string, string | number>
-
-export type OpenServiceStoreParameters<M extends ServiceStoreMeta, S> = {
-  /** The meta record of a new store: this code's schema and whose store it is (addresses in lower case). */
-  meta: M
-  /** How an error names each field of whose store it is, in order: { chainId: 'chain', ... }. */
-  owner: { [K in Exclude<keyof M, 'schema'>]: string }
-  /** Reads what the store keeps in memory; a failure closes the database. */
-  load(db: ClassicLevel<string, Uint8Array>): Promise<S>
+/** A LevelDB database as a service store's engine: one process holds it, every batch written with `sync: true`. */
+export function levelServiceKv(db: ClassicLevel<string, Uint8Array>): ServiceKv {
+  return {
+    engine: 'leveldb',
+    get: (key) => db.get(key),
+    entries: (prefix) => db.iterator({ gte: prefix, lt: `${prefix}\xff` }),
+    commit: async (body) => {
+      const after = await body({ leaseHeld: true, write: (ops) => db.batch(ops, { sync: true }) })
+      after?.()
+    },
+    onChanges: () => {},
+    close: () => db.close(),
+  }
 }
 
 /**
@@ -30,7 +36,7 @@ export type OpenServiceStoreParameters<M extends ServiceStoreMeta, S> = {
 export async function openServiceStore<M extends ServiceStoreMeta, S>(
   location: string,
   p: OpenServiceStoreParameters<M, S>,
-): Promise<{ db: ClassicLevel<string, Uint8Array>; loaded: S }> {
+): Promise<{ db: ClassicLevel<string, Uint8Array>; kv: ServiceKv; loaded: S }> {
   const db = new ClassicLevel<string, Uint8Array>(location, { keyEncoding: 'utf8', valueEncoding: 'view' })
   try {
     await db.open()
@@ -39,19 +45,9 @@ export async function openServiceStore<M extends ServiceStoreMeta, S>(
     throw asStorageError(e, `opening ${location}`)
   }
   try {
-    const expected = p.meta
-    const metaBytes = await db.get('meta')
-    if (metaBytes === undefined) await db.put('meta', encode(expected), { sync: true })
-    else {
-      const meta = decode<M>(metaBytes)
-      if (meta.schema > expected.schema)
-        throw new StorageVersionError(`the store ${location} has schema ${meta.schema}, newer than this code's ${expected.schema}`)
-      const fields = Object.entries(p.owner) as [keyof M, string][]
-      if (fields.some(([field]) => meta[field] !== expected[field]))
-        throw new StorageError(`the store ${location} belongs to ${fields.map(([field, name]) => `${name} ${String(meta[field])}`).join(', ')}`)
-      if (meta.schema < expected.schema) await db.put('meta', encode({ ...meta, schema: expected.schema }), { sync: true })
-    }
-    return { db, loaded: await p.load(db) }
+    const kv = levelServiceKv(db)
+    await checkServiceStoreMeta({ ...kv, put: (key, value) => db.put(key, value, { sync: true }) }, p, location, { encode, decode })
+    return { db, kv, loaded: await p.load(kv) }
   } catch (e) {
     await db.close().catch(() => {})
     throw asStorageError(e, `opening ${location}`)

@@ -2,6 +2,8 @@ import type { JournalEntry, TransactionJournal } from '../chain/transactionJourn
 
 /** The journal's writes in a service store's step (MonitorTx, PfsTx). */
 export type JournalSteps = {
+  /** Only the instance holding the service's lease writes the journal (docs/decisions/0077): a step without it is refused. */
+  requireLease(): void
   putJournalEntry(entry: JournalEntry): void
   deleteJournalEntry(nonce: number): void
 }
@@ -15,7 +17,8 @@ export type JournalStore = {
 /**
  * A service's transaction journal (docs/decisions/0051), kept in its store under keys of its own: each write is a
  * step of `transact`, so it goes in the next batch with the service's other writes (group commit) and resolves once
- * that batch is durable (`sync: true`). Writes of one nonce land in the order they were made.
+ * that batch is durable (`sync: true`). Writes of one nonce land in the order they were made. On PostgreSQL each is
+ * refused (LeaseLostError) unless this instance holds the service's lease in the transaction that writes it.
  */
 export function storeJournal(store: JournalStore): TransactionJournal {
   return {
@@ -23,8 +26,16 @@ export function storeJournal(store: JournalStore): TransactionJournal {
     put: async (entry) => {
       // Copied and checked when the call is made, not when its batch runs: the queue may change its object meanwhile.
       const copy = structuredClone(entry)
-      await store.transact((tx) => tx.putJournalEntry(copy))
+      // The entry is durable before its broadcast: this is the write that records the action, where the lease is checked.
+      await store.transact((tx) => {
+        tx.requireLease()
+        tx.putJournalEntry(copy)
+      })
     },
-    delete: (nonce) => store.transact((tx) => tx.deleteJournalEntry(nonce)),
+    delete: (nonce) =>
+      store.transact((tx) => {
+        tx.requireLease()
+        tx.deleteJournalEntry(nonce)
+      }),
   }
 }

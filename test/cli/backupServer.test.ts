@@ -52,7 +52,7 @@ describe('sluice backup-server', () => {
   test('--help lists every flag with its default', async () => {
     const { code, stdout } = await runSluice(['backup-server', '--help'], tmpdir())
     expect(code).toBe(0)
-    expect(stdout).toMatch(/^Usage: sluice backup-server --data-dir DIR/)
+    expect(stdout).toMatch(/^Usage: sluice backup-server \(--data-dir DIR \| --database URL\)/)
     for (const flag of [
       '--data-dir <DIR>',
       '--api <HOST:PORT>',

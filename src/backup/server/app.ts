@@ -14,7 +14,7 @@ import { AUTH_SCHEME, type BackupServerStatus } from '../client.ts'
 import { DEFAULT_MAX_COPY_BYTES, envelopeToJson, FORMAT, parseEnvelope, signedFetchBytes } from '../format.ts'
 import { verifyEnvelope } from '../seal.ts'
 import { rateLimiter } from './rateLimit.ts'
-import type { BackupStore } from './store.ts'
+import type { BackupStore, CopyRecord } from './store.ts'
 
 /**
  * The backup server's HTTP API (docs/decisions/0032-off-browser-backup.md), under /backup/v1:
@@ -128,21 +128,28 @@ export function createBackupApp({ store, limits: given = {}, now = Date.now, onI
       const json = JSON.stringify(envelopeToJson(envelope))
       const hash = keccak256Hex(envelope.ciphertext)
       return oneAtATime(address, async () => {
-        const held = await store.record(address)
         const answer = (unchanged: boolean) => c.json({ address, version: envelope.version.toString(), unchanged })
-        if (held && envelope.version < held.version)
-          throw new ApiError(409, `the server holds version ${held.version} of ${address}, newer than ${envelope.version}`, { code: 'BACKUP_STALE' })
-        if (held && envelope.version === held.version) {
-          if (held.hash === hash) return answer(true)
-          throw new ApiError(409, `the server holds another copy of ${address} under version ${held.version}`, { code: 'BACKUP_CONFLICT' })
+        /** Whether to write the copy (false: the same copy is held), given what is held and the bytes of all copies. */
+        const decide = (held: CopyRecord | undefined, totalBytes: number) => {
+          if (held && envelope.version < held.version)
+            throw new ApiError(409, `the server holds version ${held.version} of ${address}, newer than ${envelope.version}`, { code: 'BACKUP_STALE' })
+          if (held && envelope.version === held.version) {
+            if (held.hash === hash) return false
+            throw new ApiError(409, `the server holds another copy of ${address} under version ${held.version}`, { code: 'BACKUP_CONFLICT' })
+          }
+          const growth = json.length - (held?.bytes ?? 0)
+          if (growth > 0 && totalBytes + growth > limits.maxTotalBytes) throw new ApiError(507, 'the backup server is full', { code: 'BACKUP_SERVER_FULL' })
+          return true
         }
-        const growth = json.length - (held?.bytes ?? 0)
-        if (growth > 0 && store.bytes + reserved + growth > limits.maxTotalBytes)
-          throw new ApiError(507, 'the backup server is full', { code: 'BACKUP_SERVER_FULL' })
-        const promised = Math.max(growth, 0)
+        const record = { version: envelope.version, bytes: json.length, hash }
+        // Shared by several servers: decided in the transaction that writes (two cannot both take an older copy).
+        if (store.writeChecked) return answer(!(await store.writeChecked(address, record, json, decide)))
+        const held = await store.record(address)
+        if (!decide(held, store.bytes + reserved)) return answer(true)
+        const promised = Math.max(json.length - (held?.bytes ?? 0), 0)
         reserved += promised
         try {
-          await store.write(address, { version: envelope.version, bytes: json.length, hash }, json)
+          await store.write(address, record, json)
         } finally {
           reserved -= promised
         }

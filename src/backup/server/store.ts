@@ -35,6 +35,12 @@ export type BackupStore = {
   read(address: Address): Promise<string | undefined>
   /** Replaces the copy of `address`; resolves once it is durable. */
   write(address: Address, record: CopyRecord, json: string): Promise<void>
+  /**
+   * A store several servers share (PostgreSQL, docs/decisions/0077): `decide` sees the copy held and the bytes of
+   * all copies in the transaction that writes, under the store's lock, and says whether to write (false: unchanged)
+   * or throws to refuse; resolves with whether it wrote. Without it, the server's own one-at-a-time rules apply.
+   */
+  writeChecked?(address: Address, record: CopyRecord, json: string, decide: (held: CopyRecord | undefined, totalBytes: number) => boolean): Promise<boolean>
   close(): Promise<void>
 }
 

@@ -1,16 +1,18 @@
-import type { ClassicLevel } from 'classic-level'
+import type pg from 'pg'
 import { join } from 'node:path'
 import type { Address } from 'viem'
 import type { JournalEntry } from '../../chain/transactionJournal.ts'
-import { GroupCommit, type Batch, type BatchOp } from '../../storage/groupCommit.ts'
+import { GroupCommit, type Batch, type BatchContext, type BatchOp } from '../../storage/groupCommit.ts'
 import { byNonce, checkJournalEntry, checkJournalNonce } from '../../storage/journalRecords.ts'
+import type { Lease } from '../../storage/postgres/lease.ts'
 import { decode, encode, openServiceStore } from '../../storage/serviceLevelStore.ts'
-import { StorageClosedError } from '../../storage/storage.ts'
+import type { KvChange, OpenServiceStoreParameters, ServiceKv, ServiceKvRead } from '../../storage/serviceStore.ts'
+import { LeaseLostError, StorageClosedError } from '../../storage/storage.ts'
 import type { PfsChannel } from '../channel.ts'
 import { sessionKey, type StoredIou } from '../iou.ts'
 import type { FeedbackRecord, SyncRecord } from './records.ts'
 
-// Node only (LevelDB): the pathfinding service runs headless.
+// Node only (LevelDB or PostgreSQL, docs/decisions/0077): the pathfinding service runs headless.
 
 /** Whose store it is: a store of another chain, registry or key is refused. */
 export type PfsStoreIdentity = { chainId: number; registry: Address; address: Address }
@@ -32,8 +34,13 @@ const iouKey = (stored: StoredIou) => `${IOU}${sessionKey(stored.iou.sender, sto
 const journalKey = (nonce: number) => `${JOURNAL}${nonce.toString().padStart(16, '0')}`
 const feedbackKey = (token: string) => `${FEEDBACK}${token}`
 
+/** What the store loads at open. */
+type Loaded = { records: Map<string, unknown>; sync: SyncRecord | undefined }
+
 /** One step's view: the records with the writes of the steps before it in the batch, and its own. */
 export type PfsTx = {
+  /** What only the instance holding the service's lease may write (a claim's journal entry, the chain watch's range). */
+  requireLease(): void
   /** A copy of the channel's record. */
   channel(tokenNetwork: Address, channelId: bigint): PfsChannel | undefined
   putChannel(channel: PfsChannel): void
@@ -70,22 +77,39 @@ export class PfsStore {
   /** The loaded records, one map per prefix, by key. */
   private readonly maps: Record<(typeof LOADED)[number], Map<string, unknown>> = { [CHANNEL]: new Map(), [IOU]: new Map(), [JOURNAL]: new Map() }
 
+  private syncRecord: SyncRecord | undefined
+
   private constructor(
-    private readonly db: ClassicLevel<string, Uint8Array>,
-    records: Map<string, unknown>,
-    private syncRecord: SyncRecord | undefined,
+    private readonly kv: ServiceKv & { clearRange?(gte: string, lt: string): Promise<void> },
+    { records, sync }: Loaded,
     readonly location: string,
   ) {
+    this.syncRecord = sync
     for (const [key, value] of records) {
       this.mapOf(key)!.set(key, value)
       if (key.startsWith(IOU)) this.indexIou(key, value as StoredIou)
     }
     this.commits = new GroupCommit({
       name: 'the pathfinding service store',
-      newBatch: () => this.newBatch(),
-      write: (ops) => this.db.batch(ops, { sync: true }),
+      newBatch: (context) => this.newBatch(context),
+      write: () => Promise.reject(new Error('written in its session')),
+      session: (body) => kv.commit(body),
     })
+    kv.onChanges((changes) => this.applyChanges(changes))
   }
+
+  private static readonly meta = (
+    identity: PfsStoreIdentity,
+  ): OpenServiceStoreParameters<{ schema: number; chainId: number; registry: string; address: string }, Loaded> => ({
+    meta: { schema: SCHEMA, chainId: identity.chainId, registry: identity.registry.toLowerCase(), address: identity.address.toLowerCase() },
+    owner: { chainId: 'chain', registry: 'registry', address: 'service' },
+    load: async (kv: ServiceKvRead) => {
+      const records = new Map<string, unknown>()
+      for (const prefix of LOADED) for await (const [key, value] of kv.entries(prefix)) records.set(key, decode(value))
+      const syncBytes = await kv.get(SYNC)
+      return { records, sync: syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes) }
+    },
+  })
 
   private mapOf(key: string): Map<string, unknown> | undefined {
     return this.maps[key.slice(0, 2) as (typeof LOADED)[number]]
@@ -98,17 +122,28 @@ export class PfsStore {
   /** Opens (or creates) the store of `identity` in `<dataDir>/pathfinding-<chainId>-<registry>-<address>`. StorageLockedError when another process has it. */
   static async open(dataDir: string, identity: PfsStoreIdentity): Promise<PfsStore> {
     const location = join(dataDir, `pathfinding-${identity.chainId}-${identity.registry.toLowerCase()}-${identity.address.toLowerCase()}`)
-    const { db, loaded } = await openServiceStore(location, {
-      meta: { schema: SCHEMA, chainId: identity.chainId, registry: identity.registry.toLowerCase(), address: identity.address.toLowerCase() },
-      owner: { chainId: 'chain', registry: 'registry', address: 'service' },
-      load: async (db) => {
-        const records = new Map<string, unknown>()
-        for (const prefix of LOADED) for await (const [key, value] of db.iterator({ gte: prefix, lt: `${prefix}\xff` })) records.set(key, decode(value))
-        const syncBytes = await db.get(SYNC)
-        return { records, sync: syncBytes === undefined ? undefined : decode<SyncRecord>(syncBytes) }
-      },
-    })
-    return new PfsStore(db, loaded.records, loaded.sync, location)
+    const { db, kv, loaded } = await openServiceStore(location, PfsStore.meta(identity))
+    return new PfsStore({ ...kv, clearRange: (gte, lt) => db.clear({ gte, lt }) }, loaded, location)
+  }
+
+  /**
+   * Opens (or creates) the store of `identity` in the database of `pool` (the table `pfs_kv`), shared with the
+   * service's other instances (docs/decisions/0077). With `lease`, the steps that require it pass while this instance
+   * holds it.
+   */
+  static async openPostgres(
+    pool: pg.Pool,
+    identity: PfsStoreIdentity,
+    options: { lease?: Lease | undefined; pollMs?: number; onError?(error: Error): void } = {},
+  ): Promise<PfsStore> {
+    const { openPostgresServiceStore } = await import('../../storage/postgres/serviceStore.ts')
+    const { kv, loaded } = await openPostgresServiceStore(pool, { component: 'pfs', ...options }, PfsStore.meta(identity))
+    return new PfsStore(kv, loaded, 'the table pfs_kv')
+  }
+
+  /** Catches up now with what the service's other instances wrote (PostgreSQL; nothing to do on LevelDB). */
+  async catchUp(): Promise<void> {
+    await (this.kv as { catchUp?(): Promise<void> }).catchUp?.()
   }
 
   /** Every channel record, as last made durable. */
@@ -134,14 +169,14 @@ export class PfsStore {
   /** The routes answered under `token`, read from disk. */
   async feedback(token: string): Promise<FeedbackRecord | undefined> {
     if (this.commits.closed) throw new StorageClosedError('the pathfinding service store is closed')
-    const bytes = await this.db.get(feedbackKey(token))
+    const bytes = await this.kv.get(feedbackKey(token))
     return bytes === undefined ? undefined : decode<FeedbackRecord>(bytes)
   }
 
   /** Forgets the routes answered before `before` (a token's first 12 hex digits are its time, so keys sort by it). */
   async pruneFeedback(before: number): Promise<void> {
     if (this.commits.closed || this.commits.failed) return
-    await this.db.clear({ gte: FEEDBACK, lt: `${FEEDBACK}${before.toString(16).padStart(12, '0')}` })
+    await this.kv.clearRange?.(FEEDBACK, `${FEEDBACK}${before.toString(16).padStart(12, '0')}`)
   }
 
   get sync(): SyncRecord | undefined {
@@ -176,14 +211,34 @@ export class PfsStore {
   /** Waits for the writes under way, then closes the database. */
   async close(): Promise<void> {
     await this.commits.close()
-    await this.db.close()
+    await this.kv.close()
+  }
+
+  /** What the service's other instances wrote (PostgreSQL): the memory, its index and the listeners follow. */
+  private applyChanges(changes: KvChange[]): void {
+    const committed = new Map<string, unknown>()
+    for (const { key, value } of changes) {
+      const record = value ? decode(value) : null
+      if (key === SYNC) {
+        if (record) this.syncRecord = record as SyncRecord
+        continue
+      }
+      const map = this.mapOf(key)
+      if (map) {
+        if (record === null) map.delete(key)
+        else map.set(key, record)
+        if (key.startsWith(IOU) && record !== null) this.indexIou(key, record as StoredIou)
+      }
+      if (key !== 'meta') committed.set(key, record)
+    }
+    for (const listener of this.listeners) listener(committed)
   }
 
   private loaded<T>(prefix: (typeof LOADED)[number]): T[] {
     return [...this.maps[prefix].values()] as T[]
   }
 
-  private newBatch(): Batch<PfsTx> {
+  private newBatch(context: BatchContext): Batch<PfsTx> {
     /** The batch's writes so far: a value, or null for a deletion. */
     const written = new Map<string, unknown>()
     let sync: SyncRecord | undefined
@@ -207,6 +262,9 @@ export class PfsStore {
           return now?.status === 'held' ? durable : undefined
         }
         const tx: PfsTx = {
+          requireLease: () => {
+            if (!context.leaseHeld) throw new LeaseLostError("this instance does not hold the pathfinding service's lease")
+          },
           channel: (tokenNetwork, channelId) => copy<PfsChannel>(channelStoreKey(tokenNetwork, channelId)),
           putChannel: (channel) => void own.set(channelStoreKey(channel.tokenNetwork, channel.channelId), structuredClone(channel)),
           deleteChannel: (tokenNetwork, channelId) => void own.set(channelStoreKey(tokenNetwork, channelId), null),

@@ -10,6 +10,7 @@ class MarkStore {
   transact<T>(step: (tx: SyncMarkSteps) => T): Promise<T> {
     let next = this.sync
     const value = step({
+      requireLease: () => {},
       sync: () => next,
       putSync: (mark) => {
         next = mark

@@ -1,10 +1,15 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type pg from 'pg'
 import { getAddress } from 'viem'
-import { afterAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import type { JournalEntry } from '../../../src/chain/transactionJournal.ts'
 import { channelKey, type WatchedChannel } from '../../../src/monitor/records.ts'
 import { MonitorStore } from '../../../src/monitor/store.ts'
+import { Lease } from '../../../src/storage/postgres/lease.ts'
+import { openPool } from '../../../src/storage/postgres/pool.ts'
+import { startPostgres, type TestPostgres } from '../../support/postgres.ts'
 
 const identity = {
   chainId: 31337,
@@ -18,7 +23,40 @@ const tempDir = () => {
   dirs.push(dir)
   return dir
 }
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+let server: TestPostgres
+const pools: pg.Pool[] = []
+let databases = 0
+beforeAll(async () => {
+  server = await startPostgres()
+}, 60_000)
+afterAll(async () => {
+  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+  await Promise.all(pools.map((p) => p.end().catch(() => {})))
+  await server?.stop()
+})
+const pool = (url: string) => {
+  const made = openPool(url, { name: 'monitor store test' })
+  pools.push(made)
+  return made
+}
+
+/** Each engine's way to a new store, and to the same store again (a reopen, or another instance on its database). */
+const engines = [
+  {
+    engine: 'LevelDB',
+    place: async () => {
+      const dir = tempDir()
+      return () => MonitorStore.open(dir, identity)
+    },
+  },
+  {
+    engine: 'PostgreSQL',
+    place: async () => {
+      const url = await server.createDatabase(`monitor${++databases}`)
+      return () => MonitorStore.openPostgres(pool(url), identity)
+    },
+  },
+]
 
 const channel = (channelId: bigint, note = ''): WatchedChannel => ({
   tokenNetwork,
@@ -27,10 +65,10 @@ const channel = (channelId: bigint, note = ''): WatchedChannel => ({
   duties: note ? { '0xabc': { closing: tokenNetwork, nonClosing: identity.address, monitor: { status: 'due', note } } } : {},
 })
 
-describe('the monitoring service store', () => {
+describe.each(engines)('the monitoring service store on $engine', ({ place }) => {
   test('steps queued together are one batch: each sees the ones before it; a throwing step is dropped alone; all survive a reopen', async () => {
-    const dir = tempDir()
-    const store = await MonitorStore.open(dir, identity)
+    const open = await place()
+    const store = await open()
     const seen: (string | undefined)[] = []
     const results = await Promise.allSettled([
       store.transact((tx) => tx.putChannel(channel(1n, 'first'))),
@@ -53,7 +91,7 @@ describe('the monitoring service store', () => {
     expect(store.openChannels()).toEqual([channelKey(tokenNetwork, 1n)])
     await store.close()
 
-    const reopened = await MonitorStore.open(dir, identity)
+    const reopened = await open()
     expect([...reopened.channels.keys()].sort()).toEqual([channelKey(tokenNetwork, 1n), channelKey(tokenNetwork, 3n)])
     expect(reopened.channels.get(channelKey(tokenNetwork, 1n))?.duties['0xabc']?.monitor.note).toBe('second')
     expect(reopened.sync?.syncedBlock).toBe(42n)
@@ -62,7 +100,7 @@ describe('the monitoring service store', () => {
   })
 
   test('a record taken out of a step is a copy: changing it changes nothing until it is put back', async () => {
-    const store = await MonitorStore.open(tempDir(), identity)
+    const store = await (await place())()
     await store.transact((tx) => tx.putChannel(channel(1n, 'kept')))
     await store.transact((tx) => {
       tx.channel(channelKey(tokenNetwork, 1n))!.duties['0xabc']!.monitor.note = 'changed'
@@ -70,7 +108,9 @@ describe('the monitoring service store', () => {
     expect(store.channels.get(channelKey(tokenNetwork, 1n))?.duties['0xabc']?.monitor.note).toBe('kept')
     await store.close()
   })
+})
 
+describe('the monitoring service store', () => {
   test("a second open of the same store is refused (STORAGE_LOCKED); another key's store is another directory", async () => {
     const dir = tempDir()
     const store = await MonitorStore.open(dir, identity)
@@ -82,3 +122,66 @@ describe('the monitoring service store', () => {
     await other.close()
   })
 })
+
+describe('the monitoring service store of two instances on one database', () => {
+  test("each one's writes reach the other's memory and indexes; only the lease holder's journal entries and duties are written", async () => {
+    const url = await server.createDatabase(`monitor${++databases}`)
+    const leaseOf = (holder: string) => Lease.start(pool(url), { name: 'monitor:test', durationMs: 3_000, holder })
+    const [leaderLease, standbyLease] = [await leaseOf('leader'), await leaseOf('standby')]
+    const leader = await MonitorStore.openPostgres(pool(url), identity, { lease: leaderLease, pollMs: 100_000 })
+    const standby = await MonitorStore.openPostgres(pool(url), identity, { lease: standbyLease, pollMs: 100_000 })
+
+    // A request taken by either is the other's at once (no lease needed): the requester's index follows.
+    await standby.transact((tx) => {
+      const c = channel(1n)
+      c.requests['0xreq'] = { closing: tokenNetwork, receivedAt: 1 } as never
+      tx.putChannel(c)
+    })
+    await eventually(() => expect(leader.requesterChannels('0xreq')).toBe(1))
+    // A duty, a journal entry: the holder's pass, the other's are refused alone (LEASE_LOST) in the same batch.
+    const entry: JournalEntry = {
+      nonce: 0,
+      call: { to: tokenNetwork, data: '0x', description: 'monitor' },
+      gas: 1n,
+      attempts: [],
+      status: 'signed',
+      createdAt: 1,
+    }
+    const guarded = (tx: Parameters<Parameters<MonitorStore['transact']>[0]>[0]) => {
+      tx.requireLease()
+      tx.putJournalEntry(entry)
+      tx.putChannel(channel(1n, 'due'))
+    }
+    const [refused, taken] = await Promise.allSettled([standby.transact(guarded), standby.transact((tx) => tx.putChannel(channel(2n)))])
+    expect(refused).toMatchObject({ status: 'rejected', reason: { code: 'LEASE_LOST' } })
+    expect(taken.status).toBe('fulfilled')
+    await leader.transact(guarded)
+    await eventually(() => {
+      expect(standby.journal().map((e) => e.nonce)).toEqual([0])
+      expect(standby.openChannels()).toEqual([channelKey(tokenNetwork, 1n)])
+      expect(standby.requesterChannels('0xreq')).toBe(0)
+    })
+    await leader.transact((tx) => {
+      tx.requireLease()
+      tx.deleteJournalEntry(0)
+      tx.deleteChannel(channelKey(tokenNetwork, 2n))
+    })
+    await eventually(() => {
+      expect(standby.journal()).toEqual([])
+      expect([...standby.channels.keys()]).toEqual([channelKey(tokenNetwork, 1n)])
+    })
+    await Promise.all([leader.close(), standby.close(), leaderLease.stop(), standbyLease.stop()])
+  })
+})
+
+async function eventually(check: () => void, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    try {
+      return check()
+    } catch (e) {
+      if (Date.now() > deadline) throw e
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  }
+}

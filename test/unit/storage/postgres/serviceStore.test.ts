@@ -1,0 +1,158 @@
+import type pg from 'pg'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { Lease } from '../../../../src/storage/postgres/lease.ts'
+import { openPool } from '../../../../src/storage/postgres/pool.ts'
+import { openPostgresServiceStore, type PostgresServiceKv } from '../../../../src/storage/postgres/serviceStore.ts'
+import { decode, encode } from '../../../../src/storage/serviceLevelStore.ts'
+import type { KvChange } from '../../../../src/storage/serviceStore.ts'
+import { startPostgres, type TestPostgres } from '../../../support/postgres.ts'
+
+// The PostgreSQL engine of the services' stores (docs/decisions/0077) on a real server: two instances on one database,
+// each with its own pool, as two processes would have.
+
+let server: TestPostgres
+const pools: pg.Pool[] = []
+const kvs: PostgresServiceKv[] = []
+let databases = 0
+
+beforeAll(async () => {
+  server = await startPostgres()
+}, 60_000)
+
+afterAll(async () => {
+  await Promise.all(kvs.map((kv) => kv.close().catch(() => {})))
+  await Promise.all(pools.map((pool) => pool.end().catch(() => {})))
+  await server?.stop()
+})
+
+const owner = { chainId: 'chain', contract: 'contract', address: 'service' }
+const meta = (schema: number, address = '0xaa') => ({ schema, chainId: 31337, contract: '0xcc', address })
+
+const pool = (url: string) => {
+  const made = openPool(url, { name: 'test' })
+  pools.push(made)
+  return made
+}
+
+/** An instance of a store of numbers on `url`: its memory follows what the other instances write. */
+async function instance(url: string, options: { lease?: Lease; address?: string } = {}) {
+  const { kv, loaded } = await openPostgresServiceStore(
+    pool(url),
+    { component: 'monitor', lease: options.lease, pollMs: 100_000 },
+    {
+      meta: meta(1, options.address),
+      owner,
+      load: async (read) => {
+        const numbers = new Map<string, number>()
+        for await (const [key, value] of read.entries('n!')) numbers.set(key, decode<number>(value))
+        return numbers
+      },
+    },
+  )
+  kvs.push(kv)
+  const memory = loaded
+  const seen: KvChange[][] = []
+  kv.onChanges((changes) => {
+    seen.push(changes)
+    for (const { key, value } of changes) {
+      if (!key.startsWith('n!')) continue
+      if (value) memory.set(key, decode<number>(value))
+      else memory.delete(key)
+    }
+  })
+  /** One batch: `step` reads the memory (caught up) and says what to write; `needsLease`: refused without it. */
+  const batch = (step: (memory: Map<string, number>) => Record<string, number | null>, needsLease = false) =>
+    kv.commit(async ({ leaseHeld, write }) => {
+      if (needsLease && !leaseHeld) throw new Error('no lease')
+      const writes = Object.entries(step(memory))
+      await write(writes.map(([key, value]) => (value === null ? { type: 'del', key } : { type: 'put', key, value: encode(value) })))
+      return () => {
+        for (const [key, value] of writes) {
+          if (value === null) memory.delete(key)
+          else memory.set(key, value)
+        }
+      }
+    })
+  return { kv, memory, seen, batch }
+}
+
+const eventually = async (check: () => void, ms = 5_000) => {
+  const deadline = Date.now() + ms
+  for (;;) {
+    try {
+      return check()
+    } catch (e) {
+      if (Date.now() > deadline) throw e
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  }
+}
+
+const database = () => server.createDatabase(`kv${++databases}`)
+
+describe("a service store's PostgreSQL engine", () => {
+  test("another owner's store is refused, saying whose it is; a newer schema is refused (STORAGE_VERSION)", async () => {
+    const url = await database()
+    await instance(url)
+    await expect(instance(url, { address: '0xbb' })).rejects.toMatchObject({
+      code: 'STORAGE',
+      message: expect.stringContaining('belongs to chain 31337, contract 0xcc, service 0xaa'),
+    })
+    await server.psql(`UPDATE monitor_kv SET value = decode('${Buffer.from(encode(meta(9))).toString('hex')}', 'hex') WHERE key = 'meta'`, `kv${databases}`)
+    await expect(instance(url)).rejects.toMatchObject({ code: 'STORAGE_VERSION' })
+  })
+
+  test("what one instance writes reaches the other's memory by notification, deletions too; a new instance loads it all", async () => {
+    const url = await database()
+    const [a, b] = [await instance(url), await instance(url)]
+    await a.batch(() => ({ 'n!1': 1, 'n!2': 2 }))
+    // The poll is 100 s away: this is the notification.
+    await eventually(() => expect(Object.fromEntries(b.memory)).toEqual({ 'n!1': 1, 'n!2': 2 }))
+    await b.batch(() => ({ 'n!1': null }))
+    await eventually(() => expect(Object.fromEntries(a.memory)).toEqual({ 'n!2': 2 }))
+    const c = await instance(url)
+    expect(Object.fromEntries(c.memory)).toEqual({ 'n!2': 2 })
+    expect(await c.kv.get('n!1')).toBeUndefined()
+    expect(decode((await c.kv.get('n!2')) as Uint8Array)).toBe(2)
+  })
+
+  test('batches of two instances at once are serialized: each runs against the memory the other left, no increment is lost', async () => {
+    const url = await database()
+    const [a, b] = [await instance(url), await instance(url)]
+    const increment = (m: Map<string, number>) => ({ 'n!count': (m.get('n!count') ?? 0) + 1 })
+    await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).batch(increment)))
+    expect(a.memory.get('n!count') === 40 || b.memory.get('n!count') === 40).toBe(true)
+    await eventually(() => {
+      expect(a.memory.get('n!count')).toBe(40)
+      expect(b.memory.get('n!count')).toBe(40)
+    })
+  })
+
+  test("a batch says the lease is held only to its holder, checked in its transaction; once the holder stops, the other's", async () => {
+    const url = await database()
+    const leaseOf = (holder: string) => Lease.start(pool(url), { name: 'monitor:test', durationMs: 600, holder })
+    const first = await leaseOf('first')
+    const second = await leaseOf('second')
+    expect([first.held, second.held]).toEqual([true, false])
+    const [a, b] = [await instance(url, { lease: first }), await instance(url, { lease: second })]
+    await a.batch(() => ({ 'n!duty': 1 }), true)
+    await expect(b.batch(() => ({ 'n!duty': 2 }), true)).rejects.toThrow('no lease')
+    await first.stop()
+    await second.waitUntilHeld(AbortSignal.timeout(5_000))
+    await expect(a.batch(() => ({ 'n!duty': 3 }), true)).rejects.toThrow('no lease')
+    await b.batch((m) => ({ 'n!duty': (m.get('n!duty') ?? 0) + 10 }), true)
+    await eventually(() => expect(a.memory.get('n!duty')).toBe(11))
+    await second.stop()
+  })
+
+  test('a notification lost is made up by the poll', async () => {
+    const url = await database()
+    const { kv } = await openPostgresServiceStore(pool(url), { component: 'monitor', pollMs: 100 }, { meta: meta(1), owner, load: async () => undefined })
+    kvs.push(kv)
+    const seen: string[] = []
+    kv.onChanges((changes) => seen.push(...changes.map((c) => c.key)))
+    // Written behind the engine's back: no NOTIFY, only a new seq.
+    await server.psql(`INSERT INTO monitor_kv (key, value, seq) VALUES ('n!quiet', '\\x00', nextval('monitor_kv_seq'))`, `kv${databases}`)
+    await eventually(() => expect(seen).toContain('n!quiet'))
+  })
+})
