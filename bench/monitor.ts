@@ -24,7 +24,14 @@ const PARTNERS = 5
 const REQUESTERS = 20
 const ROUNDS = 30
 
-export async function benchMonitor(): Promise<Record<string, string>> {
+/**
+ * Where the service keeps its store: LevelDB (the default), or a PostgreSQL database shared by `instances` services
+ * with the same key (docs/decisions/0077: the first leads and takes the requests; a second follows the database and
+ * stands by, as an operator's second instance would).
+ */
+export type MonitorStoreChoice = { database: string; instances: 1 | 2 } | undefined
+
+export async function benchMonitor(storeChoice?: MonitorStoreChoice): Promise<Record<string, string>> {
   await useNativeSecp256k1()
   const rows: Record<string, string> = {}
   const partnerKeys = anvilKeys.slice(3, 3 + PARTNERS) as Hex[]
@@ -82,17 +89,33 @@ export async function benchMonitor(): Promise<Record<string, string>> {
     )
 
     const channelName = `sluice-bench-monitor-${Date.now()}`
-    const service = await createMonitoringService({
-      rpc: rpcUrl,
-      deployment: net.deployment,
-      key: serviceKey,
-      dataDir,
-      transport: (address) => createBroadcastChannelTransport({ address, channelName }),
-      confirmations: 0,
-      pollingInterval: 1_000,
-      limits: { perPeerBurst: 1e9, perPeerPerSecond: 1e9 },
-    })
+    const makeService = () =>
+      createMonitoringService({
+        rpc: rpcUrl,
+        deployment: net.deployment,
+        key: serviceKey,
+        ...(storeChoice ? { database: { url: storeChoice.database } } : { dataDir }),
+        transport: (address) => createBroadcastChannelTransport({ address, channelName }),
+        confirmations: 0,
+        pollingInterval: 1_000,
+        limits: { perPeerBurst: 1e9, perPeerPerSecond: 1e9 },
+      })
+    const service = await makeService()
     await service.start()
+    const standbys = []
+    if (storeChoice) {
+      const deadline = performance.now() + 30_000
+      while (!service.status().instance?.leading) {
+        if (performance.now() > deadline) throw new Error('the first monitoring service instance did not lead within 30 s')
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      if (storeChoice.instances === 2) {
+        const second = await makeService()
+        await second.start()
+        if (second.status().instance?.leading !== false) throw new Error('the second monitoring service instance leads too')
+        standbys.push(second)
+      }
+    }
     const waiting = new Map<bigint, () => void>()
     const clients = new Map<string, Transport>()
     for (const address of requesters) {
@@ -127,8 +150,11 @@ export async function benchMonitor(): Promise<Record<string, string>> {
       for (const round of timedRounds.slice(run * perRun, (run + 1) * perRun)) latencies.push(...(await sendRound(round)))
       return (perRun * channels.length) / ((performance.now() - t0) / 1000)
     })
+    const where = storeChoice
+      ? `PostgreSQL group commit (each batch one transaction under the store's advisory lock, the lease checked)${storeChoice.instances === 2 ? ', a second instance following the database' : ''}`
+      : 'LevelDB group commit with sync writes'
     rows[
-      `RequestMonitoring validated, stored and acknowledged per second (one service; ${channels.length} channels of ${REQUESTERS} requesters, one request per channel in flight: 3 eth_calls batched to anvil, LevelDB group commit with sync writes, Delivered signed and returned over a BroadcastChannel)`
+      `RequestMonitoring validated, stored and acknowledged per second (one service; ${channels.length} channels of ${REQUESTERS} requesters, one request per channel in flight: 3 eth_calls batched to anvil, ${where}, Delivered signed and returned over a BroadcastChannel)`
     ] = spread(rates)
     rows['  time to the acknowledgement, p50 / p99 (ms, 100 at once)'] = `${percentile(latencies, 50).toFixed(1)} / ${percentile(latencies, 99).toFixed(1)}`
 
@@ -145,6 +171,7 @@ export async function benchMonitor(): Promise<Record<string, string>> {
       return (channels.length * REPEAT) / ((performance.now() - t1) / 1000)
     })
     rows["stale requests refused per second (a replaying peer's flood, in batches: no signature recovery, chain read or write)"] = spread(floods)
+    for (const standby of standbys) await standby.stop()
     await service.stop()
   } finally {
     await Promise.all(transports.map((t) => t.stop().catch(() => {})))

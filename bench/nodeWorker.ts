@@ -1,6 +1,7 @@
 // A Sluice node in its own worker thread, driven by the benchmarks (bench/node.ts, bench/curves.ts) over a tiny
 // request/response protocol. With `weigh` (the curves), its store is wrapped to weigh each commit as LevelStorage
-// encodes it (node:v8, one row at a time): a cost the throughput rows of bench/node.ts must not carry.
+// encodes it (node:v8, one row at a time): a cost the throughput rows of bench/node.ts must not carry. With
+// `database` (a postgres:// URL), its store is PgStorage there (bench/scale.ts), as `sluice serve --database` keeps it.
 import { serialize, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { parentPort, workerData } from 'node:worker_threads'
@@ -11,16 +12,19 @@ import { openChannelOnChain } from '../src/node/actions/channels.ts'
 import { sendPayment } from '../src/node/actions/payments.ts'
 import { createNode } from '../src/node/createNode.ts'
 import { openLevelStorage } from '../src/storage/levelStorage.ts'
+import { openPgStorage } from '../src/storage/pgStorage.ts'
+import { openPool } from '../src/storage/postgres/pool.ts'
 import type { Commit, Storage } from '../src/storage/storage.ts'
 import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
 
-const { rpcUrl, deployment, key, dataDir, channelName, weigh } = workerData as {
+const { rpcUrl, deployment, key, dataDir, channelName, weigh, database } = workerData as {
   rpcUrl: string
   deployment: Deployment
   key: Hex
   dataDir: string
   channelName: string
   weigh?: boolean
+  database?: string
 }
 
 // A heap figure means something only right after a full collection; the flag must be set before `gc` is looked up.
@@ -76,7 +80,13 @@ const node = await createNode({
   rpc: rpcUrl,
   deployment,
   key,
-  storage: async (identity) => kept(await openLevelStorage(identity, { dataDir })),
+  storage: async (identity) =>
+    kept(
+      database
+        ? // The store's lease as sluice serve takes it (5 s, its default), checked in every commit.
+          await openPgStorage(identity, { pool: openPool(database, { name: 'sluice bench node' }), ownsPool: true, lease: { durationMs: 5000 } })
+        : await openLevelStorage(identity, { dataDir }),
+    ),
   transport: ({ address }) => createBroadcastChannelTransport({ address, channelName }),
   confirmations: 0,
   pollingInterval: 100,

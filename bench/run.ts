@@ -18,6 +18,7 @@ import { benchSerial } from './serial.ts'
 import { benchStorage } from './storage.ts'
 import { benchRelayCapacity } from './relayCapacity.ts'
 import { benchRouting } from './routing.ts'
+import { benchScale } from './scale.ts'
 import { benchRoutingNetwork, DEFAULT_NETWORK_OPTIONS, type RoutingNetworkOptions } from './routingNetwork.ts'
 import { benchTransport } from './transport.ts'
 import { benchTransportHosts } from './transportHosts.ts'
@@ -84,6 +85,10 @@ const parts = {
     ],
   ],
   monitor: ['Monitoring service (sluice monitor: one service on anvil, LevelDB storage with sync writes; per-peer rate limits lifted)', benchMonitor],
+  scale: [
+    "Beyond one machine (issue 31; a PostgreSQL 15 server of the bench's own, fsync on): a payer's store on LevelDB against PostgreSQL (3 nodes in worker threads, anvil), a hub's hot standby taking over after kill -9 (sluice serve processes, a relay, anvil), the monitoring service on one PostgreSQL instance and on two",
+    benchScale,
+  ],
   browser: [
     [
       'The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer; every node reads the chain each second, the default)',

@@ -435,7 +435,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const fees = feeSettingsOf(flags)
   const privateKey = await loadPrivateKey(flags)
 
-  const [{ readDeployment }, { launchNode }, { jsonParse }, { describeError }] = await Promise.all([
+  const [{ readDeployment }, { launchNode, loadLaunchModules }, { jsonParse }, { describeError }] = await Promise.all([
     import('../devnet/deploymentFile.ts'),
     import('../headless/launch.ts'),
     import('../storage/json.ts'),
@@ -462,6 +462,8 @@ async function run(argv: readonly string[]): Promise<number> {
     const observe = metrics && (await import('../metrics/nodeMetrics.ts'))
     const chainMetrics = metrics && (await import('../metrics/chainMetrics.ts'))
     if (flags.database) {
+      // Before the lease: once held, a short one would not survive the second or so this loading blocks the process.
+      await loadLaunchModules(transport, true)
       const standingBy = new AbortController()
       void signal.received.then((s) => standingBy.abort(new Error(`${s} while standing by`)))
       try {

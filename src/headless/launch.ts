@@ -70,12 +70,26 @@ export type LaunchedNode = HostedNode & {
   stop(): Promise<void>
 }
 
-export async function launchNode(parameters: LaunchParameters): Promise<LaunchedNode> {
-  const { rpc, deployment, privateKey, storage, transport, relays, settings, api, log } = parameters
+/**
+ * Loads the modules launchNode loads on demand (libp2p, the PostgreSQL store) and the native secp256k1, without
+ * starting anything. `sluice serve --database` calls it before it takes the store's lease: loading them blocks the
+ * process for up to a second on a busy machine, which a short lease (--lease-seconds 1) does not survive once held,
+ * and which a standby would otherwise spend after its takeover rather than before.
+ */
+export async function loadLaunchModules(transport: LaunchParameters['transport'], postgres: boolean) {
   // libp2p 3.x needs Promise.withResolvers and a global WebSocket on Node 20: the polyfills load before it.
   if (transport === 'libp2p') await import('../transport/libp2p/nodePolyfills.ts')
-  const { createLibp2pTransport } = transport === 'libp2p' ? await import('../transport/libp2p/libp2pTransport.ts') : { createLibp2pTransport: undefined }
-  await useNativeSecp256k1()
+  const [libp2p, pgStorage] = await Promise.all([
+    transport === 'libp2p' ? import('../transport/libp2p/libp2pTransport.ts') : undefined,
+    postgres ? import('../storage/pgStorage.ts') : undefined,
+    useNativeSecp256k1(),
+  ])
+  return { createLibp2pTransport: libp2p?.createLibp2pTransport, pgStorage }
+}
+
+export async function launchNode(parameters: LaunchParameters): Promise<LaunchedNode> {
+  const { rpc, deployment, privateKey, storage, transport, relays, settings, api, log } = parameters
+  const { createLibp2pTransport, pgStorage } = await loadLaunchModules(transport, typeof storage === 'object' && 'postgres' in storage)
   // The node starts its transport when it runs and stops it when it stops (node.stop -> delivery -> transport).
   const direct = parameters.direct
   const libp2p = createLibp2pTransport?.({
@@ -87,7 +101,6 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     resolvesPrivate,
     log: libp2pLog(log),
   })
-  const pgStorage = typeof storage === 'object' && 'postgres' in storage ? await import('../storage/pgStorage.ts') : undefined
   const node = await createNode({
     rpc,
     deployment: { ...deployment, rpcUrl: rpc[0]! },

@@ -1,83 +1,27 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import type { Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
-import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { eventually } from '../integration/support/eventually.ts'
-import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
-import { startPostgres, type TestPostgres } from '../support/postgres.ts'
+import { activeApi, startHubWorld, type HubWorld } from '../support/standbyHub.ts'
 import { call } from './devnetProcess.ts'
-import { relayListening, startSluice, type SluiceProcess, quickServeFlags } from './sluiceProcess.ts'
 
 /**
  * A hub with a hot standby (docs/decisions/0076): two `sluice serve --database` processes with the same key and
  * database, a real PostgreSQL server, a real relay, a partner node in a process of its own, all on a real anvil.
  */
 
-const dirs: string[] = []
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-standby-'))
-  dirs.push(dir)
-  return dir
-}
-
 const [hubKey, peerKey] = [anvilKeys[5] as Hex, anvilKeys[6] as Hex]
 const [hub, peer] = [hubKey, peerKey].map((k) => privateKeyToAddress(k)) as [`0x${string}`, `0x${string}`]
-let net: Devnet
-let pg: TestPostgres
-let deploymentFile: string
-let relay: SluiceProcess | undefined
-let relayAddress: string
-const started: SluiceProcess[] = []
+let world: HubWorld
 
 beforeAll(async () => {
-  relay = startSluice(['relay', '--listen', '/ip4/127.0.0.1/tcp/0/ws'], tempDir())
-  ;[net, pg] = await Promise.all([startDevnet([hubKey, peerKey]), startPostgres(), relay.waitForOutput(/Press Ctrl-C to stop/)])
-  relayAddress = relayListening(relay.stdout())!.multiaddrs[0]!
-  deploymentFile = join(tempDir(), 'deployment.json')
-  await writeDeployment(deploymentFile, net.deployment)
+  world = await startHubWorld([hubKey, peerKey])
 }, 120_000)
 
 afterAll(async () => {
-  for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL')
-  await Promise.all(started.map((p) => p.exited))
-  if (relay) {
-    relay.child.kill('SIGTERM')
-    await relay.exited
-  }
-  await net?.stop()
-  await pg?.stop()
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+  await world?.stop()
 })
-
-const serveArgs = (key: Hex, store: string[]) => [
-  'serve',
-  '--rpc',
-  net.anvil.rpcUrl,
-  '--deployment',
-  deploymentFile,
-  '--key',
-  key,
-  ...store,
-  ...quickServeFlags,
-  '--relay',
-  relayAddress,
-]
-
-function startServe(args: string[]): SluiceProcess {
-  const sluice = startSluice(args, tempDir())
-  started.push(sluice)
-  return sluice
-}
-
-/** The API of a node that serves (active, or without a standby), once it says where. */
-async function activeApi(sluice: SluiceProcess, timeoutMs = 60_000): Promise<string> {
-  const [, api] = await sluice.waitForOutput(/REST API: (\S+)\n/, timeoutMs)
-  return api!
-}
 
 async function waitReady(api: string, expected: object = { status: 'ready' }) {
   await eventually(async () => expect((await call('GET', `${api}/status`)).body).toEqual(expected), 60_000)
@@ -85,6 +29,7 @@ async function waitReady(api: string, expected: object = { status: 'ready' }) {
 
 describe('sluice serve --database: a hub with a hot standby', () => {
   test('the standby answers /status as standby, takes over within seconds of a kill -9 of the active one, with the same address, channels and history, and pays both ways', async () => {
+    const { net, pg, serveArgs, startServe, tempDir } = world
     const database = await pg.createDatabase('standby_a')
     const hubArgs = serveArgs(hubKey, ['--database', database, '--lease-seconds', '2'])
     const first = startServe(hubArgs)
