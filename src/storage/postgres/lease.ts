@@ -54,6 +54,7 @@ export class Lease {
   private wasHeld = false
   private readonly listeners = new Set<(held: boolean) => void>()
   private attempt: Promise<void> | undefined
+  private expiring = false
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -195,10 +196,37 @@ export class Lease {
     if (this.tenure !== undefined && this.tenure !== epoch) this.lose()
     this.tenure = epoch
     this.heldUntil = sentAt + this.durationMs
-    clearTimeout(this.expiryTimer)
-    this.expiryTimer = setTimeout(() => this.lose(), Math.max(0, this.heldUntil - performance.now()))
-    this.expiryTimer.unref?.()
+    this.armExpiry()
     this.notify()
+  }
+
+  /** The belief's end, looked at when it comes (a timer may fire a little early: libuv counts whole milliseconds). */
+  private armExpiry(): void {
+    clearTimeout(this.expiryTimer)
+    this.expiryTimer = setTimeout(() => this.expire(), Math.max(0, this.heldUntil - performance.now()) + 1)
+    this.expiryTimer.unref?.()
+  }
+
+  /**
+   * The belief ran out. Often the process stalled (a long synchronous task, a loaded machine) with a renewal's answer
+   * unread or a renewal not sent: one more renewal decides, within one duration. Its epoch back unchanged means nobody
+   * else held the lease meanwhile (a change of holder bumps it), and the belief starts again from its send; anything
+   * else (another holder, no answer) is a loss. Meanwhile `held` says false, and writes are checked by the database.
+   */
+  private expire(): void {
+    if (this.stopped || this.tenure === undefined || this.expiring) return
+    this.expiring = true
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.durationMs)
+      timer.unref?.()
+    })
+    void Promise.race([this.tryTake(), deadline]).then(() => {
+      clearTimeout(timer)
+      this.expiring = false
+      if (performance.now() >= this.heldUntil) this.lose()
+      else if (this.tenure !== undefined) this.armExpiry()
+    })
   }
 
   private lose(): void {
