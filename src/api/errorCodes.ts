@@ -66,6 +66,8 @@ export const statusOfCode = {
   STALE_STATE: 503,
   // storage
   STORAGE_CLOSED: 503,
+  // Another instance took the store over (a hub's hot standby, docs/decisions/0076): this one stops; the request failed.
+  LEASE_LOST: 503,
   DUMP_REJECTED: 409,
 } as const satisfies Record<string, number>
 

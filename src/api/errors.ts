@@ -64,6 +64,8 @@ export const codesNeverAnswered = [
   'INVALID_LOG_LEVEL',
   // startNode()'s options (@sluice/node's, as the page's): thrown to the caller before a node starts.
   'INVALID_OPTIONS',
+  // The services' leadership on PostgreSQL (src/monitor/serviceDatabase.ts): the service stops, the node's API never sees it.
+  'LEADERSHIP_LOST',
   // The backup copies' and their server's (src/backup/): the backup server maps its own (src/backup/server/app.ts).
   'BACKUP_MALFORMED',
   'BACKUP_UNSIGNED',

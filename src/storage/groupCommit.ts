@@ -1,9 +1,6 @@
 import { asStorageError } from './asStorageError.ts'
-import type { CommitSession } from './serviceStore.ts'
+import type { BatchOp, CommitSession } from './serviceStore.ts'
 import { StorageClosedError } from './storage.ts'
-
-/** A write of a batch, as LevelDB's `batch` takes it. */
-export type BatchOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string }
 
 /** One batch of steps as a store puts it together (a service store's records and indexes are its own). */
 export type Batch<Tx> = {

@@ -1,4 +1,3 @@
-import type { BatchOp } from './groupCommit.ts'
 import { StorageError, StorageVersionError } from './storage.ts'
 
 // Node only: what a service store (the monitoring service's, the pathfinding service's) needs of its engine, LevelDB
@@ -11,6 +10,9 @@ export type ServiceKvRead = {
   /** Every record whose key starts with `prefix`, in key order. */
   entries(prefix: string): AsyncIterable<[string, Uint8Array]>
 }
+
+/** A write of a batch, as LevelDB's `batch` takes it (and the PostgreSQL engine as rows). */
+export type BatchOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string }
 
 /** One batch's session with the engine: whether this instance may do what only the lease holder does, and the write. */
 export type CommitSession = {

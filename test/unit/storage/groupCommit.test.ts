@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest'
-import { GroupCommit, type Batch, type BatchOp } from '../../../src/storage/groupCommit.ts'
+import { GroupCommit, type Batch } from '../../../src/storage/groupCommit.ts'
+import type { BatchOp } from '../../../src/storage/serviceStore.ts'
 
 // A store of numbers by key, in memory: its "disk" is the list of batches written, and a write fails on command.
 type Tx = { get(key: string): number | undefined; put(key: string, value: number): void }
