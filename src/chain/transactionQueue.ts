@@ -136,6 +136,8 @@ export type TransactionQueue = {
   pending(): PendingTransaction[]
   /** Calls whose transaction is not broadcast yet. */
   readonly waiting: number
+  /** Replacements at a higher fee signed since the queue started (one more version of a nonce each). */
+  readonly replaced: number
 }
 
 export type SendTransactionErrorType =
@@ -383,6 +385,9 @@ export function createTransactionQueue(
         }),
     get waiting() {
       return waiting
+    },
+    get replaced() {
+      return tracker.replaced
     },
   }
 }

@@ -61,6 +61,8 @@ export type TransactionTracker = {
   readonly tracked: Map<number, Tracked>
   /** The chain's head at the last look. */
   readonly lastHead: bigint | undefined
+  /** Replacements at a higher fee signed since the start. */
+  readonly replaced: number
   /** Looks at the chain after `delay` ms (0: at once), then every polling interval while anything is tracked. */
   schedule(delay: number): void
   /** The attempt is out: journaled as sent, and its sender told its hash. */
@@ -98,6 +100,8 @@ export function createTransactionTracker({
   let timer: ReturnType<typeof setTimeout> | undefined
   let looking: Promise<void> | undefined
   let lastHead: bigint | undefined
+  /** Replacements at a higher fee signed since the start (what the metrics count). */
+  let replaced = 0
 
   /** The attempt is out: journaled as sent, and its sender told its hash. */
   async function sent(t: Tracked, head: bigint): Promise<void> {
@@ -232,6 +236,7 @@ export function createTransactionTracker({
         const attempt = await signAttempt(account, chain.chainId, e, fees, head)
         t.entry = e = { ...e, attempts: [...e.attempts, attempt] }
         await journal.put(e)
+        replaced++
         t.repriceNow = false
         await broadcastNewest(t, head)
         return
@@ -347,6 +352,9 @@ export function createTransactionTracker({
     tracked,
     get lastHead() {
       return lastHead
+    },
+    get replaced() {
+      return replaced
     },
     schedule,
     sent,

@@ -1,5 +1,5 @@
 import { rpcFailureKind, type RpcFailure } from '../chain/rpcFailure.ts'
-import type { PendingTransaction } from '../chain/transactionQueue.ts'
+import type { TransactionQueue } from '../chain/transactionQueue.ts'
 import type { Metrics } from './registry.ts'
 
 // What every process that follows the chain shows alike: a node (`sluice serve`) and the two services.
@@ -37,42 +37,36 @@ export function observeSync(metrics: Metrics, read: () => { headBlock: bigint; s
 }
 
 /**
- * The account's transactions under way (sent and not confirmed, or not sent yet), the age of the oldest, and the
- * replacements at a higher fee, all from the queue's `pending()` when scraped. A replacement is counted when a scrape
- * sees it: one made and mined between two scrapes is missed (a transaction replaced is one that waits, which scrapes see).
+ * The account's transactions under way (sent and not confirmed, or not sent yet) and the age of the oldest, from the
+ * queue's `pending()` when scraped, and the replacements at a higher fee the queue signed since it started.
  */
-export function observeTransactions(metrics: Metrics, pending: () => readonly PendingTransaction[] | undefined, now: () => number = Date.now): void {
+export function observeTransactions(
+  metrics: Metrics,
+  queue: () => Pick<TransactionQueue, 'pending' | 'replaced'> | undefined,
+  now: () => number = Date.now,
+): void {
   metrics.gauge('transactions_pending', "the account's transactions under way: signed and not yet confirmed", [], function collect() {
-    this.set(pending()?.length ?? 0)
+    this.set(queue()?.pending().length ?? 0)
   })
   metrics.gauge(
     'transactions_pending_oldest_seconds',
     'how long the oldest transaction under way has waited since it was queued (0: none)',
     [],
     function collect() {
-      const oldest = Math.min(...(pending() ?? []).map((t) => t.createdAt))
+      const oldest = Math.min(...(queue()?.pending() ?? []).map((t) => t.createdAt))
       this.set(Number.isFinite(oldest) ? Math.max(0, (now() - oldest) / 1000) : 0)
     },
   )
-  // Replacements seen so far, by nonce, for the transactions still pending.
-  const seen = new Map<number, number>()
-  let total = 0
   metrics.counter('transactions_replaced_total', 'transactions sent again at a higher fee (a new signed version of the same nonce)', [], function collect() {
-    const now = new Map((pending() ?? []).map((t) => [t.nonce, t.attempts - 1]))
-    for (const [nonce, replacements] of now) {
-      total += Math.max(0, replacements - (seen.get(nonce) ?? 0))
-      seen.set(nonce, Math.max(replacements, seen.get(nonce) ?? 0))
-    }
-    for (const nonce of seen.keys()) if (!now.has(nonce)) seen.delete(nonce)
     this.reset()
-    this.inc(total)
+    this.inc(queue()?.replaced ?? 0)
   })
 }
 
 /** A service's sync (its confirmed head: the latest block less `confirmations`) and its transactions (monitor, pathfinding). */
 export function observeServiceChain(
   metrics: Metrics,
-  service: { status(): { syncedBlock: bigint; latestBlock: bigint }; queue: { pending(): readonly PendingTransaction[] } },
+  service: { status(): { syncedBlock: bigint; latestBlock: bigint }; queue: Pick<TransactionQueue, 'pending' | 'replaced'> },
   confirmations: number,
 ): void {
   observeSync(metrics, () => {
@@ -80,5 +74,5 @@ export function observeServiceChain(
     const headBlock = latestBlock - BigInt(confirmations)
     return { headBlock: headBlock > 0n ? headBlock : 0n, syncedBlock }
   })
-  observeTransactions(metrics, () => service.queue.pending())
+  observeTransactions(metrics, () => service.queue)
 }

@@ -93,7 +93,7 @@ export function observeNode(
     for (const [state, n] of Object.entries(counts)) this.set({ state }, n)
   })
   observeSync(metrics, () => node.client.status)
-  observeTransactions(metrics, () => node.client.queue.pending())
+  observeTransactions(metrics, () => node.client.queue)
   return () => {
     offApplied()
     offNotices()

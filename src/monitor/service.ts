@@ -75,7 +75,7 @@ export type MonitoringService = {
   readonly address: Address
   readonly chain: ChainClient
   /** Its transactions under way (the metrics read them). */
-  readonly queue: Pick<TransactionQueue, 'pending'>
+  readonly queue: Pick<TransactionQueue, 'pending' | 'replaced'>
   readonly store: MonitorStore
   /**
    * Registers (publishing `url` in the ServiceRegistry when given), catches up with the chain, resumes the duties,

@@ -113,7 +113,7 @@ export type PathfindingService = {
   readonly address: Address
   readonly chain: ChainClient
   /** Its transactions under way (the metrics read them). */
-  readonly queue: Pick<TransactionQueue, 'pending'>
+  readonly queue: Pick<TransactionQueue, 'pending' | 'replaced'>
   readonly store: PfsStore
   readonly serviceFee: bigint
   /** Registers (publishing `url`), catches up with the chain, then takes updates and follows the chain. */

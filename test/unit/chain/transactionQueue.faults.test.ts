@@ -61,6 +61,8 @@ describe('the transaction queue on a chain that misbehaves', () => {
     expect(await balanceOf(to)).toBe(1n)
     const attempts = puts.filter((e) => e.nonce === sent.nonce).at(-1)!.attempts
     expect(attempts.length).toBeGreaterThan(1)
+    // What the metrics count (sluice_transactions_replaced_total): every version after the first, each once.
+    expect(queue.replaced).toBe(attempts.length - 1)
     expect(attempts.map((a) => a.hash)).toContain(sent.hash)
     expectRaisedEachTime(puts.filter((e) => e.nonce === sent.nonce).at(-1)!)
     for (const a of attempts) expect((a.fees as { maxFeePerGas: bigint }).maxFeePerGas).toBeLessThanOrEqual(cap)
