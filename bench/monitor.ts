@@ -7,7 +7,7 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { createChainClient } from '../src/chain/chainClient.ts'
 import { mintTokens } from '../src/chain/erc20.ts'
 import { openChannel } from '../src/chain/tokenNetworkActions.ts'
-import { createTransactionQueue } from '../src/chain/transactionQueue.ts'
+import { createTransactionQueue, type TransactionQueue } from '../src/chain/transactionQueue.ts'
 import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { checkRequest } from '../src/monitor/requestCheck.ts'
@@ -39,6 +39,9 @@ export async function benchMonitor(storeChoice?: MonitorStoreChoice): Promise<Re
   const net = await startDevnet([])
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-monitor-'))
   const transports: Transport[] = []
+  // Stopped before the chain: a queue follows what it sent for a few blocks after it is mined (reorgs), and against a
+  // stopped anvil it would try again forever, keeping the bench's process alive after its table.
+  const queues: TransactionQueue[] = []
   try {
     const rpcUrl = net.anvil.rpcUrl
     const monitoringService = net.deployment.contracts.MonitoringService.address
@@ -52,6 +55,7 @@ export async function benchMonitor(storeChoice?: MonitorStoreChoice): Promise<Re
       partnerKeys.map(async (partnerKey) => {
         const chain = await createChainClient({ rpcUrl, privateKey: partnerKey, pollingInterval: 10 })
         const queue = createTransactionQueue(chain)
+        queues.push(queue)
         for (const [i, requester] of requesters.entries()) {
           const { channelId } = await openChannel(chain, queue, { tokenNetwork: net.tokenNetwork, partner: requester, settleTimeout: 40n })
           channels.push({ partnerKey, requesterKey: requesterKeys[i]!, at: { tokenNetwork: net.tokenNetwork, chainId, channelId } })
@@ -59,7 +63,9 @@ export async function benchMonitor(storeChoice?: MonitorStoreChoice): Promise<Re
       }),
     )
     const deployer = await createChainClient({ rpcUrl, privateKey: anvilKeys[0] as Hex, pollingInterval: 10 })
-    await mintTokens(deployer, createTransactionQueue(deployer), {
+    const deployerQueue = createTransactionQueue(deployer)
+    queues.push(deployerQueue)
+    await mintTokens(deployer, deployerQueue, {
       token: net.deployment.serviceToken,
       amount: 10n ** 22n,
       to: privateKeyToAddress(serviceKey),
@@ -175,6 +181,7 @@ export async function benchMonitor(storeChoice?: MonitorStoreChoice): Promise<Re
     await service.stop()
   } finally {
     await Promise.all(transports.map((t) => t.stop().catch(() => {})))
+    await Promise.all(queues.map((q) => q.stop().catch(() => {})))
     await net.stop()
     await rm(dataDir, { recursive: true, force: true })
     await rm(net.dataDir, { recursive: true, force: true })
