@@ -145,6 +145,20 @@ beforeAll(async () => {
     expect((await serviceStatus()).network.channels).toBe(5)
   }, 60_000)
   await allAcknowledged(...names)
+  // A has seen B's deposit on the chain, and what it hears has settled: an announcement of the setup (B's deposit, say)
+  // arriving during the first test would pass for the drained channel's, and A route through B before it knows.
+  await eventually(async () => {
+    const { channels } = (await call('GET', `${api('A')}/tokens/${net.token}/network`)).body
+    const ab = channels.find(
+      (c: { participant1: string; participant2: string }) => [c.participant1, c.participant2].sort().join() === [at.A, at.B].sort().join(),
+    )
+    expect(ab[ab.participant1 === at.B ? 'balance1' : 'balance2']).toBe(String(DEPOSIT))
+  }, 30_000)
+  await eventually(async () => {
+    const first = (await settings('A')).pathfinding.heard
+    await new Promise((r) => setTimeout(r, 2_000))
+    expect((await settings('A')).pathfinding.heard).toEqual(first)
+  }, 60_000)
 }, 240_000)
 
 afterAll(async () => {
