@@ -11,12 +11,12 @@ import { call } from './devnetProcess.ts'
  * database, a real PostgreSQL server, a real relay, a partner node in a process of its own, all on a real anvil.
  */
 
-const [hubKey, peerKey] = [anvilKeys[5] as Hex, anvilKeys[6] as Hex]
+const [hubKey, peerKey, payerKey] = [anvilKeys[5] as Hex, anvilKeys[6] as Hex, anvilKeys[7] as Hex]
 const [hub, peer] = [hubKey, peerKey].map((k) => privateKeyToAddress(k)) as [`0x${string}`, `0x${string}`]
 let world: HubWorld
 
 beforeAll(async () => {
-  world = await startHubWorld([hubKey, peerKey])
+  world = await startHubWorld([hubKey, peerKey, payerKey])
 }, 120_000)
 
 afterAll(async () => {
@@ -28,7 +28,7 @@ async function waitReady(api: string, expected: object = { status: 'ready' }) {
 }
 
 describe('sluice serve --database: a hub with a hot standby', () => {
-  test('the standby answers /status as standby, takes over within seconds of a kill -9 of the active one, with the same address, channels and history, and pays both ways', async () => {
+  test('the standby answers /status as standby, takes over within seconds of a kill -9 of the active one, with the same address, channels and history, pays both ways and mediates', async () => {
     const { net, pg, serveArgs, startServe, tempDir } = world
     const database = await pg.createDatabase('standby_a')
     const hubArgs = serveArgs(hubKey, ['--database', database, '--lease-seconds', '2'])
@@ -52,6 +52,12 @@ describe('sluice serve --database: a hub with a hot standby', () => {
     expect(opened.status).toBe(201)
     expect((await call('POST', `${firstApi}/payments/${net.token}/${peer}`, { amount: '10', identifier: '1' })).status).toBe(200)
     await eventually(async () => expect((await call('GET', `${peerApi}/channels/${net.token}/${hub}`)).body.balance).toBe('10'))
+    // A third node with a channel to the hub, to pay the partner through it once the standby has taken over.
+    const payer = startServe(serveArgs(payerKey, ['--data-dir', tempDir()]))
+    const payerApi = await activeApi(payer)
+    await waitReady(payerApi)
+    expect((await call('PUT', `${payerApi}/channels`, { partner_address: hub, token_address: net.token, total_deposit: '1000' })).status).toBe(201)
+    await eventually(async () => expect((await call('GET', `${firstApi}/channels/${net.token}/${privateKeyToAddress(payerKey)}`)).status).toBe(200))
 
     // kill -9 of the active hub: the standby takes the store once the lease has run out.
     const killedAt = performance.now()
@@ -75,11 +81,24 @@ describe('sluice serve --database: a hub with a hot standby', () => {
     expect((await call('POST', `${peerApi}/payments/${net.token}/${hub}`, { amount: '3', identifier: '3' })).status).toBe(200)
     await eventually(async () => expect((await call('GET', `${secondApi}/channels/${net.token}/${peer}`)).body.balance).toBe('988'))
     await eventually(async () => expect((await call('GET', `${peerApi}/channels/${net.token}/${hub}`)).body.balance).toBe('12'))
+    // And it goes on mediating: the third node pays the partner through it.
+    const mediated = await call('POST', `${payerApi}/payments/${net.token}/${peer}`, { amount: '6', identifier: '4' })
+    expect(mediated.status, JSON.stringify(mediated.body)).toBe(200)
+    expect(mediated.body.route).toEqual([hub, peer])
+    await eventually(async () => expect((await call('GET', `${peerApi}/channels/${net.token}/${hub}`)).body.balance).toBe('18'))
+    await eventually(async () =>
+      expect((await call('GET', `${secondApi}/payments/${net.token}`)).body).toContainEqual(
+        expect.objectContaining({ event: 'EventPaymentMediated', identifier: '4', amount: '6' }),
+      ),
+    )
     const paid = performance.now() - tPay
 
-    for (const p of [second, partner]) p.child.kill('SIGTERM')
+    for (const p of [second, partner, payer]) p.child.kill('SIGTERM')
     expect(await second.exited).toEqual({ code: 0, signal: null })
     expect(await partner.exited).toEqual({ code: 0, signal: null })
-    console.log(`hot standby: takeover ${Math.round(takeover)} ms after kill -9 (lease 2 s), payments both ways through it ${Math.round(paid)} ms`)
+    expect(await payer.exited).toEqual({ code: 0, signal: null })
+    console.log(
+      `hot standby: takeover ${Math.round(takeover)} ms after kill -9 (lease 2 s), payments both ways through it and one it mediated ${Math.round(paid)} ms`,
+    )
   }, 180_000)
 })
