@@ -54,6 +54,7 @@ export class PostgresServiceKv implements ServiceKv {
   /** Batches and catch-ups, one at a time: the memory changes in the order the rows were written. */
   private exclusive: Promise<unknown> = Promise.resolve()
   private listener: pg.PoolClient | undefined
+  private releaseListener: ((error?: Error) => void) | undefined
   private pollTimer: ReturnType<typeof setInterval> | undefined
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined
   private closed = false
@@ -176,10 +177,11 @@ export class PostgresServiceKv implements ServiceKv {
     clearTimeout(this.reconnectTimer)
     await this.exclusive.catch(() => {})
     const listener = this.listener
-    this.listener = undefined
-    if (listener) {
+    const release = this.releaseListener
+    this.releaseListener = undefined
+    if (listener && release) {
       await listener.query(`UNLISTEN ${this.channel}`).catch(() => {})
-      listener.release()
+      release()
     }
   }
 
@@ -242,25 +244,42 @@ export class PostgresServiceKv implements ServiceKv {
   private async listen(): Promise<void> {
     if (this.closed) return
     let client: pg.PoolClient | undefined
-    try {
-      client = await this.pool.connect()
-      client.on('notification', () => void this.catchUp().catch((e: unknown) => this.options.onError?.(e as Error)))
-      const broken = client
-      client.on('error', (error) => {
-        this.options.onError?.(asStorageError(error, `listening for ${this.table}`))
-        if (this.listener === broken) this.listener = undefined
-        broken.release(error)
-        this.reconnectTimer = setTimeout(() => void this.listen(), 1_000)
-        this.reconnectTimer.unref?.()
-      })
-      await client.query(`LISTEN ${this.channel}`)
-      if (this.closed) return client.release()
-      this.listener = client
-    } catch (e) {
-      client?.release(e as Error)
-      this.options.onError?.(asStorageError(e, `listening for ${this.table}`))
+    let released = false
+    // The connection goes back to the pool once, without our handlers: an error on it after that (the pool's
+    // idle client, the server shut down) is the pool's, and a second release would throw out of an event handler.
+    const release = (error?: Error): void => {
+      if (!client || released) return
+      released = true
+      client.removeListener('notification', onNotification)
+      client.removeListener('error', onError)
+      if (this.listener === client) this.listener = undefined
+      client.release(error)
+    }
+    const retry = (): void => {
+      if (this.closed) return
       this.reconnectTimer = setTimeout(() => void this.listen(), 1_000)
       this.reconnectTimer.unref?.()
+    }
+    const onNotification = (): void => void this.catchUp().catch((e: unknown) => this.options.onError?.(e as Error))
+    const onError = (error: Error): void => {
+      if (released) return
+      this.options.onError?.(asStorageError(error, `listening for ${this.table}`))
+      release(error)
+      retry()
+    }
+    try {
+      client = await this.pool.connect()
+      client.on('notification', onNotification)
+      client.on('error', onError)
+      await client.query(`LISTEN ${this.channel}`)
+      if (this.closed) return release()
+      this.listener = client
+      this.releaseListener = release
+    } catch (e) {
+      if (released) return
+      release(e as Error)
+      this.options.onError?.(asStorageError(e, `listening for ${this.table}`))
+      retry()
     }
   }
 }

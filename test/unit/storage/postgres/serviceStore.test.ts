@@ -76,11 +76,11 @@ async function instance(url: string, options: { lease?: Lease; address?: string 
   return { kv, memory, seen, batch }
 }
 
-const eventually = async (check: () => void, ms = 5_000) => {
+const eventually = async (check: () => void | Promise<void>, ms = 5_000) => {
   const deadline = Date.now() + ms
   for (;;) {
     try {
-      return check()
+      return await check()
     } catch (e) {
       if (Date.now() > deadline) throw e
       await new Promise((r) => setTimeout(r, 20))
@@ -89,6 +89,8 @@ const eventually = async (check: () => void, ms = 5_000) => {
 }
 
 const database = () => server.createDatabase(`kv${++databases}`)
+/** How many connections to the newest database LISTEN (their last statement). */
+const listening = async () => (await server.psql(`SELECT count(*) FROM pg_stat_activity WHERE datname = 'kv${databases}' AND query LIKE 'LISTEN%'`)).trim()
 
 describe("a service store's PostgreSQL engine", () => {
   test("another owner's store is refused, saying whose it is; a newer schema is refused (STORAGE_VERSION)", async () => {
@@ -154,5 +156,56 @@ describe("a service store's PostgreSQL engine", () => {
     // Written behind the engine's back: no NOTIFY, only a new seq.
     await server.psql(`INSERT INTO monitor_kv (key, value, seq) VALUES ('n!quiet', '\\x00', nextval('monitor_kv_seq'))`, `kv${databases}`)
     await eventually(() => expect(seen).toContain('n!quiet'))
+  })
+
+  test('a store closed gives its LISTEN connection back clean: a later store on the same pool survives that connection being cut', async () => {
+    const url = await database()
+    // One connection: the second store's LISTEN runs on the very client the first one gave back.
+    const shared = openPool(url, { name: 'test', max: 1 })
+    pools.push(shared)
+    const open = async (errors: Error[]) => {
+      const { kv } = await openPostgresServiceStore(shared, { component: 'monitor', pollMs: 100_000, onError: (e) => errors.push(e) }, { meta: meta(1), owner, load: async () => undefined })
+      kvs.push(kv)
+      // A store listens from its first follower on.
+      kv.onChanges(() => {})
+      await eventually(async () => expect(await listening()).toBe('1'))
+      return kv
+    }
+    const firstErrors: Error[] = []
+    await (await open(firstErrors)).close()
+    const errors: Error[] = []
+    const kv = await open(errors)
+    const uncaught: unknown[] = []
+    const onUncaught = (e: unknown) => uncaught.push(e)
+    process.on('uncaughtException', onUncaught)
+    try {
+      await server.psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'kv${databases}' AND query LIKE 'LISTEN%'`)
+      await eventually(() => expect(errors).toHaveLength(1))
+      await new Promise((r) => setTimeout(r, 200))
+      expect(uncaught).toEqual([])
+      expect(firstErrors).toEqual([])
+      expect(errors).toHaveLength(1)
+    } finally {
+      process.off('uncaughtException', onUncaught)
+    }
+    await kv.close()
+  })
+
+  test('a LISTEN connection cut is replaced: what another instance writes reaches the store by notification again', async () => {
+    const url = await database()
+    const errors: Error[] = []
+    const { kv } = await openPostgresServiceStore(pool(url), { component: 'monitor', pollMs: 100_000, onError: (e) => errors.push(e) }, { meta: meta(1), owner, load: async () => undefined })
+    kvs.push(kv)
+    const seen: string[] = []
+    kv.onChanges((changes) => seen.push(...changes.map((c) => c.key)))
+    await eventually(async () => expect(await listening()).toBe('1'))
+    await server.psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'kv${databases}' AND query LIKE 'LISTEN%'`)
+    await eventually(() => expect(errors).toHaveLength(1))
+    expect(errors[0]).toMatchObject({ code: 'STORAGE' })
+    // The poll is 100 s away; a new LISTEN is made a second after the cut.
+    await eventually(async () => expect(await listening()).toBe('1'))
+    const other = await instance(url)
+    await other.batch(() => ({ 'n!after': 1 }))
+    await eventually(() => expect(seen).toContain('n!after'))
   })
 })
