@@ -164,7 +164,11 @@ describe("a service store's PostgreSQL engine", () => {
     const shared = openPool(url, { name: 'test', max: 1 })
     pools.push(shared)
     const open = async (errors: Error[]) => {
-      const { kv } = await openPostgresServiceStore(shared, { component: 'monitor', pollMs: 100_000, onError: (e) => errors.push(e) }, { meta: meta(1), owner, load: async () => undefined })
+      const { kv } = await openPostgresServiceStore(
+        shared,
+        { component: 'monitor', pollMs: 100_000, onError: (e) => errors.push(e) },
+        { meta: meta(1), owner, load: async () => undefined },
+      )
       kvs.push(kv)
       // A store listens from its first follower on.
       kv.onChanges(() => {})
@@ -194,7 +198,11 @@ describe("a service store's PostgreSQL engine", () => {
   test('a LISTEN connection cut is replaced: what another instance writes reaches the store by notification again', async () => {
     const url = await database()
     const errors: Error[] = []
-    const { kv } = await openPostgresServiceStore(pool(url), { component: 'monitor', pollMs: 100_000, onError: (e) => errors.push(e) }, { meta: meta(1), owner, load: async () => undefined })
+    const { kv } = await openPostgresServiceStore(
+      pool(url),
+      { component: 'monitor', pollMs: 100_000, onError: (e) => errors.push(e) },
+      { meta: meta(1), owner, load: async () => undefined },
+    )
     kvs.push(kv)
     const seen: string[] = []
     kv.onChanges((changes) => seen.push(...changes.map((c) => c.key)))
