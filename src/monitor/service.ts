@@ -11,7 +11,7 @@ import { defaultLimits, type Limits } from './limits.ts'
 import type { WatchedChannel } from './records.ts'
 import type { EnsureRegisteredReturnType } from './registration.ts'
 import { acknowledger, createServiceChain, createServiceQueue, errorLine, ServiceRegistration, type ServiceLog } from './serviceAccount.ts'
-import { Leadership, openServiceDatabase, type ServiceDatabase, type ServiceDatabaseConfig } from './serviceDatabase.ts'
+import { Leadership, openServiceStorage, type ServiceDatabaseConfig } from './serviceDatabase.ts'
 import { MonitorStore } from './store.ts'
 import type { TransactionQueue } from '../chain/transactionQueue.ts'
 import type { RpcEndpointsParameters } from '../chain/rpcEndpoints.ts'
@@ -103,29 +103,13 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
   const address = chain.address
   const monitoringService = getAddress(deployment.contracts.MonitoringService.address)
   const identity = { chainId: deployment.chainId, monitoringService, address }
-  let database: ServiceDatabase | undefined
-  let store: MonitorStore
-  try {
-    if (config.database) {
-      database = await openServiceDatabase(config.database, {
-        name: 'sluice monitor',
-        leaseName: `monitor:${deployment.chainId}:${monitoringService.toLowerCase()}:${address.toLowerCase()}`,
-        log,
-      })
-      store = await MonitorStore.openPostgres(database.pool, identity, {
-        lease: database.lease,
-        ...(config.database.pollMs !== undefined ? { pollMs: config.database.pollMs } : {}),
-        onError: (error) => log(`database: ${errorLine(error)}`, 'warn'),
-      })
-    } else {
-      if (config.dataDir === undefined) throw new Error('the monitoring service needs a dataDir or a database')
-      store = await MonitorStore.open(config.dataDir, identity)
-    }
-  } catch (e) {
-    await database?.close()
-    await chain.close()
-    throw e
-  }
+  const { store, database } = await openServiceStorage(config, {
+    name: 'sluice monitor',
+    leaseName: `monitor:${deployment.chainId}:${monitoringService.toLowerCase()}:${address.toLowerCase()}`,
+    log,
+    chain,
+    store: { open: (dataDir) => MonitorStore.open(dataDir, identity), openPostgres: (pool, options) => MonitorStore.openPostgres(pool, identity, options) },
+  })
   const queue = createServiceQueue(chain, store, { maxFeePerGas: config.maxFeePerGas, log })
   const transport = config.transport?.(address)
   const registration = new ServiceRegistration(chain, queue, deployment.contracts.ServiceRegistry.address, log)

@@ -118,3 +118,39 @@ export class Leadership {
     await this.p.lead()
   }
 }
+
+/** What a service's store offers to be opened on either engine. */
+export type ServiceStoreOpeners<S> = {
+  /** LevelDB in `dataDir` (the default). */
+  open(dataDir: string): Promise<S>
+  /** PostgreSQL: the store shared by the service's instances, its batches checking `lease`. */
+  openPostgres(pool: pg.Pool, options: { lease: Lease; pollMs?: number; onError(error: Error): void }): Promise<S>
+}
+
+/**
+ * Opens a service's store where its configuration says: in the database (`database`, with the lease `leaseName`)
+ * or in `dataDir`. On failure, what was opened is closed again, `chain` included, and the error thrown.
+ */
+export async function openServiceStorage<S>(
+  config: { database?: ServiceDatabaseConfig | undefined; dataDir?: string | undefined },
+  p: { name: string; leaseName: string; log: ServiceLog; chain: { close(): Promise<void> }; store: ServiceStoreOpeners<S> },
+): Promise<{ store: S; database: ServiceDatabase | undefined }> {
+  let database: ServiceDatabase | undefined
+  try {
+    if (config.database) {
+      database = await openServiceDatabase(config.database, { name: p.name, leaseName: p.leaseName, log: p.log })
+      const store = await p.store.openPostgres(database.pool, {
+        lease: database.lease,
+        ...(config.database.pollMs !== undefined ? { pollMs: config.database.pollMs } : {}),
+        onError: (error) => p.log(`database: ${errorLine(error)}`, 'warn'),
+      })
+      return { store, database }
+    }
+    if (config.dataDir === undefined) throw new Error(`${p.name} needs a dataDir or a database`)
+    return { store: await p.store.open(config.dataDir), database }
+  } catch (e) {
+    await database?.close()
+    await p.chain.close()
+    throw e
+  }
+}

@@ -7,7 +7,7 @@ import { SluiceError } from '../../errors.ts'
 import { version } from '../../version.ts'
 import type { EnsureRegisteredReturnType } from '../../monitor/registration.ts'
 import { acknowledger, createServiceChain, createServiceQueue, errorLine, ServiceRegistration, type ServiceLog } from '../../monitor/serviceAccount.ts'
-import { Leadership, openServiceDatabase, type ServiceDatabase, type ServiceDatabaseConfig } from '../../monitor/serviceDatabase.ts'
+import { Leadership, openServiceStorage, type ServiceDatabaseConfig } from '../../monitor/serviceDatabase.ts'
 import { recoverPackedSignerSync } from '../../protocol/signature.ts'
 import type { PresenceRecord } from '../../transport/libp2p/presence.ts'
 import type { Transport } from '../../transport/transport.ts'
@@ -159,29 +159,13 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   const serviceFee = config.serviceFee ?? 0n
   const confirmations = BigInt(config.confirmations ?? 5)
   const identity = { chainId: deployment.chainId, registry, address }
-  let database: ServiceDatabase | undefined
-  let store: PfsStore
-  try {
-    if (config.database) {
-      database = await openServiceDatabase(config.database, {
-        name: 'sluice pathfinding',
-        leaseName: `pathfinding:${deployment.chainId}:${registry.toLowerCase()}:${address.toLowerCase()}`,
-        log,
-      })
-      store = await PfsStore.openPostgres(database.pool, identity, {
-        lease: database.lease,
-        ...(config.database.pollMs !== undefined ? { pollMs: config.database.pollMs } : {}),
-        onError: (error) => log(`database: ${errorLine(error)}`, 'warn'),
-      })
-    } else {
-      if (config.dataDir === undefined) throw new Error('the pathfinding service needs a dataDir or a database')
-      store = await PfsStore.open(config.dataDir, identity)
-    }
-  } catch (e) {
-    await database?.close()
-    await chain.close()
-    throw e
-  }
+  const { store, database } = await openServiceStorage(config, {
+    name: 'sluice pathfinding',
+    leaseName: `pathfinding:${deployment.chainId}:${registry.toLowerCase()}:${address.toLowerCase()}`,
+    log,
+    chain,
+    store: { open: (dataDir) => PfsStore.open(dataDir, identity), openPostgres: (pool, options) => PfsStore.openPostgres(pool, identity, options) },
+  })
   const queue = createServiceQueue(chain, store, { maxFeePerGas: config.maxFeePerGas, log })
   const transport = config.transport?.(address)
   let failWith: (error: Error) => void = () => {}
