@@ -1,6 +1,6 @@
 import { checkCommit } from './checkCommit.ts'
 import { sameIdentity } from './identity.ts'
-import { DumpRejectedError, STORAGE_SCHEMA_VERSION, StorageError, type Meta, type StorageDump, type StorageIdentity } from './storage.ts'
+import { type Commit, DumpRejectedError, STORAGE_SCHEMA_VERSION, StorageError, type Meta, type StorageDump, type StorageIdentity } from './storage.ts'
 
 /** How far a store's state goes: the seq of its snapshot or of its last change, whichever is later (-1: none). */
 export function progressOf(snapshotSeq: number | undefined, lastChangeSeq: number | undefined): number {
@@ -8,6 +8,23 @@ export function progressOf(snapshotSeq: number | undefined, lastChangeSeq: numbe
 }
 
 /** What is stored now, to compare a dump against. */
+/** A dump's rows as one commit: what a store writes (and checks) when it imports the dump. */
+export function commitOfDump(d: StorageDump): Commit {
+  return {
+    changes: d.changes,
+    ...(d.snapshot ? { snapshot: d.snapshot } : {}),
+    events: d.events,
+    payments: d.payments,
+    chainEvents: d.chainEvents,
+    outbox: { put: d.outbox },
+    transactions: { put: d.transactions },
+    sentProofs: d.sentProofs ?? [],
+    sentLocks: d.sentLocks ?? [],
+    received: d.received ?? [],
+    chainTransactions: { put: d.chainTransactions ?? [] },
+  }
+}
+
 export type StoredProgress = { meta: Meta; progress: number }
 
 /**
@@ -33,22 +50,7 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
     throw new DumpRejectedError(`the dump has schema version ${d.meta.schemaVersion}; this node reads versions 1 to ${STORAGE_SCHEMA_VERSION}`)
   }
   try {
-    checkCommit(
-      {
-        changes: d.changes,
-        snapshot: d.snapshot,
-        events: d.events,
-        payments: d.payments,
-        chainEvents: d.chainEvents,
-        outbox: { put: d.outbox },
-        transactions: { put: d.transactions },
-        sentProofs: d.sentProofs ?? [],
-        sentLocks: d.sentLocks ?? [],
-        received: d.received ?? [],
-        chainTransactions: { put: d.chainTransactions ?? [] },
-      },
-      identity,
-    )
+    checkCommit(commitOfDump(d), identity)
   } catch (e) {
     if (e instanceof StorageError) throw new DumpRejectedError(`the dump holds an invalid row: ${e.message}`, { cause: e })
     throw e

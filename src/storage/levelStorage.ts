@@ -72,6 +72,7 @@ import {
   type StoredChange,
   type StoredEvent,
 } from './storage.ts'
+import { StoreWork } from './storeWork.ts'
 
 // The only module that may import classic-level or node:*: the browser bundle never reaches it.
 
@@ -229,8 +230,7 @@ function plan(batch: Commit): Planned {
 class LevelStorage implements Storage {
   #closed = false
   // Writes run one at a time: each reads (old index entries, keys to prune) before its batch.
-  #writes: Promise<unknown> = Promise.resolve()
-  readonly #reads = new Set<Promise<unknown>>()
+  readonly #work = new StoreWork()
 
   constructor(
     private readonly identity: StorageIdentity,
@@ -247,7 +247,7 @@ class LevelStorage implements Storage {
     } catch (e) {
       throw asStorageError(e, 'commit')
     }
-    await this.serial(() => this.write(planned, batch.relaxed === true), 'commit')
+    await this.#work.write(() => this.write(planned, batch.relaxed === true), 'commit')
   }
 
   private async write(planned: Planned, relaxed: boolean): Promise<void> {
@@ -388,7 +388,7 @@ class LevelStorage implements Storage {
 
   async importDump(dump: StorageDump): Promise<void> {
     this.usable()
-    await this.serial(async () => {
+    await this.#work.write(async () => {
       const db = this.db
       const [snap] = await db.getMany([SNAPSHOT_KEY])
       const lastChange = await db.keys({ ...prefixRange(CHANGES), reverse: true, limit: 1 }).all()
@@ -427,8 +427,7 @@ class LevelStorage implements Storage {
     if (this.#closed) return
     this.#closed = true
     // Let what was asked before the close finish, rather than fail it half-way.
-    await this.#writes
-    await Promise.allSettled([...this.#reads])
+    await this.#work.drain()
     await this.db.close()
   }
 
@@ -436,25 +435,12 @@ class LevelStorage implements Storage {
     if (this.#closed) throw new StorageClosedError('the store is closed')
   }
 
-  private serial<T>(work: () => Promise<T>, what: string): Promise<T> {
-    const result = this.#writes.then(work)
-    this.#writes = result.catch(() => {})
-    return result.catch((e) => {
-      throw asStorageError(e, what)
-    })
-  }
-
   /** Runs several reads against one point-in-time view, so a commit in between cannot tear the result. */
   private async read<T>(what: string, reads: (snapshot: LevelSnapshot) => Promise<T>): Promise<T> {
     const snapshot = this.db.snapshot()
-    const work = reads(snapshot)
-    this.#reads.add(work)
     try {
-      return await work
-    } catch (e) {
-      throw asStorageError(e, what)
+      return await this.#work.read(reads(snapshot), what)
     } finally {
-      this.#reads.delete(work)
       await snapshot.close()
     }
   }

@@ -3,7 +3,7 @@ import type { Address, Hex } from 'viem'
 import type { JournalEntry } from '../chain/transactionJournal.ts'
 import { asStorageError } from './asStorageError.ts'
 import { checkCommit } from './checkCommit.ts'
-import { checkDump, progressOf } from './dump.ts'
+import { checkDump, commitOfDump, progressOf } from './dump.ts'
 import { checkIdentity, sameIdentity } from './identity.ts'
 import { jsonParse, jsonStringify } from './json.ts'
 import { initialMeta, mergeMeta } from './meta.ts'
@@ -42,6 +42,7 @@ import {
   type StoredEvent,
   type TransactionRecord,
 } from './storage.ts'
+import { StoreWork } from './storeWork.ts'
 
 // Node only (node-postgres): a node's store in PostgreSQL, for a hub with a hot standby (docs/decisions/0076).
 
@@ -355,8 +356,7 @@ class PgStorage implements Storage {
   #closed = false
   #lost: LeaseLostError | undefined
   // Writes run one at a time, in the order they were asked.
-  #writes: Promise<unknown> = Promise.resolve()
-  readonly #reads = new Set<Promise<unknown>>()
+  readonly #work = new StoreWork()
   readonly #lostListeners = new Set<(error: LeaseLostError) => void>()
   readonly #offLease: () => void
   /** The tenure this store was opened in: a commit in any other (the lease lost and taken again) is refused. */
@@ -401,7 +401,7 @@ class PgStorage implements Storage {
     } catch (e) {
       throw asStorageError(e, 'commit')
     }
-    await this.serial(() => this.write(planned), 'commit')
+    await this.#work.write(() => this.write(planned), 'commit')
   }
 
   private async write(planned: Planned): Promise<void> {
@@ -587,7 +587,7 @@ class PgStorage implements Storage {
 
   async importDump(dump: StorageDump): Promise<void> {
     this.usable()
-    await this.serial(async () => {
+    await this.#work.write(async () => {
       if (this.#lost) throw this.#lost
       const store = this.store
       let imported: Meta | undefined
@@ -601,18 +601,7 @@ class PgStorage implements Storage {
             const last = rows[0]?.seq
             const d = checkDump(dump, this.identity, { meta: this.meta, progress: progressOf(snapshot?.seq, last == null ? undefined : Number(last)) })
             // Encoded before anything is deleted: a dump holding a value that cannot be stored changes nothing.
-            const planned = plan({
-              changes: d.changes,
-              events: d.events,
-              payments: d.payments,
-              chainEvents: d.chainEvents,
-              outbox: { put: d.outbox },
-              transactions: { put: d.transactions },
-              sentProofs: d.sentProofs ?? [],
-              sentLocks: d.sentLocks ?? [],
-              received: d.received ?? [],
-              chainTransactions: { put: d.chainTransactions ?? [] },
-            })
+            const planned = plan(commitOfDump(d))
             // Everything goes and the dump comes in, in one transaction: the old store or the new one.
             for (const table of NODE_ROW_TABLES) await client.query(`DELETE FROM ${table} WHERE store = $1`, [store])
             for (const rows of planned.upserts) await upsert(client, store, rows)
@@ -634,8 +623,7 @@ class PgStorage implements Storage {
     this.#closed = true
     this.#offLease()
     // Let what was asked before the close finish, rather than fail it half-way.
-    await this.#writes
-    await Promise.allSettled([...this.#reads])
+    await this.#work.drain()
     // Given up, so that a standby takes the store over at once rather than when the lease runs out.
     await this.lease.stop()
     if (this.ownsPool) await this.pool.end().catch(() => {})
@@ -643,14 +631,6 @@ class PgStorage implements Storage {
 
   private usable(): void {
     if (this.#closed) throw new StorageClosedError('the store is closed')
-  }
-
-  private serial<T>(work: () => Promise<T>, what: string): Promise<T> {
-    const result = this.#writes.then(work)
-    this.#writes = result.catch(() => {})
-    return result.catch((e) => {
-      throw asStorageError(e, what)
-    })
   }
 
   /** Runs several reads in one read-only transaction that sees one snapshot, so a commit in between cannot tear the result. */
@@ -675,14 +655,7 @@ class PgStorage implements Storage {
         client.release(broken ?? false)
       }
     })()
-    this.#reads.add(work)
-    try {
-      return await work
-    } catch (e) {
-      throw asStorageError(e, what)
-    } finally {
-      this.#reads.delete(work)
-    }
+    return this.#work.read(work, what)
   }
 
   private async storeRow(client: ReadClient, withSnapshot: boolean): Promise<{ meta: Meta; snapshot?: Snapshot }> {
