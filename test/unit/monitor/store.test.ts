@@ -1,15 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type pg from 'pg'
 import { getAddress } from 'viem'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import type { JournalEntry } from '../../../src/chain/transactionJournal.ts'
 import { channelKey, type WatchedChannel } from '../../../src/monitor/records.ts'
 import { MonitorStore } from '../../../src/monitor/store.ts'
 import { Lease } from '../../../src/storage/postgres/lease.ts'
-import { openPool } from '../../../src/storage/postgres/pool.ts'
-import { startPostgres, type TestPostgres } from '../../support/postgres.ts'
+import { serviceStoreEngines } from '../../support/serviceStores.ts'
 
 const identity = {
   chainId: 31337,
@@ -17,46 +12,10 @@ const identity = {
   address: getAddress('0x70997970C51812dc3A010C7d01b50e0d17dc79C8'),
 }
 const tokenNetwork = getAddress('0x5FbDB2315678afecb367f032d93F642f64180aa3')
-const dirs: string[] = []
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-monitor-store-'))
-  dirs.push(dir)
-  return dir
-}
-let server: TestPostgres
-const pools: pg.Pool[] = []
-let databases = 0
-beforeAll(async () => {
-  server = await startPostgres()
-}, 60_000)
-afterAll(async () => {
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
-  await Promise.all(pools.map((p) => p.end().catch(() => {})))
-  await server?.stop()
+const { engines, tempDir, pool, database } = serviceStoreEngines('monitor', {
+  open: (dataDir) => MonitorStore.open(dataDir, identity),
+  openPostgres: (pool) => MonitorStore.openPostgres(pool, identity),
 })
-const pool = (url: string) => {
-  const made = openPool(url, { name: 'monitor store test' })
-  pools.push(made)
-  return made
-}
-
-/** Each engine's way to a new store, and to the same store again (a reopen, or another instance on its database). */
-const engines = [
-  {
-    engine: 'LevelDB',
-    place: async () => {
-      const dir = tempDir()
-      return () => MonitorStore.open(dir, identity)
-    },
-  },
-  {
-    engine: 'PostgreSQL',
-    place: async () => {
-      const url = await server.createDatabase(`monitor${++databases}`)
-      return () => MonitorStore.openPostgres(pool(url), identity)
-    },
-  },
-]
 
 const channel = (channelId: bigint, note = ''): WatchedChannel => ({
   tokenNetwork,
@@ -125,7 +84,7 @@ describe('the monitoring service store', () => {
 
 describe('the monitoring service store of two instances on one database', () => {
   test("each one's writes reach the other's memory and indexes; only the lease holder's journal entries and duties are written", async () => {
-    const url = await server.createDatabase(`monitor${++databases}`)
+    const url = await database()
     const leaseOf = (holder: string) => Lease.start(pool(url), { name: 'monitor:test', durationMs: 3_000, holder })
     const [leaderLease, standbyLease] = [await leaseOf('leader'), await leaseOf('standby')]
     const leader = await MonitorStore.openPostgres(pool(url), identity, { lease: leaderLease, pollMs: 100_000 })

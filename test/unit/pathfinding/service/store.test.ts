@@ -1,10 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type pg from 'pg'
 import { getAddress, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import type { ChainClient } from '../../../../src/chain/chainClient.ts'
 import type { JournalEntry } from '../../../../src/chain/transactionJournal.ts'
 import { anvilKeys } from '../../../../src/devnet/anvil.ts'
@@ -14,10 +10,9 @@ import { Payments } from '../../../../src/pathfinding/service/payments.ts'
 import type { FeedbackRecord } from '../../../../src/pathfinding/service/records.ts'
 import { PfsStore } from '../../../../src/pathfinding/service/store.ts'
 import { Lease } from '../../../../src/storage/postgres/lease.ts'
-import { openPool } from '../../../../src/storage/postgres/pool.ts'
 import type { PresenceRecord } from '../../../../src/transport/libp2p/presence.ts'
 import { signIou } from '../../../support/ious.ts'
-import { startPostgres, type TestPostgres } from '../../../support/postgres.ts'
+import { serviceStoreEngines } from '../../../support/serviceStores.ts'
 
 const identity = {
   chainId: 31337,
@@ -27,46 +22,10 @@ const identity = {
 const tokenNetwork = getAddress('0x5FbDB2315678afecb367f032d93F642f64180aa3')
 const senderKey: Hex = anvilKeys[3]!
 const sender = privateKeyToAddress(senderKey)
-const dirs: string[] = []
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-pfs-store-'))
-  dirs.push(dir)
-  return dir
-}
-let server: TestPostgres
-const pools: pg.Pool[] = []
-let databases = 0
-beforeAll(async () => {
-  server = await startPostgres()
-}, 60_000)
-afterAll(async () => {
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
-  await Promise.all(pools.map((p) => p.end().catch(() => {})))
-  await server?.stop()
+const { engines, tempDir, pool, database } = serviceStoreEngines('pfs', {
+  open: (dataDir) => PfsStore.open(dataDir, identity),
+  openPostgres: (pool) => PfsStore.openPostgres(pool, identity),
 })
-const pool = (url: string) => {
-  const made = openPool(url, { name: 'pfs store test' })
-  pools.push(made)
-  return made
-}
-
-/** Each engine's way to a new store, and to the same store again (a reopen, or another instance on its database). */
-const engines = [
-  {
-    engine: 'LevelDB',
-    place: async () => {
-      const dir = tempDir()
-      return () => PfsStore.open(dir, identity)
-    },
-  },
-  {
-    engine: 'PostgreSQL',
-    place: async () => {
-      const url = await server.createDatabase(`pfs${++databases}`)
-      return () => PfsStore.openPostgres(pool(url), identity)
-    },
-  },
-]
 
 const channel = (channelId: bigint, deposit = 0n): PfsChannel => ({
   tokenNetwork,
@@ -169,7 +128,7 @@ describe('the pathfinding service store on LevelDB', () => {
 
 describe('the pathfinding service store of two instances on one database', () => {
   const instances = async () => {
-    const url = await server.createDatabase(`pfs${++databases}`)
+    const url = await database()
     const leaseOf = (holder: string) => Lease.start(pool(url), { name: 'pathfinding:test', durationMs: 3_000, holder })
     const [leaderLease, standbyLease] = [await leaseOf('leader'), await leaseOf('standby')]
     const leader = await PfsStore.openPostgres(pool(url), identity, { lease: leaderLease, pollMs: 100_000 })
