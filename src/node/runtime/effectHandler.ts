@@ -1,3 +1,4 @@
+import { unhandledEffect } from '../../protocol/state/effects.ts'
 import type { OutboxRecord } from '../../storage/storage.ts'
 import type { Backoff } from '../../transport/backoff.ts'
 import type { Delivery } from '../../transport/delivery.ts'
@@ -81,7 +82,7 @@ export class EffectHandler {
         this.p.announce?.(effect)
         return
       default:
-        unhandled(effect)
+        unhandledEffect(effect)
     }
   }
 
@@ -108,9 +109,4 @@ export class EffectHandler {
 function staleStateIn(applied: Applied[]): { reason: string } | undefined {
   for (const a of applied) for (const effect of a.effects) if (effect.type === 'event' && effect.event.type === 'staleState') return effect.event
   return undefined
-}
-
-/** Reached by no effect: TypeScript fails the build when an Effect type has no case in the switch above. */
-function unhandled(effect: never): never {
-  throw new Error(`no handler for the effect ${(effect as { type: string }).type}`)
 }

@@ -1,7 +1,7 @@
 import type { JournalEntry } from '../../chain/transactionJournal.ts'
 import type { TransitionContext } from '../../protocol/state/access.ts'
 import type { StateChange } from '../../protocol/state/changes.ts'
-import type { Effect } from '../../protocol/state/effects.ts'
+import { unhandledEffect, type Effect } from '../../protocol/state/effects.ts'
 import type { NodeState } from '../../protocol/state/types.ts'
 import { transition } from '../../protocol/transition.ts'
 import { checkJournalEntry, checkJournalNonce } from '../../storage/journalRecords.ts'
@@ -208,7 +208,9 @@ export class Engine {
         const journalWaiters = this.journalWaiters.splice(0)
         this.journal = new Map()
         const now = this.p.now()
-        const commit: Required<Pick<Commit, 'changes' | 'events' | 'payments' | 'chainEvents' | 'sentProofs' | 'sentLocks' | 'received'>> & Commit = {
+        const commit: Required<Pick<Commit, 'changes' | 'events' | 'payments' | 'chainEvents' | 'sentProofs' | 'sentLocks' | 'received'>> &
+          Commit &
+          CommitOfBatch = {
           changes: [],
           sentProofs: [],
           sentLocks: [],
@@ -231,30 +233,7 @@ export class Engine {
           const before = state
           const result = transition(state, input.change, this.p.ctx)
           state = result.state
-          const effects: CommittedEffect[] = []
-          result.effects.forEach((effect, i) => {
-            if (effect.type === 'send') {
-              const record = outboxRecord(effect, now)
-              commit.outbox!.put!.push(record)
-              effects.push({ ...effect, record })
-              const { proof, lock } = sentHistory(effect, before)
-              if (proof) commit.sentProofs.push(proof)
-              if (lock) commit.sentLocks.push(lock)
-            } else if (effect.type === 'transaction') {
-              const record = transactionRecord(effect, seq, i, now)
-              commit.transactions!.put!.push(record)
-              effects.push({ ...effect, record })
-            } else {
-              if (effect.type === 'event') {
-                // Events and payments need keys of their own: the change's seq, then the effect's place in it.
-                const key = seq * 1000 + Math.min(i, 999)
-                commit.events.push(storedEvent(effect.event, key, now))
-                const payment = paymentRecord(effect.event, key, now)
-                if (payment) commit.payments.push(payment)
-              }
-              effects.push(effect)
-            }
-          })
+          const effects = result.effects.map((effect, i) => recordEffect(commit, effect, { before, seq, index: i, now }))
           const received = receivedHistory(input.change, before, state)
           if (received) commit.received.push(received)
           const synced = syncedHistory(input.change, before, state)
@@ -324,6 +303,50 @@ export class Engine {
     this.idleTimer = setTimeout(() => void this.snapshot(), after)
     // A quiet node's snapshot must not keep a Node.js process alive.
     ;(this.idleTimer as { unref?: () => void }).unref?.()
+  }
+}
+
+/** The commit's part of what the transition left: what a restart must find again. */
+type CommitOfBatch = Required<Pick<Commit, 'sentProofs' | 'sentLocks' | 'events' | 'payments'>> & {
+  outbox: { put: OutboxRecord[] }
+  transactions: { put: TransactionRecord[] }
+}
+
+/**
+ * Adds to `commit` what one effect of a change must leave stored, and gives the effect as committed. Every kind
+ * of effect has its case: a new one fails the build here (as in the effect handler) until it is decided what, if
+ * anything, of it is stored.
+ */
+function recordEffect(commit: CommitOfBatch, effect: Effect, at: { before: NodeState; seq: number; index: number; now: number }): CommittedEffect {
+  switch (effect.type) {
+    case 'send': {
+      const record = outboxRecord(effect, at.now)
+      commit.outbox.put.push(record)
+      const { proof, lock } = sentHistory(effect, at.before)
+      if (proof) commit.sentProofs.push(proof)
+      if (lock) commit.sentLocks.push(lock)
+      return { ...effect, record }
+    }
+    case 'transaction': {
+      const record = transactionRecord(effect, at.seq, at.index, at.now)
+      commit.transactions.put.push(record)
+      return { ...effect, record }
+    }
+    case 'event': {
+      // Events and payments need keys of their own: the change's seq, then the effect's place in it.
+      const key = at.seq * 1000 + Math.min(at.index, 999)
+      commit.events.push(storedEvent(effect.event, key, at.now))
+      const payment = paymentRecord(effect.event, key, at.now)
+      if (payment) commit.payments.push(payment)
+      return effect
+    }
+    // Nothing of these is stored beside the change that made them.
+    case 'resolveSecret':
+    case 'announceCapacity':
+    case 'announceFees':
+      return effect
+    default:
+      return unhandledEffect(effect)
   }
 }
 

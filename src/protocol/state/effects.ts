@@ -29,6 +29,14 @@ export type Effect =
   /** What we charge for mediating through one of our channels changed: the shell stamps, signs and sends it likewise. */
   | { type: 'announceFees'; channelKey: string; update: FeeAnnouncement }
 
+/**
+ * Reached by no effect: where a switch over an effect's type ends in it, TypeScript fails the build once a new
+ * kind of effect has no case there (the engine's commit, the effect handler).
+ */
+export function unhandledEffect(effect: never): never {
+  throw new Error(`no case for the effect ${(effect as { type: string }).type}`)
+}
+
 /** A PFSFeeUpdate before the shell stamps it with the time it signs it (the core reads no clock). */
 export type FeeAnnouncement = Omit<PFSFeeUpdate, 'timestamp'>
 
