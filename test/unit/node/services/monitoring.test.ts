@@ -226,16 +226,22 @@ describe('a node with monitoring on, a real monitoring service, a private anvil'
         }),
       }),
     ])
-    // Nothing more is sent for a proof the service holds.
-    const sent = monitor!.status().requests
-    await new Promise((r) => setTimeout(r, 300))
-    expect(monitor!.status().requests).toEqual(sent)
+    // Nothing more is sent for a proof the service holds: once a resend still on its way when B saw the
+    // acknowledgement has come (a busy machine), the count stays put.
+    await eventually(async () => {
+      const sent = structuredClone(monitor!.status().requests)
+      await new Promise((r) => setTimeout(r, 500))
+      expect(monitor!.status().requests).toEqual(sent)
+    }, 10_000)
 
     // A restart forgets what was acknowledged: B asks again, and the service acknowledges what it holds.
     await stop(b)
     b = await startB()
     await eventually(() => expect(b.services.monitoring!.view().channels).toMatchObject([{ request: { nonce: 8n }, acknowledged: [{ service, nonce: 8n }] }]))
-    expect(monitor!.status().requests).toEqual({ accepted: 1, resent: 1, refused: {} })
+    // Answered as a resend, never stored again; B may have asked more than once before the answer came (a busy machine).
+    const after = monitor!.status().requests
+    expect(after).toMatchObject({ accepted: 1, refused: {} })
+    expect(after.resent).toBeGreaterThanOrEqual(1)
     expect(await notificationIds(b)).not.toEqual(expect.arrayContaining(['monitoring_unavailable']))
   })
 })
