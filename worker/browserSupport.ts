@@ -7,8 +7,8 @@ import { SluiceError } from '../src/errors.ts'
 
 /**
  * What a browser may lack, as `BrowserUnsupportedError.missing` lists it: stable names a dApp may switch on. The
- * message lists them as they are (names for people would cost the page's module 0.15 kB gzipped); the README's table
- * says what each is.
+ * message lists them as they are (names for people would cost the page's module 0.15 kB gzipped); the table of
+ * docs/embedding.md says what each is.
  */
 export type BrowserFeature =
   | 'serviceWorker'

@@ -136,7 +136,7 @@ this machine, every peer comes from its address: give it with --proxy 127.0.0.1.
 
 A page served over HTTPS may open WebSockets Secure only: serve TLS in the relay (--tls-cert, --tls-key, a /wss
 listen address), or run it on /ws behind a proxy that does (Caddy, nginx), with --announce
-/dns4/<name>/tcp/443/wss. The README's "Run a relay on a server" has both.
+/dns4/<name>/tcp/443/wss. "Run a relay on a server" in the repository's docs/operating.md has both.
 
 Flags:
 ${formatFlags(relayFlags)}`

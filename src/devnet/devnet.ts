@@ -20,7 +20,7 @@ import { startTransport, waitForPresence, type DevnetTransport } from './devnetT
 import { registerTokensAndFund } from './funding.ts'
 
 /**
- * `sluice devnet`: a whole network for development in one process, set up in the steps the README describes (a
+ * `sluice devnet`: a whole network for development in one process, set up in the steps docs/cli.md describes (a
  * backup server; anvil with the contracts deployed; the test tokens registered and the accounts funded; the relay
  * with libp2p; with --pathfinding a pathfinding service; the nodes, synced; with --channels a line of channels; with
  * --monitoring a monitoring service), and

@@ -158,7 +158,7 @@ describe('sluice relay over wss, reached by name', () => {
     await payThrough('TLS in the relay', address, [keys[0]!, keys[1]!])
   })
 
-  test("behind nginx, with the README's configuration: a plain-ws relay with --announce; nodes pay through it", async () => {
+  test('behind nginx, with the configuration docs/operating.md shows: a plain-ws relay with --announce; nodes pay through it', async () => {
     const port = await freePort()
     const { address, sockets } = await startRelay(['--listen', '/ip4/127.0.0.1/tcp/0/ws', '--announce', `/dns4/${NAME}/tcp/${port}/wss`])
     expect(address).toBe(`/dns4/${NAME}/tcp/${port}/wss/p2p/${relayPeerId}`)
@@ -190,7 +190,7 @@ describe('sluice relay over wss, reached by name', () => {
     expect(nginxErrors).toBe('')
   })
 
-  test("behind Caddy, with the README's Caddyfile: nodes pay through it", async () => {
+  test('behind Caddy, with the Caddyfile docs/operating.md shows: nodes pay through it', async () => {
     const port = await freePort()
     const { address, sockets } = await startRelay(['--listen', '/ip4/127.0.0.1/tcp/0/ws', '--announce', `/dns4/${NAME}/tcp/${port}/wss`])
     const relayPort = /^\/ip4\/127\.0\.0\.1\/tcp\/(\d+)\/ws$/.exec(sockets)![1]!
@@ -215,9 +215,9 @@ describe('sluice relay over wss, reached by name', () => {
     expect(caddyLog).not.toMatch(/"level":"error"/)
   })
 
-  test('the README shows the configuration files these tests ran', () => {
-    const readme = readFileSync(new URL('README.md', repo), 'utf8')
-    for (const file of ['nginx.conf', 'Caddyfile']) expect(readme).toContain(readFileSync(new URL(`docs/relay/${file}`, repo), 'utf8').trim())
+  test('docs/operating.md\'s "Run a relay on a server" shows the configuration files these tests ran', () => {
+    const guide = readFileSync(new URL('docs/operating.md', repo), 'utf8')
+    for (const file of ['nginx.conf', 'Caddyfile']) expect(guide).toContain(readFileSync(new URL(`docs/relay/${file}`, repo), 'utf8').trim())
   })
 })
 

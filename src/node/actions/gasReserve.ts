@@ -5,7 +5,7 @@ import type { NodeClient } from './client.ts'
 
 /**
  * Gas of the on-chain calls of a channel's life, whole transactions as measured by `npm run bench:gas`
- * (README, Gas). Unlock is the one-lock case: most channels settle with few or no locks.
+ * (docs/performance.md, Gas). Unlock is the one-lock case: most channels settle with few or no locks.
  */
 export const channelGas = {
   openChannelWithDeposit: 152_668n,

@@ -39,7 +39,7 @@ type PlannedChannel = { partner: Address; existing?: Channel }
 const SCALE = 1_000_000_000n
 
 /**
- * The connection manager (Raiden's, removed from the Raiden node in 2020; our REST API keeps it: README, REST API): joins a token
+ * The connection manager (Raiden's, removed from the Raiden node in 2020; our REST API keeps it: docs/rest-api.md): joins a token
  * network by opening and funding channels with its best-connected participants, and keeps part of the funds
  * to join channels that others open with us.
  *
