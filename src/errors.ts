@@ -43,6 +43,16 @@ export function hasCode(error: unknown, ...codes: readonly string[]): boolean {
   return error instanceof SluiceError && codes.includes(error.code)
 }
 
+/**
+ * `error` when it has the code `code`, else undefined: for a reader that needs the fields of the class of that code
+ * (`withCode<FeesAboveCapError>(error, 'FEES_ABOVE_CAP')?.asked`). The class is a type here, the decision the code's
+ * (docs/architecture.md, rule 6); its own fields come only with an error thrown in this realm, not with one rebuilt
+ * from data on the far side of a boundary.
+ */
+export function withCode<E extends SluiceError>(error: unknown, code: E['code']): E | undefined {
+  return hasCode(error, code) ? (error as E) : undefined
+}
+
 /** Plain data for `error`, safe to structured-clone or JSON-encode, keeping its code. */
 export function toErrorData(error: unknown): ErrorData {
   if (error instanceof SluiceError) return { code: error.code, message: error.shortMessage, ...(error.details !== undefined ? { details: error.details } : {}) }
