@@ -4,7 +4,7 @@
  * Each class has a stable `code` (`'NO_ROUTE'`, `'STORAGE_LOCKED'`, ...): behaviour is decided by the code, never
  * by a class name or a message, because a name is lost or renamed where a message crosses a boundary (structured
  * clone turns every error into a plain `Error`) and a message is prose. The REST API maps codes to statuses in one
- * table (src/api/errors.ts); `toErrorData` / `errorFromData` carry an error across a worker or a service worker.
+ * table (src/api/errorCodes.ts); `toErrorData` / `errorFromData` carry an error across a worker or a service worker.
  * Like viem's BaseError: a `shortMessage`, optional `details`, the `cause`, and `walk` over the cause chain.
  */
 export class SluiceError extends Error {
