@@ -4,7 +4,7 @@
  * Each class has a stable `code` (`'NO_ROUTE'`, `'STORAGE_LOCKED'`, ...): behaviour is decided by the code, never
  * by a class name or a message, because a name is lost or renamed where a message crosses a boundary (structured
  * clone turns every error into a plain `Error`) and a message is prose. The REST API maps codes to statuses in one
- * table (src/api/errors.ts); `toErrorData` / `errorFromData` carry an error across a worker or a service worker.
+ * table (src/api/errorCodes.ts); `toErrorData` / `errorFromData` carry an error across a worker or a service worker.
  * Like viem's BaseError: a `shortMessage`, optional `details`, the `cause`, and `walk` over the cause chain.
  */
 export class SluiceError extends Error {
@@ -41,6 +41,16 @@ export function errorCode(error: unknown): string {
 /** True when `error` is a SluiceError with one of these codes. */
 export function hasCode(error: unknown, ...codes: readonly string[]): boolean {
   return error instanceof SluiceError && codes.includes(error.code)
+}
+
+/**
+ * `error` when it has the code `code`, else undefined: for a reader that needs the fields of the class of that code
+ * (`withCode<FeesAboveCapError>(error, 'FEES_ABOVE_CAP')?.asked`). The class is a type here, the decision the code's
+ * (docs/architecture.md, rule 6); its own fields come only with an error thrown in this realm, not with one rebuilt
+ * from data on the far side of a boundary.
+ */
+export function withCode<E extends SluiceError>(error: unknown, code: E['code']): E | undefined {
+  return hasCode(error, code) ? (error as E) : undefined
 }
 
 /** Plain data for `error`, safe to structured-clone or JSON-encode, keeping its code. */

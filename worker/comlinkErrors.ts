@@ -1,5 +1,5 @@
 import * as Comlink from 'comlink'
-import { errorFromData, toErrorData, type ErrorData } from '../src/errors.ts'
+import { errorFromData, toErrorData, type ErrorData, withCode } from '../src/errors.ts'
 import { BrowserUnsupportedError, type BrowserFeature } from './browserSupport.ts'
 
 const comlinkThrow = Comlink.transferHandlers.get('throw')!
@@ -15,7 +15,8 @@ export function carryErrorCodes(): void {
     canHandle: comlinkThrow.canHandle,
     serialize: (thrown) => {
       const value = (thrown as { value: unknown }).value
-      return [{ error: toErrorData(value), ...(value instanceof BrowserUnsupportedError ? { missing: [...value.missing] } : {}) }, []]
+      const unsupported = withCode<BrowserUnsupportedError>(value, 'BROWSER_UNSUPPORTED')
+      return [{ error: toErrorData(value), ...(unsupported ? { missing: [...unsupported.missing] } : {}) }, []]
     },
     deserialize: (data) => {
       const { error, missing } = data as { error: ErrorData; missing?: BrowserFeature[] }

@@ -4,7 +4,7 @@
  * only when the person answers its prompt, and a prompt nobody answers leaves it pending for ever. So the start reads
  * the first and asks the second in the background, and `persist()` asked on a gesture has a bound.
  */
-import { SluiceError } from '../src/errors.ts'
+import { SluiceError, withCode } from '../src/errors.ts'
 import { withTimeout } from '../src/waits.ts'
 import { BrowserUnsupportedError } from './browserSupport.ts'
 
@@ -74,7 +74,7 @@ export function storagePersistence({ ask }: { ask: boolean }): StoragePersistenc
           const now = await read()
           return now ? heard(now) : now
         } catch {
-          const why = e instanceof PersistTimeoutError ? e.shortMessage : `navigator.storage.persist() failed (${(e as Error).message})`
+          const why = withCode<PersistTimeoutError>(e, 'PERSIST_TIMEOUT')?.shortMessage ?? `navigator.storage.persist() failed (${(e as Error).message})`
           throw new PersistTimeoutError(`${why}, and no answer to persisted() within ${READ_MS} ms`, { cause: e })
         }
       }

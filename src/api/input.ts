@@ -3,7 +3,8 @@ import { validator } from 'hono/validator'
 import { getAddress, type Address } from 'viem'
 import { ApiError } from './errors.ts'
 import { parseShape, type Parsed, type Shape } from './fields.ts'
-import { JsonNumber, JsonSyntaxError, parseJson, type JsonValue } from './json.ts'
+import { JsonNumber, parseJson, type JsonValue } from './json.ts'
+import { hasCode } from '../errors.ts'
 
 /** Whether a Content-Type is JSON's: `application/json` in any case, parameters (`; charset=utf-8`) allowed. */
 export function isJsonMediaType(contentType: string): boolean {
@@ -46,7 +47,7 @@ export async function readBody<S extends Shape>(request: Request, shape: S): Pro
   try {
     json = parseJson(text)
   } catch (error) {
-    if (error instanceof JsonSyntaxError) throw new ApiError(400, `malformed JSON: ${error.message}`)
+    if (hasCode(error, 'JSON_SYNTAX')) throw new ApiError(400, `malformed JSON: ${(error as Error).message}`)
     throw error
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json) || json instanceof JsonNumber)

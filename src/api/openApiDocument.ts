@@ -10,7 +10,7 @@ import { addressSchema, isValibot, type Schema } from './schema.ts'
 /** The error body of every answer that is not a success (docs/rest-api.md, Errors). */
 const errorSchema = {
   type: 'object',
-  properties: { errors: { type: 'string' }, code: { type: 'string', description: 'a stable code for the kind of error (src/api/errors.ts)' } },
+  properties: { errors: { type: 'string' }, code: { type: 'string', description: 'a stable code for the kind of error (src/api/errorCodes.ts)' } },
   required: ['errors', 'code'],
   additionalProperties: false,
 }

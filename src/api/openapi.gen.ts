@@ -761,7 +761,7 @@ export type components = {
     schemas: {
         Error: {
             errors: string;
-            /** @description a stable code for the kind of error (src/api/errors.ts) */
+            /** @description a stable code for the kind of error (src/api/errorCodes.ts) */
             code: string;
         };
     };

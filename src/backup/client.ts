@@ -1,17 +1,10 @@
 import type { Hex } from 'viem'
 import { signPackedSync } from '../protocol/signature.ts'
-import {
-  BackupBadAnswerError,
-  BackupMalformedError,
-  BackupOtherOwnerError,
-  BackupRefusedError,
-  BackupTimeoutError,
-  BackupUnreachableError,
-  BackupUnsignedError,
-} from './errors.ts'
+import { BackupBadAnswerError, BackupOtherOwnerError, BackupRefusedError, BackupTimeoutError, BackupUnreachableError } from './errors.ts'
 import { DEFAULT_MAX_COPY_BYTES, envelopeToJson, parseEnvelope, signedFetchBytes, type Envelope } from './format.ts'
 import type { BackupKey } from './key.ts'
 import { verifyEnvelope } from './seal.ts'
+import { hasCode, withCode } from '../errors.ts'
 
 /**
  * What a node calls to keep its copies on a backup server (`sluice backup-server`) and get them back; browser-safe
@@ -90,7 +83,7 @@ export async function fetchBackup(url: string, key: BackupKey, options: FetchBac
   try {
     return await attempt(Math.floor(Date.now() / 1000))
   } catch (e) {
-    const serverTime = e instanceof BackupRefusedError && e.code === 'BACKUP_REQUEST_EXPIRED' ? e.serverDate : undefined
+    const serverTime = withCode<BackupRefusedError>(e, 'BACKUP_REQUEST_EXPIRED')?.serverDate
     if (serverTime === undefined) throw e
     return attempt(Math.floor(serverTime / 1000))
   }
@@ -171,7 +164,7 @@ async function request<T>(
 /** The server's error body `{"errors": message, "code": code}`; anything else is not this protocol's answer. */
 async function errorBody(response: Response): Promise<{ code: string; message: string }> {
   const body = (await readJson(response, ANSWER_SLACK_BYTES).catch((e) => {
-    if (e instanceof BackupBadAnswerError) return undefined
+    if (hasCode(e, 'BACKUP_BAD_ANSWER')) return undefined
     throw e
   })) as { errors?: unknown; code?: unknown } | undefined
   if (typeof body?.code === 'string' && typeof body.errors === 'string') return { code: body.code, message: body.errors }
@@ -216,7 +209,7 @@ function parseAnswerEnvelope(value: unknown): Envelope {
   try {
     return parseEnvelope(value)
   } catch (e) {
-    if (e instanceof BackupMalformedError || e instanceof BackupUnsignedError)
+    if (hasCode(e, 'BACKUP_MALFORMED', 'BACKUP_UNSIGNED'))
       throw new BackupBadAnswerError(`the backup server answered with something that is not a copy: ${(e as Error).message}`, { cause: e })
     throw e
   }

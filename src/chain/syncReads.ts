@@ -1,3 +1,4 @@
+import { hasCode, withCode } from '../errors.ts'
 import { sleep, withTimeout } from '../waits.ts'
 import { ChainRpcError } from './errors.ts'
 
@@ -63,7 +64,7 @@ export class SyncReads {
       try {
         return await this.attempt(method, call, isAnswer)
       } catch (error) {
-        if (!(error instanceof ChainRpcError) || !(await this.pauseBeforeRetry(started, tries))) throw this.gaveUp(error)
+        if (!hasCode(error, 'CHAIN_RPC') || !(await this.pauseBeforeRetry(started, tries))) throw this.gaveUp(error)
       }
     }
   }
@@ -86,7 +87,7 @@ export class SyncReads {
         this.answered()
         throw error
       }
-      const failure = error instanceof ChainRpcError ? error : new ChainRpcError(method, error)
+      const failure = withCode<ChainRpcError>(error, 'CHAIN_RPC') ?? new ChainRpcError(method, error)
       // Stopping is no failure of the endpoint's.
       if (!this.signal?.aborted) this.state = { ...this.state, failingSince: this.state.failingSince ?? this.now(), lastError: failure }
       throw failure

@@ -28,6 +28,7 @@ import { memoryJournal, type JournalEntry, type TransactionJournal } from './tra
 import { createTransactionTracker, type OnSubmitted, type SentTransaction, type Tracked } from './transactionTracker.ts'
 import { revertReason } from './revertReason.ts'
 import type { TransactionRisk } from './transactionRisk.ts'
+import { hasCode } from '../errors.ts'
 
 /** One contract call to send: already ABI-encoded, with a description for errors and logs. `to` absent: a contract creation. */
 export type ChainCall = {
@@ -192,7 +193,7 @@ export function createTransactionQueue(
         publicClient.getTransactionCount({ address, blockTag: 'latest' }),
         publicClient.getTransactionCount({ address, blockTag: 'pending' }),
       ]).catch((e: unknown) => {
-        throw e instanceof ChainRpcError ? e : new ChainRpcError('eth_getTransactionCount', e)
+        throw hasCode(e, 'CHAIN_RPC') ? e : new ChainRpcError('eth_getTransactionCount', e)
       })
       for (const entry of entries) if (!tracked.has(entry.nonce)) tracked.set(entry.nonce, { entry, waiters: [], confirmations })
       const journaled = entries.length > 0 ? entries.at(-1)!.nonce + 1 : 0
@@ -252,7 +253,7 @@ export function createTransactionQueue(
         publicClient.getBlockNumber({ cacheTime: 0 }),
       ])
     } catch (e) {
-      throw e instanceof ChainRpcError ? e : new ChainRpcError('eth_getBalance/eth_blockNumber', e)
+      throw hasCode(e, 'CHAIN_RPC') ? e : new ChainRpcError('eth_getBalance/eth_blockNumber', e)
     }
     const least = leastPricePerGas(market)
     if (cap !== undefined && cap < least) throw new FeesAboveCapError(call.description, least, cap)

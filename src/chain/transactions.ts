@@ -1,6 +1,6 @@
 import { BaseError, encodeFunctionData, type Address, type ContractFunctionArgs, type Hex } from 'viem'
-import { SluiceError } from '../errors.ts'
-import { TransactionRevertedError } from './errors.ts'
+import { SluiceError, withCode } from '../errors.ts'
+import type { TransactionRevertedError } from './errors.ts'
 import { SecretRegistry, TokenNetwork } from '../contracts/index.ts'
 import { ZERO_HASH, packBalanceProofCounter } from '../protocol/balanceProof.ts'
 import { encodeLocks } from '../protocol/locks.ts'
@@ -196,13 +196,8 @@ export async function updateOnChainAlready(chain: ChainReader, tx: Extract<Chain
  */
 export function transactionFailedChange(tx: Transaction, error: unknown): Extract<StateChange, { type: 'transactionFailed' }> {
   const reason =
-    error instanceof TransactionRevertedError && error.reason
-      ? error.reason
-      : error instanceof SluiceError || error instanceof BaseError
-        ? error.shortMessage
-        : error instanceof Error
-          ? error.message
-          : String(error)
+    withCode<TransactionRevertedError>(error, 'TRANSACTION_REVERTED')?.reason ||
+    (error instanceof SluiceError || error instanceof BaseError ? error.shortMessage : error instanceof Error ? error.message : String(error))
   return {
     type: 'transactionFailed',
     transaction: tx.type === 'settleWithHistory' ? 'settle' : tx.type === 'unlockWithHistory' ? 'unlock' : tx.type,

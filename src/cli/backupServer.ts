@@ -4,12 +4,13 @@ import type { BackupLimits } from '../backup/server/app.ts'
 import type { BackupStore } from '../backup/server/store.ts'
 import { answerAsked, formatFlags, integerFlag, parseFlags, stringFlag, type FlagSpec } from './args.ts'
 import type { Command } from './command.ts'
-import { AddressInUseError, listen } from './httpServer.ts'
+import { listen } from './httpServer.ts'
 import { logFlags, loggerFromFlags } from './logFlags.ts'
 import { metricsFlags, startMetrics } from './metricsFlags.ts'
 import { nextSignal } from './processSignals.ts'
 import { ApiPortInUseError } from './servedNode.ts'
 import { MissingFlagError, parseHostPort, parseUrl, StartupError } from './serve.ts'
+import { hasCode } from '../errors.ts'
 
 const MIB = 1024 * 1024
 
@@ -122,7 +123,7 @@ export async function serveBackups({
     }
   } catch (e) {
     await store.close()
-    if (e instanceof AddressInUseError) throw new ApiPortInUseError(host, port)
+    if (hasCode(e, 'ADDRESS_IN_USE')) throw new ApiPortInUseError(host, port)
     throw e
   }
 }

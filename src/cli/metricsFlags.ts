@@ -4,7 +4,7 @@ import type { MetricsServer } from '../metrics/server.ts'
 import type { FlagSpec } from './args.ts'
 import { CliError } from './cliError.ts'
 import { parseHostPort } from './hostPort.ts'
-import { AddressInUseError } from './httpServer.ts'
+import { hasCode } from '../errors.ts'
 
 // --metrics, which every long-running command takes: serve, relay, monitor, pathfinding, backup-server
 // (docs/decisions/0078-prometheus-metrics.md).
@@ -45,7 +45,7 @@ export async function startMetrics(flag: string | undefined, command: string, lo
   try {
     server = await serveMetrics(metrics, { host, port })
   } catch (e) {
-    if (e instanceof AddressInUseError) throw new MetricsPortInUseError(flag, { host, port })
+    if (hasCode(e, 'ADDRESS_IN_USE')) throw new MetricsPortInUseError(flag, { host, port })
     throw e
   }
   log.info('Metrics: {url}', { url: server.url })

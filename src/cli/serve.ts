@@ -378,7 +378,7 @@ export async function loadPrivateKey({
   if (passwordFile && !keystore && !keystorePath) throw new UsageError('--password-file goes with --keystore or --keystore-path')
   if (key) return key
   if (!keystore && !keystorePath) throw new UsageError('--key or --keystore is required (or --keystore-path DIR with --address)')
-  const { decryptKeystore, KeystoreError } = await import('../chain/keystore.ts')
+  const { decryptKeystore } = await import('../chain/keystore.ts')
   const file = keystore ?? (await findKeystore(keystorePath!, address))
   const text = await readText(file, 'keystore')
   // The password is the file's first line: editors add a final newline that is no part of it.
@@ -389,7 +389,7 @@ export async function loadPrivateKey({
   try {
     privateKey = await decryptKeystore(text, password)
   } catch (e) {
-    if (e instanceof KeystoreError) throw new StartupError(`${file}: ${e.message}`)
+    if (hasCode(e, 'KEYSTORE', 'INVALID_KEYSTORE', 'WRONG_PASSWORD')) throw new StartupError(`${file}: ${(e as Error).message}`)
     throw e
   }
   // Picked by the address its JSON names: a file whose key is another account's must not pass for it.

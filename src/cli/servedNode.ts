@@ -2,7 +2,8 @@ import type { HostRule, OriginPattern } from '../api/hostsAndOrigins.ts'
 import { hostNode, type HostedNode, type HostNodeParameters } from '../host/hostNode.ts'
 import { checkApiExposure } from './apiExposure.ts'
 import { CliError } from './cliError.ts'
-import { AddressInUseError, listen, type HttpServer } from './httpServer.ts'
+import { listen, type HttpServer } from './httpServer.ts'
+import { hasCode } from '../errors.ts'
 
 export type ServedNode = Omit<HostedNode, 'stop'> & {
   server: HttpServer
@@ -42,7 +43,7 @@ export async function serveNode({ host, port, access = {}, ...parameters }: Serv
   try {
     server = await listen((request) => hosted!.fetch(request), { host, port })
   } catch (e) {
-    if (e instanceof AddressInUseError) throw new ApiPortInUseError(host, port)
+    if (hasCode(e, 'ADDRESS_IN_USE')) throw new ApiPortInUseError(host, port)
     throw e
   }
   hosted = hostNode({

@@ -2,7 +2,7 @@ import { hasCode } from '../errors.ts'
 import type { Logger } from '../log/logger.ts'
 import { followSync } from '../log/syncProgress.ts'
 import type { EnsureRegisteredReturnType } from '../monitor/registration.ts'
-import { AddressInUseError, type HttpServer } from './httpServer.ts'
+import type { HttpServer } from './httpServer.ts'
 import { StartupError, startupStep } from './serve.ts'
 import { describeError } from './servedNode.ts'
 
@@ -63,7 +63,7 @@ export async function runService(p: RunServiceParameters): Promise<number> {
     served = await p.serveApi()
   } catch (e) {
     await service.stop()
-    if (e instanceof AddressInUseError)
+    if (hasCode(e, 'ADDRESS_IN_USE'))
       throw new StartupError(`--api ${p.api.flag}: ${p.api.host}:${p.api.port} is already in use (choose another address or port)`)
     throw e
   }

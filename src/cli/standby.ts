@@ -8,8 +8,9 @@ import { nodeLeaseName } from '../storage/pgStorage.ts'
 import { Lease } from '../storage/postgres/lease.ts'
 import type { StorageIdentity } from '../storage/storage.ts'
 import { checkApiExposure } from './apiExposure.ts'
-import { AddressInUseError, listen, type HttpServer } from './httpServer.ts'
+import { listen, type HttpServer } from './httpServer.ts'
 import { ApiPortInUseError, type ServeAccess } from './servedNode.ts'
+import { hasCode } from '../errors.ts'
 
 // Node only: `sluice serve --database` (docs/decisions/0076), the hot standby's wait for the store's lease.
 
@@ -28,7 +29,7 @@ export async function serveStandby({ host, port, access = {} }: { host: string; 
   try {
     server = await listen((request) => app!.fetch(request), { host, port })
   } catch (e) {
-    if (e instanceof AddressInUseError) throw new ApiPortInUseError(host, port)
+    if (hasCode(e, 'ADDRESS_IN_USE')) throw new ApiPortInUseError(host, port)
     throw e
   }
   const standby = new Hono({ strict: true })

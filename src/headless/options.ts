@@ -10,13 +10,11 @@ import type { Hex } from 'viem'
 import { parseHostRule, parseOriginPattern, type HostRule, type OriginPattern } from '../api/hostsAndOrigins.ts'
 import { parseDeployment, type Deployment } from '../chain/deployment.ts'
 import type { Keystore } from '../chain/keystore.ts'
-import { InvalidFlagValueError, type FlagSpec } from '../cli/args.ts'
-import { UsageError } from '../cli/cliError.ts'
-import { TlsFilesError } from '../cli/tlsFiles.ts'
+import type { InvalidFlagValueError, FlagSpec } from '../cli/args.ts'
 import { checkApiExposure } from '../cli/apiExposure.ts'
 import { apiTokenProblem, checkDirectFlags, checkRelays, parseHostPort, parseRpcUrl, serveFlags } from '../cli/serve.ts'
 import { readDeployment } from '../devnet/deploymentFile.ts'
-import { SluiceError } from '../errors.ts'
+import { SluiceError, hasCode, withCode } from '../errors.ts'
 import { createLogger, isLogThreshold, LOG_THRESHOLDS, type Logger, type LogThreshold } from '../log/logger.ts'
 import { jsonParse } from '../storage/json.ts'
 import type { StorageDump } from '../storage/storage.ts'
@@ -299,7 +297,8 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
   if (transport === 'relay without libp2p') throw new InvalidOptionsError("relay goes with transport 'libp2p'")
   if (relays.length > 0)
     await checkRelays(relays).catch((e: unknown) => {
-      throw e instanceof InvalidFlagValueError ? new InvalidOptionsError(`each relay must be ${e.expected}, not ${show(e.value)}`) : e
+      const invalid = withCode<InvalidFlagValueError>(e, 'INVALID_FLAG_VALUE')
+      throw invalid ? new InvalidOptionsError(`each relay must be ${invalid.expected}, not ${show(invalid.value)}`) : e
     })
 
   const p2pListen = list('p2pListen', options.p2pListen, (raw) => (raw.startsWith('/') ? raw : undefined), 'a multiaddr')
@@ -308,8 +307,9 @@ export async function resolveOptions(options: StartNodeOptions): Promise<Resolve
   const p2pTlsCert = optional<string>('p2pTlsCert', options.p2pTlsCert, 'string')
   const p2pTlsKey = optional<string>('p2pTlsKey', options.p2pTlsKey, 'string')
   const direct = await checkDirectFlags({ p2pListen, p2pAnnounce, p2pAllowPrivate, p2pTlsCert, p2pTlsKey }, transport).catch((e: unknown) => {
-    if (e instanceof InvalidFlagValueError) throw new InvalidOptionsError(`each ${optionOf(e.flag)} must be ${optionWords(e.expected)}, not ${show(e.value)}`)
-    if (e instanceof UsageError || e instanceof TlsFilesError) throw new InvalidOptionsError(optionWords(e.message))
+    const invalid = withCode<InvalidFlagValueError>(e, 'INVALID_FLAG_VALUE')
+    if (invalid) throw new InvalidOptionsError(`each ${optionOf(invalid.flag)} must be ${optionWords(invalid.expected)}, not ${show(invalid.value)}`)
+    if (hasCode(e, 'USAGE', 'TLS_FILES')) throw new InvalidOptionsError(optionWords((e as Error).message))
     throw e
   })
 

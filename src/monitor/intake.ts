@@ -1,6 +1,6 @@
 import type { Address } from 'viem'
-import { hasCode } from '../errors.ts'
-import { InvalidMessageError } from '../protocol/errors.ts'
+import { hasCode, withCode } from '../errors.ts'
+import type { InvalidMessageError } from '../protocol/errors.ts'
 import type { Delivered, RequestMonitoring, Signed } from '../protocol/messages/types.ts'
 import { parseMessage } from '../protocol/messages/wire.ts'
 import { requestMonitoringDelivered } from '../protocol/monitoringRequest.ts'
@@ -94,7 +94,8 @@ export class Intake {
     try {
       message = parseMessage(line)
     } catch (error) {
-      if (error instanceof InvalidMessageError) return refused('malformed', error.shortMessage)
+      const malformed = withCode<InvalidMessageError>(error, 'INVALID_MESSAGE')
+      if (malformed) return refused('malformed', malformed.shortMessage)
       throw error
     }
     if (message.type !== 'RequestMonitoring') return refused('not_a_request', message.type)

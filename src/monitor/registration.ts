@@ -1,10 +1,9 @@
 import type { Address } from 'viem'
 import type { ChainClient } from '../chain/chainClient.ts'
-import { InsufficientTokenBalanceError } from '../chain/errors.ts'
 import { readTokenBalance } from '../chain/reads.ts'
 import { depositToServiceRegistry, readRegistrationPrice, readServiceRegistration, setServiceUrl, type ServiceRegistration } from '../chain/serviceRegistry.ts'
 import type { TransactionQueue } from '../chain/transactionQueue.ts'
-import { SluiceError } from '../errors.ts'
+import { SluiceError, hasCode } from '../errors.ts'
 
 /** The service cannot register in the ServiceRegistry (too few service tokens, or the registry refuses). */
 export class RegistrationFailedError extends SluiceError {
@@ -35,7 +34,7 @@ export async function ensureRegistered(
     try {
       ;({ price } = await depositToServiceRegistry(chain, queue, { serviceRegistry }))
     } catch (error) {
-      if (error instanceof InsufficientTokenBalanceError) {
+      if (hasCode(error, 'INSUFFICIENT_TOKEN_BALANCE')) {
         const { token, price: needed } = await readRegistrationPrice(chain, { serviceRegistry })
         const held = await readTokenBalance(chain, { token })
         throw new RegistrationFailedError(

@@ -1,6 +1,6 @@
 import { SluiceError } from '../errors.ts'
 
-/** Base of the runtime's typed errors; the REST layer maps each `code` to a status (src/api/errors.ts). */
+/** Base of the runtime's typed errors; the REST layer maps each `code` to a status (src/api/errorCodes.ts). */
 export class NodeError extends SluiceError {
   override name: string = 'NodeError'
   override readonly code: string = 'NODE'

@@ -1,5 +1,5 @@
 import type { Address } from 'viem'
-import { InvalidMessageError } from '../protocol/errors.ts'
+import type { InvalidMessageError } from '../protocol/errors.ts'
 import { packMessage } from '../protocol/messages/pack.ts'
 import type { FeeSchedule, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../protocol/messages/types.ts'
 import { encodeMessage, parseMessage } from '../protocol/messages/wire.ts'
@@ -7,6 +7,7 @@ import { recoverPackedSignerSync } from '../protocol/signature.ts'
 import { participantIndex, sameAddress, withParticipant, type PfsChannel, type PfsParticipant } from './channel.ts'
 import { networkOf, type PathfindingState } from './network.ts'
 import { timestampMicros } from './timestamps.ts'
+import { withCode } from '../errors.ts'
 
 /**
  * The rules a PFSCapacityUpdate or PFSFeeUpdate must pass before the service holds it (docs/decisions/0070), as
@@ -67,7 +68,8 @@ export function readUpdate(
   try {
     message = parseMessage(line)
   } catch (error) {
-    if (error instanceof InvalidMessageError) return { ok: false, reason: 'malformed', detail: error.shortMessage }
+    const malformed = withCode<InvalidMessageError>(error, 'INVALID_MESSAGE')
+    if (malformed) return { ok: false, reason: 'malformed', detail: malformed.shortMessage }
     throw error
   }
   if (message.type !== 'PFSCapacityUpdate' && message.type !== 'PFSFeeUpdate') return { ok: false, reason: 'not_an_update', detail: message.type }

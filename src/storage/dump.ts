@@ -1,6 +1,7 @@
 import { checkCommit } from './checkCommit.ts'
 import { sameIdentity } from './identity.ts'
-import { type Commit, DumpRejectedError, STORAGE_SCHEMA_VERSION, StorageError, type Meta, type StorageDump, type StorageIdentity } from './storage.ts'
+import { type Commit, DumpRejectedError, STORAGE_SCHEMA_VERSION, type Meta, type StorageDump, type StorageIdentity } from './storage.ts'
+import { hasCode } from '../errors.ts'
 
 /** How far a store's state goes: the seq of its snapshot or of its last change, whichever is later (-1: none). */
 export function progressOf(snapshotSeq: number | undefined, lastChangeSeq: number | undefined): number {
@@ -52,7 +53,7 @@ export function checkDump(dump: unknown, identity: StorageIdentity, stored: Stor
   try {
     checkCommit(commitOfDump(d), identity)
   } catch (e) {
-    if (e instanceof StorageError) throw new DumpRejectedError(`the dump holds an invalid row: ${e.message}`, { cause: e })
+    if (hasCode(e, 'STORAGE')) throw new DumpRejectedError(`the dump holds an invalid row: ${(e as Error).message}`, { cause: e })
     throw e
   }
   const progress = progressOf(

@@ -43,6 +43,7 @@ import {
   type TransactionRecord,
 } from './storage.ts'
 import { StoreWork } from './storeWork.ts'
+import { hasCode } from '../errors.ts'
 
 // Node only (node-postgres): a node's store in PostgreSQL, for a hub with a hot standby (docs/decisions/0076).
 
@@ -435,7 +436,7 @@ class PgStorage implements Storage {
         'a commit',
       )
     } catch (e) {
-      if (e instanceof LeaseLostError) this.lost(e)
+      if (hasCode(e, 'LEASE_LOST')) this.lost(e as LeaseLostError)
       throw e
     }
     this.meta = meta
@@ -611,7 +612,7 @@ class PgStorage implements Storage {
           'importDump',
         )
       } catch (e) {
-        if (e instanceof LeaseLostError) this.lost(e)
+        if (hasCode(e, 'LEASE_LOST')) this.lost(e as LeaseLostError)
         throw e
       }
       if (imported) this.meta = imported

@@ -3,16 +3,32 @@ import { builtinModules } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 
 /**
+ * What may stand between `import` (or `export`) and `from`: a default name, `{ names }`, `* as name`. Nothing else, so
+ * that a match never runs on from one statement into the next (`export type A = B` then an import).
+ */
+const IMPORT = /^\s*import\s+(type\s+)?(?:[\w$]+\s*,?\s*)?(?:\{[^}]*\}|\*\s*as\s+[\w$]+)?\s*from\s+['"]([^'"]+)['"]/.source
+const EXPORT = /^\s*export\s+(type\s+)?(?:\{[^}]*\}|\*(?:\s*as\s+[\w$]+)?)\s*from\s+['"]([^'"]+)['"]/.source
+const BARE = /^\s*import\s+['"]([^'"]+)['"]/.source
+const STATEMENT = new RegExp(`${IMPORT}|${EXPORT}|${BARE}`, 'gm')
+
+/** Each import of a module: its specifier, and whether it is `import type` / `export type` (erased at run time). */
+function importStatements(source: string): { spec: string; typeOnly: boolean }[] {
+  const out: { spec: string; typeOnly: boolean }[] = []
+  for (const m of source.matchAll(STATEMENT)) {
+    out.push({ spec: (m[2] ?? m[4] ?? m[5])!, typeOnly: (m[1] ?? m[3]) !== undefined })
+  }
+  for (const m of source.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)) out.push({ spec: m[1]!, typeOnly: false })
+  return out
+}
+
+/**
  * Specifiers a module imports: value imports, re-exports and dynamic imports, and with `types` also `import type`
  * and `export type` (erased at run time, but a tie between two modules all the same).
  */
 function imports(source: string, { types = false } = {}): string[] {
-  const out: string[] = []
-  for (const m of source.matchAll(/^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]/gm)) {
-    if (types || !m[2]) out.push((m[3] ?? m[4])!)
-  }
-  for (const m of source.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)) out.push(m[1]!)
-  return out
+  return importStatements(source)
+    .filter((i) => types || !i.typeOnly)
+    .map((i) => i.spec)
 }
 
 /** Specifiers a module loads at run time (`import type` is erased). */
@@ -36,11 +52,14 @@ export function importGraph(entry: string): ImportGraph {
   return { modules, packages }
 }
 
-/** Packages that exist only in Node: its built-ins, and the few dependencies that need them (prom-client: node:cluster, process metrics). */
+/**
+ * Packages that exist only in Node: its built-ins, and the few dependencies that need them (prom-client: node:cluster,
+ * process metrics; pg: node:net).
+ */
 export const isNodeOnly = (specifier: string) =>
   specifier.startsWith('node:') ||
   builtinModules.includes(specifier.split('/')[0]!) ||
-  ['classic-level', 'fake-indexeddb', 'tsx', 'ws', 'prom-client'].includes(specifier)
+  ['classic-level', 'fake-indexeddb', 'tsx', 'ws', 'prom-client', 'pg'].includes(specifier)
 
 /** `module: package` for every Node-only package reachable from `entry`. */
 export function nodeOnlyImports(entry: string): string[] {
@@ -48,7 +67,7 @@ export function nodeOnlyImports(entry: string): string[] {
 }
 
 /** The TypeScript modules under `dir`, recursively (declaration files aside). */
-function modulesUnder(dir: string): string[] {
+export function modulesUnder(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' })
     .filter((f) => /\.tsx?$/.test(f) && !f.endsWith('.d.ts'))
     .map((f) => join(dir, f))
@@ -99,4 +118,18 @@ export function importCircles(dirs: string[]): { modules: number; circles: strin
   }
   for (const file of files) if (!index.has(file)) visit(file)
   return { modules: files.length, circles }
+}
+
+/** One import of a module of `dirs`: to another module (resolved) or to a package, and whether only for types. */
+export type ImportEdge = { from: string; typeOnly: boolean } & ({ to: string; spec?: never } | { spec: string; to?: never })
+
+/** Every import of every module under `dirs`, type-only ones included and marked. */
+export function importEdges(dirs: string[]): ImportEdge[] {
+  return dirs
+    .flatMap(modulesUnder)
+    .flatMap((from) =>
+      importStatements(readFileSync(from, 'utf8')).map(
+        ({ spec, typeOnly }): ImportEdge => (spec.startsWith('.') ? { from, typeOnly, to: resolve(dirname(from), spec) } : { from, typeOnly, spec }),
+      ),
+    )
 }

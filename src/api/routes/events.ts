@@ -5,7 +5,7 @@ import type { NodeNotice, NodeStatus, PathfindingNotice } from '../../node/notic
 import type { ChannelState } from '../../protocol/state/types.ts'
 import type { NodeClient } from '../../node/actions/client.ts'
 import { getChannel } from '../../protocol/state/access.ts'
-import { paymentRecord } from '../../node/runtime/records.ts'
+import { paymentOfEvent } from '../../node/actions/payments.ts'
 import type { ApiContext, ApiContextRef } from '../context.ts'
 import { DEFAULT_EVENT_LOG_CAPACITY, type EventLog, type MissedReason } from '../eventLog.ts'
 import { errorCode, toErrorData } from '../../errors.ts'
@@ -345,7 +345,7 @@ export function toPushEvent(notice: NodeNotice, client: NodeClient): PushEvent |
     case 'paymentSentFailed':
     case 'paymentReceivedSuccess': {
       // A history entry as GET /payments gives it, with what a live client also wants to match it by.
-      const record = paymentRecord(notice, 0, Date.now())!
+      const record = paymentOfEvent(notice, Date.now())!
       return {
         event: pushEventName[record.event],
         data: { ...historyEntry(record), identifier: record.identifier, amount: record.amount, secret_hash: record.secrethash },

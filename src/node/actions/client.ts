@@ -1,6 +1,5 @@
 import type { Address, Hex } from 'viem'
 import type { ChainClient } from '../../chain/chainClient.ts'
-import { ChainRpcError } from '../../chain/errors.ts'
 import type { TransactionQueue } from '../../chain/transactionQueue.ts'
 import { channelWith, publicKeyOf } from '../../protocol/state/access.ts'
 import type { StateChange } from '../../protocol/state/changes.ts'
@@ -20,6 +19,7 @@ import type { PeerRecords } from '../runtime/routeMetadata.ts'
 import type { ServiceMessages } from '../runtime/serviceMessages.ts'
 import type { StatusTracker } from '../runtime/status.ts'
 import { PaymentsInFlight } from './paymentsInFlight.ts'
+import { hasCode } from '../../errors.ts'
 
 /**
  * The node's best knowledge of the chain now (docs/decisions/0056): its confirmed head (latest − confirmations) as
@@ -142,13 +142,13 @@ export function createNodeClient(p: NodeClientParts): NodeClient {
 
   async function waitForBlock(blockNumber: bigint, timeoutMs = p.config.confirmationTimeoutMs): Promise<void> {
     const deadline = Date.now() + timeoutMs
-    let endpointError: ChainRpcError | undefined
+    let endpointError: unknown
     while (engine.current.blockNumber < blockNumber) {
       if (stopped.aborted) throw new NodeStoppedError()
       // The endpoint failing is the clearer reason when it is one (CHAIN_RPC); else the chain is not deep enough yet.
       if (Date.now() > deadline) throw endpointError ?? new ConfirmationTimeoutError(blockNumber, engine.current.blockNumber, timeoutMs)
       const synced = await p.follower.syncOnce().catch((error: unknown) => {
-        if (!(error instanceof ChainRpcError)) throw error
+        if (!hasCode(error, 'CHAIN_RPC')) throw error
         endpointError = error
         return false
       })

@@ -4,6 +4,7 @@ import { distributable } from '../../protocol/channel/amounts.ts'
 import { localRoutes } from '../../pathfinding/localRoutes.ts'
 import { findRoutes, whyNoRouteHoldsLock } from '../../protocol/routing/findRoutes.ts'
 import { channelWith, sameAddress, tokenNetworkOf } from '../../protocol/state/access.ts'
+import type { NodeEvent } from '../../protocol/state/effects.ts'
 import type { NodeState } from '../../protocol/state/types.ts'
 import type { PaymentQuery, PaymentRecord } from '../../storage/storage.ts'
 import { ConflictError, InsufficientBalanceError, InvalidPaymentError, NoRouteError, PaymentFailedError } from '../errors.ts'
@@ -11,6 +12,7 @@ import { requireSynced } from './channels.ts'
 import type { NodeNotice } from '../notices.ts'
 import type { KnownPayment, PaymentTerms, SentPayment } from './paymentsInFlight.ts'
 import type { RoutesFound } from '../runtime/pathfinder.ts'
+import { paymentRecord } from '../runtime/records.ts'
 import { serviceRouteRecords } from '../runtime/routeMetadata.ts'
 import { secretForTarget } from '../runtime/secretInMetadata.ts'
 import type { NodeClient } from './client.ts'
@@ -383,6 +385,14 @@ function sentPayment(client: NodeClient, r: PaymentOutcome): SentPayment {
 export async function readPaymentHistory(client: NodeClient, query: PaymentQuery): Promise<PaymentRecord[]> {
   if (query.token !== undefined && !tokenNetworkOf(client.state, query.token)) throw new ConflictError(`token ${query.token} does not match a token network`)
   return client.store.payments({ ...query, ...pageOf(query) })
+}
+
+/**
+ * The history row a payment event becomes once it is stored, as GET /payments will read it: for a client that
+ * follows payments live, before the row is there (no seq yet). Undefined for an event that is not a payment's.
+ */
+export function paymentOfEvent(event: NodeEvent, time: number): PaymentRecord | undefined {
+  return paymentRecord(event, 0, time)
 }
 
 /** A page the store can key: non-negative integers, anything beyond the safe integers meaning "all". */

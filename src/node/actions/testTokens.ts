@@ -1,5 +1,6 @@
 import type { Address, Hex } from 'viem'
-import { mintTokens, TokenNotMintableError, TransactionRevertedError } from '../../chain/index.ts'
+import { mintTokens, TokenNotMintableError, type TransactionRevertedError } from '../../chain/index.ts'
+import { withCode } from '../../errors.ts'
 import type { NodeClient } from './client.ts'
 
 /**
@@ -17,7 +18,7 @@ export async function mintTestTokens(
     return { transactionHash: sent.hash }
   } catch (error) {
     // The eth_call accepted the mint but the transaction reverted (the token changed meanwhile): still a refusal.
-    if (error instanceof TransactionRevertedError) throw new TokenNotMintableError(token, error)
-    throw error
+    const reverted = withCode<TransactionRevertedError>(error, 'TRANSACTION_REVERTED')
+    throw reverted ? new TokenNotMintableError(token, reverted) : error
   }
 }

@@ -1,9 +1,9 @@
 import type { Address } from 'viem'
 import type { BlockRange, BlockWatcher, HeadObservation, SyncProgress } from '../../chain/blockWatcher.ts'
-import { ChainRpcError } from '../../chain/errors.ts'
 import { SyncLoop } from '../../chain/syncLoop.ts'
 import type { EndpointHealth } from '../../chain/syncReads.ts'
 import { byChainPosition, type SyncedChainEvent } from '../../chain/chainEvents.ts'
+import { hasCode } from '../../errors.ts'
 import type { Applied, Engine } from './engine.ts'
 
 export type ChainFollowerParameters = {
@@ -87,7 +87,7 @@ export class ChainFollower {
       try {
         return await this.loop.catchUp(stopping)
       } catch (error) {
-        if (!(error instanceof ChainRpcError) || stopping()) throw error
+        if (!hasCode(error, 'CHAIN_RPC') || stopping()) throw error
         this.failed(error)
         await new Promise((r) => setTimeout(r, this.p.pollingInterval))
       }
@@ -115,7 +115,7 @@ export class ChainFollower {
   }
 
   private failed(error: unknown): void {
-    if (error instanceof ChainRpcError) {
+    if (hasCode(error, 'CHAIN_RPC')) {
       if (this.failureReported) return
       this.failureReported = true
     }

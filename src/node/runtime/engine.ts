@@ -7,6 +7,7 @@ import { transition } from '../../protocol/transition.ts'
 import { checkJournalEntry, checkJournalNonce } from '../../storage/journalRecords.ts'
 import { StorageError, type Commit, type Meta, type OutboxRecord, type Storage, type StoredChainEvent, type TransactionRecord } from '../../storage/storage.ts'
 import { outboxRecord, paymentRecord, receivedHistory, sentHistory, storedEvent, syncedHistory, transactionRecord } from './records.ts'
+import { hasCode } from '../../errors.ts'
 
 /**
  * An effect as its commit left it: a send with the outbox record it was stored as, a transaction with its record
@@ -163,7 +164,7 @@ export class Engine {
       for (const entry of puts) checkJournalEntry(entry)
       for (const nonce of write.delete ?? []) checkJournalNonce(nonce, 'journal nonce to delete')
     } catch (e) {
-      return Promise.reject(e instanceof StorageError ? e : new StorageError(`a journal entry cannot be stored (${(e as Error).message})`, { cause: e }))
+      return Promise.reject(hasCode(e, 'STORAGE') ? e : new StorageError(`a journal entry cannot be stored (${(e as Error).message})`, { cause: e }))
     }
     for (const entry of puts) this.journal.set(entry.nonce, entry)
     for (const nonce of write.delete ?? []) this.journal.set(nonce, null)

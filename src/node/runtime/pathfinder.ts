@@ -8,6 +8,7 @@ import { announced, capacityUpdateOf, feeAnnouncementOf } from '../../protocol/r
 import type { HeardUpdate } from '../../pathfinding/heard.ts'
 import type { Effect } from '../../protocol/state/effects.ts'
 import type { NodeState } from '../../protocol/state/types.ts'
+import { withCode } from '../../errors.ts'
 import { SerialByKey } from '../../serialByKey.ts'
 import { PathfindingServiceError } from '../errors.ts'
 import type { ResolvedNodeConfig } from '../nodeConfig.ts'
@@ -82,7 +83,7 @@ export type PathfindingView = {
 }
 
 const describe = (error: unknown) =>
-  error instanceof PathfindingServiceError ? error.shortMessage : error instanceof Error ? error.message.split('\n')[0]! : String(error)
+  withCode<PathfindingServiceError>(error, 'PATHFINDING_SERVICE')?.shortMessage ?? (error instanceof Error ? error.message.split('\n')[0]! : String(error))
 
 /** A PFSFeeUpdate's timestamp: Python's naive ISO-8601 in UTC with microseconds (`2026-11-29T14:03:07.123000`). */
 export function feeTimestamp(micros: number): string {
@@ -340,16 +341,17 @@ export class Pathfinder {
     try {
       answer = await this.iouTurns.run(service.paymentAddress.toLowerCase(), () => this.ask(service, request))
     } catch (error) {
-      if (error instanceof PathfindingServiceError && error.reason === 'refused' && error.errorCode === NO_ROUTE_FOUND) {
+      const failed = withCode<PathfindingServiceError>(error, 'PATHFINDING_SERVICE')
+      if (failed?.reason === 'refused' && failed.errorCode === NO_ROUTE_FOUND) {
         this.answered(service.url)
-        const why = (error.errorDetails as { reason?: unknown } | undefined)?.reason
+        const why = (failed.errorDetails as { reason?: unknown } | undefined)?.reason
         // About us, the service is behind (our channel's announcements not there yet, our presence not seen): we know
         // our channels exactly, so our own routes are tried. About the others, it knows better than our deposits.
         if (typeof why === 'string' && SOURCE_REASONS.has(why)) return local(`the pathfinding service does not know this node's channels yet (${why})`)
-        return { source: 'none', reason: `the pathfinding service found no route (${typeof why === 'string' ? why : error.shortMessage})` }
+        return { source: 'none', reason: `the pathfinding service found no route (${typeof why === 'string' ? why : failed.shortMessage})` }
       }
       // A service that fails to answer is asked again after a while; `auto` may pick another then.
-      if (error instanceof PathfindingServiceError && error.reason !== 'refused' && this.p.config.pathfindingServiceAddress === 'auto') this.chosen = undefined
+      if (failed && failed.reason !== 'refused' && this.p.config.pathfindingServiceAddress === 'auto') this.chosen = undefined
       this.unavailable(service.url, describe(error))
       return local(`the pathfinding service did not give routes: ${describe(error)}`)
     }
@@ -414,15 +416,16 @@ export class Pathfinder {
         )
         return { ...routes, iou }
       } catch (error) {
-        if (attempt >= 2 || !(error instanceof PathfindingServiceError) || error.reason !== 'refused') throw error
-        if (error.errorCode === IOU_ALREADY_CLAIMED || error.errorCode === IOU_EXPIRED_TOO_EARLY) newSession = true
-        else if (error.errorCode === INSUFFICIENT_SERVICE_PAYMENT) {
+        const refused = withCode<PathfindingServiceError>(error, 'PATHFINDING_SERVICE')
+        if (attempt >= 2 || refused?.reason !== 'refused') throw error
+        if (refused.errorCode === IOU_ALREADY_CLAIMED || refused.errorCode === IOU_EXPIRED_TOO_EARLY) newSession = true
+        else if (refused.errorCode === INSUFFICIENT_SERVICE_PAYMENT) {
           const info = await pfsInfo(service.url, this.call())
           if (info.price > this.p.config.pathfindingMaxFee)
             throw new PathfindingServiceError('unusable', `its price rose to ${info.price}, above --pathfinding-max-fee ${this.p.config.pathfindingMaxFee}`)
           price = info.price
           if (this.chosen) this.chosen = { ...this.chosen, price }
-        } else if (error.errorCode !== USE_THIS_IOU) throw error
+        } else if (refused.errorCode !== USE_THIS_IOU) throw error
       }
     }
   }

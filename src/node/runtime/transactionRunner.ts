@@ -1,9 +1,9 @@
 import { sleep } from '../../waits.ts'
 import type { Hex } from 'viem'
-import { FeesAboveCapError, InsufficientFundsForGasError } from '../../chain/errors.ts'
+import type { FeesAboveCapError, InsufficientFundsForGasError } from '../../chain/errors.ts'
 import { transactionFailedChange } from '../../chain/transactions.ts'
 import type { TransactionRisk } from '../../chain/transactionRisk.ts'
-import { hasCode } from '../../errors.ts'
+import { hasCode, withCode } from '../../errors.ts'
 import type { Transaction } from '../../protocol/state/effects.ts'
 import type { TransactionRecord } from '../../storage/storage.ts'
 import type { Engine } from './engine.ts'
@@ -108,9 +108,10 @@ export class TransactionRunner {
     if (deadline !== undefined && head > deadline) return false
     if (deadline !== undefined) {
       const description = `${tx.type}${'channelId' in tx ? ` of channel ${tx.channelId}` : ''}`
-      if (error instanceof FeesAboveCapError) this.p.onRisk?.(record.key, { reason: 'fee_cap', needed: error.asked, description, deadline, head })
-      else if (error instanceof InsufficientFundsForGasError && error.required !== undefined)
-        this.p.onRisk?.(record.key, { reason: 'balance', needed: error.required, description, deadline, head })
+      const feeCap = withCode<FeesAboveCapError>(error, 'FEES_ABOVE_CAP')
+      const funds = withCode<InsufficientFundsForGasError>(error, 'INSUFFICIENT_FUNDS_FOR_GAS')
+      if (feeCap) this.p.onRisk?.(record.key, { reason: 'fee_cap', needed: feeCap.asked, description, deadline, head })
+      else if (funds?.required !== undefined) this.p.onRisk?.(record.key, { reason: 'balance', needed: funds.required, description, deadline, head })
     }
     const waited = await this.wait(this.p.retryMs ?? 5_000)
     return waited && !this.p.isStopping()

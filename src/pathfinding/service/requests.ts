@@ -1,8 +1,9 @@
 import { getAddress, maxUint256, type Address, type Hex } from 'viem'
-import { JsonNumber, JsonSyntaxError, parseJson, type JsonValue } from '../../api/json.ts'
+import { JsonNumber, parseJson, type JsonValue } from '../../api/json.ts'
 import type { SignedIou } from '../iou.ts'
 import { PfsAnswerError } from './errors.ts'
 import type { RoutesRequest } from './service.ts'
+import { hasCode } from '../../errors.ts'
 
 /**
  * The pathfinding API's requests read as raiden-services' schemas read them (api.py's marshmallow dataclasses), with
@@ -98,7 +99,7 @@ export function readJsonObject(text: string): Record<string, JsonValue> {
   try {
     json = parseJson(text)
   } catch (error) {
-    if (error instanceof JsonSyntaxError) throw new PfsAnswerError('InvalidRequest', `malformed JSON: ${error.message}`)
+    if (hasCode(error, 'JSON_SYNTAX')) throw new PfsAnswerError('InvalidRequest', `malformed JSON: ${(error as Error).message}`)
     throw error
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json) || json instanceof JsonNumber)

@@ -3,7 +3,7 @@ import type { ChainClient } from '../../chain/chainClient.ts'
 import type { Deployment } from '../../chain/deployment.ts'
 import { read } from '../../chain/reads.ts'
 import { CustomToken } from '../../contracts/index.ts'
-import { SluiceError } from '../../errors.ts'
+import { hasCode, withCode } from '../../errors.ts'
 import { version } from '../../version.ts'
 import type { EnsureRegisteredReturnType } from '../../monitor/registration.ts'
 import { acknowledger, createServiceChain, createServiceQueue, errorLine, ServiceRegistration, type ServiceLog } from '../../monitor/serviceAccount.ts'
@@ -467,9 +467,9 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
         counts.answered++
         return answer
       } catch (error) {
-        if (error instanceof PfsAnswerError && error.pfsName === 'NoRouteFound') counts.noRoute++
+        if (withCode<PfsAnswerError>(error, 'PFS_ANSWER')?.pfsName === 'NoRouteFound') counts.noRoute++
         else counts.refused++
-        if (error instanceof SluiceError && (error.code === 'STORAGE' || error.code === 'STORAGE_CLOSED')) checkStore()
+        if (hasCode(error, 'STORAGE', 'STORAGE_CLOSED')) checkStore()
         throw error
       }
     },

@@ -2,10 +2,10 @@ import type pg from 'pg'
 import { asStorageError } from '../asStorageError.ts'
 import { decode, encode } from '../serviceLevelStore.ts'
 import { checkServiceStoreMeta, type BatchOp, type KvChange, type OpenServiceStoreParameters, type ServiceKv, type ServiceStoreMeta } from '../serviceStore.ts'
-import { LeaseLostError } from '../storage.ts'
 import type { Lease } from './lease.ts'
 import { migrate } from './migrations.ts'
 import { inTransaction } from './pool.ts'
+import { hasCode } from '../../errors.ts'
 
 // Node only. A service store (the monitoring service's, the pathfinding service's) on PostgreSQL, shared by several
 // instances of the service (docs/decisions/0077).
@@ -192,7 +192,7 @@ export class PostgresServiceKv implements ServiceKv {
       await lease.check(client)
       return true
     } catch (e) {
-      if (e instanceof LeaseLostError) return false
+      if (hasCode(e, 'LEASE_LOST')) return false
       throw e
     }
   }

@@ -12,7 +12,8 @@ test.each(['idbStorage.ts', 'memoryStorage.ts', 'dump.ts', 'json.ts', 'storage.t
 test.each([
   ['levelStorage.ts', ['classic-level', 'node:path', 'node:v8']],
   ['serviceLevelStore.ts', ['classic-level', 'node:v8']],
-])("%s is a storage module that imports classic-level and node:* (a node's LevelDB, the services')", (file, nodeOnly) => {
+  ['pgStorage.ts', ['node:crypto', 'node:os', 'pg']],
+])("%s is a storage module that imports Node-only packages (a node's LevelDB, the services', PostgreSQL)", (file, nodeOnly) => {
   const packages = [...importGraph(resolve(storageDir, file)).packages.keys()]
   expect(packages.filter(isNodeOnly).sort()).toEqual(nodeOnly)
 })
