@@ -10,7 +10,7 @@ import type { Deployment } from '../src/chain/deployment.ts'
 import { encryptKeystore, type Keystore } from '../src/chain/keystore.ts'
 import { SluiceError, toErrorData, type ErrorData } from '../src/errors.ts'
 import { hostNode, type HostedNode } from '../src/host/hostNode.ts'
-import { createLogger, type LogLevel } from '../src/log/logger.ts'
+import { createLogger, type Logger, type LogLevel, type LogThreshold } from '../src/log/logger.ts'
 import { logNodeNotices } from '../src/log/nodeNotices.ts'
 import { ANSWERED_WHILE_SYNCING } from '../src/api/app.ts'
 import { createNode } from '../src/node/createNode.ts'
@@ -87,157 +87,7 @@ const api = {
    */
   start(options: NodeWorkerOptions, onStopped?: NodeStoppedListener, provider?: RemoteProvider, onLog?: NodeLogListener): Promise<StartedNode> {
     if (starting) return Promise.reject(new NodeAlreadyStartedError('this worker runs a node already'))
-    starting = (async () => {
-      const {
-        rpc,
-        deployment,
-        key: givenKey,
-        passphrase,
-        relay = [],
-        environment = 'production',
-        apiChannel,
-        import: dump,
-        logLevel = DEFAULT_LOG_LEVEL,
-        webrtc,
-        p2pAllowPrivate = false,
-        ...rest
-      } = options
-      // Formatted here, so that only the lines at the level asked for cross to the page (one message each); a page
-      // gone meanwhile makes the call fail, which is no error of the node's.
-      const log = createLogger({
-        level: logLevel,
-        format: 'pretty',
-        write: onLog ? (line, level) => void Promise.resolve(onLog(line, level)).catch(() => {}) : consoleLine,
-      })
-      if (!rpc && !provider) throw new NoChainError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
-      // What this worker lacks, before anything opens (docs/decisions/0057). WebCrypto keeps a generated key and seals
-      // the backup's copies.
-      const missing = missingInWorker({ relays: relay.length > 0, subtleCrypto: !givenKey || rest.backupUrl !== undefined })
-      if (missing.length > 0) throw new BrowserUnsupportedError(missing)
-      // Only a matter of speed: the curve and Keccak fall back to JavaScript (Safari's Lockdown Mode has no WebAssembly).
-      if (typeof WebAssembly !== 'object') log.warn('this browser gives the node no WebAssembly: it signs and hashes in JavaScript, several times slower')
-      const unlocking = performance.now()
-      const { key, created } = givenKey ? { key: givenKey, created: false } : await loadOrCreateKey(passphrase)
-      // What unlocking (or generating) the key cost, for the bench and the browser's performance tools.
-      performance.measure('sluice:key', { start: unlocking })
-      keptKey = givenKey ? undefined : key
-      let lost: string | undefined
-      // Declared before createNode, which is handed the callbacks that call it (its database taken away, its transport
-      // failing): while createNode still runs it ends the start at once with why (what createNode still makes is
-      // stopped below); once the node is hosted it stops the node and tells the page.
-      let running: HostedNode | undefined
-      let endStart!: (error: Error) => void
-      const startEnded = new Promise<never>((_, reject) => (endStart = reject))
-      let endedWhileStarting = false
-      const stopOnItsOwn = async (level: LogLevel, reason: string, error?: unknown) => {
-        if (stoppedWith || endedWhileStarting) return
-        log[level]('the node stops on its own', { reason, error })
-        if (!running) {
-          endedWhileStarting = true
-          endStart(new NodeStoppedError(`the Sluice node stopped as it started: ${reason}`))
-          return
-        }
-        stoppedWith = reason
-        await running.stop().catch(() => {})
-        onStopped?.({ reason, ...(error !== undefined ? { error: toErrorData(error) } : {}) })
-      }
-      // The node once createNode has made it: what waits for it is handed to createNode before.
-      let made!: (node: SluiceNode) => void
-      const nodeMade = new Promise<SluiceNode>((resolve) => (made = resolve))
-      const activity = createRequestActivity()
-      // libp2p holds the worker's thread for about 250 ms as it loads and starts: once the node is ready and the
-      // page's first requests are answered, at the latest LIBP2P_AT_THE_LATEST_MS after the start (decision 0024).
-      // One moment for it and the resends; asked for once the node runs. A request that writes (opening a channel, a
-      // deposit, a payment) is the owner acting: messages follow, so it is at once, while a channel's transaction is
-      // mined rather than after it (a long request holds "quiet" off).
-      let moment: Promise<unknown> | undefined
-      let wrote!: () => void
-      const firstWrite = new Promise<void>((resolve) => (wrote = resolve))
-      const afterFirstAnswers = () =>
-        (moment ??= Promise.race([
-          nodeMade.then((node) => untilReady(node, LIBP2P_AT_THE_LATEST_MS)).then(() => activity.quiet(LIBP2P_AFTER_QUIET_MS)),
-          new Promise((resolve) => setTimeout(resolve, LIBP2P_AT_THE_LATEST_MS)),
-          firstWrite,
-        ]))
-      const creating = performance.now()
-      const making = createNode({
-        ...rest,
-        ...(rpc ? { rpc } : { provider: { request: (args: { method: string; params?: unknown }) => provider!.request(args) } as EIP1193Provider }),
-        deployment,
-        key,
-        version,
-        // The worker answers before its 1.2 MB of WASM has come: it is a speed-up, not a need.
-        secp256k1Wasm: 'background',
-        ...(dump ? { import: dump } : {}),
-        storage: async (identity) => {
-          const opening = performance.now()
-          const storage = await openIdbStorage(identity, {
-            onLost: (reason) => {
-              lost = `its database was taken away (${reason}); reload the page to start it again`
-              void stopOnItsOwn('error', lost)
-            },
-          })
-          // What opening IndexedDB cost (the Web Lock, the connection, the schema check), for the bench and the
-          // browser's performance tools; reading the state is in sluice:node.
-          performance.measure('sluice:storage', { start: opening })
-          return storage
-        },
-        // So do the resends of what the last run left unacknowledged: signing them (on the JS engine until the WASM
-        // is there) and loading libp2p to send them would hold the thread before the first answer.
-        resendWhen: afterFirstAnswers,
-        // And the background services, whose first checks read the chain (about 50 ms of the thread at a start).
-        servicesWhen: afterFirstAnswers,
-        transport: transportFor(relay, deployment, webrtc, p2pAllowPrivate, {
-          loadWhen: afterFirstAnswers,
-          onError: (error) => void stopOnItsOwn('error', `its transport did not start: ${toErrorData(error).message}`, error),
-          warn: (message, error) => log.warn(message, { error }),
-        }),
-      })
-      // A start ended meanwhile: the node createNode still makes is stopped (its store closed); its failure is the loss's.
-      startEnded.catch(() =>
-        making.then(
-          (late) => late.stop().catch(() => {}),
-          () => {},
-        ),
-      )
-      const node = await Promise.race([making, startEnded])
-      made(node)
-      // createNode() whole: storage, the state read and replayed, the chain's first calls.
-      performance.measure('sluice:node', { start: creating })
-      logNodeNotices(node, log)
-      log.info('Sluice node started', {
-        address: node.address,
-        chainId: deployment.chainId,
-        environment,
-        version,
-        transport: relay.length > 0 ? (webrtc ? 'libp2p, WebRTC through the page' : 'libp2p') : 'this origin only (BroadcastChannel)',
-        ...(relay.length > 0 ? { relays: relay.join(',') } : {}),
-        keyGenerated: created,
-      })
-      const current = hostNode({ node, version, environment })
-      hosted = running = current
-      void current.stopRequested.then((request) =>
-        stopOnItsOwn(
-          lost || request.reason !== 'shutdown' ? 'error' : 'info',
-          lost ?? (request.reason === 'shutdown' ? 'it was shut down (POST /shutdown)' : `it failed: ${toErrorData(request.error).message}`),
-          'error' in request ? request.error : undefined,
-        ),
-      )
-      // A node that stopped on its own keeps answering, with why, so no client waits for it in vain.
-      const answer = (request: Request) => {
-        if (request.method !== 'GET' && request.method !== 'HEAD') wrote()
-        return activity.track(async () => {
-          if (stoppedWith) return errorResponse(503, 'NODE_STOPPED', `the Sluice node stopped: ${stoppedWith}`)
-          // A request that the node can answer only once synced waits a little for that (a tab that takes over
-          // resumes in a second or two) rather than getting the 503 it would get at once.
-          if (!answersWhileSyncing(request)) await untilReady(node, WAIT_FOR_SYNC_MS)
-          return current.fetch(request)
-        })
-      }
-      serving = serveApiChannel({ fetch: answer, node: crypto.randomUUID(), ...(apiChannel ? { channelName: apiChannel } : {}) })
-      void current.run()
-      return { address: node.address, version, keyGenerated: created }
-    })()
+    starting = startHere(options, onStopped, provider, onLog)
     // A start that failed leaves the worker free to try again.
     starting.catch(() => (starting = undefined))
     return starting
@@ -259,6 +109,219 @@ const api = {
     serving?.close()
     await hosted?.stop()
   },
+}
+
+/**
+ * The start, in the order it happens: the page's logger; the browser checked and the key unlocked; the node made
+ * (createNode, with IndexedDB and the transport); then hosted, served on the request channel and run.
+ */
+async function startHere(
+  options: NodeWorkerOptions,
+  onStopped?: NodeStoppedListener,
+  provider?: RemoteProvider,
+  onLog?: NodeLogListener,
+): Promise<StartedNode> {
+  const {
+    rpc,
+    deployment,
+    key: givenKey,
+    passphrase,
+    relay = [],
+    environment = 'production',
+    apiChannel,
+    import: dump,
+    logLevel = DEFAULT_LOG_LEVEL,
+    webrtc,
+    p2pAllowPrivate = false,
+    ...rest
+  } = options
+  const log = pageLogger(logLevel, onLog)
+  if (!rpc && !provider) throw new NoChainError('give startNode() either rpc (a JSON-RPC URL) or provider (an EIP-1193 provider)')
+  // What this worker lacks, before anything opens (docs/decisions/0057). WebCrypto keeps a generated key and seals
+  // the backup's copies.
+  const missing = missingInWorker({ relays: relay.length > 0, subtleCrypto: !givenKey || rest.backupUrl !== undefined })
+  if (missing.length > 0) throw new BrowserUnsupportedError(missing)
+  // Only a matter of speed: the curve and Keccak fall back to JavaScript (Safari's Lockdown Mode has no WebAssembly).
+  if (typeof WebAssembly !== 'object') log.warn('this browser gives the node no WebAssembly: it signs and hashes in JavaScript, several times slower')
+  const unlocking = performance.now()
+  const { key, created } = givenKey ? { key: givenKey, created: false } : await loadOrCreateKey(passphrase)
+  // What unlocking (or generating) the key cost, for the bench and the browser's performance tools.
+  performance.measure('sluice:key', { start: unlocking })
+  keptKey = givenKey ? undefined : key
+
+  const ownStop = new OwnStop(log, onStopped)
+  const activity = createRequestActivity()
+  const later = new AfterFirstAnswers(activity)
+  const creating = performance.now()
+  const making = createNode({
+    ...rest,
+    ...(rpc ? { rpc } : { provider: { request: (args: { method: string; params?: unknown }) => provider!.request(args) } as EIP1193Provider }),
+    deployment,
+    key,
+    version,
+    // The worker answers before its 1.2 MB of WASM has come: it is a speed-up, not a need.
+    secp256k1Wasm: 'background',
+    ...(dump ? { import: dump } : {}),
+    storage: async (identity) => {
+      const opening = performance.now()
+      const storage = await openIdbStorage(identity, {
+        onLost: (reason) => ownStop.databaseLost(`its database was taken away (${reason}); reload the page to start it again`),
+      })
+      // What opening IndexedDB cost (the Web Lock, the connection, the schema check), for the bench and the
+      // browser's performance tools; reading the state is in sluice:node.
+      performance.measure('sluice:storage', { start: opening })
+      return storage
+    },
+    // So do the resends of what the last run left unacknowledged: signing them (on the JS engine until the WASM
+    // is there) and loading libp2p to send them would hold the thread before the first answer.
+    resendWhen: later.moment,
+    // And the background services, whose first checks read the chain (about 50 ms of the thread at a start).
+    servicesWhen: later.moment,
+    transport: transportFor(relay, deployment, webrtc, p2pAllowPrivate, {
+      loadWhen: later.moment,
+      onError: (error) => void ownStop.stop('error', `its transport did not start: ${toErrorData(error).message}`, error),
+      warn: (message, error) => log.warn(message, { error }),
+    }),
+  })
+  const node = await ownStop.raceStart(making)
+  later.nodeMade(node)
+  // createNode() whole: storage, the state read and replayed, the chain's first calls.
+  performance.measure('sluice:node', { start: creating })
+  logNodeNotices(node, log)
+  log.info('Sluice node started', {
+    address: node.address,
+    chainId: deployment.chainId,
+    environment,
+    version,
+    transport: relay.length > 0 ? (webrtc ? 'libp2p, WebRTC through the page' : 'libp2p') : 'this origin only (BroadcastChannel)',
+    ...(relay.length > 0 ? { relays: relay.join(',') } : {}),
+    keyGenerated: created,
+  })
+  serveHere(hostNode({ node, version, environment }), { ownStop, activity, later, apiChannel })
+  return { address: node.address, version, keyGenerated: created }
+}
+
+/** The page's logger: formatted here, so that only the lines at the level asked for cross to the page (one message each). */
+function pageLogger(level: LogThreshold, onLog: NodeLogListener | undefined) {
+  // A page gone meanwhile makes the call fail, which is no error of the node's.
+  return createLogger({
+    level,
+    format: 'pretty',
+    write: onLog ? (line, lineLevel) => void Promise.resolve(onLog(line, lineLevel)).catch(() => {}) : consoleLine,
+  })
+}
+
+/**
+ * The node stopping on its own (its database taken away, its transport failing, POST /shutdown, a failure). While
+ * createNode still runs, it ends the start at once with why (the node createNode still makes is stopped: its store
+ * closed); once the node is hosted, it stops the node and tells the page.
+ */
+class OwnStop {
+  private running: HostedNode | undefined
+  private endedWhileStarting = false
+  private endStart!: (error: Error) => void
+  private readonly startEnded = new Promise<never>((_, reject) => (this.endStart = reject))
+  /** Why the database went, if it did: the reason the node gives whatever else stopped it. */
+  lost: string | undefined
+
+  constructor(
+    private readonly log: Logger,
+    private readonly onStopped: NodeStoppedListener | undefined,
+  ) {}
+
+  /** The node createNode makes, unless the start ends first. */
+  raceStart(making: Promise<SluiceNode>): Promise<SluiceNode> {
+    this.startEnded.catch(() =>
+      making.then(
+        (late) => late.stop().catch(() => {}),
+        () => {},
+      ),
+    )
+    return Promise.race([making, this.startEnded])
+  }
+
+  hosted(node: HostedNode): void {
+    this.running = node
+  }
+
+  databaseLost(reason: string): void {
+    this.lost = reason
+    void this.stop('error', reason)
+  }
+
+  async stop(level: LogLevel, reason: string, error?: unknown): Promise<void> {
+    if (stoppedWith || this.endedWhileStarting) return
+    this.log[level]('the node stops on its own', { reason, error })
+    if (!this.running) {
+      this.endedWhileStarting = true
+      this.endStart(new NodeStoppedError(`the Sluice node stopped as it started: ${reason}`))
+      return
+    }
+    stoppedWith = reason
+    await this.running.stop().catch(() => {})
+    this.onStopped?.({ reason, ...(error !== undefined ? { error: toErrorData(error) } : {}) })
+  }
+}
+
+/**
+ * libp2p holds the worker's thread for about 250 ms as it loads and starts: once the node is ready and the page's
+ * first requests are answered, at the latest LIBP2P_AT_THE_LATEST_MS after the start (decision 0024). One moment for
+ * it and the resends; asked for once the node runs. A request that writes (opening a channel, a deposit, a payment)
+ * is the owner acting: messages follow, so it is at once, while a channel's transaction is mined rather than after it
+ * (a long request holds "quiet" off).
+ */
+class AfterFirstAnswers {
+  private when: Promise<unknown> | undefined
+  readonly nodeMade: (node: SluiceNode) => void
+  private readonly made: Promise<SluiceNode>
+  readonly wrote: () => void
+  private readonly firstWrite: Promise<void>
+
+  constructor(private readonly activity: ReturnType<typeof createRequestActivity>) {
+    let made!: (node: SluiceNode) => void
+    this.made = new Promise<SluiceNode>((resolve) => (made = resolve))
+    this.nodeMade = made
+    let wrote!: () => void
+    this.firstWrite = new Promise<void>((resolve) => (wrote = resolve))
+    this.wrote = wrote
+  }
+
+  readonly moment = (): Promise<unknown> =>
+    (this.when ??= Promise.race([
+      this.made.then((node) => untilReady(node, LIBP2P_AT_THE_LATEST_MS)).then(() => this.activity.quiet(LIBP2P_AFTER_QUIET_MS)),
+      new Promise((resolve) => setTimeout(resolve, LIBP2P_AT_THE_LATEST_MS)),
+      this.firstWrite,
+    ]))
+}
+
+/** The hosted node served on the request channel, and run; a node that stopped on its own keeps answering, with why. */
+function serveHere(
+  current: HostedNode,
+  p: { ownStop: OwnStop; activity: ReturnType<typeof createRequestActivity>; later: AfterFirstAnswers; apiChannel: string | undefined },
+): void {
+  const { ownStop, activity, later } = p
+  hosted = current
+  ownStop.hosted(current)
+  void current.stopRequested.then((request) =>
+    ownStop.stop(
+      ownStop.lost || request.reason !== 'shutdown' ? 'error' : 'info',
+      ownStop.lost ?? (request.reason === 'shutdown' ? 'it was shut down (POST /shutdown)' : `it failed: ${toErrorData(request.error).message}`),
+      'error' in request ? request.error : undefined,
+    ),
+  )
+  // So that no client waits for a stopped node in vain.
+  const answer = (request: Request) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD') later.wrote()
+    return activity.track(async () => {
+      if (stoppedWith) return errorResponse(503, 'NODE_STOPPED', `the Sluice node stopped: ${stoppedWith}`)
+      // A request that the node can answer only once synced waits a little for that (a tab that takes over
+      // resumes in a second or two) rather than getting the 503 it would get at once.
+      if (!answersWhileSyncing(request)) await untilReady(current.node, WAIT_FOR_SYNC_MS)
+      return current.fetch(request)
+    })
+  }
+  serving = serveApiChannel({ fetch: answer, node: crypto.randomUUID(), ...(p.apiChannel ? { channelName: p.apiChannel } : {}) })
+  void current.run()
 }
 
 /** How long a request waits for the node to finish syncing before it gets the API's 503 with the progress. */
