@@ -1,21 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { generatePrivateKey } from 'viem/accounts'
 import { afterAll, describe, expect, test } from 'vitest'
 import { backupKey, backupServerStatus, fetchBackup, open, pushBackup, seal } from '../../src/backup/index.ts'
 import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import { startBackupServerProcess } from './backupServerProcess.ts'
 import { logged, logMessages, runSluice } from './sluiceProcess.ts'
 
-const dirs: string[] = []
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-backup-cli-'))
-  dirs.push(dir)
-  return dir
-}
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+const tempDir = tempDirs('sluice-backup-cli-')
 
 const startBackupServer = (args: string[]) => startBackupServerProcess(args, tempDir())
 

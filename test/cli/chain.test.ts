@@ -1,6 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createPublicClient, http, maxUint256, type Address } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
@@ -11,16 +10,11 @@ import { readDeployment } from '../../src/devnet/deploymentFile.ts'
 import { TokenNetworkRegistry, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilClient } from '../support/clients.ts'
 import { expectRevert } from '../support/revert.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import { childProcesses, isAlive, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 import { waitForReceipt } from '../../src/chain/receipt.ts'
 
-const dirs: string[] = []
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-chain-'))
-  dirs.push(dir)
-  return dir
-}
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+const tempDir = tempDirs('sluice-chain-')
 
 /** Starts `sluice chain` and waits until it is ready; returns the process, its RPC URL and its anvil. */
 async function startChain(args: string[], cwd = tempDir()) {

@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { getContractAddress, parseEther, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
@@ -16,18 +15,13 @@ import type { SluiceNode } from '../../src/node/sluiceNode.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startNode, type Devnet } from '../integration/support/devnet.ts'
 import { startFaultyRpc } from '../support/faultyRpc.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import { runSluice, startSluice } from './sluiceProcess.ts'
 
-const dirs: string[] = []
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-deploy-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('sluice-deploy-')
 const anvils: Anvil[] = []
 afterAll(async () => {
   await Promise.all(anvils.map((a) => a.stop()))
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
 })
 
 /** A chain of the test's own: `sluice deploy` counts on the deployer's nonce, which no other test may move. */

@@ -1,7 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { createPublicClient, http, type Address } from 'viem'
 import { afterAll, describe, expect, test } from 'vitest'
 import { backupKey, fetchBackup, open, pushBackup, seal } from '../../src/backup/index.ts'
@@ -9,16 +7,11 @@ import { CustomToken, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { privateKeyToAddress } from 'viem/accounts'
 import { eventually } from '../integration/support/eventually.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import { call, startDevnetCommand, type DevnetJson } from './devnetProcess.ts'
 import { childProcesses, isAlive, logMessages, runSluice, startSluice } from './sluiceProcess.ts'
 
-const dirs: string[] = []
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-devnet-test-'))
-  dirs.push(dir)
-  return dir
-}
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+const tempDir = tempDirs('sluice-devnet-test-')
 
 const refused = (url: string) =>
   fetch(url).then(

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { linkInstall, stagePackages, type Stage } from '../package/support/stage.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 
 /**
  * `sluice init <dir>` as a dApp runs it: the sluice package's compiled bin (a fresh build, not the sources), alone
@@ -11,12 +12,7 @@ import { linkInstall, stagePackages, type Stage } from '../package/support/stage
  */
 
 let stage: Stage
-const dirs: string[] = []
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-init-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('sluice-init-')
 
 type Ran = { code: number | null; stdout: string; stderr: string }
 
@@ -52,7 +48,7 @@ beforeAll(async () => {
 })
 
 afterAll(() => {
-  for (const dir of [...dirs, stage?.dir]) if (dir) rmSync(dir, { recursive: true, force: true })
+  if (stage) rmSync(stage.dir, { recursive: true, force: true })
 })
 
 describe('sluice init', () => {

@@ -1,33 +1,29 @@
 import '../../src/transport/libp2p/nodePolyfills.ts'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import type { Address, Hex } from 'viem'
-import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createChainClient } from '../../src/chain/chainClient.ts'
 import { readChannelInfo, readParticipantInfo } from '../../src/chain/reads.ts'
-import { setTotalDeposit, openChannel } from '../../src/chain/tokenNetworkActions.ts'
 import { createTransactionQueue } from '../../src/chain/transactionQueue.ts'
 import { sendProtocolTransaction } from '../../src/chain/transactions.ts'
 import { MonitoringService, TokenNetwork, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
-import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { LOCKSROOT_OF_NO_LOCKS } from '../../src/protocol/locks.ts'
 import type { RequestMonitoring, Signed } from '../../src/protocol/messages/types.ts'
 import { packMessage } from '../../src/protocol/messages/pack.ts'
 import { requestMonitoringAckId } from '../../src/protocol/monitoringRequest.ts'
 import { signPackedSync } from '../../src/protocol/signature.ts'
 import type { Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
-import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
-import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import type { Relay } from '../../src/transport/libp2p/relay.ts'
+import type { Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { waitForReceipt } from '../../src/chain/receipt.ts'
 import { line, mineUntil, monitoringRequest, partnerProof, type ProofOf } from '../support/monitoring.ts'
-import { acknowledgedTransport, fundServiceAndPayer, serviceFlags, startServiceProcess, testAccounts } from '../support/serviceProcess.ts'
+import { partner, partnerKey, requester, requesterKey, serviceAddress, serviceKey, startMonitoredChannel } from '../support/monitoredChannel.ts'
+import { serviceFlags, startServiceProcess } from '../support/serviceProcess.ts'
 import { rawRequest } from '../api/support/rawHttp.ts'
 import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import { call } from './devnetProcess.ts'
 import { logMessages, runSluice, type SluiceProcess } from './sluiceProcess.ts'
 
@@ -38,17 +34,9 @@ import { logMessages, runSluice, type SluiceProcess } from './sluiceProcess.ts'
  * partner closes with an older proof, and claims its reward from the requester's UserDeposit.
  */
 
-const [partnerKey, requesterKey, serviceKey] = [anvilKeys[1] as Hex, anvilKeys[2] as Hex, anvilKeys[3] as Hex]
-const [partner, requester, serviceAddress] = [partnerKey, requesterKey, serviceKey].map((k) => privateKeyToAddress(k)) as [Address, Address, Address]
 const SETTLE_TIMEOUT = 40n
 const REWARD = 7n * 10n ** 17n
-const UDC_DEPOSIT = 10n ** 19n
-const dirs: string[] = []
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-monitor-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('sluice-monitor-')
 
 let net: Devnet
 let relay: Relay
@@ -57,36 +45,19 @@ let dataDir: string
 let channel: ProofOf
 let requesterTransport: Libp2pTransport
 /** Ids of the Delivered the service sent the requester. */
-const acknowledged = new Set<bigint>()
+let acknowledged: Set<bigint>
+let stopChannel: (() => Promise<void>) | undefined
 const started: SluiceProcess[] = []
 
 beforeAll(async () => {
-  ;[net, relay] = await Promise.all([startDevnet([partnerKey, requesterKey]), startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })])
-  deploymentFile = join(tempDir(), 'deployment.json')
-  await writeDeployment(deploymentFile, net.deployment)
+  const monitored = await startMonitoredChannel({ settleTimeout: SETTLE_TIMEOUT, dir: tempDir() })
+  ;({ net, relay, deploymentFile, channel, requesterTransport, acknowledged, stop: stopChannel } = monitored)
   dataDir = tempDir()
-  const account = testAccounts(net.anvil.rpcUrl)
-  const [deployer, p, n] = await Promise.all([account(anvilKeys[0] as Hex), account(partnerKey), account(requesterKey)])
-  // The service pays the registry in service tokens; the requester's UserDeposit pays the service.
-  await fundServiceAndPayer(net.deployment, { deployer, service: serviceAddress, payer: n, deposit: UDC_DEPOSIT })
-  const { channelId } = await openChannel(p.chain, p.queue, {
-    tokenNetwork: net.tokenNetwork,
-    partner: requester,
-    settleTimeout: SETTLE_TIMEOUT,
-    totalDeposit: 1000n,
-  })
-  await setTotalDeposit(n.chain, n.queue, { tokenNetwork: net.tokenNetwork, channelId, partner, totalDeposit: 1000n })
-  channel = { tokenNetwork: net.tokenNetwork, chainId: BigInt(net.deployment.chainId), channelId }
-
-  requesterTransport = await acknowledgedTransport(requesterKey, relay.multiaddrs, serviceAddress, acknowledged)
 }, 120_000)
 
 afterAll(async () => {
   for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL')
-  await requesterTransport?.stop()
-  await relay?.stop()
-  await net?.stop()
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+  await stopChannel?.()
 })
 
 async function startMonitor(): Promise<{ sluice: SluiceProcess; api: string; metrics: () => ReturnType<typeof scrape> }> {

@@ -1,31 +1,27 @@
 import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import '../../src/transport/libp2p/nodePolyfills.ts'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { parseTransaction, type Address, type Hex } from 'viem'
-import { privateKeyToAddress } from 'viem/accounts'
+import { parseTransaction, type Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createChainClient } from '../../src/chain/chainClient.ts'
 import { readChannelInfo } from '../../src/chain/reads.ts'
 import { waitForReceipt } from '../../src/chain/receipt.ts'
-import { openChannel, setTotalDeposit } from '../../src/chain/tokenNetworkActions.ts'
 import { createTransactionQueue } from '../../src/chain/transactionQueue.ts'
 import { sendProtocolTransaction } from '../../src/chain/transactions.ts'
 import { MonitoringService, TokenNetwork } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
-import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { LOCKSROOT_OF_NO_LOCKS } from '../../src/protocol/locks.ts'
 import { requestMonitoringAckId } from '../../src/protocol/monitoringRequest.ts'
 import type { Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
-import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
-import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import type { Relay } from '../../src/transport/libp2p/relay.ts'
+import type { Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startFaultyRpc, type FaultyRpc } from '../support/faultyRpc.ts'
+import { partner, partnerKey, requester, requesterKey, serviceAddress, serviceKey, startMonitoredChannel } from '../support/monitoredChannel.ts'
 import { line, monitoringRequest, partnerProof, type ProofOf } from '../support/monitoring.ts'
 import { startPostgres, type TestPostgres } from '../support/postgres.ts'
-import { acknowledgedTransport, fundServiceAndPayer, serviceFlags, startServiceProcess, testAccounts } from '../support/serviceProcess.ts'
+import { serviceFlags, startServiceProcess } from '../support/serviceProcess.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import { call } from './devnetProcess.ts'
 import type { SluiceProcess } from './sluiceProcess.ts'
 
@@ -37,17 +33,10 @@ import type { SluiceProcess } from './sluiceProcess.ts'
  * reward; the MonitoringService contract's events show each done exactly once.
  */
 
-const [partnerKey, requesterKey, serviceKey] = [anvilKeys[1] as Hex, anvilKeys[2] as Hex, anvilKeys[3] as Hex]
-const [partner, requester, serviceAddress] = [partnerKey, requesterKey, serviceKey].map((k) => privateKeyToAddress(k)) as [Address, Address, Address]
 const SETTLE_TIMEOUT = 40n
 const REWARD = 7n * 10n ** 17n
 const LEASE_MS = 2_000
-const dirs: string[] = []
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-monitors-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('sluice-monitors-')
 
 let net: Devnet
 let relay: Relay
@@ -56,36 +45,26 @@ let faulty: FaultyRpc
 let deploymentFile: string
 let channel: ProofOf
 let requesterTransport: Libp2pTransport
-const acknowledged = new Set<bigint>()
+let acknowledged: Set<bigint>
+let stopChannel: (() => Promise<void>) | undefined
 const started: SluiceProcess[] = []
 
 beforeAll(async () => {
-  ;[net, relay, postgres] = await Promise.all([startDevnet([partnerKey, requesterKey]), startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] }), startPostgres()])
+  // Each kept as soon as it is up, for afterAll to stop even if the other fails.
+  await Promise.all([
+    startMonitoredChannel({ settleTimeout: SETTLE_TIMEOUT, dir: tempDir() }).then((m) => {
+      ;({ net, relay, deploymentFile, channel, requesterTransport, acknowledged, stop: stopChannel } = m)
+    }),
+    startPostgres().then((p) => (postgres = p)),
+  ])
   faulty = await startFaultyRpc(net.anvil.rpcUrl, { failRate: 0 })
-  deploymentFile = join(tempDir(), 'deployment.json')
-  await writeDeployment(deploymentFile, net.deployment)
-  const account = testAccounts(net.anvil.rpcUrl)
-  const [deployer, p, n] = await Promise.all([account(anvilKeys[0] as Hex), account(partnerKey), account(requesterKey)])
-  await fundServiceAndPayer(net.deployment, { deployer, service: serviceAddress, payer: n, deposit: 10n ** 19n })
-  const { channelId } = await openChannel(p.chain, p.queue, {
-    tokenNetwork: net.tokenNetwork,
-    partner: requester,
-    settleTimeout: SETTLE_TIMEOUT,
-    totalDeposit: 1000n,
-  })
-  await setTotalDeposit(n.chain, n.queue, { tokenNetwork: net.tokenNetwork, channelId, partner, totalDeposit: 1000n })
-  channel = { tokenNetwork: net.tokenNetwork, chainId: BigInt(net.deployment.chainId), channelId }
-  requesterTransport = await acknowledgedTransport(requesterKey, relay.multiaddrs, serviceAddress, acknowledged)
 }, 120_000)
 
 afterAll(async () => {
   for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL')
-  await requesterTransport?.stop()
   await faulty?.close()
-  await relay?.stop()
-  await net?.stop()
+  await stopChannel?.()
   await postgres?.stop()
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
 })
 
 /** An instance on `database`, following the chain through `rpcUrl`. */

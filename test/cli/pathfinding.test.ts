@@ -1,32 +1,38 @@
 import '../../src/transport/libp2p/nodePolyfills.ts'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { concatBytes, hexToBytes, stringToBytes, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { encryptKeystore } from '../../src/chain/keystore.ts'
-import { openChannel, setTotalDeposit } from '../../src/chain/tokenNetworkActions.ts'
+import { openChannel } from '../../src/chain/tokenNetworkActions.ts'
 import { planUserDepositWithdraw } from '../../src/chain/userDepositActions.ts'
 import { ServiceRegistry, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
-import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { MIN_IOU_EXPIRY_BLOCKS, type SignedIou } from '../../src/pathfinding/iou.ts'
 import { pfsJson } from '../../src/pathfinding/service/api.ts'
-import type { PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../../src/protocol/messages/types.ts'
+import type { PFSCapacityUpdate, Signed } from '../../src/protocol/messages/types.ts'
 import { encodeMessage } from '../../src/protocol/messages/wire.ts'
 import { pfsUpdateAckId } from '../../src/protocol/pfsUpdateAck.ts'
 import { signPackedSync } from '../../src/protocol/signature.ts'
-import type { Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
-import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
-import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import type { Relay } from '../../src/transport/libp2p/relay.ts'
+import type { Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { iouJson, signIou } from '../support/ious.ts'
-import { pythonTimestamp, signCapacityUpdate, signFeeUpdate } from '../support/pathfinding.ts'
+import { startPathfindingNodes, type PathfindingNodes } from '../support/pathfindingNodes.ts'
 import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
-import { acknowledgedTransport, fundServiceAndPayer, serviceFlags, startServiceProcess, testAccounts, type TestAccount } from '../support/serviceProcess.ts'
+import {
+  fundServiceAndPayer,
+  openChannelWithDeposits,
+  serviceFlags,
+  startDevnetAndRelay,
+  startServiceProcess,
+  testAccounts,
+  type TestAccount,
+} from '../support/serviceProcess.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import { logMessages, runSluice, type SluiceProcess } from './sluiceProcess.ts'
 
 /*
@@ -42,35 +48,21 @@ const DEPOSIT = 1_000n
 const SETTLE_TIMEOUT = 100n
 const REVEAL_TIMEOUT = 10n
 const UDC_DEPOSIT = 10n ** 18n
-const dirs: string[] = []
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-pathfinding-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('sluice-pathfinding-')
 
 let net: Devnet
 let relay: Relay
 let deploymentFile: string
+let stopNetwork: (() => Promise<void>) | undefined
 let dataDir: string
 let devnet: ReturnType<typeof createDevnetClient>
 let chainOf: (key: Hex) => Promise<TestAccount>
 const channels: Record<'ab' | 'bc' | 'cd', bigint> = { ab: 0n, bc: 0n, cd: 0n }
-const transports = new Map<Address, Libp2pTransport>()
-/** Ids of the Delivered the service sent each node. */
-const acknowledged = new Set<bigint>()
+let nodes: PathfindingNodes
 const started: SluiceProcess[] = []
 
-async function nodeTransport(key: Hex): Promise<Libp2pTransport> {
-  const transport = await acknowledgedTransport(key, relay.multiaddrs, SERVICE, acknowledged)
-  transports.set(privateKeyToAddress(key), transport)
-  return transport
-}
-
 beforeAll(async () => {
-  ;[net, relay] = await Promise.all([startDevnet([aKey, bKey, cKey, dKey]), startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })])
-  deploymentFile = join(tempDir(), 'deployment.json')
-  await writeDeployment(deploymentFile, net.deployment)
+  ;({ net, relay, deploymentFile, stop: stopNetwork } = await startDevnetAndRelay([aKey, bKey, cKey, dKey], tempDir()))
   dataDir = tempDir()
   devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] as Hex })
   chainOf = testAccounts(net.anvil.rpcUrl)
@@ -83,24 +75,21 @@ beforeAll(async () => {
     ['cd', cKey, dKey],
   ] as const) {
     const [one, two] = await Promise.all([chainOf(k1), chainOf(k2)])
-    const { channelId } = await openChannel(one.chain, one.queue, {
-      tokenNetwork: net.tokenNetwork,
-      partner: two.chain.address,
-      settleTimeout: SETTLE_TIMEOUT,
-      totalDeposit: DEPOSIT,
-    })
-    await setTotalDeposit(two.chain, two.queue, { tokenNetwork: net.tokenNetwork, channelId, partner: one.chain.address, totalDeposit: DEPOSIT })
-    channels[name] = channelId
+    channels[name] = await openChannelWithDeposits(one, two, { tokenNetwork: net.tokenNetwork, settleTimeout: SETTLE_TIMEOUT, deposit: DEPOSIT })
   }
-  await Promise.all([aKey, bKey, cKey, dKey].map(nodeTransport))
+  nodes = await startPathfindingNodes([aKey, bKey, cKey, dKey], {
+    net,
+    relays: relay.multiaddrs,
+    service: SERVICE,
+    deposit: DEPOSIT,
+    revealTimeout: REVEAL_TIMEOUT,
+  })
 }, 180_000)
 
 afterAll(async () => {
   for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL')
-  await Promise.all([...transports.values()].map((t) => t.stop()))
-  await relay?.stop()
-  await net?.stop()
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
+  await nodes?.stop()
+  await stopNetwork?.()
 })
 
 const serviceArgs = () => [
@@ -135,43 +124,6 @@ async function request(method: string, url: string, body?: unknown): Promise<{ s
 
 const errorOf = (code: number) => ({ error_code: code, errors: expect.any(String) })
 
-/** Sends `update` to the service from `key`'s node, again and again (as a node's delivery resends), until it is acknowledged. */
-async function sendUntilAcknowledged(key: Hex, update: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>): Promise<void> {
-  const transport = transports.get(privateKeyToAddress(key))!
-  const id = pfsUpdateAckId(update)
-  const deadline = Date.now() + 20_000
-  while (!acknowledged.has(id)) {
-    if (Date.now() > deadline) throw new Error('the service did not acknowledge the update within 20 s')
-    await transport.send(SERVICE, [encodeMessage(update)]).catch(() => {})
-    for (let i = 0; i < 10 && !acknowledged.has(id); i++) await new Promise((r) => setTimeout(r, 30))
-  }
-}
-
-const canonical = (channelId: bigint) => ({
-  chain_identifier: BigInt(net.deployment.chainId),
-  token_network_address: net.tokenNetwork,
-  channel_identifier: channelId,
-})
-const capacity = (key: Hex, partner: Address, channelId: bigint, change: Partial<PFSCapacityUpdate> = {}) =>
-  signCapacityUpdate(key, {
-    canonical_identifier: canonical(channelId),
-    updating_participant: privateKeyToAddress(key),
-    other_participant: partner,
-    updating_nonce: 1n,
-    other_nonce: 1n,
-    updating_capacity: DEPOSIT,
-    other_capacity: DEPOSIT,
-    reveal_timeout: REVEAL_TIMEOUT,
-    ...change,
-  })
-/** `key`'s fee schedule on a channel: a flat fee per mediation through it (Raiden's model adds the two channels' flat fees). */
-const fees = (key: Hex, channelId: bigint, timestamp: number, flat = 0n) =>
-  signFeeUpdate(key, {
-    canonical_identifier: canonical(channelId),
-    updating_participant: privateKeyToAddress(key),
-    fee_schedule: { cap_fees: true, flat, proportional: 0n, imbalance_penalty: null },
-    timestamp: pythonTimestamp(timestamp),
-  })
 /** What B charges to mediate: 3 on the way in and 4 on the way out, 7 a payment. */
 const B_FEE = 7n
 
@@ -229,6 +181,7 @@ describe('sluice pathfinding', () => {
   }, 120_000)
 
   test("Raiden's PFS API against the process: routes from the updates nodes sent, paid by IOU, with raiden-services' error codes; kept across kill -9; the IOUs claimed through OneToN when worth it", async () => {
+    const { transports, acknowledged, capacity, fees, sendUntilAcknowledged } = nodes
     const t0 = performance.now()
     let service = await startService()
     const api = service.api

@@ -1,31 +1,31 @@
 import '../../src/transport/libp2p/nodePolyfills.ts'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { parseTransaction, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { openChannel, setTotalDeposit } from '../../src/chain/tokenNetworkActions.ts'
 import { planUserDepositWithdraw } from '../../src/chain/userDepositActions.ts'
 import { OneToN, UserDeposit } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
-import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { MIN_IOU_EXPIRY_BLOCKS } from '../../src/pathfinding/iou.ts'
 import { pfsJson } from '../../src/pathfinding/service/api.ts'
-import type { PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../../src/protocol/messages/types.ts'
-import { encodeMessage } from '../../src/protocol/messages/wire.ts'
-import { pfsUpdateAckId } from '../../src/protocol/pfsUpdateAck.ts'
-import type { Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
-import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
-import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import type { Relay } from '../../src/transport/libp2p/relay.ts'
+import type { Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startFaultyRpc, type FaultyRpc } from '../support/faultyRpc.ts'
 import { iouJson, signIou } from '../support/ious.ts'
-import { pythonTimestamp, signCapacityUpdate, signFeeUpdate } from '../support/pathfinding.ts'
+import { startPathfindingNodes, type PathfindingNodes } from '../support/pathfindingNodes.ts'
 import { startPostgres, type TestPostgres } from '../support/postgres.ts'
-import { acknowledgedTransport, fundServiceAndPayer, serviceFlags, startServiceProcess, testAccounts, type TestAccount } from '../support/serviceProcess.ts'
+import {
+  fundServiceAndPayer,
+  openChannelWithDeposits,
+  serviceFlags,
+  startDevnetAndRelay,
+  startServiceProcess,
+  testAccounts,
+  type TestAccount,
+} from '../support/serviceProcess.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import type { SluiceProcess } from './sluiceProcess.ts'
 
 /**
@@ -42,30 +42,29 @@ const FEE = 10n
 const DEPOSIT = 1_000n
 const UDC_DEPOSIT = 10n ** 18n
 const LEASE_MS = 2_000
-const dirs: string[] = []
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-pathfinders-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('sluice-pathfinders-')
 
 let net: Devnet
 let relay: Relay
+let deploymentFile: string
+let stopNetwork: (() => Promise<void>) | undefined
 let postgres: TestPostgres
 let faulty: FaultyRpc
-let deploymentFile: string
 let devnet: ReturnType<typeof createDevnetClient>
 let a: TestAccount
 const channels: Record<'ab' | 'bc', bigint> = { ab: 0n, bc: 0n }
-const transports = new Map<Address, Libp2pTransport>()
-const acknowledged = new Set<bigint>()
+let nodes: PathfindingNodes
 const started: SluiceProcess[] = []
 
 beforeAll(async () => {
-  ;[net, relay, postgres] = await Promise.all([startDevnet([aKey, bKey, cKey]), startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] }), startPostgres()])
+  // Each kept as soon as it is up, for afterAll to stop even if the other fails.
+  await Promise.all([
+    startDevnetAndRelay([aKey, bKey, cKey], tempDir()).then((n) => {
+      ;({ net, relay, deploymentFile, stop: stopNetwork } = n)
+    }),
+    startPostgres().then((p) => (postgres = p)),
+  ])
   faulty = await startFaultyRpc(net.anvil.rpcUrl, { failRate: 0 })
-  deploymentFile = join(tempDir(), 'deployment.json')
-  await writeDeployment(deploymentFile, net.deployment)
   devnet = createDevnetClient({ rpcUrl: net.anvil.rpcUrl, privateKey: anvilKeys[0] as Hex })
   const account = testAccounts(net.anvil.rpcUrl)
   const deployer = await account(anvilKeys[0] as Hex)
@@ -76,26 +75,17 @@ beforeAll(async () => {
     ['bc', bKey, cKey],
   ] as const) {
     const [one, two] = await Promise.all([account(k1), account(k2)])
-    const { channelId } = await openChannel(one.chain, one.queue, {
-      tokenNetwork: net.tokenNetwork,
-      partner: two.chain.address,
-      settleTimeout: 100n,
-      totalDeposit: DEPOSIT,
-    })
-    await setTotalDeposit(two.chain, two.queue, { tokenNetwork: net.tokenNetwork, channelId, partner: one.chain.address, totalDeposit: DEPOSIT })
-    channels[name] = channelId
+    channels[name] = await openChannelWithDeposits(one, two, { tokenNetwork: net.tokenNetwork, settleTimeout: 100n, deposit: DEPOSIT })
   }
-  for (const key of [aKey, bKey, cKey]) transports.set(privateKeyToAddress(key), await acknowledgedTransport(key, relay.multiaddrs, SERVICE, acknowledged))
+  nodes = await startPathfindingNodes([aKey, bKey, cKey], { net, relays: relay.multiaddrs, service: SERVICE, deposit: DEPOSIT, revealTimeout: 10n })
 }, 180_000)
 
 afterAll(async () => {
   for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL')
-  await Promise.all([...transports.values()].map((t) => t.stop()))
+  await nodes?.stop()
   await faulty?.close()
-  await relay?.stop()
-  await net?.stop()
+  await stopNetwork?.()
   await postgres?.stop()
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
 })
 
 /** An instance on `database`, following the chain through `rpcUrl`. */
@@ -116,40 +106,6 @@ async function request(method: string, url: string, body?: unknown): Promise<{ s
   return { status: r.status, body: await r.json() }
 }
 
-async function sendUntilAcknowledged(key: Hex, update: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>): Promise<void> {
-  const transport = transports.get(privateKeyToAddress(key))!
-  const id = pfsUpdateAckId(update)
-  const deadline = Date.now() + 20_000
-  while (!acknowledged.has(id)) {
-    if (Date.now() > deadline) throw new Error('the service did not acknowledge the update within 20 s')
-    await transport.send(SERVICE, [encodeMessage(update)]).catch(() => {})
-    for (let i = 0; i < 10 && !acknowledged.has(id); i++) await new Promise((r) => setTimeout(r, 30))
-  }
-}
-
-const canonical = (channelId: bigint) => ({
-  chain_identifier: BigInt(net.deployment.chainId),
-  token_network_address: net.tokenNetwork,
-  channel_identifier: channelId,
-})
-const capacity = (key: Hex, partner: Address, channelId: bigint) =>
-  signCapacityUpdate(key, {
-    canonical_identifier: canonical(channelId),
-    updating_participant: privateKeyToAddress(key),
-    other_participant: partner,
-    updating_nonce: 1n,
-    other_nonce: 1n,
-    updating_capacity: DEPOSIT,
-    other_capacity: DEPOSIT,
-    reveal_timeout: 10n,
-  })
-const flatFee = (key: Hex, channelId: bigint, flat: bigint) =>
-  signFeeUpdate(key, {
-    canonical_identifier: canonical(channelId),
-    updating_participant: privateKeyToAddress(key),
-    fee_schedule: { cap_fees: true, flat, proportional: 0n, imbalance_penalty: null },
-    timestamp: pythonTimestamp(Date.now() - 1_000),
-  })
 const iouOf = (amount: bigint, expirationBlock: bigint) =>
   iouJson(
     signIou(aKey, {
@@ -166,6 +122,7 @@ const udcBalance = (who: Address) =>
 describe('two sluice pathfinding instances on one database', () => {
   test('the standby answers the routes the leader knows; IOUs sent to both at once are taken one at a time; the leader killed in the middle of a claim, the other completes it once', async () => {
     const t0 = performance.now()
+    const { capacity, fees, sendUntilAcknowledged } = nodes
     const database = await postgres.createDatabase('pathfinding')
     const leader = await startPathfinding(database, faulty.url)
     const standby = await startPathfinding(database, net.anvil.rpcUrl)
@@ -182,8 +139,8 @@ describe('two sluice pathfinding instances on one database', () => {
       [cKey, B, channels.bc],
     ] as const)
       await sendUntilAcknowledged(key, capacity(key, partner, channelId))
-    await sendUntilAcknowledged(bKey, flatFee(bKey, channels.ab, 3n))
-    await sendUntilAcknowledged(bKey, flatFee(bKey, channels.bc, 4n))
+    await sendUntilAcknowledged(bKey, fees(bKey, channels.ab, Date.now() - 1_000, 3n))
+    await sendUntilAcknowledged(bKey, fees(bKey, channels.bc, Date.now() - 1_000, 4n))
 
     // The standby answers the route from what the leader wrote: the channels, capacities, fees, and who is online.
     const confirmed = BigInt((await request('GET', `${standby.api}/info`)).body.network_info.confirmed_block.number)

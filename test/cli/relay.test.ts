@@ -1,28 +1,22 @@
 import '../../src/transport/libp2p/nodePolyfills.ts'
-import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { multiaddr } from '@multiformats/multiaddr'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
-import { afterAll, describe, expect, test, vi } from 'vitest'
+import { describe, expect, test, vi } from 'vitest'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
 import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { makeTestCa, type TestCa } from '../support/testCa.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import { bareNode } from '../unit/transport/libp2p/roguePeer.ts'
 import { logMessages, relayListening, runSluice, startSluice, type SluiceProcess } from './sluiceProcess.ts'
 
-const dirs: string[] = []
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-relay-'))
-  dirs.push(dir)
-  return dir
-}
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+const tempDir = tempDirs('sluice-relay-')
 
 // A certificate for relay.sluice.test from an authority made now (test/support/testCa.ts).
-const ca: TestCa = makeTestCa(tempDir(), ['relay.sluice.test'])
+const caDir = tempDir()
+const ca: TestCa = makeTestCa(caDir, ['relay.sluice.test'])
 
 /** Starts `sluice relay` and waits until it is ready; returns the process and the multiaddrs it printed. */
 async function startRelayCommand(args: string[]) {
@@ -198,7 +192,7 @@ describe('sluice relay', () => {
       ['--tls-cert', `${ca.certFile}.gone`, '--tls-key', ca.keyFile],
       `cannot read the certificate --tls-cert ${ca.certFile}.gone: ENOENT`,
     ],
-    ['a key that is a folder', ['--tls-cert', ca.certFile, '--tls-key', dirs[0]!], `cannot read the private key --tls-key ${dirs[0]}: EISDIR`],
+    ['a key that is a folder', ['--tls-cert', ca.certFile, '--tls-key', caDir], `cannot read the private key --tls-key ${caDir}: EISDIR`],
     [
       'a key given as the certificate',
       ['--tls-cert', ca.keyFile, '--tls-key', ca.keyFile],

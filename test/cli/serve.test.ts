@@ -1,7 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer, type AddressInfo, type Server } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { getAddress, type Hex } from 'viem'
@@ -19,15 +18,11 @@ import { jsonParse } from '../../src/storage/json.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startFaultyRpc } from '../support/faultyRpc.ts'
 import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { logged, logMessages, runSluice, startSluice, stopSluice, type SluiceProcess, quickServeFlags } from './sluiceProcess.ts'
 
-const dirs: string[] = []
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-serve-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('sluice-serve-')
 
 /** A new file holding `text`. */
 function textFile(text: string): string {
@@ -46,7 +41,6 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await net?.stop()
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
 })
 
 /** A well-formed relay address (nothing listens there: these cases fail before any dial). */

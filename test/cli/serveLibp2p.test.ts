@@ -1,5 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
@@ -10,6 +8,7 @@ import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
+import { tempDirs } from '../support/tempDirs.ts'
 import { call } from './devnetProcess.ts'
 import { logMessages, relayListening, startSluice, type SluiceProcess, quickServeFlags } from './sluiceProcess.ts'
 
@@ -18,12 +17,7 @@ import { logMessages, relayListening, startSluice, type SluiceProcess, quickServ
  * `sluice serve` processes (different keys and data directories), everything through their REST APIs over HTTP.
  */
 
-const dirs: string[] = []
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-serve-libp2p-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('sluice-serve-libp2p-')
 
 const [keyA, keyB, keyC, keyD] = [anvilKeys[1] as Hex, anvilKeys[2] as Hex, anvilKeys[3] as Hex, anvilKeys[4] as Hex]
 const [addressA, addressB, addressC, addressD] = [keyA, keyB, keyC, keyD].map((k) => privateKeyToAddress(k))
@@ -50,7 +44,6 @@ afterAll(async () => {
     await relay.exited
   }
   await net?.stop()
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }))
 })
 
 const serveArgs = (key: Hex, ...more: string[]) => [

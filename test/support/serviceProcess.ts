@@ -1,14 +1,44 @@
-// A service process (`sluice monitor`, `sluice pathfinding`) in a test, on an anvil with a relay: its flags, its start,
-// the accounts that pay it, and the nodes it acknowledges. No vitest imports.
+// A service process (`sluice monitor`, `sluice pathfinding`) in a test, on an anvil with a relay: the anvil and the
+// relay, its flags, its start, the accounts that pay it and their channels, and the nodes it acknowledges. No vitest
+// imports.
+import { join } from 'node:path'
 import type { Address, Hex } from 'viem'
 import { createChainClient, type ChainClient } from '../../src/chain/chainClient.ts'
 import type { Deployment } from '../../src/chain/deployment.ts'
 import { mintTokens } from '../../src/chain/erc20.ts'
+import { openChannel, setTotalDeposit } from '../../src/chain/tokenNetworkActions.ts'
 import { createTransactionQueue, type TransactionQueue } from '../../src/chain/transactionQueue.ts'
 import { depositToUserDeposit } from '../../src/chain/userDepositActions.ts'
+import { writeDeployment } from '../../src/devnet/deploymentFile.ts'
 import { decodeMessage } from '../../src/protocol/messages/sign.ts'
 import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
+import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
 import { startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
+import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+
+export type ServiceNetwork = { net: Devnet; relay: Relay; deploymentFile: string; stop(): Promise<void> }
+
+/**
+ * What a service runs on: an anvil with the contracts (`keys` minted tokens), its deployment written to
+ * `dir`/deployment.json for --deployment, and a relay on a free port. What started is stopped again if the rest fails.
+ */
+export async function startDevnetAndRelay(keys: readonly Hex[], dir: string): Promise<ServiceNetwork> {
+  const started = await Promise.allSettled([startDevnet(keys), startRelay({ listen: ['/ip4/127.0.0.1/tcp/0/ws'] })])
+  const [net, relay] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [Devnet | undefined, Relay | undefined]
+  const stop = async () => {
+    await relay?.stop()
+    await net?.stop()
+  }
+  try {
+    for (const s of started) if (s.status === 'rejected') throw s.reason
+    const deploymentFile = join(dir, 'deployment.json')
+    await writeDeployment(deploymentFile, net!.deployment)
+    return { net: net!, relay: relay!, deploymentFile, stop }
+  } catch (error) {
+    await stop()
+    throw error
+  }
+}
 
 export type ServiceFlags = { rpcUrl: string; deploymentFile: string; key: Hex; dataDir: string; relay: string; confirmations: number }
 
@@ -49,6 +79,17 @@ export function testAccounts(rpcUrl: string): (key: Hex) => Promise<TestAccount>
     }
     return account
   }
+}
+
+/** Opens a channel between `one` and `two`, each depositing `deposit`: its id. */
+export async function openChannelWithDeposits(
+  one: TestAccount,
+  two: TestAccount,
+  { tokenNetwork, settleTimeout, deposit }: { tokenNetwork: Address; settleTimeout: bigint; deposit: bigint },
+): Promise<bigint> {
+  const { channelId } = await openChannel(one.chain, one.queue, { tokenNetwork, partner: two.chain.address, settleTimeout, totalDeposit: deposit })
+  await setTotalDeposit(two.chain, two.queue, { tokenNetwork, channelId, partner: one.chain.address, totalDeposit: deposit })
+  return channelId
 }
 
 /**
