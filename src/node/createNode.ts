@@ -73,7 +73,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
     const { state, seq, ctx, syncedBlock } = stateOf(loaded, config, confirmations, address)
     return await wireNode({ config, confirmations, chain, storage, loaded, restored, notices, address, state, seq, ctx, syncedBlock })
   } catch (error) {
-    await storage.close().catch(() => {})
+    await Promise.all([storage.close().catch(() => {}), chain.close().catch(() => {})])
     throw error
   }
 }
@@ -94,7 +94,7 @@ type Chain = Awaited<ReturnType<typeof createChainClient>>
 /**
  * Step 1: the chain client (its registry checked where the deployment says) and the store, opened side by side:
  * neither waits for the other (in a page, IndexedDB's open and the endpoint's first answers overlap). When the chain
- * fails, the store opened is closed again and the chain's error thrown.
+ * fails, the store opened is closed again and the chain's error thrown; when the store fails, the chain is closed.
  */
 async function openChainAndStore(
   config: ResolvedNodeConfig,
@@ -128,7 +128,10 @@ async function openChainAndStore(
     if (storage.status === 'fulfilled') await storage.value.close().catch(() => {})
     throw chain.reason
   }
-  if (storage.status === 'rejected') throw storage.reason
+  if (storage.status === 'rejected') {
+    await chain.value.close().catch(() => {})
+    throw storage.reason
+  }
   return { chain: chain.value, storage: storage.value }
 }
 
