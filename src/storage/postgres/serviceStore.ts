@@ -22,7 +22,17 @@ const migrations = (component: ServiceKvComponent) => [
       CREATE TABLE ${component}_kv (key text PRIMARY KEY, value bytea, seq bigint NOT NULL);
       CREATE INDEX ${component}_kv_by_seq ON ${component}_kv (seq);`,
   },
+  {
+    version: 2,
+    // Tombstones are pruned once every instance should have seen them; `below` says up to where, so that an instance
+    // further behind reads the whole table again rather than miss a deletion.
+    sql: `CREATE TABLE ${component}_kv_pruned (id smallint PRIMARY KEY CHECK (id = 1), below bigint NOT NULL);
+      INSERT INTO ${component}_kv_pruned VALUES (1, 0);`,
+  },
 ]
+
+/** How many batches a tombstone outlives before it may be pruned, and how often (in batches) the pruning runs. */
+export const TOMBSTONES = { keep: 1_024, pruneEvery: 256 }
 
 export type PostgresServiceKvOptions = {
   component: ServiceKvComponent
@@ -32,9 +42,13 @@ export type PostgresServiceKvOptions = {
   pollMs?: number
   /** A look for other instances' writes that failed (the database unreachable): tried again at the next poll. */
   onError?(error: Error): void
+  /** Tombstones' pruning (tests make it quick): TOMBSTONES unless told. */
+  tombstones?: { keep: number; pruneEvery: number }
 }
 
 type Row = { key: string; value: Buffer | null; seq: string }
+/** A row of the table, or (`key` null) the horizon row: the seq below which tombstones were pruned. */
+type HorizonRow = { key: string | null; value: Buffer | null; seq: string }
 
 /**
  * A service store's engine on PostgreSQL: one table of keys and values (`<component>_kv`). Every batch is one
@@ -59,6 +73,11 @@ export class PostgresServiceKv implements ServiceKv {
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined
   private closed = false
   private catchingUp: Promise<void> | undefined
+  /**
+   * The keys that hold a value as far as this instance has seen: after tombstones it had not seen were pruned, the
+   * keys missing from the table are the deletions it missed.
+   */
+  private readonly liveKeys: Set<string>
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -71,16 +90,18 @@ export class PostgresServiceKv implements ServiceKv {
     this.channel = `sluice_${options.component}_kv`
     this.lockKey = this.table
     this.lastSeen = lastSeen
+    this.liveKeys = new Set(snapshot?.keys())
   }
 
   /** Runs the migrations, then reads the whole table at once (one snapshot: what the store loads matches `seq`). */
   static async open(pool: pg.Pool, options: PostgresServiceKvOptions): Promise<PostgresServiceKv> {
     await migrate(pool, options.component, migrations(options.component))
-    const { rows } = await pool.query<Row>(`SELECT key, value, seq FROM ${options.component}_kv`)
+    // The whole table (and the horizon) in one statement: one snapshot of it.
+    const rows = await rowsAfterHorizon(pool, options.component, -1n)
     const snapshot = new Map<string, Uint8Array>()
     let lastSeen = 0n
     for (const row of rows) {
-      if (row.value) snapshot.set(row.key, new Uint8Array(row.value))
+      if (row.key !== null && row.value) snapshot.set(row.key, new Uint8Array(row.value))
       if (BigInt(row.seq) > lastSeen) lastSeen = BigInt(row.seq)
     }
     return new PostgresServiceKv(pool, options, snapshot, lastSeen)
@@ -112,6 +133,7 @@ export class PostgresServiceKv implements ServiceKv {
    */
   async clearRange(gte: string, lt: string): Promise<void> {
     await this.pool.query(`DELETE FROM ${this.table} WHERE key COLLATE "C" >= $1 AND key COLLATE "C" < $2`, [gte, lt])
+    for (const key of this.liveKeys) if (key >= gte && key < lt) this.liveKeys.delete(key)
   }
 
   /** A write outside a batch (the meta record at open): a batch of one. */
@@ -197,19 +219,32 @@ export class PostgresServiceKv implements ServiceKv {
     }
   }
 
-  private async rowsAfter(client: pg.ClientBase | pg.Pool): Promise<Row[]> {
-    const { rows } = await client.query<Row>(`SELECT key, value, seq FROM ${this.table} WHERE seq > $1 ORDER BY seq`, [this.lastSeen.toString()])
-    return rows
+  private rowsAfter(client: pg.ClientBase | pg.Pool): Promise<HorizonRow[]> {
+    return rowsAfterHorizon(client, this.options.component, this.lastSeen)
   }
 
-  /** Hands the rows not seen yet to the store, in the order they were written. */
-  private apply(rows: Row[]): void {
-    const fresh = rows.filter((row) => BigInt(row.seq) > this.lastSeen)
-    if (fresh.length === 0) return
-    this.lastSeen = fresh.reduce((max, row) => (BigInt(row.seq) > max ? BigInt(row.seq) : max), this.lastSeen)
-    const changes = fresh.map((row) => ({ key: row.key, value: row.value ? new Uint8Array(row.value) : undefined }))
-    // While the store loads (the meta record's write catches up too), the snapshot it reads follows as well.
+  /**
+   * Hands the rows not seen yet to the store, in the order they were written. When tombstones this instance had
+   * not seen were pruned meanwhile (the horizon above what it saw), the rows are the whole table: the keys it holds
+   * that are missing there were deleted, and are handed on as deletions too.
+   */
+  private apply(rows: HorizonRow[]): void {
+    const horizon = rows.find((row) => row.key === null)
+    const wholeTable = horizon !== undefined && BigInt(horizon.seq) > this.lastSeen
+    const tableRows = rows.filter((row): row is Row => row.key !== null)
+    const fresh = tableRows.filter((row) => BigInt(row.seq) > this.lastSeen)
+    const changes: KvChange[] = fresh.map((row) => ({ key: row.key, value: row.value ? new Uint8Array(row.value) : undefined }))
+    if (wholeTable) {
+      const present = new Set(tableRows.map((row) => row.key))
+      for (const key of this.liveKeys) if (!present.has(key)) changes.push({ key, value: undefined })
+    }
+    const seen = [...tableRows.map((row) => BigInt(row.seq)), wholeTable ? BigInt(horizon.seq) : 0n]
+    this.lastSeen = seen.reduce((max, seq) => (seq > max ? seq : max), this.lastSeen)
+    if (changes.length === 0) return
     for (const { key, value } of changes) {
+      if (value) this.liveKeys.add(key)
+      else this.liveKeys.delete(key)
+      // While the store loads (the meta record's write catches up too), the snapshot it reads follows as well.
       if (value) this.snapshot?.set(key, value)
       else this.snapshot?.delete(key)
     }
@@ -229,9 +264,26 @@ export class PostgresServiceKv implements ServiceKv {
        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, seq = EXCLUDED.seq`,
       [keys, values, seq],
     )
+    await this.pruneTombstones(client, BigInt(seq))
     await client.query('SELECT pg_notify($1, $2)', [this.channel, seq])
     // Our own rows are in memory once the batch applies: the next catch-up starts after them.
     this.lastSeen = BigInt(seq)
+    for (const [key, op] of last) {
+      if (op.type === 'put') this.liveKeys.add(key)
+      else this.liveKeys.delete(key)
+    }
+  }
+
+  /**
+   * Every `pruneEvery` batches (whichever instance writes it, under the store's lock), the tombstones older than
+   * `keep` batches go, and the horizon says so: an instance that had not seen them reads the table whole once.
+   */
+  private async pruneTombstones(client: pg.ClientBase, seq: bigint): Promise<void> {
+    const { keep, pruneEvery } = this.options.tombstones ?? TOMBSTONES
+    if (seq % BigInt(pruneEvery) !== 0n || seq <= BigInt(keep)) return
+    const below = seq - BigInt(keep)
+    await client.query(`DELETE FROM ${this.table} WHERE value IS NULL AND seq < $1`, [below.toString()])
+    await client.query(`UPDATE ${this.table}_pruned SET below = GREATEST(below, $1)`, [below.toString()])
   }
 
   private exclusively<T>(fn: () => Promise<T>): Promise<T> {
@@ -282,6 +334,23 @@ export class PostgresServiceKv implements ServiceKv {
       retry()
     }
   }
+}
+
+/**
+ * The rows written after `lastSeen`, or the whole table when tombstones above `lastSeen` were pruned; and the horizon
+ * as a row of its own (`key` null, `seq` the horizon). One statement, so one snapshot of both.
+ */
+async function rowsAfterHorizon(client: pg.ClientBase | pg.Pool, component: ServiceKvComponent, lastSeen: bigint): Promise<HorizonRow[]> {
+  const table = `${component}_kv`
+  const { rows } = await client.query<HorizonRow>(
+    `WITH horizon AS (SELECT below FROM ${table}_pruned)
+     SELECT NULL AS key, NULL AS value, below AS seq FROM horizon
+     UNION ALL
+     SELECT key, value, seq FROM ${table} WHERE seq > $1 OR (SELECT below FROM horizon) > $1
+     ORDER BY seq`,
+    [lastSeen.toString()],
+  )
+  return rows
 }
 
 /**

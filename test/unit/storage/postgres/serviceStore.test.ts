@@ -35,10 +35,10 @@ const pool = (url: string) => {
 }
 
 /** An instance of a store of numbers on `url`: its memory follows what the other instances write. */
-async function instance(url: string, options: { lease?: Lease; address?: string } = {}) {
+async function instance(url: string, options: { lease?: Lease; address?: string; tombstones?: { keep: number; pruneEvery: number } } = {}) {
   const { kv, loaded } = await openPostgresServiceStore(
     pool(url),
-    { component: 'monitor', lease: options.lease, pollMs: 100_000 },
+    { component: 'monitor', lease: options.lease, pollMs: 100_000, ...(options.tombstones ? { tombstones: options.tombstones } : {}) },
     {
       meta: meta(1, options.address),
       owner,
@@ -215,5 +215,63 @@ describe("a service store's PostgreSQL engine", () => {
     const other = await instance(url)
     await other.batch(() => ({ 'n!after': 1 }))
     await eventually(() => expect(seen).toContain('n!after'))
+  })
+
+  test('tombstones are pruned as batches go by: the table keeps only the recent ones', async () => {
+    const url = await database()
+    const a = await instance(url, { tombstones: { keep: 4, pruneEvery: 4 } })
+    for (let i = 0; i < 30; i++) {
+      await a.batch(() => ({ [`n!${i}`]: i }))
+      await a.batch(() => ({ [`n!${i}`]: null }))
+    }
+    const tombstones = Number(await server.psql(`SELECT count(*) FROM monitor_kv WHERE value IS NULL`, `kv${databases}`))
+    // Without pruning there would be 30; the ones of the last 4 to 8 batches stay.
+    expect(tombstones).toBeGreaterThan(0)
+    expect(tombstones).toBeLessThanOrEqual(8)
+    expect(Object.fromEntries(a.memory)).toEqual({})
+  })
+
+  test('an instance that had not seen deletions whose tombstones were pruned reads the table whole, and hears them', async () => {
+    const url = await database()
+    const tombstones = { keep: 4, pruneEvery: 4 }
+    const a = await instance(url, { tombstones })
+    await a.batch(() => ({ 'n!kept': 1, 'n!gone': 2, 'n!cleared': 3 }))
+    // B loads the table, and follows nothing yet (no listener: no LISTEN, no poll): it falls behind.
+    const memory = new Map<string, number>()
+    const { kv: b } = await openPostgresServiceStore(
+      pool(url),
+      { component: 'monitor', pollMs: 100_000, tombstones },
+      {
+        meta: meta(1),
+        owner,
+        load: async (read) => {
+          for await (const [key, value] of read.entries('n!')) memory.set(key, decode<number>(value))
+        },
+      },
+    )
+    kvs.push(b)
+    expect(Object.fromEntries(memory)).toEqual({ 'n!kept': 1, 'n!gone': 2, 'n!cleared': 3 })
+    await a.batch(() => ({ 'n!gone': null, 'n!kept': 10 }))
+    for (let i = 0; i < 12; i++) await a.batch(() => ({ 'n!other': i }))
+    await a.kv.clearRange('n!cleared', 'n!cleared~')
+    // The tombstone of n!gone is gone from the table; only the horizon says a deletion may have been missed.
+    expect((await server.psql(`SELECT count(*) FROM monitor_kv WHERE key = 'n!gone'`, `kv${databases}`)).trim()).toBe('0')
+    const heard: KvChange[] = []
+    b.onChanges((changes) => {
+      heard.push(...changes)
+      for (const { key, value } of changes) {
+        if (!key.startsWith('n!')) continue
+        if (value) memory.set(key, decode<number>(value))
+        else memory.delete(key)
+      }
+    })
+    await b.catchUp()
+    expect(Object.fromEntries(memory)).toEqual({ 'n!kept': 10, 'n!other': 11 })
+    expect(heard.filter((c) => c.value === undefined).map((c) => c.key)).toEqual(expect.arrayContaining(['n!gone', 'n!cleared']))
+    // Caught up past the horizon: the next look reads only what is new again.
+    await a.batch(() => ({ 'n!later': 1 }))
+    heard.length = 0
+    await b.catchUp()
+    expect(heard.map((c) => c.key)).toEqual(['n!later'])
   })
 })
