@@ -8,6 +8,7 @@ import { backupKey, backupServerStatus, fetchBackup, open, pushBackup, seal } fr
 import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { startBackupServerProcess } from './backupServerProcess.ts'
 import { logged, logMessages, runSluice } from './sluiceProcess.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -28,7 +29,7 @@ describe('sluice backup-server', () => {
     expect(first.sluice.stdout()).toMatch(
       logged('Limits: a copy up to 1048576 bytes, 1073741824 bytes in all; 60 pushes a minute per address, 600 requests a minute per client$'),
     )
-    const key = await backupKey(generatePrivateKey())
+    const key = await backupKey(jsSecp256k1, generatePrivateKey())
     await pushBackup(first.url, await seal(key, { version: 1n, payload: new TextEncoder().encode('kept') }))
     first.sluice.child.kill('SIGTERM')
     expect(await first.sluice.exited).toEqual({ code: 0, signal: null })
@@ -63,7 +64,7 @@ describe('sluice backup-server', () => {
       expect(sampleValue(before, 'process_resident_memory_bytes')).toBeGreaterThan(0)
       expect(before.get('nodejs_eventloop_lag_seconds')?.type).toBe('gauge')
 
-      const key = await backupKey(generatePrivateKey())
+      const key = await backupKey(jsSecp256k1, generatePrivateKey())
       await pushBackup(url, await seal(key, { version: 1n, payload: new TextEncoder().encode('one') }))
       const one = await scrape(metricsUrl)
       expect(sampleValue(one, 'sluice_backup_copies')).toBe(1)

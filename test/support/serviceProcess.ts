@@ -9,6 +9,7 @@ import { depositToUserDeposit } from '../../src/chain/userDepositActions.ts'
 import { decodeMessage } from '../../src/protocol/messages/sign.ts'
 import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport/libp2p/libp2pTransport.ts'
 import { startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 export type ServiceFlags = { rpcUrl: string; deploymentFile: string; key: Hex; dataDir: string; relay: string; confirmations: number }
 
@@ -69,7 +70,7 @@ export async function acknowledgedTransport(key: Hex, relays: string[], service:
   const transport = createLibp2pTransport({ privateKey: key, relays, announceIntervalMs: 1_000 })
   await transport.start(async (lines) => {
     for (const text of lines) {
-      const decoded = await decodeMessage(text).catch(() => undefined)
+      const decoded = await decodeMessage(jsSecp256k1, text).catch(() => undefined)
       if (decoded?.message.type === 'Delivered' && decoded.signer === service) acknowledged.add(decoded.message.delivered_message_identifier)
     }
   })
