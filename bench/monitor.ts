@@ -8,7 +8,7 @@ import { createChainClient } from '../src/chain/chainClient.ts'
 import { mintTokens } from '../src/chain/erc20.ts'
 import { openChannel } from '../src/chain/tokenNetworkActions.ts'
 import { createTransactionQueue, type TransactionQueue } from '../src/chain/transactionQueue.ts'
-import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
+import { loadNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { checkRequest } from '../src/monitor/requestCheck.ts'
 import { createMonitoringService } from '../src/monitor/service.ts'
@@ -32,7 +32,7 @@ const ROUNDS = 30
 export type MonitorStoreChoice = { database: string; instances: 1 | 2 } | undefined
 
 export async function benchMonitor(storeChoice?: MonitorStoreChoice): Promise<Record<string, string>> {
-  await useNativeSecp256k1()
+  const curve = await loadNativeSecp256k1()
   const rows: Record<string, string> = {}
   const partnerKeys = anvilKeys.slice(3, 3 + PARTNERS) as Hex[]
   const serviceKey = anvilKeys[2] as Hex
@@ -89,7 +89,7 @@ export async function benchMonitor(storeChoice?: MonitorStoreChoice): Promise<Re
       await repeat(3, async () =>
         opsPerSecond((i) => {
           const { request, from } = sample[i % sample.length]!
-          if (!checkRequest(request, from, { chainId, monitoringService, minReward: 0n }).ok) throw new Error('refused')
+          if (!checkRequest(request, from, { chainId, monitoringService, minReward: 0n, curve }).ok) throw new Error('refused')
         }),
       ),
     )
@@ -100,6 +100,7 @@ export async function benchMonitor(storeChoice?: MonitorStoreChoice): Promise<Re
         rpc: rpcUrl,
         deployment: net.deployment,
         key: serviceKey,
+        secp256k1: curve,
         ...(storeChoice ? { database: { url: storeChoice.database } } : { dataDir }),
         transport: (address) => createBroadcastChannelTransport({ address, channelName }),
         confirmations: 0,
@@ -130,7 +131,7 @@ export async function benchMonitor(storeChoice?: MonitorStoreChoice): Promise<Re
       clients.set(address.toLowerCase(), t)
       await t.start(async (lines) => {
         for (const text of lines) {
-          const { message } = await decodeMessage(text)
+          const { message } = await decodeMessage(curve, text)
           if (message.type === 'Delivered') waiting.get(message.delivered_message_identifier)?.()
         }
       })

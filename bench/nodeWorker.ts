@@ -7,7 +7,7 @@ import { runInNewContext } from 'node:vm'
 import { parentPort, workerData } from 'node:worker_threads'
 import type { Address, Hex } from 'viem'
 import type { Deployment } from '../src/chain/deployment.ts'
-import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
+import { loadNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import { openChannelOnChain } from '../src/node/actions/channels.ts'
 import { sendPayment } from '../src/node/actions/payments.ts'
 import { createNode } from '../src/node/createNode.ts'
@@ -75,11 +75,12 @@ function kept(storage: Storage): Storage {
   return storage
 }
 
-await useNativeSecp256k1()
+const secp256k1 = await loadNativeSecp256k1()
 const node = await createNode({
   rpc: rpcUrl,
   deployment,
   key,
+  secp256k1,
   storage: async (identity) =>
     kept(
       database

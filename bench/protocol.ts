@@ -1,13 +1,15 @@
 // The pure protocol core: how fast messages are packed and signed, verified, and what one whole payment costs.
 import { sha256 } from 'viem'
-import { secp256k1Engine, useWasmSecp256k1 } from '../src/protocol/secp256k1.ts'
-import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
+import { loadWasmSecp256k1 } from '../src/crypto/curveEngines.ts'
+import { jsSecp256k1, type Secp256k1Engine } from '../src/protocol/secp256k1.ts'
+import { defaultContext } from '../src/protocol/state/access.ts'
+import { loadNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import { Network } from '../test/unit/protocol/support/network.ts'
 import { signAndVerifyRates } from './limits.ts'
 import { cpuMsPerRun, fmt, opsPerSecond } from './measure.ts'
 
-async function paymentCpu(mediated: boolean): Promise<number> {
-  const net = new Network(['A', 'B', 'C'])
+async function paymentCpu(curve: Secp256k1Engine, mediated: boolean): Promise<number> {
+  const net = new Network(['A', 'B', 'C'], { ...defaultContext, curve })
   await net.open('A', 'B', 10n ** 12n, 0n, 1000n, 50n)
   await net.open('B', 'C', 10n ** 12n, 0n, 1000n, 50n)
   let id = 1n
@@ -20,14 +22,13 @@ async function paymentCpu(mediated: boolean): Promise<number> {
 export async function benchProtocol(): Promise<Record<string, string>> {
   const rows: Record<string, string> = {}
   for (const engine of ['js', 'wasm', 'native'] as const) {
-    if (engine === 'wasm') await useWasmSecp256k1()
-    if (engine === 'native') await useNativeSecp256k1()
-    if (secp256k1Engine().name !== engine) throw new Error(`engine ${engine} not available`)
-    const { sign, verify } = signAndVerifyRates()
+    const curve = engine === 'js' ? jsSecp256k1 : engine === 'wasm' ? await loadWasmSecp256k1() : await loadNativeSecp256k1()
+    if (curve?.name !== engine) throw new Error(`engine ${engine} not available`)
+    const { sign, verify } = signAndVerifyRates(curve)
     rows[`LockedTransfer packed + signed /s (${engine})`] = fmt(sign)
     rows[`LockedTransfer packed + verified /s (${engine})`] = fmt(verify)
-    rows[`direct payment, CPU ms (${engine})`] = fmt(await paymentCpu(false))
-    rows[`mediated payment A-B-C, CPU ms (${engine})`] = fmt(await paymentCpu(true))
+    rows[`direct payment, CPU ms (${engine})`] = fmt(await paymentCpu(curve, false))
+    rows[`mediated payment A-B-C, CPU ms (${engine})`] = fmt(await paymentCpu(curve, true))
   }
   rows['sha256 of a secret /s'] = fmt(opsPerSecond((i) => sha256(`0x${i.toString(16).padStart(64, '0')}`)))
   return rows

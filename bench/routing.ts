@@ -1,6 +1,6 @@
 // The pathfinding service's core (src/pathfinding/): how many route requests one service answers per second on a
 // token network of 10,000 channels, and how fast it takes in the updates that build it. One process, one thread.
-import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
+import { loadNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import { findPaths, type PathsResult } from '../src/pathfinding/paths.ts'
 import { checkUpdate } from '../src/pathfinding/updates.ts'
 import type { PFSCapacityUpdate, Signed } from '../src/protocol/messages/types.ts'
@@ -76,7 +76,7 @@ function cpuSeconds(f: () => void): number {
 }
 
 export async function benchRouting(): Promise<Record<string, string>> {
-  await useNativeSecp256k1()
+  const curve = await loadNativeSecp256k1()
   const random = mulberry32(20_260_101)
   const { net, nodes } = buildNetwork(random)
   const offline = new Set(nodes.filter(() => random() < OFFLINE_SHARE).map((n) => n.address.toLowerCase()))
@@ -102,7 +102,7 @@ export async function benchRouting(): Promise<Record<string, string>> {
   const updates = nextUpdates(net, nodes, 1_000)
   let accepted = 0
   const checking = cpuSeconds(() => {
-    for (const update of updates) if (checkUpdate(net.state, update, { now: TEST_NOW }).outcome === 'accepted') accepted++
+    for (const update of updates) if (checkUpdate(net.state, update, { now: TEST_NOW, curve }).outcome === 'accepted') accepted++
   })
   if (accepted !== updates.length) throw new Error(`${updates.length - accepted} updates refused`)
   const answered = results.filter((r) => r.ok)

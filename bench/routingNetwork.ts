@@ -12,7 +12,7 @@ import { keccak256, toHex, type Address } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { createChainClient } from '../src/chain/chainClient.ts'
 import { createTransactionQueue } from '../src/chain/transactionQueue.ts'
-import { useNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
+import { loadNativeSecp256k1 } from '../src/cli/nativeSecp256k1.ts'
 import { anvilKeys, startAnvil, type Anvil } from '../src/devnet/anvil.ts'
 import { deployContracts } from '../src/devnet/deploy.ts'
 import { createDevnetClient } from '../src/devnet/devnetClient.ts'
@@ -214,12 +214,13 @@ export async function runMode(mode: 'pfs' | 'local', net: Topology, plan: Planne
       })
     }
     await deployer.close()
-    await useNativeSecp256k1()
+    const secp256k1 = await loadNativeSecp256k1()
     for (const [i, key] of keys.entries()) {
       const fees = net.fees[i]
       const node = await createNode({
         rpc: rpcUrl,
         deployment,
+        secp256k1,
         key,
         version,
         storage: openMemoryStorage,

@@ -6,6 +6,7 @@ import { bytesToHex, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { packMessage, signMessage, toWire, type Message } from '../src/protocol/messages/index.ts'
 import { FIXTURE_KEY } from '../test/fixtures/messages/key.ts'
+import { jsSecp256k1 } from '../src/protocol/secp256k1.ts'
 
 const tn = '0x5FbDB2315678afecb367f032d93F642f64180aa3'
 const token = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512'
@@ -162,7 +163,7 @@ const examples: Message[] = [
 ]
 
 for (const example of examples) {
-  const signed = await signMessage(FIXTURE_KEY, example)
+  const signed = await signMessage(jsSecp256k1, FIXTURE_KEY, example)
   const fixture = { message: toWire(signed), signer: privateKeyToAddress(FIXTURE_KEY), packed: bytesToHex(packMessage(example)) }
   writeFileSync(`test/fixtures/messages/${example.type}.json`, `${JSON.stringify(fixture, null, 2)}\n`)
 }

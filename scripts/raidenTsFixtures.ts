@@ -17,6 +17,7 @@ import { isDeepStrictEqual } from 'node:util'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { encodeMessage, readMessage, signMessage as signOurs } from '../src/protocol/messages/index.ts'
 import { FIXTURE_KEY } from '../test/fixtures/messages/key.ts'
+import { jsSecp256k1 } from '../src/protocol/secp256k1.ts'
 
 const RAIDEN_TS_VERSION = '3.1.1'
 
@@ -346,7 +347,7 @@ const ENVELOPES = new Set(['LockedTransfer', 'Unlock', 'LockExpired'])
 /** What raiden-ts makes of our encoding of the same message: the signer it recovers, the fields it reads. */
 async function raidenTsReadsOurs(rts: RaidenTs, theirs: Json, theirText: string): Promise<Json> {
   const { signature: _, ...unsigned } = readMessage(JSON.parse(theirText))
-  const text = encodeMessage(await signOurs(FIXTURE_KEY, unsigned))
+  const text = encodeMessage(await signOurs(jsSecp256k1, FIXTURE_KEY, unsigned))
   try {
     const decoded = rts.messages.decodeJsonMessage(text)
     const reencoded = JSON.parse(rts.messages.encodeJsonMessage(decoded))

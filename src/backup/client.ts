@@ -74,7 +74,7 @@ export async function fetchBackup(url: string, key: BackupKey, options: FetchBac
         const envelope = parseAnswerEnvelope(await readJson(response, maxBytes))
         if (envelope.address !== key.address)
           throw new BackupOtherOwnerError(`the backup server answered with the copy of ${envelope.address}, not of ${key.address}`)
-        verifyEnvelope(envelope)
+        verifyEnvelope(key.curve, envelope)
         return envelope
       },
       // No copy: 404 with the code NO_BACKUP (any other 404 is not this protocol's answer).
@@ -91,7 +91,7 @@ export async function fetchBackup(url: string, key: BackupKey, options: FetchBac
 
 /** The Authorization header of a fetch request of `key`'s owner at `unixSeconds`. */
 export function fetchAuthorization(key: BackupKey, unixSeconds: number): string {
-  const signature: Hex = signPackedSync(key.privateKey, signedFetchBytes(key.address, BigInt(unixSeconds)))
+  const signature: Hex = signPackedSync(key.curve, key.privateKey, signedFetchBytes(key.address, BigInt(unixSeconds)))
   return `${AUTH_SCHEME} time=${unixSeconds}, signature=${signature}`
 }
 

@@ -1,5 +1,6 @@
 import { hexToBytes, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
+import type { Secp256k1Engine } from '../protocol/secp256k1.ts'
 
 /**
  * The owner's key for its backup copies (docs/decisions/0032-off-browser-backup.md): the node's private key signs
@@ -14,13 +15,15 @@ export type BackupKey = {
   address: Address
   /** Signs the copies and the fetch requests. */
   privateKey: Hex
+  /** The curve engine its owner's host chose: it signs with the key, and checks the copies fetched. */
+  curve: Secp256k1Engine
   /** AES-256-GCM, non-extractable. */
   cipherKey: CryptoKey
 }
 
 export const HKDF_INFO = 'sluice-backup/1 aes-256-gcm'
 
-export async function backupKey(privateKey: Hex): Promise<BackupKey> {
+export async function backupKey(curve: Secp256k1Engine, privateKey: Hex): Promise<BackupKey> {
   const address = privateKeyToAddress(privateKey)
   const ikm = await crypto.subtle.importKey('raw', new Uint8Array(hexToBytes(privateKey)), 'HKDF', false, ['deriveKey'])
   const cipherKey = await crypto.subtle.deriveKey(
@@ -30,5 +33,5 @@ export async function backupKey(privateKey: Hex): Promise<BackupKey> {
     false,
     ['encrypt', 'decrypt'],
   )
-  return { address, privateKey, cipherKey }
+  return { address, privateKey, curve, cipherKey }
 }

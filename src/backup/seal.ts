@@ -1,4 +1,5 @@
 import type { Address } from 'viem'
+import type { Secp256k1Engine } from '../protocol/secp256k1.ts'
 import { recoverPackedSignerSync, signPackedSync } from '../protocol/signature.ts'
 import { BackupBadSignatureError, BackupMalformedError, BackupOtherOwnerError, BackupTamperedError } from './errors.ts'
 import { copyAdditionalData, FORMAT, IV_BYTES, MAX_VERSION, signedCopyBytes, type Envelope } from './format.ts'
@@ -30,15 +31,15 @@ export async function seal(key: BackupKey, { version, payload, iv = crypto.getRa
   const ciphertext = new Uint8Array(IV_BYTES + sealed.length)
   ciphertext.set(iv, 0)
   ciphertext.set(sealed, IV_BYTES)
-  const signature = signPackedSync(key.privateKey, signedCopyBytes(key.address, version, ciphertext))
+  const signature = signPackedSync(key.curve, key.privateKey, signedCopyBytes(key.address, version, ciphertext))
   return { format: FORMAT, address: key.address, version, ciphertext, signature }
 }
 
 /** The address whose key signed `envelope` as it is; throws BACKUP_BAD_SIGNATURE when that is not `envelope.address`. */
-export function verifyEnvelope(envelope: Envelope): Address {
+export function verifyEnvelope(curve: Secp256k1Engine, envelope: Envelope): Address {
   let signer: Address | undefined
   try {
-    signer = recoverPackedSignerSync(signedCopyBytes(envelope.address, envelope.version, envelope.ciphertext), envelope.signature)
+    signer = recoverPackedSignerSync(curve, signedCopyBytes(envelope.address, envelope.version, envelope.ciphertext), envelope.signature)
   } catch {
     signer = undefined
   }
@@ -56,7 +57,7 @@ export type Opened = { version: bigint; payload: Uint8Array }
  */
 export async function open(key: BackupKey, envelope: Envelope): Promise<Opened> {
   if (envelope.address !== key.address) throw new BackupOtherOwnerError(`the copy is of ${envelope.address}, not of this key's ${key.address}`)
-  verifyEnvelope(envelope)
+  verifyEnvelope(key.curve, envelope)
   const iv = envelope.ciphertext.slice(0, IV_BYTES)
   const additionalData = new Uint8Array(copyAdditionalData(envelope.address, envelope.version))
   try {

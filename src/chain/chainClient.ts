@@ -11,6 +11,7 @@ import {
   type WalletClient,
 } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
+import { jsSecp256k1, type Secp256k1Engine } from '../protocol/secp256k1.ts'
 import { signPackedSync } from '../protocol/signature.ts'
 import { ChainIdMismatchError, ChainRpcError } from './errors.ts'
 import { RpcEndpoints, type RequestProvider, type RpcEndpointsParameters, type RpcHealth } from './rpcEndpoints.ts'
@@ -27,6 +28,8 @@ export type CreateChainClientParameters = {
   endpoints?: Omit<RpcEndpointsParameters, 'urls' | 'provider'>
   /** The node's key: it pays for transactions and signs the Raiden messages they carry. */
   privateKey: Hex
+  /** The curve engine `signPacked` signs with (the host's choice); the JS one for a client that signs nothing packed. */
+  curve?: Secp256k1Engine
   /** Checked against the endpoint's eth_chainId when given; otherwise taken from it. */
   chainId?: number
   /** Milliseconds between polls for receipts (and the default of the block watcher). 4000 by default. */
@@ -66,6 +69,7 @@ export async function createChainClient({
   provider,
   endpoints: tunables,
   privateKey,
+  curve = jsSecp256k1,
   chainId,
   pollingInterval = 4_000,
   transport: given,
@@ -103,7 +107,7 @@ export async function createChainClient({
     address: account.address,
     publicClient,
     walletClient,
-    signPacked: (data) => signPackedSync(privateKey, data),
+    signPacked: (data) => signPackedSync(curve, privateKey, data),
     rpcHealth: () => endpoints?.health(),
     close: async () => endpoints?.close(),
   }

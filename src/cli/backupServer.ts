@@ -96,20 +96,20 @@ export async function serveBackups({
   limits?: Partial<BackupLimits>
   onInternalError?(error: unknown): void
 }): Promise<ServedBackups> {
-  const [{ createBackupApp, DEFAULT_BACKUP_LIMITS, BACKUP_BASE_PATH }, { openBackupStore }, { useNativeSecp256k1 }] = await Promise.all([
+  const [{ createBackupApp, DEFAULT_BACKUP_LIMITS, BACKUP_BASE_PATH }, { openBackupStore }, { loadNativeSecp256k1 }] = await Promise.all([
     import('../backup/server/app.ts'),
     import('../backup/server/store.ts'),
     import('./nativeSecp256k1.ts'),
   ])
   // Every push and fetch recovers a signer: libsecp256k1 does it several times faster than JS.
-  await useNativeSecp256k1()
+  const curve = await loadNativeSecp256k1()
   let store: BackupStore
   if (database) store = await (await import('../backup/server/postgresStore.ts')).openPostgresBackupStore(database)
   else if (dataDir) {
     await mkdir(dataDir, { recursive: true })
     store = await openBackupStore(join(dataDir, 'copies'))
   } else throw new Error('serveBackups needs a dataDir or a database')
-  const app = createBackupApp({ store, limits, ...(onInternalError ? { onInternalError } : {}) })
+  const app = createBackupApp({ store, curve, limits, ...(onInternalError ? { onInternalError } : {}) })
   try {
     const server = await listen(app.fetch, { host, port })
     return {

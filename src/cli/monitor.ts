@@ -79,15 +79,14 @@ async function run(argv: readonly string[]): Promise<number> {
   const privateKey = await loadPrivateKey(flags)
 
   if (relays.length > 0) await import('../transport/libp2p/nodePolyfills.ts')
-  const [{ readDeployment }, { createMonitoringService }, { serveMonitorApi }, { useNativeSecp256k1 }, { explainServiceStart, runService }] = await Promise.all(
-    [
+  const [{ readDeployment }, { createMonitoringService }, { serveMonitorApi }, { loadNativeSecp256k1 }, { explainServiceStart, runService }] =
+    await Promise.all([
       import('../devnet/deploymentFile.ts'),
       import('../monitor/service.ts'),
       import('./servedMonitor.ts'),
       import('./nativeSecp256k1.ts'),
       import('./serviceRun.ts'),
-    ],
-  )
+    ])
   const { createLibp2pTransport } = relays.length > 0 ? await import('../transport/libp2p/libp2pTransport.ts') : { createLibp2pTransport: undefined }
   const deployment = await startupStep(
     () => readDeployment(resolve(flags.deployment!)),
@@ -99,7 +98,8 @@ async function run(argv: readonly string[]): Promise<number> {
   try {
     const observe = metrics && (await import('../metrics/monitorMetrics.ts'))
     const chainMetrics = metrics && (await import('../metrics/chainMetrics.ts'))
-    await useNativeSecp256k1()
+    // Every request or update recovers its signers: libsecp256k1 does it several times faster than JS.
+    const secp256k1 = await loadNativeSecp256k1()
     const libp2p = createLibp2pTransport?.({ privateKey, relays, log: libp2pLog(log) })
     const service = await startupStep(
       () =>
@@ -107,6 +107,7 @@ async function run(argv: readonly string[]): Promise<number> {
           rpc,
           deployment: { ...deployment, rpcUrl: rpc[0]! },
           key: privateKey,
+          secp256k1,
           ...store,
           transport: libp2p ? () => libp2p : undefined,
           confirmations: flags.confirmations,

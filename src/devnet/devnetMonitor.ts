@@ -1,3 +1,4 @@
+import { loadNativeSecp256k1 } from '../cli/nativeSecp256k1.ts'
 import { serveMonitorApi } from '../cli/servedMonitor.ts'
 import { createMonitoringService, type MonitoringService } from '../monitor/service.ts'
 import { startDevnetService, type DevnetService, type DevnetServiceSetup } from './devnetService.ts'
@@ -12,11 +13,12 @@ export function startMonitoringService(setup: DevnetServiceSetup & { port: numbe
   return startDevnetService(setup, {
     name: 'monitoring service',
     short: 'monitor',
-    create: (account) =>
+    create: async (account) =>
       createMonitoringService({
         rpc: setup.rpcUrl,
         deployment: setup.deployment,
         key: account.key,
+        secp256k1: await loadNativeSecp256k1(),
         dataDir: account.dataDir,
         transport: account.transport,
         confirmations: 0,

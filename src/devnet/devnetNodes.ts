@@ -49,12 +49,13 @@ export async function startNodes({
   pathfindingServiceAddress,
 }: StartNodesParameters): Promise<void> {
   await mkdir(join(dataDir, 'nodes'), { recursive: true })
-  await (await import('../cli/nativeSecp256k1.ts')).useNativeSecp256k1()
+  const secp256k1 = await (await import('../cli/nativeSecp256k1.ts')).loadNativeSecp256k1()
   for (const [i, key] of keys.entries()) {
     const node = await createNode({
       rpc: rpcUrl,
       deployment,
       key,
+      secp256k1,
       version,
       storage: (identity) => (storage === 'memory' ? openMemoryStorage(identity) : openLevelStorage(identity, { dataDir: join(dataDir, 'nodes') })),
       transport: ({ address }) => transport.create(key, address),

@@ -1,3 +1,4 @@
+import { loadNativeSecp256k1 } from '../cli/nativeSecp256k1.ts'
 import { servePathfindingApi } from '../cli/servedPathfinding.ts'
 import { serviceMediationFee } from '../pathfinding/mediationFee.ts'
 import { createPathfindingService, type PathfindingService } from '../pathfinding/service/service.ts'
@@ -18,11 +19,12 @@ export function startPathfindingService(
   return startDevnetService(setup, {
     name: 'pathfinding service',
     short: 'pathfinding',
-    create: (account) =>
+    create: async (account) =>
       createPathfindingService({
         rpc: setup.rpcUrl,
         deployment: setup.deployment,
         key: account.key,
+        secp256k1: await loadNativeSecp256k1(),
         dataDir: account.dataDir,
         transport: account.transport,
         mediationFee: serviceMediationFee,

@@ -23,7 +23,7 @@ import type { PgNodeStore } from '../storage/pgStorage.ts'
 import { openLevelStorage } from '../storage/levelStorage.ts'
 import { openMemoryStorage } from '../storage/memoryStorage.ts'
 import { createBroadcastChannelTransport } from '../transport/broadcastChannelTransport.ts'
-import { useNativeSecp256k1 } from '../cli/nativeSecp256k1.ts'
+import { loadNativeSecp256k1 } from '../cli/nativeSecp256k1.ts'
 import { serveNode, type ServeAccess, type ServedNode } from '../cli/servedNode.ts'
 import { version } from '../version.ts'
 import { libp2pLog, type DirectSettings, type TransportName } from './transport.ts'
@@ -79,17 +79,17 @@ export type LaunchedNode = HostedNode & {
 export async function loadLaunchModules(transport: LaunchParameters['transport'], postgres: boolean) {
   // libp2p 3.x needs Promise.withResolvers and a global WebSocket on Node 20: the polyfills load before it.
   if (transport === 'libp2p') await import('../transport/libp2p/nodePolyfills.ts')
-  const [libp2p, pgStorage] = await Promise.all([
+  const [libp2p, pgStorage, secp256k1] = await Promise.all([
     transport === 'libp2p' ? import('../transport/libp2p/libp2pTransport.ts') : undefined,
     postgres ? import('../storage/pgStorage.ts') : undefined,
-    useNativeSecp256k1(),
+    loadNativeSecp256k1(),
   ])
-  return { createLibp2pTransport: libp2p?.createLibp2pTransport, pgStorage }
+  return { createLibp2pTransport: libp2p?.createLibp2pTransport, pgStorage, secp256k1 }
 }
 
 export async function launchNode(parameters: LaunchParameters): Promise<LaunchedNode> {
   const { rpc, deployment, privateKey, storage, transport, relays, settings, api, log } = parameters
-  const { createLibp2pTransport, pgStorage } = await loadLaunchModules(transport, typeof storage === 'object' && 'postgres' in storage)
+  const { createLibp2pTransport, pgStorage, secp256k1 } = await loadLaunchModules(transport, typeof storage === 'object' && 'postgres' in storage)
   // The node starts its transport when it runs and stops it when it stops (node.stop -> delivery -> transport).
   const direct = parameters.direct
   const libp2p = createLibp2pTransport?.({
@@ -105,6 +105,8 @@ export async function launchNode(parameters: LaunchParameters): Promise<Launched
     rpc,
     deployment: { ...deployment, rpcUrl: rpc[0]! },
     key: privateKey,
+    // The native curve where its prebuilt binary loads (src/cli/nativeSecp256k1.ts): every signature of the node.
+    secp256k1,
     storage: (identity) =>
       storage === 'memory'
         ? openMemoryStorage(identity)

@@ -109,7 +109,7 @@ export class Intake {
     // What is held now: a resend is answered, and a stale one refused, before any signature recovery or chain read.
     const early = this.judge(this.p.store.channels.get(key), request, requester, this.p.store.requesterChannels(requester))
     if (early) return early
-    const signed = checkSignatures(request)
+    const signed = checkSignatures(this.p.context.curve, request)
     if (!signed.ok) return refused(signed.reason, signed.detail)
     const closing = signed.closing
 

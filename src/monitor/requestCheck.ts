@@ -3,6 +3,7 @@ import type { OnchainChannelState } from '../chain/reads.ts'
 import { ZERO_HASH } from '../protocol/balanceProof.ts'
 import type { RequestMonitoring, Signed } from '../protocol/messages/types.ts'
 import { requestMonitoringSigners } from '../protocol/monitoringRequest.ts'
+import type { Secp256k1Engine } from '../protocol/secp256k1.ts'
 import { encodeMessage } from '../protocol/messages/wire.ts'
 import type { StoredRequest } from './records.ts'
 
@@ -42,7 +43,13 @@ export const refusalReasons = {
 export type RefusalReason = keyof typeof refusalReasons
 
 /** What a request is checked against: this service's chain, contract and minimum reward. */
-export type RequestContext = { chainId: bigint; monitoringService: Address; minReward: bigint }
+export type RequestContext = {
+  chainId: bigint
+  monitoringService: Address
+  minReward: bigint
+  /** The curve engine the service's host chose: the signers are recovered with it. */
+  curve: Secp256k1Engine
+}
 
 export type Checked = { ok: true; closing: Address } | { ok: false; reason: RefusalReason; detail?: string }
 
@@ -72,9 +79,9 @@ export function checkFields(request: Signed<RequestMonitoring>, from: Address, c
  * The three signatures, over exactly the bytes the contracts check: the reward proof and the counter-signature by the
  * non-closing participant, the balance proof by someone else, the closing participant (returned).
  */
-export function checkSignatures(request: Signed<RequestMonitoring>): Checked {
+export function checkSignatures(curve: Secp256k1Engine, request: Signed<RequestMonitoring>): Checked {
   const requester = request.non_closing_participant
-  const signers = requestMonitoringSigners(request)
+  const signers = requestMonitoringSigners(curve, request)
   if (signers.reward === undefined) return refuse('bad_reward_signature', 'recovers no key')
   if (!same(signers.reward, requester)) return refuse('bad_reward_signature', `signed by ${signers.reward}`)
   if (signers.nonClosing === undefined) return refuse('bad_non_closing_signature', 'recovers no key')
@@ -87,7 +94,7 @@ export function checkSignatures(request: Signed<RequestMonitoring>): Checked {
 /** Every check that needs no state and no chain: `checkFields`, then `checkSignatures`. */
 export function checkRequest(request: Signed<RequestMonitoring>, from: Address, context: RequestContext): Checked {
   const fields = checkFields(request, from, context)
-  return fields.ok ? checkSignatures(request) : fields
+  return fields.ok ? checkSignatures(context.curve, request) : fields
 }
 
 /**

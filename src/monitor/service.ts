@@ -15,6 +15,7 @@ import { Leadership, openServiceStorage, type ServiceDatabaseConfig } from './se
 import { MonitorStore } from './store.ts'
 import type { TransactionQueue } from '../chain/transactionQueue.ts'
 import type { RpcEndpointsParameters } from '../chain/rpcEndpoints.ts'
+import type { Secp256k1Engine } from '../protocol/secp256k1.ts'
 
 export type MonitoringServiceConfig = {
   /**
@@ -27,6 +28,8 @@ export type MonitoringServiceConfig = {
   deployment: Deployment
   /** The service's key: it pays for its transactions, signs its acknowledgements and is its libp2p identity. */
   key: Hex
+  /** The curve engine its host chose (native in `sluice monitor`): every request's signers are recovered with it. */
+  secp256k1: Secp256k1Engine
   /** Where its LevelDB store lives (unless `database`). */
   dataDir?: string
   /**
@@ -118,10 +121,10 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
 
   const intake = new Intake({
     store,
-    context: { chainId: BigInt(deployment.chainId), monitoringService, minReward: config.minReward ?? 0n },
+    context: { chainId: BigInt(deployment.chainId), monitoringService, minReward: config.minReward ?? 0n, curve: config.secp256k1 },
     limits,
     facts: createChainFacts(chain, { registry: deployment.contracts.TokenNetworkRegistry.address, userDeposit: deployment.contracts.UserDeposit.address }),
-    acknowledge: acknowledger(config.key, transport),
+    acknowledge: acknowledger(config.secp256k1, config.key, transport),
     log: (event) => {
       if ('error' in event) log(`request from ${event.from}: internal error: ${errorLine(event.error)}`, 'error')
       else if (event.outcome.outcome === 'refused' && event.outcome.reason === 'store_failed') {

@@ -10,6 +10,7 @@ import { encodeMessage } from '../protocol/messages/wire.ts'
 import { storeJournal, type JournalStore } from '../storage/storeJournal.ts'
 import type { Transport } from '../transport/transport.ts'
 import { ensureRegistered, type EnsureRegisteredReturnType } from './registration.ts'
+import type { Secp256k1Engine } from '../protocol/secp256k1.ts'
 
 // What the two service processes (the monitoring service, docs/decisions/0031, and the pathfinding service, 0072)
 // do alike with their key: their chain client, their transaction queue, their registration, their acknowledgements.
@@ -128,10 +129,10 @@ export class ServiceRegistration {
  * Acknowledges a message to its sender with a signed Delivered, best effort as every transport send: the sender
  * resends until acknowledged. Nothing without a transport.
  */
-export function acknowledger(key: Hex, transport: Transport | undefined): (to: Address, delivered: Delivered) => void {
+export function acknowledger(curve: Secp256k1Engine, key: Hex, transport: Transport | undefined): (to: Address, delivered: Delivered) => void {
   return (to, delivered) => {
     if (!transport) return
-    void signMessage(key, delivered)
+    void signMessage(curve, key, delivered)
       .then((signed) => transport.send(to, [encodeMessage(signed)]))
       .catch(() => {})
   }

@@ -7,12 +7,13 @@ import { syncChainEvents } from '../chain/eventSync.ts'
 import { LogChunkSize } from '../chain/getLogsByChunk.ts'
 import { SyncReads } from '../chain/syncReads.ts'
 import { createTransactionQueue } from '../chain/transactionQueue.ts'
+import { backgroundWasmSecp256k1, wasmOrJsSecp256k1 } from '../crypto/curveEngines.ts'
 import { hasCode } from '../errors.ts'
 import { nodeJournal } from './runtime/nodeJournal.ts'
 import { sendProtocolTransaction, updateOnChainAlready } from '../chain/transactions.ts'
 import { defaultContext, initialState, type TransitionContext } from '../protocol/state/access.ts'
-import { useSmallJsTables, useWasmSecp256k1 } from '../protocol/secp256k1.ts'
 import { signRequestMonitoring } from '../protocol/monitoringRequest.ts'
+import type { Secp256k1Engine } from '../protocol/secp256k1.ts'
 import { signPackedSync } from '../protocol/signature.ts'
 import { createDelivery } from '../transport/delivery.ts'
 import { RecentMap } from '../transport/recentMap.ts'
@@ -61,8 +62,8 @@ const PEER_KEYS_KEPT = 4096
  * client's coded errors when an empty store's copy cannot be had or opened.
  */
 export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
-  const { config, confirmations } = resolveNodeConfig(nodeConfig)
-  await chooseCurveEngine(nodeConfig.secp256k1Wasm)
+  const secp256k1 = nodeConfig.secp256k1 ?? (await loadCurveEngine(nodeConfig.secp256k1Wasm))
+  const { config, confirmations } = resolveNodeConfig({ ...nodeConfig, secp256k1 })
   if (!config.rpc && !config.provider) throw new TypeError('createNode needs `rpc` or `provider`')
   // What the node tells its listeners; an endpoint going down or coming back is one of its notices.
   const notices = new EventBus<NodeNotice>()
@@ -79,14 +80,12 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
 }
 
 /**
- * The curve engine is process-wide and only a matter of speed: a host that loaded the native one keeps it. Both
- * engines sign the same bytes (RFC 6979), so the switch may also happen while the node runs (`background`).
+ * The node's curve engine when its host gave none: the WASM one, loaded before the node starts, or (`background`) an
+ * engine of this node's own that is JS until the WASM has loaded. The engine is only a matter of speed: all sign the
+ * same bytes (RFC 6979), so the switch may happen while the node runs.
  */
-async function chooseCurveEngine(wasm: NodeConfig['secp256k1Wasm']): Promise<void> {
-  if (wasm === 'background') {
-    useSmallJsTables()
-    void useWasmSecp256k1()
-  } else await useWasmSecp256k1()
+async function loadCurveEngine(wasm: NodeConfig['secp256k1Wasm']): Promise<Secp256k1Engine> {
+  return wasm === 'background' ? backgroundWasmSecp256k1().engine : wasmOrJsSecp256k1()
 }
 
 type Chain = Awaited<ReturnType<typeof createChainClient>>
@@ -113,6 +112,7 @@ async function openChainAndStore(
         ...(onRpcFailure ? { onFailure: onRpcFailure } : {}),
       },
       privateKey: config.key,
+      curve: config.secp256k1,
       chainId: deployment.chainId,
       pollingInterval: config.pollingInterval,
     })
@@ -163,6 +163,7 @@ async function readStore(
     restored = await restoreFromBackup(storage, {
       url: config.backupUrl,
       key: config.key,
+      curve: config.secp256k1,
       openedUpTo,
       ...(config.backup?.timeoutMs ? { timeoutMs: config.backup.timeoutMs } : {}),
     })
@@ -181,7 +182,7 @@ function stateOf(
   address: Address,
 ): { state: NodeState; seq: number; ctx: TransitionContext; syncedBlock: bigint } {
   const { deployment } = config
-  const ctx: TransitionContext = { ...defaultContext, ...config.context, confirmationBlocks: confirmations }
+  const ctx: TransitionContext = { ...defaultContext, ...config.context, confirmationBlocks: confirmations, curve: config.secp256k1 }
   const deployedAt = BigInt(deployment.contracts.TokenNetworkRegistry.blockNumber)
   // The first message id comes from the store, not the clock: a replay from the start (no snapshot yet, or a
   // restored dump) must rebuild exactly the messages and balance proofs that were signed and sent.
@@ -376,6 +377,7 @@ async function wireMessaging(p: {
     store: p.storage,
     address,
     privateKey: hexToBytes(config.key),
+    curve: config.secp256k1,
     report: p.report,
     chainNow: p.chainNow,
     peerRecords,
@@ -390,12 +392,13 @@ async function wireMessaging(p: {
   // The node's one signer, under the stale-state rule: delivery, the service messages and the effect handler share it.
   const signer = new Signer({
     engine,
-    signLine: lineSigner(config.key),
-    signRequest: (parameters) => signRequestMonitoring(config.key, parameters),
-    signBytes: (data) => signPackedSync(config.key, data),
+    signLine: lineSigner(config.secp256k1, config.key),
+    signRequest: (parameters) => signRequestMonitoring(config.secp256k1, config.key, parameters),
+    signBytes: (data) => signPackedSync(config.secp256k1, config.key, data),
   })
   const delivery = createDelivery({
     transport,
+    curve: config.secp256k1,
     onPeerKey: (peer, publicKey) => peerKeys.set(peer.toLowerCase(), publicKey),
     address,
     sign: (message) => signer.sign(message),

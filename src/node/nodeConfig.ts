@@ -2,6 +2,7 @@ import type { Address, EIP1193Provider, Hex } from 'viem'
 import type { Deployment } from '../chain/deployment.ts'
 import type { RpcEndpointsParameters } from '../chain/rpcEndpoints.ts'
 import { MAX_IMBALANCE_FEE_PPM, MAX_PROPORTIONAL_FEE_PPM, type MediationFees, type TokenFees } from '../protocol/fees/schedule.ts'
+import { jsSecp256k1, type Secp256k1Engine } from '../protocol/secp256k1.ts'
 import type { TransitionContext } from '../protocol/state/access.ts'
 import type { Storage, StorageDump, StorageIdentity } from '../storage/storage.ts'
 import { defaultBackoff, type Backoff } from '../transport/backoff.ts'
@@ -100,9 +101,15 @@ export type NodeConfig = {
    */
   encryptSecret?: boolean
   /**
-   * When libsecp256k1's WASM (about 1.2 MB, most of it tables that do not compress) is loaded: before the node
-   * starts (`await`, the default), or while it runs (`background`: the page's node starts on the pure-JS engine,
-   * about 4 times slower to sign, and switches once the WASM is there).
+   * The curve engine the host chose (the native one in Node: src/cli/nativeSecp256k1.ts): every signature the node
+   * makes and every signer it recovers goes through it. Absent, createNode loads libsecp256k1's WASM as
+   * `secp256k1Wasm` says (src/crypto/curveEngines.ts), the pure-JS engine where it does not load.
+   */
+  secp256k1?: Secp256k1Engine
+  /**
+   * Without `secp256k1`, when libsecp256k1's WASM (about 1.2 MB, most of it tables that do not compress) is loaded:
+   * before the node starts (`await`, the default), or while it runs (`background`: the page's node starts on the
+   * pure-JS engine, about 4 times slower to sign, and switches once the WASM is there).
    */
   secp256k1Wasm?: 'await' | 'background'
   /**
@@ -292,6 +299,8 @@ export type ResolvedNodeConfig = Omit<
   | 'pathfindingIouTimeout'
   | 'pathfinding'
 > & {
+  /** The node's one curve engine (the host's, or the one createNode loaded; the JS one when resolved without either). */
+  secp256k1: Secp256k1Engine
   confirmationTimeoutMs: number
   enableMonitoring: boolean
   monitoringReward: bigint
@@ -367,6 +376,7 @@ export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeCon
   const blocks = BigInt(confirmations ?? config.context?.confirmationBlocks ?? nodeDefaults.confirmations)
   const resolved: ResolvedNodeConfig = {
     ...rest,
+    secp256k1: config.secp256k1 ?? jsSecp256k1,
     confirmationTimeoutMs: config.confirmationTimeoutMs ?? 60_000 + Number(blocks) * 30_000,
     pollingInterval: config.pollingInterval ?? nodeDefaults.pollingInterval,
     defaultRevealTimeout: BigInt(defaultRevealTimeout ?? nodeDefaults.defaultRevealTimeout),

@@ -1,5 +1,6 @@
 import type { Address, Hex } from 'viem'
 import { packIou, type Iou } from '../protocol/iou.ts'
+import type { Secp256k1Engine } from '../protocol/secp256k1.ts'
 import { recoverPackedSignerSync } from '../protocol/signature.ts'
 import { sameAddress } from './channel.ts'
 import type { PfsErrorName } from './errorCodes.ts'
@@ -38,6 +39,8 @@ export const MIN_IOU_EXPIRY_BLOCKS = 7n * 24n * 60n * 4n
 export const DEPOSIT_MARGIN_FACTOR = 2n
 
 export type IouContext = {
+  /** The curve engine the service's host chose: an IOU's signer is recovered with it. */
+  curve: Secp256k1Engine
   /** The service's address: every IOU's receiver. */
   service: Address
   chainId: bigint
@@ -80,9 +83,9 @@ export function iouJson(iou: SignedIou) {
 }
 
 /** Whether `iou`'s signature is its sender's over the 188 bytes OneToN checks. */
-export function iouSignedBySender(iou: SignedIou): boolean {
+export function iouSignedBySender(curve: Secp256k1Engine, iou: SignedIou): boolean {
   try {
-    return sameAddress(recoverPackedSignerSync(packIou(iou), iou.signature), iou.sender)
+    return sameAddress(recoverPackedSignerSync(curve, packIou(iou), iou.signature), iou.sender)
   } catch {
     return false
   }
@@ -102,7 +105,7 @@ export function checkIou(iou: SignedIou | undefined, context: IouContext, held: 
   if (iou.chainId !== context.chainId) return refuse('UnsupportedChainID', 'This service does not work on the given blockchain.', { expected: context.chainId })
   if (!sameAddress(iou.oneToNAddress, context.oneToN))
     return refuse('WrongOneToNAddress', 'The IOU uses a different OneToN contract than the service', { expected: context.oneToN, got: iou.oneToNAddress })
-  if (!iouSignedBySender(iou)) return refuse('InvalidSignature', 'The signature did not match the signed content.')
+  if (!iouSignedBySender(context.curve, iou)) return refuse('InvalidSignature', 'The signature did not match the signed content.')
 
   let expected: bigint
   const active = held.active

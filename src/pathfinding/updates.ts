@@ -3,6 +3,7 @@ import type { InvalidMessageError } from '../protocol/errors.ts'
 import { packMessage } from '../protocol/messages/pack.ts'
 import type { FeeSchedule, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../protocol/messages/types.ts'
 import { encodeMessage, parseMessage } from '../protocol/messages/wire.ts'
+import type { Secp256k1Engine } from '../protocol/secp256k1.ts'
 import { recoverPackedSignerSync } from '../protocol/signature.ts'
 import { participantIndex, sameAddress, withParticipant, type PfsChannel, type PfsParticipant } from './channel.ts'
 import { networkOf, type PathfindingState } from './network.ts'
@@ -45,6 +46,8 @@ export type UpdateOutcome =
   | { outcome: 'refused'; reason: UpdateRefusal; detail?: string }
 
 export type UpdateContext = {
+  /** The curve engine the checker's host chose: an update's signer is recovered with it. */
+  curve: Secp256k1Engine
   /** The service's clock, in milliseconds since 1970 (fee update timestamps must not be ahead of it by more than `maxClockAheadMs`). */
   now: number
   /** How far ahead of `now` a fee update's timestamp may be: 1 hour by default, as raiden-services. */
@@ -78,7 +81,7 @@ export function readUpdate(
 
 /** Checks a received update against the state and says what to do with it. */
 export function checkUpdate(state: PathfindingState, update: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>, context: UpdateContext): UpdateOutcome {
-  return update.type === 'PFSCapacityUpdate' ? checkCapacityUpdate(state, update) : checkFeeUpdate(state, update, context)
+  return update.type === 'PFSCapacityUpdate' ? checkCapacityUpdate(state, update, context) : checkFeeUpdate(state, update, context)
 }
 
 /** The channel an update names and the updater's place in it, or why there is none to update. */
@@ -98,10 +101,10 @@ function channelOf(
   return { channel, index }
 }
 
-function signedBy(update: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>, participant: Address): UpdateOutcome | undefined {
+function signedBy(curve: Secp256k1Engine, update: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>, participant: Address): UpdateOutcome | undefined {
   let signer: Address
   try {
-    signer = recoverPackedSignerSync(packMessage(update), update.signature)
+    signer = recoverPackedSignerSync(curve, packMessage(update), update.signature)
   } catch {
     return refuse('bad_signature', 'recovers no key')
   }
@@ -121,7 +124,7 @@ export function isNewerCapacityUpdate(update: PFSCapacityUpdate, held: PFSCapaci
   return update.updating_capacity >= held.updating_capacity && update.other_capacity >= held.other_capacity
 }
 
-export function checkCapacityUpdate(state: PathfindingState, update: Signed<PFSCapacityUpdate>): UpdateOutcome {
+export function checkCapacityUpdate(state: PathfindingState, update: Signed<PFSCapacityUpdate>, context: Pick<UpdateContext, 'curve'>): UpdateOutcome {
   if (update.updating_nonce > UINT64_MAX || update.other_nonce > UINT64_MAX) return refuse('out_of_range', 'nonce')
   for (const field of ['updating_capacity', 'other_capacity', 'reveal_timeout'] as const) if (update[field] > UINT256_MAX) return refuse('out_of_range', field)
   const found = channelOf(state, update)
@@ -133,7 +136,7 @@ export function checkCapacityUpdate(state: PathfindingState, update: Signed<PFSC
   if (held && encodeMessage(held) === encodeMessage(update)) return { outcome: 'resent' }
   if (!isNewerCapacityUpdate(update, held))
     return refuse('stale', `nonces ${update.updating_nonce}/${update.other_nonce}, held ${held?.updating_nonce}/${held?.other_nonce}`)
-  const forged = signedBy(update, side.address)
+  const forged = signedBy(context.curve, update, side.address)
   if (forged) return forged
   return { outcome: 'accepted', channel: withParticipant(channel, index, { ...side, capacityUpdate: update } satisfies PfsParticipant) }
 }
@@ -166,7 +169,7 @@ export function checkFeeUpdate(state: PathfindingState, update: Signed<PFSFeeUpd
   const held = side.feeUpdate
   if (held && encodeMessage(held) === encodeMessage(update)) return { outcome: 'resent' }
   if (held && at <= timestampMicros(held.timestamp)!) return refuse('stale', `timestamp ${update.timestamp}, held ${held.timestamp}`)
-  const forged = signedBy(update, side.address)
+  const forged = signedBy(context.curve, update, side.address)
   if (forged) return forged
   return { outcome: 'accepted', channel: withParticipant(channel, index, { ...side, feeUpdate: update }) }
 }

@@ -4,7 +4,7 @@ import { messageHash } from './messages/messageHash.ts'
 import { packMessage } from './messages/pack.ts'
 import type { Delivered, EnvelopeMessage, RequestMonitoring, Signed, SignedBalanceProof } from './messages/types.ts'
 import { MessageTypeId } from './messageTypeId.ts'
-import { addressOfPublicKey, secp256k1Engine } from './secp256k1.ts'
+import { addressOfPublicKey, type Secp256k1Engine } from './secp256k1.ts'
 import { serviceAckId } from './serviceAckId.ts'
 import { recoverPackedSignerSync, signPackedSync } from './signature.ts'
 
@@ -53,11 +53,13 @@ export type SignRequestMonitoringParameters = {
  * checks).
  */
 export function signRequestMonitoring(
+  curve: Secp256k1Engine,
   privateKey: Hex,
   { balanceProof, monitoringServiceContract, rewardAmount }: SignRequestMonitoringParameters,
 ): Signed<RequestMonitoring> {
-  const nonClosingParticipant = getAddress(bytesToHex(addressOfPublicKey(secp256k1Engine().publicKey(hexToBytes(privateKey)).subarray(1))))
+  const nonClosingParticipant = getAddress(bytesToHex(addressOfPublicKey(curve.publicKey(hexToBytes(privateKey)).subarray(1))))
   const nonClosingSignature = signPackedSync(
+    curve,
     privateKey,
     packBalanceProofCounter(MessageTypeId.BalanceProofUpdate, proofParameters(balanceProof), balanceProof.signature),
   )
@@ -69,7 +71,7 @@ export function signRequestMonitoring(
     non_closing_signature: nonClosingSignature,
     reward_amount: rewardAmount,
   }
-  return { ...request, signature: signPackedSync(privateKey, packMessage(request)) }
+  return { ...request, signature: signPackedSync(curve, privateKey, packMessage(request)) }
 }
 
 /** The three signers of a request, each undefined when its signature recovers no key. */
@@ -82,9 +84,9 @@ export type RequestMonitoringSigners = {
   reward: Address | undefined
 }
 
-function signerOf(data: Hex | Uint8Array, signature: Hex): Address | undefined {
+function signerOf(curve: Secp256k1Engine, data: Hex | Uint8Array, signature: Hex): Address | undefined {
   try {
-    return recoverPackedSignerSync(data, signature)
+    return recoverPackedSignerSync(curve, data, signature)
   } catch {
     return undefined
   }
@@ -95,13 +97,13 @@ function signerOf(data: Hex | Uint8Array, signature: Hex): Address | undefined {
  * the 277-byte counter-signature and the 221-byte reward proof. Whether the signers are the right ones is the
  * caller's to judge.
  */
-export function requestMonitoringSigners(request: Signed<RequestMonitoring>): RequestMonitoringSigners {
+export function requestMonitoringSigners(curve: Secp256k1Engine, request: Signed<RequestMonitoring>): RequestMonitoringSigners {
   const bp = request.balance_proof
   const proof = proofParameters(bp)
   return {
-    closing: signerOf(packBalanceProof(proof), bp.signature),
-    nonClosing: signerOf(packBalanceProofCounter(MessageTypeId.BalanceProofUpdate, proof, bp.signature), request.non_closing_signature),
-    reward: signerOf(packMessage(request), request.signature),
+    closing: signerOf(curve, packBalanceProof(proof), bp.signature),
+    nonClosing: signerOf(curve, packBalanceProofCounter(MessageTypeId.BalanceProofUpdate, proof, bp.signature), request.non_closing_signature),
+    reward: signerOf(curve, packMessage(request), request.signature),
   }
 }
 

@@ -1,10 +1,11 @@
 import { secp256k1 } from '@noble/curves/secp256k1'
-import { keccak256Bytes, useWasmKeccak } from './keccak.ts'
+import { keccak256Bytes } from './keccak.ts'
 
 /**
- * The secp256k1 operations the node needs, behind one small interface with two engines: pure JS (noble, always
- * there) and libsecp256k1 compiled to WASM (tiny-secp256k1), which signs about 4 and recovers about 6 times
- * faster here. `useWasmSecp256k1()` switches to WASM where it loads, in Node and in the browser alike.
+ * The secp256k1 operations the node needs, behind one small interface: pure JS (`jsSecp256k1`, noble, always there)
+ * or libsecp256k1 (`libsecp256k1Engine` over its WASM or native binding, 4 to 30 times faster). The core holds no
+ * engine of its own: whoever signs or recovers is given one, and the shell chooses it (src/crypto/curveEngines.ts,
+ * src/cli/nativeSecp256k1.ts). All engines give the same bytes (RFC 6979, low s).
  */
 export type Secp256k1Engine = {
   name: 'js' | 'wasm' | 'native'
@@ -24,7 +25,8 @@ function recoveryId(signature: Uint8Array): number {
   return v === 27 || v === 28 ? v - 27 : v === 0 || v === 1 ? v : -1
 }
 
-const jsEngine: Secp256k1Engine = {
+/** Pure JS (noble): always there, the engine of the tests and the one a host falls back to. */
+export const jsSecp256k1: Secp256k1Engine = {
   name: 'js',
   sign(hash, privateKey) {
     const sig = secp256k1.sign(hash, privateKey)
@@ -45,54 +47,6 @@ const jsEngine: Secp256k1Engine = {
   },
   publicKey: (privateKey) => secp256k1.getPublicKey(privateKey, false),
   multiply: (point, scalar) => secp256k1.getSharedSecret(scalar, point, false),
-}
-
-let engine: Secp256k1Engine = jsEngine
-
-export function secp256k1Engine(): Secp256k1Engine {
-  return engine
-}
-
-/** Installs an engine made elsewhere (the native one of the headless node: src/cli/nativeSecp256k1.ts). */
-export function setSecp256k1Engine(next: Secp256k1Engine): void {
-  engine = next
-}
-
-/**
- * For a host where the pure-JS curve only bridges the time until the WASM has come (the browser worker): noble's
- * tables of the generator's multiples with window 4 instead of 8, built in about 15 ms instead of 75 (measured in
- * Node), so that deriving the node's key (viem's account, the address) does not hold up its start. Meanwhile JS
- * signs about 1.5 times slower. Process-wide, as the tables are: viem shares this noble.
- */
-export function useSmallJsTables(): void {
-  secp256k1.utils.precompute(4)
-}
-
-/**
- * Switches to the WASM engine if it loads, unless a faster one (native) is already in use; returns the engine
- * in use. Safe to call more than once.
- */
-export async function useWasmSecp256k1(): Promise<Secp256k1Engine['name']> {
-  await useWasmKeccak()
-  if (engine.name !== 'js') return engine.name
-  engine = (await wasmSecp256k1Engine()) ?? engine
-  return engine.name
-}
-
-/** The WASM engine (libsecp256k1 as tiny-secp256k1 builds it), or undefined where it does not load; not put in use. */
-export async function wasmSecp256k1Engine(): Promise<Secp256k1Engine | undefined> {
-  try {
-    const tiny = await import('tiny-secp256k1')
-    return libsecp256k1Engine('wasm', {
-      sign: (hash, privateKey) => tiny.signRecoverable(hash, privateKey),
-      recover: (hash, signature, id) => tiny.recover(hash, signature, id as 0 | 1, false),
-      publicKey: (privateKey) => tiny.pointFromScalar(privateKey, false),
-      multiply: (point, scalar) => tiny.pointMultiply(point, scalar, false),
-    })
-  } catch {
-    // No WASM here (or the bundler could not load it): the JS engine stays, only slower.
-    return undefined
-  }
 }
 
 /** What a libsecp256k1 binding offers (WASM or native): compact signatures, 65-byte uncompressed points. */

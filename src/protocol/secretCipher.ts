@@ -2,7 +2,7 @@ import { gcm } from '@noble/ciphers/aes'
 import { hkdf } from '@noble/hashes/hkdf'
 import { sha256 } from '@noble/hashes/sha2'
 import { bytesToHex, hexToBytes, type Hex } from 'viem'
-import { secp256k1Engine } from './secp256k1.ts'
+import type { Secp256k1Engine } from './secp256k1.ts'
 
 /**
  * The payment secret an initiator puts in a LockedTransfer's `metadata.secret`, encrypted to the target, so the
@@ -18,7 +18,7 @@ import { secp256k1Engine } from './secp256k1.ts'
  *   plaintext  = UTF-8 JSON {"secret":"0x…","amount":"<decimal>","payment_identifier":"<decimal>"}
  *
  * Pure and synchronous: the caller brings the randomness (ephemeral key, nonce), so the same inputs give the same
- * ciphertext. The curve arithmetic goes through the node's secp256k1 engine (native or WASM when loaded: noble's
+ * ciphertext. The curve arithmetic goes through the engine the caller gives (native or WASM where loaded: noble's
  * ECDH costs about 10 ms here, which would cost more than the messages it saves).
  */
 export type SecretPayload = {
@@ -52,9 +52,8 @@ function sharedKey(ephemeralPublicKey: Uint8Array, sharedPoint: Uint8Array): Uin
 }
 
 /** The AES key an ephemeral key shares with a receiver (eciesjs `PrivateKey.encapsulate`). */
-export function encapsulate(ephemeralPrivateKey: Uint8Array, receiverPublicKey: Uint8Array): Uint8Array {
-  const engine = secp256k1Engine()
-  return sharedKey(engine.publicKey(ephemeralPrivateKey), engine.multiply(pointBytes(receiverPublicKey), ephemeralPrivateKey))
+export function encapsulate(curve: Secp256k1Engine, ephemeralPrivateKey: Uint8Array, receiverPublicKey: Uint8Array): Uint8Array {
+  return sharedKey(curve.publicKey(ephemeralPrivateKey), curve.multiply(pointBytes(receiverPublicKey), ephemeralPrivateKey))
 }
 
 /** eciesjs's symmetric layer: AES-256-GCM, out = nonce (16) || tag (16) || ciphertext. */
@@ -89,7 +88,7 @@ export type EncryptSecretParameters = {
 }
 
 /** ECIES-encrypts the payment secret to the target, in the light client's format; returns 0x-hex. */
-export function encryptSecret({ payload, targetPublicKey, ephemeralPrivateKey, nonce }: EncryptSecretParameters): Hex {
+export function encryptSecret(curve: Secp256k1Engine, { payload, targetPublicKey, ephemeralPrivateKey, nonce }: EncryptSecretParameters): Hex {
   const plaintext = encoder.encode(
     JSON.stringify({
       secret: payload.secret,
@@ -97,9 +96,8 @@ export function encryptSecret({ payload, targetPublicKey, ephemeralPrivateKey, n
       ...(payload.paymentId !== undefined ? { payment_identifier: payload.paymentId.toString() } : {}),
     }),
   )
-  const engine = secp256k1Engine()
-  const ephemeralPublicKey = engine.publicKey(ephemeralPrivateKey)
-  const key = sharedKey(ephemeralPublicKey, engine.multiply(pointBytes(targetPublicKey), ephemeralPrivateKey))
+  const ephemeralPublicKey = curve.publicKey(ephemeralPrivateKey)
+  const key = sharedKey(ephemeralPublicKey, curve.multiply(pointBytes(targetPublicKey), ephemeralPrivateKey))
   const sealed = sealAes(key, nonce, plaintext)
   const out = new Uint8Array(EPHEMERAL_KEY_BYTES + sealed.length)
   out.set(ephemeralPublicKey, 0)
@@ -119,13 +117,13 @@ function uint(v: unknown): bigint | undefined {
  * Decrypts `metadata.secret` with our private key. Undefined when it is not for us, was tampered with, or does not
  * hold a well-formed payload; never throws. The caller still checks the secret against the lock.
  */
-export function decryptSecret(ciphertext: string, privateKey: Uint8Array): SecretPayload | undefined {
+export function decryptSecret(curve: Secp256k1Engine, ciphertext: string, privateKey: Uint8Array): SecretPayload | undefined {
   try {
     if (!/^0x[0-9a-fA-F]*$/.test(ciphertext)) return undefined
     const data = hexToBytes(ciphertext as Hex)
     if (data.length < EPHEMERAL_KEY_BYTES + NONCE_BYTES + TAG_BYTES) return undefined
     const ephemeralPublicKey = data.subarray(0, EPHEMERAL_KEY_BYTES)
-    const key = sharedKey(ephemeralPublicKey, secp256k1Engine().multiply(ephemeralPublicKey, privateKey))
+    const key = sharedKey(ephemeralPublicKey, curve.multiply(ephemeralPublicKey, privateKey))
     const parsed: unknown = JSON.parse(decoder.decode(openAes(key, data.subarray(EPHEMERAL_KEY_BYTES))))
     if (typeof parsed !== 'object' || parsed === null) return undefined
     const o = parsed as Record<string, unknown>

@@ -216,6 +216,6 @@ function receive(
     case 'ChannelSyncRequest':
       return answerChannelSync(state, getChannel(state, message.token_network_address, message.channel_identifier), message, sender, out)
     case 'ChannelSync':
-      return receiveChannelSync(state, getChannel(state, message.token_network_address, message.channel_identifier), message, sender, out)
+      return receiveChannelSync(state, getChannel(state, message.token_network_address, message.channel_identifier), message, sender, ctx, out)
   }
 }

@@ -3,6 +3,7 @@ import type { InvalidMessageError, InvalidSignatureError } from '../protocol/err
 import { decodeMessage, type DecodedMessage } from '../protocol/messages/sign.ts'
 import { encodeMessage } from '../protocol/messages/wire.ts'
 import type { Message, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../protocol/messages/types.ts'
+import type { Secp256k1Engine } from '../protocol/secp256k1.ts'
 import type { OutboxRecord } from '../storage/storage.ts'
 import { awaitsStateAnswer, retrievableId } from './acknowledgement.ts'
 import { defaultBackoff, type Backoff } from './backoff.ts'
@@ -14,6 +15,8 @@ import type { Transport } from './transport.ts'
 
 export type DeliveryParameters = {
   transport: Transport
+  /** The node's curve engine: every incoming message's signer is recovered with it. */
+  curve: Secp256k1Engine
   /** This node's address: messages signed by it that come back are dropped. */
   address: Address
   /** Signs a message as this node and encodes it as one wire line (deterministic: the same message, the same line). */
@@ -207,7 +210,7 @@ export function createDelivery(parameters: DeliveryParameters): Delivery {
       let decoded = verified.get(line)
       if (!decoded) {
         try {
-          decoded = await decodeMessage(line)
+          decoded = await decodeMessage(parameters.curve, line)
         } catch (error) {
           counts.invalid++
           log?.({ type: 'invalidLine', from, line, error: error as Error })

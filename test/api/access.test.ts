@@ -6,7 +6,6 @@ import { serveNode, type ServeAccess, type ServedNode } from '../../src/cli/serv
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createNode } from '../../src/node/createNode.ts'
 import { openChannelOnChain } from '../../src/node/actions/channels.ts'
-import { useNativeSecp256k1 } from '../../src/cli/nativeSecp256k1.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { devnetNodeConfig, startDevnet, type Devnet } from '../integration/support/devnet.ts'
 import { checkOpenApi31 } from './support/openapiCheck.ts'
@@ -38,7 +37,6 @@ async function serve(key: Hex, access: ServeAccess): Promise<ServedNode> {
 }
 
 beforeAll(async () => {
-  await useNativeSecp256k1()
   net = await startDevnet([keyA, keyB, keyC])
   open = await serve(keyA, {})
   cors = await serve(keyB, { hosts: hosts('node.lan', 'proxy.lan:8080'), corsOrigins: origins('https://app.example', 'http://localhost:*/*') })

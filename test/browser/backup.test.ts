@@ -6,15 +6,18 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { commands } from 'vitest/browser'
 import { backupKey, backupServerStatus, fetchBackup, open, pushBackup, seal, type BackupKey } from '../../src/backup/index.ts'
 import { fetchAuthorization } from '../../src/backup/client.ts'
-import { useWasmSecp256k1 } from '../../src/protocol/secp256k1.ts'
+import { wasmOrJsSecp256k1 } from '../../src/crypto/curveEngines.ts'
+import type { Secp256k1Engine } from '../../src/protocol/secp256k1.ts'
 import { codeOf } from '../support/errorCode.ts'
 
 const utf8 = (s: string) => new TextEncoder().encode(s)
 let url: string
 let key: BackupKey
+let curve: Secp256k1Engine
 
 beforeAll(async () => {
-  ;[url, key] = await Promise.all([commands.startBackupServer(), backupKey(generatePrivateKey()), useWasmSecp256k1()])
+  ;[url, curve] = await Promise.all([commands.startBackupServer(), wasmOrJsSecp256k1()])
+  key = await backupKey(curve, generatePrivateKey())
 }, 60_000)
 
 afterAll(() => commands.stopBackupServers())
@@ -30,7 +33,7 @@ describe('backup copies from the page', () => {
     expect(copy).toMatchObject({ address: key.address, version: 1n })
     expect(await open(key, copy!)).toEqual({ version: 1n, payload: state })
     // Another key: no copy of its own, and this one does not open for it.
-    const other = await backupKey(generatePrivateKey())
+    const other = await backupKey(curve, generatePrivateKey())
     expect(await fetchBackup(url, other)).toBeUndefined()
     expect(await codeOf(() => open(other, copy!))).toBe('BACKUP_OTHER_OWNER')
   })

@@ -7,6 +7,7 @@ import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { tempDirs } from '../support/tempDirs.ts'
 import { startBackupServerProcess } from './backupServerProcess.ts'
 import { logged, logMessages, runSluice } from './sluiceProcess.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 const tempDir = tempDirs('sluice-backup-cli-')
 
@@ -21,7 +22,7 @@ describe('sluice backup-server', () => {
     expect(first.sluice.stdout()).toMatch(
       logged('Limits: a copy up to 1048576 bytes, 1073741824 bytes in all; 60 pushes a minute per address, 600 requests a minute per client$'),
     )
-    const key = await backupKey(generatePrivateKey())
+    const key = await backupKey(jsSecp256k1, generatePrivateKey())
     await pushBackup(first.url, await seal(key, { version: 1n, payload: new TextEncoder().encode('kept') }))
     first.sluice.child.kill('SIGTERM')
     expect(await first.sluice.exited).toEqual({ code: 0, signal: null })
@@ -56,7 +57,7 @@ describe('sluice backup-server', () => {
       expect(sampleValue(before, 'process_resident_memory_bytes')).toBeGreaterThan(0)
       expect(before.get('nodejs_eventloop_lag_seconds')?.type).toBe('gauge')
 
-      const key = await backupKey(generatePrivateKey())
+      const key = await backupKey(jsSecp256k1, generatePrivateKey())
       await pushBackup(url, await seal(key, { version: 1n, payload: new TextEncoder().encode('one') }))
       const one = await scrape(metricsUrl)
       expect(sampleValue(one, 'sluice_backup_copies')).toBe(1)

@@ -7,6 +7,7 @@ import { backupKey, backupServerStatus, fetchBackup, open, pushBackup, seal } fr
 import { startPostgres, type TestPostgres } from '../support/postgres.ts'
 import { startBackupServerProcess } from './backupServerProcess.ts'
 import type { SluiceProcess } from './sluiceProcess.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 // Two `sluice backup-server` processes on one PostgreSQL database (docs/decisions/0077): a copy pushed to one is
 // fetched from the other, and each push is decided in the transaction that writes it.
@@ -41,7 +42,7 @@ describe('two backup servers on one database', () => {
   test('a copy pushed to one is fetched from the other; an older or a second copy of one version is refused whichever server gets it, even at once', async () => {
     const database = await postgres.createDatabase('backups')
     const [a, b] = await Promise.all([startServer(database), startServer(database)])
-    const key = await backupKey(generatePrivateKey())
+    const key = await backupKey(jsSecp256k1, generatePrivateKey())
     const copy = (version: bigint, text: string) => seal(key, { version, payload: new TextEncoder().encode(text) })
 
     await pushBackup(a.url, await copy(1n, 'first'))

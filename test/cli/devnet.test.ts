@@ -10,6 +10,7 @@ import { eventually } from '../integration/support/eventually.ts'
 import { tempDirs } from '../support/tempDirs.ts'
 import { call, startDevnetCommand, type DevnetJson } from './devnetProcess.ts'
 import { childProcesses, isAlive, logMessages, runSluice, startSluice } from './sluiceProcess.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 const tempDir = tempDirs('sluice-devnet-test-')
 
@@ -41,7 +42,7 @@ describe('sluice devnet', () => {
     expect(deployment.rpcUrl).toBe(info.rpcUrl)
     // The backup server keeps a node's sealed copy and gives it back to that node's key.
     expect(info.backup.api).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/backup\/v1$/)
-    const nodeKey = await backupKey(anvilKeys[1])
+    const nodeKey = await backupKey(jsSecp256k1, anvilKeys[1])
     await pushBackup(info.backup.api, await seal(nodeKey, { version: 1n, payload: new TextEncoder().encode('node 0') }))
     expect(await open(nodeKey, (await fetchBackup(info.backup.api, nodeKey))!)).toMatchObject({ version: 1n })
 

@@ -26,6 +26,7 @@ import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import { tempDirs } from '../support/tempDirs.ts'
 import { call } from './devnetProcess.ts'
 import { logMessages, runSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 /**
  * `sluice monitor` as a process, on anvil, with a relay: a requester (this test, with its own libp2p transport and
@@ -149,7 +150,7 @@ describe('sluice monitor', () => {
     // Refused and counted, never acknowledged: a newer request whose reward proof the partner signed, an older request,
     // and another request under the nonce held. The request held, sent again, is acknowledged again.
     const forged: Signed<RequestMonitoring> = { ...request(6n), reward_amount: 1n }
-    const forgedText = line({ ...forged, signature: signPackedSync(partnerKey, packMessage(forged)) })
+    const forgedText = line({ ...forged, signature: signPackedSync(jsSecp256k1, partnerKey, packMessage(forged)) })
     const sameNonce = monitoringRequest(requesterKey, newer.balance_proof, net.deployment.contracts.MonitoringService.address, REWARD + 1n)
     for (const text of [forgedText, line(older), line(sameNonce), line(newer)]) await requesterTransport.send(serviceAddress, [text])
     await eventually(async () => {

@@ -34,6 +34,7 @@ import {
 } from '../support/serviceProcess.ts'
 import { tempDirs } from '../support/tempDirs.ts'
 import { logMessages, runSluice, type SluiceProcess } from './sluiceProcess.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 /*
  * `sluice pathfinding` as a process (docs/decisions/0072), against a real anvil, a real relay and real HTTP: four nodes
@@ -140,7 +141,7 @@ const iouOf = (key: Hex, amount: bigint, expirationBlock: bigint, change: Partia
 /** GET /payment/iou as Raiden signs it: sender || receiver || the timestamp's text, EIP-191. */
 function lastIouQuery(key: Hex, timestamp = new Date().toISOString().slice(0, 19)) {
   const sender = privateKeyToAddress(key)
-  const signature = signPackedSync(key, concatBytes([hexToBytes(sender), hexToBytes(SERVICE), stringToBytes(timestamp)]))
+  const signature = signPackedSync(jsSecp256k1, key, concatBytes([hexToBytes(sender), hexToBytes(SERVICE), stringToBytes(timestamp)]))
   return new URLSearchParams({ sender, receiver: SERVICE, timestamp, signature }).toString()
 }
 

@@ -13,6 +13,7 @@ import { anvilClient, type AnvilClient } from '../support/clients.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
 import { constructorRevertReason, deployServices, depositToUdc, mined, mineTo, registerService, udcBalance, type Services } from '../support/services.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 // 30% and 50% of 15 are 4.5 and 7.5: the contract floors each on its own (4 and 7), where flooring 80% and
 // subtracting would give a range of 8. A settle timeout above the minimum makes the assumed close block differ
@@ -44,7 +45,7 @@ let chainId: bigint
 
 const msc = () => ({ address: s.monitoringService, abi: MonitoringService.abi }) as const
 const tn = () => ({ address: tokenNetwork, abi: TokenNetwork.abi }) as const
-const sign = (who: Address, data: Hex) => signPacked(keyOf.get(who)!, data)
+const sign = (who: Address, data: Hex) => signPacked(jsSecp256k1, keyOf.get(who)!, data)
 
 async function openChannel(a: AnvilClient = closer, b: AnvilClient = node): Promise<bigint> {
   const receipt = await mined(

@@ -9,6 +9,7 @@ import { anvilClient, type AnvilClient } from '../support/clients.ts'
 import { deploy } from '../support/deploy.ts'
 import { expectRevert } from '../support/revert.ts'
 import { deployServices, depositToUdc, mined, mineTo, registerService, udcBalance, type Services } from '../support/services.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 let anvil: Anvil
 let client: AnvilClient
@@ -36,7 +37,7 @@ async function makeIou(sender: AnvilClient, overrides: Partial<Iou> = {}): Promi
 
 /** The sender's EIP-191 signature over the 188 packed bytes, made in TypeScript. */
 function signIou(iou: Iou, signer: Address = iou.sender): Promise<Hex> {
-  return signPacked(keyOf.get(signer)!, packIou(iou))
+  return signPacked(jsSecp256k1, keyOf.get(signer)!, packIou(iou))
 }
 
 const claimArgs = (iou: Iou, signature: Hex) => [iou.sender, iou.receiver, iou.amount, iou.expirationBlock, signature] as const

@@ -30,6 +30,7 @@ import {
   type ProofDomain,
   type SignedBalanceProof,
 } from '../support/tokenNetwork.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 let fx: ChainFixture
 let A: Party, B: Party, C: Party
@@ -51,9 +52,9 @@ test('the packed messages have the lengths the contract hard-codes (212, 277, 20
   const bp = { tokenNetworkAddress: fx.tokenNetwork, chainId: fx.chainId, channelIdentifier: channel, balanceHash: OTHER_HASH, nonce: 1n, additionalHash: ZERO }
   const packed = packBalanceProof(bp)
   expect(size(packed)).toBe(212)
-  const signature = await signPacked(A.key, packed)
+  const signature = await signPacked(jsSecp256k1, A.key, packed)
   expect(size(signature)).toBe(65)
-  expect(await recoverPackedSigner(packed, signature)).toBe(A.address)
+  expect(await recoverPackedSigner(jsSecp256k1, packed, signature)).toBe(A.address)
   expect(size(packBalanceProofCounter(MessageTypeId.BalanceProof, bp, signature))).toBe(277)
   expect(
     size(

@@ -7,6 +7,7 @@ import { afterAll, expect, test } from 'vitest'
 import { backupKey, fetchBackup, open, pushBackup, seal, type BackupKey } from '../../src/backup/index.ts'
 import { startBackupServerProcess } from '../cli/backupServerProcess.ts'
 import type { SluiceProcess } from '../cli/sluiceProcess.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 /**
  * The backup server's promise under kill -9: a copy it acknowledged is on disk. Owners push new versions of their
@@ -32,7 +33,7 @@ const start = () =>
 
 test('nothing acknowledged is lost when the server is killed with SIGKILL under a load of pushes', { timeout: 120_000 }, async () => {
   const owners: Owner[] = await Promise.all(
-    Array.from({ length: OWNERS }, async () => ({ key: await backupKey(generatePrivateKey()), acked: 0n, next: 1n, sealed: new Map() })),
+    Array.from({ length: OWNERS }, async () => ({ key: await backupKey(jsSecp256k1, generatePrivateKey()), acked: 0n, next: 1n, sealed: new Map() })),
   )
   const figures: string[] = []
   for (let round = 0; round < ROUNDS; round++) {

@@ -22,6 +22,7 @@ import { logged, quickServeFlags, startSluice, stopSluice, type SluiceProcess } 
 import { startDevnet, type Devnet } from './support/devnet.ts'
 import { eventually } from './support/eventually.ts'
 import { fundServiceAndPayer, serviceFlags, startServiceProcess, testAccounts } from '../support/serviceProcess.ts'
+import { nativeCurve } from '../support/curve.ts'
 
 type Name = 'A' | 'B' | 'C' | 'D' | 'E'
 const names: Name[] = ['A', 'B', 'C', 'D', 'E']
@@ -110,7 +111,7 @@ async function allAcknowledged(...which: Name[]) {
 /** A's IOU session as the service holds it: GET /payment/iou signed with A's key, as Raiden asks it. */
 async function lastIou(): Promise<bigint | undefined> {
   const timestamp = new Date().toISOString().slice(0, 19)
-  const signature = signPackedSync(keys.A, packIouQuery(at.A, SERVICE, timestamp))
+  const signature = signPackedSync(nativeCurve, keys.A, packIouQuery(at.A, SERVICE, timestamp))
   const query = new URLSearchParams({ sender: at.A, receiver: SERVICE, timestamp, signature })
   const answer = await fetch(`${service!.api}/${net.tokenNetwork}/payment/iou?${query}`)
   const body = (await answer.json()) as { last_iou: { amount: number } | null }

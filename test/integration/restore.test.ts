@@ -22,6 +22,7 @@ import { openLevelStorage } from '../../src/storage/levelStorage.ts'
 import { bytesToHex } from 'viem'
 import { devnetNodeConfig, startDevnet, startNode, type Devnet } from './support/devnet.ts'
 import { eventually } from './support/eventually.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 const [keyA, keyB, keyC, keyD, keyE] = [anvilKeys[1], anvilKeys[2], anvilKeys[3], anvilKeys[4], anvilKeys[5]] as [Hex, Hex, Hex, Hex, Hex]
 /** The pair of the test without a backup server (the others' channels stay on this chain). */
@@ -60,7 +61,7 @@ function wireNonces() {
     const d = e.data as { kind?: string; lines?: string[] }
     if (d.kind !== 'lines') return
     for (const line of d.lines ?? []) {
-      const { message, signer } = await decodeMessage(line)
+      const { message, signer } = await decodeMessage(jsSecp256k1, line)
       if (!takesNonce(message)) continue
       const key = `${signer}:${message.channel_identifier}:${message.nonce}`
       seen.set(key, (seen.get(key) ?? new Set()).add(bytesToHex(packMessage(message))))

@@ -19,6 +19,7 @@ import { openLevelStorage } from '../../src/storage/levelStorage.ts'
 import type { StorageDump } from '../../src/storage/storage.ts'
 import { devnetNodeConfig, startDevnet, startNode, type Devnet } from './support/devnet.ts'
 import { eventually } from './support/eventually.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 const [keyA, keyB, keyC, keyD] = [anvilKeys[4], anvilKeys[5], anvilKeys[6], anvilKeys[7]] as [Hex, Hex, Hex, Hex]
 let net: Devnet
@@ -46,7 +47,7 @@ function listen() {
   channel.onmessage = async (e: MessageEvent) => {
     const d = e.data as { kind?: string; from: Address; to: string; lines?: string[] }
     if (d.kind !== 'lines') return
-    for (const line of d.lines ?? []) seen.push({ from: d.from, to: d.to, message: (await decodeMessage(line)).message })
+    for (const line of d.lines ?? []) seen.push({ from: d.from, to: d.to, message: (await decodeMessage(jsSecp256k1, line)).message })
   }
   return {
     seen,
@@ -80,7 +81,7 @@ describe('a partner signing two messages under one nonce', () => {
 
       // A signs another LockedTransfer under the nonce B applied (another message id, so nothing but the id differs).
       const { signature: _, ...plain } = original
-      const variant = await signMessage(keyA, { ...plain, message_identifier: original.message_identifier + 1000n })
+      const variant = await signMessage(jsSecp256k1, keyA, { ...plain, message_identifier: original.message_identifier + 1000n })
       wire.post(a.address, b.address, variant)
       await eventually(() => expect(b.client.channel(net.tokenNetwork, a.address)?.partnerEnd.equivocations).toBe(1))
       const notifications = await b.services.notifications.list()

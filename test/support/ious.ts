@@ -5,10 +5,11 @@ import { privateKeyToAddress } from 'viem/accounts'
 import { packIou, type Iou } from '../../src/protocol/iou.ts'
 import { signPackedSync } from '../../src/protocol/signature.ts'
 import type { SignedIou } from '../../src/pathfinding/iou.ts'
+import { nativeCurve } from './curve.ts'
 
 export function signIou(key: Hex, iou: Omit<Iou, 'sender'> & { sender?: Address }): SignedIou {
   const full: Iou = { ...iou, sender: iou.sender ?? privateKeyToAddress(key) }
-  return { ...full, signature: signPackedSync(key, packIou(full)) }
+  return { ...full, signature: signPackedSync(nativeCurve, key, packIou(full)) }
 }
 
 /** An IOU as Raiden's clients put it in a routes request (IOU.as_json), numbers as JSON integers. */

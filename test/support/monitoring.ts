@@ -8,6 +8,7 @@ import type { RequestMonitoring, Signed, SignedBalanceProof } from '../../src/pr
 import { encodeMessage } from '../../src/protocol/messages/wire.ts'
 import { signRequestMonitoring } from '../../src/protocol/monitoringRequest.ts'
 import { signPackedSync } from '../../src/protocol/signature.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 export type ProofOf = { tokenNetwork: Address; chainId: bigint; channelId: bigint }
 
@@ -16,6 +17,7 @@ export function partnerProof(signerKey: Hex, at: ProofOf, { nonce, transferred }
   const balance_hash = balanceHash({ transferredAmount: transferred, lockedAmount: 0n, locksroot: LOCKSROOT_OF_NO_LOCKS })
   const additional_hash = keccak256(toHex(`message ${nonce}`))
   const signature = signPackedSync(
+    jsSecp256k1,
     signerKey,
     packBalanceProof({
       tokenNetworkAddress: at.tokenNetwork,
@@ -31,7 +33,7 @@ export function partnerProof(signerKey: Hex, at: ProofOf, { nonce, transferred }
 
 /** The requester's RequestMonitoring for `proof`, paying `reward` to whichever service of `monitoringService` submits it. */
 export function monitoringRequest(requesterKey: Hex, proof: SignedBalanceProof, monitoringService: Address, reward: bigint): Signed<RequestMonitoring> {
-  return signRequestMonitoring(requesterKey, { balanceProof: proof, monitoringServiceContract: monitoringService, rewardAmount: reward })
+  return signRequestMonitoring(jsSecp256k1, requesterKey, { balanceProof: proof, monitoringServiceContract: monitoringService, rewardAmount: reward })
 }
 
 /** The wire line of a request. */

@@ -9,6 +9,7 @@ import { signPackedSync } from '../../src/protocol/signature.ts'
 import type { PfsChannel } from '../../src/pathfinding/channel.ts'
 import { applyChainEvent, createPathfindingState, networkOf, putChannel, type PathfindingState, type TokenNetworkView } from '../../src/pathfinding/network.ts'
 import { checkUpdate, type UpdateOutcome } from '../../src/pathfinding/updates.ts'
+import { nativeCurve } from './curve.ts'
 
 export type TestNode = { key: Hex; address: Address }
 
@@ -27,12 +28,12 @@ export function pythonTimestamp(ms: number): string {
 
 export function signCapacityUpdate(key: Hex, update: Omit<PFSCapacityUpdate, 'type'>): Signed<PFSCapacityUpdate> {
   const message: PFSCapacityUpdate = { type: 'PFSCapacityUpdate', ...update }
-  return { ...message, signature: signPackedSync(key, packMessage(message)) }
+  return { ...message, signature: signPackedSync(nativeCurve, key, packMessage(message)) }
 }
 
 export function signFeeUpdate(key: Hex, update: Omit<PFSFeeUpdate, 'type'>): Signed<PFSFeeUpdate> {
   const message: PFSFeeUpdate = { type: 'PFSFeeUpdate', ...update }
-  return { ...message, signature: signPackedSync(key, packMessage(message)) }
+  return { ...message, signature: signPackedSync(nativeCurve, key, packMessage(message)) }
 }
 
 export const TEST_CHAIN_ID = 4321n
@@ -146,7 +147,7 @@ export class TestNetwork {
 
   /** Checks an update as the service does and, accepted, puts the channel it gives in the view. */
   apply(update: Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>): UpdateOutcome {
-    const outcome = checkUpdate(this.state, update, { now: TEST_NOW })
+    const outcome = checkUpdate(this.state, update, { now: TEST_NOW, curve: nativeCurve })
     if (outcome.outcome === 'accepted') putChannel(this.view, outcome.channel)
     return outcome
   }

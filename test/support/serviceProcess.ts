@@ -15,6 +15,7 @@ import { createLibp2pTransport, type Libp2pTransport } from '../../src/transport
 import { startRelay, type Relay } from '../../src/transport/libp2p/relay.ts'
 import { startSluice, type SluiceProcess } from '../cli/sluiceProcess.ts'
 import { startDevnet, type Devnet } from '../integration/support/devnet.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 export type ServiceNetwork = { net: Devnet; relay: Relay; deploymentFile: string; stop(): Promise<void> }
 
@@ -110,7 +111,7 @@ export async function acknowledgedTransport(key: Hex, relays: string[], service:
   const transport = createLibp2pTransport({ privateKey: key, relays, announceIntervalMs: 1_000 })
   await transport.start(async (lines) => {
     for (const text of lines) {
-      const decoded = await decodeMessage(text).catch(() => undefined)
+      const decoded = await decodeMessage(jsSecp256k1, text).catch(() => undefined)
       if (decoded?.message.type === 'Delivered' && decoded.signer === service) acknowledged.add(decoded.message.delivered_message_identifier)
     }
   })

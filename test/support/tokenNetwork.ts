@@ -32,6 +32,7 @@ import { signPacked } from '../../src/protocol/signature.ts'
 import { packWithdraw } from '../../src/protocol/withdrawProof.ts'
 import { anvilClient, type AnvilClient } from './clients.ts'
 import { deploy } from './deploy.ts'
+import { jsSecp256k1 } from '../../src/protocol/secp256k1.ts'
 
 /** The settle timeout bounds raiden-contracts' tests deploy with (blocks). */
 export const SETTLE_TIMEOUT_MIN = 5n
@@ -277,6 +278,7 @@ export async function signBalanceProof(
   const bh = balanceHash({ transferredAmount: full.transferred, lockedAmount: full.locked, locksroot: full.locksroot })
   const d: ProofDomain = { tokenNetwork: fx.tokenNetwork, chainId: fx.chainId, channelId, ...domain }
   const signature = await signPacked(
+    jsSecp256k1,
     signer.key,
     packBalanceProof({
       tokenNetworkAddress: d.tokenNetwork,
@@ -299,6 +301,7 @@ export async function signCounter(
   proofSignature: Hex,
 ): Promise<Hex> {
   return signPacked(
+    jsSecp256k1,
     signer.key,
     packBalanceProofCounter(
       type,
@@ -320,6 +323,7 @@ export type WithdrawMessage = { channelId: bigint; participant: Address; totalWi
 /** Signs the 200-byte withdraw message (docs/protocol.md §2.6). */
 export async function signWithdraw(fx: ChainFixture, signer: Party, w: WithdrawMessage, domain: Partial<Omit<ProofDomain, 'channelId'>> = {}): Promise<Hex> {
   return signPacked(
+    jsSecp256k1,
     signer.key,
     packWithdraw({
       tokenNetworkAddress: domain.tokenNetwork ?? fx.tokenNetwork,

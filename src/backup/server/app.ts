@@ -7,6 +7,7 @@ import type { Address } from 'viem'
 import { ApiError, errorAnswer } from '../../api/errors.ts'
 import { checkBodyMediaType, pathAddress } from '../../api/input.ts'
 import { keccak256Hex } from '../../protocol/keccak.ts'
+import type { Secp256k1Engine } from '../../protocol/secp256k1.ts'
 import { recoverPackedSignerSync } from '../../protocol/signature.ts'
 import { SluiceError } from '../../errors.ts'
 import { version as sluiceVersion } from '../../version.ts'
@@ -59,6 +60,8 @@ export const statusOfBackupCode: Record<string, ContentfulStatusCode> = {
 
 export type CreateBackupAppParameters = {
   store: BackupStore
+  /** The curve engine the server's host chose: every push's and fetch's signer is recovered with it. */
+  curve: Secp256k1Engine
   limits?: Partial<BackupLimits>
   /** The clock, in milliseconds (tests move it). */
   now?: () => number
@@ -72,7 +75,7 @@ type NodeEnv = { incoming?: { socket?: { remoteAddress?: string } } }
 const AUTHORIZATION = new RegExp(`^${AUTH_SCHEME}\\s+time=(\\d{1,12}),\\s*signature=(0x[0-9a-fA-F]{130})$`)
 const CHALLENGE = { 'www-authenticate': `${AUTH_SCHEME} realm="sluice-backup"` }
 
-export function createBackupApp({ store, limits: given = {}, now = Date.now, onInternalError }: CreateBackupAppParameters): Hono {
+export function createBackupApp({ store, curve, limits: given = {}, now = Date.now, onInternalError }: CreateBackupAppParameters): Hono {
   const limits: BackupLimits = { ...DEFAULT_BACKUP_LIMITS, ...given }
   const perClient = rateLimiter({ perMinute: limits.requestsPerMinute, burst: limits.requestsPerMinute, now })
   const perOwner = rateLimiter({ perMinute: limits.pushesPerMinute, burst: limits.pushesPerMinute, now })
@@ -122,7 +125,7 @@ export function createBackupApp({ store, limits: given = {}, now = Date.now, onI
       const envelope = parseEnvelope(await readJson(c.req.raw))
       if (envelope.address !== address) throw new ApiError(400, `the copy is of ${envelope.address}, not of ${address}`, { code: 'BACKUP_MALFORMED' })
       if (envelope.ciphertext.length > limits.maxCopyBytes) throw tooLarge()
-      verifyEnvelope(envelope)
+      verifyEnvelope(curve, envelope)
       const wait = perOwner.take(address)
       if (wait) throw rateLimited(wait, `copies of ${address}`)
       const json = JSON.stringify(envelopeToJson(envelope))
@@ -182,7 +185,7 @@ export function createBackupApp({ store, limits: given = {}, now = Date.now, onI
       })
     let signer: Address | undefined
     try {
-      signer = recoverPackedSignerSync(signedFetchBytes(address, BigInt(time)), m[2] as `0x${string}`)
+      signer = recoverPackedSignerSync(curve, signedFetchBytes(address, BigInt(time)), m[2] as `0x${string}`)
     } catch {
       signer = undefined
     }

@@ -297,6 +297,7 @@ async function startPayment(client: NodeClient, p: SendPaymentParameters & { tok
   // opens the way to it (its SecretRequest and our RevealSecret go directly): the next payment carries its secret.
   if (!targetPublicKey) client.connect(p.target)
   const encryptedSecret = secretForTarget({
+    curve: client.config.secp256k1,
     enabled: client.config.encryptSecret,
     targetPublicKey,
     secret,

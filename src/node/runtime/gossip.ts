@@ -50,7 +50,7 @@ export type GossipRefusal = UpdateRefusal | 'rate_limited'
 export type GossipView = { held: number; accepted: number; refused: number; sent: number }
 
 export type GossipParameters = {
-  config: Pick<ResolvedNodeConfig, 'routingMode'>
+  config: Pick<ResolvedNodeConfig, 'routingMode' | 'secp256k1'>
   /** The latest applied state: the public graph the announcements are checked against, our partners. */
   state: () => NodeState
   delivery: Pick<Delivery, 'sendOnce'>
@@ -121,7 +121,7 @@ export class Gossip {
   }
 
   private take(update: HeardUpdate, from: Address, again: boolean): boolean {
-    const outcome = hear(this.heard, this.p.state(), update, { now: this.now() })
+    const outcome = hear(this.heard, this.p.state(), update, { now: this.now(), curve: this.p.config.secp256k1 })
     // A partner may announce a channel before its opening is synced here: held a while, as the service does.
     if (outcome.outcome === 'refused' && outcome.reason === 'unknown_channel' && !again && this.defer(update, from)) return false
     if (outcome.outcome === 'refused') return this.refuse(from, outcome.reason, outcome.detail)

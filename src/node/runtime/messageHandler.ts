@@ -1,6 +1,7 @@
 import type { Address, Hex } from 'viem'
 import { takesNonce } from '../../protocol/channel/usedNonce.ts'
 import type { Message, Signed } from '../../protocol/messages/types.ts'
+import type { Secp256k1Engine } from '../../protocol/secp256k1.ts'
 import type { ChainSeen } from '../../protocol/state/changes.ts'
 import { getChannel } from '../../protocol/state/access.ts'
 import type { Report } from '../notices.ts'
@@ -16,6 +17,8 @@ export type MessageHandlerParameters = {
   address: Address
   /** Our key: it opens a secret the initiator encrypted to us in a LockedTransfer's metadata (docs/decisions/0003). */
   privateKey: Uint8Array
+  /** The node's curve engine: the secret is opened with it. */
+  curve: Secp256k1Engine
   report: Report
   /** The chain now as the node knows it: a lock that comes is judged against it (docs/decisions/0056). */
   chainNow?: () => { headBlock: bigint; reachable: boolean }
@@ -52,7 +55,7 @@ export class MessageHandler {
   receive(message: Signed<Message>, sender: Address, senderKey: Hex): Promise<Applied> {
     const { engine } = this.p
     const early = takesNonce(message) && !getChannel(engine.current, message.token_network_address, message.channel_identifier)
-    const decryptedSecret = secretFromMetadata(message, this.p.address, this.p.privateKey)
+    const decryptedSecret = secretFromMetadata(this.p.curve, message, this.p.address, this.p.privateKey)
     // Beside the change, not in it: a hint to the transport, whatever the core makes of the transfer.
     if (message.type === 'LockedTransfer' && this.p.peerRecords)
       takeTransferRecords(this.p.peerRecords, message, this.p.address, { hasSecret: decryptedSecret !== undefined })

@@ -34,7 +34,15 @@ const DEPOSIT_MARGIN_FACTOR = 2n
 export type PathfinderParameters = {
   config: Pick<
     ResolvedNodeConfig,
-    'routingMode' | 'pathfindingServiceAddress' | 'pathfindingMaxPaths' | 'pathfindingMaxFee' | 'pathfindingIouTimeout' | 'pathfinding' | 'fetch' | 'deployment'
+    | 'routingMode'
+    | 'pathfindingServiceAddress'
+    | 'pathfindingMaxPaths'
+    | 'pathfindingMaxFee'
+    | 'pathfindingIouTimeout'
+    | 'pathfinding'
+    | 'fetch'
+    | 'deployment'
+    | 'secp256k1'
   >
   chain: ChainReader
   /** The latest applied state: our channels, announced again at a start. */
@@ -438,7 +446,7 @@ export class Pathfinder {
   private async iou(service: PfsInfo, request: { tokenNetwork: Address; address: Address }, price: bigint, newSession: boolean): Promise<SignedIou> {
     const sender = request.address
     const receiver = service.paymentAddress
-    const { deployment, pathfindingIouTimeout } = this.p.config
+    const { deployment, pathfindingIouTimeout, secp256k1 } = this.p.config
     const oneToN = deployment.contracts.OneToN.address
     const chainId = BigInt(deployment.chainId)
     let last: SignedIou | undefined
@@ -450,7 +458,7 @@ export class Pathfinder {
       if (last) {
         let signer: Address | undefined
         try {
-          signer = recoverPackedSignerSync(packIou(last), last.signature)
+          signer = recoverPackedSignerSync(secp256k1, packIou(last), last.signature)
         } catch {
           signer = undefined
         }

@@ -1,6 +1,7 @@
 import { hexToBytes, type Address, type Hex } from 'viem'
 import type { Message, Signed } from '../../protocol/messages/types.ts'
 import { decryptSecret, encryptSecret } from '../../protocol/secretCipher.ts'
+import type { Secp256k1Engine } from '../../protocol/secp256k1.ts'
 import type { DecryptedSecret } from '../../protocol/state/changes.ts'
 
 /**
@@ -9,13 +10,15 @@ import type { DecryptedSecret } from '../../protocol/state/changes.ts'
  */
 
 /** The secret the initiator encrypted to us (`address`) in a LockedTransfer's metadata, if one opens with our key. */
-export function secretFromMetadata(message: Signed<Message>, address: Address, privateKey: Uint8Array): DecryptedSecret | undefined {
+export function secretFromMetadata(curve: Secp256k1Engine, message: Signed<Message>, address: Address, privateKey: Uint8Array): DecryptedSecret | undefined {
   if (message.type !== 'LockedTransfer' || typeof message.metadata.secret !== 'string') return undefined
   if (message.target.toLowerCase() !== address.toLowerCase()) return undefined
-  return decryptSecret(message.metadata.secret, privateKey)
+  return decryptSecret(curve, message.metadata.secret, privateKey)
 }
 
 export type SecretForTargetParameters = {
+  /** The node's curve engine. */
+  curve: Secp256k1Engine
   /** `false` turns the secret in metadata off (for peers that mishandle the extra field). */
   enabled: boolean
   /** The target's public key (64 bytes, x || y), when a signed message of it was received. */
@@ -28,6 +31,7 @@ export type SecretForTargetParameters = {
 
 /** `secret` encrypted to the target for the LockedTransfer's metadata, or undefined (the target then asks for it). */
 export function secretForTarget({
+  curve,
   enabled,
   targetPublicKey,
   secret,
@@ -37,7 +41,7 @@ export function secretForTarget({
 }: SecretForTargetParameters): Hex | undefined {
   if (!enabled || !secret || !targetPublicKey) return undefined
   try {
-    return encryptSecret({
+    return encryptSecret(curve, {
       payload: { secret, amount, paymentId },
       targetPublicKey: hexToBytes(targetPublicKey),
       ephemeralPrivateKey: random(32),

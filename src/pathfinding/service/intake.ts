@@ -8,6 +8,7 @@ import type { PathfindingState } from '../network.ts'
 import { timestampMicros } from '../timestamps.ts'
 import { checkUpdate, isNewerCapacityUpdate, readUpdate, type UpdateRefusal } from '../updates.ts'
 import type { PfsStore } from './store.ts'
+import type { Secp256k1Engine } from '../../protocol/secp256k1.ts'
 
 type Update = Signed<PFSCapacityUpdate> | Signed<PFSFeeUpdate>
 
@@ -50,6 +51,8 @@ export type IntakeParameters = {
   store: PfsStore
   /** The service's view (durable: the store's channels), which the checks read. */
   state: PathfindingState
+  /** The service's curve engine: an update's signer is recovered with it. */
+  curve: Secp256k1Engine
   limits: IntakeLimits
   /** Sends the service's acknowledgement to the node (signed by the service). */
   acknowledge(to: Address, delivered: Delivered): void
@@ -148,7 +151,7 @@ export class UpdateIntake {
     if (update.updating_participant.toLowerCase() !== from.toLowerCase()) return refused('not_updater', `sent by ${from}`)
 
     const now = (this.p.now ?? Date.now)()
-    const checked = checkUpdate(this.p.state, update, { now })
+    const checked = checkUpdate(this.p.state, update, { now, curve: this.p.curve })
     if (checked.outcome === 'resent') return { outcome: 'resent', update }
     if (checked.outcome === 'refused') {
       if (checked.reason === 'unknown_channel' && !again) return this.defer(line, from, update, now) ?? refused(checked.reason, checked.detail)

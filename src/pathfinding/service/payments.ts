@@ -6,6 +6,7 @@ import { UserDeposit } from '../../contracts/index.ts'
 import { checkIou, depositCovers, type IouContext, type IouError, type SignedIou, type StoredIou } from '../iou.ts'
 import { PfsAnswerError } from './errors.ts'
 import type { PfsStore, PfsTx } from './store.ts'
+import type { Secp256k1Engine } from '../../protocol/secp256k1.ts'
 
 export type PaymentsParameters = {
   chain: ChainClient
@@ -13,6 +14,8 @@ export type PaymentsParameters = {
   userDeposit: Address
   oneToN: Address
   serviceFee: bigint
+  /** The service's curve engine: an IOU's signer is recovered with it. */
+  curve: Secp256k1Engine
   /** The latest confirmed block (the chain watch's). */
   confirmedBlock: () => bigint
   now?: () => number
@@ -40,6 +43,7 @@ export class Payments {
       oneToN: this.p.oneToN,
       serviceFee: this.p.serviceFee,
       latestBlock: this.p.confirmedBlock(),
+      curve: this.p.curve,
     }
   }
 

@@ -28,6 +28,7 @@ import type { FeedbackRecord } from './records.ts'
 import { PfsStore, type Committed, type PfsTx } from './store.ts'
 import type { TransactionQueue } from '../../chain/transactionQueue.ts'
 import type { RpcEndpointsParameters } from '../../chain/rpcEndpoints.ts'
+import type { Secp256k1Engine } from '../../protocol/secp256k1.ts'
 
 /** A transport that can also say who is online (the libp2p transport: presence by watch, docs/decisions/0067, 0072). */
 export type PresenceTransport = Transport & {
@@ -45,6 +46,8 @@ export type PathfindingServiceConfig = {
   deployment: Deployment
   /** The service's key: it is paid to it (IOUs), pays for its transactions, signs its acknowledgements and is its libp2p identity. */
   key: Hex
+  /** The curve engine its host chose (native in `sluice pathfinding`): updates, IOUs and queries are checked with it. */
+  secp256k1: Secp256k1Engine
   /** Where its LevelDB store lives (unless `database`). */
   dataDir?: string
   /**
@@ -200,8 +203,9 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   const intake = new UpdateIntake({
     store,
     state,
+    curve: config.secp256k1,
     limits: { ...defaultIntakeLimits, ...config.limits },
-    acknowledge: acknowledger(config.key, transport),
+    acknowledge: acknowledger(config.secp256k1, config.key, transport),
     log: (event) => {
       if ('error' in event) log(`update from ${event.from}: internal error: ${errorLine(event.error)}`, 'error')
       else if (event.outcome.outcome === 'refused' && event.outcome.reason === 'store_failed') {
@@ -271,7 +275,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
       onError: (where, error) => log(`${where}: ${errorLine(error)}`, 'warn'),
     })
   const confirmedBlock = () => store.sync?.syncedBlock ?? 0n
-  const payments = new Payments({ chain, store, userDeposit, oneToN, serviceFee, confirmedBlock })
+  const payments = new Payments({ chain, store, userDeposit, oneToN, serviceFee, confirmedBlock, curve: config.secp256k1 })
   // Who is online: the leader's transport knows (only the leader is on the relays); a standby answers from what the
   // leader last wrote of it in the shared store (docs/decisions/0077).
   const knowsPresence = !!transport?.presence
@@ -481,7 +485,7 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
       signed.set(text, 40)
       let signer: Address | undefined
       try {
-        signer = recoverPackedSignerSync(signed, signature)
+        signer = recoverPackedSignerSync(config.secp256k1, signed, signature)
       } catch {
         signer = undefined
       }

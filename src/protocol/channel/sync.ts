@@ -4,7 +4,8 @@ import { locksroot } from '../locks.ts'
 import { packSyncProof } from '../messages/sign.ts'
 import type { ChannelSync, ChannelSyncRequest, Signed, SyncBalanceProof, WireLock } from '../messages/types.ts'
 import { recoverPackedSignerSync } from '../signature.ts'
-import { putChannel, sameAddress, takeMessageId } from '../state/access.ts'
+import type { Secp256k1Engine } from '../secp256k1.ts'
+import { putChannel, sameAddress, takeMessageId, type TransitionContext } from '../state/access.ts'
 import type { Effect } from '../state/effects.ts'
 import type { BalanceProofState, Channel, ChannelEnd, NodeState, PendingLock } from '../state/types.ts'
 import { sendUnordered } from '../transfer/send.ts'
@@ -114,12 +115,18 @@ export function answerChannelSync(
 type ProvenEnd = { proof: BalanceProofState; locks: WireLock[] }
 
 /** A proof in a ChannelSync, checked: signed by `signer` over this channel, its locks matching its locksroot and locked amount. */
-function provenEnd(message: ChannelSync, proof: SyncBalanceProof | null, locks: WireLock[], signer: Address): ProvenEnd | string | undefined {
+function provenEnd(
+  curve: Secp256k1Engine,
+  message: ChannelSync,
+  proof: SyncBalanceProof | null,
+  locks: WireLock[],
+  signer: Address,
+): ProvenEnd | string | undefined {
   if (!proof) return locks.length ? 'locks without a balance proof' : undefined
   if (!proof.signature) return 'a balance proof without its signature'
   let recovered: Address
   try {
-    recovered = recoverPackedSignerSync(packSyncProof(message, proof), proof.signature)
+    recovered = recoverPackedSignerSync(curve, packSyncProof(message, proof), proof.signature)
   } catch {
     return 'a balance proof whose signature recovers no key'
   }
@@ -162,14 +169,21 @@ function adoptLocks(state: NodeState, known: PendingLock[], locks: WireLock[], a
  * of our nonces (a count above the truth only skips nonces, which costs nothing). The partner's end likewise, with
  * its signature. An answer that does not prove what it claims changes nothing: the channel keeps waiting.
  */
-export function receiveChannelSync(state: NodeState, channel: Channel | undefined, message: Signed<ChannelSync>, sender: Address, out: Effect[]): NodeState {
+export function receiveChannelSync(
+  state: NodeState,
+  channel: Channel | undefined,
+  message: Signed<ChannelSync>,
+  sender: Address,
+  ctx: Pick<TransitionContext, 'curve'>,
+  out: Effect[],
+): NodeState {
   if (!channel || !sameAddress(sender, channel.partner) || message.chain_id !== channel.chainId)
     return rejected(out, sender, message.type, 'not a partner of this channel') ?? state
   // A late or repeated answer for a channel already synced: what it says is at best what we adopted then.
   if (!channel.waitingSync) return state
-  const ours = provenEnd(message, message.requester_balance_proof, message.requester_locks, state.address)
+  const ours = provenEnd(ctx.curve, message, message.requester_balance_proof, message.requester_locks, state.address)
   if (typeof ours === 'string') return rejected(out, sender, message.type, `our end: ${ours}`) ?? state
-  const theirs = provenEnd(message, message.sender_balance_proof, message.sender_locks, channel.partner)
+  const theirs = provenEnd(ctx.curve, message, message.sender_balance_proof, message.sender_locks, channel.partner)
   if (typeof theirs === 'string') return rejected(out, sender, message.type, `the partner's end: ${theirs}`) ?? state
 
   const ourNewer = ours && ours.proof.nonce > (channel.our.balanceProof?.nonce ?? 0n) ? ours : undefined

@@ -1,5 +1,6 @@
 import type { Address, Hex } from 'viem'
 import { channelKey } from '../channel/key.ts'
+import { jsSecp256k1, type Secp256k1Engine } from '../secp256k1.ts'
 import type { Channel, NodeState } from './types.ts'
 
 /** Tunables of the protocol that are not part of the state. */
@@ -8,9 +9,14 @@ export type TransitionContext = {
   confirmationBlocks: bigint
   /** The most locks one channel end may have pending. */
   maxPendingLocks: number
+  /**
+   * The curve engine of the node (the shell's choice): a ChannelSync's balance proofs are checked with it. The one
+   * field that is code, not data; ctx is never stored nor cloned.
+   */
+  curve: Secp256k1Engine
 }
 
-export const defaultContext: TransitionContext = { confirmationBlocks: 5n, maxPendingLocks: 160 }
+export const defaultContext: TransitionContext = { confirmationBlocks: 5n, maxPendingLocks: 160, curve: jsSecp256k1 }
 
 /**
  * The block a lock's time counts from (docs/decisions/0056): the synced block, or the chain's head as the shell saw it

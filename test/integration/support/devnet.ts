@@ -10,10 +10,10 @@ import { createDevnetClient } from '../../../src/devnet/devnetClient.ts'
 import { createNode } from '../../../src/node/createNode.ts'
 import type { NodeConfig } from '../../../src/node/nodeConfig.ts'
 import type { SluiceNode } from '../../../src/node/sluiceNode.ts'
-import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
 import { openLevelStorage } from '../../../src/storage/levelStorage.ts'
 import { openMemoryStorage } from '../../../src/storage/memoryStorage.ts'
 import { createBroadcastChannelTransport } from '../../../src/transport/broadcastChannelTransport.ts'
+import { nativeCurve } from '../../support/curve.ts'
 
 export type Devnet = {
   anvil: Anvil
@@ -58,13 +58,13 @@ export function devnetNodeConfig(net: Devnet, key: Hex, options: StartNodeOption
     defaultRevealTimeout: 10,
     defaultSettleTimeout: 40,
     backoff: { initialMs: 100, maxMs: 1000 },
+    secp256k1: nativeCurve,
     ...rest,
   }
 }
 
 /** A node on the devnet (devnetNodeConfig), created and run until it is ready. */
 export async function startNode(net: Devnet, key: Hex, options: StartNodeOptions = {}): Promise<SluiceNode> {
-  await useNativeSecp256k1()
   const node = await createNode(devnetNodeConfig(net, key, options))
   await node.run()
   return node

@@ -13,6 +13,7 @@ import { BACKUP_BASE_PATH, createBackupApp } from '../../../src/backup/server/ap
 import { openBackupStore } from '../../../src/backup/server/store.ts'
 import { listen } from '../../../src/cli/httpServer.ts'
 import { codeOf } from '../../support/errorCode.ts'
+import { jsSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 
 const closers: (() => Promise<unknown>)[] = []
 const dirs: string[] = []
@@ -22,7 +23,7 @@ afterAll(async () => {
 })
 
 const utf8 = (s: string) => new TextEncoder().encode(s)
-const key = await backupKey(generatePrivateKey())
+const key = await backupKey(jsSecp256k1, generatePrivateKey())
 const envelope = await seal(key, { version: 1n, payload: utf8('state') })
 
 /** An HTTP server answering every request with `answer`; resolves to its base URL (as a backup server's). */
@@ -43,7 +44,7 @@ describe('pushBackup and fetchBackup', () => {
     dirs.push(dir)
     const store = await openBackupStore(join(dir, 'copies'))
     // The server's clock is an hour ahead of ours.
-    const app = createBackupApp({ store, now: () => Date.now() + 3_600_000 })
+    const app = createBackupApp({ curve: jsSecp256k1, store, now: () => Date.now() + 3_600_000 })
     const server = await listen(app.fetch, { host: '127.0.0.1', port: 0 })
     closers.push(
       () => store.close(),
@@ -112,7 +113,7 @@ describe('pushBackup and fetchBackup', () => {
   })
 
   test("refuse a server's answer that is another owner's copy, or one changed since its owner signed it", async () => {
-    const other = await backupKey(generatePrivateKey())
+    const other = await backupKey(jsSecp256k1, generatePrivateKey())
     const othersCopy = envelopeToJson(await seal(other, { version: 1n, payload: utf8('not yours') }))
     const wrongOwner = await httpServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' })

@@ -8,23 +8,23 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { describe, expect, test } from 'vitest'
 import { backupKey, envelopeToJson, MAX_VERSION, open, parseEnvelope, seal, verifyEnvelope, type BackupKey, type Envelope } from '../../../src/backup/index.ts'
 import { signedCopyBytes, signedFetchBytes } from '../../../src/backup/format.ts'
-import { useWasmSecp256k1 } from '../../../src/protocol/secp256k1.ts'
+import { wasmOrJsSecp256k1 } from '../../../src/crypto/curveEngines.ts'
 import { signPackedSync } from '../../../src/protocol/signature.ts'
 import { codeOf } from '../../support/errorCode.ts'
 
 // Thousands of recoveries below: libsecp256k1 in WASM, as in the page's worker.
-await useWasmSecp256k1()
+const curve = await wasmOrJsSecp256k1()
 
 const keyA = '0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba' as const
 const keyB = '0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318' as const
-const owner = await backupKey(keyA)
-const other = await backupKey(keyB)
+const owner = await backupKey(curve, keyA)
+const other = await backupKey(curve, keyB)
 const utf8 = (s: string) => new TextEncoder().encode(s)
 
 /** The copy as its owner would have signed it with these fields: a valid signature over changed content. */
 function resigned(key: BackupKey, envelope: Envelope, change: Partial<Pick<Envelope, 'version' | 'ciphertext'>>): Envelope {
   const next = { ...envelope, ...change }
-  return { ...next, signature: signPackedSync(key.privateKey, signedCopyBytes(next.address, next.version, next.ciphertext)) }
+  return { ...next, signature: signPackedSync(curve, key.privateKey, signedCopyBytes(next.address, next.version, next.ciphertext)) }
 }
 
 function flipBit(bytes: Uint8Array, bit: number): Uint8Array {
@@ -39,7 +39,7 @@ describe('a sealed copy', () => {
     const envelope = await seal(owner, { version: 7n, payload })
     expect(envelope).toMatchObject({ format: 'sluice-backup/1', address: owner.address, version: 7n })
     expect(envelope.ciphertext.length).toBe(12 + payload.length + 16)
-    expect(verifyEnvelope(envelope)).toBe(owner.address)
+    expect(verifyEnvelope(curve, envelope)).toBe(owner.address)
     expect(await open(owner, envelope)).toEqual({ version: 7n, payload })
     const json = JSON.parse(JSON.stringify(envelopeToJson(envelope)))
     expect(json).toEqual({
@@ -87,7 +87,7 @@ describe('a sealed copy', () => {
         if (part === 'ciphertext' && bit >= 13 * 8 && bit < bits - 17 * 8) continue
         const copy = flipped(bit)
         if (part === 'version' && copy.version === 0n) continue
-        expect(await codeOf(() => verifyEnvelope(copy)), `${part} bit ${bit}`).toBe('BACKUP_BAD_SIGNATURE')
+        expect(await codeOf(() => verifyEnvelope(curve, copy)), `${part} bit ${bit}`).toBe('BACKUP_BAD_SIGNATURE')
         expect(await codeOf(() => open(owner, copy)), `${part} bit ${bit}`).toBe(part === 'address' ? 'BACKUP_OTHER_OWNER' : 'BACKUP_BAD_SIGNATURE')
       }
     }
@@ -98,11 +98,11 @@ describe('a sealed copy', () => {
     const envelope = await seal(owner, { version: 5n, payload: utf8('state at 5') })
     // The owner's key signing other content is a valid signature, so only the cipher can tell.
     const changedCiphertext = resigned(owner, envelope, { ciphertext: flipBit(envelope.ciphertext, 12 * 8 + 3) })
-    expect(verifyEnvelope(changedCiphertext)).toBe(owner.address)
+    expect(verifyEnvelope(curve, changedCiphertext)).toBe(owner.address)
     expect(await codeOf(() => open(owner, changedCiphertext))).toBe('BACKUP_TAMPERED')
     // An old copy presented as a newer version: the version is in the additional data.
     const renumbered = resigned(owner, envelope, { version: 6n })
-    expect(verifyEnvelope(renumbered)).toBe(owner.address)
+    expect(verifyEnvelope(curve, renumbered)).toBe(owner.address)
     expect(await codeOf(() => open(owner, renumbered))).toBe('BACKUP_TAMPERED')
   })
 
@@ -110,8 +110,12 @@ describe('a sealed copy', () => {
     const envelope = await seal(owner, { version: 3n, payload: utf8("A's state") })
     expect(await codeOf(() => open(other, envelope))).toBe('BACKUP_OTHER_OWNER')
     // B takes A's ciphertext and signs it as its own copy: the server would accept it as B's, but it opens for no one.
-    const taken: Envelope = { ...envelope, address: other.address, signature: signPackedSync(keyB, signedCopyBytes(other.address, 3n, envelope.ciphertext)) }
-    expect(verifyEnvelope(taken)).toBe(other.address)
+    const taken: Envelope = {
+      ...envelope,
+      address: other.address,
+      signature: signPackedSync(curve, keyB, signedCopyBytes(other.address, 3n, envelope.ciphertext)),
+    }
+    expect(verifyEnvelope(curve, taken)).toBe(other.address)
     expect(await codeOf(() => open(other, taken))).toBe('BACKUP_TAMPERED')
     expect(await codeOf(() => open(owner, taken))).toBe('BACKUP_OTHER_OWNER')
     // B's cipher key with A's address (as if B guessed where A's copies are): the tag fails.
@@ -121,17 +125,17 @@ describe('a sealed copy', () => {
   test("the server's check accepts exactly the owner's signature over this copy", async () => {
     const envelope = await seal(owner, { version: 9n, payload: utf8('p') })
     const bytes = signedCopyBytes(owner.address, 9n, envelope.ciphertext)
-    expect(verifyEnvelope(envelope)).toBe(owner.address)
+    expect(verifyEnvelope(curve, envelope)).toBe(owner.address)
     // The same bytes signed by another key, and the owner's signature over other bytes (a fetch request), are refused.
-    expect(await codeOf(() => verifyEnvelope({ ...envelope, signature: signPackedSync(keyB, bytes) }))).toBe('BACKUP_BAD_SIGNATURE')
-    expect(await codeOf(() => verifyEnvelope({ ...envelope, signature: signPackedSync(keyA, signedFetchBytes(owner.address, 9n)) }))).toBe(
+    expect(await codeOf(() => verifyEnvelope(curve, { ...envelope, signature: signPackedSync(curve, keyB, bytes) }))).toBe('BACKUP_BAD_SIGNATURE')
+    expect(await codeOf(() => verifyEnvelope(curve, { ...envelope, signature: signPackedSync(curve, keyA, signedFetchBytes(owner.address, 9n)) }))).toBe(
       'BACKUP_BAD_SIGNATURE',
     )
     // A signature from which no key can be recovered (r = s = 0).
-    expect(await codeOf(() => verifyEnvelope({ ...envelope, signature: `0x${'00'.repeat(64)}1b` }))).toBe('BACKUP_BAD_SIGNATURE')
+    expect(await codeOf(() => verifyEnvelope(curve, { ...envelope, signature: `0x${'00'.repeat(64)}1b` }))).toBe('BACKUP_BAD_SIGNATURE')
     // viem's signature of the layout (any EIP-191 signer of the owner's key) is accepted.
     const viaViem = await privateKeyToAccount(keyA).signMessage({ message: { raw: bytes } })
-    expect(verifyEnvelope({ ...envelope, signature: viaViem })).toBe(owner.address)
+    expect(verifyEnvelope(curve, { ...envelope, signature: viaViem })).toBe(owner.address)
   })
 
   test('any payload and version round-trip, and a flipped bit anywhere in the copy is refused (property)', async () => {
@@ -205,7 +209,7 @@ describe('parseEnvelope', () => {
   })
 
   test('a fresh key seals copies another fresh key cannot open (a second pair of keys)', async () => {
-    const [a, b] = await Promise.all([backupKey(generatePrivateKey()), backupKey(generatePrivateKey())])
+    const [a, b] = await Promise.all([backupKey(curve, generatePrivateKey()), backupKey(curve, generatePrivateKey())])
     const envelope = await seal(a, { version: 1n, payload: utf8('a') })
     expect(await codeOf(() => open(b, envelope))).toBe('BACKUP_OTHER_OWNER')
     expect(await codeOf(() => open({ ...b, address: a.address }, envelope))).toBe('BACKUP_TAMPERED')

@@ -17,6 +17,7 @@ import type { BalanceProofState } from '../../../src/protocol/state/types.ts'
 import { packWithdraw } from '../../../src/protocol/withdrawProof.ts'
 import { startMisbehavingRpc } from '../../support/misbehavingRpc.ts'
 import { startChainTestbed, type Account, type ChainTestbed } from './chainTestbed.ts'
+import { jsSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 
 const revealTimeout = 7n
 const chainId = 31337n
@@ -39,6 +40,7 @@ function proof(tokenNetwork: Address, signer: Account, channelId: bigint, nonce:
   const bh = balanceHash({ transferredAmount, lockedAmount, locksroot: root })
   const messageHash = keccak256(toHex(`message ${nonce}`))
   const signature = signPackedSync(
+    jsSecp256k1,
     signer.key,
     packBalanceProof({ tokenNetworkAddress: tokenNetwork, chainId, channelIdentifier: channelId, balanceHash: bh, nonce, additionalHash: messageHash }),
   )
@@ -111,6 +113,7 @@ async function scriptHistory(A: Account, B: Account, C: Account): Promise<void> 
 
   const expiration = (await bed.devnet.getBlockNumber()) + 50n
   const partnerSignature = signPackedSync(
+    jsSecp256k1,
     B.key,
     packWithdraw({ tokenNetworkAddress: tn1, chainId, channelIdentifier: ch1, participant: a, totalWithdraw: 10n, expiration }),
   )

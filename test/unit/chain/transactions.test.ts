@@ -13,6 +13,7 @@ import type { ChainTransaction as Transaction } from '../../../src/protocol/stat
 import type { BalanceProofState } from '../../../src/protocol/state/types.ts'
 import { packWithdraw } from '../../../src/protocol/withdrawProof.ts'
 import { startChainTestbed, type Account, type ChainTestbed } from './chainTestbed.ts'
+import { jsSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 
 let bed: ChainTestbed
 let A: Account, B: Account, C: Account
@@ -37,6 +38,7 @@ function signedProof(signer: Account, channelId: bigint, nonce: bigint, transfer
   const bh = balanceHash({ transferredAmount, lockedAmount, locksroot: root })
   const messageHash = keccak256(toHex(`message ${channelId}/${nonce}`))
   const signature = signPackedSync(
+    jsSecp256k1,
     signer.key,
     packBalanceProof({ tokenNetworkAddress: tokenNetwork, chainId, channelIdentifier: channelId, balanceHash: bh, nonce, additionalHash: messageHash }),
   )
@@ -45,6 +47,7 @@ function signedProof(signer: Account, channelId: bigint, nonce: bigint, transfer
 
 function signedWithdraw(signer: Account, channelId: bigint, participant: Address, totalWithdraw: bigint, expiration: bigint): Hex {
   return signPackedSync(
+    jsSecp256k1,
     signer.key,
     packWithdraw({ tokenNetworkAddress: tokenNetwork, chainId, channelIdentifier: channelId, participant, totalWithdraw, expiration }),
   )

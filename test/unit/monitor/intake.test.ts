@@ -24,6 +24,7 @@ import { channelKey } from '../../../src/monitor/records.ts'
 import { MonitorStore } from '../../../src/monitor/store.ts'
 import { freshAccount, ownTokenNetwork, type FreshAccount } from '../../support/sharedChain.ts'
 import { line, monitoringRequest, partnerProof, type ProofOf } from '../../support/monitoring.ts'
+import { jsSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 
 /**
  * The intake of requests, field by field, on the run's anvil: real channels of fresh accounts, requests signed with
@@ -84,7 +85,7 @@ async function intakeWith(options: { limits?: Partial<Limits>; minReward?: bigin
   const acks: Bench['acks'] = []
   const intake = new Intake({
     store,
-    context: { chainId, monitoringService, minReward: options.minReward ?? 0n },
+    context: { chainId, monitoringService, curve: jsSecp256k1, minReward: options.minReward ?? 0n },
     limits: { ...defaultLimits, ...options.limits },
     facts: createChainFacts(chain, { registry: deployment.contracts.TokenNetworkRegistry.address, userDeposit: deployment.contracts.UserDeposit.address }),
     acknowledge: (to, delivered) => acks.push({ to, delivered }),
@@ -148,7 +149,7 @@ describe('refused, counted, and nothing held', () => {
       'bad_reward_signature',
       () => {
         const r = request(5n)
-        return wire({ ...r, signature: signPackedSync(partner.key, packMessage(r)) })
+        return wire({ ...r, signature: signPackedSync(jsSecp256k1, partner.key, packMessage(r)) })
       },
     ],
     ['bad_reward_signature', () => ({ ...wire(request(5n)), reward_amount: String(REWARD + 1n) })],
@@ -159,7 +160,7 @@ describe('refused, counted, and nothing held', () => {
       () => {
         const forged = monitoringRequest(partner.key, partnerProof(partner.key, open, { nonce: 5n, transferred: 15n }), monitoringService, REWARD)
         const r = { ...request(5n), non_closing_signature: forged.non_closing_signature }
-        return wire({ ...r, signature: signPackedSync(requester.key, packMessage(r)) })
+        return wire({ ...r, signature: signPackedSync(jsSecp256k1, requester.key, packMessage(r)) })
       },
     ],
     [
@@ -205,7 +206,7 @@ describe('refused, counted, and nothing held', () => {
     expect(await b.intake.handle(`${line(r)}${' '.repeat(2048)}`, requester.address)).toEqual(refused('too_large'))
     expect(await b.intake.handle('{"type": "RequestMonitoring"', requester.address)).toEqual(refused('malformed'))
     expect(await b.intake.handle(JSON.stringify({ ...wire(r), reward_amount: '-1' }), requester.address)).toEqual(refused('malformed'))
-    const processed = encodeMessage(await signMessage(requester.key, { type: 'Processed', message_identifier: 1n }))
+    const processed = encodeMessage(await signMessage(jsSecp256k1, requester.key, { type: 'Processed', message_identifier: 1n }))
     expect(await b.intake.handle(processed, requester.address)).toEqual(refused('not_a_request'))
     expect(b.store.channels.size).toBe(0)
     expect(b.intake.counters().refused).toEqual({ not_requester: 1, reward_too_low: 1, too_large: 1, malformed: 2, not_a_request: 1 })
@@ -235,7 +236,7 @@ describe('refused, counted, and nothing held', () => {
     const dead = createPublicClient({ transport: http('http://127.0.0.1:9', { retryCount: 0 }) })
     const unreachable = new Intake({
       store: b.store,
-      context: { chainId, monitoringService, minReward: 0n },
+      context: { chainId, monitoringService, curve: jsSecp256k1, minReward: 0n },
       limits: defaultLimits,
       facts: createChainFacts(
         { address: service.address, publicClient: dead as never },

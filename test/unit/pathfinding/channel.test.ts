@@ -1,11 +1,8 @@
 import type { Address } from 'viem'
-import { beforeAll, describe, expect, test } from 'vitest'
-import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
+import { describe, expect, test } from 'vitest'
 import { channelAfterEvent, directionCapacity, type ChannelEvent, type PfsChannel } from '../../../src/pathfinding/channel.ts'
 import { applyChainEvent } from '../../../src/pathfinding/network.ts'
 import { signCapacityUpdate, TestNetwork, testNodes, type TestNode } from '../../support/pathfinding.ts'
-
-beforeAll(() => useNativeSecp256k1())
 
 const [a, b, c] = testNodes(3) as [TestNode, TestNode, TestNode]
 const tokenNetwork: Address = '0x1111111111111111111111111111111111111111'

@@ -1,13 +1,11 @@
 import fc from 'fast-check'
-import { beforeAll, describe, expect, test } from 'vitest'
-import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
+import { describe, expect, test } from 'vitest'
 import { forgetClosed, hear, heardChannelKey, heardCount, type Heard } from '../../../src/pathfinding/heard.ts'
 import { packMessage } from '../../../src/protocol/messages/pack.ts'
 import { encodeMessage } from '../../../src/protocol/messages/wire.ts'
 import { signPackedSync } from '../../../src/protocol/signature.ts'
 import { AFTER, capacityUpdate, feeUpdate, twoWays, type TwoWays } from './support/heardNetwork.ts'
-
-beforeAll(() => useNativeSecp256k1())
+import { nativeCurve } from '../../support/curve.ts'
 
 const held = (w: TwoWays, heard: Heard, who: string, partner: string) =>
   heard.get(heardChannelKey(w.net.chain.tokenNetwork, w.ids[who + partner]!))?.get(w.at(who).toLowerCase())
@@ -17,7 +15,7 @@ describe('what a node takes of the announcements it hears (docs/decisions/0074)'
     const w = await twoWays()
     const state = w.net.node('A').state
     const heard: Heard = new Map()
-    const context = { now: AFTER }
+    const context = { now: AFTER, curve: nativeCurve }
     const first = capacityUpdate(w, 'B', 'F', { updating_nonce: 3n, updating_capacity: 0n })
     expect(hear(heard, state, first, context).outcome).toBe('accepted')
     expect(held(w, heard, 'B', 'F')?.capacityUpdate).toEqual(first)
@@ -34,7 +32,7 @@ describe('what a node takes of the announcements it hears (docs/decisions/0074)'
     // Fees: a later stamp is newer; one stamped an hour past the node's clock is refused.
     expect(hear(heard, state, feeUpdate(w, 'C', 'D', 5n, 1), context).outcome).toBe('accepted')
     expect(refusal(feeUpdate(w, 'C', 'D', 9n, 1))).toBe('stale')
-    expect(hear(heard, state, feeUpdate(w, 'C', 'D', 9n, 2), { now: Date.UTC(2026, 10, 29, 10) }).outcome).toBe('refused')
+    expect(hear(heard, state, feeUpdate(w, 'C', 'D', 9n, 2), { now: Date.UTC(2026, 10, 29, 10), curve: nativeCurve }).outcome).toBe('refused')
     expect(heardCount(heard)).toBe(2)
   })
 
@@ -45,9 +43,9 @@ describe('what a node takes of the announcements it hears (docs/decisions/0074)'
     const unknownId = { ...update.canonical_identifier, channel_identifier: 99n }
     const { signature: _, ...unsigned } = update
     const other = { ...unsigned, canonical_identifier: unknownId }
-    const signed = { ...other, signature: signPackedSync(w.key('B'), packMessage(other)) }
-    expect(hear(heard, w.net.node('A').state, signed, { now: AFTER })).toMatchObject({ outcome: 'refused', reason: 'unknown_channel' })
-    expect(hear(heard, w.net.node('A').state, update, { now: AFTER }).outcome).toBe('accepted')
+    const signed = { ...other, signature: signPackedSync(nativeCurve, w.key('B'), packMessage(other)) }
+    expect(hear(heard, w.net.node('A').state, signed, { now: AFTER, curve: nativeCurve })).toMatchObject({ outcome: 'refused', reason: 'unknown_channel' })
+    expect(hear(heard, w.net.node('A').state, update, { now: AFTER, curve: nativeCurve }).outcome).toBe('accepted')
     const graph = w.net.node('A').state.tokenNetworks[w.net.chain.tokenNetwork]!.graph
     const closed = {
       ...w.net.node('A').state,
@@ -58,7 +56,7 @@ describe('what a node takes of the announcements it hears (docs/decisions/0074)'
         },
       },
     }
-    expect(hear(heard, closed, capacityUpdate(w, 'B', 'F', { updating_nonce: 2n }), { now: AFTER })).toMatchObject({
+    expect(hear(heard, closed, capacityUpdate(w, 'B', 'F', { updating_nonce: 2n }), { now: AFTER, curve: nativeCurve })).toMatchObject({
       outcome: 'refused',
       reason: 'channel_not_open',
     })
@@ -87,7 +85,7 @@ describe('what a node takes of the announcements it hears (docs/decisions/0074)'
           const [who, partner] = a.pair
           const update = capacityUpdate(w, who, partner, { updating_nonce: a.nonce, updating_capacity: a.capacity, ...(a.forged ? { signer: 'A' } : {}) })
           const before = held(w, heard, who, partner)?.capacityUpdate
-          const outcome = hear(heard, state, update, { now: AFTER }).outcome
+          const outcome = hear(heard, state, update, { now: AFTER, curve: nativeCurve }).outcome
           const after = held(w, heard, who, partner)?.capacityUpdate
           if (a.forged) expect(outcome).toBe('refused')
           if (outcome === 'accepted') {

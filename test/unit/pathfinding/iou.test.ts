@@ -5,12 +5,13 @@ import { describe, expect, test } from 'vitest'
 import { anvilKeys } from '../../../src/devnet/anvil.ts'
 import { checkIou, depositCovers, MIN_IOU_EXPIRY_BLOCKS, type IouContext, type StoredIou } from '../../../src/pathfinding/iou.ts'
 import { signIou } from '../../support/ious.ts'
+import { nativeCurve } from '../../support/curve.ts'
 
 const senderKey: Hex = anvilKeys[3]!
 const sender = privateKeyToAddress(senderKey)
 const service = privateKeyToAddress(anvilKeys[4]!)
 const oneToN = getAddress('0x1111111111111111111111111111111111111111')
-const context: IouContext = { service, chainId: 31337n, oneToN, serviceFee: 10n, latestBlock: 1_000n }
+const context: IouContext = { service, chainId: 31337n, oneToN, serviceFee: 10n, curve: nativeCurve, latestBlock: 1_000n }
 const expiry = 1_000n + MIN_IOU_EXPIRY_BLOCKS
 const iou = (change: Partial<Parameters<typeof signIou>[1]> = {}, key = senderKey) =>
   signIou(key, { oneToNAddress: oneToN, chainId: 31337n, sender, receiver: service, amount: 10n, expirationBlock: expiry, ...change })

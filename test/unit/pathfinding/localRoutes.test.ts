@@ -1,12 +1,10 @@
 import fc from 'fast-check'
-import { beforeAll, describe, expect, test } from 'vitest'
-import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
+import { describe, expect, test } from 'vitest'
 import { hear, type Heard } from '../../../src/pathfinding/heard.ts'
 import { localRoutes } from '../../../src/pathfinding/localRoutes.ts'
 import { findRoutes } from '../../../src/protocol/routing/findRoutes.ts'
 import { AFTER, capacityUpdate, feeUpdate, twoWays, type TwoWays } from './support/heardNetwork.ts'
-
-beforeAll(() => useNativeSecp256k1())
+import { nativeCurve } from '../../support/curve.ts'
 
 const routesOf = (w: TwoWays, heard: Heard, amount: bigint, target = 'F') =>
   localRoutes(w.net.node('A').state, heard, { tokenNetwork: w.net.chain.tokenNetwork, target: w.at(target), amount }).map((r) => ({
@@ -15,7 +13,7 @@ const routesOf = (w: TwoWays, heard: Heard, amount: bigint, target = 'F') =>
   }))
 
 function heardAll(w: TwoWays, heard: Heard, ...updates: Parameters<typeof hear>[2][]) {
-  for (const u of updates) expect(hear(heard, w.net.node('A').state, u, { now: AFTER }).outcome).toBe('accepted')
+  for (const u of updates) expect(hear(heard, w.net.node('A').state, u, { now: AFTER, curve: nativeCurve }).outcome).toBe('accepted')
 }
 
 describe("a node's own routes, by what it heard (docs/decisions/0074)", () => {
@@ -108,7 +106,7 @@ describe("a node's own routes, by what it heard (docs/decisions/0074)", () => {
           const announced = new Map<string, bigint>()
           claims.forEach(([[who, partner], capacity], i) => {
             const update = capacityUpdate(w, who, partner, { updating_nonce: BigInt(i + 1), updating_capacity: capacity })
-            if (hear(heard, w.net.node('A').state, update, { now: AFTER }).outcome === 'accepted') announced.set(who + partner, capacity)
+            if (hear(heard, w.net.node('A').state, update, { now: AFTER, curve: nativeCurve }).outcome === 'accepted') announced.set(who + partner, capacity)
           })
           const routes = routesOf(w, heard, amount).map((r) => r.route)
           const below = (route: string) => ['A', ...route].some((hop, i, all) => i + 1 < all.length && (announced.get(hop + all[i + 1]) ?? amount) < amount)

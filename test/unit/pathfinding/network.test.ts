@@ -3,7 +3,6 @@ import { beforeAll, describe, expect, inject, test } from 'vitest'
 import { syncChainEvents } from '../../../src/chain/eventSync.ts'
 import { openChannel, setTotalDeposit } from '../../../src/chain/tokenNetworkActions.ts'
 import { sendProtocolTransaction } from '../../../src/chain/transactions.ts'
-import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
 import { pathfindingEventOf, type ChannelEvent } from '../../../src/pathfinding/channel.ts'
 import { applyChainEvent, createPathfindingState, networkOf, putChannel } from '../../../src/pathfinding/network.ts'
 import { checkUpdate } from '../../../src/pathfinding/updates.ts'
@@ -11,8 +10,7 @@ import { signPackedSync } from '../../../src/protocol/signature.ts'
 import { packWithdraw } from '../../../src/protocol/withdrawProof.ts'
 import { signCapacityUpdate, TestNetwork, testNodes, type TestNode } from '../../support/pathfinding.ts'
 import { freshAccount, mint, ownTokenNetwork, type FreshAccount } from '../../support/sharedChain.ts'
-
-beforeAll(() => useNativeSecp256k1())
+import { nativeCurve } from '../../support/curve.ts'
 
 const [a, b, c] = testNodes(3) as [TestNode, TestNode, TestNode]
 const tokenNetwork: Address = '0x1111111111111111111111111111111111111111'
@@ -86,6 +84,7 @@ describe('on the chain: the events of real channels, as the chain layer decodes 
     await setTotalDeposit(B.chain, B.queue, { tokenNetwork: network, channelId: withB, partner: A.address, totalDeposit: 40n })
     const expiration = (await A.chain.publicClient.getBlockNumber()) + 50n
     const partnerSignature = signPackedSync(
+      nativeCurve,
       B.key,
       packWithdraw({ tokenNetworkAddress: network, chainId, channelIdentifier: withB, participant: A.address, totalWithdraw: 10n, expiration }),
     )
@@ -140,7 +139,7 @@ describe('on the chain: the events of real channels, as the chain layer decodes 
           other_capacity: 500n,
           reveal_timeout: 50n,
         }),
-        { now: Date.now() },
+        { now: Date.now(), curve: nativeCurve },
       )
       expect(outcome.outcome).toBe('accepted')
       if (outcome.outcome === 'accepted') putChannel(view, outcome.channel)

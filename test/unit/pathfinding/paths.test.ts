@@ -1,7 +1,6 @@
 import fc from 'fast-check'
 import type { Address } from 'viem'
-import { beforeAll, describe, expect, test } from 'vitest'
-import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
+import { describe, expect, test } from 'vitest'
 import { directionCapacity, feeScheduleOf, participantIndex, sameAddress, type PfsChannel } from '../../../src/pathfinding/channel.ts'
 import { applyChainEvent } from '../../../src/pathfinding/network.ts'
 import { findPaths, type FoundPath, type PathRequest, type PathsResult } from '../../../src/pathfinding/paths.ts'
@@ -26,7 +25,6 @@ const [S, T, A, B, C, D, E, F, H, X, Y, M] = nodes as [
 ]
 const name = new Map(nodes.map((n, i) => [n.address.toLowerCase(), 'STABCDEFHXYM'[i]!]))
 // The updates are signed and checked as the service will (headless, with the native secp256k1 binding).
-beforeAll(() => useNativeSecp256k1())
 
 /** A route as letters, to read: 'SABT'. */
 const letters = (path: Address[]) => path.map((a) => name.get(a.toLowerCase()) ?? '?').join('')

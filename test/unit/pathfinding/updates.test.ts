@@ -1,6 +1,5 @@
 import fc from 'fast-check'
-import { beforeAll, describe, expect, test } from 'vitest'
-import { useNativeSecp256k1 } from '../../../src/cli/nativeSecp256k1.ts'
+import { describe, expect, test } from 'vitest'
 import { directionCapacity } from '../../../src/pathfinding/channel.ts'
 import { applyChainEvent } from '../../../src/pathfinding/network.ts'
 import { checkUpdate, readUpdate, type UpdateOutcome } from '../../../src/pathfinding/updates.ts'
@@ -16,9 +15,9 @@ import {
   testNodes,
   type TestNode,
 } from '../../support/pathfinding.ts'
+import { nativeCurve } from '../../support/curve.ts'
 
 // Signed and checked with the native secp256k1 binding, as the service will run headless.
-beforeAll(() => useNativeSecp256k1())
 
 const [a, b, c] = testNodes(3, 7) as [TestNode, TestNode, TestNode]
 
@@ -171,6 +170,7 @@ describe('fee updates', () => {
     expect(net.apply(signFeeUpdate(a.key, feeFields(net, ab, { timestamp: pythonTimestamp(TEST_NOW + 3_599_000) }))).outcome).toBe('accepted')
     const strict = checkUpdate(net.state, signFeeUpdate(a.key, feeFields(net, ab, { timestamp: pythonTimestamp(TEST_NOW + 3_599_500) })), {
       now: TEST_NOW,
+      curve: nativeCurve,
       maxClockAheadMs: 60_000,
     })
     expect(strict).toEqual(refused('future_timestamp'))

@@ -6,6 +6,7 @@ import { anvilKeys } from '../../../src/devnet/anvil.ts'
 import { checkIou, MIN_IOU_EXPIRY_BLOCKS, type StoredIou } from '../../../src/pathfinding/iou.ts'
 import { nextIou, packIou, packIouQuery, whyNotOurIou, type Iou } from '../../../src/protocol/iou.ts'
 import { recoverPackedSignerSync, signPackedSync } from '../../../src/protocol/signature.ts'
+import { jsSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 
 // How a node pays a pathfinding service (docs/decisions/0073): Raiden's create_current_iou, checked here against the
 // service's own checks (src/pathfinding/iou.ts, raiden-services' process_payment), so that what one side signs the
@@ -16,7 +17,7 @@ const sender = privateKeyToAddress(key)
 const service = privateKeyToAddress(anvilKeys[4]!)
 const oneToN = getAddress('0x1111111111111111111111111111111111111111')
 const terms = (price: bigint, block: bigint) => ({ sender, receiver: service, oneToN, chainId: 31337n, price, block, timeout: 200_000n })
-const signed = (iou: Iou) => ({ ...iou, signature: signPackedSync(key, packIou(iou)) })
+const signed = (iou: Iou) => ({ ...iou, signature: signPackedSync(jsSecp256k1, key, packIou(iou)) })
 
 describe('the IOU a node pays a request with', () => {
   test('none held: a new session of the price, expiring the timeout after the block; held: raised by the price, its expiration kept', () => {
@@ -43,7 +44,11 @@ describe('the IOU a node pays a request with', () => {
           for (const step of blocks) {
             block += step
             const iou = signed(nextIou(held?.iou, terms(price, block)))
-            const checked = checkIou(iou, { service, chainId: 31337n, oneToN, serviceFee: price, latestBlock: block }, { active: held, sessionClaimed: false })
+            const checked = checkIou(
+              iou,
+              { service, chainId: 31337n, oneToN, serviceFee: price, curve: jsSecp256k1, latestBlock: block },
+              { active: held, sessionClaimed: false },
+            )
             expect(checked).toMatchObject({ ok: true, free: false, expected: (held?.iou.amount ?? 0n) + price })
             held = { iou, status: 'held', updatedAt: 0 }
           }
@@ -53,7 +58,11 @@ describe('the IOU a node pays a request with', () => {
     // A session shorter than the service's week is refused: the timeout must outlast it (--pathfinding-iou-timeout).
     const short = signed(nextIou(undefined, { ...terms(10n, 1_000n), timeout: MIN_IOU_EXPIRY_BLOCKS - 1n }))
     expect(
-      checkIou(short, { service, chainId: 31337n, oneToN, serviceFee: 10n, latestBlock: 1_000n }, { active: undefined, sessionClaimed: false }),
+      checkIou(
+        short,
+        { service, chainId: 31337n, oneToN, serviceFee: 10n, curve: jsSecp256k1, latestBlock: 1_000n },
+        { active: undefined, sessionClaimed: false },
+      ),
     ).toMatchObject({
       ok: false,
       error: { name: 'IOUExpiredTooEarly' },
@@ -75,6 +84,6 @@ describe('the IOU a node pays a request with', () => {
     const timestamp = '2026-11-29T14:03:07'
     const bytes = packIouQuery(sender, service, timestamp)
     expect(bytes.toLowerCase()).toBe(`0x${sender.slice(2)}${service.slice(2)}${Buffer.from(timestamp).toString('hex')}`.toLowerCase())
-    expect(recoverPackedSignerSync(bytes, signPackedSync(key, bytes))).toBe(sender)
+    expect(recoverPackedSignerSync(jsSecp256k1, bytes, signPackedSync(jsSecp256k1, key, bytes))).toBe(sender)
   })
 })

@@ -22,13 +22,15 @@ import {
 } from '../../../src/protocol/monitoringRequest.ts'
 import { recoverPackedSigner } from '../../../src/protocol/signature.ts'
 import fixture from '../../fixtures/messages/LockedTransfer.json' with { type: 'json' }
+import { jsSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 
 const transfer = readMessage(fixture.message) as Signed<LockedTransfer>
 const partner = getAddress(fixture.signer)
 const key = generatePrivateKey()
 const requester = privateKeyToAddress(key)
 const monitoringServiceContract = getAddress('0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0')
-const request = () => signRequestMonitoring(key, { balanceProof: signedBalanceProofOf(transfer), monitoringServiceContract, rewardAmount: 5n * 10n ** 16n })
+const request = () =>
+  signRequestMonitoring(jsSecp256k1, key, { balanceProof: signedBalanceProofOf(transfer), monitoringServiceContract, rewardAmount: 5n * 10n ** 16n })
 
 describe('RequestMonitoring for a received balance proof', () => {
   test("carries the partner's proof as the partner signed it: the same 212 bytes as the envelope message", async () => {
@@ -42,13 +44,13 @@ describe('RequestMonitoring for a received balance proof', () => {
       additionalHash: bp.additional_hash,
     })
     expect(packed).toBe(bytesToHex(packEnvelope(transfer)))
-    expect(await recoverPackedSigner(packed, bp.signature)).toBe(partner)
+    expect(await recoverPackedSigner(jsSecp256k1, packed, bp.signature)).toBe(partner)
   })
 
   test('is signed by the requester twice: the type-2 counter-signature and the reward proof; the partner signed the proof', async () => {
     const r = request()
     expect(r.non_closing_participant).toBe(requester)
-    expect(requestMonitoringSigners(r)).toEqual({ closing: partner, nonClosing: requester, reward: requester })
+    expect(requestMonitoringSigners(jsSecp256k1, r)).toEqual({ closing: partner, nonClosing: requester, reward: requester })
     // The counter-signature is over exactly what updateNonClosingBalanceProof checks.
     const bp = r.balance_proof
     const counter = packBalanceProofCounter(
@@ -63,18 +65,18 @@ describe('RequestMonitoring for a received balance proof', () => {
       },
       bp.signature,
     )
-    expect(await recoverPackedSigner(counter, r.non_closing_signature)).toBe(requester)
+    expect(await recoverPackedSigner(jsSecp256k1, counter, r.non_closing_signature)).toBe(requester)
     // On the wire its signer is the reward proof's.
-    expect((await decodeMessage(encodeMessage(r))).signer).toBe(requester)
+    expect((await decodeMessage(jsSecp256k1, encodeMessage(r))).signer).toBe(requester)
   })
 
   test('a signature that recovers no key gives no signer; one over other bytes another signer', () => {
     const r = request()
     const zero: Hex = `0x${'00'.repeat(65)}`
-    expect(requestMonitoringSigners({ ...r, signature: zero }).reward).toBeUndefined()
-    expect(requestMonitoringSigners({ ...r, non_closing_signature: zero }).nonClosing).toBeUndefined()
-    expect(requestMonitoringSigners({ ...r, balance_proof: { ...r.balance_proof, signature: zero } }).closing).toBeUndefined()
-    const other = requestMonitoringSigners({ ...r, reward_amount: r.reward_amount + 1n })
+    expect(requestMonitoringSigners(jsSecp256k1, { ...r, signature: zero }).reward).toBeUndefined()
+    expect(requestMonitoringSigners(jsSecp256k1, { ...r, non_closing_signature: zero }).nonClosing).toBeUndefined()
+    expect(requestMonitoringSigners(jsSecp256k1, { ...r, balance_proof: { ...r.balance_proof, signature: zero } }).closing).toBeUndefined()
+    const other = requestMonitoringSigners(jsSecp256k1, { ...r, reward_amount: r.reward_amount + 1n })
     expect(other.reward).not.toBe(requester)
     expect(other.nonClosing).toBe(requester)
   })
@@ -83,7 +85,7 @@ describe('RequestMonitoring for a received balance proof', () => {
 describe('the acknowledgement id', () => {
   test('is a uint64 the same for a resend (the same request through the wire) and in the Delivered', async () => {
     const r = request()
-    const again = (await decodeMessage(encodeMessage(r))).message as Signed<RequestMonitoring>
+    const again = (await decodeMessage(jsSecp256k1, encodeMessage(r))).message as Signed<RequestMonitoring>
     expect(requestMonitoringAckId(again)).toBe(requestMonitoringAckId(r))
     expect(requestMonitoringAckId(r)).toBeLessThan(2n ** 64n)
     expect(requestMonitoringDelivered(r)).toEqual({ type: 'Delivered', delivered_message_identifier: requestMonitoringAckId(r) })
@@ -111,7 +113,7 @@ describe('the acknowledgement id', () => {
       }),
     )
     // The balance proof is covered through the counter-signature: another proof, signed anew, is another id.
-    const next = signRequestMonitoring(key, {
+    const next = signRequestMonitoring(jsSecp256k1, key, {
       balanceProof: { ...r.balance_proof, nonce: r.balance_proof.nonce + 1n },
       monitoringServiceContract,
       rewardAmount: r.reward_amount,

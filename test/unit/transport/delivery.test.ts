@@ -12,6 +12,7 @@ import { pfsUpdateAckId } from '../../../src/protocol/pfsUpdateAck.ts'
 import { monitoringRequest, partnerProof } from '../../support/monitoring.ts'
 import { TOKEN_NETWORK, capacityUpdate, channelKeyOf, processed, record, secretRequest, unlock, withdrawConfirmation, withdrawRequest } from './messages.ts'
 import { eventually, freshChannel, postRaw, sentLines, settle, sleep, testNode, type TestNode, type TestNodeOptions } from './support.ts'
+import { jsSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 
 const ch = channelKeyOf(7n)
 const nodes: TestNode[] = []
@@ -26,7 +27,7 @@ async function start(index: number, options: TestNodeOptions): Promise<TestNode>
   return node
 }
 
-const line = async (index: number, message: Message) => encodeMessage(await signMessage(anvilKeys[index]!, message))
+const line = async (index: number, message: Message) => encodeMessage(await signMessage(jsSecp256k1, anvilKeys[index]!, message))
 const receivedTypes = (node: TestNode) => node.received.map((r) => `${r.message.type}:${'message_identifier' in r.message ? r.message.message_identifier : ''}`)
 
 describe('delivery', () => {
@@ -343,6 +344,7 @@ describe('delivery', () => {
       const sends: number[] = []
       const transport = createBroadcastChannelTransport({ address, channelName })
       const delivery = createDelivery({
+        curve: jsSecp256k1,
         transport: {
           ...transport,
           send: (to, lines) => {
@@ -351,7 +353,7 @@ describe('delivery', () => {
           },
         },
         address,
-        sign: lineSigner(key),
+        sign: lineSigner(jsSecp256k1, key),
         backoff: { initialMs: 60_000 },
         onMessage: () => {},
         onAcknowledged: (keys) => void storage.commit({ outbox: { delete: keys } }),
@@ -498,7 +500,7 @@ describe('delivery', () => {
     b.delivery.onAnnouncement((message, from) => void heard.push({ type: message.type, signer: message.updating_participant, from }))
     // C's own update of its channel with B, which A passes on.
     const c = privateKeyToAddress(anvilKeys[3]!)
-    const update = await signMessage(anvilKeys[3]!, capacityUpdate(c, b.address))
+    const update = await signMessage(jsSecp256k1, anvilKeys[3]!, capacityUpdate(c, b.address))
     a.delivery.sendOnce(b.address, update)
     await eventually(() => expect(heard).toEqual([{ type: 'PFSCapacityUpdate', signer: c, from: a.address }]))
     await sleep(60)
@@ -512,7 +514,7 @@ describe('delivery', () => {
     const a = await start(1, { channelName, backoff: { initialMs: 10, maxMs: 20 } })
     const b = await start(2, { channelName })
     await settle(a, b)
-    const update = await signMessage(anvilKeys[1]!, capacityUpdate(a.address, b.address))
+    const update = await signMessage(jsSecp256k1, anvilKeys[1]!, capacityUpdate(a.address, b.address))
     const queued = { ...record(b.address, update), key: 'pathfinding|b|7' }
     a.put([queued])
     await eventually(() => expect(sentLines(a, 'PFSCapacityUpdate', b.address).length).toBeGreaterThanOrEqual(3))
@@ -588,7 +590,14 @@ describe('delivery', () => {
     const key = anvilKeys[1]!
     const address = privateKeyToAddress(key)
     const transport = createBroadcastChannelTransport({ address, channelName })
-    const delivery = createDelivery({ transport, address, sign: lineSigner(key), backoff: { initialMs: 30 }, onMessage: () => {} })
+    const delivery = createDelivery({
+      curve: jsSecp256k1,
+      transport,
+      address,
+      sign: lineSigner(jsSecp256k1, key),
+      backoff: { initialMs: 30 },
+      onMessage: () => {},
+    })
     try {
       // Nothing is acknowledged before it starts, and it does not start with nobody to hear it: none is lost.
       await expect(delivery.start()).rejects.toThrow(/acknowledgements are heard/)

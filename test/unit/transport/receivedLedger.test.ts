@@ -8,6 +8,7 @@ import type { Message, Signed } from '../../../src/protocol/messages/types.ts'
 import { retrievableId } from '../../../src/transport/acknowledgement.ts'
 import { ReceivedLedger } from '../../../src/transport/receivedLedger.ts'
 import { channelKeyOf, processed, record, secretRequest, unlock, withdrawConfirmation, withdrawRequest } from './messages.ts'
+import { jsSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 
 const partner = privateKeyToAccount(anvilKeys[1]!)
 const senderKey = `0x${partner.publicKey.slice(4)}` as Hex
@@ -46,7 +47,7 @@ function ledger(options: { redeliverAfterMs?: number; memory?: number; applies?:
   return { ledger: made, take, handed, failures, pending, clock }
 }
 
-const signed = <M extends Message>(message: M) => signMessage(anvilKeys[1]!, message)
+const signed = <M extends Message>(message: M) => signMessage(jsSecp256k1, anvilKeys[1]!, message)
 const settled = () => new Promise((resolve) => setTimeout(resolve, 0))
 
 describe('the ledger of what was received', () => {

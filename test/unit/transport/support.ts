@@ -10,6 +10,7 @@ import { createDelivery, type Delivery, type DeliveryLogEvent } from '../../../s
 import { lineSigner } from '../../../src/transport/lineSigner.ts'
 import type { Transport } from '../../../src/transport/transport.ts'
 import { answerOf } from './messages.ts'
+import { jsSecp256k1 } from '../../../src/protocol/secp256k1.ts'
 
 let channelCounter = 0
 /** A channel name of its own for each test, so tests never hear each other. */
@@ -111,9 +112,10 @@ export function testNode(index: number, options: TestNodeOptions): TestNode {
     return false
   }
   node.delivery = createDelivery({
+    curve: jsSecp256k1,
     transport: observed(createBroadcastChannelTransport({ address, channelName: options.channelName }), node),
     address,
-    sign: lineSigner(key),
+    sign: lineSigner(jsSecp256k1, key),
     backoff: { initialMs: options.backoff?.initialMs ?? 30, maxMs: options.backoff?.maxMs ?? Math.max(200, options.backoff?.initialMs ?? 0) },
     ...(options.redeliverAfterMs === undefined ? {} : { redeliverAfterMs: options.redeliverAfterMs }),
     ...(options.now ? { now: options.now } : {}),

@@ -151,7 +151,7 @@ export class BackupService implements Service {
     const version = BigInt(point.seq)
     const parts = this.parts(point.state)
     try {
-      this.key ??= backupKey(this.client.config.key)
+      this.key ??= backupKey(this.client.config.secp256k1, this.client.config.key)
       const key = await this.key
       let envelope = this.unanswered?.version === version ? this.unanswered.envelope : undefined
       if (!envelope) {

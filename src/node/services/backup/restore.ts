@@ -2,6 +2,7 @@ import type { Hex } from 'viem'
 import { fetchBackup } from '../../../backup/client.ts'
 import { backupKey } from '../../../backup/key.ts'
 import { open } from '../../../backup/seal.ts'
+import type { Secp256k1Engine } from '../../../protocol/secp256k1.ts'
 import type { Storage } from '../../../storage/storage.ts'
 import { readPayload, RecoveryPayloadError, restoreDump } from './payload.ts'
 
@@ -17,9 +18,9 @@ export type Restored = { version: bigint; bytes: number; at: number }
  */
 export async function restoreFromBackup(
   storage: Storage,
-  p: { url: string; key: Hex; openedUpTo: bigint; timeoutMs?: number; now?: () => number },
+  p: { url: string; key: Hex; curve: Secp256k1Engine; openedUpTo: bigint; timeoutMs?: number; now?: () => number },
 ): Promise<Restored | undefined> {
-  const key = await backupKey(p.key)
+  const key = await backupKey(p.curve, p.key)
   const envelope = await fetchBackup(p.url, key, p.timeoutMs === undefined ? {} : { timeoutMs: p.timeoutMs })
   if (!envelope) return undefined
   const { version, payload } = await open(key, envelope)

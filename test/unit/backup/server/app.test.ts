@@ -11,6 +11,7 @@ import { signedCopyBytes } from '../../../../src/backup/format.ts'
 import type { BackupLimits } from '../../../../src/backup/server/app.ts'
 import { serveBackups, type ServedBackups } from '../../../../src/cli/backupServer.ts'
 import { signPackedSync } from '../../../../src/protocol/signature.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const dirs: string[] = []
 const servers: ServedBackups[] = []
@@ -28,7 +29,7 @@ async function start(limits: Partial<BackupLimits> = {}, dataDir?: string): Prom
 }
 
 const utf8 = (s: string) => new TextEncoder().encode(s)
-const newKey = async () => backupKey(generatePrivateKey())
+const newKey = async () => backupKey(jsSecp256k1, generatePrivateKey())
 
 type Answer = { status: number; body: any; headers: Headers }
 
@@ -78,7 +79,7 @@ describe('the backup server', () => {
     const json = copyJson(envelope)
     const { signature: _, ...unsigned } = json
     expect(await put(server, key.address, unsigned)).toMatchObject({ status: 401, body: { code: 'BACKUP_UNSIGNED' } })
-    const forged = { ...json, signature: signPackedSync(thief.privateKey, signedCopyBytes(key.address, 1n, envelope.ciphertext)) }
+    const forged = { ...json, signature: signPackedSync(jsSecp256k1, thief.privateKey, signedCopyBytes(key.address, 1n, envelope.ciphertext)) }
     expect(await put(server, key.address, forged)).toMatchObject({ status: 403, body: { code: 'BACKUP_BAD_SIGNATURE' } })
     const flipped = { ...json, ciphertext: `${json.ciphertext.slice(0, -1)}${json.ciphertext.endsWith('0') ? '1' : '0'}` }
     expect(await put(server, key.address, flipped)).toMatchObject({ status: 403, body: { code: 'BACKUP_BAD_SIGNATURE' } })

@@ -17,6 +17,7 @@ import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { privateKeyToAddress } from 'viem/accounts'
 import { signPackedSync } from '../../../../src/protocol/signature.ts'
 import { partnerProof } from '../../../support/monitoring.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const peer: Address = '0x00000000000000000000000000000000000000bb'
 const tokenNetwork: Address = '0x00000000000000000000000000000000000000aa'
@@ -61,9 +62,9 @@ function handler() {
   }
   const signer = new Signer({
     engine,
-    signLine: lineSigner(key),
-    signRequest: (parameters) => signRequestMonitoring(key, parameters),
-    signBytes: (data) => signPackedSync(key, data),
+    signLine: lineSigner(jsSecp256k1, key),
+    signRequest: (parameters) => signRequestMonitoring(jsSecp256k1, key, parameters),
+    signBytes: (data) => signPackedSync(jsSecp256k1, key, data),
   })
   const h = new EffectHandler({
     engine,
@@ -95,7 +96,9 @@ describe('EffectHandler', () => {
     expect(notices).toEqual([stateChanged])
     expect(synced()).toBe(1)
     // Delivery's signer signs what the commit holds.
-    expect(await signer.sign({ type: 'Processed', message_identifier: 1n })).toBe(await lineSigner(key)({ type: 'Processed', message_identifier: 1n }))
+    expect(await signer.sign({ type: 'Processed', message_identifier: 1n })).toBe(
+      await lineSigner(jsSecp256k1, key)({ type: 'Processed', message_identifier: 1n }),
+    )
   })
 
   test('a commit that found the state stale carries out only its events, halts the node, and nothing is signed from then on', async () => {
@@ -122,7 +125,7 @@ describe('EffectHandler', () => {
       })
     const signed = request()
     const me = privateKeyToAddress(key)
-    expect(requestMonitoringSigners(signed)).toEqual({ closing: privateKeyToAddress(anvilKeys[2]!), nonClosing: me, reward: me })
+    expect(requestMonitoringSigners(jsSecp256k1, signed)).toEqual({ closing: privateKeyToAddress(anvilKeys[2]!), nonClosing: me, reward: me })
     expect(await signer.sign(signed)).toBe(encodeMessage(signed))
     // The transition found the state stale; the commit that holds it has not reached the handler yet.
     engine.current = { ...engine.current, stale: { reason: 'our nonce 5 came back', tokenNetwork, channelId: 7n, nonce: 5n, ourNonce: 4n, source: 'chain' } }

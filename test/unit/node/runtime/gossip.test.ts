@@ -1,14 +1,12 @@
 import type { Address } from 'viem'
-import { beforeAll, describe, expect, test } from 'vitest'
-import { useNativeSecp256k1 } from '../../../../src/cli/nativeSecp256k1.ts'
+import { describe, expect, test } from 'vitest'
+import { nativeCurve } from '../../../support/curve.ts'
 import type { HeardUpdate } from '../../../../src/pathfinding/heard.ts'
 import { Gossip, type GossipLimits } from '../../../../src/node/runtime/gossip.ts'
 import type { Message } from '../../../../src/protocol/messages/types.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { sleep } from '../../../../src/waits.ts'
 import { AFTER, capacityUpdate, feeUpdate, twoWays, type TwoWays } from '../../pathfinding/support/heardNetwork.ts'
-
-beforeAll(() => useNativeSecp256k1())
 
 const FAST: Partial<GossipLimits> = { forwardEveryMs: 5, deferredEveryMs: 5 }
 
@@ -21,7 +19,7 @@ function gossipOf(
   const name = (a: Address) => ['A', 'B', 'C', 'D', 'E', 'F'].find((n) => w.at(n).toLowerCase() === a.toLowerCase())!
   const refused: string[] = []
   const gossip = new Gossip({
-    config: { routingMode: options.routingMode ?? 'local' },
+    config: { routingMode: options.routingMode ?? 'local', secp256k1: nativeCurve },
     state: options.state ?? (() => w.net.node('A').state),
     delivery: { sendOnce: (to, message) => void sent.push({ to: name(to), message }) },
     limits: { ...FAST, ...options.limits },

@@ -5,6 +5,7 @@ import type { StateChange } from '../../../../src/protocol/state/changes.ts'
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import type { Applied } from '../../../../src/node/runtime/engine.ts'
 import { MessageHandler } from '../../../../src/node/runtime/messageHandler.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const tokenNetwork: Address = '0x00000000000000000000000000000000000000aa'
 const partner: Address = '0x00000000000000000000000000000000000000bb'
@@ -37,6 +38,7 @@ function handlerOver() {
       new Promise<Applied>((resolve) => dispatched.push({ change, settle: (a) => resolve({ seq: dispatched.length, change, effects: [], ...a }) })),
   }
   const handler = new MessageHandler({
+    curve: jsSecp256k1,
     engine,
     store: { receivedMessage: async () => undefined, sentProof: async () => undefined },
     address: us,

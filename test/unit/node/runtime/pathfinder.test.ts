@@ -17,6 +17,7 @@ import type { OutboxRecord } from '../../../../src/storage/storage.ts'
 import { lineSigner } from '../../../../src/transport/lineSigner.ts'
 import type { Deployment } from '../../../../src/chain/deployment.ts'
 import { getAddress } from 'viem'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 // The pathfinding client's own rules (docs/decisions/0073), against real HTTP servers playing the service's part
 // (one that never answers, one that answers /info): a payment never waits on a service longer than the bound, a
@@ -92,11 +93,11 @@ function pathfinder(options: Partial<NodeConfig>) {
   const state = initialState({ address: us, chainId: BigInt(deployment.chainId), blockNumber: 1n })
   const signer = new Signer({
     engine: { current: state },
-    signLine: lineSigner(key),
+    signLine: lineSigner(jsSecp256k1, key),
     signRequest: () => {
       throw new Error('not here')
     },
-    signBytes: (data) => signPackedSync(key, data),
+    signBytes: (data) => signPackedSync(jsSecp256k1, key, data),
   })
   const sent: OutboxRecord[] = []
   const serviceMessages = new ServiceMessages({ delivery: { enqueue: (records) => sent.push(...records), cancel: () => {} }, signer })
@@ -199,7 +200,7 @@ describe('the pathfinding client', () => {
     const messages = sent.map((r) => r.message as ServiceMessage)
     expect(sent.every((r) => r.recipient === SERVICE)).toBe(true)
     expect(messages.map((m) => m.type)).toEqual(['PFSCapacityUpdate', 'PFSFeeUpdate', 'PFSFeeUpdate'])
-    for (const m of messages) expect(await messageSigner(m)).toBe(us)
+    for (const m of messages) expect(await messageSigner(jsSecp256k1, m)).toBe(us)
     // Each fee update later than the one before it: a service keeps only a newer one.
     const stamps = messages.filter((m) => m.type === 'PFSFeeUpdate').map((m) => timestampMicros((m as { timestamp: string }).timestamp)!)
     expect(stamps[1]!).toBeGreaterThan(stamps[0]!)

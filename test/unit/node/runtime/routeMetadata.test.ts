@@ -12,6 +12,7 @@ import type { AddressMetadata, LockedTransfer, Signed } from '../../../../src/pr
 import { createLibp2pTransport, type Libp2pTransport } from '../../../../src/transport/libp2p/libp2pTransport.ts'
 import { libp2pPrivateKey, peerIdOfKey } from '../../../../src/transport/libp2p/peerIdentity.ts'
 import { signRecord } from '../../../../src/transport/libp2p/presence.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 // The shell's side of a route's address_metadata (docs/decisions/0073), over a real libp2p transport (no relay needed:
 // a record handed on is all it takes to know a peer): checked records only, the target's key, the way to the hops we
@@ -75,9 +76,9 @@ describe("a pathfinding service's address_metadata, at the payer", () => {
     expect(found.targetKey).toBe(publicKeyOf(keys.C))
     // What the payment then does with the key: the target opens the secret from its first LockedTransfer.
     const secret = sha256('0x01')
-    const encrypted = secretForTarget({ enabled: true, targetPublicKey: found.targetKey, secret, amount: 5n, paymentId: 1n })!
+    const encrypted = secretForTarget({ curve: jsSecp256k1, enabled: true, targetPublicKey: found.targetKey, secret, amount: 5n, paymentId: 1n })!
     const transfer = { type: 'LockedTransfer', target: C, metadata: { routes: [], secret: encrypted } } as unknown as Signed<LockedTransfer>
-    expect(secretFromMetadata(transfer, C, hexToBytes(keys.C))).toEqual({ secret, amount: 5n, paymentId: 1n })
+    expect(secretFromMetadata(jsSecp256k1, transfer, C, hexToBytes(keys.C))).toEqual({ secret, amount: 5n, paymentId: 1n })
     // B, C and D reported with their keys (A is us; nobody else is dialled).
     expect(new Map(seen)).toEqual(
       new Map([

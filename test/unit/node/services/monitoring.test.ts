@@ -27,6 +27,7 @@ import type { BalanceProofState, Channel, ChannelEnd, NodeState } from '../../..
 import { createBroadcastChannelTransport } from '../../../../src/transport/broadcastChannelTransport.ts'
 import { startDevnet, startNode, type Devnet } from '../../../integration/support/devnet.ts'
 import { eventually } from '../../../integration/support/eventually.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 describe('proofsToGuard: the partner proofs a node asks the services to hold', () => {
   const tokenNetwork: Address = '0x00000000000000000000000000000000000000aa'
@@ -144,6 +145,7 @@ describe('a node with monitoring on, a real monitoring service, a private anvil'
   }
   const startMonitor = async () => {
     monitor = await createMonitoringService({
+      secp256k1: jsSecp256k1,
       rpc: net.anvil.rpcUrl,
       deployment: net.deployment,
       key: serviceKey,

@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getAddress } from 'viem'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { useNativeSecp256k1 } from '../../../../src/cli/nativeSecp256k1.ts'
+import { afterAll, describe, expect, test } from 'vitest'
 import { putChannel } from '../../../../src/pathfinding/network.ts'
 import { defaultIntakeLimits, UpdateIntake } from '../../../../src/pathfinding/service/intake.ts'
 import { PfsStore } from '../../../../src/pathfinding/service/store.ts'
@@ -11,9 +10,9 @@ import type { Delivered } from '../../../../src/protocol/messages/types.ts'
 import { encodeMessage } from '../../../../src/protocol/messages/wire.ts'
 import { pfsUpdateAckId } from '../../../../src/protocol/pfsUpdateAck.ts'
 import { signCapacityUpdate, TEST_CHAIN_ID, TestNetwork, testNodes, type TestNode } from '../../../support/pathfinding.ts'
+import { nativeCurve } from '../../../support/curve.ts'
 
 // The intake on a real store, with the view following the store as the service wires it (service.ts).
-beforeAll(() => useNativeSecp256k1())
 const dirs: string[] = []
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 const [a, b] = testNodes(2, 11) as [TestNode, TestNode]
@@ -36,6 +35,7 @@ async function setup() {
   await store.transact((tx) => tx.putChannel(net.channel(channelId)))
   const acks: { to: string; delivered: Delivered }[] = []
   const intake = new UpdateIntake({
+    curve: nativeCurve,
     store,
     state: net.state,
     limits: { ...defaultIntakeLimits, perPeerBurst: 5, perPeerPerSecond: 0.001 },

@@ -13,6 +13,7 @@ import { Lease } from '../../../../src/storage/postgres/lease.ts'
 import type { PresenceRecord } from '../../../../src/transport/libp2p/presence.ts'
 import { signIou } from '../../../support/ious.ts'
 import { serviceStoreEngines } from '../../../support/serviceStores.ts'
+import { nativeCurve } from '../../../support/curve.ts'
 
 const identity = {
   chainId: 31337,
@@ -201,7 +202,7 @@ describe('the pathfinding service store of two instances on one database', () =>
     const fee = 10n
     const chain = { address: identity.address, chainId: identity.chainId } as ChainClient
     const payments = (store: PfsStore) =>
-      new Payments({ chain, store, userDeposit: tokenNetwork, oneToN: tokenNetwork, serviceFee: fee, confirmedBlock: () => 1n })
+      new Payments({ curve: nativeCurve, chain, store, userDeposit: tokenNetwork, oneToN: tokenNetwork, serviceFee: fee, confirmedBlock: () => 1n })
     const [onLeader, onStandby] = [payments(leader), payments(standby)]
     for (let round = 1n; round <= 10n; round++) {
       // Both instances' memories hold the same last IOU (round - 1 fees); each is sent the next one, of the same amount.

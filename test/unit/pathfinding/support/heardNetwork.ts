@@ -3,6 +3,7 @@ import { packMessage } from '../../../../src/protocol/messages/pack.ts'
 import type { FeeSchedule, PFSCapacityUpdate, PFSFeeUpdate, Signed } from '../../../../src/protocol/messages/types.ts'
 import { signPackedSync } from '../../../../src/protocol/signature.ts'
 import { Network } from '../../protocol/support/network.ts'
+import { nativeCurve } from '../../../support/curve.ts'
 
 /**
  * Six nodes' states made by the core (test/unit/protocol/support/network.ts), two ways from A to F: A-B-F and
@@ -49,7 +50,7 @@ export function capacityUpdate(
     reveal_timeout: 10n,
     ...rest,
   }
-  return { ...update, signature: signPackedSync(w.key(signer ?? who), packMessage(update)) }
+  return { ...update, signature: signPackedSync(nativeCurve, w.key(signer ?? who), packMessage(update)) }
 }
 
 /** `who`'s fee update of its channel with `partner`: a flat fee, stamped at `second` past a fixed minute. */
@@ -66,7 +67,7 @@ export function feeUpdate(w: TwoWays, who: string, partner: string, flat: bigint
     fee_schedule: schedule,
     timestamp: `2026-11-29T12:00:${String(second).padStart(2, '0')}.000000`,
   }
-  return { ...update, signature: signPackedSync(w.key(who), packMessage(update)) }
+  return { ...update, signature: signPackedSync(nativeCurve, w.key(who), packMessage(update)) }
 }
 
 /** A moment after every fee update's stamp. */

@@ -12,6 +12,7 @@ import { defaultContext } from '../../../../src/protocol/state/access.ts'
 import type { Channel, NodeState } from '../../../../src/protocol/state/types.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
 import { Network } from '../support/network.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 type Op = { kind: 'pay'; flow: number; amount: bigint } | { kind: 'deliver'; pick: number } | { kind: 'mine'; blocks: number } | { kind: 'withdraw' }
 
@@ -275,13 +276,13 @@ describe('a node restored from a copy', () => {
     ]
     const a = net.node('A')
     for (const message of forged) {
-      const signed = await signMessage(b.key, message as ChannelSync)
+      const signed = await signMessage(jsSecp256k1, b.key, message as ChannelSync)
       const { state, effects } = transition(a.state, await net.received('A', signed, b.address), defaultContext)
       expect(channelAB(state).waitingSync).toBe(true)
       expect(effects).toEqual([{ type: 'event', event: expect.objectContaining({ type: 'messageRejected', messageType: 'ChannelSync' }) }])
     }
     // Signed by C, who is not the partner.
-    const fromC = await signMessage(net.node('C').key, plain as ChannelSync)
+    const fromC = await signMessage(jsSecp256k1, net.node('C').key, plain as ChannelSync)
     expect(channelAB(transition(a.state, await net.received('A', fromC, net.node('C').address), defaultContext).state).waitingSync).toBe(true)
     // The honest answer syncs it.
     await net.deliverMessage('B', 'A', 'ChannelSync')
@@ -317,5 +318,5 @@ describe('a node restored from a copy', () => {
 
 /** A signature by `key` over our proof with a higher nonce and another transferred amount: what B would forge. */
 function signatureOf(key: Hex, channel: Omit<ChannelSync, 'signature'>, proof: SyncBalanceProof): Hex {
-  return signPackedSync(key, packSyncProof(channel, { ...proof, nonce: proof.nonce + 1n, transferred_amount: 1n }))
+  return signPackedSync(jsSecp256k1, key, packSyncProof(channel, { ...proof, nonce: proof.nonce + 1n, transferred_amount: 1n }))
 }

@@ -13,6 +13,7 @@ import { defaultContext } from '../../../../src/protocol/state/access.ts'
 import type { Channel } from '../../../../src/protocol/state/types.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
 import { Network } from '../support/network.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const channelOf = (net: Network, name: string): Channel => Object.values(net.node(name).state.channels)[0]!
 const signedBytes = (m: Signed<Message>) => bytesToHex(packMessage(m))
@@ -63,7 +64,7 @@ async function variantOf(net: Network, m: Signed<NonceMessage>, field: number, d
   // Fields stay in their range (ids and nonces at least 1): a message A could sign and send.
   changed[key] = value + delta >= 1n ? value + delta : value + (delta < 0n ? -delta : delta)
   if (field % 7 === 6) changed.locksroot = locksroot([])
-  return signMessage(net.node('A').key, changed as unknown as NonceMessage)
+  return signMessage(jsSecp256k1, net.node('A').key, changed as unknown as NonceMessage)
 }
 
 describe('a nonce that comes back', () => {
@@ -200,11 +201,11 @@ describe('a nonce that comes back', () => {
     expect(echo).toMatchObject({ ourProofKnown: true })
     expect(transition(a.state, echo, defaultContext)).toEqual({ state: a.state, effects: [] })
     const { signature: _, ...plain } = ours
-    const forged = await signMessage(a.key, { ...plain, message_identifier: 1n, transferred_amount: 5n })
+    const forged = await signMessage(jsSecp256k1, a.key, { ...plain, message_identifier: 1n, transferred_amount: 5n })
     const never = await net.received('A', forged, a.address)
     expect(never).toMatchObject({ ourProofKnown: false })
     expect(transition(a.state, never, defaultContext).state.stale).toMatchObject({ source: 'message', reason: expect.stringMatching(/never signed/) })
-    const beyond = await signMessage(a.key, { ...plain, nonce: channelOf(net, 'A').our.nonce + 1n })
+    const beyond = await signMessage(jsSecp256k1, a.key, { ...plain, nonce: channelOf(net, 'A').our.nonce + 1n })
     expect(transition(a.state, await net.received('A', beyond, a.address), defaultContext).state.stale).toMatchObject({
       source: 'message',
       reason: expect.stringMatching(/beyond the last nonce/),

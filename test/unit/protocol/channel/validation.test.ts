@@ -7,10 +7,11 @@ import type { LockedTransfer, Message, Signed, Unlock } from '../../../../src/pr
 import { defaultContext } from '../../../../src/protocol/state/access.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
 import { Network } from '../support/network.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 /** Applies `message` signed by `key` to B and returns the rejection reason (undefined if it was applied). */
 async function offer(net: Network, message: Message, key: Hex = net.node('A').key) {
-  const signed = await signMessage(key, message)
+  const signed = await signMessage(jsSecp256k1, key, message)
   const before = net.node('B').state
   const { state, effects } = transition(before, { type: 'receive', message: signed, sender: privateKeyToAddress(key) }, defaultContext)
   const rejection = effects.find((e) => e.type === 'event' && e.event.type === 'messageRejected')
@@ -25,7 +26,7 @@ beforeEach(async () => {
   net = new Network(['A', 'B', 'C'])
   await net.open('A', 'B', 100n, 0n)
   await net.pay('A', 'B', 30n, 1n)
-  const { message } = await decodeMessage(net.inFlight[0]!.text)
+  const { message } = await decodeMessage(jsSecp256k1, net.inFlight[0]!.text)
   transfer = message as Signed<LockedTransfer>
 })
 
@@ -54,7 +55,7 @@ describe('validation of a received LockedTransfer', () => {
     const rejection = async (message: Message) => {
       const { effects } = transition(
         net.node('B').state,
-        { type: 'receive', message: await signMessage(net.node('A').key, message), sender: net.node('A').address },
+        { type: 'receive', message: await signMessage(jsSecp256k1, net.node('A').key, message), sender: net.node('A').address },
         defaultContext,
       )
       return effects.find((e) => e.type === 'event' && e.event.type === 'messageRejected')
@@ -89,7 +90,7 @@ describe('validation of a received LockedTransfer', () => {
 
   test('too many pending locks', async () => {
     const ctx = { ...defaultContext, maxPendingLocks: 0 }
-    const signed = await signMessage(net.node('A').key, unsigned(transfer))
+    const signed = await signMessage(jsSecp256k1, net.node('A').key, unsigned(transfer))
     const { effects } = transition(net.node('B').state, { type: 'receive', message: signed, sender: net.node('A').address }, ctx)
     expect(effects).toContainEqual(expect.objectContaining({ event: expect.objectContaining({ reason: 'too many pending locks (0)' }) }))
   })
@@ -122,7 +123,7 @@ describe('validation of a received LockedTransfer', () => {
   test('a different message signed under a used nonce is evidence: kept with both signatures, counted, not acknowledged', async () => {
     await net.deliverAll()
     const before = net.node('B').state
-    const variant = await signMessage(net.node('A').key, { ...unsigned(transfer), message_identifier: transfer.message_identifier + 1n })
+    const variant = await signMessage(jsSecp256k1, net.node('A').key, { ...unsigned(transfer), message_identifier: transfer.message_identifier + 1n })
     const { state, effects } = transition(before, await net.received('B', variant, net.node('A').address), defaultContext)
     expect(effects.filter((e) => e.type === 'send')).toEqual([])
     expect(effects).toEqual([

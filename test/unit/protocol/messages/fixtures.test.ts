@@ -4,6 +4,7 @@ import { describe, expect, test } from 'vitest'
 import { decodeMessage, encodeMessage, packMessage, readMessage, signMessage, toWire } from '../../../../src/protocol/messages/index.ts'
 import type { ChannelSync, Signed } from '../../../../src/protocol/messages/types.ts'
 import { FIXTURE_KEY } from '../../../fixtures/messages/key.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const dir = new URL('../../../fixtures/messages/', import.meta.url)
 const fixtures = readdirSync(dir)
@@ -39,7 +40,7 @@ describe('pinned message fixtures', () => {
     const { signature, ...unsigned } = readMessage(fixture.message)
     if (unsigned.type !== 'ChannelSync' || !unsigned.sender_balance_proof) throw new Error('the fixture is a ChannelSync with a proof')
     const { signature: proofSignature, ...proof } = unsigned.sender_balance_proof
-    const signed: Signed<ChannelSync> = await signMessage(FIXTURE_KEY, { ...unsigned, sender_balance_proof: proof } as ChannelSync)
+    const signed: Signed<ChannelSync> = await signMessage(jsSecp256k1, FIXTURE_KEY, { ...unsigned, sender_balance_proof: proof } as ChannelSync)
     expect(signed.sender_balance_proof?.signature).toBe(proofSignature)
     expect(signed.signature).toBe(signature)
   })
@@ -50,13 +51,13 @@ describe('pinned message fixtures', () => {
     })
 
     test('recovers the pinned signer from the wire JSON', async () => {
-      const { signer } = await decodeMessage(JSON.stringify(fixture.message), fixture.signer)
+      const { signer } = await decodeMessage(jsSecp256k1, JSON.stringify(fixture.message), fixture.signer)
       expect(signer).toBe(fixture.signer)
     })
 
     test('signing the decoded fields again gives the same signature', async () => {
       const { signature, ...unsigned } = readMessage(fixture.message)
-      expect((await signMessage(FIXTURE_KEY, unsigned)).signature).toBe(signature)
+      expect((await signMessage(jsSecp256k1, FIXTURE_KEY, unsigned)).signature).toBe(signature)
     })
 
     test('re-encodes to the same wire JSON', () => {

@@ -10,6 +10,7 @@ import { decryptSecret } from '../../../../src/protocol/secretCipher.ts'
 import { recoverPackedSignerSync, signPackedSync } from '../../../../src/protocol/signature.ts'
 import { nextHop } from '../../../../src/protocol/transfer/mediator.ts'
 import { FIXTURE_KEY } from '../../../fixtures/messages/key.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 // Compatibility with the Raiden light client, proven by what raiden-ts itself made (scripts/raidenTsFixtures.ts,
 // docs/decisions/0071-compatibility-proven-by-raiden-ts-fixtures.md): for each message it sends, our reader takes its
@@ -119,7 +120,7 @@ describe('messages made by raiden-ts (the Raiden light client)', () => {
 
   describe.each(fixtures)('$name', (f) => {
     test("our reader accepts raiden-ts's wire JSON and recovers its signer", async () => {
-      const { message, signer } = await decodeMessage(JSON.stringify(f.message), f.signer)
+      const { message, signer } = await decodeMessage(jsSecp256k1, JSON.stringify(f.message), f.signer)
       expect(signer).toBe(f.signer)
       expect(message.type).toBe(f.message.type)
     })
@@ -133,7 +134,7 @@ describe('messages made by raiden-ts (the Raiden light client)', () => {
     test("our signature is raiden-ts's signature", async () => {
       const { signature, ...unsigned } = readMessage(f.message)
       expect(signature).toBe(f.message.signature)
-      expect((await signMessage(FIXTURE_KEY, unsigned)).signature).toBe(f.message.signature)
+      expect((await signMessage(jsSecp256k1, FIXTURE_KEY, unsigned)).signature).toBe(f.message.signature)
     })
 
     test("we write the same fields with raiden-ts's names and JSON types (decimal strings, checksummed addresses)", () => {
@@ -145,7 +146,7 @@ describe('messages made by raiden-ts (the Raiden light client)', () => {
     test('raiden-ts read what we write as the message it sent, signed by the same key', async () => {
       const { signature: _, ...unsigned } = readMessage(f.message)
       // The text raiden-ts was given when the fixture was made is still what we write...
-      expect(encodeMessage(await signMessage(FIXTURE_KEY, unsigned))).toBe(f.raidenTsReadsSluice.text)
+      expect(encodeMessage(await signMessage(jsSecp256k1, FIXTURE_KEY, unsigned))).toBe(f.raidenTsReadsSluice.text)
       // ...and raiden-ts decoded it to its own message, with our signer (whether or not the peer keeps metadata as is).
       expect(f.raidenTsReadsSluice.raidenTsError).toBeUndefined()
       expect(f.raidenTsReadsSluice.sameFieldsAsRaidenTs).toBe(true)
@@ -163,7 +164,7 @@ describe('messages made by raiden-ts (the Raiden light client)', () => {
     expect(privateKeyToAddress(targetKey)).toBe(transfer.target)
     const reveal = readMessage(fixture('RevealSecret').message)
     if (reveal.type !== 'RevealSecret') throw new Error('the fixture is a RevealSecret')
-    expect(decryptSecret(transfer.metadata.secret as string, hexToBytes(targetKey))).toEqual({
+    expect(decryptSecret(jsSecp256k1, transfer.metadata.secret as string, hexToBytes(targetKey))).toEqual({
       secret: reveal.secret,
       amount: transfer.lock.amount,
       paymentId: transfer.payment_identifier,
@@ -183,8 +184,8 @@ describe('messages made by raiden-ts (the Raiden light client)', () => {
       expirationBlock: BigInt(iou.claimable_until),
     })
     expect(ours).toBe(packed)
-    expect(signPackedSync(FIXTURE_KEY, ours)).toBe(iou.signature)
-    expect(recoverPackedSignerSync(ours, iou.signature)).toBe(signer)
+    expect(signPackedSync(jsSecp256k1, FIXTURE_KEY, ours)).toBe(iou.signature)
+    expect(recoverPackedSignerSync(jsSecp256k1, ours, iou.signature)).toBe(signer)
     expect(iou.sender).toBe(signer)
   })
 })

@@ -5,6 +5,7 @@ import { privateKeyToAddress } from 'viem/accounts'
 import { describe, expect, test } from 'vitest'
 import { InvalidMessageError, InvalidSignatureError } from '../../../../src/protocol/errors.ts'
 import { decodeMessage, encodeMessage, readMessage, signMessage, type Message } from '../../../../src/protocol/messages/index.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const dir = new URL('../../../fixtures/messages/', import.meta.url)
 const fixtures: { name: string; message: Record<string, unknown>; signer: `0x${string}` }[] = readdirSync(dir)
@@ -27,7 +28,7 @@ function setAt(root: any, path: (string | number)[], value: unknown) {
 const fieldLeaves = (m: unknown) => leaves(m).filter((l) => l.path[0] !== 'type' && l.path[0] !== 'metadata' && typeof l.value !== 'boolean')
 
 async function expectRejected(text: string, kind: typeof InvalidMessageError | typeof InvalidSignatureError, sender?: `0x${string}`) {
-  await expect(decodeMessage(text, sender)).rejects.toBeInstanceOf(kind)
+  await expect(decodeMessage(jsSecp256k1, text, sender)).rejects.toBeInstanceOf(kind)
 }
 
 describe('decoding untrusted messages', () => {
@@ -40,7 +41,7 @@ describe('decoding untrusted messages', () => {
       for (const key of Object.keys(f.message).filter((k) => k !== 'type' && k !== 'coop_settle')) {
         const m = structuredClone(f.message)
         delete m[key]
-        const error = await decodeMessage(JSON.stringify(m)).catch((e) => e)
+        const error = await decodeMessage(jsSecp256k1, JSON.stringify(m)).catch((e) => e)
         expect(error, `${f.name} without ${key}`).toBeInstanceOf(InvalidMessageError)
         expect(error.field).toContain(key)
       }
@@ -54,7 +55,9 @@ describe('decoding untrusted messages', () => {
         for (const b of bad) {
           const m = structuredClone(f.message)
           setAt(m, leaf.path, b)
-          await expect(decodeMessage(JSON.stringify(m)), `${f.name}.${leaf.path.join('.')} = ${JSON.stringify(b)}`).rejects.toBeInstanceOf(InvalidMessageError)
+          await expect(decodeMessage(jsSecp256k1, JSON.stringify(m)), `${f.name}.${leaf.path.join('.')} = ${JSON.stringify(b)}`).rejects.toBeInstanceOf(
+            InvalidMessageError,
+          )
         }
       }
     }
@@ -87,7 +90,7 @@ describe('decoding untrusted messages', () => {
   test('a signature by someone other than the sender is refused', async () => {
     const f = fixtures.find((x) => x.name === 'LockedTransfer')!
     await expectRejected(JSON.stringify(f.message), InvalidSignatureError, '0x000000000000000000000000000000000000dEaD')
-    await expect(decodeMessage(JSON.stringify(f.message), f.signer)).resolves.toBeTruthy()
+    await expect(decodeMessage(jsSecp256k1, JSON.stringify(f.message), f.signer)).resolves.toBeTruthy()
   })
 
   // The protocol leaves these outside the signed bytes: withdraw messages sign the on-chain withdraw layout
@@ -115,7 +118,7 @@ describe('decoding untrusted messages', () => {
         const changed = /^\d+$/.test(v) ? (BigInt(v) === n ? n + 1n : n).toString() : `${v.slice(0, -1)}${v.endsWith('0') ? '1' : '0'}`
         setAt(m, leaf.path, changed)
         // Either the changed field is out of form (an address whose checksum broke), or the signer changes.
-        const outcome = await decodeMessage(JSON.stringify(m), f.signer).then(
+        const outcome = await decodeMessage(jsSecp256k1, JSON.stringify(m), f.signer).then(
           () => 'accepted',
           (e) => e,
         )
@@ -136,7 +139,7 @@ describe('decoding untrusted messages', () => {
             .chain((f) => fc.record({ ...Object.fromEntries(Object.keys(f.message).map((k) => [k, fc.oneof(fc.constant(f.message[k]), fc.jsonValue())])) })),
         ),
         async (value) => {
-          const result = await decodeMessage(JSON.stringify(value)).then(
+          const result = await decodeMessage(jsSecp256k1, JSON.stringify(value)).then(
             () => null,
             (e) => e,
           )
@@ -165,8 +168,8 @@ describe('decoding untrusted messages', () => {
             else if (v.length === 66) setAt(m, leaf.path, h32)
           })
           const { signature: _, ...unsigned } = readMessage(m)
-          const signed = await signMessage(key, unsigned as Message)
-          const decoded = await decodeMessage(encodeMessage(signed), privateKeyToAddress(key))
+          const signed = await signMessage(jsSecp256k1, key, unsigned as Message)
+          const decoded = await decodeMessage(jsSecp256k1, encodeMessage(signed), privateKeyToAddress(key))
           expect(decoded.message).toEqual(signed)
         },
       ),

@@ -15,7 +15,6 @@ import type { ReceivedRecord, SentLockRecord, SentProofRecord, Storage } from '.
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
 import { decryptSecret, encryptSecret } from '../../../../src/protocol/secretCipher.ts'
-import { secp256k1Engine } from '../../../../src/protocol/secp256k1.ts'
 import { ChainModel, type ChainEvent } from './chainModel.ts'
 
 export type SimNode = {
@@ -177,7 +176,7 @@ export class Network {
         const { proof, lock } = sentHistory(effect, before)
         if (proof) this.history.proofs.set(`${name}:${proof.channelKey}:${proof.balanceHash}`, proof)
         if (lock) this.history.locks.set(`${name}:${lock.channelKey}:${lock.secrethash}:${lock.addedNonce}`, lock)
-        const signed = await signMessage(node.key, effect.message)
+        const signed = await signMessage(this.ctx.curve, node.key, effect.message)
         node.sent.push({ to: effect.recipient, message: signed, block: this.chain.block })
         this.checkTimeLeft(node, state, signed)
         if (isEnvelope(signed)) this.recordProof(node, signed)
@@ -238,7 +237,7 @@ export class Network {
     const pick = deliverable[index % deliverable.length]!
     const head = this.inFlight.find((m) => m.from === pick.from && m.to === pick.to)!
     if (!duplicate) this.inFlight.splice(this.inFlight.indexOf(head), 1)
-    const { message, signer } = await decodeMessage(head.text, this.node(head.from).address)
+    const { message, signer } = await decodeMessage(this.ctx.curve, head.text, this.node(head.from).address)
     await this.dispatch(head.to, await this.received(head.to, message, signer))
     return true
   }
@@ -247,7 +246,7 @@ export class Network {
   async deliverMessage(from: string, to: string, type: Message['type']): Promise<boolean> {
     for (const m of this.inFlight) {
       if (m.from !== from || m.to !== to) continue
-      const { message, signer } = await decodeMessage(m.text, this.node(from).address)
+      const { message, signer } = await decodeMessage(this.ctx.curve, m.text, this.node(from).address)
       if (message.type !== type) continue
       this.inFlight.splice(this.inFlight.indexOf(m), 1)
       await this.dispatch(to, await this.received(to, message, signer))
@@ -264,7 +263,7 @@ export class Network {
     const node = this.node(to)
     const decryptedSecret =
       message.type === 'LockedTransfer' && typeof message.metadata.secret === 'string' && message.target.toLowerCase() === node.address.toLowerCase()
-        ? decryptSecret(message.metadata.secret, hexToBytes(node.key))
+        ? decryptSecret(this.ctx.curve, message.metadata.secret, hexToBytes(node.key))
         : undefined
     const seen = message.type === 'LockedTransfer' || message.type === 'RefundTransfer' || message.type === 'RevealSecret' ? this.chainSeen(to) : {}
     return withStoredNonce(node.state, { type: 'receive', message, sender, ...(decryptedSecret ? { decryptedSecret } : {}), ...seen }, this.historyOf(to))
@@ -302,9 +301,9 @@ export class Network {
     const r = (routes ?? [[to]]).map((route) => route.map((n) => this.node(n).address))
     // Deterministic randomness, so a failing property run replays exactly.
     const encryptedSecret = this.secretInMetadata(paymentId)
-      ? encryptSecret({
+      ? encryptSecret(this.ctx.curve, {
           payload: { secret, amount, paymentId },
-          targetPublicKey: secp256k1Engine().publicKey(hexToBytes(this.node(to).key)),
+          targetPublicKey: this.ctx.curve.publicKey(hexToBytes(this.node(to).key)),
           ephemeralPrivateKey: hexToBytes(sha256(`0x${(paymentId * 1000n + 999n).toString(16).padStart(64, '0')}`)),
           nonce: hexToBytes(sha256(secret)).subarray(0, 16),
         })

@@ -6,6 +6,7 @@ import { MAX_METADATA_BYTES } from '../../../../src/protocol/messages/wire.ts'
 import { routeMetadata } from '../../../../src/protocol/transfer/initiator.ts'
 import type { NodeEvent } from '../../../../src/protocol/state/effects.ts'
 import { Network } from '../support/network.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const reason = (e: NodeEvent | undefined) => (e && 'reason' in e ? e.reason : undefined)
 const revealed = (net: Network, name: string) =>
@@ -105,8 +106,8 @@ describe('initiator, when a hop refunds its lock', () => {
     const h = await net.pay('A', 'C', 20n, 1n, [['B', 'C']])
     expect(await net.deliverMessage('A', 'B', 'LockedTransfer')).toBe(true)
     const entry = net.inFlight.find((m) => m.from === 'B' && m.to === 'A' && m.text.includes('RefundTransfer'))!
-    const { message } = await decodeMessage(entry.text, net.node('B').address)
-    entry.text = encodeMessage(await signMessage(net.node('B').key, { ...(message as RefundTransfer), payment_identifier: 2n }))
+    const { message } = await decodeMessage(jsSecp256k1, entry.text, net.node('B').address)
+    entry.text = encodeMessage(await signMessage(jsSecp256k1, net.node('B').key, { ...(message as RefundTransfer), payment_identifier: 2n }))
     await net.deliverAll()
     expect(net.outcomes('A', 1n)).toEqual([])
     expect(net.node('A').state.initiators[h]).toMatchObject({ status: 'pending' })
@@ -126,7 +127,7 @@ describe('initiator, when a hop refunds its lock', () => {
       amount: 20n,
       expiration: lock.expiration,
     }
-    await net.dispatch('A', { type: 'receive', message: await signMessage(net.node('C').key, request), sender: net.node('C').address })
+    await net.dispatch('A', { type: 'receive', message: await signMessage(jsSecp256k1, net.node('C').key, request), sender: net.node('C').address })
     expect(revealed(net, 'A')).toHaveLength(1)
     await net.deliverAll()
     expect(net.node('B').sent.map((s) => s.message.type)).toContain('RefundTransfer')

@@ -5,6 +5,7 @@ import type { LockedTransfer } from '../../../../src/protocol/messages/types.ts'
 import { channelWith } from '../../../../src/protocol/state/access.ts'
 import type { NodeEvent } from '../../../../src/protocol/state/effects.ts'
 import { Network } from '../support/network.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const channelOf = (net: Network, a: string, b: string) => channelWith(net.node(a).state, net.chain.tokenNetwork, net.node(b).address)!
 const sentTypes = (net: Network, name: string) => net.node(name).sent.map((s) => s.message.type)
@@ -52,9 +53,9 @@ async function expectCleanAfterExpiry(net: Network, names: string[]) {
 /** Rewrites A's LockedTransfer in flight to B with another route in its metadata (re-signed by A). */
 async function rerouteInFlight(net: Network, route: Address[]) {
   const entry = net.inFlight.find((m) => m.from === 'A' && m.to === 'B')!
-  const { message } = await decodeMessage(entry.text, net.node('A').address)
+  const { message } = await decodeMessage(jsSecp256k1, entry.text, net.node('A').address)
   const changed: LockedTransfer = { ...(message as LockedTransfer), metadata: { routes: [{ route }] } }
-  entry.text = encodeMessage(await signMessage(net.node('A').key, changed))
+  entry.text = encodeMessage(await signMessage(jsSecp256k1, net.node('A').key, changed))
 }
 
 describe('a mediator that cannot forward a lock gives it back at once (RefundTransfer), without waiting for its expiry', () => {
@@ -184,8 +185,10 @@ describe('a mediator that cannot forward a lock gives it back at once (RefundTra
     expect(await net.deliverMessage('A', 'B', 'LockedTransfer')).toBe(true)
     expect(await net.deliverMessage('B', 'C', 'LockedTransfer')).toBe(true)
     const entry = net.inFlight.find((m) => m.from === 'C' && m.to === 'B' && m.text.includes('RefundTransfer'))!
-    const { message } = await decodeMessage(entry.text, net.node('C').address)
-    entry.text = encodeMessage(await signMessage(net.node('C').key, { ...(message as LockedTransfer), type: 'RefundTransfer', payment_identifier: 2n }))
+    const { message } = await decodeMessage(jsSecp256k1, entry.text, net.node('C').address)
+    entry.text = encodeMessage(
+      await signMessage(jsSecp256k1, net.node('C').key, { ...(message as LockedTransfer), type: 'RefundTransfer', payment_identifier: 2n }),
+    )
     await net.deliverAll()
     expect(sentTypes(net, 'B')).not.toContain('RefundTransfer')
     expect(net.outcomes('A', 1n)).toEqual([])

@@ -4,6 +4,7 @@ import type { SecretRequest } from '../../../../src/protocol/messages/types.ts'
 import { channelWith, defaultContext } from '../../../../src/protocol/state/access.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
 import { Network } from '../support/network.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const channelOf = (net: Network, a: string, b: string) => channelWith(net.node(a).state, net.chain.tokenNetwork, net.node(b).address)!
 
@@ -78,7 +79,7 @@ describe('initiator', () => {
       expiration: payment.lock.expiration,
     }
     const offer = async (m: SecretRequest, from: 'B' | 'C') => {
-      const signed = await signMessage(net.node(from).key, m)
+      const signed = await signMessage(jsSecp256k1, net.node(from).key, m)
       const { effects, state } = transition(net.node('A').state, { type: 'receive', message: signed, sender: net.node(from).address }, defaultContext)
       return { reveals: effects.filter((e) => e.type === 'send' && e.message.type === 'RevealSecret').length, state }
     }
@@ -101,7 +102,7 @@ describe('target', () => {
     await net.pay('A', 'B', 10n, 1n, undefined, 12n)
     await net.mine(1)
     await net.deliver(0)
-    const { message } = await decodeMessage(net.inFlight.find((m) => m.from === 'B')!.text)
+    const { message } = await decodeMessage(jsSecp256k1, net.inFlight.find((m) => m.from === 'B')!.text)
     expect(message.type).toBe('Processed')
     expect(net.inFlight.filter((m) => m.from === 'B')).toHaveLength(1)
   })

@@ -1,18 +1,18 @@
 import { describe, expect, test } from 'vitest'
 import { hexToBytes, sha256, type Hex } from 'viem'
 import type { LockedTransfer, Message } from '../../../../src/protocol/messages/types.ts'
-import { secp256k1Engine } from '../../../../src/protocol/secp256k1.ts'
 import { decryptSecret, encryptSecret } from '../../../../src/protocol/secretCipher.ts'
 import { Network } from '../support/network.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 const types = (net: Network, name: string) => net.node(name).sent.map((s) => s.message.type)
 
 /** Starts A→(route) payment 1 with a hand-made metadata.secret. */
 async function payWith(net: Network, to: string, route: string[], payload: { secret?: Hex; amount?: bigint; paymentId?: bigint }, encryptTo = to) {
   const secret = sha256('0xaa')
-  const encryptedSecret = encryptSecret({
+  const encryptedSecret = encryptSecret(jsSecp256k1, {
     payload: { secret: payload.secret ?? secret, amount: payload.amount ?? 10n, paymentId: payload.paymentId ?? 1n },
-    targetPublicKey: secp256k1Engine().publicKey(hexToBytes(net.node(encryptTo).key)),
+    targetPublicKey: jsSecp256k1.publicKey(hexToBytes(net.node(encryptTo).key)),
     ephemeralPrivateKey: hexToBytes(sha256('0x01')),
     nonce: new Uint8Array(16),
   })
@@ -39,7 +39,7 @@ describe('the payment secret in the LockedTransfer metadata (docs/protocol.md §
     await net.pay('A', 'B', 10n, 1n)
     const transfer = net.node('A').sent[0]!.message as LockedTransfer
     expect(transfer.type).toBe('LockedTransfer')
-    expect(decryptSecret(transfer.metadata.secret!, hexToBytes(net.node('B').key))).toEqual({
+    expect(decryptSecret(jsSecp256k1, transfer.metadata.secret!, hexToBytes(net.node('B').key))).toEqual({
       secret: sha256(`0x${1n.toString(16).padStart(64, '0')}`),
       amount: 10n,
       paymentId: 1n,

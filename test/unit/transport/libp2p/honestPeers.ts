@@ -11,6 +11,7 @@ import { createLibp2pTransport, type Libp2pTransport, type Libp2pTransportParame
 import { lineSigner } from '../../../../src/transport/lineSigner.ts'
 import { logMessages, relayListening, startSluice, type SluiceProcess } from '../../../cli/sluiceProcess.ts'
 import { record, secretRequest } from '../messages.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 /** A node's messaging as the runtime has it: delivery over a libp2p transport, with a tiny runtime that records. */
 export type HonestPeer = {
@@ -41,9 +42,10 @@ export async function honestPeer(key: Hex, relays: readonly string[], more: Part
     logs: [],
     seen: new Set(),
     delivery: createDelivery({
+      curve: jsSecp256k1,
       transport,
       address,
-      sign: lineSigner(key),
+      sign: lineSigner(jsSecp256k1, key),
       backoff: { initialMs: 2_000, maxMs: 5_000 },
       onMessage: (message, sender) => {
         peer.received.push({ message, sender })

@@ -10,6 +10,7 @@ import { secretRequest } from '../messages.ts'
 import { honestPeer, meet, quantile, roundTrips, startFlooder, startRelayProcess, type HonestPeer } from './honestPeers.ts'
 import { bareNode, frameOf, frameWriter, messageStream, signedLines, varint } from './roguePeer.ts'
 import { lineSigner } from '../../../../src/transport/lineSigner.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 /**
  * A node's inbound message streams under attack by a real libp2p peer that speaks the protocol without our logic
@@ -64,7 +65,7 @@ describe('a node under attack by a peer speaking the protocol: it keeps working 
     const lines = [
       'not json',
       '{"type":"Ping"}',
-      JSON.stringify({ ...JSON.parse(await lineSigner(keyF)(secretRequest(1n))), signature: `0x${'00'.repeat(65)}` }),
+      JSON.stringify({ ...JSON.parse(await lineSigner(jsSecp256k1, keyF)(secretRequest(1n))), signature: `0x${'00'.repeat(65)}` }),
     ]
     await frameWriter(await rogueStream())(frameOf(lines))
     await eventually(() => expect(b.delivery.stats().invalid).toBe(before.invalid + 3))

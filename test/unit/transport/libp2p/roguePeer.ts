@@ -14,6 +14,7 @@ import { libp2pPrivateKey } from '../../../../src/transport/libp2p/peerIdentity.
 import { messageProtocol, presenceTopic } from '../../../../src/transport/libp2p/protocol.ts'
 import { lineSigner } from '../../../../src/transport/lineSigner.ts'
 import { secretRequest } from '../messages.ts'
+import { jsSecp256k1 } from '../../../../src/protocol/secp256k1.ts'
 
 /**
  * A libp2p node with `key` and the same stack as the transport, but none of its logic (no presence, no handler, no
@@ -83,7 +84,7 @@ export function frameWriter(stream: Stream): (frame: Uint8Array) => Promise<void
 
 /** `count` distinct protocol lines signed by `key` (SecretRequests, ids from `firstId`): each costs a receiver a recovery. */
 export async function signedLines(key: Hex, count: number, firstId = 1n): Promise<string[]> {
-  const sign = lineSigner(key)
+  const sign = lineSigner(jsSecp256k1, key)
   return Promise.all(Array.from({ length: count }, (_, i) => sign(secretRequest(firstId + BigInt(i)))))
 }
 
