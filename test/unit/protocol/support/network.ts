@@ -15,6 +15,7 @@ import type { ReceivedRecord, SentLockRecord, SentProofRecord, Storage } from '.
 import type { NodeState } from '../../../../src/protocol/state/types.ts'
 import { transition } from '../../../../src/protocol/transition.ts'
 import { decryptSecret, encryptSecret } from '../../../../src/protocol/secretCipher.ts'
+import { awaitsStateAnswer, retrievableId } from '../../../../src/transport/acknowledgement.ts'
 import { ChainModel, type ChainEvent } from './chainModel.ts'
 
 export type SimNode = {
@@ -55,6 +56,12 @@ export class Network {
   readonly violations: string[] = []
   /** Every chain event and block handed to the nodes, with the block it belongs to: what a sync fetches again. */
   readonly mined: { block: bigint; change: StateChange }[] = []
+  /**
+   * Balance proofs and withdraw messages not yet answered by their receiver's state machine (Processed, or
+   * WithdrawConfirmation), by `${from}>${to}:${id}`: a runtime resends them until answered, and its delivery hands a
+   * resend to the state machine again (src/transport/delivery.ts), which may accept now what it refused before.
+   */
+  readonly unanswered = new Map<string, InFlight>()
 
   /**
    * Which payments carry their secret in the metadata, encrypted to the target (as the runtime does when it knows
@@ -181,7 +188,11 @@ export class Network {
         this.checkTimeLeft(node, state, signed)
         if (isEnvelope(signed)) this.recordProof(node, signed)
         const to = this.byAddress(effect.recipient)
-        if (to) this.inFlight.push({ from: name, to: to.name, text: encodeMessage(signed) })
+        if (to) {
+          const sent = { from: name, to: to.name, text: encodeMessage(signed) }
+          this.inFlight.push(sent)
+          if (awaitsStateAnswer(signed)) this.unanswered.set(`${name}>${to.name}:${retrievableId(signed)}`, sent)
+        }
       }
     }
   }
@@ -238,8 +249,19 @@ export class Network {
     const head = this.inFlight.find((m) => m.from === pick.from && m.to === pick.to)!
     if (!duplicate) this.inFlight.splice(this.inFlight.indexOf(head), 1)
     const { message, signer } = await decodeMessage(this.ctx.curve, head.text, this.node(head.from).address)
+    this.answered(head, message)
     await this.dispatch(head.to, await this.received(head.to, message, signer))
     return true
+  }
+
+  /** A Processed or WithdrawConfirmation that reaches its addressee ends the resends of what it answers. */
+  private answered(m: InFlight, message: Message) {
+    if (message.type === 'Processed' || message.type === 'WithdrawConfirmation') this.unanswered.delete(`${m.to}>${m.from}:${message.message_identifier}`)
+  }
+
+  /** Every sender resends, once, what its partners have not answered yet (as its retry timer would). */
+  resendUnanswered(): void {
+    for (const m of this.unanswered.values()) this.inFlight.push({ ...m })
   }
 
   /** Delivers the first in-flight message from `from` to `to` of the given type; false if there is none. */
@@ -249,6 +271,7 @@ export class Network {
       const { message, signer } = await decodeMessage(this.ctx.curve, m.text, this.node(from).address)
       if (message.type !== type) continue
       this.inFlight.splice(this.inFlight.indexOf(m), 1)
+      this.answered(m, message)
       await this.dispatch(to, await this.received(to, message, signer))
       return true
     }
