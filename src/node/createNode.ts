@@ -1,7 +1,7 @@
 import { hexToBytes, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { createBlockWatcher } from '../chain/blockWatcher.ts'
-import { createChainClient } from '../chain/chainClient.ts'
+import { createChainClient, type ChainClient } from '../chain/chainClient.ts'
 import { ChainRpcError } from '../chain/errors.ts'
 import { syncChainEvents } from '../chain/eventSync.ts'
 import { LogChunkSize } from '../chain/getLogsByChunk.ts'
@@ -68,7 +68,7 @@ export async function createNode(nodeConfig: NodeConfig): Promise<SluiceNode> {
   // What the node tells its listeners; an endpoint going down or coming back is one of its notices.
   const notices = new EventBus<NodeNotice>()
   const address = privateKeyToAddress(config.key)
-  const { chain, storage } = await openChainAndStore(config, address, notices, nodeConfig.onRpcFailure)
+  const { chain, storage } = await openChainAndStore(config, address, notices)
   try {
     const { loaded, restored } = await readStore(storage, chain, config, nodeConfig.import)
     const { state, seq, ctx, syncedBlock } = stateOf(loaded, config, confirmations, address)
@@ -88,8 +88,6 @@ async function loadCurveEngine(wasm: NodeConfig['secp256k1Wasm']): Promise<Secp2
   return wasm === 'background' ? backgroundWasmSecp256k1().engine : wasmOrJsSecp256k1()
 }
 
-type Chain = Awaited<ReturnType<typeof createChainClient>>
-
 /**
  * Step 1: the chain client (its registry checked where the deployment says) and the store, opened side by side:
  * neither waits for the other (in a page, IndexedDB's open and the endpoint's first answers overlap). When the chain
@@ -99,8 +97,7 @@ async function openChainAndStore(
   config: ResolvedNodeConfig,
   address: Address,
   notices: EventBus<NodeNotice>,
-  onRpcFailure: NodeConfig['onRpcFailure'],
-): Promise<{ chain: Chain; storage: Storage }> {
+): Promise<{ chain: ChainClient; storage: Storage }> {
   const { deployment } = config
   const registry = deployment.contracts.TokenNetworkRegistry.address
   const connecting = (async () => {
@@ -109,18 +106,24 @@ async function openChainAndStore(
       ...(config.provider ? { provider: config.provider } : {}),
       endpoints: {
         onChange: (change) => notices.publish({ type: 'rpcEndpoint', ...change }),
-        ...(onRpcFailure ? { onFailure: onRpcFailure } : {}),
+        ...(config.onRpcFailure ? { onFailure: config.onRpcFailure } : {}),
       },
       privateKey: config.key,
       curve: config.secp256k1,
       chainId: deployment.chainId,
       pollingInterval: config.pollingInterval,
     })
-    const code = await chain.publicClient.getCode({ address: registry }).catch((e: unknown) => {
-      throw new ChainRpcError('eth_getCode', e)
-    })
-    if (!code || code === '0x') throw new DeploymentMismatchError(registry)
-    return chain
+    try {
+      const code = await chain.publicClient.getCode({ address: registry }).catch((e: unknown) => {
+        throw new ChainRpcError('eth_getCode', e)
+      })
+      if (!code || code === '0x') throw new DeploymentMismatchError(registry)
+      return chain
+    } catch (error) {
+      // A client of a WebSocket endpoint left open would keep its connection (and a Node.js process) alive.
+      await chain.close().catch(() => {})
+      throw error
+    }
   })()
   const opening = config.storage({ chainId: BigInt(deployment.chainId), registry, address })
   const [chain, storage] = await Promise.allSettled([connecting, opening])
@@ -143,7 +146,7 @@ async function openChainAndStore(
  */
 async function readStore(
   storage: Storage,
-  chain: Chain,
+  chain: ChainClient,
   config: ResolvedNodeConfig,
   dump: NodeConfig['import'],
 ): Promise<{ loaded: Loaded; restored: Restored | undefined }> {
@@ -198,7 +201,7 @@ function stateOf(
 type Opened = {
   config: ResolvedNodeConfig
   confirmations: bigint
-  chain: Chain
+  chain: ChainClient
   storage: Storage
   loaded: Loaded
   restored: Restored | undefined
@@ -417,7 +420,7 @@ async function wireMessaging(p: {
 /** Chain following: the sync's bounded reads, the block watcher and the events of each step, and the node's status. */
 function wireChainFollowing(p: {
   config: ResolvedNodeConfig
-  chain: Chain
+  chain: ChainClient
   engine: Engine
   storage: Storage
   notices: EventBus<NodeNotice>
@@ -475,7 +478,7 @@ function wireChainFollowing(p: {
 /** The protocol's transactions: each sent through the queue (joined again after a restart by its key) and followed until mined. */
 function wireTransactions(p: {
   config: ResolvedNodeConfig
-  chain: Chain
+  chain: ChainClient
   queue: ReturnType<typeof createTransactionQueue>
   engine: Engine
   storage: Storage

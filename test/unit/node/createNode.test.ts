@@ -1,4 +1,6 @@
 import { createPublicClient, http, type EIP1193Provider } from 'viem'
+import { once } from 'node:events'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { anvilKeys } from '../../../src/devnet/anvil.ts'
 import { createNode } from '../../../src/node/createNode.ts'
@@ -89,6 +91,44 @@ describe('createNode opens the chain and the store', () => {
     wrong.contracts.TokenNetworkRegistry.address = '0x000000000000000000000000000000000000dEaD'
     await expect(createNode({ ...devnetNodeConfig(net, key), deployment: wrong, storage: open })).rejects.toMatchObject({ code: 'DEPLOYMENT_MISMATCH' })
     expect(seen).toEqual({ opened: 1, closed: 1 })
+  })
+
+  test('no registry, over a WebSocket endpoint: the chain client opened is closed again (its socket would keep the process alive)', async () => {
+    // A TCP proxy in front of anvil: it sees the client's WebSocket connections open and close.
+    const anvil = new URL(net.anvil.rpcUrl)
+    const open = new Set<Socket>()
+    const proxy = createServer((client) => {
+      open.add(client)
+      const upstream = connect(Number(anvil.port), anvil.hostname)
+      client.pipe(upstream).pipe(client)
+      const end = () => {
+        open.delete(client)
+        client.destroy()
+        upstream.destroy()
+      }
+      client.on('close', end).on('error', end)
+      upstream.on('close', end).on('error', end)
+    })
+    proxy.listen(0, '127.0.0.1')
+    await once(proxy, 'listening')
+    try {
+      const wrong = structuredClone(net.deployment)
+      wrong.contracts.TokenNetworkRegistry.address = '0x000000000000000000000000000000000000dEaD'
+      const rpc = `ws://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+      let connected = false
+      proxy.once('connection', () => {
+        connected = true
+      })
+      await expect(createNode({ ...devnetNodeConfig(net, key), rpc, deployment: wrong, storage: openMemoryStorage })).rejects.toMatchObject({
+        code: 'DEPLOYMENT_MISMATCH',
+      })
+      expect(connected).toBe(true)
+      for (const deadline = Date.now() + 5_000; open.size > 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20))
+      expect(open.size, 'connections the failed start left open').toBe(0)
+    } finally {
+      for (const c of open) c.destroy()
+      proxy.close()
+    }
   })
 
   test("a store that fails is the error when the chain answers; when both fail, the chain's error wins", async () => {
