@@ -149,7 +149,8 @@ export class PfsStore {
     options: { lease?: Lease | undefined; pollMs?: number; onError?(error: Error): void } = {},
   ): Promise<PfsStore> {
     const { openPostgresServiceStore } = await import('../../storage/postgres/serviceStore.ts')
-    const { kv, loaded } = await openPostgresServiceStore(pool, { component: 'pfs', ...options }, PfsStore.meta(identity))
+    // The routes answered are read from the table when asked, never kept in memory.
+    const { kv, loaded } = await openPostgresServiceStore(pool, { component: 'pfs', untracked: FEEDBACK, ...options }, PfsStore.meta(identity))
     return new PfsStore(kv, loaded, 'the table pfs_kv')
   }
 

@@ -44,6 +44,11 @@ export type PostgresServiceKvOptions = {
   onError?(error: Error): void
   /** Tombstones' pruning (tests make it quick): TOMBSTONES unless told. */
   tombstones?: { keep: number; pruneEvery: number }
+  /**
+   * The key prefix of records no instance keeps in memory: read from the table when asked, and deleted by
+   * `clearRange`, which leaves no tombstones (the pathfinding service's routes answered). They are not followed.
+   */
+  untracked?: string
 }
 
 type Row = { key: string; value: Buffer | null; seq: string }
@@ -90,7 +95,12 @@ export class PostgresServiceKv implements ServiceKv {
     this.channel = `sluice_${options.component}_kv`
     this.lockKey = this.table
     this.lastSeen = lastSeen
-    this.liveKeys = new Set(snapshot?.keys())
+    this.liveKeys = new Set([...(snapshot?.keys() ?? [])].filter((key) => this.tracked(key)))
+  }
+
+  /** Whether this instance follows the key's record (in `liveKeys`, and handed to the store's listeners). */
+  private tracked(key: string): boolean {
+    return this.options.untracked === undefined || !key.startsWith(this.options.untracked)
   }
 
   /** Runs the migrations, then reads the whole table at once (one snapshot: what the store loads matches `seq`). */
@@ -133,7 +143,6 @@ export class PostgresServiceKv implements ServiceKv {
    */
   async clearRange(gte: string, lt: string): Promise<void> {
     await this.pool.query(`DELETE FROM ${this.table} WHERE key COLLATE "C" >= $1 AND key COLLATE "C" < $2`, [gte, lt])
-    for (const key of this.liveKeys) if (key >= gte && key < lt) this.liveKeys.delete(key)
   }
 
   /** A write outside a batch (the meta record at open): a batch of one. */
@@ -166,16 +175,18 @@ export class PostgresServiceKv implements ServiceKv {
   commit(body: Parameters<ServiceKv['commit']>[0]): Promise<void> {
     return this.exclusively(async () => {
       let after: (() => void) | undefined
+      const written: [string, boolean][] = []
       await inTransaction(
         this.pool,
         async (client) => {
           await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [this.lockKey])
           this.apply(await this.rowsAfter(client))
           const leaseHeld = await this.leaseHeld(client)
-          after = await body({ leaseHeld, write: (ops) => this.write(client, ops) })
+          after = await body({ leaseHeld, write: async (ops) => void written.push(...(await this.write(client, ops))) })
         },
         `a batch of ${this.table}`,
       )
+      this.follows(written)
       after?.()
     })
   }
@@ -233,7 +244,9 @@ export class PostgresServiceKv implements ServiceKv {
     const wholeTable = horizon !== undefined && BigInt(horizon.seq) > this.lastSeen
     const tableRows = rows.filter((row): row is Row => row.key !== null)
     const fresh = tableRows.filter((row) => BigInt(row.seq) > this.lastSeen)
-    const changes: KvChange[] = fresh.map((row) => ({ key: row.key, value: row.value ? new Uint8Array(row.value) : undefined }))
+    const changes: KvChange[] = fresh
+      .filter((row) => this.tracked(row.key))
+      .map((row) => ({ key: row.key, value: row.value ? new Uint8Array(row.value) : undefined }))
     if (wholeTable) {
       const present = new Set(tableRows.map((row) => row.key))
       for (const key of this.liveKeys) if (!present.has(key)) changes.push({ key, value: undefined })
@@ -241,17 +254,16 @@ export class PostgresServiceKv implements ServiceKv {
     const seen = [...tableRows.map((row) => BigInt(row.seq)), wholeTable ? BigInt(horizon.seq) : 0n]
     this.lastSeen = seen.reduce((max, seq) => (seq > max ? seq : max), this.lastSeen)
     if (changes.length === 0) return
+    this.follows(changes.map(({ key, value }) => [key, value !== undefined]))
+    // While the store loads (the meta record's write catches up too), the snapshot it reads follows as well.
     for (const { key, value } of changes) {
-      if (value) this.liveKeys.add(key)
-      else this.liveKeys.delete(key)
-      // While the store loads (the meta record's write catches up too), the snapshot it reads follows as well.
       if (value) this.snapshot?.set(key, value)
       else this.snapshot?.delete(key)
     }
     for (const listener of this.listeners) listener(changes)
   }
 
-  private async write(client: pg.ClientBase, ops: BatchOp[]): Promise<void> {
+  private async write(client: pg.ClientBase, ops: BatchOp[]): Promise<[string, boolean][]> {
     // The last operation on a key wins, as in a LevelDB batch (one row can take one change per statement).
     const last = new Map<string, BatchOp>()
     for (const op of ops) last.set(op.key, op)
@@ -266,10 +278,17 @@ export class PostgresServiceKv implements ServiceKv {
     )
     await this.pruneTombstones(client, BigInt(seq))
     await client.query('SELECT pg_notify($1, $2)', [this.channel, seq])
-    // Our own rows are in memory once the batch applies: the next catch-up starts after them.
+    // Our own rows are in memory once the batch applies: the next catch-up starts after them (a seq rolled back is
+    // never written: the lock makes seqs rise in commit order). The keys are followed once the batch commits.
     this.lastSeen = BigInt(seq)
-    for (const [key, op] of last) {
-      if (op.type === 'put') this.liveKeys.add(key)
+    return [...last].map(([key, op]) => [key, op.type === 'put'])
+  }
+
+  /** Keys that now hold a value (true) or no longer do. */
+  private follows(keys: [string, boolean][]): void {
+    for (const [key, live] of keys) {
+      if (!this.tracked(key)) continue
+      if (live) this.liveKeys.add(key)
       else this.liveKeys.delete(key)
     }
   }
