@@ -8,7 +8,6 @@ export function progressOf(snapshotSeq: number | undefined, lastChangeSeq: numbe
   return Math.max(snapshotSeq ?? -1, lastChangeSeq ?? -1)
 }
 
-/** What is stored now, to compare a dump against. */
 /** A dump's rows as one commit: what a store writes (and checks) when it imports the dump. */
 export function commitOfDump(d: StorageDump): Commit {
   return {
@@ -26,6 +25,7 @@ export function commitOfDump(d: StorageDump): Commit {
   }
 }
 
+/** What is stored now, to compare a dump against. */
 export type StoredProgress = { meta: Meta; progress: number }
 
 /**

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { deserialize, serialize } from 'node:v8'
 import { asStorageError } from './asStorageError.ts'
 import { checkCommit } from './checkCommit.ts'
-import { checkDump, progressOf } from './dump.ts'
+import { checkDump, commitOfDump, progressOf } from './dump.ts'
 import { checkIdentity, sameIdentity } from './identity.ts'
 import {
   blockRange,
@@ -400,24 +400,8 @@ class LevelStorage implements Storage {
       // Everything goes and the dump comes in, in one synced batch: a crash leaves the old store or the new one.
       const ops: Op[] = []
       for await (const key of db.keys()) ops.push({ type: 'del', key })
-      ops.push(put(META_KEY, d.meta))
-      if (d.snapshot) ops.push(put(SNAPSHOT_KEY, d.snapshot))
-      for (const c of d.changes) ops.push(put(changeKey(c.seq), c))
-      for (const e of d.events) ops.push(put(eventKey(e.seq), e))
-      for (const p of d.payments) {
-        ops.push(put(paymentKey(p.seq), p))
-        for (const key of paymentIndexKeys(p)) ops.push({ type: 'put', key, value: EMPTY })
-      }
-      for (const e of d.chainEvents) {
-        ops.push(put(chainEventKey(e), e))
-        for (const key of chainEventIndexKeys(e)) ops.push({ type: 'put', key, value: EMPTY })
-      }
-      for (const r of d.outbox) ops.push(put(outboxKey(r.key), r))
-      for (const r of d.transactions) ops.push(put(transactionKey(r.key), r))
-      for (const p of d.sentProofs ?? []) ops.push(put(sentProofKeyOf(p), p))
-      for (const l of d.sentLocks ?? []) ops.push(put(sentLockKey(l), l))
-      for (const r of d.received ?? []) ops.push(put(receivedKeyOf(r), r))
-      for (const e of d.chainTransactions ?? []) ops.push(put(chainTransactionKey(e.nonce), e))
+      // The dump's rows and their index entries, as a commit of them would write them.
+      ops.push(put(META_KEY, d.meta), ...plan(commitOfDump(d)).puts)
       await db.batch(ops, { sync: true })
       this.meta = d.meta
     }, 'importDump')

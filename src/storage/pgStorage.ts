@@ -606,7 +606,7 @@ class PgStorage implements Storage {
             // Everything goes and the dump comes in, in one transaction: the old store or the new one.
             for (const table of NODE_ROW_TABLES) await client.query(`DELETE FROM ${table} WHERE store = $1`, [store])
             for (const rows of planned.upserts) await upsert(client, store, rows)
-            await client.query('UPDATE node_stores SET meta = $2, snapshot = $3 WHERE id = $1', [store, encode(d.meta), d.snapshot ? encode(d.snapshot) : null])
+            await client.query('UPDATE node_stores SET meta = $2, snapshot = $3 WHERE id = $1', [store, encode(d.meta), planned.snapshot ?? null])
             imported = d.meta
           },
           'importDump',
