@@ -106,12 +106,15 @@ export async function createMonitoringService(config: MonitoringServiceConfig): 
   const address = chain.address
   const monitoringService = getAddress(deployment.contracts.MonitoringService.address)
   const identity = { chainId: deployment.chainId, monitoringService, address }
+  // The chain client opened above is closed again when the store cannot be opened.
   const { store, database } = await openServiceStorage(config, {
     name: 'sluice monitor',
     leaseName: `monitor:${deployment.chainId}:${monitoringService.toLowerCase()}:${address.toLowerCase()}`,
     log,
-    chain,
     store: { open: (dataDir) => MonitorStore.open(dataDir, identity), openPostgres: (pool, options) => MonitorStore.openPostgres(pool, identity, options) },
+  }).catch(async (e: unknown) => {
+    await chain.close()
+    throw e
   })
   const queue = createServiceQueue(chain, store, { maxFeePerGas: config.maxFeePerGas, log })
   const transport = config.transport?.(address)

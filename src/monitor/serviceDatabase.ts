@@ -129,11 +129,11 @@ export type ServiceStoreOpeners<S> = {
 
 /**
  * Opens a service's store where its configuration says: in the database (`database`, with the lease `leaseName`)
- * or in `dataDir`. On failure, what was opened is closed again, `chain` included, and the error thrown.
+ * or in `dataDir`. On failure, what it opened is closed again and the error thrown.
  */
 export async function openServiceStorage<S>(
   config: { database?: ServiceDatabaseConfig | undefined; dataDir?: string | undefined },
-  p: { name: string; leaseName: string; log: ServiceLog; chain: { close(): Promise<void> }; store: ServiceStoreOpeners<S> },
+  p: { name: string; leaseName: string; log: ServiceLog; store: ServiceStoreOpeners<S> },
 ): Promise<{ store: S; database: ServiceDatabase | undefined }> {
   let database: ServiceDatabase | undefined
   try {
@@ -150,7 +150,6 @@ export async function openServiceStorage<S>(
     return { store: await p.store.open(config.dataDir), database }
   } catch (e) {
     await database?.close()
-    await p.chain.close()
     throw e
   }
 }

@@ -162,12 +162,15 @@ export async function createPathfindingService(config: PathfindingServiceConfig)
   const serviceFee = config.serviceFee ?? 0n
   const confirmations = BigInt(config.confirmations ?? 5)
   const identity = { chainId: deployment.chainId, registry, address }
+  // The chain client opened above is closed again when the store cannot be opened.
   const { store, database } = await openServiceStorage(config, {
     name: 'sluice pathfinding',
     leaseName: `pathfinding:${deployment.chainId}:${registry.toLowerCase()}:${address.toLowerCase()}`,
     log,
-    chain,
     store: { open: (dataDir) => PfsStore.open(dataDir, identity), openPostgres: (pool, options) => PfsStore.openPostgres(pool, identity, options) },
+  }).catch(async (e: unknown) => {
+    await chain.close()
+    throw e
   })
   const queue = createServiceQueue(chain, store, { maxFeePerGas: config.maxFeePerGas, log })
   const transport = config.transport?.(address)
