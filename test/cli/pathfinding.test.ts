@@ -7,11 +7,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { encryptKeystore } from '../../src/chain/keystore.ts'
 import { openChannel } from '../../src/chain/tokenNetworkActions.ts'
 import { planUserDepositWithdraw } from '../../src/chain/userDepositActions.ts'
-import { ServiceRegistry, UserDeposit } from '../../src/contracts/index.ts'
+import { ServiceRegistry } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
-import { MIN_IOU_EXPIRY_BLOCKS, type SignedIou } from '../../src/pathfinding/iou.ts'
-import { pfsJson } from '../../src/pathfinding/service/api.ts'
+import { MIN_IOU_EXPIRY_BLOCKS } from '../../src/pathfinding/iou.ts'
 import type { PFSCapacityUpdate, Signed } from '../../src/protocol/messages/types.ts'
 import { encodeMessage } from '../../src/protocol/messages/wire.ts'
 import { pfsUpdateAckId } from '../../src/protocol/pfsUpdateAck.ts'
@@ -20,8 +19,8 @@ import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
 import type { Relay } from '../../src/transport/libp2p/relay.ts'
 import type { Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
-import { iouJson, signIou } from '../support/ious.ts'
-import { startPathfindingNodes, type PathfindingNodes } from '../support/pathfindingNodes.ts'
+import { iouJson } from '../support/ious.ts'
+import { request, startPathfindingNodes, type PathfindingNodes } from '../support/pathfindingNodes.ts'
 import { metricsUrlOf, sampleValue, scrape } from '../support/prometheusText.ts'
 import {
   fundServiceAndPayer,
@@ -107,36 +106,10 @@ const serviceArgs = () => [
 
 const startService = () => startServiceProcess(serviceArgs(), tempDir(), started)
 
-/** An answer with its numbers read losslessly (amounts beyond 2^53 as bigints). */
-async function request(method: string, url: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }> {
-  const r = await fetch(url, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : pfsJson(body) }),
-  })
-  const text = await r.text()
-  const parsed = text
-    ? JSON.parse(text, (_key, value, context?: { source?: string }) =>
-        typeof value === 'number' && !Number.isSafeInteger(value) && context?.source && /^\d+$/.test(context.source) ? BigInt(context.source) : value,
-      )
-    : undefined
-  return { status: r.status, body: parsed, headers: r.headers }
-}
-
 const errorOf = (code: number) => ({ error_code: code, errors: expect.any(String) })
 
 /** What B charges to mediate: 3 on the way in and 4 on the way out, 7 a payment. */
 const B_FEE = 7n
-
-const iouOf = (key: Hex, amount: bigint, expirationBlock: bigint, change: Partial<SignedIou> = {}) =>
-  signIou(key, {
-    oneToNAddress: net.deployment.contracts.OneToN.address,
-    chainId: BigInt(net.deployment.chainId),
-    receiver: SERVICE,
-    amount,
-    expirationBlock,
-    ...change,
-  })
 
 /** GET /payment/iou as Raiden signs it: sender || receiver || the timestamp's text, EIP-191. */
 function lastIouQuery(key: Hex, timestamp = new Date().toISOString().slice(0, 19)) {
@@ -144,9 +117,6 @@ function lastIouQuery(key: Hex, timestamp = new Date().toISOString().slice(0, 19
   const signature = signPackedSync(jsSecp256k1, key, concatBytes([hexToBytes(sender), hexToBytes(SERVICE), stringToBytes(timestamp)]))
   return new URLSearchParams({ sender, receiver: SERVICE, timestamp, signature }).toString()
 }
-
-const udcBalance = (who: Address) =>
-  devnet.readContract({ address: net.deployment.contracts.UserDeposit.address, abi: UserDeposit.abi, functionName: 'balances', args: [who] })
 
 describe('sluice pathfinding', () => {
   test('a bad flag or a missing one: one line, exit code 2', async () => {
@@ -269,7 +239,7 @@ describe('sluice pathfinding', () => {
     const confirmed = BigInt((await request('GET', `${api}/info`)).body.network_info.confirmed_block.number)
     const expiry = confirmed + MIN_IOU_EXPIRY_BLOCKS + 100n
     const paths = (body: Record<string, unknown>, network: string = tn) => request('POST', `${api}/${network}/paths`, body)
-    const first = await paths({ from: A, to: D, value: 100, max_paths: 3, iou: iouJson(iouOf(aKey, FEE, expiry)) })
+    const first = await paths({ from: A, to: D, value: 100, max_paths: 3, iou: iouJson(nodes.iou(aKey, FEE, expiry)) })
     expect(first.status).toBe(200)
     expect(first.body.result).toHaveLength(1)
     const [route] = first.body.result
@@ -284,7 +254,7 @@ describe('sluice pathfinding', () => {
     })
     expect(first.body.feedback_token).toMatch(/^[0-9a-f]{32}$/)
     // Raiden's light client sends amounts as decimal strings: the same.
-    const second = await paths({ from: A, to: C, value: '100', iou: { ...iouJson(iouOf(aKey, 2n * FEE, expiry)), amount: String(2n * FEE) } })
+    const second = await paths({ from: A, to: C, value: '100', iou: { ...iouJson(nodes.iou(aKey, 2n * FEE, expiry)), amount: String(2n * FEE) } })
     expect(second).toMatchObject({ status: 200, body: { result: [{ path: [A, B, C], estimated_fee: Number(B_FEE) }] } })
 
     // Bad requests: 2000, with each field named.
@@ -300,36 +270,36 @@ describe('sluice pathfinding', () => {
     // Bad IOUs: missing, signed by another key, too small, expiring too early, of another session, from a sender
     // without deposit, to another service.
     expect(await paths({ from: A, to: D, value: 1 })).toMatchObject({ status: 400, body: errorOf(2101) })
-    expect(await paths({ from: A, to: D, value: 1, iou: iouJson({ ...iouOf(bKey, 3n * FEE, expiry), sender: A }) })).toMatchObject({
+    expect(await paths({ from: A, to: D, value: 1, iou: iouJson({ ...nodes.iou(bKey, 3n * FEE, expiry), sender: A }) })).toMatchObject({
       status: 400,
       body: errorOf(2001),
     })
-    expect(await paths({ from: A, to: D, value: 1, iou: iouJson(iouOf(aKey, 3n * FEE - 1n, expiry)) })).toMatchObject({
+    expect(await paths({ from: A, to: D, value: 1, iou: iouJson(nodes.iou(aKey, 3n * FEE - 1n, expiry)) })).toMatchObject({
       status: 400,
       body: { ...errorOf(2104), error_details: { expected_amount: 30, actual_amount: 29 } },
     })
-    expect(await paths({ from: A, to: D, value: 1, iou: iouJson(iouOf(aKey, 3n * FEE, expiry + 1n)) })).toMatchObject({
+    expect(await paths({ from: A, to: D, value: 1, iou: iouJson(nodes.iou(aKey, 3n * FEE, expiry + 1n)) })).toMatchObject({
       status: 400,
       body: { ...errorOf(2106), error_details: { iou: { amount: 20, expiration_block: Number(expiry) } } },
     })
-    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(iouOf(bKey, FEE, confirmed + 10n)) })).toMatchObject({ status: 400, body: errorOf(2103) })
-    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(iouOf(bKey, FEE, expiry)) })).toMatchObject({
+    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(nodes.iou(bKey, FEE, confirmed + 10n)) })).toMatchObject({ status: 400, body: errorOf(2103) })
+    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(nodes.iou(bKey, FEE, expiry)) })).toMatchObject({
       status: 400,
       body: { ...errorOf(2107), error_details: { required_deposit: 20, seen_deposit: 0 } },
     })
-    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(iouOf(bKey, FEE, expiry, { receiver: C })) })).toMatchObject({
+    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(nodes.iou(bKey, FEE, expiry, { receiver: C })) })).toMatchObject({
       status: 400,
       body: errorOf(2102),
     })
-    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(iouOf(bKey, FEE, expiry, { chainId: 1n })) })).toMatchObject({
+    expect(await paths({ from: B, to: D, value: 1, iou: iouJson(nodes.iou(bKey, FEE, expiry, { chainId: 1n })) })).toMatchObject({
       status: 400,
       body: errorOf(2005),
     })
-    const otherOneToN = iouOf(bKey, FEE, expiry, { oneToNAddress: net.deployment.contracts.UserDeposit.address })
+    const otherOneToN = nodes.iou(bKey, FEE, expiry, { oneToNAddress: net.deployment.contracts.UserDeposit.address })
     expect(await paths({ from: B, to: D, value: 1, iou: iouJson(otherOneToN) })).toMatchObject({ status: 400, body: errorOf(2108) })
 
     // No route: more than the channels carry (paid for all the same, as raiden-services charges a request).
-    const tooMuch = await paths({ from: A, to: D, value: 5_000, iou: iouJson(iouOf(aKey, 3n * FEE, expiry)) })
+    const tooMuch = await paths({ from: A, to: D, value: 5_000, iou: iouJson(nodes.iou(aKey, 3n * FEE, expiry)) })
     expect(tooMuch).toMatchObject({ status: 404, body: errorOf(2201) })
     expect(tooMuch.body.errors).toMatch(/^Source does not have a channel with sufficient capacity/)
 
@@ -337,7 +307,7 @@ describe('sluice pathfinding', () => {
     await transports.get(D)!.stop()
     transports.delete(D)
     await eventually(async () => expect(await request('GET', `${api}/address/${D}/metadata`)).toMatchObject({ status: 404, body: errorOf(2203) }), 15_000)
-    const offline = await paths({ from: A, to: D, value: 1, iou: iouJson(iouOf(aKey, 4n * FEE, expiry)) })
+    const offline = await paths({ from: A, to: D, value: 1, iou: iouJson(nodes.iou(aKey, 4n * FEE, expiry)) })
     expect(offline).toMatchObject({ status: 404, body: { ...errorOf(2201), error_details: { reason: 'target_offline' } } })
     expect(offline.body.errors).toMatch(/^Target not online/)
     expect(await request('GET', `${api}/address/${C}/metadata`)).toMatchObject({ status: 200, body: { user_id: peerIdOfKey(cKey).toString() } })
@@ -387,7 +357,7 @@ describe('sluice pathfinding', () => {
     // Who is online is not kept: the relay says it again once the service watches the nodes of its channels.
     for (const node of [A, B, C]) await eventually(async () => expect((await request('GET', `${again}/address/${node}/metadata`)).status).toBe(200), 15_000)
     expect(
-      await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1000 - Number(B_FEE), iou: iouJson(iouOf(aKey, 5n * FEE, expiry)) }),
+      await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1000 - Number(B_FEE), iou: iouJson(nodes.iou(aKey, 5n * FEE, expiry)) }),
     ).toMatchObject({
       status: 200,
       body: { result: [{ path: [A, B, C] }] },
@@ -395,7 +365,7 @@ describe('sluice pathfinding', () => {
 
     // The claim: once the session is in its last week it is due, but a claim of 50 units is not worth its gas; a raise
     // to a tenth of a token is, and OneToN pays it into the service's deposit.
-    const serviceBefore = await udcBalance(SERVICE)
+    const serviceBefore = await nodes.udcBalance(SERVICE)
     await devnet.mine({ blocks: 150 })
     const [, pays, costs] = await service.sluice.waitForOutput(
       /not claimed now: not worth its gas yet: it pays (\d+), its gas costs (\d+) in service tokens\n/,
@@ -404,9 +374,11 @@ describe('sluice pathfinding', () => {
     expect(BigInt(pays!)).toBe(5n * FEE)
     expect(BigInt(costs!)).toBeGreaterThan(5n * FEE)
     expect((await request('GET', `${again}/status`)).body.ious).toMatchObject({ held: 1, claiming: 0, claimed: 0 })
-    expect(await udcBalance(SERVICE)).toBe(serviceBefore)
+    expect(await nodes.udcBalance(SERVICE)).toBe(serviceBefore)
     const tenth = 10n ** 17n
-    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(iouOf(aKey, tenth, expiry)) })).toMatchObject({ status: 200 })
+    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(nodes.iou(aKey, tenth, expiry)) })).toMatchObject({
+      status: 200,
+    })
     await eventually(
       async () => expect((await request('GET', `${again}/status`)).body.ious).toMatchObject({ held: 0, claimed: 1, claimed_amount: tenth }),
       30_000,
@@ -414,20 +386,24 @@ describe('sluice pathfinding', () => {
     const claimedMetrics = await scrape(metricsUrlOf(service.sluice.stdout()))
     expect(sampleValue(claimedMetrics, 'sluice_pathfinding_ious', { status: 'claimed' })).toBe(1)
     expect(sampleValue(claimedMetrics, 'sluice_pathfinding_ious_claimed_amount')).toBe(Number(tenth))
-    expect(await udcBalance(SERVICE)).toBe(serviceBefore + tenth)
+    expect(await nodes.udcBalance(SERVICE)).toBe(serviceBefore + tenth)
     const tClaimed = performance.now()
-    expect(await udcBalance(A)).toBe(UDC_DEPOSIT - tenth)
+    expect(await nodes.udcBalance(A)).toBe(UDC_DEPOSIT - tenth)
     // The session is closed: another IOU of it is refused, a new session taken.
-    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(iouOf(aKey, tenth + FEE, expiry)) })).toMatchObject({
+    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(nodes.iou(aKey, tenth + FEE, expiry)) })).toMatchObject({
       status: 400,
       body: errorOf(2105),
     })
     const fresh = BigInt((await request('GET', `${again}/info`)).body.network_info.confirmed_block.number) + MIN_IOU_EXPIRY_BLOCKS + 1_000n
-    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(iouOf(aKey, FEE, fresh)) })).toMatchObject({ status: 200 })
+    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(nodes.iou(aKey, FEE, fresh)) })).toMatchObject({
+      status: 200,
+    })
 
     // A session far from its end waits, even worth its gas; once A plans to withdraw what would leave less than twice
     // the IOU, it is claimed at once.
-    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(iouOf(aKey, tenth, fresh)) })).toMatchObject({ status: 200 })
+    expect(await request('POST', `${again}/${tn}/paths`, { from: A, to: C, value: 1, iou: iouJson(nodes.iou(aKey, tenth, fresh)) })).toMatchObject({
+      status: 200,
+    })
     await new Promise((r) => setTimeout(r, 1_000))
     expect((await request('GET', `${again}/status`)).body.ious).toMatchObject({ held: 1, claimed: 1 })
     await planUserDepositWithdraw(a.chain, a.queue, { userDeposit: net.deployment.contracts.UserDeposit.address, amount: UDC_DEPOSIT - 2n * tenth })
@@ -436,7 +412,7 @@ describe('sluice pathfinding', () => {
       async () => expect((await request('GET', `${again}/status`)).body.ious).toMatchObject({ held: 0, claimed: 2, claimed_amount: 2n * tenth }),
       30_000,
     )
-    expect(await udcBalance(SERVICE)).toBe(serviceBefore + 2n * tenth)
+    expect(await nodes.udcBalance(SERVICE)).toBe(serviceBefore + 2n * tenth)
 
     service.sluice.child.kill('SIGTERM')
     expect(await service.sluice.exited).toEqual({ code: 0, signal: null })

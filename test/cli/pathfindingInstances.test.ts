@@ -3,18 +3,17 @@ import { parseTransaction, type Address, type Hex } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { planUserDepositWithdraw } from '../../src/chain/userDepositActions.ts'
-import { OneToN, UserDeposit } from '../../src/contracts/index.ts'
+import { OneToN } from '../../src/contracts/index.ts'
 import { anvilKeys } from '../../src/devnet/anvil.ts'
 import { createDevnetClient } from '../../src/devnet/devnetClient.ts'
 import { MIN_IOU_EXPIRY_BLOCKS } from '../../src/pathfinding/iou.ts'
-import { pfsJson } from '../../src/pathfinding/service/api.ts'
 import { peerIdOfKey } from '../../src/transport/libp2p/peerIdentity.ts'
 import type { Relay } from '../../src/transport/libp2p/relay.ts'
 import type { Devnet } from '../integration/support/devnet.ts'
 import { eventually } from '../integration/support/eventually.ts'
 import { startFaultyRpc, type FaultyRpc } from '../support/faultyRpc.ts'
-import { iouJson, signIou } from '../support/ious.ts'
-import { startPathfindingNodes, type PathfindingNodes } from '../support/pathfindingNodes.ts'
+import { iouJson } from '../support/ious.ts'
+import { request, startPathfindingNodes, type PathfindingNodes } from '../support/pathfindingNodes.ts'
 import { startPostgres, type TestPostgres } from '../support/postgres.ts'
 import {
   fundServiceAndPayer,
@@ -101,24 +100,6 @@ function startPathfinding(database: string, rpcUrl: string) {
   return startServiceProcess(args, tempDir(), started)
 }
 
-async function request(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const r = await fetch(url, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: pfsJson(body) }) })
-  return { status: r.status, body: await r.json() }
-}
-
-const iouOf = (amount: bigint, expirationBlock: bigint) =>
-  iouJson(
-    signIou(aKey, {
-      oneToNAddress: net.deployment.contracts.OneToN.address,
-      chainId: BigInt(net.deployment.chainId),
-      receiver: SERVICE,
-      amount,
-      expirationBlock,
-    }),
-  )
-const udcBalance = (who: Address) =>
-  devnet.readContract({ address: net.deployment.contracts.UserDeposit.address, abi: UserDeposit.abi, functionName: 'balances', args: [who] })
-
 describe('two sluice pathfinding instances on one database', () => {
   test('the standby answers the routes the leader knows; IOUs sent to both at once are taken one at a time; the leader killed in the middle of a claim, the other completes it once', async () => {
     const t0 = performance.now()
@@ -146,7 +127,7 @@ describe('two sluice pathfinding instances on one database', () => {
     const confirmed = BigInt((await request('GET', `${standby.api}/info`)).body.network_info.confirmed_block.number)
     const expiry = confirmed + MIN_IOU_EXPIRY_BLOCKS + 1_000n
     const paths = (api: string, amount: bigint) =>
-      request('POST', `${api}/${net.tokenNetwork}/paths`, { from: A, to: C, value: 100, iou: iouOf(amount, expiry) })
+      request('POST', `${api}/${net.tokenNetwork}/paths`, { from: A, to: C, value: 100, iou: iouJson(nodes.iou(aKey, amount, expiry)) })
     let fromStandby: { status: number; body: any } | undefined
     let paid = 0n
     await eventually(async () => {
@@ -176,7 +157,7 @@ describe('two sluice pathfinding instances on one database', () => {
     // once. Its endpoint swallows the broadcast: the claim is signed and journaled, and never reaches the chain.
     const tenth = 10n ** 17n
     expect((await paths(standby.api, tenth)).status).toBe(200)
-    const serviceBefore = await udcBalance(SERVICE)
+    const serviceBefore = await nodes.udcBalance(SERVICE)
     faulty.swallowRawTransactions(true)
     await planUserDepositWithdraw(a.chain, a.queue, { userDeposit: net.deployment.contracts.UserDeposit.address, amount: UDC_DEPOSIT - tenth })
     await devnet.mine({ blocks: 1 })
@@ -191,7 +172,7 @@ describe('two sluice pathfinding instances on one database', () => {
     const tTakenOver = performance.now()
     await eventually(async () => expect((await request('GET', `${standby.api}/status`)).body.ious).toMatchObject({ claiming: 0, claimed: 1 }), 30_000)
     const tClaimed = performance.now()
-    expect(await udcBalance(SERVICE)).toBe(serviceBefore + tenth)
+    expect(await nodes.udcBalance(SERVICE)).toBe(serviceBefore + tenth)
     await devnet.mine({ blocks: 3 })
     const claims = await devnet.getContractEvents({ address: net.deployment.contracts.OneToN.address, abi: OneToN.abi, eventName: 'Claimed', fromBlock: 0n })
     expect(claims).toHaveLength(1)

@@ -21,18 +21,11 @@ function importStatements(source: string): { spec: string; typeOnly: boolean }[]
   return out
 }
 
-/**
- * Specifiers a module imports: value imports, re-exports and dynamic imports, and with `types` also `import type`
- * and `export type` (erased at run time, but a tie between two modules all the same).
- */
-function imports(source: string, { types = false } = {}): string[] {
-  return importStatements(source)
-    .filter((i) => types || !i.typeOnly)
+/** Specifiers a module loads at run time: value imports, re-exports and dynamic imports (`import type` is erased). */
+const valueImports = (source: string) =>
+  importStatements(source)
+    .filter((i) => !i.typeOnly)
     .map((i) => i.spec)
-}
-
-/** Specifiers a module loads at run time (`import type` is erased). */
-const valueImports = (source: string) => imports(source, { types: false })
 
 export type ImportGraph = { modules: Set<string>; packages: Map<string, string> }
 
@@ -80,16 +73,8 @@ export function modulesUnder(dir: string): string[] {
  */
 export function importCircles(dirs: string[]): { modules: number; circles: string[][] } {
   const files = dirs.flatMap(modulesUnder)
-  const known = new Set(files)
-  const edges = new Map(
-    files.map((file) => [
-      file,
-      imports(readFileSync(file, 'utf8'), { types: true })
-        .filter((spec) => spec.startsWith('.'))
-        .map((spec) => resolve(dirname(file), spec))
-        .filter((target) => known.has(target)),
-    ]),
-  )
+  const edges = new Map(files.map((file): [string, string[]] => [file, []]))
+  for (const { from, to } of importEdges(dirs)) if (to !== undefined && edges.has(to)) edges.get(from)!.push(to)
   // Tarjan's strongly connected components: each component of more than one module (or a module importing itself) is a circle.
   const index = new Map<string, number>()
   const low = new Map<string, number>()

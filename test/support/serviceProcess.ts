@@ -106,14 +106,22 @@ export async function fundServiceAndPayer(
   await depositToUserDeposit(payer.chain, payer.queue, { userDeposit: deployment.contracts.UserDeposit.address, totalDeposit: deposit })
 }
 
-/** A node's libp2p transport on `relays`, started: the id of each Delivered `service` signs to it goes in `acknowledged`. */
+/**
+ * A node's libp2p transport on `relays`, started: the id of each Delivered `service` signs to it goes in `acknowledged`.
+ * One that fails to start is stopped (what it had opened before failing), since the caller never gets it to stop.
+ */
 export async function acknowledgedTransport(key: Hex, relays: string[], service: Address, acknowledged: Set<bigint>): Promise<Libp2pTransport> {
   const transport = createLibp2pTransport({ privateKey: key, relays, announceIntervalMs: 1_000 })
-  await transport.start(async (lines) => {
-    for (const text of lines) {
-      const decoded = await decodeMessage(jsSecp256k1, text).catch(() => undefined)
-      if (decoded?.message.type === 'Delivered' && decoded.signer === service) acknowledged.add(decoded.message.delivered_message_identifier)
-    }
-  })
+  try {
+    await transport.start(async (lines) => {
+      for (const text of lines) {
+        const decoded = await decodeMessage(jsSecp256k1, text).catch(() => undefined)
+        if (decoded?.message.type === 'Delivered' && decoded.signer === service) acknowledged.add(decoded.message.delivered_message_identifier)
+      }
+    })
+  } catch (e) {
+    await transport.stop().catch(() => {})
+    throw e
+  }
   return transport
 }

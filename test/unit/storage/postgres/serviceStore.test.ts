@@ -1,38 +1,22 @@
-import type pg from 'pg'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, describe, expect, test } from 'vitest'
 import { Lease } from '../../../../src/storage/postgres/lease.ts'
-import { openPool } from '../../../../src/storage/postgres/pool.ts'
 import { openPostgresServiceStore, type PostgresServiceKv } from '../../../../src/storage/postgres/serviceStore.ts'
 import { decode, encode } from '../../../../src/storage/serviceLevelStore.ts'
 import type { KvChange } from '../../../../src/storage/serviceStore.ts'
-import { startPostgres, type TestPostgres } from '../../../support/postgres.ts'
+import { testDatabases } from '../../../support/testDatabases.ts'
 
 // The PostgreSQL engine of the services' stores (docs/decisions/0077) on a real server: two instances on one database,
 // each with its own pool, as two processes would have.
 
-let server: TestPostgres
-const pools: pg.Pool[] = []
+const { server, database, newestDatabase, pool } = testDatabases('kv')
 const kvs: PostgresServiceKv[] = []
-let databases = 0
-
-beforeAll(async () => {
-  server = await startPostgres()
-}, 60_000)
 
 afterAll(async () => {
   await Promise.all(kvs.map((kv) => kv.close().catch(() => {})))
-  await Promise.all(pools.map((pool) => pool.end().catch(() => {})))
-  await server?.stop()
 })
 
 const owner = { chainId: 'chain', contract: 'contract', address: 'service' }
 const meta = (schema: number, address = '0xaa') => ({ schema, chainId: 31337, contract: '0xcc', address })
-
-const pool = (url: string) => {
-  const made = openPool(url, { name: 'test' })
-  pools.push(made)
-  return made
-}
 
 /** An instance of a store of numbers on `url`: its memory follows what the other instances write. */
 async function instance(url: string, options: { lease?: Lease; address?: string; tombstones?: { keep: number; pruneEvery: number } } = {}) {
@@ -88,9 +72,9 @@ const eventually = async (check: () => void | Promise<void>, ms = 5_000) => {
   }
 }
 
-const database = () => server.createDatabase(`kv${++databases}`)
 /** How many connections to the newest database LISTEN (their last statement). */
-const listening = async () => (await server.psql(`SELECT count(*) FROM pg_stat_activity WHERE datname = 'kv${databases}' AND query LIKE 'LISTEN%'`)).trim()
+const listening = async () =>
+  (await server().psql(`SELECT count(*) FROM pg_stat_activity WHERE datname = '${newestDatabase()}' AND query LIKE 'LISTEN%'`)).trim()
 
 describe("a service store's PostgreSQL engine", () => {
   test("another owner's store is refused, saying whose it is; a newer schema is refused (STORAGE_VERSION)", async () => {
@@ -100,7 +84,7 @@ describe("a service store's PostgreSQL engine", () => {
       code: 'STORAGE',
       message: expect.stringContaining('belongs to chain 31337, contract 0xcc, service 0xaa'),
     })
-    await server.psql(`UPDATE monitor_kv SET value = decode('${Buffer.from(encode(meta(9))).toString('hex')}', 'hex') WHERE key = 'meta'`, `kv${databases}`)
+    await server().psql(`UPDATE monitor_kv SET value = decode('${Buffer.from(encode(meta(9))).toString('hex')}', 'hex') WHERE key = 'meta'`, newestDatabase())
     await expect(instance(url)).rejects.toMatchObject({ code: 'STORAGE_VERSION' })
   })
 
@@ -154,15 +138,14 @@ describe("a service store's PostgreSQL engine", () => {
     const seen: string[] = []
     kv.onChanges((changes) => seen.push(...changes.map((c) => c.key)))
     // Written behind the engine's back: no NOTIFY, only a new seq.
-    await server.psql(`INSERT INTO monitor_kv (key, value, seq) VALUES ('n!quiet', '\\x00', nextval('monitor_kv_seq'))`, `kv${databases}`)
+    await server().psql(`INSERT INTO monitor_kv (key, value, seq) VALUES ('n!quiet', '\\x00', nextval('monitor_kv_seq'))`, newestDatabase())
     await eventually(() => expect(seen).toContain('n!quiet'))
   })
 
   test('a store closed gives its LISTEN connection back clean: a later store on the same pool survives that connection being cut', async () => {
     const url = await database()
     // One connection: the second store's LISTEN runs on the very client the first one gave back.
-    const shared = openPool(url, { name: 'test', max: 1 })
-    pools.push(shared)
+    const shared = pool(url, { max: 1 })
     const open = async (errors: Error[]) => {
       const { kv } = await openPostgresServiceStore(
         shared,
@@ -183,7 +166,7 @@ describe("a service store's PostgreSQL engine", () => {
     const onUncaught = (e: unknown) => uncaught.push(e)
     process.on('uncaughtException', onUncaught)
     try {
-      await server.psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'kv${databases}' AND query LIKE 'LISTEN%'`)
+      await server().psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${newestDatabase()}' AND query LIKE 'LISTEN%'`)
       await eventually(() => expect(errors).toHaveLength(1))
       await new Promise((r) => setTimeout(r, 200))
       expect(uncaught).toEqual([])
@@ -207,7 +190,7 @@ describe("a service store's PostgreSQL engine", () => {
     const seen: string[] = []
     kv.onChanges((changes) => seen.push(...changes.map((c) => c.key)))
     await eventually(async () => expect(await listening()).toBe('1'))
-    await server.psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'kv${databases}' AND query LIKE 'LISTEN%'`)
+    await server().psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${newestDatabase()}' AND query LIKE 'LISTEN%'`)
     await eventually(() => expect(errors).toHaveLength(1))
     expect(errors[0]).toMatchObject({ code: 'STORAGE' })
     // The poll is 100 s away; a new LISTEN is made a second after the cut.
@@ -224,7 +207,7 @@ describe("a service store's PostgreSQL engine", () => {
       await a.batch(() => ({ [`n!${i}`]: i }))
       await a.batch(() => ({ [`n!${i}`]: null }))
     }
-    const tombstones = Number(await server.psql(`SELECT count(*) FROM monitor_kv WHERE value IS NULL`, `kv${databases}`))
+    const tombstones = Number(await server().psql(`SELECT count(*) FROM monitor_kv WHERE value IS NULL`, newestDatabase()))
     // Without pruning there would be 30; the ones of the last 4 to 8 batches stay.
     expect(tombstones).toBeGreaterThan(0)
     expect(tombstones).toBeLessThanOrEqual(8)
@@ -255,7 +238,7 @@ describe("a service store's PostgreSQL engine", () => {
     for (let i = 0; i < 12; i++) await a.batch(() => ({ 'n!other': i }))
     await a.kv.clearRange('n!cleared', 'n!cleared~')
     // The tombstone of n!gone is gone from the table; only the horizon says a deletion may have been missed.
-    expect((await server.psql(`SELECT count(*) FROM monitor_kv WHERE key = 'n!gone'`, `kv${databases}`)).trim()).toBe('0')
+    expect((await server().psql(`SELECT count(*) FROM monitor_kv WHERE key = 'n!gone'`, newestDatabase())).trim()).toBe('0')
     const heard: KvChange[] = []
     b.onChanges((changes) => {
       heard.push(...changes)
