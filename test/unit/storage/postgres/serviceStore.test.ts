@@ -19,10 +19,19 @@ const owner = { chainId: 'chain', contract: 'contract', address: 'service' }
 const meta = (schema: number, address = '0xaa') => ({ schema, chainId: 31337, contract: '0xcc', address })
 
 /** An instance of a store of numbers on `url`: its memory follows what the other instances write. */
-async function instance(url: string, options: { lease?: Lease; address?: string; tombstones?: { keep: number; pruneEvery: number } } = {}) {
+async function instance(
+  url: string,
+  options: { lease?: Lease; address?: string; tombstones?: { keep: number; pruneEvery: number }; untracked?: string } = {},
+) {
   const { kv, loaded } = await openPostgresServiceStore(
     pool(url),
-    { component: 'monitor', lease: options.lease, pollMs: 100_000, ...(options.tombstones ? { tombstones: options.tombstones } : {}) },
+    {
+      component: 'monitor',
+      lease: options.lease,
+      pollMs: 100_000,
+      ...(options.tombstones ? { tombstones: options.tombstones } : {}),
+      ...(options.untracked ? { untracked: options.untracked } : {}),
+    },
     {
       meta: meta(1, options.address),
       owner,
@@ -257,5 +266,20 @@ describe("a service store's PostgreSQL engine", () => {
     await a.batch(() => ({ 'n!later': 1 }))
     await b.catchUp()
     expect(heard.map((c) => c.key)).toEqual(['n!later'])
+  })
+
+  test('records no instance keeps in memory (untracked) are read from the table, and never handed to the other instances', async () => {
+    const url = await database()
+    const [a, b] = [await instance(url, { untracked: 'f!' }), await instance(url, { untracked: 'f!' })]
+    await a.batch(() => ({ 'f!1': 1, 'f!2': 2, 'n!1': 1 }))
+    await eventually(() => expect(Object.fromEntries(b.memory)).toEqual({ 'n!1': 1 }))
+    expect(decode((await b.kv.get('f!2')) as Uint8Array)).toBe(2)
+    await a.kv.clearRange('f!', 'f!~')
+    expect(await b.kv.get('f!2')).toBeUndefined()
+    await a.batch(() => ({ 'n!2': 2 }))
+    await eventually(() => expect(Object.fromEntries(b.memory)).toEqual({ 'n!1': 1, 'n!2': 2 }))
+    // What B was handed: the records it follows, none of the untracked ones (an instance that kept them would hold
+    // every key ever written under them, as the routes answered are cleared without tombstones).
+    expect(b.seen.flat().map((c) => c.key)).toEqual(['n!1', 'n!2'])
   })
 })
