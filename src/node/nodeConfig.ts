@@ -137,7 +137,8 @@ export type NodeConfig = {
   snapshotEvery?: number
   /** And once no change has come for this long, in ms (1,000 by default): a restart then replays nothing. */
   snapshotWhenIdle?: number
-  context?: Partial<TransitionContext>
+  /** The state machine's tunables (its curve engine is `secp256k1`). */
+  context?: Partial<Omit<TransitionContext, 'curve'>>
   /** How often the notifications are checked, and how long the release feed may take. */
   notifications?: Pick<NotificationsOptions, 'checkEveryBlocks' | 'feedTimeoutMs'>
   /** The fetch the secret resolver and the release feed use (the global one by default). */
@@ -376,6 +377,7 @@ export function resolveNodeConfig(config: NodeConfig): { config: ResolvedNodeCon
   const blocks = BigInt(confirmations ?? config.context?.confirmationBlocks ?? nodeDefaults.confirmations)
   const resolved: ResolvedNodeConfig = {
     ...rest,
+    // createNode always gives one; the JS engine is for a config resolved on its own (tests of the runtime's parts).
     secp256k1: config.secp256k1 ?? jsSecp256k1,
     confirmationTimeoutMs: config.confirmationTimeoutMs ?? 60_000 + Number(blocks) * 30_000,
     pollingInterval: config.pollingInterval ?? nodeDefaults.pollingInterval,
