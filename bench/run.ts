@@ -19,6 +19,7 @@ import { benchStorage } from './storage.ts'
 import { benchRelayCapacity } from './relayCapacity.ts'
 import { benchRouting } from './routing.ts'
 import { benchScale } from './scale.ts'
+import { benchServiceWorkerHops } from './serviceWorkerHops.ts'
 import { benchRoutingNetwork, DEFAULT_NETWORK_OPTIONS, type RoutingNetworkOptions } from './routingNetwork.ts'
 import { benchTransport } from './transport.ts'
 import { benchTransportHosts } from './transportHosts.ts'
@@ -102,6 +103,10 @@ const parts = {
       "Two pages, two nodes (two Chromium headless browsers, each node in its page's worker; the package as built; a sluice relay; WebRTC on this machine's own addresses): one payment at a time, over WebRTC and through the relay",
       benchPagePair,
     ],
+  ],
+  hops: [
+    "A request through a service worker in Chromium headless, one step added at a time (a static origin of the bench's own, no node: what each hop of the request channel costs, worker/apiChannel.ts; 500 sequential POSTs each)",
+    benchServiceWorkerHops,
   ],
   profile: ['CPU profile of one direct payment (both nodes in one process, LevelDB sync writes; self time per payment)', profilePayment],
 } as const satisfies Record<string, Table | readonly Table[]>
