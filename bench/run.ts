@@ -144,3 +144,6 @@ for (const name of Object.keys(parts) as Part[]) {
   for (const table of typeof part[0] === 'string' ? [part as Table] : (part as readonly Table[])) await runPart(name, table)
 }
 if (values.curves) for (const [name, part] of Object.entries(curves)) await runPart(name, part)
+// A part may leave a handle behind (a browser's pipe, a child's stream) that would keep the process waiting
+// after its tables are printed: the run ends here.
+process.exit()
