@@ -132,11 +132,10 @@ export async function benchServiceWorkerHops(): Promise<Record<string, string>> 
     for (const [variant, label] of Object.entries(VARIANTS)) {
       const page = await browser.newPage()
       await page.goto(`${url}/${variant}/`)
-      const latencies = await page.evaluate(([v, w, n]) => (window as unknown as { hops: (v: string, w: number, n: number) => Promise<number[]> }).hops(v, w, n), [
-        variant,
-        WARM_UP,
-        TIMED,
-      ] as const)
+      const latencies = await page.evaluate(
+        ([v, w, n]) => (window as unknown as { hops: (v: string, w: number, n: number) => Promise<number[]> }).hops(v, w, n),
+        [variant, WARM_UP, TIMED] as const,
+      )
       await page.close()
       const p50 = percentile(latencies, 50)
       if (variant === 'floor') floor = p50

@@ -19,10 +19,7 @@ const owner = { chainId: 'chain', contract: 'contract', address: 'service' }
 const meta = (schema: number, address = '0xaa') => ({ schema, chainId: 31337, contract: '0xcc', address })
 
 /** An instance of a store of numbers on `url`: its memory follows what the other instances write. */
-async function instance(
-  url: string,
-  options: { lease?: Lease; address?: string; tombstones?: { keep: number; pruneEvery: number }; untracked?: string } = {},
-) {
+async function instance(url: string, options: { lease?: Lease; address?: string; tombstones?: { keep: number; pruneEvery: number }; untracked?: string } = {}) {
   const { kv, loaded } = await openPostgresServiceStore(
     pool(url),
     {
