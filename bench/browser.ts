@@ -10,6 +10,7 @@ import { anvilKeys } from '../src/devnet/anvil.ts'
 import { type Call, chromiumCpuSeconds, inPage, nodeWorkerMeasure, openBrowserStage, type Paid, type Started } from './browserStage.ts'
 import { logged } from '../test/cli/sluiceProcess.ts'
 import { cryptoLimit } from './limits.ts'
+import { TIMED_IN_SEQUENCE } from './serviceWorkerHops.ts'
 import { busyCoresDuring, fmt, medianOf, percentile, repeat, spread } from './measure.ts'
 
 /** Sequential requests of each kind timed, after the warm-up. */
@@ -50,15 +51,9 @@ window.floor = async (warmUp, n) => {
   // The node's service worker (scope /) controls this page until this one (scope /floor/) claims it.
   while (!navigator.serviceWorker.controller?.scriptURL.endsWith('/floor/sw.js')) await new Promise((r) => setTimeout(r, 10))
   const once = () => fetch('/floor/answer', { method: 'POST', body: '{"amount":"1"}' }).then((r) => r.json())
-  for (let i = 0; i < warmUp; i++) await once()
-  const latencies = []
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now()
-    await once()
-    latencies.push(performance.now() - t0)
-  }
-  return latencies
+  return timedInSequence(once, warmUp, n)
 }
+${TIMED_IN_SEQUENCE}
 </script></body></html>`
 
 /** Every thread's tasks, with V8's CPU samples. */

@@ -73,6 +73,21 @@ self.addEventListener('fetch', (e) => {
   if (new URL(e.request.url).pathname.endsWith('/answer')) e.respondWith(answer(e))
 })`
 
+/**
+ * In a page's script: `once` awaited `warmUp` times, then `n` times timed one after another (ms each). Shared by the
+ * pages that time a service worker (this one, and bench/browser.ts's floor).
+ */
+export const TIMED_IN_SEQUENCE = `async function timedInSequence(once, warmUp, n) {
+  for (let i = 0; i < warmUp; i++) await once()
+  const latencies = []
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    await once()
+    latencies.push(performance.now() - t0)
+  }
+  return latencies
+}`
+
 const PAGE = `<!doctype html><html><body><script>
 window.hops = async (variant, warmUp, n) => {
   const registration = await navigator.serviceWorker.register('/sw.js', { scope: '/' + variant + '/' })
@@ -87,16 +102,11 @@ window.hops = async (variant, warmUp, n) => {
   // The worker's channel is open once it answers (its first message handler is set up).
   await new Promise((r) => setTimeout(r, 200))
   const once = () => fetch('/' + variant + '/answer', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount":"1","identifier":"1"}' }).then((r) => r.json())
-  for (let i = 0; i < warmUp; i++) await once()
-  const latencies = []
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now()
-    await once()
-    latencies.push(performance.now() - t0)
-  }
+  const latencies = await timedInSequence(once, warmUp, n)
   worker.terminate()
   return latencies
 }
+${TIMED_IN_SEQUENCE}
 </script></body></html>`
 
 const VARIANTS = {
