@@ -245,12 +245,19 @@ describe('sluice serve --database: a hub with a hot standby under payment load',
     // (here a copy of its store taken halfway through the run above) signs its next LockedTransfer under a nonce the
     // partner already applied from the newer instance, with other content: the equivocation 0029 keeps.
     for (const h of hubs) h.child.kill('SIGTERM')
-    for (const h of hubs) expect(await h.exited).toEqual({ code: 0, signal: null })
+    // Its log's end beside a wrong exit, so a failure under load says why the instance stopped as it did.
+    for (const h of hubs) {
+      const exit = await h.exited
+      expect({ ...exit, log: exit.code === 0 ? '' : h.stderr().slice(-3000) }).toEqual({ code: 0, signal: null, log: '' })
+    }
+    // Checked before the stale hub starts, not after it is ready: once it runs it may equivocate before it is asked to
+    // pay (a message its partner resends, or a lock it sees expire, can have it sign under a nonce the newer instance
+    // already used), and that is the evidence this test wants too.
+    expect(await nonceEvidence(peerApi)).toEqual([])
     const staleDatabase = await restoreDatabase(staleDump, 'standby_stale')
     const stale = world.startServe([...hubArgs.slice(0, hubArgs.indexOf('--database') + 1), staleDatabase, ...hubArgs.slice(hubArgs.indexOf('--database') + 2)])
     const staleApi = await activeApi(stale)
     await waitForStatus(staleApi, { status: 'ready', role: 'active' })
-    expect(await nonceEvidence(peerApi)).toEqual([])
     // Not acknowledged by the partner, so it is never answered: started, not awaited.
     void fetch(`${staleApi}/payments/${world.net.token}/${peer}`, {
       method: 'POST',
