@@ -231,6 +231,11 @@ class LevelStorage implements Storage {
   #closed = false
   // Writes run one at a time: each reads (old index entries, keys to prune) before its batch.
   readonly #work = new StoreWork()
+  /**
+   * The highest change seq stored (undefined: none; null: not read yet). The log only grows, so a seq above it cannot
+   * be stored: the append-only check reads nothing for those, which is every commit but a faulty one.
+   */
+  #highestChange: number | undefined | null = null
 
   constructor(
     private readonly identity: StorageIdentity,
@@ -252,8 +257,11 @@ class LevelStorage implements Storage {
 
   private async write(planned: Planned, relaxed: boolean): Promise<void> {
     const db = this.db
-    const stored = planned.changeSeqs.length > 0 ? await db.hasMany(planned.changeSeqs.map(changeKey)) : []
-    const again = planned.changeSeqs.find((_, i) => stored[i])
+    if (this.#highestChange === null) this.#highestChange = await this.lastChangeSeq()
+    const highest = this.#highestChange
+    const maybeStored = highest === undefined ? [] : planned.changeSeqs.filter((seq) => seq <= highest)
+    const stored = maybeStored.length > 0 ? await db.hasMany(maybeStored.map(changeKey)) : []
+    const again = maybeStored.find((_, i) => stored[i])
     if (again !== undefined) throw new StorageError(`change ${again} is already stored (the log is append-only)`)
     // A row written again (same seq or position) may have other index keys than before: drop the old ones first.
     const dropped: Op[] = []
@@ -272,6 +280,15 @@ class LevelStorage implements Storage {
     // reaches the log in order, and the next synced batch flushes it).
     await db.batch(ops, { sync: !relaxed })
     this.meta = meta
+    let top = highest
+    for (const seq of planned.changeSeqs) if (top === undefined || seq > top) top = seq
+    this.#highestChange = top
+  }
+
+  /** The seq of the last change in the log, if any (one key read backwards). */
+  private async lastChangeSeq(): Promise<number | undefined> {
+    const [last] = await this.db.keys({ ...prefixRange(CHANGES), reverse: true, limit: 1 }).all()
+    return last === undefined ? undefined : Number(last.slice(CHANGES.length))
   }
 
   async load(): Promise<Loaded> {
@@ -391,11 +408,7 @@ class LevelStorage implements Storage {
     await this.#work.write(async () => {
       const db = this.db
       const [snap] = await db.getMany([SNAPSHOT_KEY])
-      const lastChange = await db.keys({ ...prefixRange(CHANGES), reverse: true, limit: 1 }).all()
-      const progress = progressOf(
-        snap ? decode<Snapshot>(snap).seq : undefined,
-        lastChange[0] === undefined ? undefined : Number(lastChange[0].slice(CHANGES.length)),
-      )
+      const progress = progressOf(snap ? decode<Snapshot>(snap).seq : undefined, await this.lastChangeSeq())
       const d = checkDump(dump, this.identity, { meta: this.meta, progress })
       // Everything goes and the dump comes in, in one synced batch: a crash leaves the old store or the new one.
       const ops: Op[] = []
@@ -404,6 +417,8 @@ class LevelStorage implements Storage {
       ops.push(put(META_KEY, d.meta), ...plan(commitOfDump(d)).puts)
       await db.batch(ops, { sync: true })
       this.meta = d.meta
+      // The log is the dump's now: read its end again at the next commit.
+      this.#highestChange = null
     }, 'importDump')
   }
 

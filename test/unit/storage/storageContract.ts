@@ -570,6 +570,31 @@ export function describeStorageContract(name: string, adapter: StorageUnderTest)
       await expect(storage.commit({ chainEvents: [chainEvent(4n, 1), chainEvent(4n, 1)] })).rejects.toThrow(/twice/)
     })
 
+    test('the append-only check holds for a store reopened and for one that imported a dump: a seq it holds is refused, and only that', async () => {
+      const identity = newIdentity()
+      let storage = await open(identity)
+      await storage.commit({ changes: [change(1), change(2), change(3)] })
+      const dump = await storage.exportDump()
+      await storage.close()
+      storage = await open(identity)
+      // Seqs below the last one and the last one itself, each alone and beside a new one.
+      for (const seqs of [[2], [3], [4, 3], [1, 4]]) {
+        await expect(storage.commit({ changes: seqs.map((s) => change(s)) })).rejects.toBeInstanceOf(StorageError)
+      }
+      expect((await storage.load()).changes.map((c) => c.seq)).toEqual([1, 2, 3])
+      await storage.commit({ changes: [change(4)] })
+      await expect(storage.commit({ changes: [change(4)] })).rejects.toBeInstanceOf(StorageError)
+      // A store that had committed less imports the dump: the dump's seqs are refused from then on.
+      await storage.close()
+      await adapter.destroy(identity)
+      storage = await open(identity)
+      await storage.commit({ changes: [change(1)] })
+      await storage.importDump(dump)
+      await expect(storage.commit({ changes: [change(3)] })).rejects.toBeInstanceOf(StorageError)
+      await storage.commit({ changes: [change(4)] })
+      expect((await storage.load()).changes.map((c) => c.seq)).toEqual([1, 2, 3, 4])
+    })
+
     test('stored rows are copies: changing an object once commit is called, or after load, does not change the store', async () => {
       const storage = await open()
       const record = outbox('a')
