@@ -11,6 +11,8 @@ import { type Call, chromiumCpuSeconds, inPage, nodeWorkerMeasure, openBrowserSt
 import { logged } from '../test/cli/sluiceProcess.ts'
 import { cryptoLimit } from './limits.ts'
 import { TIMED_IN_SEQUENCE } from './serviceWorkerHops.ts'
+import { keepSourceMaps } from './sourceMaps.ts'
+import { inFlightTraceFile, summarizeTrace, summaryRows, traceSourceMapsDir } from './traceProfile.ts'
 import { busyCoresDuring, fmt, medianOf, percentile, repeat, spread } from './measure.ts'
 
 /** Sequential requests of each kind timed, after the warm-up. */
@@ -63,12 +65,16 @@ const p50p99 = (values: number[]) => `${fmt(percentile(values, 50))} / ${fmt(per
 
 /**
  * `payments`: how many the throughput row times (10,000; fewer only to try the bench out); `only: 'sequential'` stops
- * after the one-at-a-time rows (for working on them); `trace`: a file for a Chromium trace of the one-at-a-time
- * payments through the service worker, and beside it (`-in-flight.json`) one of the first throughput run, every
- * thread with V8's CPU samples (`npm run bench -- browser --trace FILE`;
- * open it in chrome://tracing or Perfetto).
+ * after the one-at-a-time rows, `only: 'payments'` after the payments' rows (for working on them); `trace`: a file for
+ * a Chromium trace of the one-at-a-time payments through the service worker, and beside it (`-in-flight.json`) one of
+ * the first throughput run, every thread with V8's CPU samples (`npm run bench -- browser --trace FILE`; open it in
+ * chrome://tracing or Perfetto). Their summaries (bench/traceProfile.ts) are rows of the table, and the node worker's
+ * source maps are kept beside them (`-sourcemaps/`) for `npx tsx bench/traceProfile.ts FILE [payments]`.
  */
-export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?: 'sequential'; trace?: string } = {}): Promise<Record<string, string>> {
+export async function benchBrowser(
+  payments = PAYMENTS,
+  { only, trace }: { only?: 'sequential' | 'payments'; trace?: string } = {},
+): Promise<Record<string, string>> {
   const pageKey = anvilKeys[1]
   const peerKey = anvilKeys[2]
   const address = privateKeyToAddress(pageKey)
@@ -76,7 +82,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
   // A second peer, reached through the first (the hub): the page's mediated payments.
   const targetKey = anvilKeys[3]
   const targetAddress = privateKeyToAddress(targetKey)
-  const stage = await openBrowserStage({ funded: [pageKey, peerKey], libs: { 'kdf.worker.js': 'bench/kdfWorker.ts' }, persistent: true })
+  const stage = await openBrowserStage({ funded: [pageKey, peerKey], libs: { 'kdf.worker.js': 'bench/kdfWorker.ts' }, persistent: true, sourceMaps: !!trace })
   const { net, browser, pageErrors, start } = stage
   try {
     mkdirSync(join(stage.dir, 'site/floor'))
@@ -201,7 +207,7 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     const runs = await repeat(RUNS, async () => {
       if (traced) return run('sw')
       traced = true
-      await browser.startTracing(undefined, { path: trace!.replace(/(\.json)?$/, '-in-flight.json'), categories: TRACE_CATEGORIES })
+      await browser.startTracing(undefined, { path: inFlightTraceFile(trace!), categories: TRACE_CATEGORIES })
       return run('sw').finally(() => browser.stopTracing())
     })
     // The same on the proxy: what the service worker's path costs when the node's worker is busy.
@@ -234,6 +240,15 @@ export async function benchBrowser(payments = PAYMENTS, { only, trace }: { only?
     }
     if (received !== stored) throw new Error(`the peer received ${received} payments, not ${stored}`)
     rows['received by the peer (its GET /payments), the one-at-a-time ones and the warm-up included'] = received.toLocaleString('en-US')
+    // What bounded the traced payments: each thread's busy time and the node's worker's by what its code is.
+    if (trace) {
+      keepSourceMaps(stage.sourceMapsDir!, traceSourceMapsDir(trace))
+      const oneAtATime = await summarizeTrace(trace, { payments: SEQUENTIAL })
+      Object.assign(rows, summaryRows(oneAtATime, `trace of the ${SEQUENTIAL} payments one at a time through the service worker`))
+      const inFlight = await summarizeTrace(inFlightTraceFile(trace), { payments: perRun })
+      Object.assign(rows, summaryRows(inFlight, `trace of the first run, ${IN_FLIGHT} in flight`))
+    }
+    if (only === 'payments') return rows
 
     // 3. Start with the payments stored: stop, reload (same context: IndexedDB stays), time startNode() to the first answer.
     const restarts = async (restartOptions: object) => {

@@ -129,10 +129,21 @@ export type BrowserStage = Site & {
 
 /**
  * The site (test/support/engines/site.ts) with the bench's page (and with `libs`: bench modules built for the
- * browser into it), and Chromium (with `persistent`, on a profile on disk).
+ * browser into it; with `sourceMaps`: the node worker's source maps beside it), and Chromium (with `persistent`, on a
+ * profile on disk).
  */
-export async function openBrowserStage(options: { funded: Hex[]; libs?: Record<string, string>; persistent?: boolean }): Promise<BrowserStage> {
-  const site = await openSite({ page: SITE_PAGE, funded: options.funded, libs: { 'pad.js': 'bench/idbPad.ts', ...options.libs } })
+export async function openBrowserStage(options: {
+  funded: Hex[]
+  libs?: Record<string, string>
+  persistent?: boolean
+  sourceMaps?: boolean
+}): Promise<BrowserStage> {
+  const site = await openSite({
+    page: SITE_PAGE,
+    funded: options.funded,
+    libs: { 'pad.js': 'bench/idbPad.ts', ...options.libs },
+    ...(options.sourceMaps ? { sourceMaps: true } : {}),
+  })
   const pageErrors: string[] = []
   let browser: Browser | undefined
   let profile: BrowserContext | undefined

@@ -1,5 +1,7 @@
 // `npm run bench`: every benchmark, printed as Markdown tables; `npm run bench -- node api` runs only those parts;
-// `--trace FILE` writes Chromium traces of the page's payments, one at a time and 32 in flight (the browser part); `--curves` runs the
+// `--trace FILE` writes Chromium traces of the page's payments, one at a time and 32 in flight (the browser part), and
+// its table gives their summaries (bench/traceProfile.ts); `--only sequential|payments` stops the browser part's first
+// table after its one-at-a-time rows or after its payments' rows (a shorter run while working on them); `--curves` runs the
 // curves of bench/curves.ts instead (after the parts named, if any): minutes, so never by default. The routing part's
 // network (bench/routingNetwork.ts) takes `--minutes M` of payments per routing mode (3.5 by default: about 10 minutes
 // in all; 0.25 for a quick look), `--seed N`, `--nodes N` and `--transport libp2p|broadcast`.
@@ -28,6 +30,7 @@ const { positionals, values } = parseArgs({
   allowPositionals: true,
   options: {
     trace: { type: 'string' },
+    only: { type: 'string' },
     curves: { type: 'boolean' },
     minutes: { type: 'string' },
     seed: { type: 'string' },
@@ -56,6 +59,11 @@ function networkOptions(): RoutingNetworkOptions {
   return { minutes: number('minutes', 0.01, false), seed: number('seed', 0, true), nodes: number('nodes', 8, true), transport }
 }
 const network = networkOptions()
+const only = values.only
+if (only !== undefined && only !== 'sequential' && only !== 'payments') {
+  console.error(`--only must be sequential or payments, not ${only}`)
+  process.exit(2)
+}
 
 const parts = {
   package: ['Package: what a dApp installs, and what a browser downloads, gzipped (target: the node worker without libp2p at most 250 kB)', benchPackage],
@@ -93,7 +101,7 @@ const parts = {
   browser: [
     [
       'The node in a page (Chromium headless; the package as built; anvil, a sluice relay and a headless sluice serve peer; every node reads the chain each second, the default)',
-      () => benchBrowser(undefined, values.trace ? { trace: values.trace } : {}),
+      () => benchBrowser(undefined, { ...(values.trace ? { trace: values.trace } : {}), ...(only ? { only } : {}) }),
     ],
     [
       'The node in a page in each engine, side by side (Chromium and Firefox ESR headless through puppeteer-core, WebKitGTK MiniBrowser under Xvfb through WebDriver; the same site, relay and peer; SLUICE_ENGINES chooses)',

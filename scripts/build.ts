@@ -12,7 +12,7 @@
 //   packages/node/dist/index.js, index.d.ts            @sluice/node's Node API (`startNode`), dependencies left as imports
 import { spawn } from 'node:child_process'
 import { builtinModules } from 'node:module'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -60,7 +60,15 @@ export function checkVersions(): string {
 }
 
 /** A browser bundle with every dependency inside: the browser loads it as it is, no bundler needed. */
-function browserBundle(entry: string, outDir: string, fileName: string, format: 'es' | 'iife', splitting: boolean, plugins: Plugin[] = []): InlineConfig {
+function browserBundle(
+  entry: string,
+  outDir: string,
+  fileName: string,
+  format: 'es' | 'iife',
+  splitting: boolean,
+  plugins: Plugin[] = [],
+  sourcemap: false | 'hidden' = false,
+): InlineConfig {
   return {
     ...common,
     plugins: [...plugins, versionOnly, secp256k1Wasm({ emitAs: 'secp256k1.wasm' })],
@@ -69,6 +77,7 @@ function browserBundle(entry: string, outDir: string, fileName: string, format: 
       emptyOutDir: false,
       target: 'es2022',
       minify: true,
+      sourcemap,
       reportCompressedSize: false,
       lib: { entry, formats: [format], name: 'sluice', fileName: () => fileName },
       // output.minify: Vite's library mode would keep an ES build's whitespace (for bundlers that read its annotations).
@@ -168,6 +177,12 @@ export type BuildOptions = {
   packagesDir?: string
   /** The entries' .d.ts files (default true; tsc and their rollup take most of the build's time). */
   declarations?: boolean
+  /**
+   * A folder for the source maps of the node's worker and its chunks (`<file>.map`; none by default). The bench's
+   * trace summaries (bench/traceProfile.ts) read them: the files stay as built without them (no sourceMappingURL
+   * comment, nothing more in dist/), so a browser downloads the same bytes.
+   */
+  sourceMaps?: string
 }
 
 /** A built file of the node's worker and the files it imports, statically or with import(). */
@@ -187,6 +202,17 @@ function outputFiles(result: Awaited<ReturnType<typeof build>>): WorkerFile[] {
 /** The root's LICENSE and README.md into a package's folder (npm pack takes them from there), if the root has them. */
 function copyRootFiles(packageDir: string): void {
   for (const file of ['LICENSE', 'README.md']) if (existsSync(join(root, file))) cpSync(join(root, file), join(packageDir, file))
+}
+
+/** Moves `from`'s source maps into `to`, their sources made absolute (they were relative to `from`). */
+function moveSourceMaps(from: string, to: string): void {
+  mkdirSync(to, { recursive: true })
+  for (const file of readdirSync(from).filter((f) => f.endsWith('.map'))) {
+    const map = JSON.parse(readFileSync(join(from, file), 'utf8')) as { sources: string[] }
+    map.sources = map.sources.map((source) => resolve(from, source))
+    writeFileSync(join(to, file), JSON.stringify(map))
+    rmSync(join(from, file))
+  }
 }
 
 /** Builds both packages; resolves to the node worker's files (for `npm run bench`'s sizes). */
@@ -211,7 +237,12 @@ export async function buildPackages(options: BuildOptions = {}): Promise<WorkerF
   checkReactImports(outputFiles(await build(reactBundle(join(out, 'react')))))
   await build(browserBundle('worker/client.ts', join(out, 'client'), 'index.js', 'es', false))
   await build(browserBundle(SW_ENTRY, out, 'sluice-sw.js', 'iife', false, [swEntry]))
-  const worker = outputFiles(await build(browserBundle('worker/node.worker.ts', join(out, 'sluice'), 'node.worker.js', 'es', true)))
+  const workerDir = join(out, 'sluice')
+  // The maps are not the worker's files (a browser never loads them).
+  const worker = outputFiles(
+    await build(browserBundle('worker/node.worker.ts', workerDir, 'node.worker.js', 'es', true, [], options.sourceMaps ? 'hidden' : false)),
+  ).filter((file) => !file.fileName.endsWith('.map'))
+  if (options.sourceMaps) moveSourceMaps(workerDir, options.sourceMaps)
   checkNodeOnly(outputFiles(await build(cli('src/cli/lightMain.ts', join(out, 'cli'), 'light.js', false))), 'sluice/dist/cli/light.js')
   await build(cli('src/cli/main.ts', join(dirs.node, 'dist/cli'), 'main.js', true))
   await buildNodeApi(dirs.node, options.declarations !== false)

@@ -30,6 +30,8 @@ export type Site = {
   deploymentPath: string
   /** What the relay printed first: its --announce address when `relayArgs` gives one. */
   relayAddress: string
+  /** With `sourceMaps`: the folder of the node worker's source maps (scripts/build.ts, BuildOptions.sourceMaps). */
+  sourceMapsDir?: string
   /** The site's root URL (http://127.0.0.1:<port>/: a secure context in every engine; https://<name>:<port>/ with `https`). */
   url: string
   /** Starts the build's `sluice <args>` (stopped at close). */
@@ -62,7 +64,8 @@ function serveStatic(root: string, https?: SiteHttps): Promise<{ server: Server;
 
 /**
  * Builds the packages and the site: `index.html` is `page`; `libs` are modules of the repository built for the
- * browser into it (file name to entry). Starts anvil with `funded` keys holding TTT, the relay (`sluice relay
+ * browser into it (file name to entry); `sourceMaps`: the node worker's source maps kept beside the site, not in it
+ * (the site's files are the same). Starts anvil with `funded` keys holding TTT, the relay (`sluice relay
  * <relayArgs>`, a plain one on a free port by default) and the server (over HTTPS with `https`).
  */
 export async function openSite(options: {
@@ -71,6 +74,7 @@ export async function openSite(options: {
   libs?: Record<string, string>
   https?: SiteHttps
   relayArgs?: string[]
+  sourceMaps?: boolean
 }): Promise<Site> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-site-'))
   const processes: SluiceProcess[] = []
@@ -87,7 +91,8 @@ export async function openSite(options: {
   try {
     // Both packages as `npm pack` takes them, with fresh dist/ folders, laid out as installed (linkInstall); the
     // bin is @sluice/node's, which runs its dist/cli/ (no src/ above it).
-    await buildPackages({ packagesDir: join(dir, 'packages'), declarations: false })
+    const sourceMapsDir = options.sourceMaps ? join(dir, 'sourcemaps') : undefined
+    await buildPackages({ packagesDir: join(dir, 'packages'), declarations: false, ...(sourceMapsDir ? { sourceMaps: sourceMapsDir } : {}) })
     linkInstall(dir)
     const bin = join(dir, 'packages/node/bin/sluice.mjs')
     const start = (args: string[], spawnOptions: StartSluiceOptions = {}) => {
@@ -134,6 +139,7 @@ export async function openSite(options: {
       net,
       deploymentPath,
       relayAddress,
+      ...(sourceMapsDir ? { sourceMapsDir } : {}),
       url: served.url,
       start,
       // The chain is read every second, the nodes' default: reading it every 50 ms took a tenth of the page's
