@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads'
 import type { Address } from 'viem'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { startDevnet } from '../test/integration/support/devnet.ts'
+import { type InspectorProfile, nodeCategoryTotals } from './cpuProfile.ts'
 import { cryptoLimit } from './limits.ts'
 import { busyCoresDuring, fmt, medianOf, percentile, repeat, spread } from './measure.ts'
 
@@ -74,6 +75,17 @@ export async function benchNode(): Promise<Record<string, string>> {
   rows["each node's thread busy meanwhile (its event loop's utilization), payer / payee, median run"] = median.threads.map((u) => u.toFixed(2)).join(' / ')
   const directLatencies = runs.flatMap((r) => r.latencies)
   rows['direct payment latency p50 / p99, 32 in flight (ms)'] = `${fmt(percentile(directLatencies, 50))} / ${fmt(percentile(directLatencies, 99))}`
+
+  // What bounds the rate: both nodes' threads profiled through one more run (sampling slows it: its rate is no row).
+  const profiled = 1000
+  await Promise.all([a.call('profileStart'), b.call('profileStart')])
+  await a.call('payMany', net.tokenNetwork, addrB, profiled, 32)
+  const [payer, payee] = (await Promise.all([a.call<InspectorProfile>('profileStop'), b.call<InspectorProfile>('profileStop')])).map(nodeCategoryTotals)
+  const both = (key: string) => (payer!.get(key) ?? 0) + (payee!.get(key) ?? 0)
+  const perPayment = (totals: Map<string, number>, key: string) => ((totals.get(key) ?? 0) / 1000 / profiled).toFixed(2)
+  for (const key of [...new Set([...payer!.keys(), ...payee!.keys()])].sort((x, y) => both(y) - both(x)))
+    rows[`profile of a run of ${profiled}, 32 in flight, each thread's time per payment (ms), payer / payee: ${key}`] =
+      `${perPayment(payer!, key)} / ${perPayment(payee!, key)}`
 
   await a.call('payMany', net.tokenNetwork, addrC, 20, 1) // warm-up
   const mediated = await a.call<number[]>('payMany', net.tokenNetwork, addrC, 300, 1)

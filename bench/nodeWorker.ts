@@ -2,6 +2,7 @@
 // request/response protocol. With `weigh` (the curves), its store is wrapped to weigh each commit as LevelStorage
 // encodes it (node:v8, one row at a time): a cost the throughput rows of bench/node.ts must not carry. With
 // `database` (a postgres:// URL), its store is PgStorage there (bench/scale.ts), as `sluice serve --database` keeps it.
+import { Session } from 'node:inspector/promises'
 import { serialize, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { parentPort, workerData } from 'node:worker_threads'
@@ -97,6 +98,8 @@ const node = await createNode({
 })
 await node.run()
 
+const profiler = new Session()
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 type Request = { id: number; method: string; args: unknown[] }
@@ -132,6 +135,19 @@ const methods: Record<string, (...args: never[]) => Promise<unknown>> = {
     return latencies
   },
   cpu: async () => process.cpuUsage(),
+  /** V8's sampling profiler on this thread (bench/node.ts profiles each node's thread during a run). */
+  profileStart: async () => {
+    profiler.connect()
+    await profiler.post('Profiler.enable')
+    await profiler.post('Profiler.setSamplingInterval', { interval: 100 })
+    await profiler.post('Profiler.start')
+  },
+  /** The profile since `profileStart`: nodes, samples and their time deltas, as the inspector gives them. */
+  profileStop: async () => {
+    const { profile } = await profiler.post('Profiler.stop')
+    profiler.disconnect()
+    return profile
+  },
   /** The tally since the last call (empty unless `weigh`), and a new one from now. */
   takeCommits: async () => {
     const taken = tally

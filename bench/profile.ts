@@ -5,7 +5,7 @@ import { anvilKeys } from '../src/devnet/anvil.ts'
 import { startDevnet, startNode } from '../test/integration/support/devnet.ts'
 import { openChannelOnChain } from '../src/node/actions/channels.ts'
 import { sendPayment } from '../src/node/actions/payments.ts'
-import { addSamples, categorize, categoryTotals, ProfileTree } from './cpuProfile.ts'
+import { nodeCategoryTotals } from './cpuProfile.ts'
 
 export async function profilePayment(count = 300): Promise<Record<string, string>> {
   const keys = [anvilKeys[1]!, anvilKeys[2]!] as const
@@ -28,9 +28,7 @@ export async function profilePayment(count = 300): Promise<Record<string, string
     const { profile } = await session.post('Profiler.stop')
     session.disconnect()
     // Self time by what the code is (bench/cpuProfile.ts, shared with the traces' summaries).
-    const tree = new ProfileTree(profile.nodes)
-    const self = addSamples(new Map(), profile.samples!, profile.timeDeltas!)
-    const totals = categoryTotals(self, (id) => categorize(tree, id, 'node'))
+    const totals = nodeCategoryTotals(profile)
     const rows: Record<string, string> = { 'wall time per payment (sequential)': `${wall.toFixed(2)} ms` }
     for (const [key, micros] of [...totals].sort((x, y) => y[1] - x[1])) rows[key] = `${(micros / 1000 / count).toFixed(2)} ms`
     return rows
