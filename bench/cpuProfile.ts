@@ -63,8 +63,9 @@ const PROGRAM: Record<Runtime, string> = {
   node: 'V8 (program)',
   browser: "(program): the browser's own work on the thread outside JS (task and message dispatch)",
 }
-const NODE_NATIVES = 'Node natives (JSON, structured clone, BroadcastChannel, timers)'
+const NODE_NATIVES = "Node's own code and natives (JSON, v8.serialize, timers, promises, fetch)"
 const MESSAGING_NATIVES = 'structured clone and postMessage (natives)'
+const PROFILER = "the profiler's own stop (building the profile: not the node's work)"
 const NO_CALLER = 'natives and builtins with no JS caller (run by the browser: callbacks, promise jobs)'
 
 /** libp2p and the packages that only it brings (the browser's transport; the headless profile has none). */
@@ -136,14 +137,16 @@ export function categorize(tree: ProfileTree, id: number, runtime: Runtime, sour
     if (/hash-wasm|keccak/.test(source)) return 'keccak (WASM: hash-wasm)'
     return 'WASM (caller unknown)'
   }
+  // Profiler.stop builds the profile on the sampled thread itself: its time is the measurement's, not the node's.
+  if (runtime === 'node' && (url === 'node:inspector' || (url === '' && tree.parentOf(id)?.callFrame.url === 'node:inspector'))) return PROFILER
   if (url === '' && !functionName.startsWith('(')) {
+    if (functionName === 'postMessage' || functionName === 'structuredClone') return MESSAGING_NATIVES
     if (runtime === 'node') {
       const parent = tree.parentOf(id)
       return parent && /node_modules\/(secp256k1|classic-level)\//.test(parent.callFrame.url ?? '')
         ? categorize(tree, parent.id, runtime, sourceOf)
         : NODE_NATIVES
     }
-    if (functionName === 'postMessage' || functionName === 'structuredClone') return MESSAGING_NATIVES
     const caller = tree.jsCaller(id)
     return caller ? categorize(tree, caller.id, runtime, sourceOf) : NO_CALLER
   }
