@@ -103,8 +103,8 @@ export async function runSluice(args: readonly string[], cwd: string) {
   return { code, signal, stdout: p.stdout(), stderr: p.stderr() }
 }
 
-/** The processes whose parent is `pid`, with their command names, read from /proc (Linux). */
-export function childProcesses(pid: number): { pid: number; name: string }[] {
+/** Every process now, with its parent and command name, read from /proc (Linux). */
+function processTable(): { pid: number; parent: number; name: string }[] {
   return readdirSync('/proc')
     .filter((d) => /^\d+$/.test(d))
     .flatMap((d) => {
@@ -113,11 +113,35 @@ export function childProcesses(pid: number): { pid: number; name: string }[] {
         const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
         const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-        return Number(fields[1]) === pid ? [{ pid: Number(d), name }] : []
+        return [{ pid: Number(d), parent: Number(fields[1]), name }]
       } catch {
         return [] // the process ended while we looked
       }
     })
+}
+
+/** The processes whose parent is `pid`, with their command names, read from /proc (Linux). */
+export function childProcesses(pid: number): { pid: number; name: string }[] {
+  return processTable()
+    .filter((p) => p.parent === pid)
+    .map(({ pid, name }) => ({ pid, name }))
+}
+
+/**
+ * Every process under `pid` (its children, theirs, and so on), from one read of /proc: a watch that samples a tree
+ * often reads each process once per sample, not once per process of the tree.
+ */
+export function descendants(pid: number): { pid: number; name: string }[] {
+  const children = new Map<number, { pid: number; name: string }[]>()
+  for (const p of processTable()) children.set(p.parent, [...(children.get(p.parent) ?? []), { pid: p.pid, name: p.name }])
+  const found: { pid: number; name: string }[] = []
+  const queue = [pid]
+  while (queue.length > 0)
+    for (const child of children.get(queue.shift()!) ?? []) {
+      found.push(child)
+      queue.push(child.pid)
+    }
+  return found
 }
 
 /** Whether a process is still there and not a zombie waiting to be reaped. */

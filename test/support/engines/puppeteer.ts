@@ -65,6 +65,12 @@ export async function launchPuppeteer(
         : { extraPrefsFirefox: { ...FIREFOX_PREFS, ...firefoxNames, ...firefoxWebRtc, ...firefoxPrefs } }),
       // Above every bound of ours (evaluate's is the caller's): our timeouts say what was waited on, puppeteer's would not.
       protocolTimeout: 30 * 60_000,
+      // No request and response events: nothing here reads them, and they share the one ordered channel with the
+      // answers to our commands. A page running a node makes some 30 requests a second (chain polling, the relay's
+      // frames), some 200 CDP events a second from the page and its workers. Under two CI runs on two cores Chromium
+      // fell up to 19 s behind on them, and every answer waited its turn: a click (ten round trips) or a fill (twenty
+      // and more) passed its bound while the page ran each command in a few ms. WebDriver BiDi carries them too.
+      networkEnabled: false,
     }),
     DEFAULT_TIMEOUT_MS,
     `launching ${engine}`,
@@ -134,8 +140,8 @@ function puppeteerTab(page: Page, engine: EngineName): Tab {
           what(`clicking ${selector}`),
         )
       } catch (e) {
-        // Seen once under a double CI's load: the click took effect in the page, but Chromium never answered it.
-        // Whether the page's thread answers anything else then tells a busy page from a stuck input channel.
+        // Whether the page still answers tells a busy page from answers held up on the way (as they were behind
+        // the network events when a double CI's load made a click take effect but go unanswered: networkEnabled).
         const t0 = performance.now()
         const answered = await bounded(page.evaluate('1'), 5_000, 'an evaluate')
           .then(() => `the page answered an evaluate in ${Math.round(performance.now() - t0)} ms`)
