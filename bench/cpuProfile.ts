@@ -1,6 +1,7 @@
 // A V8 CPU profile's self time grouped by what the code is: shared by the headless profile (bench/profile.ts, a
 // Node inspector session: frames with file URLs) and the Chromium trace summaries (bench/traceProfile.ts, the
 // node's worker: frames of the minified bundle, located in the sources by its source maps).
+import { Session } from 'node:inspector/promises'
 
 export type CallFrame = { functionName: string; url?: string; lineNumber?: number; columnNumber?: number }
 /** A node as the inspector gives it (`children`) or as a trace's ProfileChunk does (`parent`). */
@@ -163,4 +164,21 @@ export function nodeCategoryTotals(profile: InspectorProfile): Map<string, numbe
   const tree = new ProfileTree(profile.nodes)
   const self = addSamples(new Map(), profile.samples ?? [], profile.timeDeltas ?? [])
   return categoryTotals(self, (id) => categorize(tree, id, 'node'))
+}
+
+/**
+ * Starts V8's sampling profiler on this thread (every 100 µs), through an inspector session of its own; the function
+ * returned stops it and gives the profile. The headless profiles (bench/profile.ts, each node's thread in bench/node.ts).
+ */
+export async function startCpuProfile(): Promise<() => Promise<InspectorProfile>> {
+  const session = new Session()
+  session.connect()
+  await session.post('Profiler.enable')
+  await session.post('Profiler.setSamplingInterval', { interval: 100 })
+  await session.post('Profiler.start')
+  return async () => {
+    const { profile } = await session.post('Profiler.stop')
+    session.disconnect()
+    return profile
+  }
 }

@@ -2,7 +2,6 @@
 // request/response protocol. With `weigh` (the curves), its store is wrapped to weigh each commit as LevelStorage
 // encodes it (node:v8, one row at a time): a cost the throughput rows of bench/node.ts must not carry. With
 // `database` (a postgres:// URL), its store is PgStorage there (bench/scale.ts), as `sluice serve --database` keeps it.
-import { Session } from 'node:inspector/promises'
 import { serialize, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { parentPort, workerData } from 'node:worker_threads'
@@ -17,6 +16,7 @@ import { openPgStorage } from '../src/storage/pgStorage.ts'
 import { openPool } from '../src/storage/postgres/pool.ts'
 import type { Commit, Storage } from '../src/storage/storage.ts'
 import { createBroadcastChannelTransport } from '../src/transport/broadcastChannelTransport.ts'
+import { type InspectorProfile, startCpuProfile } from './cpuProfile.ts'
 
 const { rpcUrl, deployment, key, dataDir, channelName, weigh, database } = workerData as {
   rpcUrl: string
@@ -98,7 +98,7 @@ const node = await createNode({
 })
 await node.run()
 
-const profiler = new Session()
+let stopProfile: (() => Promise<InspectorProfile>) | undefined
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -137,17 +137,10 @@ const methods: Record<string, (...args: never[]) => Promise<unknown>> = {
   cpu: async () => process.cpuUsage(),
   /** V8's sampling profiler on this thread (bench/node.ts profiles each node's thread during a run). */
   profileStart: async () => {
-    profiler.connect()
-    await profiler.post('Profiler.enable')
-    await profiler.post('Profiler.setSamplingInterval', { interval: 100 })
-    await profiler.post('Profiler.start')
+    stopProfile = await startCpuProfile()
   },
   /** The profile since `profileStart`: nodes, samples and their time deltas, as the inspector gives them. */
-  profileStop: async () => {
-    const { profile } = await profiler.post('Profiler.stop')
-    profiler.disconnect()
-    return profile
-  },
+  profileStop: async () => stopProfile!(),
   /** The tally since the last call (empty unless `weigh`), and a new one from now. */
   takeCommits: async () => {
     const taken = tally

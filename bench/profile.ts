@@ -1,11 +1,10 @@
 // The CPU profile of one direct payment: two nodes in this process (LevelDB, sync writes) on anvil, sampled by
 // V8's profiler over many sequential payments, self time grouped by what the code is.
-import { Session } from 'node:inspector/promises'
 import { anvilKeys } from '../src/devnet/anvil.ts'
 import { startDevnet, startNode } from '../test/integration/support/devnet.ts'
 import { openChannelOnChain } from '../src/node/actions/channels.ts'
 import { sendPayment } from '../src/node/actions/payments.ts'
-import { nodeCategoryTotals } from './cpuProfile.ts'
+import { nodeCategoryTotals, startCpuProfile } from './cpuProfile.ts'
 
 export async function profilePayment(count = 300): Promise<Record<string, string>> {
   const keys = [anvilKeys[1]!, anvilKeys[2]!] as const
@@ -17,16 +16,11 @@ export async function profilePayment(count = 300): Promise<Record<string, string
     await b.client.waitForBlock(a.state.blockNumber)
     const pay = () => sendPayment(a.client, { token: net.token, target: b.address, amount: 1n })
     for (let i = 0; i < 50; i++) await pay()
-    const session = new Session()
-    session.connect()
-    await session.post('Profiler.enable')
-    await session.post('Profiler.setSamplingInterval', { interval: 100 })
-    await session.post('Profiler.start')
+    const stop = await startCpuProfile()
     const started = performance.now()
     for (let i = 0; i < count; i++) await pay()
     const wall = (performance.now() - started) / count
-    const { profile } = await session.post('Profiler.stop')
-    session.disconnect()
+    const profile = await stop()
     // Self time by what the code is (bench/cpuProfile.ts, shared with the traces' summaries).
     const totals = nodeCategoryTotals(profile)
     const rows: Record<string, string> = { 'wall time per payment (sequential)': `${wall.toFixed(2)} ms` }
