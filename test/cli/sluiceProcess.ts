@@ -133,7 +133,11 @@ export function childProcesses(pid: number): { pid: number; name: string }[] {
  */
 export function descendants(pid: number): { pid: number; name: string }[] {
   const children = new Map<number, { pid: number; name: string }[]>()
-  for (const p of processTable()) children.set(p.parent, [...(children.get(p.parent) ?? []), { pid: p.pid, name: p.name }])
+  for (const { pid, parent, name } of processTable()) {
+    const siblings = children.get(parent)
+    if (siblings) siblings.push({ pid, name })
+    else children.set(parent, [{ pid, name }])
+  }
   const found: { pid: number; name: string }[] = []
   const queue = [pid]
   while (queue.length > 0)
