@@ -174,11 +174,8 @@ function History({ shared }: { shared: Shared }) {
         </tbody>
       </table>
       {/* Until the first answer (a reload under load can take seconds), an empty table is not an empty history. */}
-      {history.data === undefined ? (
-        history.loading ? <p class="hint">Loading the history…</p> : null
-      ) : rows.length === 0 ? (
-        <p class="hint">No payments here yet.</p>
-      ) : null}
+      {history.data === undefined && history.loading ? <p class="hint">Loading the history…</p> : null}
+      {history.data !== undefined && rows.length === 0 ? <p class="hint">No payments here yet.</p> : null}
       <div class="pages">
         <button type="button" class="secondary" disabled={page === 0} onClick={() => setPage(page - 1)}>
           Previous page
