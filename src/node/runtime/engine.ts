@@ -229,21 +229,26 @@ export class Engine {
         let state = this.state
         let seq = this.seq
         const applied: Applied[] = []
-        for (const { input } of batch) {
-          seq++
-          const before = state
-          const result = transition(state, input.change, this.p.ctx)
-          state = result.state
-          const effects = result.effects.map((effect, i) => recordEffect(commit, effect, { before, seq, index: i, now }))
-          const received = receivedHistory(input.change, before, state)
-          if (received) commit.received.push(received)
-          const synced = syncedHistory(input.change, before, state)
-          commit.sentProofs.push(...synced.proofs)
-          commit.sentLocks.push(...synced.locks)
-          commit.changes.push({ seq, time: now, change: input.change })
-          if (input.chainEvents) commit.chainEvents.push(...input.chainEvents)
-          if (input.meta) commit.meta = { ...commit.meta, ...input.meta }
-          applied.push({ seq, change: input.change, effects })
+        try {
+          for (const { input } of batch) {
+            seq++
+            const before = state
+            const result = transition(state, input.change, this.p.ctx)
+            state = result.state
+            const effects = result.effects.map((effect, i) => recordEffect(commit, effect, { before, seq, index: i, now }))
+            const received = receivedHistory(input.change, before, state)
+            if (received) commit.received.push(received)
+            const synced = syncedHistory(input.change, before, state)
+            commit.sentProofs.push(...synced.proofs)
+            commit.sentLocks.push(...synced.locks)
+            commit.changes.push({ seq, time: now, change: input.change })
+            if (input.chainEvents) commit.chainEvents.push(...input.chainEvents)
+            if (input.meta) commit.meta = { ...commit.meta, ...input.meta }
+            applied.push({ seq, change: input.change, effects })
+          }
+        } catch (error) {
+          // A transition that throws is a bug in the core: nothing of the batch is committed, and nobody is left waiting.
+          this.stop(error, batch, journalWaiters)
         }
         this.sinceSnapshot += batch.length
         if (this.sinceSnapshot >= this.snapshotAfter || (this.snapshotWanted && this.sinceSnapshot > 0)) {
@@ -263,12 +268,7 @@ export class Engine {
           await this.p.storage.commit(commit)
         } catch (error) {
           // Nothing of this batch is durable, so nothing of it may take effect: stop, and let the shell report it.
-          this.failed = error
-          for (const b of batch) b.reject(error)
-          for (const q of this.queue.splice(0)) q.reject(error)
-          for (const w of [...journalWaiters, ...this.journalWaiters.splice(0)]) w.reject(error)
-          this.journal.clear()
-          throw error
+          this.stop(error, batch, journalWaiters)
         }
         this.state = state
         this.seq = seq
@@ -284,6 +284,16 @@ export class Engine {
       this.running = false
       this.markIdle()
     }
+  }
+
+  /** Stops the engine for good: the batch, what is queued and the journal's writers are rejected with `error`. */
+  private stop(error: unknown, batch: { reject: (e: unknown) => void }[], journalWaiters: { reject: (e: unknown) => void }[]): never {
+    this.failed = error
+    for (const b of batch) b.reject(error)
+    for (const q of this.queue.splice(0)) q.reject(error)
+    for (const w of [...journalWaiters, ...this.journalWaiters.splice(0)]) w.reject(error)
+    this.journal.clear()
+    throw error
   }
 
   private hasWork(): boolean {

@@ -137,6 +137,30 @@ describe('Engine', () => {
     expect((await s.storage.load()).changes.map((c) => c.seq)).toEqual([1])
   })
 
+  test('a transition that throws (a bug in the core) stops the engine: what waits is rejected, nothing of it is committed', async () => {
+    const s = await store()
+    const e = engine(s.storage)
+    await e.dispatch({ type: 'block', blockNumber: 1n })
+    const bug = new Error('a bug in the core')
+    // A change the core cannot read: its transition throws.
+    const unreadable = {
+      type: 'block',
+      get blockNumber(): bigint {
+        throw bug
+      },
+    } as const
+    const release = s.holdCommits()
+    const before = e.dispatch({ type: 'block', blockNumber: 2n })
+    const failing = e.dispatch(unreadable)
+    await expect(before).rejects.toBe(bug)
+    await expect(failing).rejects.toBe(bug)
+    await expect(e.dispatch({ type: 'block', blockNumber: 3n })).rejects.toBe(bug)
+    release()
+    await e.settled()
+    expect(e.current.blockNumber).toBe(1n)
+    expect((await s.storage.load()).changes.map((c) => c.seq)).toEqual([1])
+  })
+
   test('a snapshot replaces the changes it covers every `snapshotEvery` changes', async () => {
     const s = await store()
     const e = engine(s.storage)
