@@ -5,7 +5,7 @@
 import type { EIP1193Provider } from 'viem'
 import type { Deployment as NodeDeployment } from '../src/chain/deployment.ts'
 import type { Meta, StorageDump as NodeStorageDump } from '../src/storage/storage.ts'
-import type { RemoteProvider } from './node.worker.ts'
+import type { RemoteProvider } from './nodeWorkerMain.ts'
 import type { NodeConfig } from '../src/node/nodeConfig.ts'
 import type { Address, Deployment, Eip1193Provider, Hex, NodeOptions, StorageDump } from './publicTypes.ts'
 
@@ -18,7 +18,7 @@ export type PublicTypesMatch = [
   Holds<Same<Hex, import('viem').Hex>>,
   Holds<Same<Deployment, NodeDeployment>>,
   Holds<Same<Deployment['contracts'][keyof Deployment['contracts']], NodeDeployment['contracts'][keyof NodeDeployment['contracts']]>>,
-  // The options: the worker's are the page's (node.worker.ts's NodeWorkerOptions), and createNode takes them as its own.
+  // The options: the worker's are the page's (nodeWorkerMain.ts's NodeWorkerOptions), and createNode takes them as its own.
   Holds<NodeOptions extends Partial<NodeConfig> ? true : false>,
   Holds<Same<Eip1193Provider, RemoteProvider>>,
   // A viem wallet client's provider is a provider here.

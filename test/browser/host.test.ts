@@ -382,10 +382,12 @@ describe('startNode', () => {
 describe('what the browser does not give or answer', () => {
   const leaderLockHeld = async () => ((await navigator.locks.query()).held ?? []).some((lock) => lock.name === LEADER_LOCK)
 
-  test('a worker URL that answers no worker script, or a script that throws as it loads: NODE_WORKER at once, the lock free', async () => {
+  test('a worker URL that answers no worker script, a script that throws as it loads, or a module it imports that is not there: NODE_WORKER at once, the lock free', async () => {
     const cases = [
       { workerUrl: new URL('/no-such-folder/node.worker.js', location.href), says: /did not load/ },
       { workerUrl: new URL('./fixtures/throwingWorker.ts', import.meta.url), says: /did not load: .*this build of the worker is broken/ },
+      // The worker's script runs, but the node's module it imports (worker/node.worker.ts's import()) is not there.
+      { workerUrl: new URL('./fixtures/missingModuleWorker.ts', import.meta.url), says: /did not load: .*no-such-module/ },
     ]
     for (const { workerUrl, says } of cases) {
       const begun = performance.now()

@@ -1,11 +1,11 @@
-// The node's worker (worker/node.worker.ts) in a real Chromium: a whole node on anvil with IndexedDB, reached by
+// The node's worker (worker/node.worker.ts, which imports worker/nodeWorkerMain.ts) in a real Chromium: a whole node on anvil with IndexedDB, reached by
 // the page's fetch('/api/v1/...') through the real service worker and the request channel.
 import * as Comlink from 'comlink'
 import { createTestClient, http, parseEther } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, expect, inject, test } from 'vitest'
 import { storageName } from '../../src/storage/identity.ts'
-import type { NodeWorkerApi } from '../../worker/node.worker.ts'
+import type { NodeWorkerApi } from '../../worker/nodeWorkerMain.ts'
 import { carryErrorCodes } from '../../worker/comlinkErrors.ts'
 import { deleteDatabase } from './support/indexedDb.ts'
 import { ensureControlled } from './support/serviceWorker.ts'
