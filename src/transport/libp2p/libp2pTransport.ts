@@ -12,7 +12,7 @@ import { encodeFrames } from './frames.ts'
 import { InboundStreams, type InboundCounters, type InboundLimits } from './inboundStreams.ts'
 import { libp2pOptions, type Services } from './libp2pOptions.ts'
 import { OutboundStreams } from './outboundStreams.ts'
-import { PeerDirectory, type Heard } from './peerDirectory.ts'
+import { PeerDirectory, type Heard, type PeerSeenEvent } from './peerDirectory.ts'
 import { addressOfPeer, identityOfPeer, libp2pPrivateKey, peerIdOfKey } from './peerIdentity.ts'
 import { encodeAnnouncement, maxAddresses, readAnnouncement, signRecord, type PresenceRecord } from './presence.ts'
 import { PresenceBook } from './presenceBook.ts'
@@ -92,7 +92,7 @@ export type Libp2pTransportLogEvent =
   | { type: 'reserved'; addresses: string[] }
   | { type: 'noReservation'; afterMs: number }
   | { type: 'announced'; addresses: string[] }
-  | { type: 'peerSeen'; peer: Address; how: 'presence' | 'connection' }
+  | PeerSeenEvent
   | { type: 'invalidFrame'; from: Address }
   | { type: 'oversizedFrame'; from: Address }
   | { type: 'streamFailed'; peer?: Address; error: unknown }

@@ -11,12 +11,17 @@ import { circuitThrough, isCircuit, type RelayAddress } from './relayAddress.ts'
 type KnownPeer = { peerId: PeerId; session?: string; ts: number }
 
 /** A peer just heard of, authenticated by its PeerId (a signed announcement, or a Noise handshake). */
+/** A peer reported seen: by a presence record (with the record's time) or by its connection to us. */
+export type PeerSeenEvent = { type: 'peerSeen'; peer: Address; how: 'presence' | 'connection'; ts?: number }
+
 export type Heard = {
   address: Address
   /** 64 bytes, x || y: what a signature of it recovers. */
   publicKey: Hex
   peerId: PeerId
   how: 'presence' | 'connection'
+  /** A presence record's time (its announcement's `ts`, ms): which record made it seen. */
+  ts?: number
   /** Where to dial it, to store in libp2p's peer store before it is reported: circuits that end at it. */
   addrs: Multiaddr[]
   /** Its own direct addresses, dialled first (directPaths.ts): never in the peer store, so libp2p never picks one itself. */
@@ -35,7 +40,7 @@ export type PeerDirectoryParameters = {
   /** Keep announced direct addresses on private networks and loopback (devnets, tests); refused otherwise. */
   allowPrivateDirect?: boolean
   now?: () => number
-  log?: (event: { type: 'peerSeen'; peer: Address; how: 'presence' | 'connection' }) => void
+  log?: (event: PeerSeenEvent) => void
 }
 
 /**
@@ -110,6 +115,7 @@ export class PeerDirectory {
       ...identity,
       peerId: from,
       how: 'presence',
+      ts: announcement.ts,
       addrs,
       direct,
       newSession: known?.session !== announcement.session,
@@ -134,7 +140,7 @@ export class PeerDirectory {
 
   /** Tells the listeners the peer is seen; true if a `want` waited for it (open the way to it now). */
   report(heard: Heard): boolean {
-    this.#parameters.log?.({ type: 'peerSeen', peer: heard.address, how: heard.how })
+    this.#parameters.log?.({ type: 'peerSeen', peer: heard.address, how: heard.how, ...(heard.ts !== undefined ? { ts: heard.ts } : {}) })
     const wanted = this.#wanted.delete(heard.address.toLowerCase())
     this.#tell(heard.address, heard.publicKey)
     return wanted
