@@ -10,10 +10,10 @@ import { circuitThrough, isCircuit, type RelayAddress } from './relayAddress.ts'
 /** A peer we know how to reach: from its presence announcement, or from a connection it opened to us. */
 type KnownPeer = { peerId: PeerId; session?: string; ts: number }
 
-/** A peer just heard of, authenticated by its PeerId (a signed announcement, or a Noise handshake). */
 /** A peer reported seen: by a presence record (with the record's time) or by its connection to us. */
 export type PeerSeenEvent = { type: 'peerSeen'; peer: Address; how: 'presence' | 'connection'; ts?: number }
 
+/** A peer just heard of, authenticated by its PeerId (a signed announcement, or a Noise handshake). */
 export type Heard = {
   address: Address
   /** 64 bytes, x || y: what a signature of it recovers. */
