@@ -17,7 +17,7 @@ import { jsonParse } from '../src/storage/json.ts'
 import { levelLocation, openLevelStorage } from '../src/storage/levelStorage.ts'
 import type { StorageIdentity } from '../src/storage/storage.ts'
 import { type Devnet, startDevnet } from '../test/integration/support/devnet.ts'
-import { startSluice, stopSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
+import { logged, startSluice, stopSluice, type SluiceProcess } from '../test/cli/sluiceProcess.ts'
 import type { CommitTally } from './nodeWorker.ts'
 import { type NodeWorker, spawnNode } from './node.ts'
 import { fmt, medianOf, percentile, repeat, spread, timed } from './measure.ts'
@@ -382,7 +382,7 @@ async function startPageRun(stageOptions: { persistent?: boolean }): Promise<Pag
   try {
     const peerProcess = stage.start(stage.serveArgs(peerKey, join(stage.dir, 'peer')))
     const [, peerApi] = await peerProcess.waitForOutput(/REST API: (\S+)\n/, 60_000)
-    await peerProcess.waitForOutput(/^Ready: /m, 60_000)
+    await peerProcess.waitForOutput(logged('Ready: '), 60_000)
     const context = stage.profile ?? (await stage.newContext())
     const { page, open } = await stage.newPage(context)
     const options = {

@@ -9,6 +9,7 @@ import { startDevnet } from '../test/integration/support/devnet.ts'
 import { type InspectorProfile, nodeCategoryTotals } from './cpuProfile.ts'
 import { cryptoLimit } from './limits.ts'
 import { busyCoresDuring, fmt, medianOf, percentile, repeat, spread } from './measure.ts'
+import type { CommitTally } from './nodeWorker.ts'
 
 export type NodeWorker = { call<T>(method: string, ...args: unknown[]): Promise<T>; worker: Worker }
 
@@ -60,9 +61,12 @@ export async function benchNode(): Promise<Record<string, string>> {
     const t0 = performance.now()
     // Each node's thread on its own: a rate bound by one thread shows that thread near 1 while the machine is not.
     const [eluA, eluB] = [a.worker.performance.eventLoopUtilization(), b.worker.performance.eventLoopUtilization()]
+    await Promise.all([a.call('takeCommits'), b.call('takeCommits')])
     const { result: latencies, busyCores } = await busyCoresDuring(() => a.call<number[]>('payMany', net.tokenNetwork, addrB, direct, 32))
     const threads = [a.worker.performance.eventLoopUtilization(eluA).utilization, b.worker.performance.eventLoopUtilization(eluB).utilization]
-    return { rate: direct / ((performance.now() - t0) / 1000), latencies, busyCores, threads }
+    const ms = performance.now() - t0
+    const commits = await Promise.all([a.call<CommitTally>('takeCommits'), b.call<CommitTally>('takeCommits')])
+    return { rate: direct / (ms / 1000), latencies, busyCores, threads, commits, ms }
   })
   // The signatures' bound, with this machine's native libsecp256k1 measured now (bench/limits.ts).
   const limit = await cryptoLimit('native')
@@ -73,8 +77,25 @@ export async function benchNode(): Promise<Record<string, string>> {
   rows[`the machine's cores busy meanwhile (every process; of ${availableParallelism()}), median run`] = medianOf(runs.map((r) => r.busyCores)).toFixed(2)
   const median = runs.find((r) => r.rate === rate)!
   rows["each node's thread busy meanwhile (its event loop's utilization), payer / payee, median run"] = median.threads.map((u) => u.toFixed(2)).join(' / ')
+  // Each node's engine is one loop: a batch transitioned, committed, its effects handed out, then the next batch
+  // (group commit: what came meanwhile). Its commits and the gaps between them filling the run say the loop is
+  // what bounds the rate; how their time grows with the batch says with what.
+  const perNode = (f: (t: CommitTally) => string) => median.commits.map(f).join(' / ')
+  rows['commits per payment, payer / payee, median run'] = perNode((t) => (t.commits / direct).toFixed(2))
+  rows['mean commit, call to durable (ms; a LevelDB batch with fsync), payer / payee, median run'] = perNode((t) => (t.commitMs / t.commits).toFixed(2))
+  rows[
+    "each node's engine: share of the run committing + between commits (its batch transitioned, effects handed out, waits for the thread), payer / payee, median run"
+  ] = perNode((t) => `${(t.commitMs / median.ms).toFixed(2)} + ${(t.gapMs / median.ms).toFixed(2)}`)
   const directLatencies = runs.flatMap((r) => r.latencies)
   rows['direct payment latency p50 / p99, 32 in flight (ms)'] = `${fmt(percentile(directLatencies, 50))} / ${fmt(percentile(directLatencies, 99))}`
+  // Twice as many in flight: a rate bound by a path's latency would double; one bound by a loop's throughput stays.
+  const doubled = await repeat(2, async () => {
+    const t0 = performance.now()
+    const latencies = await a.call<number[]>('payMany', net.tokenNetwork, addrB, direct, 64)
+    return { rate: direct / ((performance.now() - t0) / 1000), p50: percentile(latencies, 50) }
+  })
+  rows['direct payments/s with 64 in flight, and their latency p50 (2 runs)'] =
+    `${doubled.map((r) => fmt(r.rate)).join(', ')}; ${doubled.map((r) => `${fmt(r.p50)} ms`).join(', ')}`
 
   // What bounds the rate: both nodes' threads profiled through one more run (sampling slows it: its rate is no row).
   const profiled = 1000

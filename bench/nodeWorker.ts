@@ -32,9 +32,23 @@ const { rpcUrl, deployment, key, dataDir, channelName, weigh, database } = worke
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 
-/** What the node committed since the last `takeCommits`: value bytes (node:v8, one row at a time, keys apart). */
-export type CommitTally = { commits: number; bytes: number; largest: number; snapshots: number; snapshotBytes: number }
-const emptyTally = (): CommitTally => ({ commits: 0, bytes: 0, largest: 0, snapshots: 0, snapshotBytes: 0 })
+/**
+ * What the node committed since the last `takeCommits`: how many commits and their wall time (from the call to the
+ * durable write, fsync included), the engine's time between one commit's end and the next one's call when it was
+ * busy (under 50 ms: the batch transitioned, its effects handed out, and the waits for the thread; a longer gap is
+ * the node idle), and, when `weigh`, their value bytes (node:v8, one row at a time, keys apart).
+ */
+export type CommitTally = {
+  commits: number
+  commitMs: number
+  gaps: number
+  gapMs: number
+  bytes: number
+  largest: number
+  snapshots: number
+  snapshotBytes: number
+}
+const emptyTally = (): CommitTally => ({ commits: 0, commitMs: 0, gaps: 0, gapMs: 0, bytes: 0, largest: 0, snapshots: 0, snapshotBytes: 0 })
 let tally = emptyTally()
 
 const rowBytes = (rows: readonly unknown[] | undefined) => (rows ?? []).reduce<number>((sum, row) => sum + serialize(row).length, 0)
@@ -56,22 +70,36 @@ function commitBytes(batch: Commit): number {
 }
 
 let store: Storage | undefined
+/** When the last commit ended, and the longest gap after it that counts as the engine's own work. */
+let lastEnd: number | undefined
+const BUSY_GAP_MS = 50
 
-/** The LevelDB store, its commits tallied before they go in when `weigh`. */
+/** The node's store, its commits counted and timed, and weighed before they go in when `weigh`. */
 function kept(storage: Storage): Storage {
   store = storage
-  if (!weigh) return storage
   const commit = storage.commit.bind(storage)
-  storage.commit = (batch: Commit) => {
-    const bytes = commitBytes(batch)
+  storage.commit = async (batch: Commit) => {
     tally.commits++
-    tally.bytes += bytes
-    tally.largest = Math.max(tally.largest, bytes)
-    if (batch.snapshot) {
-      tally.snapshots++
-      tally.snapshotBytes += serialize(batch.snapshot).length
+    if (weigh) {
+      const bytes = commitBytes(batch)
+      tally.bytes += bytes
+      tally.largest = Math.max(tally.largest, bytes)
+      if (batch.snapshot) {
+        tally.snapshots++
+        tally.snapshotBytes += serialize(batch.snapshot).length
+      }
     }
-    return commit(batch)
+    const t0 = performance.now()
+    if (lastEnd !== undefined && t0 - lastEnd < BUSY_GAP_MS) {
+      tally.gapMs += t0 - lastEnd
+      tally.gaps++
+    }
+    try {
+      return await commit(batch)
+    } finally {
+      lastEnd = performance.now()
+      tally.commitMs += lastEnd - t0
+    }
   }
   return storage
 }
@@ -141,7 +169,7 @@ const methods: Record<string, (...args: never[]) => Promise<unknown>> = {
   },
   /** The profile since `profileStart`: nodes, samples and their time deltas, as the inspector gives them. */
   profileStop: async () => stopProfile!(),
-  /** The tally since the last call (empty unless `weigh`), and a new one from now. */
+  /** The tally since the last call (no bytes unless `weigh`), and a new one from now. */
   takeCommits: async () => {
     const taken = tally
     tally = emptyTally()

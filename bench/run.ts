@@ -2,7 +2,8 @@
 // `--trace FILE` writes Chromium traces of the page's payments, one at a time and 32 in flight (the browser part), and
 // its table gives their summaries (bench/traceProfile.ts); `--only sequential|payments` stops the browser part's first
 // table after its one-at-a-time rows or after its payments' rows (a shorter run while working on them); `--curves` runs the
-// curves of bench/curves.ts instead (after the parts named, if any): minutes, so never by default. The routing part's
+// curves of bench/curves.ts instead (after the parts named, if any; `--curves pageStored` runs that curve alone): minutes,
+// so never by default. The routing part's
 // network (bench/routingNetwork.ts) takes `--minutes M` of payments per routing mode (3.5 by default: about 10 minutes
 // in all; 0.25 for a quick look), `--seed N`, `--nodes N` and `--transport libp2p|broadcast`.
 import { parseArgs } from 'node:util'
@@ -122,12 +123,18 @@ const parts = {
 type Table = readonly [string, () => Promise<Record<string, string>>]
 type Part = keyof typeof parts
 
-const unknown = positionals.filter((p) => !(p in parts))
+// With --curves, a name may be a curve's: only the curves named run then (all of them when none is named).
+const isCurve = (p: string) => values.curves === true && p in curves
+const unknown = positionals.filter((p) => !(p in parts) && !isCurve(p))
 if (unknown.length > 0) {
-  console.error(`unknown part ${unknown.join(', ')}; the parts are: ${Object.keys(parts).join(', ')}`)
+  console.error(
+    `unknown part ${unknown.join(', ')}; the parts are: ${Object.keys(parts).join(', ')}; the curves (with --curves): ${Object.keys(curves).join(', ')}`,
+  )
   process.exit(2)
 }
-const chosen = positionals.length > 0 ? (positionals as Part[]) : values.curves ? [] : (Object.keys(parts) as Part[])
+const namedParts = positionals.filter((p) => p in parts) as Part[]
+const namedCurves = positionals.filter(isCurve)
+const chosen = namedParts.length > 0 ? namedParts : values.curves ? [] : (Object.keys(parts) as Part[])
 
 function table(title: string, rows: Record<string, string>) {
   console.log(`\n### ${title}\n\n| measure | value |\n| --- | --- |`)
@@ -151,7 +158,7 @@ for (const name of Object.keys(parts) as Part[]) {
   const part: Table | readonly Table[] = parts[name]
   for (const table of typeof part[0] === 'string' ? [part as Table] : (part as readonly Table[])) await runPart(name, table)
 }
-if (values.curves) for (const [name, part] of Object.entries(curves)) await runPart(name, part)
+if (values.curves) for (const [name, part] of Object.entries(curves)) if (namedCurves.length === 0 || namedCurves.includes(name)) await runPart(name, part)
 // A part may leave a handle behind (a browser's pipe, a child's stream) that would keep the process waiting
 // after its tables are printed: the run ends here.
 process.exit()
