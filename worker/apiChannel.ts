@@ -10,7 +10,7 @@
  *   node -> `head` (status, headers), `chunk`s, `end`         client -> `cancel` when it stops reading
  * or, to a client that says it takes one (`whole`), an answer that is not a stream as one `response` (status,
  * headers, body). `accepted` comes first whatever the answer: a client that knows its node hears that node's `gone`,
- * and never sends a write again to the next one. And, for the whole channel: `ready` when a node starts serving (requests not yet accepted are sent again),
+ * and never sends a write again to the next one. And, for the whole channel: `ready` when a node starts serving (requests not yet accepted are sent again; a read also each second until accepted),
  * `alive` every second while a node has requests in flight, `gone` when it stops. A client whose node goes
  * silent answers 503 (a GET is sent again to the next node: reading twice is harmless).
  *
@@ -39,6 +39,8 @@ export type ApiChannelMessage =
 /** Milliseconds between a busy node's `alive` messages, and how long a client waits without one. */
 export const ALIVE_EVERY_MS = 1_000
 export const SILENT_AFTER_MS = 5_000
+/** Milliseconds between sends of a GET or HEAD that no node has accepted yet. */
+export const RESEND_UNACCEPTED_MS = 1_000
 
 // ---- the node's side ------------------------------------------------------------------------------------------
 
@@ -168,7 +170,11 @@ export async function forwardOverApiChannel(request: Request, p: ForwardParamete
     let lastHeard = 0
     let stream: ReadableStreamDefaultController<Uint8Array> | undefined
     let settled = false
-    const send = () => channel.postMessage(message)
+    let sentAt = 0
+    const send = () => {
+      sentAt = Date.now()
+      channel.postMessage(message)
+    }
     const finish = () => {
       clearInterval(watch)
       listeners.delete(id)
@@ -250,6 +256,10 @@ export async function forwardOverApiChannel(request: Request, p: ForwardParamete
         if (now - lastHeard > SILENT_AFTER_MS) lost('it went silent')
         return
       }
+      // A read not yet accepted is asked again each second: a node that came up without this context hearing its
+      // `ready` (a message lost, a worker replaced meanwhile) still gets it. A write waits for `ready`: sent twice,
+      // a node that took the first without its `accepted` arriving yet would carry it out twice.
+      if (retriable && now - sentAt >= RESEND_UNACCEPTED_MS) send()
       if (now - started < discoverMs) return
       starting ??= (await p.nodeStarting?.()) ?? false
       if (!starting || now - started > startTimeoutMs)

@@ -2,7 +2,7 @@
 import { Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import { afterEach, describe, expect, test } from 'vitest'
-import { forwardOverApiChannel, serveApiChannel } from '../../worker/apiChannel.ts'
+import { type ApiChannelMessage, forwardOverApiChannel, serveApiChannel } from '../../worker/apiChannel.ts'
 
 const servers: { close(): void }[] = []
 afterEach(() => {
@@ -87,6 +87,41 @@ describe('the API channel', () => {
     await new Promise((r) => setTimeout(r, 400))
     serve(name)
     expect((await pending).status).toBe(200)
+  })
+
+  test("a read whose node's `ready` the client never heard is asked again each second until accepted; a write waits for `ready`", async () => {
+    const name = channelName()
+    const ask = (method: string) =>
+      forwardOverApiChannel(new Request(`${location.origin}/api/v1/address`, { method }), {
+        channelName: name,
+        discoverMs: 100,
+        nodeStarting: async () => true,
+      })
+    const read = ask('GET')
+    const write = ask('DELETE')
+    await new Promise((r) => setTimeout(r, 200))
+    // A node that came up after both were sent, its `ready` lost: it answers what reaches it.
+    const heard: string[] = []
+    const node = new BroadcastChannel(name)
+    const answer = (id: string) => {
+      node.postMessage({ kind: 'accepted', id, node: 'n' } satisfies ApiChannelMessage)
+      node.postMessage({ kind: 'response', id, node: 'n', status: 200, headers: [], body: null } satisfies ApiChannelMessage)
+    }
+    node.onmessage = ({ data: m }: MessageEvent<ApiChannelMessage>) => {
+      if (m.kind !== 'request') return
+      heard.push(m.method)
+      answer(m.id)
+    }
+    try {
+      expect((await read).status).toBe(200)
+      await new Promise((r) => setTimeout(r, 1_500))
+      expect(heard).toEqual(['GET'])
+      node.postMessage({ kind: 'ready', node: 'n' } satisfies ApiChannelMessage)
+      expect((await write).status).toBe(200)
+      expect(heard).toEqual(['GET', 'DELETE'])
+    } finally {
+      node.close()
+    }
   })
 
   test('a context opens its channel once, and a request that is not a stream costs three messages: request, accepted, response', async () => {
