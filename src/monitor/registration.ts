@@ -36,9 +36,9 @@ export async function ensureRegistered(
     } catch (error) {
       if (hasCode(error, 'INSUFFICIENT_TOKEN_BALANCE')) {
         const { token, price: needed } = await readRegistrationPrice(chain, { serviceRegistry })
-        const held = await readTokenBalance(chain, { token })
+        const [held, block] = await Promise.all([readTokenBalance(chain, { token }), chain.publicClient.getBlockNumber({ cacheTime: 0 })])
         throw new RegistrationFailedError(
-          `the service account ${chain.address} holds ${held} of the service token ${token}; registering in the ServiceRegistry costs ${needed} now`,
+          `the service account ${chain.address} holds ${held} of the service token ${token} (at block ${block}); registering in the ServiceRegistry costs ${needed} now`,
           { cause: error },
         )
       }

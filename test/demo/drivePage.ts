@@ -52,6 +52,11 @@ const FIREFOX_STREAM_CUT = [
   /^Failed to load ‘’\. A ServiceWorker intercepted the request and encountered an unexpected error\.$/,
   /^The connection to \S+\/api\/v1\/events was interrupted while the page was loading\.$/,
 ]
+/**
+ * In the page: keeps the last 20 lines it logged as warnings or errors (the host's notes, such as the watchdog
+ * starting a new worker), for a failed step's report. Set after each load: WebDriver classic hears no console.
+ */
+const KEEP_CONSOLE = `(() => { if (window.__consoleTail) return; const tail = (window.__consoleTail = []); for (const level of ['warn', 'error']) { const original = console[level].bind(console); console[level] = (...args) => { tail.push(new Date().toISOString().slice(11, 23) + ' ' + args.map(String).join(' ').slice(0, 300)); if (tail.length > 20) tail.shift(); original(...args) } } })()`
 const exactly = (text: string) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`)
 
 /** Runs the steps on `url` in `engine` at a desktop's width (1440×900); some at a phone's (390×844) too. */
@@ -98,8 +103,9 @@ export async function drivePage(engine: EngineName, url: string, config: DemoCon
       } catch (e) {
         if (!tab.closed) await tab.screenshot(file.replace(/\.png$/, '-FAILED.png')).catch(() => {})
         const failures = tab.closed ? [] : await textsIn('.failure').catch(() => [])
+        const logged = tab.closed ? [] : await tab.evaluate<string[]>('window.__consoleTail || []', 5_000).catch(() => [])
         throw new StepError(
-          `${engine}: step ${n} "${name}" failed: ${(e as Error).message.split('\n')[0]}${failures.length ? `; the page says: ${failures.join(' | ')}` : ''}`,
+          `${engine}: step ${n} "${name}" failed: ${(e as Error).message.split('\n')[0]}${failures.length ? `; the page says: ${failures.join(' | ')}` : ''}${logged.length ? `; the page logged: ${logged.join(' | ')}` : ''}`,
         )
       }
       if (!tab.closed) await tab.screenshot(file)
@@ -156,10 +162,12 @@ export async function drivePage(engine: EngineName, url: string, config: DemoCon
       })()`)
       if (out.length) throw new Error(`at ${width} px: ${out.slice(0, 5).join('; ')}`)
     }
+    const keepConsole = () => tab.evaluate(KEEP_CONSOLE)
     const scrollTo = (selector: string) => tab.evaluate(`document.querySelector(${js(selector)}).scrollIntoView({ block: 'nearest' })`)
 
     await step('start the node', async () => {
       await tab.goto(url)
+      await keepConsole()
       await press('[data-testid=start]', 'Start my node')
       await shows('[data-testid=our-address]', undefined, 60_000)
       await shows('[data-testid=node-status]', 'ready', 60_000)
@@ -258,6 +266,7 @@ export async function drivePage(engine: EngineName, url: string, config: DemoCon
       'reload: nothing lost',
       async () => {
         await tab.reload()
+        await keepConsole()
         await shows('[data-testid=our-address]', address, 60_000)
         await checkHistoryAndRoute()
         await shows(`${channel(peer1.address)} [data-testid=our-balance]`, /^20$/, 20_000)
@@ -398,6 +407,7 @@ export async function drivePage(engine: EngineName, url: string, config: DemoCon
     await step('reopen the tab: what the service did, then your node settles and the money is on-chain', async () => {
       tab = await browser.newTab()
       await tab.goto(url)
+      await keepConsole()
       await shows('#away [data-monitor=done]', /it put your proof \(nonce 3\) on-chain in block \d+/, 20_000)
       await shot('what-the-service-did-before-the-node-starts')
       await press('[data-testid=start]', 'Start my node')

@@ -67,6 +67,9 @@ beforeAll(async () => {
   await mintTokens(deployer, queue, { token: net.deployment.serviceToken, amount: 10n ** 22n, to: service })
   for (const key of [anvilKeys[2], anvilKeys[5]] as Hex[])
     await mintTokens(deployer, queue, { token: net.deployment.serviceToken, amount: 10n * REWARD, to: privateKeyToAddress(key) })
+  // What the service then reads (its registration fails with 'holds 0' otherwise, as it once did in a CI run).
+  const head = await reader.publicClient.getBlockNumber({ cacheTime: 0 })
+  expect(await readTokenBalance(reader, { token: net.deployment.serviceToken, owner: service }), `the service's balance at block ${head}`).toBe(10n ** 22n)
   // The service, for both cases (the second stops it before A closes).
   monitor = await startMonitor()
 }, 120_000)
