@@ -182,3 +182,28 @@ export async function startCpuProfile(): Promise<() => Promise<InspectorProfile>
     return profile
   }
 }
+
+/**
+ * The time (µs) of the samples whose stack passes through a frame `inside` picks (inclusive time): how much of a
+ * thread's work ran within one function and what it called, such as the engine's loop.
+ */
+export function inclusiveMicros(profile: InspectorProfile, inside: (frame: CallFrame) => boolean): number {
+  const tree = new ProfileTree(profile.nodes)
+  const known = new Map<number, boolean>()
+  const under = (id: number): boolean => {
+    const cached = known.get(id)
+    if (cached !== undefined) return cached
+    const node = tree.nodes.get(id)
+    const parent = tree.parentOf(id)
+    const found = node !== undefined && (inside(node.callFrame) || (parent !== undefined && under(parent.id)))
+    known.set(id, found)
+    return found
+  }
+  const samples = profile.samples ?? []
+  const deltas = profile.timeDeltas ?? []
+  let micros = 0
+  samples.forEach((id, i) => {
+    if (under(id)) micros += deltas[i] ?? 0
+  })
+  return micros
+}

@@ -108,9 +108,27 @@ async function openChannelsTo(net: Devnet, payer: Address, count: number): Promi
     const tx = { chainId: 31337, type: 'eip1559', to: net.tokenNetwork, data, nonce: nonce++, gas: 300_000n, maxFeePerGas, maxPriorityFeePerGas } as const
     return client.sendRawTransaction({ serializedTransaction: await account.signTransaction(tx) })
   }
-  let last: Hex | undefined
-  for (let sent = 0; sent < count; sent += 50) last = (await Promise.all(Array.from({ length: Math.min(50, count - sent) }, send))).at(-1)
-  if (last) await client.waitForTransactionReceipt({ hash: last })
+  const first = nonce
+  const hashes: Hex[] = []
+  for (let sent = 0; sent < count; sent += 50) hashes.push(...(await Promise.all(Array.from({ length: Math.min(50, count - sent) }, send))))
+  if (hashes.length === 0) return
+  try {
+    await client.waitForTransactionReceipt({ hash: hashes.at(-1)!, timeout: 120_000 })
+  } catch (error) {
+    // Which one held the rest up, and why: what a failed curve needs to say.
+    const mined = await client.getTransactionCount({ address: account.address, blockTag: 'latest' })
+    const stuck = hashes[mined - first]
+    const pooled = stuck
+      ? await client.getTransaction({ hash: stuck }).then(
+          () => true,
+          () => false,
+        )
+      : undefined
+    const block = await client.getBlock()
+    throw new Error(
+      `${count} openChannel transactions sent (nonces ${first} to ${nonce - 1}), mined up to nonce ${mined - 1}; the next ${pooled ? 'is in the pool' : 'is not in the pool'} with maxFeePerGas ${maxFeePerGas}, the base fee is ${block.baseFeePerGas} at block ${block.number}: ${(error as Error).message.split('\n')[0]}`,
+    )
+  }
 }
 
 /** Payments per run at 32 in flight, and one at a time for the commit sizes (bench/node.ts runs 2,000 too). */

@@ -34,9 +34,8 @@ const gc = runInNewContext('gc') as () => void
 
 /**
  * What the node committed since the last `takeCommits`: how many commits and their wall time (from the call to the
- * durable write, fsync included), the engine's time between one commit's end and the next one's call when it was
- * busy (under 50 ms: the batch transitioned, its effects handed out, and the waits for the thread; a longer gap is
- * the node idle), and, when `weigh`, their value bytes (node:v8, one row at a time, keys apart).
+ * durable write, fsync included), the time between one commit's end and the next one's call while payments run
+ * (under 50 ms: the engine's own work and its wait for the next batch; a longer gap is the node idle), and, when `weigh`, their value bytes (node:v8, one row at a time, keys apart).
  */
 export type CommitTally = {
   commits: number
@@ -70,7 +69,7 @@ function commitBytes(batch: Commit): number {
 }
 
 let store: Storage | undefined
-/** When the last commit ended, and the longest gap after it that counts as the engine's own work. */
+/** When the last commit ended, and the longest gap after it that counts as one between a run's commits. */
 let lastEnd: number | undefined
 const BUSY_GAP_MS = 50
 
