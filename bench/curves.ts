@@ -118,12 +118,12 @@ async function openChannelsTo(net: Devnet, payer: Address, count: number): Promi
     // Which one held the rest up, and why: what a failed curve needs to say.
     const mined = await client.getTransactionCount({ address: account.address, blockTag: 'latest' })
     const stuck = hashes[mined - first]
-    const pooled = stuck
-      ? await client.getTransaction({ hash: stuck }).then(
-          () => true,
-          () => false,
-        )
-      : undefined
+    const pooled =
+      stuck !== undefined &&
+      (await client
+        .getTransaction({ hash: stuck })
+        .then(() => true)
+        .catch(() => false))
     const block = await client.getBlock()
     throw new Error(
       `${count} openChannel transactions sent (nonces ${first} to ${nonce - 1}), mined up to nonce ${mined - 1}; the next ${pooled ? 'is in the pool' : 'is not in the pool'} with maxFeePerGas ${maxFeePerGas}, the base fee is ${block.baseFeePerGas} at block ${block.number}: ${(error as Error).message.split('\n')[0]}`,

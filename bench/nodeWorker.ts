@@ -34,8 +34,9 @@ const gc = runInNewContext('gc') as () => void
 
 /**
  * What the node committed since the last `takeCommits`: how many commits and their wall time (from the call to the
- * durable write, fsync included), the time between one commit's end and the next one's call while payments run
- * (under 50 ms: the engine's own work and its wait for the next batch; a longer gap is the node idle), and, when `weigh`, their value bytes (node:v8, one row at a time, keys apart).
+ * durable write, fsync included); the time between one commit's end and the next one's call while payments run
+ * (under `BUSY_GAP_MS`: the engine's own work and its wait for the next batch; a longer gap is the node idle); and,
+ * when `weigh`, their value bytes (node:v8, one row at a time, keys apart).
  */
 export type CommitTally = {
   commits: number
