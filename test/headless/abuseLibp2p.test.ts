@@ -113,7 +113,9 @@ describe('a payee attacked through the relay while it is paid', () => {
         `payments A→B through a sluice relay, one at a time: p50 ${quantile(quiet, 0.5).toFixed(0)} ms, then ${quantile(flooded, 0.5).toFixed(0)} ms ` +
           `(p90 ${quantile(flooded, 0.9).toFixed(0)}) while B is attacked and flooded; B counted ${JSON.stringify(after)}`,
       )
-      expect(await b.channel(net.token, a.address)).toMatchObject({ balance: '43' })
+      // A's payment is done once B revealed the secret; B's balance counts it once A's Unlock reaches B, which under
+      // load comes after the answer to A.
+      await eventually(async () => expect(await b.channel(net.token, a.address)).toMatchObject({ balance: '43' }))
       await eventually(async () =>
         expect(await counts()).toMatchObject({
           transport: { invalid_frames: 1, oversized_frames: 1, rate_limited: expect.any(Number) },
